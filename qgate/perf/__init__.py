@@ -1,0 +1,1 @@
+"""Perf stage: streaming load generator, workloads, metrics, server counters."""

@@ -1,0 +1,59 @@
+"""Raw per-request records of the perf stage and the results computed from them.
+
+Summary figures (percentiles, throughputs, ratios) are pure functions of the
+request records so that `qgate verify` can recompute them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from qgate.models import Record
+
+
+class RequestRecord(Record):
+    """One measured request, timed on the client's monotonic clock (ns since scenario start)."""
+
+    index: int = Field(description="Order of submission within the scenario.")
+    conversation: int | None = Field(default=None, description="Multi-turn: conversation index.")
+    turn: int | None = Field(default=None, description="Multi-turn: turn index.")
+    concurrency: int | None = Field(default=None, description="Sweep level this request ran at.")
+    probe_id: str | None = Field(default=None, description="Quality probe item id, if a probe.")
+    scheduled_ns: int = Field(description="When the workload wanted it sent.")
+    sent_ns: int = Field(description="When the request left the client (after client queueing).")
+    first_token_ns: int | None = Field(description="First content token received.")
+    done_ns: int = Field(description="Last byte received (or failure).")
+    token_times_ns: list[int] = Field(
+        default_factory=list, description="Arrival time of every content chunk."
+    )
+    prompt_tokens: int | None = Field(default=None, description="Server usage: prompt tokens.")
+    output_tokens: int | None = Field(default=None, description="Server usage: completion tokens.")
+    requested_output_tokens: int | None = Field(
+        default=None, description="Forced output length (ignore_eos+min_tokens), if forced."
+    )
+    cached_prompt_tokens: int | None = Field(
+        default=None, description="Prompt tokens served from the prefix cache, if reported."
+    )
+    error: str | None = Field(default=None, description="Transport/HTTP/stream error, if any.")
+    check_failures: list[str] = Field(
+        default_factory=list, description="Stream verification failures for this request."
+    )
+    probe_answer: str | None = Field(default=None, description="Probe: extracted answer.")
+
+
+class ScenarioRun(Record):
+    """One scenario (one concurrency level of a sweep) on one runtime."""
+
+    scenario: str = Field(description="Scenario name (with '@cN' for a sweep level).")
+    role: Literal["reference", "candidate"] = Field(description="Which runtime served it.")
+    kind: str = Field(description="fixed | multi_turn | trace.")
+    params: dict[str, str | int | float | bool | None] = Field(
+        default_factory=dict, description="Workload parameters as run."
+    )
+    gpus: int = Field(description="Accelerators the runtime used (for per-GPU throughput).")
+    duration_ns: int = Field(description="Measured window: first send to last completion.")
+    requests: list[RequestRecord] = Field(description="Measured requests (warmups excluded).")
+    counters_before: dict[str, float] = Field(default_factory=dict, description="/metrics.")
+    counters_after: dict[str, float] = Field(default_factory=dict, description="/metrics.")

@@ -1,0 +1,1 @@
+"""Quality suites (math, recall, divergence, lm-eval), statistics and gates."""

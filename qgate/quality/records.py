@@ -1,0 +1,81 @@
+"""Per-item records of the quality suites and the verdicts computed from them.
+
+These are the raw data that `qgate verify` recomputes every verdict from, so
+they hold everything a gate reads and nothing a gate does not need.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from qgate.models import Record
+
+Role = Literal["reference", "candidate"]
+
+
+class ItemRecord(Record):
+    """One exact-answer item as one runtime answered it."""
+
+    id: str = Field(description="Stable item id within its suite.")
+    prompt_sha256: str = Field(description="sha256 of the exact prompt text sent.")
+    output: str = Field(description="Raw model output.")
+    answer: str | None = Field(description="Answer extracted from the output, if any.")
+    expected: str = Field(description="The checked correct answer.")
+    correct: bool = Field(description="Whether the extracted answer equals the expected one.")
+    output_tokens: int | None = Field(default=None, description="Completion tokens (usage).")
+    finish_reason: str | None = Field(default=None, description="Server's finish reason.")
+
+
+class SuiteRun(Record):
+    """One exact-answer suite (e.g. 'math.short', 'recall.4096') on one runtime."""
+
+    suite: str = Field(description="Suite id, e.g. 'math.short', 'recall.1024', 'lm_eval.gsm8k'.")
+    role: Role = Field(description="Which runtime answered.")
+    data_sha256: str = Field(description="sha256 of the suite's data (or task config).")
+    params: dict[str, str | int | float | bool | None] = Field(
+        default_factory=dict, description="Generation parameters used."
+    )
+    items: list[ItemRecord] = Field(description="Per-item records, in data order.")
+    wall_s: float = Field(default=0.0, description="Wall time of the suite.")
+    cached: bool = Field(default=False, description="Served from the reference cache.")
+
+
+class DivergenceSequence(Record):
+    """Teacher-forced comparison of one reference continuation, position by position."""
+
+    id: str = Field(description="Corpus prompt id.")
+    prompt_sha256: str = Field(description="sha256 of the prompt text.")
+    token_ids: list[int] = Field(description="Reference greedy continuation that both scored.")
+    kld: list[float] = Field(description="KL(reference || candidate) per scored position.")
+    top1_agree: list[bool] = Field(description="Top-1 tokens equal, per position.")
+    delta_p: list[float] = Field(
+        description="p_candidate - p_reference of the reference's token, per position."
+    )
+
+
+class DivergenceRun(Record):
+    """The divergence suite: every sequence's per-position values."""
+
+    suite: str = Field(default="divergence", description="Suite id.")
+    data_sha256: str = Field(description="sha256 of the corpus.")
+    top_k: int = Field(description="Top-k logprobs requested per position.")
+    tokens: int = Field(description="Continuation length requested.")
+    sequences: list[DivergenceSequence] = Field(description="Per-sequence values.")
+    wall_s: float = Field(default=0.0, description="Wall time of the suite.")
+
+
+class Verdict(Record):
+    """The outcome of one gate: what was observed, the limit, and why it passed or failed."""
+
+    gate: str = Field(description="Gate id, e.g. 'math.short.max_drop'.")
+    suite: str = Field(description="Suite the gate reads.")
+    observed: float | None = Field(description="Observed value (None when not computable).")
+    limit: float | None = Field(description="Limit from the profile.")
+    passed: bool = Field(description="Whether the gate holds.")
+    underpowered: bool = Field(
+        default=False,
+        description="The sample is too small to detect the violation this gate forbids.",
+    )
+    reason: str = Field(description="One line for people.")

@@ -1,0 +1,1 @@
+"""The signed report: model, DSSE/in-toto signing, verification, rendered views."""

@@ -1,0 +1,1 @@
+"""Runtimes: vLLM servers qgate starts, endpoints it is given, and the machine fingerprint."""

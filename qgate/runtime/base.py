@@ -1,0 +1,74 @@
+"""The runtime protocol: one class per engine kind, two instances per run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import TracebackType
+from typing import Literal, Protocol, Self
+
+from pydantic import Field
+
+from qgate.models import Record
+
+
+class EffectiveConfig(Record):
+    """What a running server reports about itself, not what was asked of it."""
+
+    role: Literal["reference", "candidate"] = Field(description="Runtime role.")
+    kind: Literal["vllm", "endpoint"] = Field(description="How the runtime was provided.")
+    base_url: str = Field(description="OpenAI-compatible base URL, ending in /v1.")
+    served_model: str = Field(description="Model name the server answers to.")
+    engine_version: str | None = Field(default=None, description="From /version or the log.")
+    dtype: str | None = Field(default=None, description="Model dtype the engine used.")
+    quantization: str | None = Field(default=None, description="Weight quantization applied.")
+    kv_cache_dtype: str | None = Field(default=None, description="KV cache dtype applied.")
+    attention_backend: str | None = Field(default=None, description="Attention backend selected.")
+    max_model_len: int | None = Field(default=None, description="Context length served.")
+    tensor_parallel_size: int | None = Field(default=None)
+    pipeline_parallel_size: int | None = Field(default=None)
+    env_flags: dict[str, str] = Field(
+        default_factory=dict, description="VLLM_*/engine env flags set for the server (redacted)."
+    )
+    args: dict[str, str | int | float | bool | None | list[str | int | float | bool]] = Field(
+        default_factory=dict, description="Engine arguments qgate passed."
+    )
+    command: list[str] = Field(default_factory=list, description="Launch command (redacted).")
+    emulated: list[str] = Field(
+        default_factory=list, description="Components that are emulated, not native."
+    )
+
+
+class Runtime(Protocol):
+    """A serving process (or endpoint) the suites talk to over HTTP."""
+
+    role: Literal["reference", "candidate"]
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def served_model(self) -> str: ...
+
+    @property
+    def log_path(self) -> Path | None: ...
+
+    def start(self) -> None: ...
+
+    def wait_ready(self) -> None: ...
+
+    def effective_config(self) -> EffectiveConfig: ...
+
+    def check_alive(self) -> None:
+        """Raise RuntimeFailure if the server has exited or stopped answering."""
+        ...
+
+    def stop(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
