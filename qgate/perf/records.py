@@ -41,6 +41,13 @@ class RequestRecord(Record):
         default_factory=list, description="Stream verification failures for this request."
     )
     probe_answer: str | None = Field(default=None, description="Probe: extracted answer.")
+    probe_expected: str | None = Field(
+        default=None,
+        description="Probe: the same runtime's answer to this item in the quality stage.",
+    )
+    text: str | None = Field(
+        default=None, description="Probe: the generated text (workload outputs are not kept)."
+    )
 
 
 class ScenarioRun(Record):

@@ -1,0 +1,235 @@
+"""Scenario metrics as pure functions of a ScenarioRun (so `qgate verify` can recompute them).
+
+Definitions follow vLLM's `bench serve` (vllm/benchmarks/serve.py and
+lib/endpoint_request_func.py) so the numbers are comparable with it:
+
+- TTFT: first content chunk minus the moment the request was sent. Client
+  queueing (sent minus scheduled) is reported apart as `queue_ms`, never
+  inside TTFT.
+- E2E latency: last content chunk minus sent (vLLM's `latency`).
+- TPOT: (E2E - TTFT) / (n - 1) for requests with n > 1 output tokens; for
+  goodput a request with n <= 1 has TPOT 0, as in vLLM.
+- ITL: every gap between consecutive content chunks, pooled over requests.
+- Percentiles: numpy's default linear interpolation; std is the population
+  std (ddof=0), as in vLLM.
+- Throughputs divide by the measured window (`ScenarioRun.duration_ns`).
+
+Quality probes (requests with a `probe_id`) are left out of the latency and
+throughput figures because their lengths differ from the workload's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import Field
+
+from qgate.models import Record
+from qgate.perf.records import RequestRecord, ScenarioRun
+from qgate.profile import Slo
+
+NS_PER_MS = 1_000_000
+NS_PER_S = 1_000_000_000
+
+
+class Distribution(Record):
+    """Summary of one latency metric over the measured requests, in milliseconds."""
+
+    count: int = Field(description="Number of values summarized.")
+    mean: float = Field(description="Arithmetic mean (0 when empty, as vLLM).")
+    std: float = Field(description="Population standard deviation (ddof=0).")
+    p50: float = Field(description="Median.")
+    p90: float = Field(description="90th percentile (linear interpolation).")
+    p99: float = Field(description="99th percentile (linear interpolation).")
+    max: float = Field(description="Largest value.")
+
+
+class ScenarioMetrics(Record):
+    """Everything the perf table shows for one scenario on one runtime."""
+
+    scenario: str = Field(description="Scenario name (with '@cN' for a sweep level).")
+    role: str = Field(description="reference | candidate.")
+    requests: int = Field(description="Measured workload requests (probes excluded).")
+    completed: int = Field(description="Requests with no transport/HTTP error and a first token.")
+    failed: int = Field(description="Requests that ended in an error.")
+    check_failed: int = Field(description="Completed requests with stream-check failures.")
+    duration_s: float = Field(description="Measured window in seconds.")
+    total_input_tokens: int = Field(description="Prompt tokens of completed requests (usage).")
+    total_output_tokens: int = Field(description="Output tokens of completed requests (usage).")
+    request_throughput: float = Field(description="Completed requests per second.")
+    request_goodput: float | None = Field(
+        description="Completed requests per second that met every SLO; None without SLOs."
+    )
+    output_throughput: float = Field(description="Output tokens per second.")
+    output_throughput_per_gpu: float = Field(description="Output tokens per second per GPU.")
+    total_token_throughput: float = Field(description="(Input + output) tokens per second.")
+    ttft_ms: Distribution = Field(description="Time to first token.")
+    tpot_ms: Distribution = Field(description="Time per output token after the first.")
+    itl_ms: Distribution = Field(description="Inter-token latency, every gap pooled.")
+    e2e_ms: Distribution = Field(description="End-to-end request latency.")
+    queue_ms: Distribution = Field(
+        description="Client-side queueing (sent minus scheduled); large values mean the "
+        "client, not the server, limited the offered load."
+    )
+    peak_concurrency: int = Field(description="Most requests in flight at one instant.")
+    max_output_tokens_per_s: float = Field(
+        description="Largest output-token count in any one-second bucket (vLLM's definition)."
+    )
+    prefix_cache_hit_rate: float | None = Field(
+        default=None, description="Prefix-cache hits / queries from the /metrics deltas."
+    )
+    probe_agree: int = Field(default=0, description="Quality probes answered as in quality stage.")
+    probe_total: int = Field(default=0, description="Quality probes sent.")
+
+
+def distribution(values: Sequence[float]) -> Distribution:
+    """Mean, std and percentiles of `values` (all zeros when empty, as vLLM reports)."""
+    import numpy as np
+
+    if not values:
+        return Distribution(count=0, mean=0.0, std=0.0, p50=0.0, p90=0.0, p99=0.0, max=0.0)
+    a = np.asarray(values, dtype=np.float64)
+    p50, p90, p99 = np.percentile(a, [50, 90, 99])
+    return Distribution(
+        count=int(a.size),
+        mean=float(a.mean()),
+        std=float(a.std()),
+        p50=float(p50),
+        p90=float(p90),
+        p99=float(p99),
+        max=float(a.max()),
+    )
+
+
+def succeeded(r: RequestRecord) -> bool:
+    """vLLM's `success`: no error and at least one content chunk."""
+    return r.error is None and r.first_token_ns is not None
+
+
+def workload_requests(run: ScenarioRun) -> list[RequestRecord]:
+    """The measured requests that are part of the workload (quality probes excluded)."""
+    return [r for r in run.requests if r.probe_id is None]
+
+
+def output_len(r: RequestRecord) -> int:
+    """Output tokens: the server's usage, else the number of content chunks."""
+    return r.output_tokens if r.output_tokens is not None else len(r.token_times_ns)
+
+
+def last_token_ns(r: RequestRecord) -> int:
+    """Arrival of the last content chunk (vLLM's end of latency); done_ns without chunks."""
+    return r.token_times_ns[-1] if r.token_times_ns else r.done_ns
+
+
+def ttft_ms(r: RequestRecord) -> float | None:
+    """Time to first token in ms, from the send (client queueing excluded)."""
+    if r.first_token_ns is None:
+        return None
+    return (r.first_token_ns - r.sent_ns) / NS_PER_MS
+
+
+def e2e_ms(r: RequestRecord) -> float:
+    """End-to-end latency in ms: last content chunk minus send."""
+    return (last_token_ns(r) - r.sent_ns) / NS_PER_MS
+
+
+def tpot_ms(r: RequestRecord) -> float | None:
+    """(E2E - TTFT) / (n - 1); None when n <= 1 or there was no first token."""
+    t = ttft_ms(r)
+    n = output_len(r)
+    if t is None or n <= 1:
+        return None
+    return (e2e_ms(r) - t) / (n - 1)
+
+
+def itls_ms(r: RequestRecord) -> list[float]:
+    """Every gap between consecutive content chunks, in ms."""
+    ts = r.token_times_ns
+    return [(b - a) / NS_PER_MS for a, b in zip(ts, ts[1:], strict=False)]
+
+
+def meets_slo(r: RequestRecord, slo: Slo) -> bool:
+    """Whether a completed request met every SLO given (TPOT is 0 for n <= 1, as vLLM)."""
+    t = ttft_ms(r)
+    if t is None:
+        return False
+    if slo.ttft_ms is not None and t > slo.ttft_ms:
+        return False
+    if slo.tpot_ms is not None and (tpot_ms(r) or 0.0) > slo.tpot_ms:
+        return False
+    return not (slo.e2e_ms is not None and e2e_ms(r) > slo.e2e_ms)
+
+
+def peak_concurrency(requests: Sequence[RequestRecord]) -> int:
+    """Most requests in flight at once, from exact send/done intervals."""
+    events: list[tuple[int, int]] = []
+    for r in requests:
+        events.append((r.sent_ns, 1))
+        events.append((r.done_ns, -1))
+    # A request that ends at the same instant another starts does not overlap it.
+    events.sort(key=lambda e: (e[0], e[1]))
+    peak = cur = 0
+    for _, d in events:
+        cur += d
+        peak = max(peak, cur)
+    return peak
+
+
+def max_tokens_per_second(requests: Sequence[RequestRecord]) -> float:
+    """Largest number of content chunks in any one-second bucket from the first send."""
+    if not requests:
+        return 0.0
+    start = min(r.sent_ns for r in requests)
+    buckets: dict[int, int] = {}
+    for r in requests:
+        for t in r.token_times_ns:
+            b = (t - start) // NS_PER_S
+            buckets[b] = buckets.get(b, 0) + 1
+    return float(max(buckets.values(), default=0))
+
+
+def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
+    """All scenario metrics from the raw records (pure; `qgate verify` calls it too)."""
+    from qgate.perf.counters import prefix_cache_hit_rate
+    from qgate.perf.probes import probe_agreement
+
+    reqs = workload_requests(run)
+    ok = [r for r in reqs if succeeded(r)]
+    dur_s = run.duration_ns / NS_PER_S
+    total_out = sum(output_len(r) for r in ok)
+    total_in = sum(r.prompt_tokens or 0 for r in ok)
+
+    def rate(x: float) -> float:
+        return x / dur_s if dur_s > 0 else 0.0
+
+    ttfts = [t for r in ok if (t := ttft_ms(r)) is not None]
+    tpots = [t for r in ok if (t := tpot_ms(r)) is not None]
+    itls = [g for r in ok for g in itls_ms(r)]
+    goodput = rate(sum(1 for r in ok if meets_slo(r, slo))) if slo is not None else None
+    agree, total = probe_agreement(run)
+    return ScenarioMetrics(
+        scenario=run.scenario,
+        role=run.role,
+        requests=len(reqs),
+        completed=len(ok),
+        failed=len(reqs) - len(ok),
+        check_failed=sum(1 for r in ok if r.check_failures),
+        duration_s=dur_s,
+        total_input_tokens=total_in,
+        total_output_tokens=total_out,
+        request_throughput=rate(len(ok)),
+        request_goodput=goodput,
+        output_throughput=rate(total_out),
+        output_throughput_per_gpu=rate(total_out) / max(run.gpus, 1),
+        total_token_throughput=rate(total_in + total_out),
+        ttft_ms=distribution(ttfts),
+        tpot_ms=distribution(tpots),
+        itl_ms=distribution(itls),
+        e2e_ms=distribution([e2e_ms(r) for r in ok]),
+        queue_ms=distribution([(r.sent_ns - r.scheduled_ns) / NS_PER_MS for r in reqs]),
+        peak_concurrency=peak_concurrency(reqs),
+        max_output_tokens_per_s=max_tokens_per_second(ok),
+        prefix_cache_hit_rate=prefix_cache_hit_rate(run.counters_before, run.counters_after),
+        probe_agree=agree,
+        probe_total=total,
+    )

@@ -1,0 +1,45 @@
+"""Correctness under load (MLPerf TEST01 idea): quality probes mixed into the perf run.
+
+A probe is a quality-stage item (chat messages, greedy, the quality stage's
+generation parameters) sent among the workload's requests. Its extracted
+answer is compared with the answer the same runtime gave in the quality
+stage; disagreement under load points at batching or scheduling bugs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Any
+
+from qgate.perf.records import ScenarioRun
+
+# (item id, chat messages or a prompt string, the quality stage's answer)
+Probe = tuple[str, list[dict[str, Any]] | str, str | None]
+
+_INT = re.compile(r"-?\d[\d,]*")
+
+
+def extract_answer(text: str) -> str | None:
+    """Final integer of an answer; the quality package's extractor when it exists."""
+    try:
+        extract = importlib.import_module("qgate.quality.extract")
+        fn = getattr(extract, "extract_integer", None) or getattr(extract, "extract", None)
+        if callable(fn):
+            got = fn(text)
+            return None if got is None else str(got)
+    except ImportError:
+        pass
+    found = _INT.findall(text)
+    return found[-1].replace(",", "") if found else None
+
+
+def probe_agreement(run: ScenarioRun) -> tuple[int, int]:
+    """(probes whose answer equals the quality-stage answer, probes sent)."""
+    probes = [r for r in run.requests if r.probe_id is not None]
+    agree = sum(
+        1
+        for r in probes
+        if r.error is None and r.probe_answer is not None and r.probe_answer == r.probe_expected
+    )
+    return agree, len(probes)
