@@ -1,0 +1,183 @@
+"""Async HTTP client the suites use to talk to an OpenAI-compatible server.
+
+One aiohttp session per suite run, a semaphore of `concurrency` requests in
+flight (enough to keep a continuous-batching engine busy), greedy decoding.
+HTTP errors become InfrastructureError with the status and a body snippet;
+only connection errors are retried (a few times, briefly), because a 4xx/5xx
+answer is a real result about the server and retrying would hide it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+import aiohttp
+
+from qgate.errors import InfrastructureError
+
+CONNECT_RETRIES = 3
+RETRY_DELAY_S = 1.0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The parts of a chat completion the suites record."""
+
+    text: str
+    finish_reason: str | None
+    completion_tokens: int | None
+
+
+def server_root(base_url: str) -> str:
+    """'http://h:8000/v1' -> 'http://h:8000' (vLLM serves /tokenize at the root)."""
+    url = base_url.rstrip("/")
+    return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+class SuiteClient:
+    """Bounded-concurrency client for chat completions and the tokenizer endpoints."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        concurrency: int = 8,
+        timeout_s: float = 600.0,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.timeout_s = timeout_s
+        self._headers = dict(headers or {})
+        self._semaphore = asyncio.Semaphore(max(1, concurrency))
+        self._concurrency = max(1, concurrency)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> Self:
+        # Our own semaphore bounds concurrency; the connector limit only must not be lower.
+        connector = aiohttp.TCPConnector(limit=self._concurrency + 4)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            headers=self._headers,
+            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _post(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self._session is None:
+            raise RuntimeError("SuiteClient used outside 'async with'")
+        last: Exception | None = None
+        for attempt in range(CONNECT_RETRIES + 1):
+            try:
+                async with self._session.post(url, json=body) as resp:
+                    text = await resp.text()
+                    if resp.status >= 400:
+                        snippet = " ".join(text.split())[:200]
+                        raise InfrastructureError(f"POST {url}: HTTP {resp.status}: {snippet}")
+                    try:
+                        data = json.loads(text)
+                    except ValueError as exc:
+                        raise InfrastructureError(
+                            f"POST {url}: answer is not JSON: {text[:120]!r}"
+                        ) from exc
+                    if not isinstance(data, dict):
+                        raise InfrastructureError(f"POST {url}: answer is not a JSON object")
+                    return data
+            except TimeoutError as exc:
+                raise InfrastructureError(
+                    f"POST {url}: no answer within {self.timeout_s:g} s"
+                ) from exc
+            except aiohttp.ClientConnectionError as exc:
+                # Includes a server that closed the connection mid-answer.
+                last = exc
+                if attempt < CONNECT_RETRIES:
+                    await asyncio.sleep(RETRY_DELAY_S * (attempt + 1))
+        raise InfrastructureError(
+            f"POST {url}: connection failed after {CONNECT_RETRIES + 1} attempts: {last}"
+        )
+
+    async def chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int,
+        seed: int,
+        temperature: float = 0.0,
+    ) -> Completion:
+        """One chat completion, greedy by default; waits for a concurrency slot."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "seed": seed,
+        }
+        async with self._semaphore:
+            data = await self._post(f"{self.base_url}/chat/completions", body)
+        try:
+            choice = data["choices"][0]
+            text = choice["message"].get("content") or ""
+            finish = choice.get("finish_reason")
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise InfrastructureError(
+                f"chat completion without choices: {json.dumps(data)[:160]}"
+            ) from exc
+        usage = data.get("usage") or {}
+        tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
+        return Completion(
+            text=str(text),
+            finish_reason=str(finish) if finish is not None else None,
+            completion_tokens=int(tokens) if isinstance(tokens, int) else None,
+        )
+
+    async def tokenize(self, text: str) -> list[int]:
+        """Token ids of `text` with the served model's tokenizer (no special tokens added)."""
+        body = {"model": self.model, "prompt": text, "add_special_tokens": False}
+        async with self._semaphore:
+            data = await self._post(f"{server_root(self.base_url)}/tokenize", body)
+        tokens = data.get("tokens")
+        if not isinstance(tokens, list):
+            raise InfrastructureError("/tokenize answered without 'tokens'")
+        return [int(t) for t in tokens]
+
+    async def count_tokens(self, text: str) -> int:
+        """Number of tokens of `text` with the served model's tokenizer."""
+        return len(await self.tokenize(text))
+
+    async def count_chat_tokens(self, messages: list[dict[str, str]]) -> int:
+        """Prompt tokens of a chat request after the server applies the chat template."""
+        body = {"model": self.model, "messages": messages, "add_generation_prompt": True}
+        async with self._semaphore:
+            data = await self._post(f"{server_root(self.base_url)}/tokenize", body)
+        count = data.get("count")
+        if not isinstance(count, int):
+            tokens = data.get("tokens")
+            if not isinstance(tokens, list):
+                raise InfrastructureError("/tokenize answered without 'count'")
+            count = len(tokens)
+        return count
+
+    async def detokenize(self, tokens: list[int]) -> str:
+        """Text of token ids with the served model's tokenizer."""
+        body = {"model": self.model, "tokens": tokens}
+        async with self._semaphore:
+            data = await self._post(f"{server_root(self.base_url)}/detokenize", body)
+        prompt = data.get("prompt")
+        if not isinstance(prompt, str):
+            raise InfrastructureError("/detokenize answered without 'prompt'")
+        return prompt

@@ -1,0 +1,234 @@
+"""Generator of symbol-recall haystacks (the pure part; token sizing is in recall_suite).
+
+A haystack is filler prose made from a committed vocabulary, with one
+"access code" sentence planted per depth. Everything is derived from
+`random.Random` seeded with (seed, length, haystack index), so the same
+profile gives the same sentences; how many of them fit in N tokens is
+decided at run time with the served model's tokenizer.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+
+GENERATOR_VERSION = "1"
+RECALL_CHARS_SEED = 4242
+RECALL_CHARS_LENGTH = 4000
+
+_VOCABULARY: dict[str, list[str]] = {
+    "adjectives": [
+        "quiet",
+        "narrow",
+        "golden",
+        "dusty",
+        "bright",
+        "heavy",
+        "gentle",
+        "ancient",
+        "crowded",
+        "distant",
+        "wooden",
+        "silver",
+        "rapid",
+        "patient",
+        "curious",
+        "hollow",
+        "steady",
+        "pale",
+        "vivid",
+        "careful",
+        "rusty",
+        "tiny",
+        "broad",
+        "humble",
+        "frozen",
+        "busy",
+        "soft",
+        "proud",
+        "sudden",
+        "lazy",
+    ],
+    "nouns": [
+        "river",
+        "lantern",
+        "market",
+        "garden",
+        "bridge",
+        "teacher",
+        "harbor",
+        "wagon",
+        "library",
+        "orchard",
+        "tower",
+        "sailor",
+        "village",
+        "meadow",
+        "painter",
+        "station",
+        "kettle",
+        "forest",
+        "mountain",
+        "fisherman",
+        "window",
+        "bakery",
+        "carpet",
+        "courtyard",
+        "merchant",
+        "valley",
+        "chimney",
+        "engine",
+        "notebook",
+        "island",
+    ],
+    "verbs": [
+        "passed",
+        "watched",
+        "followed",
+        "painted",
+        "repaired",
+        "visited",
+        "crossed",
+        "admired",
+        "measured",
+        "described",
+        "carried",
+        "opened",
+        "cleaned",
+        "remembered",
+        "guarded",
+        "photographed",
+        "counted",
+        "decorated",
+        "studied",
+        "ignored",
+    ],
+    "times": [
+        "in the morning",
+        "after lunch",
+        "before sunset",
+        "late at night",
+        "on Sunday",
+        "during the storm",
+        "at dawn",
+        "every spring",
+        "last winter",
+        "in the evening",
+    ],
+}
+
+
+def vocabulary_json() -> bytes:
+    """The committed vocabulary file (evals/recall/vocabulary.json)."""
+    return (json.dumps(_VOCABULARY, indent=1, sort_keys=True) + "\n").encode()
+
+
+def load_vocabulary(data: bytes) -> dict[str, list[str]]:
+    """Parse a vocabulary file; every word class must be a non-empty list of strings."""
+    raw = json.loads(data)
+    vocab = {k: [str(w) for w in v] for k, v in raw.items()}
+    for key in _VOCABULARY:
+        if not vocab.get(key):
+            raise ValueError(f"vocabulary has no '{key}'")
+    return vocab
+
+
+@dataclass(frozen=True)
+class Needle:
+    """One planted fact: the code of a numbered locker, at a depth of the haystack."""
+
+    key: str
+    symbol: str
+    depth: float
+
+    @property
+    def sentence(self) -> str:
+        return f"The access code for {self.key} is {self.symbol}."
+
+    @property
+    def question(self) -> str:
+        return (
+            f"What is the access code for {self.key}? "
+            "Answer with the code only (two capital letters, a dash and four digits)."
+        )
+
+
+def haystack_rng(seed: int, length: int, index: int) -> random.Random:
+    """The generator of one haystack; string seeds are hashed deterministically (sha512)."""
+    return random.Random(f"qgate-recall:{seed}:{length}:{index}")
+
+
+def make_needles(rng: random.Random, depths: list[float]) -> list[Needle]:
+    """One needle per depth, with distinct lockers and distinct symbols."""
+    lockers = rng.sample(range(100, 1000), len(depths))
+    letters = "ABCDEFGHJKLMNPQRSTUVWXYZ"
+    symbols: list[str] = []
+    while len(symbols) < len(depths):
+        sym = f"{rng.choice(letters)}{rng.choice(letters)}-{rng.randint(1000, 9999)}"
+        if sym not in symbols:
+            symbols.append(sym)
+    return [
+        Needle(key=f"locker {n}", symbol=s, depth=d)
+        for n, s, d in zip(lockers, symbols, depths, strict=True)
+    ]
+
+
+def filler_sentences(rng: random.Random, vocab: dict[str, list[str]], count: int) -> list[str]:
+    """`count` sentences of unrelated prose; none contains a digit or a code."""
+    out: list[str] = []
+    for _ in range(count):
+        a1, a2 = rng.choice(vocab["adjectives"]), rng.choice(vocab["adjectives"])
+        n1, n2 = rng.choice(vocab["nouns"]), rng.choice(vocab["nouns"])
+        verb, when = rng.choice(vocab["verbs"]), rng.choice(vocab["times"])
+        out.append(f"The {a1} {n1} {verb} the {a2} {n2} {when}.")
+    return out
+
+
+def assemble(sentences: list[str], needles: list[Needle]) -> str:
+    """Filler with each needle inserted at the sentence boundary nearest its depth."""
+    slots: dict[int, list[str]] = {}
+    for needle in needles:
+        slots.setdefault(round(needle.depth * len(sentences)), []).append(needle.sentence)
+    parts: list[str] = []
+    for i in range(len(sentences) + 1):
+        parts.extend(slots.get(i, []))
+        if i < len(sentences):
+            parts.append(sentences[i])
+    # Paragraphs of six sentences read more like a document than one long line.
+    return "\n".join(" ".join(parts[i : i + 6]) for i in range(0, len(parts), 6))
+
+
+def recall_prompt(haystack: str, needle: Needle) -> str:
+    """The user message: the haystack first (shared prefix across its questions), then the ask."""
+    return f"Read the following notes.\n\n{haystack}\n\nQuestion: {needle.question}"
+
+
+def recall_chars_jsonl(
+    depths: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9),
+    haystacks: int = 4,
+    seed: int = RECALL_CHARS_SEED,
+    length_chars: int = RECALL_CHARS_LENGTH,
+) -> bytes:
+    """A fixed recall set sized by characters (~1k tokens), for lm-eval without a tokenizer."""
+    vocab = load_vocabulary(vocabulary_json())
+    lines: list[str] = []
+    for h in range(haystacks):
+        rng = haystack_rng(seed, length_chars, h)
+        needles = make_needles(rng, list(depths))
+        sentences: list[str] = []
+        pool = filler_sentences(rng, vocab, length_chars // 20 + 10)
+        for sentence in pool:
+            if sum(len(s) + 1 for s in sentences) + len(sentence) > length_chars:
+                break
+            sentences.append(sentence)
+        haystack = assemble(sentences, needles)
+        for needle in needles:
+            item = {
+                "id": f"recall1k-h{h}-d{round(needle.depth * 100):02d}",
+                "context": haystack,
+                "question": needle.question,
+                "answer": needle.symbol,
+            }
+            lines.append(json.dumps(item, sort_keys=True))
+    return ("\n".join(lines) + "\n").encode()
