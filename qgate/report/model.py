@@ -1,0 +1,145 @@
+"""The report: one versioned pydantic document; its field order is the format.
+
+The report is the predicate of the signed in-toto Statement. It holds the raw
+records (per-item suite results, per-request perf records) and every figure
+derived from them, so that `qgate verify` can recompute the figures and reject
+a report whose verdict does not follow from its data.
+
+Perf summaries and comparisons are stored as the JSON form of the Perf
+engineer's `ScenarioMetrics` / `MetricComparison` models (qgate/perf/metrics.py,
+compare.py); keeping them as plain JSON here means verification compares the
+recomputed JSON with the stored JSON exactly, whatever fields those models grow.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from qgate.models import Record
+from qgate.perf.records import ScenarioRun
+from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
+from qgate.runtime.base import EffectiveConfig
+
+SCHEMA_VERSION: Literal["1"] = "1"
+PREDICATE_TYPE = "https://qgate.dev/report/v1"
+
+PerfStatus = Literal["ran", "skipped: gates failed", "skipped: --skip-perf", "ungated"]
+OverallVerdict = Literal["PASS", "FAIL", "UNGATED"]
+SignerSource = Literal["local-dev", "file", "env", "kms"]
+
+
+class Artifact(Record):
+    """One file the run wrote, by digest."""
+
+    path: str = Field(description="Path relative to the run folder, POSIX separators.")
+    sha256: str = Field(description="Hex sha256 of the file's bytes.")
+    bytes: int = Field(ge=0, description="File size in bytes.")
+
+
+class SignerInfo(Record):
+    """Which key signed the report; inside the predicate so the signature covers it."""
+
+    keyid: str = Field(description="securesystemslib key id of the signing key.")
+    scheme: str = Field(description="Signature scheme, e.g. 'ecdsa-sha2-nistp256', 'ed25519'.")
+    source: SignerSource = Field(
+        description="Where the key came from; 'local-dev' is an unmanaged development key."
+    )
+    public_key_pem: str | None = Field(
+        default=None, description="The public key (PEM), for convenience; never trust it alone."
+    )
+
+
+class QualitySection(Record):
+    """Quality suites of both runtimes and the gate verdicts computed from them."""
+
+    runs: list[SuiteRun] = Field(
+        default_factory=list, description="Per-suite per-item records, reference and candidate."
+    )
+    divergence: DivergenceRun | None = Field(
+        default=None, description="Teacher-forced divergence records, if the suite ran."
+    )
+    verdicts: list[Verdict] = Field(
+        default_factory=list, description="Gate verdicts (evaluate_quality), in gate order."
+    )
+
+
+class ScenarioResult(Record):
+    """Derived figures of one perf scenario: summaries, ratios and checks."""
+
+    scenario: str = Field(description="Scenario name (with '@cN' for a sweep level).")
+    reference: dict[str, Any] | None = Field(
+        default=None, description="ScenarioMetrics of the reference run (summarize), as JSON."
+    )
+    candidate: dict[str, Any] | None = Field(
+        default=None, description="ScenarioMetrics of the candidate run (summarize), as JSON."
+    )
+    comparisons: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="MetricComparison list, candidate over reference (compare), as JSON.",
+    )
+    verdicts: list[Verdict] = Field(
+        default_factory=list, description="Scenario checks of the candidate (scenario_verdicts)."
+    )
+
+
+class PerfSection(Record):
+    """The perf stage: raw request records and the figures derived from them."""
+
+    status: PerfStatus = Field(description="Whether and why the perf stage ran.")
+    bootstrap_resamples: int = Field(
+        default=2000, ge=0, description="Bootstrap resamples used for ratio intervals."
+    )
+    bootstrap_seed: int = Field(default=0, description="Seed of the bootstrap, for re-derivation.")
+    runs: list[ScenarioRun] = Field(
+        default_factory=list, description="Raw per-request records, both runtimes."
+    )
+    results: list[ScenarioResult] = Field(
+        default_factory=list, description="Summaries, comparisons and checks per scenario."
+    )
+
+
+class Report(Record):
+    """The qgate report (predicate type https://qgate.dev/report/v1)."""
+
+    schema_version: Literal["1"] = Field(default=SCHEMA_VERSION, description="Report format.")
+    qgate_version: str = Field(description="qgate version that produced the report.")
+    command_line: list[str] = Field(default_factory=list, description="argv of the run (redacted).")
+    created_at: str = Field(description="UTC time the report was made, ISO 8601.")
+    profile: dict[str, Any] = Field(description="The resolved profile (JSON form, redacted).")
+    profile_sha256: str = Field(description="sha256 of the profile file as given.")
+    fingerprint: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Environment fingerprint (hardware, packages, checkpoint digests) as JSON.",
+    )
+    effective_configs: list[EffectiveConfig] = Field(
+        default_factory=list, description="What each runtime reported about itself."
+    )
+    quality: QualitySection = Field(
+        default_factory=QualitySection, description="Quality records and gate verdicts."
+    )
+    perf: PerfSection = Field(description="Perf records, figures and status.")
+    verdict: OverallVerdict = Field(description="PASS, FAIL or UNGATED (perf forced).")
+    target_mismatches: list[str] = Field(
+        default_factory=list, description="Ways the machine differs from the profile's target."
+    )
+    emulated: list[str] = Field(
+        default_factory=list, description="Components that were emulated, not native."
+    )
+    stage_timings: dict[str, float] = Field(
+        default_factory=dict, description="Wall seconds per pipeline stage, in order."
+    )
+    artifacts: list[Artifact] = Field(
+        default_factory=list, description="Every other file the run wrote, by digest."
+    )
+    signer: SignerInfo | None = Field(
+        default=None, description="The signing key; set by sign_report before signing."
+    )
+
+    def all_verdicts(self) -> list[Verdict]:
+        """Quality verdicts followed by perf scenario verdicts."""
+        out = list(self.quality.verdicts)
+        for result in self.perf.results:
+            out.extend(result.verdicts)
+        return out

@@ -1,0 +1,31 @@
+"""The overall verdict and the perf status: one place, used by `run` and `verify`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from qgate.quality.records import Verdict
+from qgate.report.model import OverallVerdict, PerfStatus
+
+
+def perf_status(quality_passed: bool, skip_perf: bool, force_perf: bool) -> PerfStatus:
+    """What the perf stage does given the quality gates and the CLI flags."""
+    if skip_perf:
+        return "skipped: --skip-perf"
+    if quality_passed:
+        return "ran"
+    return "ungated" if force_perf else "skipped: gates failed"
+
+
+def overall(verdicts: Iterable[Verdict], perf_status: PerfStatus) -> OverallVerdict:
+    """FAIL if any gate failed; UNGATED if perf was forced past failed gates; else PASS.
+
+    A forced perf run is only possible after a failed gate, and its numbers
+    were never earned, so UNGATED wins over FAIL: the report must not be read
+    as a normal gated FAIL with valid perf figures either.
+    """
+    if perf_status == "ungated":
+        return "UNGATED"
+    if any(not v.passed for v in verdicts):
+        return "FAIL"
+    return "PASS"

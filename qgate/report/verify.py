@@ -1,0 +1,342 @@
+"""`qgate verify`: check the envelope, the subjects, and re-derive every verdict.
+
+Order: readable JSON (else BadInput, exit 2) -> payload type -> signature over
+the DSSE PAE -> Statement -> report schema -> subjects -> profile -> every
+gate verdict and perf figure recomputed with the same functions `run` used ->
+perf status and overall verdict. The first failure raises VerificationFailed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from qgate.errors import BadInput, VerificationFailed
+from qgate.perf.records import ScenarioRun
+from qgate.profile import Profile
+from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
+from qgate.report.files import sha256_file
+from qgate.report.keys import public_key_from_pem
+from qgate.report.model import PREDICATE_TYPE, Report
+from qgate.report.signing import CHECKPOINT_PREFIX, PAYLOAD_TYPE, PROFILE_PREFIX, STATEMENT_TYPE
+from qgate.report.verdict import overall
+
+EvaluateQuality = Callable[[Any, list[SuiteRun], DivergenceRun | None], list[Verdict]]
+Summarize = Callable[[ScenarioRun, Any], Any]
+Compare = Callable[..., Any]
+ScenarioVerdicts = Callable[[Any, ScenarioRun], list[Verdict]]
+
+
+@dataclass(frozen=True)
+class Recompute:
+    """The pure functions `run` used; verify calls the very same ones."""
+
+    evaluate_quality: EvaluateQuality
+    summarize: Summarize
+    compare: Compare
+    scenario_verdicts: ScenarioVerdicts
+
+
+def default_recompute() -> Recompute:
+    """The team's gate and perf functions, imported on demand."""
+    try:
+        from qgate.perf.checks import scenario_verdicts
+        from qgate.perf.compare import compare
+        from qgate.perf.metrics import summarize
+        from qgate.quality.gates import evaluate_quality
+    except ImportError as exc:
+        raise VerificationFailed(f"cannot recompute verdicts: {exc}") from None
+    return Recompute(evaluate_quality, summarize, compare, scenario_verdicts)
+
+
+@dataclass
+class VerifyResult:
+    """What verification established, for the CLI to print."""
+
+    report: Report
+    keyid: str
+    subjects: list[dict[str, Any]]
+    checked: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _fail(message: str) -> VerificationFailed:
+    return VerificationFailed(message)
+
+
+def read_envelope(data: bytes, origin: str = "report") -> dict[str, Any]:
+    """Parse the envelope JSON; BadInput (exit 2) when it is not a readable envelope."""
+    try:
+        text = data.decode("utf-8").strip()
+        if not text:
+            raise BadInput(f"{origin}: empty file")
+        envelope = json.loads(text.splitlines()[0]) if "\n" in text else json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadInput(
+            f"{origin}: not a JSON DSSE envelope (truncated or corrupt?): {exc}"
+        ) from None
+    if not isinstance(envelope, dict) or not {"payload", "payloadType", "signatures"} <= set(
+        envelope
+    ):
+        raise BadInput(f"{origin}: not a DSSE envelope (needs payload, payloadType, signatures)")
+    return envelope
+
+
+def _pae(payload_type: str, payload: bytes) -> bytes:
+    t = payload_type.encode()
+    return b"DSSEv1 %d %b %d %b" % (len(t), t, len(payload), payload)
+
+
+def check_signature(envelope: dict[str, Any], pubkey_pem: str | bytes) -> tuple[bytes, str]:
+    """Verify one signature over the PAE with the key; return (payload bytes, keyid)."""
+    from securesystemslib.exceptions import UnverifiedSignatureError, VerificationError
+    from securesystemslib.signer import Signature  # type: ignore[attr-defined]  # re-exported without __all__
+
+    key = public_key_from_pem(pubkey_pem)
+    try:
+        payload = base64.b64decode(envelope["payload"], validate=True)
+    except (binascii.Error, TypeError, ValueError):
+        raise _fail("payload is not valid base64") from None
+    signatures = envelope["signatures"]
+    if not isinstance(signatures, list) or not signatures:
+        raise _fail("envelope carries no signature")
+    pae = _pae(str(envelope["payloadType"]), payload)
+    for entry in signatures:
+        try:
+            raw = base64.b64decode(entry["sig"], validate=True)
+        except (binascii.Error, KeyError, TypeError, ValueError):
+            continue
+        # keyids are hints in DSSE; the key given on the command line decides
+        try:
+            key.verify_signature(Signature(key.keyid, raw.hex()), pae)
+        except (UnverifiedSignatureError, VerificationError):
+            continue
+        return payload, key.keyid
+    raise _fail("signature does not verify with the given public key")
+
+
+def parse_statement(payload: bytes) -> tuple[dict[str, Any], Report]:
+    """The Statement dict and its validated report predicate."""
+    try:
+        statement = json.loads(payload)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise _fail("payload is not JSON") from None
+    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
+        raise _fail(f"payload is not an in-toto Statement ({STATEMENT_TYPE})")
+    if statement.get("predicateType") != PREDICATE_TYPE:
+        raise _fail(f"unexpected predicateType {statement.get('predicateType')!r}")
+    subjects = statement.get("subject")
+    if not isinstance(subjects, list) or not subjects:
+        raise _fail("Statement has no subjects")
+    try:
+        report = Report.model_validate(statement.get("predicate"))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise _fail(f"report schema: {where}: {first['msg']}") from None
+    return statement, report
+
+
+def _subject_digests(subjects: list[Any], prefix: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for s in subjects:
+        name = s.get("name", "") if isinstance(s, dict) else ""
+        digest = s.get("digest", {}).get("sha256") if isinstance(s, dict) else None
+        if name.startswith(prefix) and isinstance(digest, str):
+            out[name[len(prefix) :]] = digest
+    return out
+
+
+def check_profile_file(statement: dict[str, Any], report: Report, profile: Path) -> None:
+    """The given profile file is a subject of the Statement and the report's profile_sha256."""
+    try:
+        digest = sha256_file(profile)[0]
+    except OSError as exc:
+        raise BadInput(f"cannot read profile {profile}: {exc.strerror}") from None
+    if digest not in _subject_digests(statement["subject"], PROFILE_PREFIX).values():
+        raise _fail(f"profile {profile} does not match the report's profile subject")
+    if digest != report.profile_sha256:
+        raise _fail(f"profile {profile} does not match the report's profile_sha256")
+
+
+def check_model_dir(statement: dict[str, Any], model_dir: Path) -> int:
+    """Every checkpoint file matches its subject and no subject is missing; returns the count."""
+    expected = _subject_digests(statement["subject"], CHECKPOINT_PREFIX)
+    if not model_dir.is_dir():
+        raise BadInput(f"--model {model_dir}: not a folder")
+    found = {
+        p.relative_to(model_dir).as_posix(): p for p in sorted(model_dir.rglob("*")) if p.is_file()
+    }
+    for name, digest in sorted(expected.items()):
+        path = found.get(name)
+        if path is None:
+            raise _fail(f"checkpoint file {name} named in the report is missing from {model_dir}")
+        if sha256_file(path)[0] != digest:
+            raise _fail(f"checkpoint file {name} does not match its sha256 in the report")
+    extra = sorted(set(found) - set(expected))
+    if extra:
+        raise _fail(f"checkpoint file {extra[0]} is not among the report's subjects")
+    return len(expected)
+
+
+def _dump(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_dump(v) for v in value]
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    # round-trip through JSON so tuples/NaN handling match what was stored
+    return json.loads(json.dumps(value))
+
+
+def _first_verdict_difference(stored: Sequence[Verdict], recomputed: Sequence[Verdict]) -> str:
+    by_gate = {v.gate: v for v in recomputed}
+    for v in stored:
+        r = by_gate.get(v.gate)
+        if r is None:
+            return f"gate {v.gate} is not produced by the profile's policy"
+        if r != v:
+            return (
+                f"gate {v.gate}: stored passed={v.passed} observed={v.observed} but "
+                f"records give passed={r.passed} observed={r.observed}"
+            )
+    missing = [r.gate for r in recomputed if r.gate not in {v.gate for v in stored}]
+    if missing:
+        return f"gate {missing[0]} is missing from the report"
+    return "gate verdicts are out of order"
+
+
+def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
+    """The stored quality verdicts equal evaluate_quality over the stored records."""
+    recomputed = list(
+        fns.evaluate_quality(profile.quality, list(report.quality.runs), report.quality.divergence)
+    )
+    if _dump(recomputed) != _dump(report.quality.verdicts):
+        raise _fail(_first_verdict_difference(report.quality.verdicts, recomputed))
+
+
+def _scenario_spec(profile: Profile, name: str) -> Any:
+    if profile.perf is None:
+        raise _fail(f"perf scenario {name} but the profile has no perf section")
+    base = name.split("@", 1)[0]
+    for spec in profile.perf.scenarios:
+        if spec.name == base:
+            return spec
+    raise _fail(f"perf scenario {name} is not in the profile")
+
+
+def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
+    """Every stored perf summary, comparison and check equals its recomputation."""
+    perf = report.perf
+    runs = {(r.scenario, r.role): r for r in perf.runs}
+    if len(runs) != len(perf.runs):
+        raise _fail("perf: two runs share a scenario name and role")
+    results = {r.scenario: r for r in perf.results}
+    run_names = {s for s, _ in runs}
+    if set(results) != run_names:
+        odd = sorted(set(results) ^ run_names)[0]
+        raise _fail(f"perf: scenario {odd} has records without results or results without records")
+    slo = profile.perf.slo if profile.perf else None
+    for name, result in results.items():
+        spec = _scenario_spec(profile, name)
+        ref, cand = runs.get((name, "reference")), runs.get((name, "candidate"))
+        pairs = (("reference", ref, result.reference), ("candidate", cand, result.candidate))
+        for role, run, stored in pairs:
+            got = _dump(fns.summarize(run, slo)) if run is not None else None
+            if got != stored:
+                raise _fail(f"perf {name}: {role} summary does not follow from its request records")
+        if ref is not None and cand is not None:
+            got_cmp = _dump(
+                fns.compare(ref, cand, resamples=perf.bootstrap_resamples, seed=perf.bootstrap_seed)
+            )
+        else:
+            got_cmp = []
+        if got_cmp != result.comparisons:
+            raise _fail(f"perf {name}: comparisons do not follow from the request records")
+        got_verdicts = list(fns.scenario_verdicts(spec, cand)) if cand is not None else []
+        if _dump(got_verdicts) != _dump(result.verdicts):
+            raise _fail(f"perf {name}: " + _first_verdict_difference(result.verdicts, got_verdicts))
+    return len(results)
+
+
+def check_status_and_verdict(report: Report) -> None:
+    """Perf status agrees with the quality gates; the overall verdict follows from both."""
+    quality_ok = all(v.passed for v in report.quality.verdicts)
+    status = report.perf.status
+    if status == "ran" and not quality_ok:
+        raise _fail("perf status 'ran' although a quality gate failed (should be 'ungated')")
+    if status == "skipped: gates failed" and quality_ok:
+        raise _fail("perf status 'skipped: gates failed' although every quality gate passed")
+    if status.startswith("skipped") and (report.perf.runs or report.perf.results):
+        raise _fail(f"perf status {status!r} but the report holds perf records")
+    expected = overall(report.all_verdicts(), status)
+    if report.verdict != expected:
+        raise _fail(f"overall verdict {report.verdict} does not follow from the gates ({expected})")
+
+
+def verify_bytes(
+    data: bytes,
+    pubkey_pem: str | bytes,
+    profile: Path | None = None,
+    model_dir: Path | None = None,
+    recompute: Recompute | None = None,
+    origin: str = "report",
+) -> VerifyResult:
+    """Verify an envelope end to end; raise BadInput or VerificationFailed on the first problem."""
+    envelope = read_envelope(data, origin)
+    if envelope["payloadType"] != PAYLOAD_TYPE:
+        raise _fail(f"unknown payload type {envelope['payloadType']!r} (want {PAYLOAD_TYPE})")
+    payload, keyid = check_signature(envelope, pubkey_pem)
+    statement, report = parse_statement(payload)
+    result = VerifyResult(report=report, keyid=keyid, subjects=statement["subject"])
+    result.checked.append(f"signature by key {keyid}")
+    if report.signer is not None:
+        if report.signer.keyid != keyid:
+            raise _fail("the report names a different signing key than the one that verified it")
+        if report.signer.source == "local-dev":
+            result.notes.append("signed with a local development key, not a managed one")
+    if profile is not None:
+        check_profile_file(statement, report, profile)
+        result.checked.append(f"profile {profile.name} matches its subject")
+    if model_dir is not None:
+        count = check_model_dir(statement, model_dir)
+        result.checked.append(f"{count} checkpoint files match their subjects")
+    try:
+        prof = Profile.model_validate(report.profile)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise _fail(f"embedded profile does not validate: {where}: {first['msg']}") from None
+    fns = recompute or default_recompute()
+    recompute_quality(report, prof, fns)
+    result.checked.append(f"{len(report.quality.verdicts)} quality verdicts recomputed")
+    scenarios = recompute_perf(report, prof, fns)
+    result.checked.append(f"{scenarios} perf scenarios recomputed")
+    check_status_and_verdict(report)
+    result.checked.append(f"overall verdict {report.verdict} follows")
+    return result
+
+
+def verify_file(
+    path: Path,
+    pubkey: Path,
+    profile: Path | None = None,
+    model_dir: Path | None = None,
+    recompute: Recompute | None = None,
+) -> VerifyResult:
+    """verify_bytes for files on disk (what `qgate verify` calls)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        pem = pubkey.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read public key {pubkey}: {exc.strerror}") from None
+    return verify_bytes(data, pem, profile, model_dir, recompute, origin=str(path))

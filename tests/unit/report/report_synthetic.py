@@ -1,0 +1,307 @@
+"""Synthetic reports built from the real model classes, and small stand-in gate functions.
+
+Imported by conftest.py (fixtures) and by the tests; a plain module because
+tests/ has no packages.
+
+The stand-ins are deterministic and simple so that tests can check that
+verify really recomputes: editing a raw record changes what they return.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from qgate.perf.records import RequestRecord, ScenarioRun
+from qgate.profile import Profile
+from qgate.quality.records import (
+    DivergenceRun,
+    DivergenceSequence,
+    ItemRecord,
+    SuiteRun,
+    Verdict,
+)
+from qgate.report.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
+from qgate.report.model import PerfSection, QualitySection, Report, ScenarioResult
+from qgate.report.verdict import overall
+from qgate.report.verify import Recompute
+from qgate.runtime.base import EffectiveConfig
+
+PROFILE: dict[str, Any] = {
+    "name": "smollm2-fp8kv-test",
+    "model": {"embedded": "smollm2"},
+    "candidate": {"args": {"kv_cache_dtype": "fp8"}, "env": {"HF_TOKEN": "hf_secretvalue123"}},
+    "quality": {
+        "math": {"max_drop": 0.25, "prompts": ["short"]},
+        "divergence": {"sequences": 2, "tokens": 4, "max_mean_kld": 0.5},
+    },
+    "perf": {
+        "scenarios": [{"name": "short", "input_tokens": 32, "output_tokens": 4, "requests": 3}],
+        "slo": {"ttft_ms": 500},
+    },
+}
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def fake_evaluate_quality(
+    policy: Any, runs: list[SuiteRun], divergence: DivergenceRun | None
+) -> list[Verdict]:
+    out: list[Verdict] = []
+    by_suite: dict[str, dict[str, SuiteRun]] = {}
+    for run in runs:
+        by_suite.setdefault(run.suite, {})[run.role] = run
+    for suite, pair in sorted(by_suite.items()):
+        ref = pair["reference"]
+        cand = pair["candidate"]
+        acc_r = sum(i.correct for i in ref.items) / len(ref.items)
+        acc_c = sum(i.correct for i in cand.items) / len(cand.items)
+        drop = acc_r - acc_c
+        limit = policy.math.max_drop
+        ok = drop <= limit
+        out.append(
+            Verdict(
+                gate=f"{suite}.max_drop",
+                suite=suite,
+                observed=drop,
+                limit=limit,
+                passed=ok,
+                reason=f"accuracy drop {drop:.3f} {'<=' if ok else '>'} {limit}",
+            )
+        )
+    if divergence is not None:
+        vals = [k for s in divergence.sequences for k in s.kld]
+        mean = sum(vals) / len(vals)
+        limit = policy.divergence.max_mean_kld
+        out.append(
+            Verdict(
+                gate="divergence.max_mean_kld",
+                suite="divergence",
+                observed=mean,
+                limit=limit,
+                passed=mean <= limit,
+                reason=f"mean KLD {mean:.4f}",
+            )
+        )
+    return out
+
+
+def fake_summarize(run: ScenarioRun, slo: Any) -> dict[str, Any]:
+    ok = [r for r in run.requests if r.error is None]
+    e2e = [(r.done_ns - r.sent_ns) / 1e6 for r in ok]
+    ttft = [((r.first_token_ns or r.done_ns) - r.sent_ns) / 1e6 for r in ok]
+    out_tokens = sum(r.output_tokens or 0 for r in ok)
+    return {
+        "scenario": run.scenario,
+        "role": run.role,
+        "requests": len(run.requests),
+        "errors": len(run.requests) - len(ok),
+        "output_tokens_per_s": out_tokens / (run.duration_ns / 1e9),
+        "ttft_ms": {"p50": sorted(ttft)[len(ttft) // 2], "samples": ttft},
+        "itl_ms": {
+            "samples": [
+                (b - a) / 1e6
+                for r in ok
+                for a, b in zip(r.token_times_ns, r.token_times_ns[1:], strict=False)
+            ]
+        },
+        "e2e_ms": {"p50": sorted(e2e)[len(e2e) // 2]},
+    }
+
+
+def fake_compare(
+    ref: ScenarioRun, cand: ScenarioRun, resamples: int, seed: int
+) -> list[dict[str, Any]]:
+    r = fake_summarize(ref, None)["output_tokens_per_s"]
+    c = fake_summarize(cand, None)["output_tokens_per_s"]
+    return [
+        {
+            "metric": "output_tokens_per_s",
+            "reference": r,
+            "candidate": c,
+            "ratio": c / r,
+            "ci_low": c / r * 0.9,
+            "ci_high": c / r * 1.1,
+            "resamples": resamples,
+            "seed": seed,
+        }
+    ]
+
+
+def fake_scenario_verdicts(spec: Any, run: ScenarioRun) -> list[Verdict]:
+    errors = sum(1 for r in run.requests if r.error is not None)
+    rate = errors / len(run.requests)
+    return [
+        Verdict(
+            gate=f"perf.{run.scenario}.error_rate",
+            suite=f"perf.{run.scenario}",
+            observed=rate,
+            limit=0.0,
+            passed=rate <= 0.0,
+            reason=f"{errors} of {len(run.requests)} requests failed",
+        )
+    ]
+
+
+FAKES = Recompute(fake_evaluate_quality, fake_summarize, fake_compare, fake_scenario_verdicts)
+
+
+def _items(role: str, n: int, wrong: set[int]) -> list[ItemRecord]:
+    return [
+        ItemRecord(
+            id=f"m{i:05d}",
+            prompt_sha256=_sha(f"q{i}"),
+            output=f"The answer is {i + (1 if i in wrong else 0)}",
+            answer=str(i + (1 if i in wrong else 0)),
+            expected=str(i),
+            correct=i not in wrong,
+            output_tokens=6,
+            finish_reason="stop",
+        )
+        for i in range(n)
+    ]
+
+
+def _requests(n: int, role: str, tokens: int = 4) -> list[RequestRecord]:
+    out = []
+    step = 20_000_000 if role == "reference" else 15_000_000
+    for i in range(n):
+        sent = i * 1_000_000
+        first = sent + 100_000_000 + i * 1_000_000
+        times = [first + k * step for k in range(tokens)]
+        out.append(
+            RequestRecord(
+                index=i,
+                concurrency=1,
+                scheduled_ns=sent,
+                sent_ns=sent,
+                first_token_ns=first,
+                done_ns=times[-1] + 1_000,
+                token_times_ns=times,
+                prompt_tokens=32,
+                output_tokens=tokens,
+                requested_output_tokens=tokens,
+            )
+        )
+    return out
+
+
+def build_report(
+    items: int = 8,
+    requests: int = 3,
+    cand_wrong: frozenset[int] = frozenset({1}),
+    fns: Recompute = FAKES,
+    perf_status: str = "ran",
+) -> Report:
+    """A fully consistent synthetic report; the derived parts come from `fns`."""
+    profile = Profile.model_validate(PROFILE)
+    runs = []
+    for role, wrong in (("reference", {3}), ("candidate", set(cand_wrong))):
+        runs.append(
+            SuiteRun(
+                suite="math.short",
+                role=role,  # type: ignore[arg-type]
+                data_sha256=_sha("math"),
+                params={"temperature": 0.0, "max_tokens": 48},
+                items=_items(role, items, wrong),
+                wall_s=1.5,
+            )
+        )
+    divergence = DivergenceRun(
+        data_sha256=_sha("corpus"),
+        top_k=20,
+        tokens=4,
+        sequences=[
+            DivergenceSequence(
+                id=f"s{j}",
+                prompt_sha256=_sha(f"p{j}"),
+                token_ids=[10, 11, 12, 13],
+                kld=[0.001 * (j + 1), 0.002, 0.0, 0.01 * (j + 1)],
+                top1_agree=[True, True, False, True],
+                delta_p=[-0.01, 0.0, 0.02, -0.005],
+            )
+            for j in range(2)
+        ],
+        wall_s=0.7,
+    )
+    verdicts = fns.evaluate_quality(profile.quality, runs, divergence)
+    perf = PerfSection(status=perf_status, bootstrap_resamples=200, bootstrap_seed=7)  # type: ignore[arg-type]
+    if perf_status in ("ran", "ungated"):
+        assert profile.perf is not None
+        spec = profile.perf.scenarios[0]
+        ref_run = ScenarioRun(
+            scenario="short",
+            role="reference",
+            kind="fixed",
+            params={"input_tokens": 32},
+            gpus=1,
+            duration_ns=500_000_000,
+            requests=_requests(requests, "reference"),
+        )
+        cand_run = ScenarioRun(
+            scenario="short",
+            role="candidate",
+            kind="fixed",
+            params={"input_tokens": 32},
+            gpus=1,
+            duration_ns=400_000_000,
+            requests=_requests(requests, "candidate"),
+        )
+        perf.runs = [ref_run, cand_run]
+        perf.results = [
+            ScenarioResult(
+                scenario="short",
+                reference=fns.summarize(ref_run, profile.perf.slo),
+                candidate=fns.summarize(cand_run, profile.perf.slo),
+                comparisons=fns.compare(ref_run, cand_run, resamples=200, seed=7),
+                verdicts=fns.scenario_verdicts(spec, cand_run),
+            )
+        ]
+    report = Report(
+        qgate_version="0.1.0",
+        command_line=["qgate", "run", "profile.yaml"],
+        created_at="2026-11-30T03:00:00Z",
+        profile=profile.model_dump(mode="json"),
+        profile_sha256=_sha("profile-bytes"),
+        fingerprint={
+            "hardware": {"cpu": "x86_64", "accelerators": []},
+            "packages": {"vllm": "0.32.0"},
+        },
+        effective_configs=[
+            EffectiveConfig(
+                role="reference",
+                kind="vllm",
+                base_url="http://127.0.0.1:8001/v1",
+                served_model="smollm2",
+                engine_version="0.32.0",
+                dtype="bfloat16",
+                kv_cache_dtype="auto",
+            ),
+            EffectiveConfig(
+                role="candidate",
+                kind="vllm",
+                base_url="http://127.0.0.1:8002/v1",
+                served_model="smollm2",
+                engine_version="0.32.0",
+                dtype="bfloat16",
+                kv_cache_dtype="fp8",
+                env_flags={"HF_TOKEN": "hf_secretvalue123"},
+                command=["python", "-m", "vllm", "--api-key", "hf_secretvalue123"],
+                emulated=["fp8 weights (dequantized bf16 copy)"],
+            ),
+        ],
+        quality=QualitySection(runs=runs, divergence=divergence, verdicts=verdicts),
+        perf=perf,
+        verdict="PASS",
+        emulated=["fp8 weights (dequantized bf16 copy)"],
+        stage_timings={"fingerprint": 0.1, "reference": 40.0, "candidate": 41.0, "perf": 12.0},
+    )
+    report.verdict = overall(report.all_verdicts(), report.perf.status)
+    return report
+
+
+def make_signer(key_type: str) -> LoadedSigner:
+    pem = generate_private_pem(key_type)
+    return LoadedSigner(signer_from_pem(pem), public_pem_of(pem), "file")

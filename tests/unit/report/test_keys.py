@@ -1,0 +1,61 @@
+"""Key generation, key sources and the local development key."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from qgate.errors import BadInput
+from qgate.report.keys import generate_private_pem, load_signer, public_pem_of, write_keypair
+
+
+@pytest.mark.parametrize(
+    ("key_type", "scheme"), [("ecdsa", "ecdsa-sha2-nistp256"), ("ed25519", "ed25519")]
+)
+def test_write_keypair_modes_and_scheme(tmp_path: Path, key_type: str, scheme: str) -> None:
+    priv, pub = write_keypair(tmp_path / "k", key_type)
+    assert stat.S_IMODE(priv.stat().st_mode) == 0o600
+    assert b"PRIVATE KEY" in priv.read_bytes() and b"PUBLIC KEY" in pub.read_bytes()
+    loaded = load_signer(key_path=priv)
+    assert loaded.source == "file"
+    assert loaded.signer.public_key.scheme == scheme
+    assert loaded.public_pem == pub.read_text()
+    with pytest.raises(BadInput, match="already exists"):
+        write_keypair(tmp_path / "k", key_type)
+
+
+def test_env_key_and_explicit_missing_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    pem = generate_private_pem("ed25519")
+    monkeypatch.setenv("MY_KEY", pem.decode())
+    loaded = load_signer(key_env="MY_KEY")
+    assert loaded.source == "env"
+    assert loaded.public_pem == public_pem_of(pem)
+    with pytest.raises(BadInput, match="NOPE_KEY is not set"):
+        load_signer(key_env="NOPE_KEY")
+    monkeypatch.setenv("QGATE_SIGNING_KEY", pem.decode())
+    assert load_signer().source == "env"
+
+
+def test_dev_key_created_once_under_xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("QGATE_SIGNING_KEY", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    first = load_signer()
+    key_file = tmp_path / "qgate" / "dev-key.pem"
+    assert first.source == "local-dev"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert first.public_key_path == tmp_path / "qgate" / "dev-key.pub.pem"
+    second = load_signer()
+    assert second.signer.public_key.keyid == first.signer.public_key.keyid
+
+
+def test_bad_key_material(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.pem"
+    bad.write_text("not a key")
+    with pytest.raises(BadInput, match="not an unencrypted PEM private key"):
+        load_signer(key_path=bad)
+    with pytest.raises(BadInput, match="cannot read"):
+        load_signer(key_path=tmp_path / "missing.pem")
+    with pytest.raises(BadInput, match="unsupported"):
+        load_signer(kms_uri="nosuchkms:abc")
