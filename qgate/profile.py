@@ -10,7 +10,7 @@ silently ignored.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -22,7 +22,27 @@ from pydantic import (
     model_validator,
 )
 
+if TYPE_CHECKING:
+    from qgate.profile_loader import LoadedProfile
+
 Scalar = str | int | float | bool | None
+KeyPath = tuple[str | int, ...]
+
+
+class KeyIssue(ValueError):
+    """Cross-field problems raised by a model validator, each tied to a key path.
+
+    The path is relative to the model that raises it, so that the loader can
+    point at the exact key and line (e.g. `candidate.endpoint`) instead of at
+    the model as a whole. `str()` stays readable for callers that validate
+    without the loader.
+    """
+
+    def __init__(self, issues: list[tuple[KeyPath, str]]) -> None:
+        self.issues = issues
+        super().__init__("; ".join(f"{'.'.join(map(str, p))}: {m}" if p else m for p, m in issues))
+
+
 EngineArgValue = Scalar | list[str | int | float | bool]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -41,7 +61,7 @@ class ModelSpec(Strict):
     )
     embedded: Literal["smollm2"] | None = Field(
         default=None,
-        description="A model qgate prepares itself (`qgate models prepare NAME`) instead of a path.",
+        description="A model qgate prepares itself (`qgate models prepare NAME`), not a path.",
     )
     served_name: str | None = Field(
         default=None, description="Name the server announces (`--served-model-name`)."
@@ -52,8 +72,10 @@ class ModelSpec(Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> Self:
-        if (self.path is None) == (self.embedded is None):
-            raise ValueError("give exactly one of 'path' or 'embedded'")
+        if self.path is None and self.embedded is None:
+            raise KeyIssue([((), "give one of 'path' or 'embedded'")])
+        if self.path is not None and self.embedded is not None:
+            raise KeyIssue([(("embedded",), "give only one of 'path' or 'embedded'")])
         return self
 
 
@@ -159,12 +181,18 @@ class AccuracyPolicy(Strict):
     power: float = Field(default=0.8, gt=0, lt=1, description="Power for the detectable drop.")
 
 
+def _both_prompt_forms() -> list[Literal["short", "long"]]:
+    return ["short", "long"]
+
+
 class MathSuite(AccuracyPolicy):
     """Exact-answer arithmetic and word problems, short and long prompt forms."""
 
-    set: Path | None = Field(default=None, description="JSONL set; the shipped core set if omitted.")
+    set: Path | None = Field(
+        default=None, description="JSONL set; the shipped core set if omitted."
+    )
     prompts: list[Literal["short", "long"]] = Field(
-        default_factory=lambda: ["short", "long"], min_length=1, description="Prompt forms."
+        default_factory=_both_prompt_forms, min_length=1, description="Prompt forms."
     )
     limit: int | None = Field(default=None, ge=1, description="Use only the first N items.")
     max_tokens: int = Field(default=48, ge=1, description="Generation budget per answer.")
@@ -177,7 +205,8 @@ class RecallSuite(AccuracyPolicy):
         default_factory=lambda: [1024], min_length=1, description="Haystack lengths in tokens."
     )
     depths: list[Fraction] = Field(
-        default_factory=lambda: [0.1, 0.3, 0.5, 0.7, 0.9], min_length=1,
+        default_factory=lambda: [0.1, 0.3, 0.5, 0.7, 0.9],
+        min_length=1,
         description="Where symbols are planted, as a fraction of the haystack.",
     )
     haystacks: int = Field(default=4, ge=1, description="Haystacks per length.")
@@ -191,7 +220,9 @@ class DivergenceSuite(Strict):
     sequences: int = Field(default=64, ge=1, description="Prompts from the corpus.")
     tokens: int = Field(default=128, ge=1, description="Reference continuation length scored.")
     top_k: int = Field(default=20, ge=1, le=100, description="prompt_logprobs per position.")
-    corpus: Path | None = Field(default=None, description="JSONL corpus; the shipped one if omitted.")
+    corpus: Path | None = Field(
+        default=None, description="JSONL corpus; the shipped one if omitted."
+    )
     max_mean_kld: float | None = Field(default=None, gt=0, description="Limit on mean KL.")
     max_p99_kld: float | None = Field(default=None, gt=0, description="Limit on p99 KL.")
     max_max_kld: float | None = Field(default=None, gt=0, description="Limit on the largest KL.")
@@ -327,10 +358,16 @@ class PerfSpec(Strict):
 
     @model_validator(mode="after")
     def _unique_names(self) -> Self:
-        names = [s.name for s in self.scenarios]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"scenario names must be unique: {', '.join(dupes)}")
+        seen: set[str] = set()
+        issues: list[tuple[KeyPath, str]] = []
+        for index, scenario in enumerate(self.scenarios):
+            if scenario.name in seen:
+                issues.append(
+                    (("scenarios", index, "name"), f"duplicate scenario name {scenario.name!r}")
+                )
+            seen.add(scenario.name)
+        if issues:
+            raise KeyIssue(issues)
         return self
 
 
@@ -364,19 +401,31 @@ class Profile(Strict):
 
     @model_validator(mode="after")
     def _endpoints(self) -> Self:
+        issues: list[tuple[KeyPath, str]] = []
         for role in ("reference", "candidate"):
             spec: RuntimeSpec = getattr(self, role)
             if self.engine.kind == "endpoint" and spec.endpoint is None:
-                raise ValueError(f"{role}.endpoint is required when engine.kind is 'endpoint'")
+                issues.append(((role, "endpoint"), "required when engine.kind is 'endpoint'"))
             if self.engine.kind == "vllm" and spec.endpoint is not None:
-                raise ValueError(f"{role}.endpoint is only valid when engine.kind is 'endpoint'")
+                issues.append(((role, "endpoint"), "only valid when engine.kind is 'endpoint'"))
+        if issues:
+            raise KeyIssue(issues)
         return self
 
 
 def load_profile(path: str | Path) -> Profile:
     """Load and validate a profile file; raise ProfileError listing every problem.
 
-    Implemented in the Foundation issue: duplicate keys, line numbers, key paths,
-    did-you-mean, relative paths resolved against the profile's folder.
+    Each problem is one line `FILE:LINE KEY.PATH: message`. Relative paths in
+    the profile are resolved against the profile file's folder. Use
+    `load_profile_file` to also get the absolute path, the sha256 of the exact
+    bytes read and the text.
     """
-    raise NotImplementedError
+    return load_profile_file(path).profile
+
+
+def load_profile_file(path: str | Path) -> LoadedProfile:
+    """Like `load_profile`, plus the file's absolute path, sha256 and text (one read)."""
+    from qgate.profile_loader import load_profile_file as _load
+
+    return _load(path)

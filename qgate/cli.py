@@ -1,0 +1,99 @@
+"""The `qgate` command line: a click group with one small function per subcommand.
+
+Subcommands that live in other packages are registered lazily, one line each
+at the bottom of this file:
+
+    main.add_lazy_command("verify", "qgate.report.commands:verify")
+
+The module is imported only when the command runs or `qgate --help` lists it,
+so it must not import heavy libraries (torch, vllm, transformers, lm_eval,
+matplotlib, securesystemslib) at import time. Every subcommand gets the error
+mapping of `qgate.cliutil` (exit codes, `--debug`) from the group.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import click
+
+from qgate import __version__
+from qgate.cliutil import handle
+from qgate.errors import ExitCode, ProfileError
+
+
+class QgateGroup(click.Group):
+    """A click group with lazily imported subcommands and qgate's error mapping."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy_commands: dict[str, str] = {}
+
+    def add_lazy_command(self, name: str, target: str) -> None:
+        """Register `name` as the click command at `target` ("package.module:attribute")."""
+        self.lazy_commands[name] = target
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy_commands and cmd_name not in self.commands:
+            module_name, _, attribute = self.lazy_commands[cmd_name].partition(":")
+            command = getattr(importlib.import_module(module_name), attribute)
+            if not isinstance(command, click.Command):
+                raise TypeError(f"{self.lazy_commands[cmd_name]} is not a click command")
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except (Exception, KeyboardInterrupt) as exc:
+            ctx.exit(handle(exc, bool(ctx.meta.get("qgate.debug"))))
+
+
+@click.group(cls=QgateGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", "-V", prog_name="qgate")
+@click.option(
+    "--debug",
+    is_flag=True,
+    envvar="QGATE_DEBUG",
+    help="Show tracebacks instead of one-line errors.",
+)
+@click.pass_context
+def main(ctx: click.Context, debug: bool) -> None:
+    """Gate a faster precision configuration of an LLM server on answer quality,
+    then measure its speed, in one signed report.
+
+    Exit codes: 0 every gate passed, 1 a gate failed, 2 bad input,
+    3 infrastructure failure, 130 interrupted.
+    """
+    ctx.meta["qgate.debug"] = debug
+
+
+@main.command()
+@click.argument("profiles", nargs=-1, required=True, type=click.Path(path_type=Path))
+def validate(profiles: tuple[Path, ...]) -> None:
+    """Check profile files without running anything; exit 2 if any is invalid."""
+    from qgate.cliutil import echo_error
+    from qgate.profile import load_profile
+
+    bad = 0
+    for path in profiles:
+        try:
+            load_profile(path)
+        except ProfileError as exc:
+            echo_error(exc)
+            bad += 1
+        else:
+            click.echo(f"ok {path}")
+    if bad:
+        raise click.exceptions.Exit(int(ExitCode.BAD_INPUT))
+
+
+# Subcommands from other packages (one line each; see the module docstring).
+main.add_lazy_command("models", "qgate.models_cli:models")

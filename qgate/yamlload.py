@@ -1,0 +1,166 @@
+"""YAML loading that remembers where every key came from.
+
+PyYAML's SafeLoader silently keeps the last of two equal keys and forgets
+line numbers once it has built Python objects. Profile errors must name the
+file, the line and the key path, so this module composes the node tree
+itself, builds plain Python data from it, records the line of every key
+path, and reports duplicate keys instead of dropping them.
+
+Paths are tuples of mapping keys and list indices, e.g.
+`("perf", "scenarios", 0, "input_tokens")`; lines are 1-based.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+KeyPath = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class YamlProblem:
+    """One problem found while reading the YAML text itself (not the schema)."""
+
+    line: int | None
+    path: KeyPath
+    message: str
+
+
+@dataclass
+class YamlDocument:
+    """Plain data of one YAML document plus the line of every key path."""
+
+    data: Any
+    lines: dict[KeyPath, int] = field(default_factory=dict)
+    problems: list[YamlProblem] = field(default_factory=list)
+
+    def line_of(self, path: KeyPath) -> int | None:
+        """Line of `path`, or of its closest ancestor that has one."""
+        for end in range(len(path), -1, -1):
+            line = self.lines.get(tuple(path[:end]))
+            if line is not None:
+                return line
+        return None
+
+
+class YamlSyntaxError(Exception):
+    """Text that is not one YAML document; `line` is 1-based when known."""
+
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader used only to scan and compose; construction happens in `_Builder`."""
+
+
+def tab_problems(text: str) -> list[YamlProblem]:
+    """Lines indented with tabs: YAML forbids them and PyYAML's message is cryptic."""
+    problems = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if "\t" in indent and line.strip():
+            problems.append(
+                YamlProblem(number, (), "tab character in indentation; YAML needs spaces")
+            )
+    return problems
+
+
+def _syntax_error(exc: yaml.YAMLError) -> YamlSyntaxError:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        text = exc.problem or exc.context or "invalid YAML"
+        if exc.problem and exc.context:
+            where = ""
+            context_mark = exc.context_mark
+            if context_mark is not None and mark is not None and context_mark.line != mark.line:
+                where = f" on line {context_mark.line + 1}"
+            text = f"{exc.problem} ({exc.context}{where})"
+        return YamlSyntaxError(
+            f"YAML syntax error: {text}", mark.line + 1 if mark is not None else None
+        )
+    return YamlSyntaxError(f"YAML syntax error: {exc}", None)
+
+
+class _Builder:
+    """Turns a composed node tree into plain data, lines and duplicate-key problems."""
+
+    def __init__(self, loader: _Loader) -> None:
+        self.loader = loader
+        self.doc = YamlDocument(data=None)
+        self._active: set[int] = set()
+
+    def build(self, node: yaml.Node, path: KeyPath) -> Any:
+        if id(node) in self._active:
+            raise YamlSyntaxError("YAML syntax error: recursive alias", node.start_mark.line + 1)
+        self._active.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self._mapping(node, path)
+            if isinstance(node, yaml.SequenceNode):
+                items = []
+                for index, item in enumerate(node.value):
+                    self.doc.lines[(*path, index)] = item.start_mark.line + 1
+                    items.append(self.build(item, (*path, index)))
+                return items
+            return self.loader.construct_object(node, deep=True)
+        finally:
+            self._active.discard(id(node))
+
+    def _mapping(self, node: yaml.MappingNode, path: KeyPath) -> dict[Any, Any]:
+        # Resolves `<<: *anchor` merge keys the way SafeLoader does.
+        self.loader.flatten_mapping(node)
+        result: dict[Any, Any] = {}
+        first_line: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            key = self.loader.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                hash(key)
+            except TypeError:
+                self.doc.problems.append(YamlProblem(line, path, "a key must be a plain value"))
+                continue
+            if key in first_line:
+                self.doc.problems.append(
+                    YamlProblem(
+                        line,
+                        (*path, key),
+                        f"duplicate key (first given on line {first_line[key]})",
+                    )
+                )
+            else:
+                first_line[key] = line
+            self.doc.lines[(*path, key)] = line
+            result[key] = self.build(value_node, (*path, key))
+        return result
+
+
+def load_yaml(text: str) -> YamlDocument:
+    """Parse one YAML document; raise YamlSyntaxError on text that is not YAML.
+
+    An empty document (or one holding only comments) gives `data=None`.
+    Duplicate keys do not raise: they are listed in `problems` (the later
+    value wins, as in PyYAML) so that a caller can report every problem at once.
+    """
+    loader = _Loader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except yaml.YAMLError as exc:
+            raise _syntax_error(exc) from None
+        builder = _Builder(loader)
+        if node is None:
+            return builder.doc
+        builder.doc.lines[()] = node.start_mark.line + 1
+        try:
+            builder.doc.data = builder.build(node, ())
+        except yaml.YAMLError as exc:
+            raise _syntax_error(exc) from None
+        return builder.doc
+    finally:
+        loader.dispose()
