@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field, field_validator
 
 from qgate.models import Record
 from qgate.perf.records import ScenarioRun
@@ -82,6 +82,16 @@ class ScenarioResult(Record):
     verdicts: list[Verdict] = Field(
         default_factory=list, description="Scenario checks of the candidate (scenario_verdicts)."
     )
+
+    @field_validator("reference", "candidate", "comparisons", mode="before")
+    @classmethod
+    def _json_form(cls, value: Any) -> Any:
+        # accept ScenarioMetrics / MetricComparison objects as they come from the perf stage
+        if isinstance(value, BaseModel):
+            return value.model_dump(mode="json")
+        if isinstance(value, list):
+            return [v.model_dump(mode="json") if isinstance(v, BaseModel) else v for v in value]
+        return value
 
 
 class PerfSection(Record):

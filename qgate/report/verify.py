@@ -31,6 +31,7 @@ from qgate.report.verdict import overall
 EvaluateQuality = Callable[[Any, list[SuiteRun], DivergenceRun | None], list[Verdict]]
 Summarize = Callable[[ScenarioRun, Any], Any]
 Compare = Callable[..., Any]
+# scenario_verdicts(profile.perf, candidate_run): the PerfSpec holds max_error_rate
 ScenarioVerdicts = Callable[[Any, ScenarioRun], list[Verdict]]
 
 
@@ -221,13 +222,13 @@ def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
         raise _fail(_first_verdict_difference(report.quality.verdicts, recomputed))
 
 
-def _scenario_spec(profile: Profile, name: str) -> Any:
+def _scenario_spec(profile: Profile, name: str) -> None:
     if profile.perf is None:
         raise _fail(f"perf scenario {name} but the profile has no perf section")
     base = name.split("@", 1)[0]
     for spec in profile.perf.scenarios:
         if spec.name == base:
-            return spec
+            return
     raise _fail(f"perf scenario {name} is not in the profile")
 
 
@@ -242,9 +243,10 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
     if set(results) != run_names:
         odd = sorted(set(results) ^ run_names)[0]
         raise _fail(f"perf: scenario {odd} has records without results or results without records")
-    slo = profile.perf.slo if profile.perf else None
+    perf_spec = profile.perf
+    slo = perf_spec.slo if perf_spec else None
     for name, result in results.items():
-        spec = _scenario_spec(profile, name)
+        _scenario_spec(profile, name)
         ref, cand = runs.get((name, "reference")), runs.get((name, "candidate"))
         pairs = (("reference", ref, result.reference), ("candidate", cand, result.candidate))
         for role, run, stored in pairs:
@@ -259,7 +261,7 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
             got_cmp = []
         if got_cmp != result.comparisons:
             raise _fail(f"perf {name}: comparisons do not follow from the request records")
-        got_verdicts = list(fns.scenario_verdicts(spec, cand)) if cand is not None else []
+        got_verdicts = list(fns.scenario_verdicts(perf_spec, cand)) if cand is not None else []
         if _dump(got_verdicts) != _dump(result.verdicts):
             raise _fail(f"perf {name}: " + _first_verdict_difference(result.verdicts, got_verdicts))
     return len(results)

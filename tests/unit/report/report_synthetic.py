@@ -138,8 +138,8 @@ def fake_scenario_verdicts(spec: Any, run: ScenarioRun) -> list[Verdict]:
             gate=f"perf.{run.scenario}.error_rate",
             suite=f"perf.{run.scenario}",
             observed=rate,
-            limit=0.0,
-            passed=rate <= 0.0,
+            limit=spec.max_error_rate,
+            passed=rate <= spec.max_error_rate,
             reason=f"{errors} of {len(run.requests)} requests failed",
         )
     ]
@@ -230,7 +230,6 @@ def build_report(
     perf = PerfSection(status=perf_status, bootstrap_resamples=200, bootstrap_seed=7)  # type: ignore[arg-type]
     if perf_status in ("ran", "ungated"):
         assert profile.perf is not None
-        spec = profile.perf.scenarios[0]
         ref_run = ScenarioRun(
             scenario="short",
             role="reference",
@@ -256,7 +255,7 @@ def build_report(
                 reference=fns.summarize(ref_run, profile.perf.slo),
                 candidate=fns.summarize(cand_run, profile.perf.slo),
                 comparisons=fns.compare(ref_run, cand_run, resamples=200, seed=7),
-                verdicts=fns.scenario_verdicts(spec, cand_run),
+                verdicts=fns.scenario_verdicts(profile.perf, cand_run),
             )
         ]
     report = Report(

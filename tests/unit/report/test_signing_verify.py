@@ -202,3 +202,20 @@ def test_independent_dsse_verifier_accepts(report: Report, ecdsa_signer: LoadedS
     env["payload"] = base64.b64encode(bytes(body)).decode()
     with pytest.raises(InvalidSignature):
         _independent_verify(json.dumps(env).encode(), ecdsa_signer.public_pem)
+
+
+def test_round_trip_with_the_team_functions(ecdsa_signer: LoadedSigner) -> None:
+    from qgate.report.verify import default_recompute
+
+    fns = default_recompute()
+    report = build_report(items=12, requests=4, fns=fns)
+    gates = {v.gate for v in report.all_verdicts()}
+    assert any(g.startswith("math.short.") for g in gates)
+    data = _sign(report, ecdsa_signer)
+    assert verify_bytes(data, ecdsa_signer.public_pem).report.verdict == report.verdict
+    # an edited request record changes the real summary: rejected
+    report.perf.runs[0].requests[1].first_token_ns = (
+        report.perf.runs[0].requests[1].first_token_ns or 0
+    ) + 3_000_000
+    with pytest.raises(VerificationFailed, match="perf short"):
+        verify_bytes(_sign(report, ecdsa_signer), ecdsa_signer.public_pem)
