@@ -94,30 +94,41 @@ class _Builder:
         self.loader = loader
         self.doc = YamlDocument(data=None)
         self._active: set[int] = set()
+        self._built: dict[int, Any] = {}
 
     def build(self, node: yaml.Node, path: KeyPath) -> Any:
         if id(node) in self._active:
             raise YamlSyntaxError("YAML syntax error: recursive alias", node.start_mark.line + 1)
+        if id(node) in self._built:
+            # An alias: the anchored value was built (and checked) where it was defined.
+            return self._built[id(node)]
         self._active.add(id(node))
         try:
+            value: Any
             if isinstance(node, yaml.MappingNode):
-                return self._mapping(node, path)
-            if isinstance(node, yaml.SequenceNode):
-                items = []
+                value = self._mapping(node, path)
+            elif isinstance(node, yaml.SequenceNode):
+                value = []
                 for index, item in enumerate(node.value):
                     self.doc.lines[(*path, index)] = item.start_mark.line + 1
-                    items.append(self.build(item, (*path, index)))
-                return items
-            return self.loader.construct_object(node, deep=True)
+                    value.append(self.build(item, (*path, index)))
+            else:
+                value = self.loader.construct_object(node, deep=True)
+            self._built[id(node)] = value
+            return value
         finally:
             self._active.discard(id(node))
 
     def _mapping(self, node: yaml.MappingNode, path: KeyPath) -> dict[Any, Any]:
         # Resolves `<<: *anchor` merge keys the way SafeLoader does.
+        # Merged pairs come first and explicit keys override them (YAML merge
+        # semantics), so only explicit keys are checked for duplicates.
+        explicit = sum(1 for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge")
         self.loader.flatten_mapping(node)
+        merged = len(node.value) - explicit
         result: dict[Any, Any] = {}
         first_line: dict[Any, int] = {}
-        for key_node, value_node in node.value:
+        for index, (key_node, value_node) in enumerate(node.value):
             key = self.loader.construct_object(key_node, deep=True)
             line = key_node.start_mark.line + 1
             try:
@@ -125,7 +136,7 @@ class _Builder:
             except TypeError:
                 self.doc.problems.append(YamlProblem(line, path, "a key must be a plain value"))
                 continue
-            if key in first_line:
+            if index >= merged and key in first_line:
                 self.doc.problems.append(
                     YamlProblem(
                         line,
@@ -133,7 +144,7 @@ class _Builder:
                         f"duplicate key (first given on line {first_line[key]})",
                     )
                 )
-            else:
+            elif index >= merged:
                 first_line[key] = line
             self.doc.lines[(*path, key)] = line
             result[key] = self.build(value_node, (*path, key))

@@ -1,0 +1,168 @@
+"""The qgate group: help, version, validate, error -> exit code mapping, light imports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from qgate import __version__
+from qgate.cli import QgateGroup, main
+from qgate.cliutil import run_command
+from qgate.errors import InfrastructureError, ProfileError, RuntimeFailure
+
+HEAVY = ["torch", "vllm", "transformers", "lm_eval", "matplotlib", "securesystemslib"]
+PROFILE = Path(__file__).parent / "profiles" / "valid.yaml"
+
+
+@pytest.fixture
+def group() -> Iterator[QgateGroup]:
+    """`main` with throwaway commands that raise, removed again afterwards."""
+    assert isinstance(main, QgateGroup)
+
+    @click.command("boom-profile")
+    def boom_profile() -> None:
+        raise ProfileError("invalid profile p.yaml (1 problem)", ["p.yaml:3 name: bad"])
+
+    @click.command("boom-infra")
+    def boom_infra() -> None:
+        raise RuntimeFailure("candidate", "server exited with 1", ["last log line"], 1)
+
+    @click.command("boom-ctrl-c")
+    def boom_ctrl_c() -> None:
+        raise KeyboardInterrupt
+
+    @click.command("boom-bug")
+    def boom_bug() -> None:
+        raise ZeroDivisionError("oops")
+
+    added = [boom_profile, boom_infra, boom_ctrl_c, boom_bug]
+    for command in added:
+        main.add_command(command)
+    try:
+        yield main
+    finally:
+        for command in added:
+            assert command.name is not None
+            main.commands.pop(command.name, None)
+
+
+def test_help_lists_validate_and_exit_codes() -> None:
+    result = CliRunner().invoke(main, ["--help"])
+    assert result.exit_code == 0
+    assert "validate" in result.output
+    assert "130 interrupted" in result.output
+
+
+def test_version() -> None:
+    result = CliRunner().invoke(main, ["--version"])
+    assert result.exit_code == 0
+    assert __version__ in result.output
+
+
+def test_validate_requires_a_file() -> None:
+    result = CliRunner().invoke(main, ["validate"])
+    assert result.exit_code == 2
+    assert "Missing argument" in result.output
+
+
+def test_expected_error_prints_message_and_details(group: QgateGroup) -> None:
+    result = CliRunner().invoke(group, ["boom-profile"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "error: invalid profile p.yaml (1 problem)",
+        "  p.yaml:3 name: bad",
+    ]
+    assert "Traceback" not in result.output
+
+
+def test_infrastructure_error_exits_3(group: QgateGroup) -> None:
+    result = CliRunner().invoke(group, ["boom-infra"])
+    assert result.exit_code == 3
+    assert "error: candidate runtime: server exited with 1" in result.stderr
+    assert "last log line" in result.stderr
+
+
+def test_ctrl_c_exits_130_with_one_line(group: QgateGroup) -> None:
+    result = CliRunner().invoke(group, ["boom-ctrl-c"])
+    assert result.exit_code == 130
+    assert result.stderr.strip() == "error: interrupted"
+
+
+def test_bug_exits_3_with_traceback(group: QgateGroup) -> None:
+    result = CliRunner().invoke(group, ["boom-bug"])
+    assert result.exit_code == 3
+    assert "ZeroDivisionError" in result.stderr
+    assert "internal error" in result.stderr
+
+
+def test_debug_lets_the_traceback_through(group: QgateGroup) -> None:
+    result = CliRunner().invoke(group, ["--debug", "boom-profile"])
+    assert isinstance(result.exception, ProfileError)
+    assert result.exit_code != 0
+    env = CliRunner().invoke(group, ["boom-infra"], env={"QGATE_DEBUG": "1"})
+    assert isinstance(env.exception, InfrastructureError)
+
+
+def test_run_command_outside_a_group() -> None:
+    @run_command
+    def fails() -> None:
+        raise ProfileError("bad")
+
+    with pytest.raises(SystemExit) as info:
+        fails()
+    assert info.value.code == 2
+
+
+def test_run_command_inside_a_plain_click_command() -> None:
+    @click.command()
+    @run_command
+    def standalone() -> None:
+        raise RuntimeFailure("reference", "did not start")
+
+    result = CliRunner().invoke(standalone, [])
+    assert result.exit_code == 3
+    assert "error: reference runtime: did not start" in result.stderr
+
+
+def test_lazy_command_is_imported_on_use(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "lazy_cmd_mod.py").write_text(
+        "import click\n@click.command()\ndef hello():\n    'Say hello.'\n    click.echo('hello')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    group = QgateGroup(name="g")
+    group.add_lazy_command("hello", "lazy_cmd_mod:hello")
+    assert "lazy_cmd_mod" not in sys.modules
+    result = CliRunner().invoke(group, ["hello"])
+    assert result.exit_code == 0
+    assert result.output == "hello\n"
+    assert "lazy_cmd_mod" in sys.modules
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["--version"], ["validate", str(PROFILE)]],
+    ids=["help", "version", "validate"],
+)
+def test_light_commands_import_no_heavy_library(argv: list[str]) -> None:
+    code = (
+        "import sys, json\n"
+        "from qgate.cli import main\n"
+        "try:\n"
+        f"    main.main({argv!r}, standalone_mode=True)\n"
+        "except SystemExit as e:\n"
+        "    code = e.code\n"
+        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
+        "print(json.dumps({'code': code, 'heavy': heavy}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    last = json.loads(done.stdout.strip().splitlines()[-1])
+    assert last == {"code": 0, "heavy": []}, done.stderr
