@@ -192,4 +192,3 @@ def compare(
             )
         )
     return out
-

@@ -32,12 +32,15 @@ def parse_counters(text: str) -> dict[str, float]:
 
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
-        if family.type not in ("counter", "histogram", "summary"):
+        if family.type not in ("counter", "histogram", "summary", "unknown"):
             continue
         for s in family.samples:
             if s.name.endswith("_bucket") or s.name.endswith("_created"):
                 continue
-            if family.type != "counter" and not s.name.endswith(("_sum", "_count")):
+            # Untyped series count only when their name says they are counters.
+            if family.type == "unknown" and not s.name.endswith("_total"):
+                continue
+            if family.type in ("histogram", "summary") and not s.name.endswith(("_sum", "_count")):
                 continue
             out[s.name] = out.get(s.name, 0.0) + float(s.value)
     return out
@@ -69,9 +72,7 @@ def deltas(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str,
     return out
 
 
-def prefix_cache_hit_rate(
-    before: Mapping[str, float], after: Mapping[str, float]
-) -> float | None:
+def prefix_cache_hit_rate(before: Mapping[str, float], after: Mapping[str, float]) -> float | None:
     """Prefix-cache hits / queries (in tokens) during the scenario; None if not reported."""
     d = deltas(before, after)
     q = d.get(PREFIX_QUERIES)

@@ -1,0 +1,77 @@
+"""Verification of every measured stream, so throughput is never built on short answers.
+
+`check_request` is pure and is applied by the runner (results stored in
+`RequestRecord.check_failures`) and again by `qgate verify`.
+"""
+
+from __future__ import annotations
+
+from qgate.perf.metrics import workload_requests
+from qgate.perf.records import RequestRecord, ScenarioRun
+from qgate.profile import PerfSpec
+from qgate.quality.records import Verdict
+
+
+def check_request(r: RequestRecord) -> list[str]:
+    """Problems with one completed response (an errored request is counted as an error)."""
+    if r.error is not None:
+        return []
+    problems: list[str] = []
+    chunks = len(r.token_times_ns)
+    if chunks == 0 or r.first_token_ns is None:
+        problems.append("empty response: no content chunk")
+    if r.output_tokens is None:
+        problems.append("no usage in the stream")
+    elif r.output_tokens != chunks:
+        problems.append(f"usage says {r.output_tokens} output tokens, stream had {chunks} chunks")
+    if r.requested_output_tokens is not None:
+        got = r.output_tokens if r.output_tokens is not None else chunks
+        if got != r.requested_output_tokens:
+            problems.append(f"output tokens {got} != requested {r.requested_output_tokens}")
+    times = [r.scheduled_ns, r.sent_ns]
+    if r.first_token_ns is not None:
+        times.append(r.first_token_ns)
+    times += r.token_times_ns
+    times.append(r.done_ns)
+    if any(b < a for a, b in zip(times, times[1:], strict=False)):
+        problems.append("timestamps are not monotonic")
+    if r.token_times_ns and r.first_token_ns != r.token_times_ns[0]:
+        problems.append("first_token_ns differs from the first chunk time")
+    return problems
+
+
+def with_checks(r: RequestRecord) -> RequestRecord:
+    """The record with `check_failures` filled in."""
+    return r.model_copy(update={"check_failures": check_request(r)})
+
+
+def scenario_verdicts(spec: PerfSpec, run: ScenarioRun) -> list[Verdict]:
+    """Fail a scenario whose error rate or stream-mismatch rate exceeds perf.max_error_rate."""
+    reqs = workload_requests(run)
+    n = len(reqs)
+    errors = sum(1 for r in reqs if r.error is not None)
+    # Recomputed, not read from the record, so a report cannot claim clean streams.
+    mismatches = sum(1 for r in reqs if check_request(r))
+    out: list[Verdict] = []
+    for what, count in (("errors", errors), ("mismatches", mismatches)):
+        rate = count / n if n else None
+        passed = rate is not None and rate <= spec.max_error_rate
+        if n == 0:
+            reason = "no measured requests"
+        else:
+            sign = "<=" if passed else ">"
+            reason = (
+                f"{count}/{n} requests with {what} ({rate:.1%}) {sign} "
+                f"allowed {spec.max_error_rate:.1%}"
+            )
+        out.append(
+            Verdict(
+                gate=f"perf.{run.scenario}.{what}",
+                suite=f"perf.{run.scenario}",
+                observed=rate,
+                limit=spec.max_error_rate,
+                passed=passed,
+                reason=reason,
+            )
+        )
+    return out

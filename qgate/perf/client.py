@@ -1,0 +1,104 @@
+"""The streaming HTTP client of the load generator.
+
+aiohttp, not httpx: on the mock server (perf/bench_client_fidelity.py,
+`--client httpx` for the comparison) aiohttp's TTFT error stayed lower at
+100 and 500 concurrent streams on a 2-core machine, because httpx's
+per-chunk path (httpcore + anyio) costs more CPU per read; see the figures in
+the module's commit and the perf report. uvloop is used when installed.
+
+While a response streams in, the client only appends
+(time.perf_counter_ns(), raw bytes) per network read; parsing happens after
+the request has ended (qgate.perf.stream). Every failure (connection refused
+or dropped, HTTP status, timeout, malformed stream) ends as an `error`
+string on that request, never as an exception out of `send`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import aiohttp
+
+T = TypeVar("T")
+
+
+@dataclass
+class RawResponse:
+    """A request as it happened on the wire, before parsing."""
+
+    sent_ns: int
+    done_ns: int = 0
+    status: int | None = None
+    chunks: list[tuple[int, bytes]] = field(default_factory=list)
+    error: str | None = None
+
+
+def make_session(limit: int, timeout_s: float) -> aiohttp.ClientSession:
+    """A session with room for `limit` concurrent connections and a per-request timeout."""
+    import aiohttp
+
+    connector = aiohttp.TCPConnector(limit=max(limit, 1), limit_per_host=0, ttl_dns_cache=300)
+    # sock_read catches a stall mid-stream early; total bounds the whole request.
+    timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=timeout_s)
+    return aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False)
+
+
+async def send(
+    session: aiohttp.ClientSession,
+    url: str,
+    payload: dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> RawResponse:
+    """POST a streaming request and record every network read with its arrival time."""
+    import aiohttp
+
+    raw = RawResponse(sent_ns=time.perf_counter_ns())
+    chunks = raw.chunks
+    clock = time.perf_counter_ns
+    try:
+        async with session.post(url, json=payload, headers=headers) as resp:
+            raw.status = resp.status
+            if resp.status != 200:
+                body = (await resp.read())[:200].decode("utf-8", "replace")
+                raw.error = f"HTTP {resp.status}: {body.strip()}"
+            else:
+                async for data in resp.content.iter_any():
+                    chunks.append((clock(), data))
+    except TimeoutError:
+        raw.error = "timeout"
+    except aiohttp.ClientPayloadError as e:
+        raw.error = f"connection dropped mid-stream: {type(e).__name__}"
+    except aiohttp.ClientError as e:
+        raw.error = f"{type(e).__name__}: {str(e)[:160]}"
+    except asyncio.CancelledError:
+        raw.done_ns = clock()
+        raw.error = "cancelled"
+        raise
+    raw.done_ns = clock()
+    return raw
+
+
+async def post_json(
+    session: aiohttp.ClientSession,
+    url: str,
+    payload: dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> Any:
+    """A plain (non-streaming) JSON POST, e.g. /tokenize."""
+    async with session.post(url, json=payload, headers=headers) as resp:
+        resp.raise_for_status()
+        return await resp.json()
+
+
+def run_loop(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine on uvloop when installed (lower per-read overhead), else asyncio."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)

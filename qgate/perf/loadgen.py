@@ -1,0 +1,167 @@
+"""Sending requests: one request end to end, closed-loop workers and open-loop arrivals.
+
+Times in the records are nanoseconds since the scenario's start (`t0`, a
+`time.perf_counter_ns()` value). `scheduled_ns` is when the workload wanted a
+request sent (its arrival time in open loop, the moment a worker became free
+in closed loop); `sent_ns` is when it really left, so the client's own
+queueing never hides inside TTFT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from qgate.perf.checks import with_checks
+from qgate.perf.client import send
+from qgate.perf.records import RequestRecord
+from qgate.perf.stream import ParsedStream, parse_sse
+
+if TYPE_CHECKING:
+    import aiohttp
+
+
+@dataclass
+class RequestSpec:
+    """One request to send: where, what, and what it is for."""
+
+    path: str
+    payload: dict[str, Any]
+    requested_output_tokens: int | None = None
+    conversation: int | None = None
+    turn: int | None = None
+    concurrency: int | None = None
+    probe_id: str | None = None
+    probe_expected: str | None = None
+
+
+@dataclass
+class Sender:
+    """Sends RequestSpecs on one session and turns them into RequestRecords."""
+
+    session: aiohttp.ClientSession
+    base_url: str
+    headers: dict[str, str] | None
+    t0: int
+    records: list[RequestRecord] = field(default_factory=list)
+    on_done: Callable[[RequestRecord], None] | None = None
+    counter: int = 0
+
+    async def run(
+        self, spec: RequestSpec, scheduled_ns: int, *, keep: bool = True
+    ) -> tuple[RequestRecord, ParsedStream]:
+        """Send one request, parse its stream afterwards, record it (unless `keep` is False)."""
+        index = self.counter
+        self.counter += 1
+        raw = await send(self.session, self.base_url + spec.path, spec.payload, self.headers)
+        parsed = parse_sse(raw.chunks) if raw.error is None else ParsedStream()
+        error = raw.error or parsed.error
+        t0 = self.t0
+        times = [t - t0 for t in parsed.token_times_ns]
+        text = parsed.text if spec.probe_id is not None else None
+        answer = None
+        if spec.probe_id is not None and error is None:
+            from qgate.perf.probes import extract_answer
+
+            answer = extract_answer(parsed.text)
+        rec = with_checks(
+            RequestRecord(
+                index=index,
+                conversation=spec.conversation,
+                turn=spec.turn,
+                concurrency=spec.concurrency,
+                probe_id=spec.probe_id,
+                scheduled_ns=scheduled_ns - t0,
+                sent_ns=raw.sent_ns - t0,
+                first_token_ns=times[0] if times else None,
+                done_ns=raw.done_ns - t0,
+                token_times_ns=times,
+                prompt_tokens=parsed.prompt_tokens,
+                output_tokens=parsed.completion_tokens,
+                requested_output_tokens=spec.requested_output_tokens,
+                cached_prompt_tokens=parsed.cached_prompt_tokens,
+                error=error,
+                probe_answer=answer,
+                probe_expected=spec.probe_expected,
+                text=text,
+            )
+        )
+        if keep:
+            self.records.append(rec)
+            if self.on_done is not None:
+                self.on_done(rec)
+        return rec, parsed
+
+
+async def closed_loop(
+    next_spec: Callable[[int], RequestSpec | None],
+    run: Callable[[RequestSpec, int], Awaitable[Any]],
+    concurrency: int,
+    deadline_ns: int | None = None,
+) -> None:
+    """`concurrency` workers take specs 0, 1, 2, ... until next_spec gives None or time is up."""
+    taken = 0
+
+    async def worker() -> None:
+        nonlocal taken
+        while True:
+            now = time.perf_counter_ns()
+            if deadline_ns is not None and now >= deadline_ns:
+                return
+            spec = next_spec(taken)
+            if spec is None:
+                return
+            taken += 1
+            await run(spec, now)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+def arrival_offsets_ns(
+    n: int, rate: float, burstiness: float, seed: int, horizon_s: float | None = None
+) -> list[int]:
+    """Gamma inter-arrival times (shape = burstiness; 1.0 is Poisson) at `rate` per second.
+
+    The first request arrives at 0, as in vLLM's `bench serve`. With a
+    horizon, arrivals stop at the horizon instead of after `n`.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    theta = 1.0 / (rate * burstiness)
+    out: list[int] = []
+    t = 0.0
+    while True:
+        if horizon_s is None and len(out) >= n:
+            break
+        if horizon_s is not None and t >= horizon_s:
+            break
+        out.append(int(t * 1e9))
+        t += float(rng.gamma(burstiness, theta))
+    return out
+
+
+async def open_loop(
+    specs: list[RequestSpec],
+    offsets_ns: list[int],
+    run: Callable[[RequestSpec, int], Awaitable[Any]],
+    max_concurrency: int | None,
+    t0: int,
+) -> None:
+    """Send specs[i] at t0 + offsets_ns[i], at most `max_concurrency` in flight."""
+    sem = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+
+    async def one(spec: RequestSpec, at: int) -> None:
+        delay = (at - time.perf_counter_ns()) / 1e9
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if sem is None:
+            await run(spec, at)
+            return
+        async with sem:
+            await run(spec, at)
+
+    await asyncio.gather(*(one(s, t0 + o) for s, o in zip(specs, offsets_ns, strict=True)))

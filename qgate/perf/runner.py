@@ -1,0 +1,207 @@
+"""The perf stage against one runtime: every scenario (and sweep level) in order.
+
+    runs = await run_scenarios(base_url, model, spec, "candidate", gpus=1)
+
+For each scenario: warmup requests (not recorded), a /metrics scrape, the
+measured requests (with quality probes mixed in), a second scrape, and the
+stream checks. The pipeline decides whether the stage runs at all (only when
+every quality gate passed); this module only measures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from qgate.perf.client import make_session, post_json
+from qgate.perf.counters import scrape
+from qgate.perf.loadgen import RequestSpec, Sender
+from qgate.perf.probes import Probe
+from qgate.perf.progress import ScenarioProgress
+from qgate.perf.records import RequestRecord, ScenarioRun
+from qgate.perf.workloads import (
+    Mark,
+    Tokenize,
+    measured_count,
+    run_fixed,
+    run_multi_turn,
+    run_trace,
+)
+from qgate.profile import FixedScenario, MultiTurnScenario, PerfSpec, TraceScenario
+
+AnyScenario = FixedScenario | MultiTurnScenario | TraceScenario
+
+DEFAULT_PROBE_PARAMS: dict[str, Any] = {"temperature": 0.0, "max_tokens": 48, "seed": 0}
+
+
+def levels(s: AnyScenario) -> list[tuple[str, int | None]]:
+    """(run name, concurrency) per run: a sweep gives one run per level named name@cN."""
+    if isinstance(s, FixedScenario):
+        if isinstance(s.concurrency, list):
+            return [(f"{s.name}@c{c}", c) for c in s.concurrency]
+        return [(s.name, s.concurrency)]
+    return [(s.name, None)]
+
+
+def root_url(base_url: str) -> str:
+    b = base_url.rstrip("/")
+    return b[: -len("/v1")] if b.endswith("/v1") else b
+
+
+def probe_spec(probe: Probe, model: str, params: dict[str, Any]) -> RequestSpec:
+    """A probe as a streaming chat (messages) or completions (prompt string) request."""
+    item_id, body, expected = probe
+    payload: dict[str, Any] = {
+        "model": model,
+        **params,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if isinstance(body, str):
+        payload["prompt"] = body
+        path = "/completions"
+    else:
+        payload["messages"] = body
+        path = "/chat/completions"
+    return RequestSpec(path, payload, probe_id=item_id, probe_expected=expected)
+
+
+async def run_scenarios(
+    base_url: str,
+    model: str,
+    spec: PerfSpec,
+    role: Literal["reference", "candidate"],
+    *,
+    gpus: int = 1,
+    headers: dict[str, str] | None = None,
+    probes: list[Probe] | None = None,
+    probe_params: dict[str, Any] | None = None,
+    progress: bool = False,
+    timeout_s: float = 600.0,
+) -> list[ScenarioRun]:
+    """Run every scenario of `spec` against one server; one ScenarioRun per run/level.
+
+    base_url ends in /v1. Probes are (item id, chat messages or prompt, the
+    quality stage's answer); one is sent after every round(1 / probe_share)
+    workload completions, with `probe_params` (default greedy, 48 tokens).
+    Failures of single requests are recorded, never raised.
+    """
+    out: list[ScenarioRun] = []
+    for s in spec.scenarios:
+        for name, level in levels(s):
+            out.append(
+                await _run_one(
+                    base_url,
+                    model,
+                    s,
+                    name,
+                    level,
+                    role,
+                    gpus,
+                    headers,
+                    probes or [],
+                    {**DEFAULT_PROBE_PARAMS, **(probe_params or {})},
+                    spec.probe_share,
+                    progress,
+                    timeout_s,
+                )
+            )
+    return out
+
+
+async def _run_one(
+    base_url: str,
+    model: str,
+    s: AnyScenario,
+    name: str,
+    level: int | None,
+    role: Literal["reference", "candidate"],
+    gpus: int,
+    headers: dict[str, str] | None,
+    probes: list[Probe],
+    probe_params: dict[str, Any],
+    probe_share: float,
+    progress: bool,
+    timeout_s: float,
+) -> ScenarioRun:
+    width = level or (s.conversations if isinstance(s, MultiTurnScenario) else 256)
+    root = root_url(base_url)
+    async with make_session(width + 8, timeout_s) as session:
+
+        async def tokenize(text: str) -> list[int]:
+            got = await post_json(
+                session,
+                root + "/tokenize",
+                {"model": model, "prompt": text, "add_special_tokens": False},
+                headers,
+            )
+            return [int(t) for t in got["tokens"]]
+
+        sender = Sender(session, base_url.rstrip("/"), headers, t0=0)
+        warm = Sender(session, base_url.rstrip("/"), headers, t0=0)
+        gap = max(1, round(1 / probe_share)) if probe_share > 0 and probes else 0
+        probe_tasks: list[asyncio.Task[Any]] = []
+        done = 0
+        before: dict[str, float] = {}
+
+        with ScenarioProgress(f"{role} {name}", measured_count(s), progress) as bar:
+
+            def on_done(rec: RequestRecord) -> None:
+                nonlocal done
+                if rec.probe_id is not None:
+                    return
+                bar.advance(rec.error is not None)
+                done += 1
+                if gap and done % gap == 0:
+                    p = probes[(done // gap - 1) % len(probes)]
+                    sp = probe_spec(p, model, probe_params)
+                    probe_tasks.append(asyncio.create_task(sender.run(sp, _now())))
+
+            sender.on_done = on_done
+
+            async def scrape_before() -> None:
+                nonlocal before
+                before = await scrape(base_url, headers)
+
+            params = await _dispatch(s, level, model, tokenize, sender, warm, scrape_before)
+            if probe_tasks:
+                await asyncio.gather(*probe_tasks)
+        after = await scrape(base_url, headers)
+
+    reqs = sorted(sender.records, key=lambda r: r.sent_ns)
+    work = [r for r in reqs if r.probe_id is None] or reqs
+    duration = max((r.done_ns for r in work), default=0) - min((r.sent_ns for r in work), default=0)
+    run = ScenarioRun(
+        scenario=name,
+        role=role,
+        kind=s.kind,
+        params={**params, "warmup": s.warmup, "requests": s.requests, "duration_s": s.duration_s},
+        gpus=gpus,
+        duration_ns=max(duration, 0),
+        requests=reqs,
+        counters_before=before,
+        counters_after=after,
+    )
+    return run
+
+
+async def _dispatch(
+    s: AnyScenario,
+    level: int | None,
+    model: str,
+    tokenize: Tokenize,
+    sender: Sender,
+    warm: Sender,
+    mark: Mark,
+) -> dict[str, Any]:
+    if isinstance(s, FixedScenario):
+        return await run_fixed(s, level or 1, model, tokenize, sender, warm, mark)
+    if isinstance(s, MultiTurnScenario):
+        return await run_multi_turn(s, model, tokenize, sender, warm, mark)
+    return await run_trace(s, model, tokenize, sender, warm, mark)
+
+
+def _now() -> int:
+    import time
+
+    return time.perf_counter_ns()

@@ -1,0 +1,294 @@
+"""Workloads: exact-length prompts, fixed/sweep/open-loop, multi-turn agents, trace replay.
+
+Prompts are token ids sent to /v1/completions, so input lengths are exact:
+a random-words text is tokenized once by the server (POST /tokenize) into a
+pool, and each request takes a window of the pool at its own seeded offset
+(different first blocks, so requests do not share a cached prefix unless the
+workload means them to). Outputs are forced with `ignore_eos` and
+`min_tokens = max_tokens`. Seeds derive from the scenario name, so a rerun
+sends the same prompts at the same arrival times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import zlib
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from qgate.errors import BadInput
+from qgate.perf.loadgen import RequestSpec, Sender, arrival_offsets_ns, closed_loop, open_loop
+from qgate.profile import FixedScenario, MultiTurnScenario, TraceScenario
+
+_WORDS = (  # noqa: SIM905
+    "time year people way day man thing woman life child world school state family "
+    "student group country problem hand part place case week company system program "
+    "question work government number night point home water room mother area money "
+    "story fact month lot right study book eye job word business issue side kind "
+    "head house service friend father power hour game line end member law car city "
+    "name team minute idea kid body information back parent face others level office "
+    "door health person art war history party result change morning reason research "
+    "girl guy moment air teacher force education river stone cloud engine signal "
+    "garden "
+).split()
+
+Tokenize = Callable[[str], Awaitable[list[int]]]
+# Called once the warmups are done, just before measuring starts (the runner scrapes /metrics).
+Mark = Callable[[], Awaitable[None]]
+
+
+def scenario_seed(name: str) -> int:
+    """A stable seed from a scenario name (profiles need no seed key)."""
+    return zlib.crc32(name.encode())
+
+
+def random_text(words: int, seed: int) -> str:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return " ".join(_WORDS[i] for i in rng.integers(0, len(_WORDS), size=words))
+
+
+async def token_pool(tokenize: Tokenize, tokens: int, seed: int) -> list[int]:
+    """At least `tokens` ids of random words, tokenized by the server's own tokenizer."""
+    words = tokens + 16
+    while True:
+        ids = await tokenize(random_text(words, seed))
+        if len(ids) >= tokens:
+            return ids
+        words *= 2
+
+
+def window(pool: list[int], n: int, offset: int) -> list[int]:
+    """Exactly n ids from the pool, starting at offset and wrapping around."""
+    reps = (offset % len(pool) + n) // len(pool) + 1
+    ring = pool * reps
+    start = offset % len(pool)
+    return ring[start : start + n]
+
+
+def completion_payload(
+    model: str, ids: list[int], out: int, *, token_ids: bool = False
+) -> dict[str, Any]:
+    """A streaming completions request with an exact input and a forced output length."""
+    p: dict[str, Any] = {
+        "model": model,
+        "prompt": ids,
+        "max_tokens": out,
+        "min_tokens": out,
+        "ignore_eos": True,
+        "temperature": 0.0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if token_ids:
+        p["return_token_ids"] = True
+    return p
+
+
+def measured_count(s: FixedScenario | MultiTurnScenario | TraceScenario) -> int | None:
+    """Measured requests when known in advance (None for duration-bound runs)."""
+    if isinstance(s, MultiTurnScenario):
+        return None if s.duration_s else s.conversations * s.turns
+    if isinstance(s, TraceScenario):
+        return None
+    return None if s.duration_s else s.requests
+
+
+async def run_fixed(
+    s: FixedScenario,
+    level: int,
+    model: str,
+    tokenize: Tokenize,
+    sender: Sender,
+    warm: Sender,
+    mark: Mark,
+) -> dict[str, Any]:
+    """Fixed lengths at one concurrency level (closed loop), or open loop with a rate."""
+    seed = scenario_seed(s.name)
+    pool = await token_pool(tokenize, max(2 * s.input_tokens, 256), seed)
+    import numpy as np
+
+    rng = np.random.default_rng(seed + level)
+    offsets = [int(o) for o in rng.integers(0, len(pool), size=100_000)]
+
+    def spec(i: int) -> RequestSpec:
+        ids = window(pool, s.input_tokens, offsets[i % len(offsets)])
+        return RequestSpec(
+            "/completions",
+            completion_payload(model, ids, s.output_tokens),
+            requested_output_tokens=s.output_tokens,
+            concurrency=level,
+        )
+
+    warm_specs = [spec(len(offsets) - 1 - i) for i in range(s.warmup)]
+    for k in range(0, len(warm_specs), level):
+        batch = warm_specs[k : k + level]
+        await asyncio.gather(*(warm.run(w, time.perf_counter_ns()) for w in batch))
+    await mark()
+    sender.t0 = time.perf_counter_ns()
+    deadline = sender.t0 + int(s.duration_s * 1e9) if s.duration_s else None
+
+    async def go(sp: RequestSpec, at: int) -> None:
+        await sender.run(sp, at)
+
+    if s.request_rate is None:
+        n = s.requests
+
+        def next_spec(i: int) -> RequestSpec | None:
+            return spec(i) if deadline is not None or (n is not None and i < n) else None
+
+        await closed_loop(next_spec, go, level, deadline)
+    else:
+        arrivals = arrival_offsets_ns(
+            s.requests or 0, s.request_rate, s.burstiness, seed, s.duration_s
+        )
+        await open_loop([spec(i) for i in range(len(arrivals))], arrivals, go, level, sender.t0)
+    return {
+        "input_tokens": s.input_tokens,
+        "output_tokens": s.output_tokens,
+        "concurrency": level,
+        "request_rate": s.request_rate,
+        "burstiness": s.burstiness,
+        "seed": seed,
+    }
+
+
+async def run_multi_turn(
+    s: MultiTurnScenario, model: str, tokenize: Tokenize, sender: Sender, warm: Sender, mark: Mark
+) -> dict[str, Any]:
+    """Concurrent conversations over a shared system prefix with a growing history.
+
+    Odd turns look like tool output, even turns like a user message; each
+    reply is appended (its token ids, or the server's tokenization of its
+    text) so the next turn's prompt extends the previous one, which is what
+    makes prefix caching pay off.
+    """
+    seed = scenario_seed(s.name)
+    pool = await token_pool(tokenize, max(2 * s.turn_input_tokens, 512), seed)
+    prefix_pool = await token_pool(tokenize, max(s.shared_prefix_tokens, 1), seed + 1)
+    prefix = window(prefix_pool, s.shared_prefix_tokens, 0)
+    user_tag = await tokenize("\nUser:")
+    tool_tag = await tokenize('\nTool result: {"status": "ok", "output":')
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    for w in range(s.warmup):
+        ids = window(pool, s.turn_input_tokens, int(rng.integers(0, len(pool))))
+        await warm.run(
+            RequestSpec("/completions", completion_payload(model, ids, s.output_tokens)),
+            time.perf_counter_ns(),
+        )
+        del w
+    await mark()
+    sender.t0 = time.perf_counter_ns()
+    deadline = sender.t0 + int(s.duration_s * 1e9) if s.duration_s else None
+    next_conv = s.conversations
+
+    async def conversation(c: int) -> None:
+        nonlocal next_conv
+        while True:
+            crng = np.random.default_rng(seed * 1000 + c)
+            history = list(prefix)
+            for t in range(s.turns):
+                if deadline is not None and time.perf_counter_ns() >= deadline:
+                    return
+                tag = tool_tag if t % 2 else user_tag
+                history += tag + window(pool, s.turn_input_tokens, int(crng.integers(0, len(pool))))
+                sp = RequestSpec(
+                    "/completions",
+                    completion_payload(model, history, s.output_tokens, token_ids=True),
+                    requested_output_tokens=s.output_tokens,
+                    conversation=c,
+                    turn=t,
+                    concurrency=s.conversations,
+                )
+                rec, parsed = await sender.run(sp, time.perf_counter_ns())
+                if rec.error is not None:
+                    return
+                reply = parsed.token_ids or (await tokenize(parsed.text) if parsed.text else [])
+                history += reply
+                if s.think_time_s:
+                    await asyncio.sleep(s.think_time_s)
+            if deadline is None:
+                return
+            c, next_conv = next_conv, next_conv + 1
+
+    await asyncio.gather(*(conversation(c) for c in range(s.conversations)))
+    return {
+        "conversations": s.conversations,
+        "turns": s.turns,
+        "shared_prefix_tokens": s.shared_prefix_tokens,
+        "turn_input_tokens": s.turn_input_tokens,
+        "output_tokens": s.output_tokens,
+        "think_time_s": s.think_time_s,
+        "seed": seed,
+    }
+
+
+def load_trace(path: Path) -> list[tuple[float, int, int]]:
+    """(timestamp s, input tokens, output tokens) per JSONL line, sorted by time."""
+    rows: list[tuple[float, int, int]] = []
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise BadInput(f"trace {path}: {e.strerror}") from e
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            o = json.loads(line)
+            rows.append((float(o["timestamp"]), int(o["input_tokens"]), int(o["output_tokens"])))
+        except (ValueError, KeyError, TypeError) as e:
+            raise BadInput(
+                f"trace {path}:{i}: need timestamp, input_tokens, output_tokens ({e})"
+            ) from e
+        if rows[-1][1] < 1 or rows[-1][2] < 1:
+            raise BadInput(f"trace {path}:{i}: token counts must be at least 1")
+    if not rows:
+        raise BadInput(f"trace {path}: no requests")
+    return sorted(rows)
+
+
+async def run_trace(
+    s: TraceScenario, model: str, tokenize: Tokenize, sender: Sender, warm: Sender, mark: Mark
+) -> dict[str, Any]:
+    """Replay a trace open-loop: the first `warmup` lines unmeasured, then every line.
+
+    Arrival times are the trace's timestamps (relative to its first measured
+    line) times `time_scale`; `duration_s` cuts the replay at that time.
+    """
+    rows = load_trace(s.path)
+    seed = scenario_seed(s.name)
+    pool = await token_pool(tokenize, max(2 * max(r[1] for r in rows), 256), seed)
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+
+    def spec(inp: int, out: int) -> RequestSpec:
+        ids = window(pool, inp, int(rng.integers(0, len(pool))))
+        return RequestSpec(
+            "/completions", completion_payload(model, ids, out), requested_output_tokens=out
+        )
+
+    for _, inp, out in rows[: s.warmup]:
+        await warm.run(spec(inp, out), time.perf_counter_ns())
+    measured = rows[s.warmup :] or rows
+    start = measured[0][0]
+    offsets = [int((ts - start) * s.time_scale * 1e9) for ts, _, _ in measured]
+    if s.duration_s:
+        keep = [i for i, o in enumerate(offsets) if o < s.duration_s * 1e9]
+        measured = [measured[i] for i in keep]
+        offsets = [offsets[i] for i in keep]
+    specs = [spec(inp, out) for _, inp, out in measured]
+    await mark()
+    sender.t0 = time.perf_counter_ns()
+
+    async def go(sp: RequestSpec, at: int) -> None:
+        await sender.run(sp, at)
+
+    await open_loop(specs, offsets, go, None, sender.t0)
+    return {"path": str(s.path), "time_scale": s.time_scale, "lines": len(rows), "seed": seed}

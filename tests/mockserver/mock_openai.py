@@ -1,0 +1,225 @@
+"""A deterministic OpenAI-compatible streaming mock server, run as a separate process.
+
+    python tests/mockserver/mock_openai.py --port 0 --ttft-ms 50 --itl-ms 10
+
+prints `PORT <n>` once it listens. Serves /v1/completions and
+/v1/chat/completions (streaming with usage), /tokenize, /metrics,
+/v1/models and /health. Each content chunk carries the server's own
+`mock_recv_ns` (request arrival) and `mock_sent_ns` (just before the chunk was
+written), both on CLOCK_MONOTONIC (`time.perf_counter_ns`, which Linux shares
+across processes), so a client's timing error is measured against what the
+server really did, not against the nominal delays.
+
+Per request, a body key `mock` overrides the defaults:
+`{"ttft_ms", "itl_ms", "tokens", "text", "fault"}`; fault is one of
+`http500`, `malformed`, `drop`, `stall`, `short`, `empty`, `usage_mismatch`.
+Prefix caching is simulated on 16-token blocks so /metrics reports
+`vllm:prefix_cache_queries_total` and `vllm:prefix_cache_hits_total`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+BLOCK = 16
+
+
+class State:
+    def __init__(self, ttft_ms: float, itl_ms: float) -> None:
+        self.ttft_ms = ttft_ms
+        self.itl_ms = itl_ms
+        self.seen_blocks: set[int] = set()
+        self.counters = {
+            "vllm:prompt_tokens_total": 0.0,
+            "vllm:generation_tokens_total": 0.0,
+            "vllm:prefix_cache_queries_total": 0.0,
+            "vllm:prefix_cache_hits_total": 0.0,
+            "vllm:num_preemptions_total": 0.0,
+            "vllm:request_success_total": 0.0,
+        }
+
+    def cache(self, ids: list[int]) -> int:
+        """Record the prompt's full blocks; return how many leading tokens hit the cache."""
+        h = 0
+        hits = 0
+        leading = True
+        for b in range(len(ids) // BLOCK):
+            h = zlib.crc32(json.dumps(ids[b * BLOCK : (b + 1) * BLOCK]).encode(), h)
+            if leading and h in self.seen_blocks:
+                hits += BLOCK
+            else:
+                leading = False
+            self.seen_blocks.add(h)
+        self.counters["vllm:prefix_cache_queries_total"] += len(ids)
+        self.counters["vllm:prefix_cache_hits_total"] += hits
+        return hits
+
+
+def tokenize(text: str) -> list[int]:
+    return [zlib.crc32(w.encode()) % 50000 + 100 for w in text.split()]
+
+
+def prompt_ids(body: dict[str, Any]) -> list[int]:
+    if "messages" in body:
+        text = " ".join(str(m.get("content", "")) for m in body["messages"])
+        return tokenize(text)
+    p = body.get("prompt", "")
+    if isinstance(p, list) and p and isinstance(p[0], list):
+        p = p[0]
+    if isinstance(p, list):
+        return [int(x) for x in p]
+    return tokenize(str(p))
+
+
+def make_app(state: State) -> Any:
+    from aiohttp import web
+
+    async def health(_: web.Request) -> web.Response:
+        return web.Response(text="")
+
+    async def models(_: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "mock", "object": "model"}]})
+
+    async def tokenize_h(req: web.Request) -> web.Response:
+        body = await req.json()
+        ids = tokenize(str(body.get("prompt", "")))
+        return web.json_response({"tokens": ids, "count": len(ids), "max_model_len": 1 << 20})
+
+    async def metrics(_: web.Request) -> web.Response:
+        lines = []
+        for k, v in state.counters.items():
+            lines += [f"# HELP {k} mock", f"# TYPE {k} counter", f'{k}{{model_name="mock"}} {v}']
+        return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
+
+    async def complete(req: web.Request) -> web.StreamResponse:
+        recv = time.perf_counter_ns()
+        body = await req.json()
+        chat = req.path.endswith("/chat/completions")
+        m = body.get("mock") or {}
+        fault = m.get("fault")
+        if fault == "http500":
+            return web.json_response({"error": {"message": "injected"}}, status=500)
+        ids = prompt_ids(body)
+        ttft = float(m.get("ttft_ms", state.ttft_ms)) * 1e6
+        itl = float(m.get("itl_ms", state.itl_ms)) * 1e6
+        words = str(m["text"]).split() if "text" in m else None
+        n = int(m.get("tokens", len(words) if words else body.get("max_tokens") or 16))
+        sent_n = {"short": max(n - 1, 0), "empty": 0}.get(fault or "", n)
+        cached = state.cache(ids)
+        state.counters["vllm:prompt_tokens_total"] += len(ids)
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(req)
+        start = recv + ttft
+        for i in range(sent_n):
+            delay = (start + i * itl - time.perf_counter_ns()) / 1e9
+            if delay > 0:
+                await asyncio.sleep(delay)
+            word = words[i] if words and i < len(words) else f"w{i}"
+            text = word if i == 0 else " " + word
+            choice: dict[str, Any] = {"index": 0, "finish_reason": None}
+            if chat:
+                choice["delta"] = {"content": text}
+            else:
+                choice["text"] = text
+            if i == sent_n - 1:
+                choice["finish_reason"] = "length"
+            t = time.perf_counter_ns()
+            chunk = {"choices": [choice], "mock_recv_ns": recv, "mock_sent_ns": t}
+            await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            if i == 1 and fault == "malformed":
+                await resp.write(b"data: {not json\n\n")
+            if i == 1 and fault == "drop":
+                assert req.transport is not None
+                req.transport.close()
+                return resp
+            if i == 0 and fault == "stall":
+                await asyncio.sleep(3600)
+        state.counters["vllm:generation_tokens_total"] += sent_n
+        state.counters["vllm:request_success_total"] += 1
+        reported = sent_n + 3 if fault == "usage_mismatch" else sent_n
+        usage = {
+            "prompt_tokens": len(ids),
+            "completion_tokens": reported,
+            "total_tokens": len(ids) + reported,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        }
+        await resp.write(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n")
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    app.router.add_get("/health", health)
+    app.router.add_get("/v1/models", models)
+    app.router.add_post("/tokenize", tokenize_h)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_post("/v1/completions", complete)
+    app.router.add_post("/v1/chat/completions", complete)
+    return app
+
+
+async def serve(host: str, port: int, state: State) -> None:
+    from aiohttp import web
+
+    runner = web.AppRunner(make_app(state), access_log=None)
+    await runner.setup()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(4096)
+    site = web.SockSite(runner, sock, backlog=4096)
+    await site.start()
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    await asyncio.Event().wait()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--ttft-ms", type=float, default=20.0)
+    ap.add_argument("--itl-ms", type=float, default=5.0)
+    a = ap.parse_args()
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(serve(a.host, a.port, State(a.ttft_ms, a.itl_ms)))
+
+
+@contextmanager
+def running(ttft_ms: float = 20.0, itl_ms: float = 5.0, cpu: int | None = None) -> Iterator[str]:
+    """Start the mock in its own process; yield its base URL (ending in /v1); stop it."""
+    cmd = [sys.executable, __file__, "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)]
+    if cpu is not None:
+        cmd = ["taskset", "-c", str(cpu), *cmd]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("PORT "):
+            raise RuntimeError(f"mock server did not start: {line!r}")
+        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+if __name__ == "__main__":
+    main()
