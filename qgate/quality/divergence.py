@@ -1,0 +1,157 @@
+"""Logit divergence math: KL over top-k sets with a tail bucket, and its summary statistics.
+
+Pure numpy: `qgate verify` recomputes the summary from the per-position values.
+
+Approximation of KL(reference || candidate) from top-k logprobs. Each side
+reports its top-k tokens (vLLM also adds the scored token itself). Over the
+union U of both sets:
+
+- a token that a side reported gets that side's probability;
+- a token a side did not report lies in that side's tail (mass 1 - sum of
+  its reported probabilities). It gets an equal share of that tail among the
+  side's missing union tokens, capped at the side's smallest reported
+  probability (a token outside the top-k cannot be likelier than the k-th);
+- what is left of each tail forms one bucket, compared like a token.
+
+Probabilities are floored at 1e-10 before the logarithm so a tail that the
+top-k fully covers cannot yield an infinite KL. When both sides report every
+token with non-zero probability the result is the exact KL. This is the
+usual top-k shortcut (llama.cpp's `--kl-divergence` stores full logits and
+is exact; we cannot fetch full vocabularies over HTTP), and it
+underestimates mass moved between tokens outside both top-k sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from pydantic import Field
+
+from qgate.models import Record
+from qgate.quality.records import DivergenceRun
+
+FLOOR = 1e-10
+
+
+class PositionDivergence(Record):
+    """Divergence values at one teacher-forced position."""
+
+    kld: float = Field(description="KL(reference || candidate), top-k union plus tail.")
+    top1_agree: bool = Field(description="Both sides' most likely tokens are equal.")
+    delta_p: float = Field(description="p_candidate - p_reference of the scored token.")
+
+
+class DivergenceSummary(Record):
+    """Summary statistics over every scored position (llama.cpp's KLD statistics)."""
+
+    sequences: int = Field(description="Sequences scored.")
+    positions: int = Field(description="Positions scored in all.")
+    mean_kld: float = Field(description="Mean KL.")
+    median_kld: float = Field(description="Median KL.")
+    p90_kld: float = Field(description="90th percentile of KL (linear interpolation).")
+    p99_kld: float = Field(description="99th percentile of KL.")
+    p999_kld: float = Field(description="99.9th percentile of KL.")
+    max_kld: float = Field(description="Largest KL.")
+    top1_agreement: float = Field(description="Share of positions whose top-1 tokens agree.")
+    mean_abs_delta_p: float = Field(description="Mean |delta p| of the scored token.")
+    p99_abs_delta_p: float = Field(description="99th percentile of |delta p|.")
+
+
+def _side_probs(
+    lp: Mapping[int, float], union: Sequence[int], top_k: int | None
+) -> tuple[np.ndarray, float]:
+    """Probabilities of one side over `union`, and what remains of its tail."""
+    reported = np.exp(np.array(list(lp.values()), dtype=np.float64))
+    tail = max(0.0, 1.0 - float(reported.sum()))
+    # vLLM adds the scored token to the top-k when it ranks lower; the cap for
+    # unreported tokens is the k-th probability, not that extra token's.
+    ranked = np.sort(reported)[::-1]
+    k = len(ranked) if top_k is None else max(1, min(top_k, len(ranked)))
+    smallest = float(ranked[k - 1]) if ranked.size else 1.0
+    missing = [t for t in union if t not in lp]
+    share = min(tail / len(missing), smallest) if missing else 0.0
+    probs = np.array([np.exp(lp[t]) if t in lp else share for t in union], dtype=np.float64)
+    return probs, max(0.0, tail - share * len(missing))
+
+
+def _top1(lp: Mapping[int, float]) -> int:
+    # Ties go to the smaller token id so the choice is deterministic.
+    best = max(lp.values())
+    return min(t for t, v in lp.items() if v == best)
+
+
+def position_divergence(
+    ref: Mapping[int, float], cand: Mapping[int, float], token: int, top_k: int | None = None
+) -> PositionDivergence:
+    """KL, top-1 agreement and delta-p at one position from both sides' top-k logprobs.
+
+    `ref` and `cand` map token id to logprob; `token` is the teacher-forced
+    token (the reference's greedy choice) whose probability change is delta-p.
+    `top_k` is the k requested (None: every reported token counts as top-k).
+    """
+    if not ref or not cand:
+        raise ValueError("both sides need at least one logprob")
+    union = sorted(set(ref) | set(cand))
+    p, p_tail = _side_probs(ref, union, top_k)
+    q, q_tail = _side_probs(cand, union, top_k)
+    p_all = np.append(p, p_tail)
+    q_all = np.append(q, q_tail)
+    mask = p_all > 0
+    kld = float(
+        np.sum(
+            p_all[mask]
+            * (np.log(np.maximum(p_all[mask], FLOOR)) - np.log(np.maximum(q_all[mask], FLOOR)))
+        )
+    )
+    idx = union.index(token) if token in union else None
+    p_tok = float(p[idx]) if idx is not None else 0.0
+    q_tok = float(q[idx]) if idx is not None else 0.0
+    # Float rounding can make an exact-zero KL a tiny negative number.
+    return PositionDivergence(
+        kld=max(0.0, kld), top1_agree=_top1(ref) == _top1(cand), delta_p=q_tok - p_tok
+    )
+
+
+def exact_kld(p: np.ndarray, q: np.ndarray) -> float:
+    """KL(p || q) of two full distributions (for tests and for reference)."""
+    mask = p > 0
+    return float(np.sum(p[mask] * (np.log(p[mask]) - np.log(np.maximum(q[mask], FLOOR)))))
+
+
+def _percentile(x: np.ndarray, q: float) -> float:
+    return float(np.percentile(x, q, method="linear"))
+
+
+def summarize_divergence(run: DivergenceRun) -> DivergenceSummary:
+    """Summary statistics of every position of a divergence run (all zeros when empty)."""
+    kld = np.array([v for s in run.sequences for v in s.kld], dtype=np.float64)
+    agree = np.array([v for s in run.sequences for v in s.top1_agree], dtype=bool)
+    dp = np.abs(np.array([v for s in run.sequences for v in s.delta_p], dtype=np.float64))
+    if kld.size == 0:
+        return DivergenceSummary(
+            sequences=len(run.sequences),
+            positions=0,
+            mean_kld=0.0,
+            median_kld=0.0,
+            p90_kld=0.0,
+            p99_kld=0.0,
+            p999_kld=0.0,
+            max_kld=0.0,
+            top1_agreement=0.0,
+            mean_abs_delta_p=0.0,
+            p99_abs_delta_p=0.0,
+        )
+    return DivergenceSummary(
+        sequences=len(run.sequences),
+        positions=int(kld.size),
+        mean_kld=float(kld.mean()),
+        median_kld=_percentile(kld, 50),
+        p90_kld=_percentile(kld, 90),
+        p99_kld=_percentile(kld, 99),
+        p999_kld=_percentile(kld, 99.9),
+        max_kld=float(kld.max()),
+        top1_agreement=float(agree.mean()) if agree.size else 0.0,
+        mean_abs_delta_p=float(dp.mean()) if dp.size else 0.0,
+        p99_abs_delta_p=_percentile(dp, 99) if dp.size else 0.0,
+    )

@@ -1,0 +1,322 @@
+"""The logit divergence suite: reference continuations, teacher-forced scoring, the run record.
+
+Three separately callable steps, because the pipeline runs them at different
+times and the reference's results are cached:
+
+1. `generate_continuations` on the reference: tokenize each corpus prompt
+   (POST /tokenize) and take the greedy continuation of exactly `tokens`
+   tokens (`ignore_eos`, token ids from `return_tokens_as_token_ids`).
+2. `score` on each runtime: send prompt ids + continuation ids as a token-id
+   prompt with `prompt_logprobs: top_k` and `max_tokens: 1`, and keep the
+   top-k logprobs of every continuation position (teacher forcing: both
+   runtimes see identical token ids).
+3. `build_divergence_run` compares the two `ScoreSet`s with the pure math of
+   `qgate.quality.divergence`.
+
+Prompts are raw completions of the corpus text, not chat-templated: the goal
+is to compare next-token distributions on identical tokens, and a template
+adds nothing but tokens. Intermediate results are pydantic models so the
+reference's scores can be cached and replayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from qgate.errors import BadInput, InfrastructureError
+from qgate.models import Record
+from qgate.quality.divergence import position_divergence
+from qgate.quality.records import DivergenceRun, DivergenceSequence, Role
+
+if TYPE_CHECKING:
+    import aiohttp
+
+
+class CorpusPrompt(Record):
+    """One line of the divergence corpus."""
+
+    id: str = Field(description="Stable prompt id.")
+    prompt: str = Field(description="Raw text sent as a completion prompt.")
+
+
+class Continuation(Record):
+    """A corpus prompt and the reference's greedy continuation, as token ids."""
+
+    id: str = Field(description="Corpus prompt id.")
+    prompt_sha256: str = Field(description="sha256 of the prompt text.")
+    prompt_ids: list[int] = Field(description="Prompt token ids from the reference's /tokenize.")
+    token_ids: list[int] = Field(description="Greedy continuation token ids.")
+
+
+class SequenceScores(Record):
+    """One runtime's top-k logprobs at every continuation position of one sequence."""
+
+    id: str = Field(description="Corpus prompt id.")
+    prompt_sha256: str = Field(description="sha256 of the prompt text.")
+    prompt_ids: list[int] = Field(description="Prompt token ids scored.")
+    token_ids: list[int] = Field(description="Continuation token ids scored.")
+    top_ids: list[list[int]] = Field(description="Per continuation position: token ids reported.")
+    top_logprobs: list[list[float]] = Field(
+        description="Per continuation position: logprobs of `top_ids`, same order."
+    )
+
+
+class ScoreSet(Record):
+    """One runtime's scores of every continuation (cacheable for the reference)."""
+
+    role: Role = Field(description="Which runtime scored.")
+    data_sha256: str = Field(description="sha256 of the corpus file.")
+    top_k: int = Field(description="prompt_logprobs requested.")
+    tokens: int = Field(description="Continuation length requested.")
+    sequences: list[SequenceScores] = Field(description="Per-sequence scores, in corpus order.")
+    wall_s: float = Field(default=0.0, description="Wall time of generation plus scoring.")
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def load_corpus(path: Path, sequences: int) -> tuple[list[CorpusPrompt], str]:
+    """The first `sequences` prompts of a JSONL corpus and the sha256 of the whole file."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"divergence corpus {path}: {exc.strerror or exc}") from exc
+    prompts: list[CorpusPrompt] = []
+    for lineno, line in enumerate(raw.decode("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            prompts.append(CorpusPrompt.model_validate_json(line))
+        except ValueError as exc:
+            raise BadInput(f"divergence corpus {path}:{lineno}: not a {{id, prompt}} line") from exc
+        if len(prompts) == sequences:
+            break
+    if len(prompts) < sequences:
+        raise BadInput(f"divergence corpus {path}: {len(prompts)} prompts, {sequences} asked")
+    return prompts, hashlib.sha256(raw).hexdigest()
+
+
+def _root(base_url: str) -> str:
+    # /tokenize lives at the server root, not under /v1.
+    base = base_url.rstrip("/")
+    return base[: -len("/v1")] if base.endswith("/v1") else base
+
+
+async def _post(
+    session: aiohttp.ClientSession, url: str, body: dict[str, Any], what: str
+) -> dict[str, Any]:
+    import aiohttp
+
+    try:
+        async with session.post(url, json=body) as resp:
+            text = await resp.text()
+            if resp.status != 200:
+                raise InfrastructureError(f"{what}: HTTP {resp.status} from {url}: {text[:200]}")
+            data: dict[str, Any] = json.loads(text)
+            return data
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        raise InfrastructureError(f"{what}: {url} failed: {exc!r}") from exc
+
+
+def _session(timeout_s: float) -> aiohttp.ClientSession:
+    import aiohttp
+
+    return aiohttp.ClientSession(
+        timeout=aiohttp.ClientTimeout(total=timeout_s),
+        connector=aiohttp.TCPConnector(limit=0),
+    )
+
+
+def _token_id(token: str) -> int:
+    # return_tokens_as_token_ids renders every token as "token_id:<id>".
+    prefix, _, value = token.partition(":")
+    if prefix != "token_id" or not value.lstrip("-").isdigit():
+        raise InfrastructureError(
+            f"unexpected token {token!r}: return_tokens_as_token_ids was ignored"
+        )
+    return int(value)
+
+
+async def generate_continuations(
+    base_url: str,
+    model: str,
+    prompts: Sequence[CorpusPrompt],
+    tokens: int,
+    *,
+    concurrency: int = 8,
+    seed: int = 0,
+    timeout_s: float = 600.0,
+) -> list[Continuation]:
+    """Greedy continuations of exactly `tokens` tokens for every prompt, on the reference."""
+    sem = asyncio.Semaphore(concurrency)
+    root = _root(base_url)
+
+    async def one(session: aiohttp.ClientSession, p: CorpusPrompt) -> Continuation:
+        async with sem:
+            tok = await _post(
+                session,
+                f"{root}/tokenize",
+                {"model": model, "prompt": p.prompt},
+                f"tokenize {p.id}",
+            )
+            prompt_ids = [int(t) for t in tok["tokens"]]
+            body = {
+                "model": model,
+                "prompt": prompt_ids,
+                "max_tokens": tokens,
+                "min_tokens": tokens,
+                "ignore_eos": True,
+                "temperature": 0.0,
+                "seed": seed,
+                "logprobs": 1,
+                "return_tokens_as_token_ids": True,
+            }
+            out = await _post(
+                session, f"{base_url.rstrip('/')}/completions", body, f"continuation {p.id}"
+            )
+        ids = [_token_id(t) for t in out["choices"][0]["logprobs"]["tokens"]]
+        if len(ids) != tokens:
+            raise InfrastructureError(f"continuation {p.id}: {len(ids)} tokens, {tokens} asked")
+        return Continuation(
+            id=p.id, prompt_sha256=sha256_text(p.prompt), prompt_ids=prompt_ids, token_ids=ids
+        )
+
+    async with _session(timeout_s) as session:
+        return list(await asyncio.gather(*(one(session, p) for p in prompts)))
+
+
+async def score(
+    base_url: str,
+    model: str,
+    token_sequences: Sequence[Continuation],
+    top_k: int,
+    *,
+    concurrency: int = 8,
+    timeout_s: float = 600.0,
+) -> list[SequenceScores]:
+    """Top-k logprobs of every continuation position, teacher-forced, on one runtime."""
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(session: aiohttp.ClientSession, c: Continuation) -> SequenceScores:
+        body = {
+            "model": model,
+            "prompt": c.prompt_ids + c.token_ids,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "prompt_logprobs": top_k,
+        }
+        async with sem:
+            out = await _post(session, f"{base_url.rstrip('/')}/completions", body, f"score {c.id}")
+        plp = out["choices"][0].get("prompt_logprobs")
+        start = len(c.prompt_ids)
+        if not isinstance(plp, list) or len(plp) != start + len(c.token_ids):
+            raise InfrastructureError(f"score {c.id}: server returned no usable prompt_logprobs")
+        top_ids: list[list[int]] = []
+        top_lps: list[list[float]] = []
+        for pos in plp[start:]:
+            entries = sorted((int(t), float(v["logprob"])) for t, v in pos.items())
+            top_ids.append([t for t, _ in entries])
+            top_lps.append([v for _, v in entries])
+        return SequenceScores(
+            id=c.id,
+            prompt_sha256=c.prompt_sha256,
+            prompt_ids=c.prompt_ids,
+            token_ids=c.token_ids,
+            top_ids=top_ids,
+            top_logprobs=top_lps,
+        )
+
+    async with _session(timeout_s) as session:
+        return list(await asyncio.gather(*(one(session, c) for c in token_sequences)))
+
+
+async def run_scores(
+    role: Role,
+    base_url: str,
+    model: str,
+    continuations: Sequence[Continuation],
+    *,
+    data_sha256: str,
+    top_k: int,
+    tokens: int,
+    concurrency: int = 8,
+    timeout_s: float = 600.0,
+    started: float | None = None,
+) -> ScoreSet:
+    """Score continuations on one runtime and wrap them as a ScoreSet with its wall time."""
+    t0 = time.monotonic() if started is None else started
+    seqs = await score(
+        base_url, model, continuations, top_k, concurrency=concurrency, timeout_s=timeout_s
+    )
+    return ScoreSet(
+        role=role,
+        data_sha256=data_sha256,
+        top_k=top_k,
+        tokens=tokens,
+        sequences=seqs,
+        wall_s=time.monotonic() - t0,
+    )
+
+
+def continuations_of(scores: ScoreSet) -> list[Continuation]:
+    """The token sequences a (cached) reference ScoreSet scored, to score the candidate on."""
+    return [
+        Continuation(
+            id=s.id, prompt_sha256=s.prompt_sha256, prompt_ids=s.prompt_ids, token_ids=s.token_ids
+        )
+        for s in scores.sequences
+    ]
+
+
+def build_divergence_run(reference: ScoreSet, candidate: ScoreSet) -> DivergenceRun:
+    """Per-position KL, top-1 agreement and delta-p of the candidate against the reference.
+
+    Raises BadInput when the two score sets did not score identical tokens.
+    """
+    cand = {s.id: s for s in candidate.sequences}
+    out: list[DivergenceSequence] = []
+    for r in reference.sequences:
+        c = cand.get(r.id)
+        if candidate.top_k != reference.top_k:
+            raise BadInput("divergence: reference and candidate scored different top_k")
+        if c is None or c.prompt_ids != r.prompt_ids or c.token_ids != r.token_ids:
+            raise BadInput(f"divergence: candidate did not score the reference's tokens for {r.id}")
+        kld: list[float] = []
+        agree: list[bool] = []
+        dp: list[float] = []
+        for i, tok in enumerate(r.token_ids):
+            pos = position_divergence(
+                dict(zip(r.top_ids[i], r.top_logprobs[i], strict=True)),
+                dict(zip(c.top_ids[i], c.top_logprobs[i], strict=True)),
+                tok,
+                reference.top_k,
+            )
+            kld.append(pos.kld)
+            agree.append(pos.top1_agree)
+            dp.append(pos.delta_p)
+        out.append(
+            DivergenceSequence(
+                id=r.id,
+                prompt_sha256=r.prompt_sha256,
+                token_ids=r.token_ids,
+                kld=kld,
+                top1_agree=agree,
+                delta_p=dp,
+            )
+        )
+    return DivergenceRun(
+        data_sha256=reference.data_sha256,
+        top_k=reference.top_k,
+        tokens=reference.tokens,
+        sequences=out,
+        wall_s=reference.wall_s + candidate.wall_s,
+    )

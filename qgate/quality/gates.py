@@ -1,0 +1,315 @@
+"""Quality gates: pure functions from the profile's policies and the raw records to verdicts.
+
+`qgate run` and `qgate verify` call the same `evaluate_quality`, so a verdict
+depends only on its arguments (no clock, no environment, no randomness).
+
+Underpowered policies: when the paired sample cannot detect the drop that
+`max_drop` forbids (the minimum detectable drop of the exact McNemar test at
+the policy's alpha and power exceeds the limit), the `max_drop` and
+`significance` verdicts carry `underpowered=True` and say so in the reason.
+Underpowered alone does not fail a gate: the observed values still decide,
+and the report shows the warning so that a reader knows a pass is weak.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from qgate.profile import AccuracyPolicy, DivergenceSuite, LmEvalTask, QualitySpec
+from qgate.quality.divergence import DivergenceSummary, summarize_divergence
+from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
+from qgate.quality.stats import count_flips, mcnemar_p, min_detectable_drop, pct, wilson
+
+# Differences of accuracies are ratios of integers; this absorbs float rounding
+# so that a drop exactly at the limit passes.
+_EPS = 1e-12
+
+
+def configured_suites(spec: QualitySpec) -> list[tuple[str, AccuracyPolicy]]:
+    """Suite ids the profile asks for, each with its accuracy policy, in a stable order."""
+    out: list[tuple[str, AccuracyPolicy]] = []
+    if spec.math is not None:
+        out += [(f"math.{form}", spec.math) for form in spec.math.prompts]
+    if spec.recall is not None:
+        out += [(f"recall.{n}", spec.recall) for n in spec.recall.context_tokens]
+    for task in spec.lm_eval:
+        out.append((f"lm_eval.{task.task}", task))
+    return out
+
+
+def policy_for(spec: QualitySpec, suite: str) -> AccuracyPolicy | None:
+    """The policy that gates a suite id ('math.long', 'recall.1024', 'lm_eval.gsm8k')."""
+    family, _, rest = suite.partition(".")
+    if family == "math" and spec.math is not None and rest in spec.math.prompts:
+        return spec.math
+    if family == "recall" and spec.recall is not None and rest.isdigit():
+        return spec.recall if int(rest) in spec.recall.context_tokens else None
+    if family == "lm_eval":
+        task: LmEvalTask
+        for task in spec.lm_eval:
+            if task.task == rest:
+                return task
+    return None
+
+
+def _gates_of(policy: AccuracyPolicy) -> list[str]:
+    names = []
+    if policy.min_accuracy is not None:
+        names.append("min_accuracy")
+    if policy.max_drop is not None:
+        names.append("max_drop")
+    if policy.max_flips is not None:
+        names.append("max_flips")
+    if policy.significance:
+        names.append("significance")
+    return names
+
+
+def _limit(policy: AccuracyPolicy, gate: str) -> float | None:
+    if gate == "significance":
+        return policy.alpha
+    value = getattr(policy, gate)
+    return None if value is None else float(value)
+
+
+def _all_failed(suite: str, policy: AccuracyPolicy, reason: str) -> list[Verdict]:
+    gates = _gates_of(policy) or ["records"]
+    return [
+        Verdict(
+            gate=f"{suite}.{g}",
+            suite=suite,
+            observed=None,
+            limit=_limit(policy, g) if g != "records" else None,
+            passed=False,
+            reason=f"{suite}: {reason}",
+        )
+        for g in gates
+    ]
+
+
+def _pick_run(runs: Sequence[SuiteRun], suite: str, role: str) -> tuple[SuiteRun | None, int]:
+    found = [r for r in runs if r.suite == suite and r.role == role]
+    return (found[0] if found else None), len(found)
+
+
+def _pairing_problem(ref: SuiteRun, cand: SuiteRun) -> str | None:
+    for run in (ref, cand):
+        ids = [i.id for i in run.items]
+        if len(set(ids)) != len(ids):
+            dupes = sorted({i for i in ids if ids.count(i) > 1})
+            return f"duplicate item ids in the {run.role} run: {_few(dupes)}"
+    ref_ids = {i.id for i in ref.items}
+    cand_ids = {i.id for i in cand.items}
+    missing = sorted(ref_ids - cand_ids)
+    extra = sorted(cand_ids - ref_ids)
+    parts = []
+    if missing:
+        parts.append(f"{len(missing)} reference items missing from the candidate ({_few(missing)})")
+    if extra:
+        parts.append(f"{len(extra)} candidate items not in the reference ({_few(extra)})")
+    if not ref_ids:
+        parts.append("no items")
+    return "; ".join(parts) or None
+
+
+def _few(ids: Sequence[str], n: int = 3) -> str:
+    return ", ".join(ids[:n]) + (", ..." if len(ids) > n else "")
+
+
+def evaluate_suite(
+    suite: str, policy: AccuracyPolicy, ref: SuiteRun, cand: SuiteRun
+) -> list[Verdict]:
+    """Verdicts of one suite's paired runs; a pairing problem fails every gate of the suite.
+
+    Gates compare the items the two runs share; a pairing problem (missing,
+    extra or duplicate items) adds a failed `<suite>.pairing` verdict.
+    """
+    verdicts: list[Verdict] = []
+    problem = _pairing_problem(ref, cand)
+    if problem is not None:
+        verdicts.append(
+            Verdict(
+                gate=f"{suite}.pairing",
+                suite=suite,
+                observed=None,
+                limit=None,
+                passed=False,
+                reason=f"{suite}: {problem}",
+            )
+        )
+    cand_by_id = {i.id: i for i in cand.items}
+    pairs = [(i.correct, cand_by_id[i.id].correct) for i in ref.items if i.id in cand_by_id]
+    n = len(pairs)
+    if n == 0:
+        return verdicts + _all_failed(suite, policy, "no paired items to compare")
+    flips = count_flips(pairs)
+    ref_k = flips.both_correct + flips.lost
+    cand_k = flips.both_correct + flips.gained
+    ref_acc, cand_acc = ref_k / n, cand_k / n
+    drop = (ref_k - cand_k) / n
+    low, high = wilson(cand_k, n)
+    acc_text = (
+        f"candidate {pct(cand_acc)} [{100 * low:.1f}, {100 * high:.1f}] "
+        f"vs reference {pct(ref_acc)} (n={n})"
+    )
+    mdd = min_detectable_drop(n, policy.alpha, policy.power, flips.discordant / n)
+    at = f"at alpha {policy.alpha:g}, power {policy.power:g}"
+    mdd_text = (
+        f"n={n} cannot detect any drop {at}"
+        if mdd is None
+        else f"detectable drop {100 * mdd:.1f} pts {at}"
+    )
+    underpowered = policy.max_drop is not None and (mdd is None or mdd > policy.max_drop + _EPS)
+    warn = (
+        f"; UNDERPOWERED: {mdd_text} > {100 * (policy.max_drop or 0):.1f} pts allowed"
+        if underpowered
+        else ""
+    )
+
+    if policy.min_accuracy is not None:
+        ok = cand_acc + _EPS >= policy.min_accuracy
+        verdicts.append(
+            Verdict(
+                gate=f"{suite}.min_accuracy",
+                suite=suite,
+                observed=cand_acc,
+                limit=policy.min_accuracy,
+                passed=ok,
+                reason=f"{suite}: {acc_text}; floor {pct(policy.min_accuracy)} "
+                + ("met" if ok else "not met"),
+            )
+        )
+    if policy.max_drop is not None:
+        ok = drop <= policy.max_drop + _EPS
+        verdicts.append(
+            Verdict(
+                gate=f"{suite}.max_drop",
+                suite=suite,
+                observed=drop,
+                limit=policy.max_drop,
+                passed=ok,
+                underpowered=underpowered,
+                reason=f"{suite}: {acc_text}; drop {100 * drop:.1f} pts "
+                + ("<=" if ok else ">")
+                + f" {100 * policy.max_drop:.1f} allowed{warn}",
+            )
+        )
+    if policy.max_flips is not None:
+        ok = flips.lost <= policy.max_flips
+        verdicts.append(
+            Verdict(
+                gate=f"{suite}.max_flips",
+                suite=suite,
+                observed=float(flips.lost),
+                limit=float(policy.max_flips),
+                passed=ok,
+                reason=f"{suite}: {flips.lost} lost, {flips.gained} gained of {n}; "
+                + ("<=" if ok else ">")
+                + f" {policy.max_flips} lost allowed",
+            )
+        )
+    if policy.significance:
+        p = mcnemar_p(flips.lost, flips.gained)
+        ok = p >= policy.alpha
+        verdicts.append(
+            Verdict(
+                gate=f"{suite}.significance",
+                suite=suite,
+                observed=p,
+                limit=policy.alpha,
+                passed=ok,
+                underpowered=underpowered,
+                reason=f"{suite}: exact McNemar {flips.lost} lost vs {flips.gained} gained, "
+                f"p={p:.3g} "
+                + (">=" if ok else "<")
+                + f" alpha {policy.alpha:g}"
+                + ("" if ok else " (candidate significantly worse)")
+                + f"; {mdd_text}"
+                + (" (UNDERPOWERED for max_drop)" if underpowered else ""),
+            )
+        )
+    return verdicts
+
+
+def evaluate_divergence(spec: DivergenceSuite, run: DivergenceRun | None) -> list[Verdict]:
+    """Verdicts of the configured divergence limits (none configured: no verdicts)."""
+    limits: list[tuple[str, float | None]] = [
+        ("max_mean_kld", spec.max_mean_kld),
+        ("max_p99_kld", spec.max_p99_kld),
+        ("max_max_kld", spec.max_max_kld),
+        ("min_top1_agreement", spec.min_top1_agreement),
+    ]
+    active = [(g, lim) for g, lim in limits if lim is not None]
+    if run is None or not any(s.kld for s in run.sequences):
+        why = "no divergence records" if run is None else "no scored positions"
+        return [
+            Verdict(
+                gate=f"divergence.{g}",
+                suite="divergence",
+                observed=None,
+                limit=lim,
+                passed=False,
+                reason=f"divergence: {why}",
+            )
+            for g, lim in active
+        ]
+    s: DivergenceSummary = summarize_divergence(run)
+    head = f"divergence: {s.positions} positions in {s.sequences} sequences"
+    observed = {
+        "max_mean_kld": ("mean KL", s.mean_kld),
+        "max_p99_kld": ("p99 KL", s.p99_kld),
+        "max_max_kld": ("max KL", s.max_kld),
+        "min_top1_agreement": ("top-1 agreement", s.top1_agreement),
+    }
+    verdicts = []
+    for gate, lim in active:
+        assert lim is not None
+        label, value = observed[gate]
+        floor = gate.startswith("min_")
+        ok = value + _EPS >= lim if floor else value <= lim + _EPS
+        if floor:
+            detail = f"{label} {pct(value)} " + (">=" if ok else "<") + f" {pct(lim)} required"
+        else:
+            detail = f"{label} {value:.4g} " + ("<=" if ok else ">") + f" {lim:g} allowed"
+        verdicts.append(
+            Verdict(
+                gate=f"divergence.{gate}",
+                suite="divergence",
+                observed=value,
+                limit=lim,
+                passed=ok,
+                reason=f"{head}; {detail}",
+            )
+        )
+    return verdicts
+
+
+def evaluate_quality(
+    spec: QualitySpec, runs: Sequence[SuiteRun], divergence: DivergenceRun | None
+) -> list[Verdict]:
+    """Every quality verdict of a run, in a stable order (suites as configured, then divergence).
+
+    Runs of suites the profile does not configure are ignored; a configured
+    suite without both a reference and a candidate run fails each of its gates.
+    """
+    verdicts: list[Verdict] = []
+    for suite, policy in configured_suites(spec):
+        ref, n_ref = _pick_run(runs, suite, "reference")
+        cand, n_cand = _pick_run(runs, suite, "candidate")
+        if n_ref > 1 or n_cand > 1:
+            verdicts += _all_failed(suite, policy, "more than one run per runtime")
+        elif ref is None or cand is None:
+            missing = " and ".join(
+                r for r, x in (("reference", ref), ("candidate", cand)) if x is None
+            )
+            verdicts += _all_failed(suite, policy, f"no {missing} run")
+        else:
+            verdicts += evaluate_suite(suite, policy, ref, cand)
+    if spec.divergence is not None:
+        verdicts += evaluate_divergence(spec.divergence, divergence)
+    return verdicts
+
+
+def overall_passed(verdicts: Sequence[Verdict]) -> bool:
+    """True when every verdict passed (an empty list passes: nothing was gated)."""
+    return all(v.passed for v in verdicts)
