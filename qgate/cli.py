@@ -97,3 +97,7 @@ def validate(profiles: tuple[Path, ...]) -> None:
 
 # Subcommands from other packages (one line each; see the module docstring).
 main.add_lazy_command("models", "qgate.models_cli:models")
+main.add_lazy_command("keygen", "qgate.report.commands:keygen")
+main.add_lazy_command("verify", "qgate.report.commands:verify")
+main.add_lazy_command("show", "qgate.report.commands:show")
+main.add_lazy_command("compare", "qgate.report.commands:compare_cmd")

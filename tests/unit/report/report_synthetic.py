@@ -118,7 +118,7 @@ def fake_compare(
     c = fake_summarize(cand, None)["output_tokens_per_s"]
     return [
         {
-            "metric": "output_tokens_per_s",
+            "metric": "output_throughput",
             "reference": r,
             "candidate": c,
             "ratio": c / r,

@@ -1,0 +1,49 @@
+"""JUnit XML view: one testcase per gate (classname = suite), perf checks included."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from qgate.report.model import Report
+
+
+def render_junit(report: Report) -> str:
+    """A <testsuites> document that CI systems show as test results."""
+    name = f"qgate.{report.profile.get('name', 'report')}"
+    verdicts = report.all_verdicts()
+    failures = sum(1 for v in verdicts if not v.passed)
+    skipped = 1 if report.perf.status.startswith("skipped") else 0
+    root = ET.Element("testsuites", name=name)
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        name=name,
+        tests=str(len(verdicts) + skipped),
+        failures=str(failures),
+        errors="0",
+        skipped=str(skipped),
+        timestamp=report.created_at,
+    )
+    props = ET.SubElement(suite, "properties")
+    for key, value in (
+        ("verdict", report.verdict),
+        ("perf_status", report.perf.status),
+        ("profile_sha256", report.profile_sha256),
+        ("qgate_version", report.qgate_version),
+    ):
+        ET.SubElement(props, "property", name=key, value=value)
+    for v in verdicts:
+        case = ET.SubElement(suite, "testcase", name=v.gate, classname=v.suite, time="0")
+        detail = f"observed={v.observed} limit={v.limit}" + (
+            " underpowered" if v.underpowered else ""
+        )
+        if not v.passed:
+            failure = ET.SubElement(case, "failure", message=v.reason, type="GateFailed")
+            failure.text = detail
+        else:
+            ET.SubElement(case, "system-out").text = f"{v.reason} ({detail})"
+    if skipped:
+        case = ET.SubElement(suite, "testcase", name="perf", classname="perf", time="0")
+        ET.SubElement(case, "skipped", message=report.perf.status)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

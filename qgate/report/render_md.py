@@ -1,0 +1,47 @@
+"""Markdown view of a report, and the GitHub Actions step summary."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from qgate.report.model import Report
+from qgate.report.view import Table, sections
+
+
+def _cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _table(table: Table) -> list[str]:
+    if not table.rows:
+        return ["(none)"]
+    lines = ["| " + " | ".join(_cell(h) for h in table.header) + " |"]
+    lines.append("|" + "|".join("---" for _ in table.header) + "|")
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in table.rows]
+    return lines
+
+
+def render_markdown(report: Report) -> str:
+    """Verdict first, then gates, accuracy and flips, divergence, perf, environment."""
+    out: list[str] = []
+    for i, sec in enumerate(sections(report)):
+        out.append(("# " if i == 0 else "## ") + sec.title)
+        out.append("")
+        for line in sec.lines:
+            out += [line, ""]
+        for table in sec.tables:
+            out += _table(table)
+            out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def write_step_summary(md: str) -> Path | None:
+    """Append `md` to $GITHUB_STEP_SUMMARY when set; return the file written, if any."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return None
+    path = Path(target)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(md if md.endswith("\n") else md + "\n")
+    return path

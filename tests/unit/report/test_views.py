@@ -1,0 +1,86 @@
+"""Golden Markdown and JUnit, HTML with every plot, step summary, compare."""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from report_synthetic import build_report
+
+from qgate.report.compare import compare_html, compare_table, headline_ratio
+from qgate.report.render_html import render_html
+from qgate.report.render_junit import render_junit
+from qgate.report.render_md import render_markdown, write_step_summary
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("QGATE_UPDATE_GOLDEN") == "1"
+
+
+def _golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if UPDATE:
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} differs; QGATE_UPDATE_GOLDEN=1 rewrites it"
+
+
+def test_markdown_golden_pass() -> None:
+    _golden("pass.md", render_markdown(build_report()))
+
+
+def test_markdown_golden_fail() -> None:
+    report = build_report(cand_wrong=frozenset({1, 2, 4, 5}), perf_status="skipped: gates failed")
+    md = render_markdown(report)
+    assert md.startswith("# qgate report: smollm2-fp8kv-test\n\n**Verdict: FAIL**")
+    assert "FAILED math.short.max_drop" in md
+    _golden("fail.md", md)
+
+
+def test_junit_golden_and_structure() -> None:
+    report = build_report(cand_wrong=frozenset({1, 2, 4, 5}), perf_status="skipped: gates failed")
+    xml = render_junit(report)
+    _golden("fail.junit.xml", xml)
+    root = ET.fromstring(xml)
+    cases = root.findall("./testsuite/testcase")
+    failed = [c for c in cases if c.find("failure") is not None]
+    assert [c.get("name") for c in failed] == ["math.short.max_drop"]
+    assert failed[0].get("classname") == "math.short"
+    assert failed[0].find("failure").get("message", "").startswith("accuracy drop 0.375")  # type: ignore[union-attr]
+    assert root.find("./testsuite/testcase[@name='perf']/skipped") is not None
+    _golden("pass.junit.xml", render_junit(build_report()))
+
+
+def test_html_has_every_plot_and_escapes() -> None:
+    report = build_report()
+    report.profile["description"] = "x"
+    report.target_mismatches = ["<script>alert(1)</script>"]
+    html = render_html(report)
+    # accuracy, KLD histogram, TTFT CDF, ITL CDF (one scenario), throughput/latency
+    assert html.count("<img ") == 5
+    assert html.count("data:image/png;base64,") == 5
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    skipped = build_report(perf_status="skipped: --skip-perf")
+    assert render_html(skipped).count("<img ") == 2
+
+
+def test_step_summary_appends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "summary.md"
+    target.write_text("before\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(target))
+    assert write_step_summary("# hi") == target
+    assert target.read_text() == "before\n# hi\n"
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY")
+    assert write_step_summary("# hi") is None
+
+
+def test_compare_table_and_html() -> None:
+    a = build_report()
+    b = build_report(cand_wrong=frozenset({1, 2, 4, 5}), perf_status="skipped: gates failed")
+    table = compare_table([("a", a), ("b", b)])
+    assert table.header[3] == "Δacc math.short"
+    assert table.rows[0][2] == "PASS" and table.rows[1][2] == "FAIL"
+    assert table.rows[1][3] == "-0.375"
+    assert headline_ratio(a) == pytest.approx(30 / 24)
+    assert headline_ratio(b) is None
+    assert compare_html([("a", a), ("b", b)]).count("<img ") == 1
