@@ -33,6 +33,7 @@ from pydantic import Field
 
 from qgate.errors import BadInput, InfrastructureError
 from qgate.models import Record
+from qgate.profile import DivergenceSuite
 from qgate.quality.divergence import position_divergence
 from qgate.quality.records import DivergenceRun, DivergenceSequence, Role
 
@@ -84,8 +85,19 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def load_corpus(path: Path, sequences: int) -> tuple[list[CorpusPrompt], str]:
-    """The first `sequences` prompts of a JSONL corpus and the sha256 of the whole file."""
+def default_corpus() -> Path:
+    """The shipped corpus, evals/divergence/corpus.jsonl."""
+    from qgate.quality.data import evals_root
+
+    return evals_root() / "divergence" / "corpus.jsonl"
+
+
+def load_corpus(path: Path | None, sequences: int) -> tuple[list[CorpusPrompt], str]:
+    """The first `sequences` prompts of a JSONL corpus and the sha256 of the whole file.
+
+    Lines need `id` and `prompt`; other keys (e.g. `kind`) are ignored.
+    """
+    path = default_corpus() if path is None else path
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -95,8 +107,9 @@ def load_corpus(path: Path, sequences: int) -> tuple[list[CorpusPrompt], str]:
         if not line.strip():
             continue
         try:
-            prompts.append(CorpusPrompt.model_validate_json(line))
-        except ValueError as exc:
+            obj = json.loads(line)
+            prompts.append(CorpusPrompt(id=obj["id"], prompt=obj["prompt"]))
+        except (ValueError, KeyError, TypeError) as exc:
             raise BadInput(f"divergence corpus {path}:{lineno}: not a {{id, prompt}} line") from exc
         if len(prompts) == sequences:
             break
@@ -264,6 +277,63 @@ async def run_scores(
         tokens=tokens,
         sequences=seqs,
         wall_s=time.monotonic() - t0,
+    )
+
+
+async def reference_scores(
+    spec: DivergenceSuite,
+    base_url: str,
+    model: str,
+    *,
+    concurrency: int = 8,
+    seed: int = 0,
+    timeout_s: float = 600.0,
+) -> ScoreSet:
+    """Steps 1 and 2 on the reference: continuations of the corpus, then their scores."""
+    started = time.monotonic()
+    prompts, data_sha256 = load_corpus(spec.corpus, spec.sequences)
+    conts = await generate_continuations(
+        base_url,
+        model,
+        prompts,
+        spec.tokens,
+        concurrency=concurrency,
+        seed=seed,
+        timeout_s=timeout_s,
+    )
+    return await run_scores(
+        "reference",
+        base_url,
+        model,
+        conts,
+        data_sha256=data_sha256,
+        top_k=spec.top_k,
+        tokens=spec.tokens,
+        concurrency=concurrency,
+        timeout_s=timeout_s,
+        started=started,
+    )
+
+
+async def candidate_scores(
+    reference: ScoreSet,
+    base_url: str,
+    model: str,
+    *,
+    concurrency: int = 8,
+    timeout_s: float = 600.0,
+) -> ScoreSet:
+    """Step 2 on the candidate: score the (possibly cached) reference's token sequences."""
+    return await run_scores(
+        "candidate",
+        base_url,
+        model,
+        continuations_of(reference),
+        data_sha256=reference.data_sha256,
+        top_k=reference.top_k,
+        tokens=reference.tokens,
+        concurrency=concurrency,
+        timeout_s=timeout_s,
     )
 
 
