@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import pytest
+
+from qgate.perf.metrics import distribution, peak_concurrency, summarize
+from qgate.perf.records import RequestRecord, ScenarioRun
+from qgate.profile import Slo
+
+MS = 1_000_000
+
+
+def rec(index: int, sent: int, times: list[int], n: int | None, **kw: object) -> RequestRecord:
+    ns = [t * MS for t in times]
+    return RequestRecord(
+        index=index,
+        scheduled_ns=sent * MS,
+        sent_ns=sent * MS,
+        first_token_ns=ns[0] if ns else None,
+        done_ns=(times[-1] + 1) * MS if times else (sent + 10) * MS,
+        token_times_ns=ns,
+        prompt_tokens=10,
+        output_tokens=n,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def run_of(*reqs: RequestRecord, gpus: int = 1) -> ScenarioRun:
+    return ScenarioRun(
+        scenario="s", role="candidate", kind="fixed", gpus=gpus, duration_ns=1000 * MS,
+        requests=list(reqs),
+    )
+
+
+R1 = rec(0, 0, [100, 110, 130], 3)
+R2 = rec(1, 50, [250, 260, 270, 280], 4)
+R3 = rec(2, 300, [], None, error="HTTP 500: boom")
+
+
+def test_latencies_match_hand_computed_values() -> None:
+    m = summarize(run_of(R1, R2, R3), None)
+    assert (m.requests, m.completed, m.failed) == (3, 2, 1)
+    assert m.ttft_ms.mean == pytest.approx(150.0)
+    assert m.ttft_ms.std == pytest.approx(50.0)
+    assert m.ttft_ms.p90 == pytest.approx(190.0)
+    assert m.ttft_ms.p99 == pytest.approx(199.0)
+    # TPOT = (E2E - TTFT) / (n - 1): (130-100)/2 and (230-200)/3
+    assert m.tpot_ms.max == pytest.approx(15.0)
+    assert m.tpot_ms.p50 == pytest.approx(12.5)
+    assert m.tpot_ms.mean == pytest.approx(12.5)
+    assert m.e2e_ms.mean == pytest.approx((130 + 230) / 2)
+    # ITL pooled: [10, 20] + [10, 10, 10]
+    assert m.itl_ms.count == 5
+    assert m.itl_ms.mean == pytest.approx(12.0)
+    assert m.itl_ms.p50 == pytest.approx(10.0)
+    assert m.itl_ms.p90 == pytest.approx(16.0)
+
+
+def test_throughputs_and_per_gpu() -> None:
+    m = summarize(run_of(R1, R2, R3, gpus=2), None)
+    assert m.duration_s == pytest.approx(1.0)
+    assert m.total_output_tokens == 7
+    assert m.output_throughput == pytest.approx(7.0)
+    assert m.output_throughput_per_gpu == pytest.approx(3.5)
+    assert m.total_token_throughput == pytest.approx(27.0)
+    assert m.request_throughput == pytest.approx(2.0)
+    assert m.request_goodput is None
+
+
+@pytest.mark.parametrize(
+    ("slo", "good"),
+    [
+        (Slo(ttft_ms=150), 1.0),
+        (Slo(tpot_ms=12), 1.0),
+        (Slo(e2e_ms=500), 2.0),
+        (Slo(ttft_ms=50), 0.0),
+    ],
+)
+def test_goodput_counts_requests_meeting_every_slo(slo: Slo, good: float) -> None:
+    assert summarize(run_of(R1, R2, R3), slo).request_goodput == pytest.approx(good)
+
+
+def test_client_queueing_is_not_part_of_ttft() -> None:
+    r = R1.model_copy(update={"scheduled_ns": -40 * MS})
+    m = summarize(run_of(r), None)
+    assert m.ttft_ms.p50 == pytest.approx(100.0)
+    assert m.queue_ms.p50 == pytest.approx(40.0)
+
+
+def test_probes_are_left_out_of_workload_metrics() -> None:
+    probe = rec(3, 0, [5000], 1, probe_id="m1", probe_answer="4", probe_expected="4")
+    m = summarize(run_of(R1, probe), None)
+    assert m.requests == 1
+    assert m.ttft_ms.max == pytest.approx(100.0)
+    assert (m.probe_agree, m.probe_total) == (1, 1)
+
+
+def test_peak_concurrency_uses_exact_intervals() -> None:
+    assert peak_concurrency([R1, R2, R3]) == 2
+    assert peak_concurrency([]) == 0
+
+
+def test_empty_distribution_is_zero_like_vllm() -> None:
+    d = distribution([])
+    assert d.count == 0 and d.mean == 0.0 and d.p99 == 0.0
