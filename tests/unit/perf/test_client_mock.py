@@ -1,0 +1,120 @@
+"""The client against the mock server (a separate process): timing truth and injected faults."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from qgate.perf.checks import scenario_verdicts
+from qgate.perf.client import make_session, send
+from qgate.perf.loadgen import RequestSpec, Sender
+from qgate.perf.metrics import summarize
+from qgate.perf.records import RequestRecord
+from qgate.perf.runner import run_scenarios
+from qgate.perf.stream import parse_sse
+from qgate.profile import PerfSpec
+
+
+def payload(n: int = 8, **mock: Any) -> dict[str, Any]:
+    return {
+        "model": "mock", "prompt": [1, 2, 3], "max_tokens": n, "min_tokens": n,
+        "stream": True, "stream_options": {"include_usage": True}, "mock": mock,
+    }
+
+
+async def one(url: str, p: dict[str, Any], timeout_s: float = 5.0) -> RequestRecord:
+    async with make_session(4, timeout_s) as s:
+        sender = Sender(s, url, None, t0=time.perf_counter_ns())
+        rec, _ = await sender.run(
+            RequestSpec("/completions", p, requested_output_tokens=p["max_tokens"]),
+            time.perf_counter_ns(),
+        )
+        return rec
+
+
+def test_measured_ttft_and_itl_match_the_server_truth(mock_url: str) -> None:
+    async def go() -> list[tuple[float, float, list[float]]]:
+        out = []
+        async with make_session(8, 10) as s:
+            for _ in range(4):
+                raw = await send(s, mock_url + "/completions", payload(16, ttft_ms=40, itl_ms=10))
+                p = parse_sse(raw.chunks, keep_events=True)
+                assert p.error is None and len(p.events) == 17
+                sent = [e["mock_sent_ns"] for _, e in p.events if e.get("choices")]
+                recv = p.events[0][1]["mock_recv_ns"]
+                true_ttft = (sent[0] - recv) / 1e6
+                meas_ttft = (p.token_times_ns[0] - raw.sent_ns) / 1e6
+                lag = [(t - s_) / 1e6 for t, s_ in zip(p.token_times_ns, sent, strict=True)]
+                out.append((true_ttft, meas_ttft, lag))
+        return out
+
+    results = asyncio.run(go())[1:]  # the first one also opened the connection
+    for true_ttft, meas_ttft, lag in results:
+        assert 39 <= true_ttft
+        # Measured TTFT exceeds the truth only by delivery (loopback + event loop), never less.
+        assert meas_ttft >= true_ttft
+        assert min(lag) >= 0
+    # Medians, because the 2-core machine is shared: a single stall is not the client's error.
+    errors = sorted(m - t for t, m, _ in results)
+    lags = sorted(x for _, _, lag in results for x in lag)
+    assert errors[len(errors) // 2] < 10
+    assert lags[len(lags) // 2] < 5
+
+
+@pytest.mark.parametrize(
+    ("fault", "needle"),
+    [
+        ("http500", "HTTP 500"),
+        ("malformed", "malformed SSE"),
+        ("drop", "dropped"),
+        ("stall", "timeout"),
+    ],
+)
+def test_faults_end_as_errors_on_the_request(mock_url: str, fault: str, needle: str) -> None:
+    start = time.monotonic()
+    rec = asyncio.run(one(mock_url, payload(8, fault=fault), timeout_s=1.5))
+    assert rec.error is not None and needle in rec.error
+    assert time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize(("fault", "needle"), [("short", "requested"), ("empty", "empty"),
+                                               ("usage_mismatch", "usage says")])
+def test_short_or_inconsistent_streams_fail_checks(mock_url: str, fault: str, needle: str) -> None:
+    rec = asyncio.run(one(mock_url, payload(8, fault=fault)))
+    assert rec.error is None
+    assert any(needle in c for c in rec.check_failures)
+
+
+def test_a_fault_mid_run_is_counted_not_fatal(mock_url: str) -> None:
+    spec = PerfSpec.model_validate(
+        {
+            "scenarios": [
+                {"name": "f", "input_tokens": 32, "output_tokens": 4, "concurrency": 2,
+                 "warmup": 1, "requests": 6},
+                {"name": "mt", "kind": "multi_turn", "conversations": 2, "turns": 3,
+                 "shared_prefix_tokens": 128, "turn_input_tokens": 16, "output_tokens": 4,
+                 "warmup": 0},
+            ],
+            "probe_share": 0.5,
+            "max_error_rate": 0.0,
+        }
+    )
+    probes: list[Any] = [("p1", [{"role": "user", "content": "2+2?"}], "42"),
+                         ("p2", "What is 6*7?", "41")]
+    runs = asyncio.run(
+        run_scenarios(mock_url, "mock", spec, "candidate", probes=probes,
+                      probe_params={"mock": {"text": "The answer is 42."}, "max_tokens": 8})
+    )
+    fixed, mt = runs
+    m = summarize(fixed, None)
+    assert m.requests == 6 and m.completed == 6
+    assert all(v.passed for v in scenario_verdicts(spec, fixed))
+    assert (m.probe_agree, m.probe_total) == (2, 3)
+    assert all(r.sent_ns >= r.scheduled_ns for r in fixed.requests)
+    mm = summarize(mt, None)
+    assert mm.requests == 6 and {r.turn for r in mt.requests if r.probe_id is None} == {0, 1, 2}
+    # The mock simulates 16-token prefix blocks; turns reuse the shared prefix and history.
+    assert mm.prefix_cache_hit_rate is not None and mm.prefix_cache_hit_rate > 0.3
