@@ -1,0 +1,186 @@
+"""What a vLLM server says it applied, and whether that is what the profile asked for.
+
+Pure functions over log text and parsed JSON, so that captured logs can be
+tested and a report's effective configuration can be re-checked offline.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field
+
+from qgate.models import Record
+from qgate.profile import EngineArgValue
+
+_CONFIG_RE = re.compile(
+    r"Initializing a V1 LLM engine \(v(?P<version>[^)]+)\) with config: (?P<config>.*)$",
+    re.MULTILINE,
+)
+# First match wins, so more specific announcements come first.
+_BACKEND_RES = (
+    re.compile(r"Using (?P<name>[A-Za-z0-9_]+) attention backend"),
+    re.compile(r"Using (?P<name>[A-Za-z0-9_]+) backend(?: \(selected via [^)]*\))?\.?\s*$", re.M),
+)
+# Keys of the config line that qgate records; their values never contain ", ".
+_KEYS = (
+    "model",
+    "dtype",
+    "max_seq_len",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "data_parallel_size",
+    "quantization",
+    "enforce_eager",
+    "kv_cache_dtype",
+    "device_config",
+    "served_model_name",
+    "enable_prefix_caching",
+    "enable_chunked_prefill",
+    "load_format",
+    "seed",
+)
+
+
+class EngineLogReport(Record):
+    """Facts a vLLM server printed about itself at startup."""
+
+    engine_version: str | None = Field(default=None, description="Version in the config line.")
+    config: dict[str, str] = Field(
+        default_factory=dict, description="Selected key=value pairs of the config line, raw."
+    )
+    attention_backend: str | None = Field(default=None, description="Backend it announced.")
+
+
+def _config_value(config: str, key: str) -> str | None:
+    # `(?:^|, )` keeps `dtype=` from matching inside `kv_cache_dtype=`.
+    m = re.search(r"(?:^|, )" + re.escape(key) + r"=('(?:[^'\\]|\\.)*'|[^,]*)", config)
+    if m is None:
+        return None
+    value = m.group(1).strip()
+    if len(value) >= 2 and value[0] == value[-1] == "'":
+        value = value[1:-1]
+    return value
+
+
+def parse_engine_log(text: str) -> EngineLogReport:
+    """Parse a vLLM server log: the engine config line (last one wins) and the attention backend."""
+    matches = list(_CONFIG_RE.finditer(text))
+    report = EngineLogReport()
+    if matches:
+        last = matches[-1]
+        report.engine_version = last.group("version").strip()
+        config = last.group("config")
+        for key in _KEYS:
+            value = _config_value(config, key)
+            if value is not None:
+                report.config[key] = value
+    for pattern in _BACKEND_RES:
+        found = pattern.search(text)
+        if found:
+            report.attention_backend = found.group("name")
+            break
+    return report
+
+
+def _none_if_null(value: str | None) -> str | None:
+    return None if value in (None, "None", "none", "") else value
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def normalize_dtype(value: str | None) -> str | None:
+    """`torch.bfloat16` / `bf16` / `half` -> canonical names (`bfloat16`, `float16`, `float32`)."""
+    if value is None:
+        return None
+    v = value.strip().lower().removeprefix("torch.")
+    aliases = {
+        "bf16": "bfloat16",
+        "half": "float16",
+        "fp16": "float16",
+        "float": "float32",
+        "fp32": "float32",
+    }
+    return aliases.get(v, v)
+
+
+def engine_facts(report: EngineLogReport) -> dict[str, Any]:
+    """The typed subset of a log report that EffectiveConfig holds."""
+    c = report.config
+    return {
+        "engine_version": report.engine_version,
+        "dtype": normalize_dtype(_none_if_null(c.get("dtype"))),
+        "quantization": _none_if_null(c.get("quantization")),
+        "kv_cache_dtype": _none_if_null(c.get("kv_cache_dtype")),
+        "attention_backend": report.attention_backend,
+        "max_model_len": _int_or_none(c.get("max_seq_len")),
+        "tensor_parallel_size": _int_or_none(c.get("tensor_parallel_size")),
+        "pipeline_parallel_size": _int_or_none(c.get("pipeline_parallel_size")),
+    }
+
+
+def models_max_len(models_json: Mapping[str, Any], served_model: str) -> int | None:
+    """`max_model_len` that /v1/models reports for the served model (vLLM adds it)."""
+    for entry in models_json.get("data", []) or []:
+        if isinstance(entry, dict) and entry.get("id") == served_model:
+            value = entry.get("max_model_len")
+            return int(value) if isinstance(value, int) else None
+    return None
+
+
+def _kv_matches(asked: str, applied: str | None, dtype: str | None) -> bool:
+    a = asked.lower()
+    if applied is None:
+        return False
+    b = applied.lower()
+    if a == "auto":
+        # Some versions resolve `auto` to the model dtype before logging it.
+        return b == "auto" or normalize_dtype(b) == dtype
+    if a == "fp8":
+        # vLLM may spell plain fp8 as its default e4m3 variant.
+        return b in ("fp8", "fp8_e4m3")
+    return a == b
+
+
+def check_applied(requested: Mapping[str, EngineArgValue], applied: Mapping[str, Any]) -> list[str]:
+    """One line per setting the profile asked for that the server did not apply.
+
+    `applied` holds EffectiveConfig's fields (dtype, quantization,
+    kv_cache_dtype, max_model_len, tensor/pipeline_parallel_size). A setting
+    that was asked for but not reported at all is a mismatch too: a server
+    that cannot show it applied FP8 KV cache must not pass as one that did.
+    """
+    problems: list[str] = []
+
+    def report(key: str, asked: object, got: object) -> None:
+        problems.append(f"{key}: asked for {asked!r}, server reports {got!r}")
+
+    kv = requested.get("kv_cache_dtype")
+    if isinstance(kv, str) and not _kv_matches(
+        kv, applied.get("kv_cache_dtype"), applied.get("dtype")
+    ):
+        report("kv_cache_dtype", kv, applied.get("kv_cache_dtype"))
+    dtype = requested.get("dtype")
+    if isinstance(dtype, str) and dtype.lower() != "auto":
+        got = applied.get("dtype")
+        if normalize_dtype(dtype) != normalize_dtype(got):
+            report("dtype", dtype, got)
+    quant = requested.get("quantization")
+    if isinstance(quant, str):
+        got = applied.get("quantization")
+        if got is None or quant.lower() != str(got).lower():
+            report("quantization", quant, got)
+    for key in ("max_model_len", "tensor_parallel_size", "pipeline_parallel_size"):
+        asked = requested.get(key)
+        if isinstance(asked, int) and not isinstance(asked, bool):
+            got = applied.get(key)
+            if got != asked:
+                report(key, asked, got)
+    return problems

