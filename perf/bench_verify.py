@@ -1,0 +1,237 @@
+"""How long `qgate verify` takes on a large report; prints the figures.
+
+The report is synthetic: 10,000 exact-answer item records (5,000 per runtime),
+10,000 perf request records (5,000 per runtime, 16 streamed tokens each) and a
+64-sequence divergence run. Its verdicts and figures come from the team's real
+functions, it is signed with a fresh ECDSA P-256 key, and verification is
+timed in-process and as a `qgate verify` subprocess. Goal: under 1 s.
+
+    .venv/bin/python perf/bench_verify.py [--items 10000] [--requests 10000] [--resamples 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from qgate.perf.records import RequestRecord, ScenarioRun
+from qgate.profile import Profile
+from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord, SuiteRun
+from qgate.report.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
+from qgate.report.model import PerfSection, QualitySection, Report, ScenarioResult
+from qgate.report.signing import Subject, sign_report
+from qgate.report.verdict import overall
+from qgate.report.verify import default_recompute, verify_bytes
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def build(items: int, requests: int, resamples: int) -> Report:
+    rng = random.Random(1)
+    fns = default_recompute()
+    profile = Profile.model_validate(
+        {
+            "name": "bench",
+            "model": {"embedded": "smollm2"},
+            "candidate": {"args": {"kv_cache_dtype": "fp8"}},
+            "quality": {
+                "math": {"max_drop": 0.05, "prompts": ["short"]},
+                "divergence": {"sequences": 64, "tokens": 128, "max_mean_kld": 0.05},
+            },
+            "perf": {
+                "scenarios": [{"name": "s", "input_tokens": 64, "output_tokens": 16}],
+                "bootstrap": resamples,
+            },
+        }
+    )
+    per_role = items // 2
+    runs = []
+    for role in ("reference", "candidate"):
+        recs = []
+        for i in range(per_role):
+            ok = rng.random() < 0.8
+            recs.append(
+                ItemRecord(
+                    id=f"m{i:06d}",
+                    prompt_sha256=_sha(str(i)),
+                    output=f"The answer is {i}.",
+                    answer=str(i if ok else i + 1),
+                    expected=str(i),
+                    correct=ok,
+                    output_tokens=8,
+                    finish_reason="stop",
+                )
+            )
+        runs.append(SuiteRun(suite="math.short", role=role, data_sha256=_sha("d"), items=recs))  # type: ignore[arg-type]
+    divergence = DivergenceRun(
+        data_sha256=_sha("c"),
+        top_k=20,
+        tokens=128,
+        sequences=[
+            DivergenceSequence(
+                id=f"s{j}",
+                prompt_sha256=_sha(f"p{j}"),
+                token_ids=list(range(128)),
+                kld=[rng.random() * 0.01 for _ in range(128)],
+                top1_agree=[rng.random() < 0.99 for _ in range(128)],
+                delta_p=[rng.uniform(-0.01, 0.01) for _ in range(128)],
+            )
+            for j in range(64)
+        ],
+    )
+    perf_runs = []
+    for role in ("reference", "candidate"):
+        reqs = []
+        for i in range(requests // 2):
+            sent = i * 10_000_000
+            first = sent + rng.randint(50_000_000, 150_000_000)
+            times = [first + k * rng.randint(15_000_000, 25_000_000) for k in range(16)]
+            times = sorted(times)
+            reqs.append(
+                RequestRecord(
+                    index=i,
+                    concurrency=4,
+                    scheduled_ns=sent,
+                    sent_ns=sent,
+                    first_token_ns=first,
+                    done_ns=times[-1] + 1000,
+                    token_times_ns=times,
+                    prompt_tokens=64,
+                    output_tokens=16,
+                    requested_output_tokens=16,
+                )
+            )
+        perf_runs.append(
+            ScenarioRun(
+                scenario="s",
+                role=role,
+                kind="fixed",
+                gpus=1,  # type: ignore[arg-type]
+                duration_ns=reqs[-1].done_ns,
+                requests=reqs,
+            )
+        )
+    assert profile.perf is not None
+    ref_run, cand_run = perf_runs
+    perf = PerfSection(
+        status="ran",
+        bootstrap_resamples=resamples,
+        bootstrap_seed=0,
+        runs=perf_runs,
+        results=[
+            ScenarioResult(
+                scenario="s",
+                reference=fns.summarize(ref_run, profile.perf.slo),
+                candidate=fns.summarize(cand_run, profile.perf.slo),
+                comparisons=fns.compare(ref_run, cand_run, resamples=resamples, seed=0),
+                verdicts=fns.scenario_verdicts(profile.perf, cand_run),
+            )
+        ],
+    )
+    verdicts = fns.evaluate_quality(profile.quality, runs, divergence)
+    report = Report(
+        qgate_version="bench",
+        created_at="2026-11-30T00:00:00Z",
+        profile=profile.model_dump(mode="json"),
+        profile_sha256=_sha("p"),
+        quality=QualitySection(runs=runs, divergence=divergence, verdicts=verdicts),
+        perf=perf,
+        verdict="PASS",
+    )
+    report.verdict = overall(report.all_verdicts(), "ran")
+    # the perf status must agree with the quality gates for verify to accept it
+    if report.verdict == "FAIL" and not all(v.passed for v in verdicts):
+        report.perf.status = "ungated"
+        report.verdict = overall(report.all_verdicts(), "ungated")
+    return report
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--items", type=int, default=10_000)
+    ap.add_argument("--requests", type=int, default=10_000)
+    ap.add_argument("--resamples", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+
+    t0 = time.perf_counter()
+    report = build(args.items, args.requests, args.resamples)
+    pem = generate_private_pem("ecdsa")
+    signer = LoadedSigner(signer_from_pem(pem), public_pem_of(pem), "file")
+    data = sign_report(report, [Subject(name="profile/bench.yaml", sha256="00" * 32)], signer)
+    print(
+        f"report: {args.items} item records, {args.requests} request records, "
+        f"{len(data) / 1e6:.1f} MB envelope; built and signed in {time.perf_counter() - t0:.2f} s"
+    )
+
+    times = []
+    for _ in range(args.repeat):
+        t = time.perf_counter()
+        result = verify_bytes(data, signer.public_pem)
+        times.append(time.perf_counter() - t)
+    print(
+        f"verify in-process: best {min(times):.3f} s, "
+        f"median {sorted(times)[len(times) // 2]:.3f} s "
+        f"over {args.repeat} runs (verdict {result.report.verdict})"
+    )
+
+    # where the time goes: envelope/signature/schema (qgate.report), then the
+    # team's recomputation functions (quality gates, perf summaries, bootstrap)
+    from qgate.report import verify as v
+
+    fns = default_recompute()
+    t = time.perf_counter()
+    payload, _ = v.check_signature(v.read_envelope(data), signer.public_pem)
+    _, parsed = v.parse_statement(payload)
+    prof = Profile.model_validate(parsed.profile)
+    t_parse = time.perf_counter() - t
+    t = time.perf_counter()
+    v.recompute_quality(parsed, prof, fns)
+    t_quality = time.perf_counter() - t
+    assert prof.perf is not None
+    ref_run, cand_run = parsed.perf.runs
+    t = time.perf_counter()
+    for run in parsed.perf.runs:
+        fns.summarize(run, prof.perf.slo)
+    t_summ = time.perf_counter() - t
+    t = time.perf_counter()
+    fns.compare(ref_run, cand_run, resamples=args.resamples, seed=0)
+    t_cmp = time.perf_counter() - t
+    print(
+        f"breakdown: envelope+signature+schema {t_parse:.3f} s, "
+        f"evaluate_quality {t_quality:.3f} s, "
+        f"summarize x2 {t_summ:.3f} s, compare (bootstrap {args.resamples}) {t_cmp:.3f} s"
+    )
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env_path = Path(tmp) / "report.intoto.jsonl"
+        env_path.write_bytes(data)
+        pub = Path(tmp) / "k.pub.pem"
+        pub.write_text(signer.public_pem)
+        qgate = Path(sys.executable).with_name("qgate")
+        cmd = [str(qgate), "verify", str(env_path), "--pubkey", str(pub)]
+        sub_times = []
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            sub_times.append(time.perf_counter() - t)
+            if proc.returncode != 0:
+                print(proc.stdout, proc.stderr)
+                raise SystemExit(f"qgate verify exited {proc.returncode}")
+        print(
+            f"verify subprocess (`qgate verify`, incl. interpreter start): "
+            f"best {min(sub_times):.3f} s, "
+            f"median {sorted(sub_times)[len(sub_times) // 2]:.3f} s"
+        )
+
+
+if __name__ == "__main__":
+    main()
