@@ -21,6 +21,7 @@ from qgate.models import Record
 from qgate.perf.records import ScenarioRun
 from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
 from qgate.runtime.base import EffectiveConfig
+from qgate.runtime.fingerprint import Fingerprint
 
 SCHEMA_VERSION: Literal["1"] = "1"
 PREDICATE_TYPE = "https://qgate.dev/report/v1"
@@ -119,9 +120,9 @@ class Report(Record):
     created_at: str = Field(description="UTC time the report was made, ISO 8601.")
     profile: dict[str, Any] = Field(description="The resolved profile (JSON form, redacted).")
     profile_sha256: str = Field(description="sha256 of the profile file as given.")
-    fingerprint: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Environment fingerprint (hardware, packages, checkpoint digests) as JSON.",
+    fingerprint: Fingerprint | None = Field(
+        default=None,
+        description="Environment fingerprint: hardware, packages, checkpoint digests.",
     )
     effective_configs: list[EffectiveConfig] = Field(
         default_factory=list, description="What each runtime reported about itself."

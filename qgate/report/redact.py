@@ -1,99 +1,84 @@
 """Secret redaction of everything that goes into a report.
 
-Environment maps anywhere in the report (keys named env, env_flags,
-environment) have secret-looking values replaced; then every string in the
-report that contains one of those secret values (a command line, a URL) has it
-replaced too. Uses the Runtime engineer's `qgate.runtime.redact.redact_env`
-when it exists, so both agree on what a secret is.
+The rules of what is secret live in `qgate.runtime.redact` (shared with the
+runtime's logs and command lines). Here they are applied to a whole report:
+environment maps anywhere in it (keys env, env_flags, environment), command
+lines (secret flag values), credential-shaped strings, and every string that
+contains a value found secret, including values of `profile.secrets` names
+taken from this process's environment.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from qgate.report.model import Report
+from qgate.runtime.redact import REDACTED, redact_argv, redact_env, redact_text
 
-REDACTED = "***REDACTED***"
-_SECRET_NAME = re.compile(
-    r"(TOKEN|SECRET|PASSW(OR)?D|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH|"
-    r"SIGNING_KEY|COOKIE|SESSION)",
-    re.IGNORECASE,
-)
-_SECRET_VALUE = re.compile(
-    r"^(sk-|hf_|ghp_|gho_|ghs_|github_pat_|xox[abpr]-|AKIA|ASIA|glpat-|eyJ)|-----BEGIN"
-)
+__all__ = ["REDACTED", "redact_report"]
+
 _ENV_KEYS = frozenset({"env", "env_flags", "environment"})
+_ARGV_KEYS = frozenset({"command", "command_line", "launcher"})
 _MIN_SECRET_LEN = 4
 
 
-def _looks_secret(name: str, value: str, extra: frozenset[str]) -> bool:
-    return name in extra or bool(_SECRET_NAME.search(name)) or bool(_SECRET_VALUE.search(value))
+def _is_env(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
 
 
-def redact_env(env: Mapping[str, str], extra_secret_names: Iterable[str] = ()) -> dict[str, str]:
-    """A copy of `env` with secret-looking values (by name or by shape) replaced."""
-    try:
-        from qgate.runtime.redact import redact_env as runtime_redact  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        extra = frozenset(extra_secret_names)
-        return {k: REDACTED if _looks_secret(k, v, extra) else v for k, v in env.items()}
-    return dict(runtime_redact(env, list(extra_secret_names)))
-
-
-def _collect_env_secrets(node: Any, extra: list[str], found: set[str], out: Any = None) -> Any:
+def _envs(node: Any, extra: list[str], found: set[str]) -> Any:
+    """Redact every environment map; collect the values that were hidden."""
     if isinstance(node, dict):
-        result: dict[str, Any] = {}
+        out: dict[str, Any] = {}
         for key, value in node.items():
-            if (
-                key in _ENV_KEYS
-                and isinstance(value, dict)
-                and all(isinstance(v, str) for v in value.values())
-            ):
+            if key in _ENV_KEYS and _is_env(value):
                 clean = redact_env(value, extra)
                 found.update(
-                    v for k, v in value.items() if clean.get(k) != v and len(v) >= _MIN_SECRET_LEN
+                    v for k, v in value.items() if clean[k] != v and len(v) >= _MIN_SECRET_LEN
                 )
-                result[key] = clean
+                out[key] = clean
             else:
-                result[key] = _collect_env_secrets(value, extra, found)
-        return result
+                out[key] = _envs(value, extra, found)
+        return out
     if isinstance(node, list):
-        return [_collect_env_secrets(v, extra, found) for v in node]
+        return [_envs(v, extra, found) for v in node]
     return node
 
 
-def _scrub(node: Any, secrets: list[str]) -> Any:
+def _strings(node: Any, argv: Callable[[list[str]], list[str]], text: Callable[[str], str]) -> Any:
     if isinstance(node, str):
-        for secret in secrets:
-            if secret in node:
-                node = node.replace(secret, REDACTED)
-        return node
+        return text(node)
     if isinstance(node, dict):
-        return {k: _scrub(v, secrets) for k, v in node.items()}
+        return {
+            k: argv(v)
+            if k in _ARGV_KEYS and isinstance(v, list) and all(isinstance(a, str) for a in v)
+            else _strings(v, argv, text)
+            for k, v in node.items()
+        }
     if isinstance(node, list):
-        return [_scrub(v, secrets) for v in node]
+        return [_strings(v, argv, text) for v in node]
     return node
-
-
-def _secret_sections(data: dict[str, Any]) -> list[str]:
-    # per-item and per-request records hold model text, never configuration;
-    # leaving them out keeps redaction cheap on reports with 10^4 records
-    return [k for k in data if k not in ("quality", "perf")]
 
 
 def redact_report(report: Report, extra_secret_names: Iterable[str] = ()) -> Report:
-    """The report with env secrets and every occurrence of their values redacted."""
+    """The report with secrets hidden in every configuration part.
+
+    Per-item and per-request records (quality, perf) hold model text and
+    timings, never configuration, and are left as they are: scanning 10^4
+    records would cost more than it protects.
+    """
     extra = list(extra_secret_names) + [str(s) for s in report.profile.get("secrets", [])]
     data = report.model_dump(mode="json")
+    sections = [k for k in data if k not in ("quality", "perf")]
     found: set[str] = set()
-    for key in _secret_sections(data):
-        data[key] = _collect_env_secrets(data[key], extra, found)
-    found.update(v for name in extra if (v := os.environ.get(name)) and len(v) >= _MIN_SECRET_LEN)
-    if found:
-        ordered = sorted(found, key=len, reverse=True)
-        for key in _secret_sections(data):
-            data[key] = _scrub(data[key], ordered)
+    for key in sections:
+        data[key] = _envs(data[key], extra, found)
+    found.update(v for n in extra if (v := os.environ.get(n)) and len(v) >= _MIN_SECRET_LEN)
+    secrets = sorted(found, key=len, reverse=True)
+    config = {k: data[k] for k in sections}
+    data.update(
+        _strings(config, lambda a: redact_argv(a, secrets), lambda t: redact_text(t, secrets))
+    )
     return Report.model_validate(data)

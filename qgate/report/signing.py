@@ -17,6 +17,7 @@ from qgate.models import Record
 from qgate.report.files import sha256_file
 from qgate.report.keys import LoadedSigner
 from qgate.report.model import PREDICATE_TYPE, Report, SignerInfo
+from qgate.runtime.fingerprint import Fingerprint
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -56,6 +57,17 @@ def checkpoint_subjects(
         for p in sorted(root.rglob("*"))
         if p.is_file()
     ]
+
+
+def subjects_for(profile_path: str | Path, fingerprint: Fingerprint | None) -> list[Subject]:
+    """The profile file plus every checkpoint file digested in the fingerprint."""
+    out = [profile_subject(profile_path)]
+    if fingerprint is not None:
+        out += [
+            Subject(name=CHECKPOINT_PREFIX + d.path, sha256=d.sha256)
+            for d in sorted(fingerprint.checkpoint, key=lambda d: d.path)
+        ]
+    return out
 
 
 def build_statement(report: Report, subjects: Iterable[Subject]) -> dict[str, Any]:

@@ -247,7 +247,14 @@ def _environment(report: Report) -> Section:
         )
     header = ["Role", "Kind", "Engine", "dtype", "Quant", "KV cache", "Attention", "Emulated"]
     sec.tables.append(Table(header, rows))
-    fp_rows = [[k, v] for k, v in _flatten(report.fingerprint)]
+    fp = (
+        report.fingerprint.model_dump(mode="json", exclude={"checkpoint"})
+        if report.fingerprint
+        else {}
+    )
+    fp_rows = [[k, v] for k, v in _flatten(fp)]
+    if report.fingerprint is not None:
+        fp_rows.append(["checkpoint files", str(len(report.fingerprint.checkpoint))])
     if fp_rows:
         sec.tables.append(Table(["Fingerprint", "Value"], fp_rows))
     timing_rows = [[k, fmt(v)] for k, v in report.stage_timings.items()]

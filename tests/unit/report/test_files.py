@@ -45,13 +45,15 @@ def test_redaction_env_command_and_profile_secrets(monkeypatch: pytest.MonkeyPat
     report = build_report()
     report.profile["secrets"] = ["MY_PLAIN"]
     report.profile["engine"]["env"] = {"MY_PLAIN": "plainvalue", "VLLM_X": "1"}
-    report.command_line.append("--flag=plainvalue")
+    report.command_line += ["--flag=plainvalue", "--hf-token", "innocent-looking"]
     monkeypatch.setenv("MY_PLAIN", "plainvalue")
     clean = redact_report(report)
     text = clean.model_dump_json()
     assert "hf_secretvalue123" not in text and "plainvalue" not in text
     assert clean.profile["engine"]["env"] == {"MY_PLAIN": REDACTED, "VLLM_X": "1"}
     assert clean.effective_configs[1].command[-1] == REDACTED
+    assert clean.command_line[-2:] == ["--hf-token", REDACTED]
+    assert clean.profile_sha256 == report.profile_sha256  # digests are not token-shaped
     assert clean.quality == report.quality
 
 

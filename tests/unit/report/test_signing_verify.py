@@ -219,3 +219,17 @@ def test_round_trip_with_the_team_functions(ecdsa_signer: LoadedSigner) -> None:
     ) + 3_000_000
     with pytest.raises(VerificationFailed, match="perf short"):
         verify_bytes(_sign(report, ecdsa_signer), ecdsa_signer.public_pem)
+
+
+def test_subjects_for_uses_fingerprint_digests(tmp_path: Path) -> None:
+    from qgate.report.signing import subjects_for
+
+    profile = tmp_path / "p.yaml"
+    profile.write_text("name: x\n")
+    subjects = subjects_for(profile, build_report().fingerprint)
+    assert [s.name for s in subjects] == [
+        "profile/p.yaml",
+        "checkpoint/config.json",
+        "checkpoint/model.safetensors",
+    ]
+    assert subjects[0].sha256 == profile_subject(profile).sha256
