@@ -20,12 +20,18 @@ def check_request(r: RequestRecord) -> list[str]:
     chunks = len(r.token_times_ns)
     if chunks == 0 or r.first_token_ns is None:
         problems.append("empty response: no content chunk")
+    streamed = sum(r.chunk_tokens) if r.chunk_tokens is not None else None
+    if r.chunk_tokens is not None and len(r.chunk_tokens) != chunks:
+        problems.append("chunk_tokens and token_times_ns differ in length")
     if r.output_tokens is None:
         problems.append("no usage in the stream")
-    elif r.output_tokens != chunks:
+    elif streamed is not None and r.output_tokens != streamed:
+        problems.append(f"usage says {r.output_tokens} output tokens, stream had {streamed}")
+    elif streamed is None and r.output_tokens < chunks:
+        # Without token ids a chunk may hold several tokens, but never less than one.
         problems.append(f"usage says {r.output_tokens} output tokens, stream had {chunks} chunks")
     if r.requested_output_tokens is not None:
-        got = r.output_tokens if r.output_tokens is not None else chunks
+        got = r.output_tokens if r.output_tokens is not None else (streamed or chunks)
         if got != r.requested_output_tokens:
             problems.append(f"output tokens {got} != requested {r.requested_output_tokens}")
     times = [r.scheduled_ns, r.sent_ns]

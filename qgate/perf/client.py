@@ -16,6 +16,7 @@ string on that request, never as an exception out of `send`.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -45,7 +46,20 @@ def make_session(limit: int, timeout_s: float) -> aiohttp.ClientSession:
     connector = aiohttp.TCPConnector(limit=max(limit, 1), limit_per_host=0, ttl_dns_cache=300)
     # sock_read catches a stall mid-stream early; total bounds the whole request.
     timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=timeout_s)
-    return aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False)
+    trace = aiohttp.TraceConfig()
+    trace.on_request_headers_sent.append(_mark_sent)
+    trace.on_request_chunk_sent.append(_mark_sent)
+    return aiohttp.ClientSession(
+        connector=connector, timeout=timeout, auto_decompress=False, trace_configs=[trace]
+    )
+
+
+async def _mark_sent(_session: object, ctx: Any, _params: object) -> None:
+    # The request has left the client only once its bytes are written; the wait for a
+    # connection and the client's own scheduling before that are client queueing.
+    box = ctx.trace_request_ctx
+    if isinstance(box, dict):
+        box["sent"] = time.perf_counter_ns()
 
 
 async def send(
@@ -57,15 +71,20 @@ async def send(
     """POST a streaming request and record every network read with its arrival time."""
     import aiohttp
 
+    # Serialize before the clock starts: encoding a long prompt is client work, not latency.
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    hdrs = {"Content-Type": "application/json", **(headers or {})}
+    box: dict[str, int] = {}
     raw = RawResponse(sent_ns=time.perf_counter_ns())
     chunks = raw.chunks
     clock = time.perf_counter_ns
     try:
-        async with session.post(url, json=payload, headers=headers) as resp:
+        async with session.post(url, data=body, headers=hdrs, trace_request_ctx=box) as resp:
+            raw.sent_ns = box.get("sent", raw.sent_ns)
             raw.status = resp.status
             if resp.status != 200:
-                body = (await resp.read())[:200].decode("utf-8", "replace")
-                raw.error = f"HTTP {resp.status}: {body.strip()}"
+                text = (await resp.read())[:200].decode("utf-8", "replace")
+                raw.error = f"HTTP {resp.status}: {text.strip()}"
             else:
                 async for data in resp.content.iter_any():
                     chunks.append((clock(), data))
@@ -79,6 +98,7 @@ async def send(
         raw.done_ns = clock()
         raw.error = "cancelled"
         raise
+    raw.sent_ns = box.get("sent", raw.sent_ns)
     raw.done_ns = clock()
     return raw
 

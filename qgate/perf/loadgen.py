@@ -79,6 +79,7 @@ class Sender:
                 first_token_ns=times[0] if times else None,
                 done_ns=raw.done_ns - t0,
                 token_times_ns=times,
+                chunk_tokens=parsed.chunk_tokens if parsed.ids_reported else None,
                 prompt_tokens=parsed.prompt_tokens,
                 output_tokens=parsed.completion_tokens,
                 requested_output_tokens=spec.requested_output_tokens,

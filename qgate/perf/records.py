@@ -28,6 +28,11 @@ class RequestRecord(Record):
     token_times_ns: list[int] = Field(
         default_factory=list, description="Arrival time of every content chunk."
     )
+    chunk_tokens: list[int] | None = Field(
+        default=None,
+        description="Tokens in each content chunk, when the server reports token ids "
+        "(a busy server may put several tokens in one chunk).",
+    )
     prompt_tokens: int | None = Field(default=None, description="Server usage: prompt tokens.")
     output_tokens: int | None = Field(default=None, description="Server usage: completion tokens.")
     requested_output_tokens: int | None = Field(

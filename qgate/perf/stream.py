@@ -21,6 +21,8 @@ class ParsedStream:
     token_times_ns: list[int] = field(default_factory=list)
     text: str = ""
     token_ids: list[int] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+    ids_reported: bool = False
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_prompt_tokens: int | None = None
@@ -83,13 +85,21 @@ def _event(out: ParsedStream, t: int, raw: bytes, keep: bool) -> bool:
     choices = obj.get("choices") or []
     if choices:
         c = choices[0]
-        # Every chunk with a choice is one step of generation (vLLM counts it so), even
-        # when its text is empty (special tokens, a partial UTF-8 character).
-        out.token_times_ns.append(t)
-        out.text += _content(c)
         ids = c.get("token_ids")
-        if isinstance(ids, list):
-            out.token_ids.extend(int(i) for i in ids)
+        text = _content(c)
+        # A completions chunk is one generation step even with empty text (a special
+        # token, half a UTF-8 character), as vLLM counts it; a chat chunk that only
+        # announces the role or the finish reason carries no token.
+        is_step = "text" in c or bool(text) or bool(ids)
+        if is_step:
+            out.token_times_ns.append(t)
+            out.text += text
+            if isinstance(ids, list):
+                out.ids_reported = True
+                out.token_ids.extend(int(i) for i in ids)
+                out.chunk_tokens.append(len(ids))
+            else:
+                out.chunk_tokens.append(1)
         if c.get("finish_reason"):
             out.finish_reason = str(c["finish_reason"])
     usage = obj.get("usage")

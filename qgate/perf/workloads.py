@@ -71,9 +71,13 @@ def window(pool: list[int], n: int, offset: int) -> list[int]:
 
 
 def completion_payload(
-    model: str, ids: list[int], out: int, *, token_ids: bool = False
+    model: str, ids: list[int], out: int, *, token_ids: bool = True
 ) -> dict[str, Any]:
-    """A streaming completions request with an exact input and a forced output length."""
+    """A streaming completions request with an exact input and a forced output length.
+
+    `return_token_ids` (vLLM) lets the stream check count tokens exactly even when a
+    busy server puts several tokens in one chunk.
+    """
     p: dict[str, Any] = {
         "model": model,
         "prompt": ids,
@@ -200,7 +204,7 @@ async def run_multi_turn(
                 history += tag + window(pool, s.turn_input_tokens, int(crng.integers(0, len(pool))))
                 sp = RequestSpec(
                     "/completions",
-                    completion_payload(model, history, s.output_tokens, token_ids=True),
+                    completion_payload(model, history, s.output_tokens),
                     requested_output_tokens=s.output_tokens,
                     conversation=c,
                     turn=t,

@@ -13,6 +13,7 @@ server really did, not against the nominal delays.
 Per request, a body key `mock` overrides the defaults:
 `{"ttft_ms", "itl_ms", "tokens", "text", "fault"}`; fault is one of
 `http500`, `malformed`, `drop`, `stall`, `short`, `empty`, `usage_mismatch`.
+`return_token_ids: true` adds `token_ids` to each chunk, as vLLM does.
 Prefix caching is simulated on 16-token blocks so /metrics reports
 `vllm:prefix_cache_queries_total` and `vllm:prefix_cache_hits_total`.
 """
@@ -120,6 +121,9 @@ def make_app(state: State) -> Any:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(req)
         start = recv + ttft
+        if chat:  # like vLLM, a first chunk that only announces the role
+            role = {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
+            await resp.write(b"data: " + json.dumps(role).encode() + b"\n\n")
         for i in range(sent_n):
             delay = (start + i * itl - time.perf_counter_ns()) / 1e9
             if delay > 0:
@@ -131,6 +135,8 @@ def make_app(state: State) -> Any:
                 choice["delta"] = {"content": text}
             else:
                 choice["text"] = text
+            if body.get("return_token_ids"):
+                choice["token_ids"] = [1000 + i]
             if i == sent_n - 1:
                 choice["finish_reason"] = "length"
             t = time.perf_counter_ns()

@@ -22,7 +22,10 @@ def test_clean_stream_passes() -> None:
 def test_each_problem_is_named() -> None:
     assert any("requested" in p for p in check_request(good(output_tokens=2,
                                                              token_times_ns=[10, 20])))
-    assert any("usage says" in p for p in check_request(good(output_tokens=4)))
+    assert any("usage says" in p for p in check_request(good(output_tokens=4,
+                                                             chunk_tokens=[1, 1, 1])))
+    assert any("usage says" in p for p in check_request(good(output_tokens=2,
+                                                             requested_output_tokens=None)))
     assert any("no usage" in p for p in check_request(good(output_tokens=None)))
     assert any("empty" in p for p in check_request(
         good(first_token_ns=None, token_times_ns=[], output_tokens=0)))
@@ -63,3 +66,12 @@ def test_error_rate_counts_errored_requests() -> None:
                                 first_token_ns=None)]
     v = {x.gate: x for x in scenario_verdicts(spec(0.25), run_of(reqs))}
     assert not v["perf.s.errors"].passed and v["perf.s.errors"].observed == 0.5
+
+
+def test_coalesced_chunks_are_fine_when_token_ids_add_up() -> None:
+    r = good(output_tokens=4, requested_output_tokens=4, chunk_tokens=[1, 2, 1])
+    assert check_request(r) == []
+
+
+def test_coalesced_chunks_without_ids_are_not_blamed() -> None:
+    assert check_request(good(output_tokens=4, requested_output_tokens=4)) == []

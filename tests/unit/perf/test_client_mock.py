@@ -22,6 +22,7 @@ def payload(n: int = 8, **mock: Any) -> dict[str, Any]:
     return {
         "model": "mock", "prompt": [1, 2, 3], "max_tokens": n, "min_tokens": n,
         "stream": True, "stream_options": {"include_usage": True}, "mock": mock,
+        "return_token_ids": True,
     }
 
 
