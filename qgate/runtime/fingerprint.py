@@ -229,7 +229,7 @@ def collect_fingerprint(model_dir: Path | None, cache_path: Path) -> Fingerprint
         cpu=cpu_info(),
         accelerators=accelerators(),
         packages=package_versions(),
-        checkpoint_dir=str(model_dir) if model_dir is not None else None,
+        checkpoint_dir=str(Path(model_dir).resolve()) if model_dir is not None else None,
         checkpoint=files,
         checkpoint_sha256=tree_digest(files) if files else None,
     )

@@ -37,7 +37,7 @@ _ENGINE_ENV_PREFIXES = (
     "HF_HUB_OFFLINE",
 )
 _PORT_TAKEN_MARKERS = ("Address already in use", "address already in use", "Errno 98")
-_POLL_S = 0.2
+_POLL_S = 0.1
 _MAX_PORT_RETRIES = 2
 
 
@@ -49,8 +49,10 @@ def free_port(host: str) -> int:
 
 
 def port_in_use(host: str, port: int) -> bool:
-    """True when binding `host:port` fails."""
+    """True when binding `host:port` fails (as a server with SO_REUSEADDR would bind it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # Like uvicorn: a port that only has TIME_WAIT connections is free.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:
