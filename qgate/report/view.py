@@ -226,7 +226,32 @@ def _perf(report: Report) -> Section:
         sec.tables.append(
             Table(["Metric", "Unit", "Reference", "Candidate", "Ratio", "95% CI"], rows)
         )
+        dist = _distribution_rows(result.reference, result.candidate)
+        if dist:
+            header = [
+                "Latency (ms)",
+                "Ref p50",
+                "Ref p90",
+                "Ref p99",
+                "Cand p50",
+                "Cand p90",
+                "Cand p99",
+            ]
+            sec.tables.append(Table(header, dist))
     return sec
+
+
+def _distribution_rows(ref: dict[str, Any] | None, cand: dict[str, Any] | None) -> list[list[str]]:
+    rows = []
+    for metric in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
+        cells = [metric]
+        for summary in (ref, cand):
+            dist = (summary or {}).get(metric)
+            for q in ("p50", "p90", "p99"):
+                cells.append(fmt(dist.get(q)) if isinstance(dist, dict) else "–")
+        if any(c != "–" for c in cells[1:]):
+            rows.append(cells)
+    return rows
 
 
 def _environment(report: Report) -> Section:

@@ -100,7 +100,7 @@ def fake_summarize(run: ScenarioRun, slo: Any) -> dict[str, Any]:
         "role": run.role,
         "requests": len(run.requests),
         "errors": len(run.requests) - len(ok),
-        "output_tokens_per_s": out_tokens / (run.duration_ns / 1e9),
+        "output_throughput": out_tokens / (run.duration_ns / 1e9),
         "ttft_ms": {"p50": sorted(ttft)[len(ttft) // 2], "samples": ttft},
         "itl_ms": {
             "samples": [
@@ -116,8 +116,8 @@ def fake_summarize(run: ScenarioRun, slo: Any) -> dict[str, Any]:
 def fake_compare(
     ref: ScenarioRun, cand: ScenarioRun, resamples: int, seed: int
 ) -> list[dict[str, Any]]:
-    r = fake_summarize(ref, None)["output_tokens_per_s"]
-    c = fake_summarize(cand, None)["output_tokens_per_s"]
+    r = fake_summarize(ref, None)["output_throughput"]
+    c = fake_summarize(cand, None)["output_throughput"]
     return [
         {
             "metric": "output_throughput",

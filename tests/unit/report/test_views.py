@@ -84,3 +84,13 @@ def test_compare_table_and_html() -> None:
     assert headline_ratio(a) == pytest.approx(30 / 24)
     assert headline_ratio(b) is None
     assert compare_html([("a", a), ("b", b)]).count("<img ") == 1
+
+
+def test_html_and_markdown_with_the_team_functions() -> None:
+    from qgate.report.verify import default_recompute
+
+    report = build_report(items=10, requests=4, fns=default_recompute())
+    html = render_html(report)
+    assert html.count("<img ") == 5
+    md = render_markdown(report)
+    assert "| output_throughput | tok/s |" in md
