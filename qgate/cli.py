@@ -3,12 +3,14 @@
 Subcommands that live in other packages are registered lazily, one line each
 at the bottom of this file:
 
-    main.add_lazy_command("verify", "qgate.report.commands:verify")
+    main.add_lazy_command("verify", "qgate.report.commands:verify", "Check a report.")
 
-The module is imported only when the command runs or `qgate --help` lists it,
-so it must not import heavy libraries (torch, vllm, transformers, lm_eval,
-matplotlib, securesystemslib) at import time. Every subcommand gets the error
-mapping of `qgate.cliutil` (exit codes, `--debug`) from the group.
+The module is imported only when the command runs (or when `qgate --help`
+lists it and no short help was given here), so it must not import heavy
+libraries (torch, vllm, transformers, lm_eval, matplotlib, securesystemslib)
+at import time; giving the short help keeps `qgate --help` from importing it.
+Every subcommand gets the error mapping of `qgate.cliutil` (exit codes,
+`--debug`) from the group.
 """
 
 from __future__ import annotations
@@ -30,10 +32,16 @@ class QgateGroup(click.Group):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.lazy_commands: dict[str, str] = {}
+        self.lazy_help: dict[str, str] = {}
 
-    def add_lazy_command(self, name: str, target: str) -> None:
-        """Register `name` as the click command at `target` ("package.module:attribute")."""
+    def add_lazy_command(self, name: str, target: str, short_help: str | None = None) -> None:
+        """Register `name` as the click command at `target` ("package.module:attribute").
+
+        `short_help` is what `qgate --help` shows for it without importing the module.
+        """
         self.lazy_commands[name] = target
+        if short_help is not None:
+            self.lazy_help[name] = short_help
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.lazy_commands})
@@ -46,6 +54,25 @@ class QgateGroup(click.Group):
                 raise TypeError(f"{self.lazy_commands[cmd_name]} is not a click command")
             self.add_command(command, cmd_name)
         return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max((len(n) for n in names), default=0)
+        rows = []
+        for name in names:
+            if name not in self.commands and name in self.lazy_help:
+                rows.append((name, self.lazy_help[name]))
+                continue
+            try:
+                command = self.get_command(ctx, name)
+            except Exception as exc:  # one broken plugin module must not break --help
+                rows.append((name, f"(cannot load: {exc})"))
+                continue
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -96,8 +123,19 @@ def validate(profiles: tuple[Path, ...]) -> None:
 
 
 # Subcommands from other packages (one line each; see the module docstring).
-main.add_lazy_command("models", "qgate.models_cli:models")
-main.add_lazy_command("keygen", "qgate.report.commands:keygen")
-main.add_lazy_command("verify", "qgate.report.commands:verify")
-main.add_lazy_command("show", "qgate.report.commands:show")
-main.add_lazy_command("compare", "qgate.report.commands:compare_cmd")
+main.add_lazy_command("models", "qgate.models_cli:models", "Prepare the embedded demo model.")
+main.add_lazy_command("keygen", "qgate.report.commands:keygen", "Create a signing key pair.")
+main.add_lazy_command(
+    "verify", "qgate.report.commands:verify", "Verify a signed report and recompute its verdicts."
+)
+main.add_lazy_command(
+    "show", "qgate.report.commands:show", "Render a report (md, html, json, junit)."
+)
+main.add_lazy_command(
+    "compare", "qgate.report.commands:compare_cmd", "Compare several reports side by side."
+)
+main.add_lazy_command("perf", "qgate.perf.commands:perf", "Run perf scenarios against an endpoint.")
+
+
+if __name__ == "__main__":
+    main()

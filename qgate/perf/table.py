@@ -1,0 +1,86 @@
+"""Plain-text tables of perf metrics and comparisons (for the CLI and the Markdown report)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from qgate.perf.compare import MetricComparison
+from qgate.perf.metrics import ScenarioMetrics
+
+
+def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
+    return "  ".join(
+        c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+    )
+
+
+def _grid(head: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = [_row(head, widths), _row(["-" * w for w in widths], widths)]
+    return "\n".join(lines + [_row(r, widths) for r in rows])
+
+
+def metrics_table(ms: Sequence[ScenarioMetrics]) -> str:
+    """One row per scenario run: counts, TTFT/TPOT/ITL/E2E p50 and p99, throughputs."""
+    head = [
+        "scenario",
+        "role",
+        "ok/n",
+        "bad",
+        "TTFT p50/p99 ms",
+        "TPOT p50/p99 ms",
+        "ITL p50/p99 ms",
+        "E2E p50/p99 ms",
+        "out tok/s",
+        "/GPU",
+        "req/s",
+        "goodput",
+        "prefix hit",
+        "probes",
+    ]
+    rows = []
+    for m in ms:
+        good = "-" if m.request_goodput is None else f"{m.request_goodput:.3f}"
+        hit = "-" if m.prefix_cache_hit_rate is None else f"{m.prefix_cache_hit_rate:.1%}"
+        probes = f"{m.probe_agree}/{m.probe_total}" if m.probe_total else "-"
+        rows.append(
+            [
+                m.scenario,
+                m.role,
+                f"{m.completed}/{m.requests}",
+                str(m.failed + m.check_failed),
+                f"{m.ttft_ms.p50:.1f}/{m.ttft_ms.p99:.1f}",
+                f"{m.tpot_ms.p50:.1f}/{m.tpot_ms.p99:.1f}",
+                f"{m.itl_ms.p50:.1f}/{m.itl_ms.p99:.1f}",
+                f"{m.e2e_ms.p50:.0f}/{m.e2e_ms.p99:.0f}",
+                f"{m.output_throughput:.2f}",
+                f"{m.output_throughput_per_gpu:.2f}",
+                f"{m.request_throughput:.3f}",
+                good,
+                hit,
+                probes,
+            ]
+        )
+    return _grid(head, rows)
+
+
+def comparison_table(cs: Sequence[MetricComparison]) -> str:
+    """One row per metric: reference, candidate, ratio and its bootstrap 95% interval."""
+    head = ["scenario", "metric", "reference", "candidate", "ratio", "95% CI", "better"]
+
+    def f(x: float | None, spec: str = ".3g") -> str:
+        return "-" if x is None else format(x, spec)
+
+    rows = [
+        [
+            c.scenario,
+            c.metric,
+            f(c.reference),
+            f(c.candidate),
+            f(c.ratio, ".3f"),
+            "-" if c.ci_low is None else f"[{c.ci_low:.3f}, {f(c.ci_high, '.3f')}]",
+            c.better,
+        ]
+        for c in cs
+    ]
+    return _grid(head, rows)
