@@ -166,3 +166,28 @@ def test_light_commands_import_no_heavy_library(argv: list[str]) -> None:
     )
     last = json.loads(done.stdout.strip().splitlines()[-1])
     assert last == {"code": 0, "heavy": []}, done.stderr
+
+
+def test_help_uses_registered_short_help_without_importing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "lazy_never_mod.py").write_text("raise RuntimeError('imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    group = QgateGroup(name="g")
+    group.add_lazy_command("quiet", "lazy_never_mod:cmd", "Does quiet things.")
+    result = CliRunner().invoke(group, ["--help"])
+    assert result.exit_code == 0
+    assert "Does quiet things." in result.output
+    assert "lazy_never_mod" not in sys.modules
+
+
+def test_broken_lazy_module_does_not_break_help(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "lazy_broken_mod.py").write_text("raise RuntimeError('broken on import')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    group = QgateGroup(name="g")
+    group.add_lazy_command("broken", "lazy_broken_mod:cmd")
+    result = CliRunner().invoke(group, ["--help"])
+    assert result.exit_code == 0
+    assert "cannot load: broken on import" in result.output
