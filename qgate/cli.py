@@ -134,6 +134,7 @@ main.add_lazy_command(
 main.add_lazy_command(
     "compare", "qgate.report.commands:compare_cmd", "Compare several reports side by side."
 )
+main.add_lazy_command("perf", "qgate.perf.commands:perf", "Run perf scenarios against an endpoint.")
 
 
 if __name__ == "__main__":
