@@ -233,3 +233,15 @@ def test_subjects_for_uses_fingerprint_digests(tmp_path: Path) -> None:
         "checkpoint/model.safetensors",
     ]
     assert subjects[0].sha256 == profile_subject(profile).sha256
+
+
+def test_edited_item_with_the_team_gates_is_rejected(ecdsa_signer: LoadedSigner) -> None:
+    from qgate.report.verify import default_recompute
+
+    report = build_report(items=12, requests=4, fns=default_recompute())
+    assert verify_bytes(_sign(report, ecdsa_signer), ecdsa_signer.public_pem).report
+    # the candidate now gets four more items wrong, yet the stored verdicts say otherwise
+    for item in report.quality.runs[1].items[4:8]:
+        item.correct = False
+    with pytest.raises(VerificationFailed, match=r"gate math\.short\."):
+        verify_bytes(_sign(report, ecdsa_signer), ecdsa_signer.public_pem)

@@ -1,0 +1,93 @@
+"""Assemble the report from the stages' raw results, with the functions `verify` recomputes."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from qgate import __version__
+from qgate.perf.records import ScenarioRun
+from qgate.profile import PerfSpec, Profile
+from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
+from qgate.report.model import PerfSection, PerfStatus, QualitySection, Report, ScenarioResult
+from qgate.report.verdict import overall
+from qgate.runtime.base import EffectiveConfig
+from qgate.runtime.fingerprint import Fingerprint
+
+
+def perf_results(
+    spec: PerfSpec | None, runs: Sequence[ScenarioRun], *, resamples: int, seed: int
+) -> list[ScenarioResult]:
+    """Summaries of both runtimes, candidate/reference ratios and the candidate's stream checks."""
+    from qgate.perf.checks import scenario_verdicts
+    from qgate.perf.compare import compare
+    from qgate.perf.metrics import summarize
+
+    slo = spec.slo if spec else None
+    by_key = {(r.scenario, r.role): r for r in runs}
+    names = list(dict.fromkeys(r.scenario for r in runs))
+    out: list[ScenarioResult] = []
+    for name in names:
+        ref, cand = by_key.get((name, "reference")), by_key.get((name, "candidate"))
+        out.append(
+            ScenarioResult(
+                scenario=name,
+                reference=summarize(ref, slo).model_dump(mode="json") if ref else None,
+                candidate=summarize(cand, slo).model_dump(mode="json") if cand else None,
+                comparisons=[
+                    c.model_dump(mode="json")
+                    for c in compare(ref, cand, resamples=resamples, seed=seed)
+                ]
+                if ref and cand
+                else [],
+                verdicts=list(scenario_verdicts(spec, cand)) if cand and spec else [],
+            )
+        )
+    return out
+
+
+def build_report(
+    *,
+    profile: Profile,
+    profile_sha256: str,
+    fingerprint: Fingerprint | None,
+    effective_configs: Sequence[EffectiveConfig],
+    suite_runs: Sequence[SuiteRun],
+    divergence: DivergenceRun | None,
+    verdicts: Sequence[Verdict],
+    perf_status: PerfStatus,
+    perf_runs: Sequence[ScenarioRun],
+    target_mismatches: Sequence[str],
+    stage_timings: dict[str, float],
+    bootstrap_seed: int = 0,
+) -> Report:
+    """The unsigned report; `write_report` redacts, digests artifacts and signs it."""
+    resamples = profile.perf.bootstrap if profile.perf else 0
+    results = perf_results(profile.perf, perf_runs, resamples=resamples, seed=bootstrap_seed)
+    perf = PerfSection(
+        status=perf_status,
+        bootstrap_resamples=resamples,
+        bootstrap_seed=bootstrap_seed,
+        runs=list(perf_runs),
+        results=results,
+    )
+    all_verdicts = list(verdicts) + [v for r in results for v in r.verdicts]
+    emulated = sorted({e for c in effective_configs for e in c.emulated})
+    return Report(
+        qgate_version=__version__,
+        command_line=list(sys.argv),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        profile=profile.model_dump(mode="json"),
+        profile_sha256=profile_sha256,
+        fingerprint=fingerprint,
+        effective_configs=list(effective_configs),
+        quality=QualitySection(
+            runs=list(suite_runs), divergence=divergence, verdicts=list(verdicts)
+        ),
+        perf=perf,
+        verdict=overall(all_verdicts, perf_status),
+        target_mismatches=list(target_mismatches),
+        emulated=emulated,
+        stage_timings=dict(stage_timings),
+    )
