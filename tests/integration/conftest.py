@@ -40,7 +40,7 @@ def _serve(
         served_model=SERVED_MODEL,
         run_dir=run_dir,
         args={**SERVER_ARGS, **extra},
-        startup_timeout_s=600,
+        startup_timeout_s=900,
     )
     with server:
         pgid = server.pid

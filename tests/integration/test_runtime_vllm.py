@@ -95,7 +95,7 @@ def test_own_server_stops_without_leftover_processes(
         served_model="smollm2",
         run_dir=tmp_path,
         args={"enforce_eager": True, "max_model_len": 1024},
-        startup_timeout_s=600,
+        startup_timeout_s=900,
     ) as server:
         pgid = server.pid
         assert pgid is not None

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from qgate.runtime.http import root_url
+from qgate.runtime.process import describe_status, tail_lines
+from qgate.runtime.waiting import startup_progress
+
+
+def test_tail_lines_returns_the_last_lines(tmp_path: Path) -> None:
+    log = tmp_path / "x.log"
+    log.write_text("".join(f"line {i}\n" for i in range(100)))
+    assert tail_lines(log, 3) == ["line 97", "line 98", "line 99"]
+    assert tail_lines(tmp_path / "missing.log") == []
+    assert tail_lines(None) == []
+
+
+def test_tail_lines_survives_long_lines_and_bad_bytes(tmp_path: Path) -> None:
+    log = tmp_path / "x.log"
+    log.write_bytes(b"a" * 200_000 + b"\nbad \xff byte\nlast\n")
+    assert tail_lines(log, 2) == ["bad \ufffd byte", "last"]
+
+
+def test_describe_status() -> None:
+    assert describe_status(1) == "exit status 1"
+    assert describe_status(-signal.SIGKILL) == "killed by SIGKILL"
+    assert describe_status(None) == "still running"
+
+
+def test_progress_is_silent_when_not_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    with startup_progress("starting reference runtime") as tick:
+        tick("note")
+        tick()
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
+
+
+def test_root_url() -> None:
+    assert root_url("http://h:1/v1") == "http://h:1"
+    assert root_url("http://h:1/v1/") == "http://h:1"
+    assert root_url("http://h:1") == "http://h:1"
