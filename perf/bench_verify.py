@@ -166,7 +166,9 @@ def main() -> None:
     report = build(args.items, args.requests, args.resamples)
     pem = generate_private_pem("ecdsa")
     signer = LoadedSigner(signer_from_pem(pem), public_pem_of(pem), "file")
-    data = sign_report(report, [Subject(name="profile/bench.yaml", sha256="00" * 32)], signer)
+    data = sign_report(
+        report, [Subject(name="profile/bench.yaml", sha256=report.profile_sha256)], signer
+    )
     print(
         f"report: {args.items} item records, {args.requests} request records, "
         f"{len(data) / 1e6:.1f} MB envelope; built and signed in {time.perf_counter() - t0:.2f} s"

@@ -220,3 +220,13 @@ def load_signer(
     priv, pub, _ = ensure_dev_key(scheme)
     signer = signer_from_pem(priv.read_bytes(), str(priv))
     return LoadedSigner(signer, _public_pem_of_key(signer.public_key), "local-dev", pub)
+
+
+def signer_notice(loaded: LoadedSigner) -> str | None:
+    """A line for people when the report was signed with the unmanaged local dev key."""
+    if loaded.source != "local-dev":
+        return None
+    return (
+        f"signed with the local development key; verifiers need its public key "
+        f"{loaded.public_key_path} (configure signing.key/key_env/kms_uri for a managed key)"
+    )

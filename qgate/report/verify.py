@@ -296,6 +296,9 @@ def verify_bytes(
         raise _fail(f"unknown payload type {envelope['payloadType']!r} (want {PAYLOAD_TYPE})")
     payload, keyid = check_signature(envelope, pubkey_pem)
     statement, report = parse_statement(payload)
+    profile_digests = list(_subject_digests(statement["subject"], PROFILE_PREFIX).values())
+    if profile_digests != [report.profile_sha256]:
+        raise _fail("the Statement's profile subject does not match the report's profile_sha256")
     result = VerifyResult(report=report, keyid=keyid, subjects=statement["subject"])
     result.checked.append(f"signature by key {keyid}")
     if report.signer is not None:

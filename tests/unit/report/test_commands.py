@@ -32,7 +32,7 @@ def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path
     written = write_report(
         out,
         report,
-        [Subject(name="profile/p.yaml", sha256="00" * 32)],
+        [Subject(name="profile/p.yaml", sha256=report.profile_sha256)],
         load_signer(key_path=tmp_path / "k.pem"),
         html=False,
     )

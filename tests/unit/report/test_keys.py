@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from qgate.errors import BadInput
-from qgate.report.keys import generate_private_pem, load_signer, public_pem_of, write_keypair
+from qgate.report.keys import (
+    generate_private_pem,
+    load_signer,
+    public_pem_of,
+    signer_notice,
+    write_keypair,
+)
 
 
 @pytest.mark.parametrize(
@@ -20,6 +26,7 @@ def test_write_keypair_modes_and_scheme(tmp_path: Path, key_type: str, scheme: s
     assert b"PRIVATE KEY" in priv.read_bytes() and b"PUBLIC KEY" in pub.read_bytes()
     loaded = load_signer(key_path=priv)
     assert loaded.source == "file"
+    assert signer_notice(loaded) is None
     assert loaded.signer.public_key.scheme == scheme
     assert loaded.public_pem == pub.read_text()
     with pytest.raises(BadInput, match="already exists"):
@@ -48,6 +55,8 @@ def test_dev_key_created_once_under_xdg(tmp_path: Path, monkeypatch: pytest.Monk
     assert first.public_key_path == tmp_path / "qgate" / "dev-key.pub.pem"
     second = load_signer()
     assert second.signer.public_key.keyid == first.signer.public_key.keyid
+    notice = signer_notice(second)
+    assert notice is not None and "dev-key.pub.pem" in notice
 
 
 def test_bad_key_material(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from qgate.report.signing import (
 )
 from qgate.report.verify import verify_bytes
 
-SUBJECTS = [Subject(name="profile/p.yaml", sha256="ab" * 32)]
+SUBJECTS = [Subject(name="profile/p.yaml", sha256=build_report().profile_sha256)]
 
 
 def _sign(report: Report, signer: LoadedSigner) -> bytes:
@@ -245,3 +245,11 @@ def test_edited_item_with_the_team_gates_is_rejected(ecdsa_signer: LoadedSigner)
         item.correct = False
     with pytest.raises(VerificationFailed, match=r"gate math\.short\."):
         verify_bytes(_sign(report, ecdsa_signer), ecdsa_signer.public_pem)
+
+
+def test_profile_subject_must_match_profile_sha256(
+    report: Report, ecdsa_signer: LoadedSigner
+) -> None:
+    data = sign_report(report, [Subject(name="profile/p.yaml", sha256="ab" * 32)], ecdsa_signer)
+    with pytest.raises(VerificationFailed, match="profile subject"):
+        verify_bytes(data, ecdsa_signer.public_pem, recompute=FAKES)
