@@ -23,6 +23,14 @@ CONNECT_RETRIES = 3
 RETRY_DELAY_S = 1.0
 
 
+class HttpError(InfrastructureError):
+    """The server answered with an HTTP error status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 @dataclass(frozen=True)
 class Completion:
     """The parts of a chat completion the suites record."""
@@ -36,6 +44,11 @@ def server_root(base_url: str) -> str:
     """'http://h:8000/v1' -> 'http://h:8000' (vLLM serves /tokenize at the root)."""
     url = base_url.rstrip("/")
     return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+def _first_leaf(error: BaseExceptionGroup[BaseException]) -> BaseException:
+    first = error.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 class SuiteClient:
@@ -88,7 +101,7 @@ class SuiteClient:
                     text = await resp.text()
                     if resp.status >= 400:
                         snippet = " ".join(text.split())[:200]
-                        raise InfrastructureError(f"POST {url}: HTTP {resp.status}: {snippet}")
+                        raise HttpError(f"POST {url}: HTTP {resp.status}: {snippet}", resp.status)
                     try:
                         data = json.loads(text)
                     except ValueError as exc:
@@ -144,6 +157,26 @@ class SuiteClient:
             finish_reason=str(finish) if finish is not None else None,
             completion_tokens=int(tokens) if isinstance(tokens, int) else None,
         )
+
+    async def chat_many(
+        self, prompts: list[str], *, max_tokens: int, seed: int
+    ) -> list[Completion]:
+        """One single-turn chat completion per user prompt, in prompt order."""
+        # A TaskGroup cancels the remaining requests as soon as one fails; the
+        # caller gets that first error itself, not an ExceptionGroup.
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [
+                    group.create_task(
+                        self.chat(
+                            [{"role": "user", "content": p}], max_tokens=max_tokens, seed=seed
+                        )
+                    )
+                    for p in prompts
+                ]
+        except BaseExceptionGroup as group_error:
+            raise _first_leaf(group_error) from None
+        return [t.result() for t in tasks]
 
     async def tokenize(self, text: str) -> list[int]:
         """Token ids of `text` with the served model's tokenizer (no special tokens added)."""

@@ -42,7 +42,7 @@ def _arith(rng: random.Random, n: int) -> MathItem:
 
 
 def _multi(rng: random.Random, n: int) -> MathItem:
-    a, b, c = rng.randint(2, 20), rng.randint(2, 20), rng.randint(2, 9)
+    a, b, c = rng.randint(2, 9), rng.randint(2, 9), rng.randint(2, 9)
     form = rng.randrange(4)
     if form == 0:
         expr = f"{a} + {b} + {c}"

@@ -1,0 +1,211 @@
+"""The exact-answer math suite: short prompts and the same questions behind a long preamble.
+
+The long form puts one fixed preamble (evals/math/preamble.txt, identical for
+every item) in front of each question, so it exercises attention and the KV
+cache over thousands of positions; because the preamble is a shared prefix, a
+server's prefix cache can reuse it and the suite stays cheap. The preamble is
+cut to a token budget with the served model's own tokenizer (/tokenize and
+/detokenize), clipped to what fits in the runtime's max_model_len.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from qgate.errors import BadInput
+from qgate.profile import MathSuite
+from qgate.quality.client import Completion, HttpError, SuiteClient
+from qgate.quality.data import evals_root, read_eval_file, sha256_bytes
+from qgate.quality.extract import answer_matches, extract_number
+from qgate.quality.records import ItemRecord, Role, SuiteRun
+
+PROMPT_VERSION = "1"
+INSTRUCTION = "Reply with only the number, nothing else."
+LONG_BRIDGE = "The text above is background material; it is not needed for the question below."
+DEFAULT_SET = "math/core.jsonl"
+PREAMBLE = "math/preamble.txt"
+DEFAULT_LONG_TOKENS = 3072
+MIN_LONG_TOKENS = 256
+# Room for the question, the chat template and the instruction around the preamble.
+LONG_MARGIN_TOKENS = 192
+# Used only when the server has no /tokenize endpoint (some remote endpoints).
+FALLBACK_CHARS_PER_TOKEN = 3.5
+
+
+@dataclass(frozen=True)
+class MathItem:
+    """One question of the set."""
+
+    id: str
+    tier: str
+    question: str
+    answer: int
+
+
+def load_math_set(path: Path | None, limit: int | None = None) -> tuple[list[MathItem], bytes]:
+    """Items of a math JSONL set (the shipped core set when `path` is None) and its bytes."""
+    raw = read_eval_file(path if path is not None else evals_root() / DEFAULT_SET)
+    items: list[MathItem] = []
+    for lineno, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            items.append(
+                MathItem(
+                    id=str(obj["id"]),
+                    tier=str(obj.get("tier", "")),
+                    question=str(obj["question"]),
+                    answer=int(obj["answer"]),
+                )
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise BadInput(f"{path or DEFAULT_SET}:{lineno}: not a math item ({exc})") from exc
+    if not items:
+        raise BadInput(f"{path or DEFAULT_SET}: no math items")
+    return (items[:limit] if limit else items), raw
+
+
+def short_prompt(question: str) -> str:
+    """The short form: the question and a one-line instruction."""
+    return f"{question}\n{INSTRUCTION}"
+
+
+def long_prompt(preamble: str, question: str) -> str:
+    """The long form: the shared preamble first (prefix-cacheable), then the short form."""
+    return f"{preamble.rstrip()}\n\n{LONG_BRIDGE}\n\nQuestion: {short_prompt(question)}"
+
+
+def long_budget(requested: int, max_model_len: int | None, max_tokens: int) -> int:
+    """Preamble tokens to use: the request, clipped to fit the context; BadInput if too small."""
+    budget = requested
+    if max_model_len is not None:
+        budget = min(budget, max_model_len - max_tokens - LONG_MARGIN_TOKENS)
+    if budget < MIN_LONG_TOKENS:
+        raise BadInput(
+            f"math.long: max_model_len {max_model_len} leaves {budget} tokens for the preamble "
+            f"(need at least {MIN_LONG_TOKENS}); drop 'long' from quality.math.prompts"
+        )
+    return budget
+
+
+def math_data_sha256(
+    spec: MathSuite, form: str, *, max_model_len: int | None, long_tokens: int | None = None
+) -> str:
+    """Digest of everything that defines a math suite's prompts (the reference cache keys on it)."""
+    _, raw = load_math_set(spec.set)
+    view: dict[str, object] = {
+        "suite": f"math.{form}",
+        "prompt_version": PROMPT_VERSION,
+        "set_sha256": sha256_bytes(raw),
+        "limit": spec.limit,
+    }
+    if form == "long":
+        view["preamble_sha256"] = sha256_bytes(read_eval_file(evals_root() / PREAMBLE))
+        view["preamble_tokens"] = long_budget(
+            long_tokens or DEFAULT_LONG_TOKENS, max_model_len, spec.max_tokens
+        )
+    return hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
+
+
+async def fit_to_tokens(client: SuiteClient, text: str, tokens: int) -> tuple[str, str]:
+    """`text` cut to at most `tokens` tokens at a line boundary, and how it was sized."""
+    try:
+        ids = await client.tokenize(text)
+    except HttpError as exc:
+        if exc.status not in (404, 405):
+            raise
+        cut = text[: int(tokens * FALLBACK_CHARS_PER_TOKEN)]
+        return cut[: cut.rfind("\n") + 1] or cut, "chars-estimate"
+    if len(ids) <= tokens:
+        return text, "tokenizer"
+    cut = await client.detokenize(ids[:tokens])
+    # Whole lines only: a half-cut line reads like a prompt bug to the model.
+    return cut[: cut.rfind("\n") + 1] or cut, "tokenizer"
+
+
+def _records(
+    items: list[MathItem], prompts: list[str], outputs: list[Completion]
+) -> list[ItemRecord]:
+    records: list[ItemRecord] = []
+    for item, prompt, out in zip(items, prompts, outputs, strict=True):
+        answer = extract_number(out.text)
+        records.append(
+            ItemRecord(
+                id=item.id,
+                prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
+                output=out.text,
+                answer=answer,
+                expected=str(item.answer),
+                correct=answer_matches(answer, item.answer),
+                output_tokens=out.completion_tokens,
+                finish_reason=out.finish_reason,
+            )
+        )
+    return records
+
+
+async def run_math(
+    base_url: str,
+    model: str,
+    spec: MathSuite,
+    role: Role,
+    *,
+    concurrency: int,
+    seed: int,
+    max_model_len: int | None,
+    headers: dict[str, str] | None = None,
+    timeout_s: float = 600.0,
+    long_tokens: int | None = None,
+) -> list[SuiteRun]:
+    """Run `math.short` and/or `math.long` (as `spec.prompts` asks) against one runtime.
+
+    `long_tokens` is the preamble budget in tokens (default 3072), clipped to
+    `max_model_len`; the tokens actually used are recorded in the run's params.
+    """
+    items, _ = load_math_set(spec.set, spec.limit)
+    runs: list[SuiteRun] = []
+    async with SuiteClient(
+        base_url, model, concurrency=concurrency, timeout_s=timeout_s, headers=headers
+    ) as client:
+        for form in spec.prompts:
+            start = time.perf_counter()
+            params: dict[str, str | int | float | bool | None] = {
+                "form": form,
+                "temperature": 0.0,
+                "seed": seed,
+                "max_tokens": spec.max_tokens,
+                "concurrency": concurrency,
+                "prompt_version": PROMPT_VERSION,
+            }
+            if form == "short":
+                prompts = [short_prompt(i.question) for i in items]
+            else:
+                budget = long_budget(
+                    long_tokens or DEFAULT_LONG_TOKENS, max_model_len, spec.max_tokens
+                )
+                preamble_full = read_eval_file(evals_root() / PREAMBLE).decode("utf-8")
+                preamble, sizing = await fit_to_tokens(client, preamble_full, budget)
+                prompts = [long_prompt(preamble, i.question) for i in items]
+                params["preamble_tokens_budget"] = budget
+                params["preamble_chars"] = len(preamble)
+                params["preamble_sizing"] = sizing
+                params["preamble_sha256"] = sha256_bytes(preamble.encode())
+            outputs = await client.chat_many(prompts, max_tokens=spec.max_tokens, seed=seed)
+            runs.append(
+                SuiteRun(
+                    suite=f"math.{form}",
+                    role=role,
+                    data_sha256=math_data_sha256(
+                        spec, form, max_model_len=max_model_len, long_tokens=long_tokens
+                    ),
+                    params=params,
+                    items=_records(items, prompts, outputs),
+                    wall_s=round(time.perf_counter() - start, 3),
+                )
+            )
+    return runs

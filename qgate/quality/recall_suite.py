@@ -1,0 +1,214 @@
+"""The symbol-recall suite: codes planted at several depths of token-sized haystacks.
+
+A haystack of N tokens (measured with the served model's tokenizer through
+/tokenize) holds one "access code" per depth; each code is asked for in its
+own request, with the haystack first so that the questions about one
+haystack share a prefix. The answer is the first code in the output, and it
+must equal the planted one exactly. Lengths that do not fit the runtime's
+max_model_len are clipped, and the params of the run say so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+
+from qgate.errors import BadInput
+from qgate.profile import RecallSuite
+from qgate.quality import data_recall
+from qgate.quality.client import HttpError, SuiteClient
+from qgate.quality.data import evals_root, read_eval_file, sha256_bytes
+from qgate.quality.extract import extract_symbol
+from qgate.quality.records import ItemRecord, Role, SuiteRun
+
+VOCABULARY = "recall/vocabulary.json"
+# Room for the question and the chat template around the haystack.
+MARGIN_TOKENS = 128
+FALLBACK_CHARS_PER_TOKEN = 3.5
+
+
+@dataclass(frozen=True)
+class RecallItem:
+    """One question about one planted code."""
+
+    id: str
+    prompt: str
+    symbol: str
+
+
+def clip_length(
+    requested: int, max_model_len: int | None, max_tokens: int
+) -> tuple[int, str | None]:
+    """Haystack tokens to build and the reason when that is less than requested."""
+    if max_model_len is None:
+        return requested, None
+    room = max_model_len - max_tokens - MARGIN_TOKENS
+    if room < 64:
+        raise BadInput(
+            f"recall: max_model_len {max_model_len} leaves no room for a haystack "
+            f"({room} tokens after the answer budget and the question)"
+        )
+    if requested > room:
+        return room, (
+            f"clipped from {requested} to {room} tokens to fit max_model_len {max_model_len}"
+        )
+    return requested, None
+
+
+def recall_data_sha256(spec: RecallSuite, length: int, *, max_model_len: int | None) -> str:
+    """Digest of what defines `recall.<length>` (generator, vocabulary, seed, depths, sizes)."""
+    built, _ = clip_length(length, max_model_len, spec.max_tokens)
+    view = {
+        "suite": f"recall.{length}",
+        "generator_version": data_recall.GENERATOR_VERSION,
+        "vocabulary_sha256": sha256_bytes(read_eval_file(evals_root() / VOCABULARY)),
+        "seed": spec.seed,
+        "depths": list(spec.depths),
+        "haystacks": spec.haystacks,
+        "haystack_tokens": built,
+    }
+    return hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
+
+
+class _Sizer:
+    """Counts tokens with the server's tokenizer, or estimates when it has none."""
+
+    def __init__(self, client: SuiteClient) -> None:
+        self.client = client
+        self.method = "tokenizer"
+
+    async def count(self, text: str) -> int:
+        if self.method == "tokenizer":
+            try:
+                return await self.client.count_tokens(text)
+            except HttpError as exc:
+                if exc.status not in (404, 405):
+                    raise
+                self.method = "chars-estimate"
+        return int(len(text) / FALLBACK_CHARS_PER_TOKEN) + 1
+
+
+async def build_haystack(
+    sizer: _Sizer,
+    vocab: dict[str, list[str]],
+    *,
+    seed: int,
+    length: int,
+    built_tokens: int,
+    index: int,
+    depths: list[float],
+) -> tuple[str, list[data_recall.Needle], int]:
+    """The largest haystack of at most `built_tokens` tokens; its needles and token count.
+
+    The sentence stream depends only on (seed, length, index); the tokenizer
+    only decides how many sentences fit (binary search over the count).
+    """
+    rng = data_recall.haystack_rng(seed, length, index)
+    needles = data_recall.make_needles(rng, depths)
+    pool = data_recall.filler_sentences(rng, vocab, built_tokens // 6 + 16)
+    lo, hi = 0, len(pool)
+    best_tokens = await sizer.count(data_recall.assemble([], needles))
+    if best_tokens > built_tokens:
+        raise BadInput(f"recall.{length}: {len(depths)} codes alone exceed {built_tokens} tokens")
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        tokens = await sizer.count(data_recall.assemble(pool[:mid], needles))
+        if tokens <= built_tokens:
+            lo, best_tokens = mid, tokens
+        else:
+            hi = mid - 1
+    return data_recall.assemble(pool[:lo], needles), needles, best_tokens
+
+
+async def _recall_items(
+    sizer: _Sizer, spec: RecallSuite, length: int, built_tokens: int
+) -> tuple[list[RecallItem], list[int]]:
+    vocab = data_recall.load_vocabulary(read_eval_file(evals_root() / VOCABULARY))
+    items: list[RecallItem] = []
+    sizes: list[int] = []
+    for h in range(spec.haystacks):
+        haystack, needles, tokens = await build_haystack(
+            sizer,
+            vocab,
+            seed=spec.seed,
+            length=length,
+            built_tokens=built_tokens,
+            index=h,
+            depths=list(spec.depths),
+        )
+        sizes.append(tokens)
+        for d, needle in enumerate(needles):
+            items.append(
+                RecallItem(
+                    id=f"recall.{length}.h{h}.d{d}-{round(needle.depth * 100):02d}",
+                    prompt=data_recall.recall_prompt(haystack, needle),
+                    symbol=needle.symbol,
+                )
+            )
+    return items, sizes
+
+
+async def run_recall(
+    base_url: str,
+    model: str,
+    spec: RecallSuite,
+    role: Role,
+    *,
+    concurrency: int,
+    seed: int,
+    max_model_len: int | None,
+    headers: dict[str, str] | None = None,
+    timeout_s: float = 600.0,
+) -> list[SuiteRun]:
+    """One `recall.<length>` run per length of `spec.context_tokens`, against one runtime."""
+    runs: list[SuiteRun] = []
+    async with SuiteClient(
+        base_url, model, concurrency=concurrency, timeout_s=timeout_s, headers=headers
+    ) as client:
+        sizer = _Sizer(client)
+        for length in spec.context_tokens:
+            start = time.perf_counter()
+            built, clip_reason = clip_length(length, max_model_len, spec.max_tokens)
+            items, sizes = await _recall_items(sizer, spec, length, built)
+            outputs = await client.chat_many(
+                [i.prompt for i in items], max_tokens=spec.max_tokens, seed=seed
+            )
+            records = []
+            for item, out in zip(items, outputs, strict=True):
+                answer = extract_symbol(out.text)
+                records.append(
+                    ItemRecord(
+                        id=item.id,
+                        prompt_sha256=hashlib.sha256(item.prompt.encode()).hexdigest(),
+                        output=out.text,
+                        answer=answer,
+                        expected=item.symbol,
+                        correct=answer == item.symbol,
+                        output_tokens=out.completion_tokens,
+                        finish_reason=out.finish_reason,
+                    )
+                )
+            runs.append(
+                SuiteRun(
+                    suite=f"recall.{length}",
+                    role=role,
+                    data_sha256=recall_data_sha256(spec, length, max_model_len=max_model_len),
+                    params={
+                        "temperature": 0.0,
+                        "seed": seed,
+                        "max_tokens": spec.max_tokens,
+                        "concurrency": concurrency,
+                        "context_tokens_requested": length,
+                        "context_tokens_built": built,
+                        "haystack_tokens_min": min(sizes),
+                        "haystack_tokens_max": max(sizes),
+                        "sizing": sizer.method,
+                        "clip_reason": clip_reason,
+                    },
+                    items=records,
+                    wall_s=round(time.perf_counter() - start, 3),
+                )
+            )
+    return runs
