@@ -135,6 +135,7 @@ main.add_lazy_command(
     "compare", "qgate.report.commands:compare_cmd", "Compare several reports side by side."
 )
 main.add_lazy_command("perf", "qgate.perf.commands:perf", "Run perf scenarios against an endpoint.")
+main.add_lazy_command("evals", "qgate.quality.evals_cli:evals", "Build or check the eval data.")
 
 
 if __name__ == "__main__":

@@ -247,10 +247,14 @@ class LmEvalTask(AccuracyPolicy):
 class QualitySpec(Strict):
     """The quality suites; every configured suite gates the perf stage."""
 
-    math: MathSuite | None = None
-    recall: RecallSuite | None = None
-    divergence: DivergenceSuite | None = None
-    lm_eval: list[LmEvalTask] = Field(default_factory=list)
+    math: MathSuite | None = Field(default=None, description="Exact-answer math suite.")
+    recall: RecallSuite | None = Field(default=None, description="Symbol recall suite.")
+    divergence: DivergenceSuite | None = Field(
+        default=None, description="Teacher-forced logit divergence suite."
+    )
+    lm_eval: list[LmEvalTask] = Field(
+        default_factory=list, description="lm-eval tasks, each with its own gate policy."
+    )
     concurrency: int = Field(default=8, ge=1, description="Requests in flight per suite.")
     seed: int = Field(default=0, description="Sampling seed sent with every request.")
 
@@ -277,7 +281,7 @@ class ScenarioBase(Strict):
 class FixedScenario(ScenarioBase):
     """Fixed input/output token counts (exact: ignore_eos + min_tokens)."""
 
-    kind: Literal["fixed"] = "fixed"
+    kind: Literal["fixed"] = Field(default="fixed", description="Scenario kind.")
     input_tokens: int = Field(ge=1, description="Prompt length in tokens, exact.")
     output_tokens: int = Field(ge=1, description="Output length in tokens, exact.")
     concurrency: int | list[Annotated[int, Field(ge=1)]] = Field(
@@ -301,7 +305,7 @@ class FixedScenario(ScenarioBase):
 class MultiTurnScenario(ScenarioBase):
     """Agent-like conversations that reuse a long shared prefix and a growing history."""
 
-    kind: Literal["multi_turn"]
+    kind: Literal["multi_turn"] = Field(description="Scenario kind.")
     conversations: int = Field(default=4, ge=1, description="Concurrent conversations.")
     turns: int = Field(default=4, ge=1, description="Turns per conversation.")
     shared_prefix_tokens: int = Field(default=1024, ge=0, description="Shared system prefix.")
@@ -313,7 +317,7 @@ class MultiTurnScenario(ScenarioBase):
 class TraceScenario(ScenarioBase):
     """Replay of a JSONL trace of (timestamp, input_tokens, output_tokens)."""
 
-    kind: Literal["trace"]
+    kind: Literal["trace"] = Field(description="Scenario kind.")
     path: Path = Field(description="JSONL trace file.")
     time_scale: float = Field(default=1.0, gt=0, description="Multiply trace timestamps.")
 
@@ -335,9 +339,9 @@ Scenario = Annotated[
 class Slo(Strict):
     """Service-level objectives for goodput."""
 
-    ttft_ms: float | None = Field(default=None, gt=0)
-    tpot_ms: float | None = Field(default=None, gt=0)
-    e2e_ms: float | None = Field(default=None, gt=0)
+    ttft_ms: float | None = Field(default=None, gt=0, description="Time to first token, ms.")
+    tpot_ms: float | None = Field(default=None, gt=0, description="Time per output token, ms.")
+    e2e_ms: float | None = Field(default=None, gt=0, description="End-to-end latency, ms.")
 
 
 class PerfSpec(Strict):
@@ -387,14 +391,24 @@ class Profile(Strict):
 
     name: str = Field(min_length=1, description="Short name; used in run folder names.")
     description: str = Field(default="", description="Free text for people.")
-    model: ModelSpec
-    target: Target = Field(default_factory=lambda: Target(accelerator="cpu"))
-    engine: EngineSpec = Field(default_factory=EngineSpec)
-    reference: RuntimeSpec = Field(default_factory=RuntimeSpec)
-    candidate: RuntimeSpec
-    quality: QualitySpec
-    perf: PerfSpec | None = None
-    signing: SigningSpec = Field(default_factory=SigningSpec)
+    model: ModelSpec = Field(description="The checkpoint both runtimes serve.")
+    target: Target = Field(
+        default_factory=lambda: Target(accelerator="cpu"), description="Intended hardware."
+    )
+    engine: EngineSpec = Field(
+        default_factory=EngineSpec, description="Engine and arguments shared by both runtimes."
+    )
+    reference: RuntimeSpec = Field(
+        default_factory=RuntimeSpec, description="The baseline configuration."
+    )
+    candidate: RuntimeSpec = Field(description="The configuration under test.")
+    quality: QualitySpec = Field(description="Quality suites and their gates.")
+    perf: PerfSpec | None = Field(
+        default=None, description="Perf stage; skipped when omitted or when a gate fails."
+    )
+    signing: SigningSpec = Field(
+        default_factory=SigningSpec, description="Where the report's signing key comes from."
+    )
     secrets: list[str] = Field(
         default_factory=list, description="Env var names whose values are always redacted."
     )
