@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 from pydantic import Field
 
 from qgate.models import Record
@@ -93,7 +94,8 @@ def sign_statement(statement: Mapping[str, Any], loaded: LoadedSigner) -> bytes:
     """Sign a Statement dict; return the DSSE envelope as one line of JSON plus newline."""
     from securesystemslib.dsse import Envelope
 
-    payload = json.dumps(statement, separators=(",", ":"), ensure_ascii=False).encode()
+    # NaN/inf become null: JSON has no such numbers and other verifiers reject them
+    payload = pydantic_core.to_json(statement, inf_nan_mode="null")
     envelope = Envelope(payload=payload, payload_type=PAYLOAD_TYPE, signatures={})
     envelope.sign(loaded.signer)
     return json.dumps(envelope.to_dict(), separators=(",", ":")).encode() + b"\n"

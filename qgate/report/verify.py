@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 from pydantic import ValidationError
 
 from qgate.errors import BadInput, VerificationFailed
@@ -188,12 +189,8 @@ def check_model_dir(statement: dict[str, Any], model_dir: Path) -> int:
 
 
 def _dump(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_dump(v) for v in value]
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    # round-trip through JSON so tuples/NaN handling match what was stored
-    return json.loads(json.dumps(value))
+    # the same JSON form the signer wrote (NaN/inf as null), so equal data compares equal
+    return json.loads(pydantic_core.to_json(value, inf_nan_mode="null"))
 
 
 def _first_verdict_difference(stored: Sequence[Verdict], recomputed: Sequence[Verdict]) -> str:

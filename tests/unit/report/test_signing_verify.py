@@ -253,3 +253,21 @@ def test_profile_subject_must_match_profile_sha256(
     data = sign_report(report, [Subject(name="profile/p.yaml", sha256="ab" * 32)], ecdsa_signer)
     with pytest.raises(VerificationFailed, match="profile subject"):
         verify_bytes(data, ecdsa_signer.public_pem, recompute=FAKES)
+
+
+def test_nan_figures_are_null_and_verify(ecdsa_signer: LoadedSigner) -> None:
+    import math
+
+    from qgate.report.verify import Recompute
+
+    def nan_gates(policy: object, runs: object, div: object) -> list:  # type: ignore[type-arg]
+        out = FAKES.evaluate_quality(policy, runs, div)  # type: ignore[arg-type]
+        return [v.model_copy(update={"observed": math.nan}) for v in out]
+
+    fns = Recompute(nan_gates, FAKES.summarize, FAKES.compare, FAKES.scenario_verdicts)
+    report = build_report(fns=fns)
+    data = sign_report(report, SUBJECTS, ecdsa_signer)
+    payload = base64.b64decode(json.loads(data)["payload"])
+    assert b"NaN" not in payload
+    json.loads(payload, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert verify_bytes(data, ecdsa_signer.public_pem, recompute=fns).report.verdict == "PASS"
