@@ -6,7 +6,9 @@ end of the session; the teardown checks that no process of theirs is left.
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +20,25 @@ from qgate.runtime.vllm_server import VllmServer
 
 SERVED_MODEL = "smollm2"
 SERVER_ARGS: dict[str, EngineArgValue] = {"enforce_eager": True, "max_model_len": 4096}
+
+
+@pytest.fixture(scope="session")
+def runtime_root() -> Iterator[Path]:
+    """Run folders for servers, outside pytest's basetemp.
+
+    pytest prunes all but the newest three basetemp folders, including those
+    of other sessions still running on the same machine; a server's log must
+    not vanish while it runs.
+    """
+    path = Path(tempfile.mkdtemp(prefix="qgate-it-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def runtime_dir(runtime_root: Path, request: pytest.FixtureRequest) -> Path:
+    """A fresh run folder for one test's server."""
+    return Path(tempfile.mkdtemp(prefix=request.node.name[:40] + "-", dir=runtime_root))
 
 
 @pytest.fixture(scope="session")
@@ -50,20 +71,16 @@ def _serve(
 
 
 @pytest.fixture(scope="session")
-def reference_server(
-    smollm2_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[VllmServer]:
+def reference_server(smollm2_checkpoint: Path, runtime_root: Path) -> Iterator[VllmServer]:
     """SmolLM2 on vLLM-CPU, bf16, KV cache `auto`, eager, max_model_len 4096."""
-    run_dir = tmp_path_factory.mktemp("reference-runtime")
+    run_dir = runtime_root / "reference-server"
     yield from _serve("reference", smollm2_checkpoint, run_dir, {"kv_cache_dtype": "auto"})
 
 
 @pytest.fixture(scope="session")
-def fp8kv_server(
-    smollm2_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[VllmServer]:
+def fp8kv_server(smollm2_checkpoint: Path, runtime_root: Path) -> Iterator[VllmServer]:
     """The same server with `kv_cache_dtype: fp8` (the candidate of the embedded demo)."""
-    run_dir = tmp_path_factory.mktemp("fp8kv-runtime")
+    run_dir = runtime_root / "fp8kv-server"
     yield from _serve("candidate", smollm2_checkpoint, run_dir, {"kv_cache_dtype": "fp8"})
 
 

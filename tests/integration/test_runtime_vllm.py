@@ -65,13 +65,13 @@ def test_effective_config_reports_what_the_server_applied(
 
 
 def test_invalid_engine_argument_fails_fast_with_log_tail(
-    smollm2_checkpoint: Path, tmp_path: Path
+    smollm2_checkpoint: Path, runtime_dir: Path
 ) -> None:
     server = VllmServer(
         role="candidate",
         model_path=smollm2_checkpoint,
         served_model="smollm2",
-        run_dir=tmp_path,
+        run_dir=runtime_dir,
         args={"enforce_eager": True, "kv_cache_dtype": "fp9"},
         startup_timeout_s=300,
     )
@@ -86,14 +86,14 @@ def test_invalid_engine_argument_fails_fast_with_log_tail(
 
 
 def test_own_server_stops_without_leftover_processes(
-    smollm2_checkpoint: Path, tmp_path: Path
+    smollm2_checkpoint: Path, runtime_dir: Path
 ) -> None:
     """A dedicated server (the shared ones live until the session ends)."""
     with VllmServer(
         role="reference",
         model_path=smollm2_checkpoint,
         served_model="smollm2",
-        run_dir=tmp_path,
+        run_dir=runtime_dir,
         args={"enforce_eager": True, "max_model_len": 1024},
         startup_timeout_s=900,
     ) as server:
@@ -106,7 +106,7 @@ def test_own_server_stops_without_leftover_processes(
         assert len(_group_members(pgid)) >= 2
     with pytest.raises(ProcessLookupError):
         os.killpg(pgid, 0)
-    assert (tmp_path / "reference.log").read_text().count("# qgate: stopped") == 1
+    assert (runtime_dir / "reference.log").read_text().count("# qgate: stopped") == 1
 
 
 def _group_members(pgid: int) -> list[int]:
