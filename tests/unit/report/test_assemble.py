@@ -1,0 +1,50 @@
+"""The pipeline's path: assemble.build_report -> write_report -> verify, with the team's functions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from report_synthetic import PROFILE, build_report, make_signer
+
+from qgate.profile import Profile
+from qgate.quality.gates import evaluate_quality
+from qgate.report.assemble import build_report as assemble
+from qgate.report.signing import subjects_for
+from qgate.report.verify import verify_bytes
+from qgate.report.writer import write_report
+
+
+@pytest.mark.parametrize("status", ["ran", "skipped: --skip-perf"])
+def test_assembled_report_verifies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str
+) -> None:
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    raw = build_report(items=10, requests=4)
+    profile = Profile.model_validate(PROFILE)
+    profile_file = tmp_path / "p.yaml"
+    profile_file.write_text("name: smollm2-fp8kv-test\n")
+    verdicts = evaluate_quality(profile.quality, raw.quality.runs, raw.quality.divergence)
+    report = assemble(
+        profile=profile,
+        profile_sha256=subjects_for(profile_file, None)[0].sha256,
+        fingerprint=raw.fingerprint,
+        effective_configs=raw.effective_configs,
+        suite_runs=raw.quality.runs,
+        divergence=raw.quality.divergence,
+        verdicts=verdicts,
+        perf_status=status,  # type: ignore[arg-type]
+        perf_runs=raw.perf.runs if status == "ran" else [],
+        target_mismatches=[],
+        stage_timings={"quality": 1.0},
+    )
+    signer = make_signer("ecdsa")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    written = write_report(
+        run_dir, report, subjects_for(profile_file, raw.fingerprint), signer, html=False
+    )
+    result = verify_bytes(written.envelope.read_bytes(), signer.public_pem, profile_file)
+    assert result.report.verdict == report.verdict
+    assert len(result.report.perf.results) == (1 if status == "ran" else 0)
+    assert "hf_secretvalue123" not in written.envelope.read_text()
