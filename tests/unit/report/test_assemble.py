@@ -1,4 +1,4 @@
-"""The pipeline's path: assemble.build_report -> write_report -> verify, with the team's functions."""
+"""The pipeline path: assemble.build_report -> write_report -> verify (team functions)."""
 
 from __future__ import annotations
 
