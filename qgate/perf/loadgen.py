@@ -57,8 +57,14 @@ class Sender:
         index = self.counter
         self.counter += 1
         raw = await send(self.session, self.base_url + spec.path, spec.payload, self.headers)
-        parsed = parse_sse(raw.chunks) if raw.error is None else ParsedStream()
-        error = raw.error or parsed.error
+        parsed = ParsedStream()
+        error = raw.error
+        if error is None:
+            try:
+                parsed = parse_sse(raw.chunks)
+            except (ValueError, TypeError, KeyError) as e:  # odd shapes: the request's error
+                error = f"unparsable stream: {type(e).__name__}"
+            error = error or parsed.error
         t0 = self.t0
         times = [t - t0 for t in parsed.token_times_ns]
         text = parsed.text if spec.probe_id is not None else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal
 
+from qgate.errors import InfrastructureError
 from qgate.perf.client import make_session, post_json
 from qgate.perf.counters import scrape
 from qgate.perf.loadgen import RequestSpec, Sender
@@ -124,18 +125,26 @@ async def _run_one(
     progress: bool,
     timeout_s: float,
 ) -> ScenarioRun:
+    import aiohttp
+
     width = level or (s.conversations if isinstance(s, MultiTurnScenario) else 256)
     root = root_url(base_url)
     async with make_session(width + 8, timeout_s) as session:
 
         async def tokenize(text: str) -> list[int]:
-            got = await post_json(
-                session,
-                root + "/tokenize",
-                {"model": model, "prompt": text, "add_special_tokens": False},
-                headers,
-            )
-            return [int(t) for t in got["tokens"]]
+            try:
+                got = await post_json(
+                    session,
+                    root + "/tokenize",
+                    {"model": model, "prompt": text, "add_special_tokens": False},
+                    headers,
+                )
+                return [int(t) for t in got["tokens"]]
+            except (aiohttp.ClientError, TimeoutError, KeyError, TypeError, ValueError) as e:
+                raise InfrastructureError(
+                    f"{root}/tokenize failed ({type(e).__name__}); exact-length prompts "
+                    "need the server's tokenizer"
+                ) from e
 
         sender = Sender(session, base_url.rstrip("/"), headers, t0=0)
         warm = Sender(session, base_url.rstrip("/"), headers, t0=0)

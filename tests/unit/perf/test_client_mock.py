@@ -119,3 +119,18 @@ def test_a_fault_mid_run_is_counted_not_fatal(mock_url: str) -> None:
     assert mm.requests == 6 and {r.turn for r in mt.requests if r.probe_id is None} == {0, 1, 2}
     # The mock simulates 16-token prefix blocks; turns reuse the shared prefix and history.
     assert mm.prefix_cache_hit_rate is not None and mm.prefix_cache_hit_rate > 0.3
+
+
+def test_endpoint_without_tokenize_is_an_infrastructure_error() -> None:
+    import socket
+
+    from qgate.errors import InfrastructureError
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    spec = PerfSpec.model_validate({"scenarios": [{"name": "f", "input_tokens": 8,
+                                                   "output_tokens": 2}]})
+    with pytest.raises(InfrastructureError, match="tokenize"):
+        asyncio.run(run_scenarios(f"http://127.0.0.1:{port}/v1", "m", spec, "candidate"))
