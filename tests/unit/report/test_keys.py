@@ -68,3 +68,29 @@ def test_bad_key_material(tmp_path: Path) -> None:
         load_signer(key_path=tmp_path / "missing.pem")
     with pytest.raises(BadInput, match="unsupported"):
         load_signer(kms_uri="nosuchkms:abc")
+
+
+def test_kms_uri_goes_through_securesystemslib(monkeypatch: pytest.MonkeyPatch) -> None:
+    from securesystemslib.signer import SIGNER_FOR_URI_SCHEME, CryptoSigner, Signer
+
+    backing = CryptoSigner.generate_ecdsa()
+
+    class FakeKms(Signer):
+        @classmethod
+        def import_(cls, rest: str) -> tuple[str, object]:
+            assert rest == "projects/p/keys/k"
+            return f"fakekms:{rest}", backing.public_key
+
+        @classmethod
+        def from_priv_key_uri(
+            cls, priv_key_uri: str, public_key: object, secrets_handler: object = None
+        ) -> Signer:  # type: ignore[override]  # noqa: E501
+            assert priv_key_uri == "fakekms:projects/p/keys/k"
+            return backing
+
+    monkeypatch.setitem(SIGNER_FOR_URI_SCHEME, "fakekms", FakeKms)
+    monkeypatch.delenv("QGATE_SIGNING_KEY", raising=False)
+    loaded = load_signer(kms_uri="fakekms:projects/p/keys/k")
+    assert loaded.source == "kms"
+    assert loaded.signer.public_key.keyid == backing.public_key.keyid
+    assert "PUBLIC KEY" in loaded.public_pem
