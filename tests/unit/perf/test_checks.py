@@ -7,8 +7,14 @@ from qgate.profile import PerfSpec
 
 def good(**kw: object) -> RequestRecord:
     base: dict[str, object] = dict(
-        index=0, scheduled_ns=0, sent_ns=1, first_token_ns=10, done_ns=40,
-        token_times_ns=[10, 20, 30], prompt_tokens=5, output_tokens=3,
+        index=0,
+        scheduled_ns=0,
+        sent_ns=1,
+        first_token_ns=10,
+        done_ns=40,
+        token_times_ns=[10, 20, 30],
+        prompt_tokens=5,
+        output_tokens=3,
         requested_output_tokens=3,
     )
     base.update(kw)
@@ -20,15 +26,21 @@ def test_clean_stream_passes() -> None:
 
 
 def test_each_problem_is_named() -> None:
-    assert any("requested" in p for p in check_request(good(output_tokens=2,
-                                                             token_times_ns=[10, 20])))
-    assert any("usage says" in p for p in check_request(good(output_tokens=4,
-                                                             chunk_tokens=[1, 1, 1])))
-    assert any("usage says" in p for p in check_request(good(output_tokens=2,
-                                                             requested_output_tokens=None)))
+    assert any(
+        "requested" in p for p in check_request(good(output_tokens=2, token_times_ns=[10, 20]))
+    )
+    assert any(
+        "usage says" in p for p in check_request(good(output_tokens=4, chunk_tokens=[1, 1, 1]))
+    )
+    assert any(
+        "usage says" in p
+        for p in check_request(good(output_tokens=2, requested_output_tokens=None))
+    )
     assert any("no usage" in p for p in check_request(good(output_tokens=None)))
-    assert any("empty" in p for p in check_request(
-        good(first_token_ns=None, token_times_ns=[], output_tokens=0)))
+    assert any(
+        "empty" in p
+        for p in check_request(good(first_token_ns=None, token_times_ns=[], output_tokens=0))
+    )
     assert any("monotonic" in p for p in check_request(good(token_times_ns=[10, 30, 20])))
 
 
@@ -38,14 +50,17 @@ def test_errors_are_not_double_counted_as_mismatches() -> None:
 
 def spec(rate: float) -> PerfSpec:
     return PerfSpec.model_validate(
-        {"scenarios": [{"name": "s", "input_tokens": 4, "output_tokens": 3}],
-         "max_error_rate": rate}
+        {
+            "scenarios": [{"name": "s", "input_tokens": 4, "output_tokens": 3}],
+            "max_error_rate": rate,
+        }
     )
 
 
 def run_of(reqs: list[RequestRecord]) -> ScenarioRun:
-    return ScenarioRun(scenario="s", role="candidate", kind="fixed", gpus=1, duration_ns=100,
-                       requests=reqs)
+    return ScenarioRun(
+        scenario="s", role="candidate", kind="fixed", gpus=1, duration_ns=100, requests=reqs
+    )
 
 
 def test_verdicts_fail_above_max_error_rate() -> None:
@@ -62,8 +77,10 @@ def test_verdict_fails_with_no_requests() -> None:
 
 
 def test_error_rate_counts_errored_requests() -> None:
-    reqs = [good(index=0), good(index=1, error="HTTP 500: x", token_times_ns=[],
-                                first_token_ns=None)]
+    reqs = [
+        good(index=0),
+        good(index=1, error="HTTP 500: x", token_times_ns=[], first_token_ns=None),
+    ]
     v = {x.gate: x for x in scenario_verdicts(spec(0.25), run_of(reqs))}
     assert not v["perf.s.errors"].passed and v["perf.s.errors"].observed == 0.5
 

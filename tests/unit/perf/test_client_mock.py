@@ -20,8 +20,13 @@ from qgate.profile import PerfSpec
 
 def payload(n: int = 8, **mock: Any) -> dict[str, Any]:
     return {
-        "model": "mock", "prompt": [1, 2, 3], "max_tokens": n, "min_tokens": n,
-        "stream": True, "stream_options": {"include_usage": True}, "mock": mock,
+        "model": "mock",
+        "prompt": [1, 2, 3],
+        "max_tokens": n,
+        "min_tokens": n,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "mock": mock,
         "return_token_ids": True,
     }
 
@@ -81,8 +86,10 @@ def test_faults_end_as_errors_on_the_request(mock_url: str, fault: str, needle: 
     assert time.monotonic() - start < 5
 
 
-@pytest.mark.parametrize(("fault", "needle"), [("short", "requested"), ("empty", "empty"),
-                                               ("usage_mismatch", "usage says")])
+@pytest.mark.parametrize(
+    ("fault", "needle"),
+    [("short", "requested"), ("empty", "empty"), ("usage_mismatch", "usage says")],
+)
 def test_short_or_inconsistent_streams_fail_checks(mock_url: str, fault: str, needle: str) -> None:
     rec = asyncio.run(one(mock_url, payload(8, fault=fault)))
     assert rec.error is None
@@ -93,21 +100,42 @@ def test_a_fault_mid_run_is_counted_not_fatal(mock_url: str) -> None:
     spec = PerfSpec.model_validate(
         {
             "scenarios": [
-                {"name": "f", "input_tokens": 32, "output_tokens": 4, "concurrency": 2,
-                 "warmup": 1, "requests": 6},
-                {"name": "mt", "kind": "multi_turn", "conversations": 2, "turns": 3,
-                 "shared_prefix_tokens": 128, "turn_input_tokens": 16, "output_tokens": 4,
-                 "warmup": 0},
+                {
+                    "name": "f",
+                    "input_tokens": 32,
+                    "output_tokens": 4,
+                    "concurrency": 2,
+                    "warmup": 1,
+                    "requests": 6,
+                },
+                {
+                    "name": "mt",
+                    "kind": "multi_turn",
+                    "conversations": 2,
+                    "turns": 3,
+                    "shared_prefix_tokens": 128,
+                    "turn_input_tokens": 16,
+                    "output_tokens": 4,
+                    "warmup": 0,
+                },
             ],
             "probe_share": 0.5,
             "max_error_rate": 0.0,
         }
     )
-    probes: list[Any] = [("p1", [{"role": "user", "content": "2+2?"}], "42"),
-                         ("p2", "What is 6*7?", "41")]
+    probes: list[Any] = [
+        ("p1", [{"role": "user", "content": "2+2?"}], "42"),
+        ("p2", "What is 6*7?", "41"),
+    ]
     runs = asyncio.run(
-        run_scenarios(mock_url, "mock", spec, "candidate", probes=probes,
-                      probe_params={"mock": {"text": "The answer is 42."}, "max_tokens": 8})
+        run_scenarios(
+            mock_url,
+            "mock",
+            spec,
+            "candidate",
+            probes=probes,
+            probe_params={"mock": {"text": "The answer is 42."}, "max_tokens": 8},
+        )
     )
     fixed, mt = runs
     m = summarize(fixed, None)
@@ -130,7 +158,50 @@ def test_endpoint_without_tokenize_is_an_infrastructure_error() -> None:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    spec = PerfSpec.model_validate({"scenarios": [{"name": "f", "input_tokens": 8,
-                                                   "output_tokens": 2}]})
+    spec = PerfSpec.model_validate(
+        {"scenarios": [{"name": "f", "input_tokens": 8, "output_tokens": 2}]}
+    )
     with pytest.raises(InfrastructureError, match="tokenize"):
         asyncio.run(run_scenarios(f"http://127.0.0.1:{port}/v1", "m", spec, "candidate"))
+
+
+def test_trace_replay_and_duration_bound_runs(mock_url: str, tmp_path: Any) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(
+        "".join(
+            f'{{"timestamp": {t}, "input_tokens": {n}, "output_tokens": 3}}\n'
+            for t, n in [(0.0, 8), (0.1, 16), (0.2, 24), (0.4, 8), (0.5, 40)]
+        )
+    )
+    spec = PerfSpec.model_validate(
+        {
+            "scenarios": [
+                {"name": "tr", "kind": "trace", "path": str(trace), "warmup": 1},
+                {
+                    "name": "dur",
+                    "input_tokens": 8,
+                    "output_tokens": 2,
+                    "concurrency": 3,
+                    "duration_s": 0.5,
+                    "warmup": 0,
+                },
+                {
+                    "name": "ol",
+                    "input_tokens": 8,
+                    "output_tokens": 2,
+                    "request_rate": 40.0,
+                    "requests": 10,
+                    "warmup": 0,
+                    "concurrency": 2,
+                },
+            ],
+            "probe_share": 0.0,
+        }
+    )
+    tr, dur, ol = asyncio.run(run_scenarios(mock_url, "mock", spec, "candidate"))
+    assert [r.prompt_tokens for r in tr.requests] == [16, 24, 8, 40]
+    # Arrivals follow the trace's clock from its first measured line.
+    assert [round(r.scheduled_ns / 1e8) for r in tr.requests] == [0, 1, 3, 4]
+    assert all(not r.check_failures and r.error is None for r in tr.requests)
+    assert len(dur.requests) >= 3 and max(r.sent_ns for r in dur.requests) < 0.5e9
+    assert len(ol.requests) == 10 and summarize(ol, None).peak_concurrency <= 2

@@ -15,12 +15,22 @@ def run_of(ttfts: list[float], itl: float, n: int = 8) -> ScenarioRun:
         times = [int((t + k * itl) * MS) for k in range(n)]
         reqs.append(
             RequestRecord(
-                index=i, scheduled_ns=0, sent_ns=0, first_token_ns=times[0],
-                done_ns=times[-1], token_times_ns=times, prompt_tokens=4, output_tokens=n,
+                index=i,
+                scheduled_ns=0,
+                sent_ns=0,
+                first_token_ns=times[0],
+                done_ns=times[-1],
+                token_times_ns=times,
+                prompt_tokens=4,
+                output_tokens=n,
             )
         )
     return ScenarioRun(
-        scenario="s", role="reference", kind="fixed", gpus=1, duration_ns=10_000 * MS,
+        scenario="s",
+        role="reference",
+        kind="fixed",
+        gpus=1,
+        duration_ns=10_000 * MS,
         requests=reqs,
     )
 

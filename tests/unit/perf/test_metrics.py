@@ -26,7 +26,11 @@ def rec(index: int, sent: int, times: list[int], n: int | None, **kw: object) ->
 
 def run_of(*reqs: RequestRecord, gpus: int = 1) -> ScenarioRun:
     return ScenarioRun(
-        scenario="s", role="candidate", kind="fixed", gpus=gpus, duration_ns=1000 * MS,
+        scenario="s",
+        role="candidate",
+        kind="fixed",
+        gpus=gpus,
+        duration_ns=1000 * MS,
         requests=list(reqs),
     )
 

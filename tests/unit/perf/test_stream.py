@@ -8,8 +8,10 @@ def ev(obj: str) -> bytes:
 
 
 TOK = '{"choices":[{"index":0,"text":"%s","finish_reason":null}]}'
-USAGE = '{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2,' \
+USAGE = (
+    '{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2,'
     '"prompt_tokens_details":{"cached_tokens":4}}}'
+)
 
 
 def test_events_split_across_reads_take_the_time_they_completed() -> None:
