@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import random
 import statistics
 import sys
 import time
@@ -71,7 +72,16 @@ async def send_httpx(client: Any, url: str, payload: dict[str, Any]) -> RawRespo
     return raw
 
 
-async def level(url: str, n: int, tokens: int, ttft_ms: float, itl_ms: float, client: str) -> str:
+async def level(
+    url: str,
+    n: int,
+    tokens: int,
+    ttft_ms: float,
+    itl_ms: float,
+    client: str,
+    rounds: int,
+    burst: bool,
+) -> str:
     payload = {
         "model": "mock",
         "prompt": [1, 2, 3, 4],
@@ -81,18 +91,33 @@ async def level(url: str, n: int, tokens: int, ttft_ms: float, itl_ms: float, cl
         "mock": {"ttft_ms": ttft_ms, "itl_ms": itl_ms},
     }
     target = url + "/completions"
+    # Steady state: each of the n streams is a worker that sends `rounds` requests back to
+    # back, started at a uniformly spread offset within one request's duration, like a
+    # closed-loop benchmark that has been running a while. The first round is not scored
+    # (it opens the connection). --burst instead fires all n at the same instant.
+    req_s = (ttft_ms + itl_ms * (tokens - 1)) / 1000
+    rng = random.Random(0)
+
+    async def worker(sender: Any) -> list[RawResponse]:
+        if not burst:
+            await asyncio.sleep(rng.uniform(0, req_s))
+        out = [await sender() for _ in range(rounds)]
+        return out[1:]
+
     if client == "httpx":
         import httpx
 
         limits = httpx.Limits(max_connections=n + 8, max_keepalive_connections=n + 8)
         async with httpx.AsyncClient(limits=limits, timeout=120) as hc:
-            # One round to open the connections, then the measured round.
-            await asyncio.gather(*(send_httpx(hc, target, payload) for _ in range(n)))
-            raws = await asyncio.gather(*(send_httpx(hc, target, payload) for _ in range(n)))
+            got = await asyncio.gather(
+                *(worker(lambda: send_httpx(hc, target, payload)) for _ in range(n))
+            )
     else:
         async with make_session(n + 8, 120) as s:
-            await asyncio.gather(*(send(s, target, payload) for _ in range(n)))
-            raws = await asyncio.gather(*(send(s, target, payload) for _ in range(n)))
+            got = await asyncio.gather(
+                *(worker(lambda: send(s, target, payload)) for _ in range(n))
+            )
+    raws = [r for rs in got for r in rs]
     ttft_err: list[float] = []
     send_lag: list[float] = []
     recv_lag: list[float] = []
@@ -117,7 +142,8 @@ async def level(url: str, n: int, tokens: int, ttft_ms: float, itl_ms: float, cl
             itl_true.append((sb - sa) / 1e6)
             gap_err.append(abs((b - a) - (sb - sa)) / 1e6)
     return (
-        f"{client:7s} streams={n:4d}  TTFT error mean {statistics.fmean(ttft_err):+7.2f} ms"
+        f"{client:7s} streams={n:4d} scored={len(ttft_err):4d}"
+        f"  TTFT error mean {statistics.fmean(ttft_err):+7.2f} ms"
         f"  p50 {pct(ttft_err, 50):+7.2f}  p99 {pct(ttft_err, 99):+7.2f}"
         f"  = delivery to server p50 {pct(send_lag, 50):6.2f} + first-chunk receive lag"
         f" p50 {pct(recv_lag, 50):5.2f} p99 {pct(recv_lag, 99):5.2f}"
@@ -135,6 +161,8 @@ def main() -> None:
     ap.add_argument("--ttft-ms", type=float, default=200.0)
     ap.add_argument("--itl-ms", type=float, default=25.0)
     ap.add_argument("--pin", action="store_true", help="mock on CPU 1, client on CPU 0")
+    ap.add_argument("--rounds", type=int, default=3, help="requests per stream (first unscored)")
+    ap.add_argument("--burst", action="store_true", help="all streams start at one instant")
     a = ap.parse_args()
     if a.pin:
         import os
@@ -144,7 +172,8 @@ def main() -> None:
     with load_mock().running(a.ttft_ms, a.itl_ms, cpu=1 if a.pin else None) as url:
         for c in clients:
             for n in a.levels:
-                print(run_loop(level(url, n, a.tokens, a.ttft_ms, a.itl_ms, c)), flush=True)
+                line = level(url, n, a.tokens, a.ttft_ms, a.itl_ms, c, a.rounds, a.burst)
+                print(run_loop(line), flush=True)
 
 
 if __name__ == "__main__":
