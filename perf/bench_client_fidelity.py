@@ -32,11 +32,13 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from qgate.perf.client import RawResponse, make_session, run_loop, send  # noqa: E402
+from qgate.perf.rawhttp import RawClient  # noqa: E402
 from qgate.perf.stream import parse_sse  # noqa: E402
 
 
@@ -112,6 +114,14 @@ async def level(
             got = await asyncio.gather(
                 *(worker(lambda: send_httpx(hc, target, payload)) for _ in range(n))
             )
+    elif client == "raw":
+        import json
+
+        rc = RawClient(url, 120)
+        body = json.dumps(payload).encode()
+        path = urlsplit(target).path
+        got = await asyncio.gather(*(worker(lambda: rc.send(path, body)) for _ in range(n)))
+        await rc.close()
     else:
         async with make_session(n + 8, 120) as s:
             got = await asyncio.gather(
@@ -156,7 +166,7 @@ async def level(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--levels", type=int, nargs="+", default=[1, 100, 500])
-    ap.add_argument("--client", choices=["aiohttp", "httpx", "both"], default="aiohttp")
+    ap.add_argument("--client", choices=["raw", "aiohttp", "httpx", "all"], default="raw")
     ap.add_argument("--tokens", type=int, default=16)
     ap.add_argument("--ttft-ms", type=float, default=200.0)
     ap.add_argument("--itl-ms", type=float, default=25.0)
@@ -168,7 +178,7 @@ def main() -> None:
         import os
 
         os.sched_setaffinity(0, {0})
-    clients = ["aiohttp", "httpx"] if a.client == "both" else [a.client]
+    clients = ["raw", "aiohttp", "httpx"] if a.client == "all" else [a.client]
     with load_mock().running(a.ttft_ms, a.itl_ms, cpu=1 if a.pin else None) as url:
         for c in clients:
             for n in a.levels:

@@ -1,16 +1,19 @@
-"""The streaming HTTP client of the load generator.
+"""The streaming HTTP clients of the load generator, and what they record.
 
-aiohttp, not httpx: on the mock server (perf/bench_client_fidelity.py,
-`--client httpx` for the comparison) aiohttp's TTFT error stayed lower at
-100 and 500 concurrent streams on a 2-core machine, because httpx's
-per-chunk path (httpcore + anyio) costs more CPU per read; see the figures in
-the module's commit and the perf report. uvloop is used when installed.
+Two clients, chosen by measurement on the mock server
+(perf/bench_client_fidelity.py, --client raw|aiohttp|httpx, 2-core machine
+shared with other work): for plain http the protocol-level client in
+qgate.perf.rawhttp (its event-loop callback only appends a timestamp per
+read, no coroutine wakes per chunk), for https aiohttp (`send` below). httpx
+was measured and dropped: its per-chunk path (httpcore + anyio) cost seconds
+of TTFT error at 100 streams where aiohttp cost tens of milliseconds.
 
-While a response streams in, the client only appends
+While a response streams in, a client only appends
 (time.perf_counter_ns(), raw bytes) per network read; parsing happens after
 the request has ended (qgate.perf.stream). Every failure (connection refused
 or dropped, HTTP status, timeout, malformed stream) ends as an `error`
-string on that request, never as an exception out of `send`.
+string on that request, never as an exception out of `send`. uvloop is used
+when installed (`run_loop`).
 """
 
 from __future__ import annotations

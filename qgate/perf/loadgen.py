@@ -10,13 +10,16 @@ queueing never hides inside TTFT.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from qgate.perf.checks import with_checks
-from qgate.perf.client import send
+from qgate.perf.client import RawResponse, send
+from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import RequestRecord
 from qgate.perf.stream import ParsedStream, parse_sse
 
@@ -49,6 +52,14 @@ class Sender:
     records: list[RequestRecord] = field(default_factory=list)
     on_done: Callable[[RequestRecord], None] | None = None
     counter: int = 0
+    raw: RawClient | None = None
+
+    async def _send(self, spec: RequestSpec) -> RawResponse:
+        if self.raw is None:
+            return await send(self.session, self.base_url + spec.path, spec.payload, self.headers)
+        # Serialized before the clock starts: encoding a long prompt is client work.
+        body = json.dumps(spec.payload, separators=(",", ":")).encode()
+        return await self.raw.send(urlsplit(self.base_url).path + spec.path, body, self.headers)
 
     async def run(
         self, spec: RequestSpec, scheduled_ns: int, *, keep: bool = True
@@ -56,7 +67,7 @@ class Sender:
         """Send one request, parse its stream afterwards, record it (unless `keep` is False)."""
         index = self.counter
         self.counter += 1
-        raw = await send(self.session, self.base_url + spec.path, spec.payload, self.headers)
+        raw = await self._send(spec)
         parsed = ParsedStream()
         error = raw.error
         if error is None:

@@ -19,6 +19,7 @@ from qgate.perf.counters import scrape
 from qgate.perf.loadgen import RequestSpec, Sender
 from qgate.perf.probes import Probe
 from qgate.perf.progress import ScenarioProgress
+from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.perf.workloads import (
     Mark,
@@ -146,8 +147,11 @@ async def _run_one(
                     "need the server's tokenizer"
                 ) from e
 
-        sender = Sender(session, base_url.rstrip("/"), headers, t0=0)
-        warm = Sender(session, base_url.rstrip("/"), headers, t0=0)
+        # The protocol-level client for plain http (lowest timing error, see rawhttp);
+        # aiohttp for https.
+        raw = RawClient(base_url, timeout_s) if base_url.startswith("http://") else None
+        sender = Sender(session, base_url.rstrip("/"), headers, t0=0, raw=raw)
+        warm = Sender(session, base_url.rstrip("/"), headers, t0=0, raw=raw)
         gap = max(1, round(1 / probe_share)) if probe_share > 0 and probes else 0
         probe_tasks: list[asyncio.Task[Any]] = []
         done = 0
@@ -175,6 +179,8 @@ async def _run_one(
             params = await _dispatch(s, level, model, tokenize, sender, warm, scrape_before)
             if probe_tasks:
                 await asyncio.gather(*probe_tasks)
+        if raw is not None:
+            await raw.close()
         after = await scrape(base_url, headers)
 
     reqs = sorted(sender.records, key=lambda r: r.sent_ns)

