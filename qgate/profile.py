@@ -196,6 +196,11 @@ class MathSuite(AccuracyPolicy):
     )
     limit: int | None = Field(default=None, ge=1, description="Use only the first N items.")
     max_tokens: int = Field(default=48, ge=1, description="Generation budget per answer.")
+    long_tokens: int = Field(
+        default=3072,
+        ge=256,
+        description="Preamble length in tokens for the long form; clipped to fit max_model_len.",
+    )
 
 
 class RecallSuite(AccuracyPolicy):

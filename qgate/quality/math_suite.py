@@ -28,7 +28,6 @@ INSTRUCTION = "Reply with only the number, nothing else."
 LONG_BRIDGE = "The text above is background material; it is not needed for the question below."
 DEFAULT_SET = "math/core.jsonl"
 PREAMBLE = "math/preamble.txt"
-DEFAULT_LONG_TOKENS = 3072
 MIN_LONG_TOKENS = 256
 # Room for the question, the chat template and the instruction around the preamble.
 LONG_MARGIN_TOKENS = 192
@@ -107,7 +106,7 @@ def math_data_sha256(
     if form == "long":
         view["preamble_sha256"] = sha256_bytes(read_eval_file(evals_root() / PREAMBLE))
         view["preamble_tokens"] = long_budget(
-            long_tokens or DEFAULT_LONG_TOKENS, max_model_len, spec.max_tokens
+            long_tokens or spec.long_tokens, max_model_len, spec.max_tokens
         )
     return hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
 
@@ -164,8 +163,8 @@ async def run_math(
 ) -> list[SuiteRun]:
     """Run `math.short` and/or `math.long` (as `spec.prompts` asks) against one runtime.
 
-    `long_tokens` is the preamble budget in tokens (default 3072), clipped to
-    `max_model_len`; the tokens actually used are recorded in the run's params.
+    `long_tokens` overrides `spec.long_tokens` (the preamble budget in tokens),
+    clipped to `max_model_len`; the budget used is recorded in the run's params.
     """
     items, _ = load_math_set(spec.set, spec.limit)
     runs: list[SuiteRun] = []
@@ -186,7 +185,7 @@ async def run_math(
                 prompts = [short_prompt(i.question) for i in items]
             else:
                 budget = long_budget(
-                    long_tokens or DEFAULT_LONG_TOKENS, max_model_len, spec.max_tokens
+                    long_tokens or spec.long_tokens, max_model_len, spec.max_tokens
                 )
                 preamble_full = read_eval_file(evals_root() / PREAMBLE).decode("utf-8")
                 preamble, sizing = await fit_to_tokens(client, preamble_full, budget)
