@@ -12,7 +12,7 @@ given without an interval rather than with a made-up one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -84,6 +84,9 @@ class _Pooled:
         self.values = values[order]
         self.owner = owner[order]
         self.groups = len(groups)
+        # One value per request (TTFT, TPOT, E2E): resample the values directly.
+        self.single = all(len(vs) == 1 for vs in groups)
+        self.by_group = np.asarray([vs[0] for vs in groups]) if self.single else self.values
 
     def median(self) -> float:
         import numpy as np
@@ -94,16 +97,34 @@ class _Pooled:
         """np.median of the values of the drawn requests (with repeats), without expanding."""
         import numpy as np
 
-        counts = np.bincount(np.asarray(idx), minlength=self.groups)
-        cw = np.cumsum(counts[self.owner])
-        n = int(cw[-1])
-        if n == 0:
-            return float("nan")
-        hi = self.values[int(np.searchsorted(cw, n // 2, side="right"))]
-        if n % 2:
-            return float(hi)
-        lo = self.values[int(np.searchsorted(cw, n // 2 - 1, side="right"))]
-        return float((lo + hi) / 2.0)
+        return float(self.resampled_medians(np.asarray(idx)[None, :])[0])
+
+    def resampled_medians(self, idx: Any) -> Any:
+        """Row-wise pooled medians for a (resamples x requests) matrix of drawn indices.
+
+        Equal to np.median of each row's expanded values: the sorted values are
+        weighted by how often their request was drawn, and the middle one (or the
+        mean of the two middle ones) is found from the cumulative weights.
+        Empty rows cannot occur: every drawn request has at least one value.
+        """
+        import numpy as np
+
+        if self.single:
+            return np.median(self.by_group[idx], axis=1)
+        # One resample at a time: a (resamples x values) matrix is slower (memory-bound).
+        owner = self.owner
+        out = np.empty(idx.shape[0], dtype=np.float64)
+        for r in range(idx.shape[0]):
+            counts = np.bincount(idx[r], minlength=self.groups).astype(np.int32)
+            cw = np.cumsum(counts[owner], dtype=np.int64)
+            n = int(cw[-1])
+            hi = self.values[int(np.searchsorted(cw, n // 2, side="right"))]
+            if n % 2:
+                out[r] = hi
+            else:
+                lo = self.values[int(np.searchsorted(cw, n // 2 - 1, side="right"))]
+                out[r] = (lo + hi) / 2.0
+        return out
 
 
 def _median_ratio_ci(
@@ -127,10 +148,10 @@ def _median_ratio_ci(
     rng = np.random.default_rng(seed)
     ref_idx = rng.integers(0, rp.groups, size=(resamples, rp.groups))
     cand_idx = rng.integers(0, cp.groups, size=(resamples, cp.groups))
-    ratios = np.empty(resamples, dtype=np.float64)
-    for i in range(resamples):
-        rmed = rp.resampled_median(ref_idx[i])
-        ratios[i] = cp.resampled_median(cand_idx[i]) / rmed if rmed != 0 else float("nan")
+    rmeds = rp.resampled_medians(ref_idx)
+    cmeds = cp.resampled_medians(cand_idx)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(rmeds != 0, cmeds / np.where(rmeds != 0, rmeds, 1.0), np.nan)
     ratios = ratios[np.isfinite(ratios)]
     if ratios.size == 0:
         return rm, cm, ratio, None, None
