@@ -146,11 +146,11 @@ def convert_gguf(gguf_file: Path, out_dir: Path) -> None:
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
     # transformers marks GGUF-loaded models as quantized although the layers came
     # back as plain dequantized nn.Linear; vLLM must see an ordinary bf16 checkpoint.
-    model.hf_quantizer = None
+    model.hf_quantizer = None  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    model.is_quantized = False
-    model = model.to(torch.bfloat16)
+    model.is_quantized = False  # type: ignore[assignment]
+    model = model.to(torch.bfloat16)  # type: ignore[arg-type]
     model.config.architectures = ["LlamaForCausalLM"]
     model.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)

@@ -1,0 +1,98 @@
+"""`qgate run`: the story of DESIGN.md, one call per stage.
+
+load -> fingerprint -> reference (or its cached results) -> candidate ->
+gates -> perf (only when every gate passed) -> report -> sign -> write.
+Every stage's raw results are written into the run folder as soon as they
+exist, so an interrupted or failed run keeps what it finished.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from qgate.errors import ExitCode
+from qgate.perf.records import ScenarioRun
+from qgate.quality.records import Verdict
+from qgate.quality.stage import QualityOutput
+from qgate.report.model import OverallVerdict, PerfStatus
+
+
+@dataclass
+class RunOptions:
+    """What `qgate run` was asked to do."""
+
+    profile: Path
+    out_root: Path = Path("qgate-runs")
+    key: Path | None = None
+    cache_dir: Path | None = None
+    refresh_reference: bool = False
+    skip_perf: bool = False
+    force_perf: bool = False
+    progress: bool = True
+
+
+@dataclass
+class RunOutcome:
+    """Where the report is, the verdict, and what to tell people."""
+
+    run_dir: Path
+    envelope: Path
+    verdict: OverallVerdict
+    exit_code: ExitCode
+    verdicts: list[Verdict]
+    perf_status: PerfStatus
+    headline: list[str] = field(default_factory=list)
+    public_key: Path | None = None
+    reference_cached: bool = False
+
+
+class StageClock:
+    """Wall time of each stage, for the report and for people."""
+
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = round(time.perf_counter() - start, 3)
+
+
+def run(opts: RunOptions) -> RunOutcome:
+    """Run the whole pipeline for one profile."""
+    from qgate import stages
+    from qgate.quality.gates import evaluate_quality, overall_passed
+    from qgate.report.verdict import perf_status
+
+    clock = StageClock()
+    with clock.stage("load"):
+        ctx = stages.prepare(opts)
+    with clock.stage("fingerprint"):
+        stages.fingerprint(ctx)
+    with clock.stage("reference_quality"):
+        reference = stages.reference_quality(ctx)
+    candidate: QualityOutput
+    perf_runs: list[ScenarioRun] = []
+    with clock.stage("candidate"), stages.started(ctx, "candidate") as runtime:
+        candidate = stages.quality_on(ctx, runtime, "candidate", reference)
+        divergence = stages.divergence_of(reference, candidate)
+        runs = reference.runs + candidate.runs
+        verdicts = evaluate_quality(ctx.profile.quality, runs, divergence)
+        status = perf_status(overall_passed(verdicts), ctx.no_perf, opts.force_perf)
+        if status in ("ran", "ungated"):
+            perf_runs += stages.perf_on(ctx, runtime, "candidate", candidate)
+    with clock.stage("reference_perf"):
+        if perf_runs and stages.compares_to_reference(ctx):
+            with stages.started(ctx, "reference") as runtime:
+                perf_runs += stages.perf_on(ctx, runtime, "reference", reference)
+    with clock.stage("report"):
+        return stages.report(ctx, reference, candidate, divergence, verdicts, status, perf_runs,
+                             clock.timings)  # fmt: skip
+
