@@ -1,0 +1,253 @@
+"""`qgate run` end to end on real vLLM (CPU, SmolLM2), in a reduced size of the demo profile.
+
+The same code path as `make demo`: the CLI, a cached reference, the candidate,
+the gates, perf only when they pass, a signed report that `qgate verify`
+accepts. Then the failing profile (emulated INT4 weights) exits 1 without
+perf, and Ctrl-C during the candidate's start leaves no server behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+QGATE = [sys.executable, "-m", "qgate.cli"]
+
+# The demo profile's shape, shrunk: every suite and both perf workloads, few items.
+BASE = """
+name: {name}
+model: {{embedded: smollm2}}
+target: {{accelerator: cpu}}
+engine:
+  args: {{dtype: bfloat16, max_model_len: 2048, enforce_eager: true, enable_prefix_caching: true}}
+  startup_timeout_s: 600
+reference:
+  args: {{kv_cache_dtype: auto}}
+candidate:
+{candidate}
+quality:
+  concurrency: 8
+  math: {{prompts: [short, long], limit: 12, max_drop: {math_drop}}}
+  recall: {{context_tokens: [512], haystacks: 1, depths: [0.2, 0.5, 0.8]}}
+  divergence: {{sequences: 6, tokens: 16, max_mean_kld: {kld}}}
+perf:
+  scenarios:
+    - {{name: fixed, input_tokens: 64, output_tokens: 8, concurrency: [2], warmup: 1, requests: 3}}
+    - {{name: agent, kind: multi_turn, conversations: 2, turns: 2, shared_prefix_tokens: 128,
+        turn_input_tokens: 16, output_tokens: 8, warmup: 0, requests: 4}}
+"""
+
+FP8KV = "  args: {kv_cache_dtype: fp8}"
+# INT4 with one scale per output row: far coarser than any format served in
+# practice, so the candidate's next-token distributions move far from the reference.
+INT4 = "  args: {kv_cache_dtype: auto}\n  emulate_weights: {format: int4, granularity: per_channel}"
+
+
+def qgate(
+    *args: str, env: dict[str, str], timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*QGATE, *args], capture_output=True, text=True, env=env, timeout=timeout, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory, smollm2_checkpoint: Path) -> Path:
+    return tmp_path_factory.mktemp("pipeline")
+
+
+@pytest.fixture(scope="module")
+def env(workspace: Path) -> dict[str, str]:
+    e = dict(os.environ)
+    # the development key (if any) stays inside the test's folder
+    e["XDG_CONFIG_HOME"] = str(workspace / "config")
+    e.pop("GITHUB_STEP_SUMMARY", None)
+    return e
+
+
+@pytest.fixture(scope="module")
+def keypair(workspace: Path, env: dict[str, str]) -> tuple[Path, Path]:
+    done = qgate("keygen", "--out", str(workspace / "ci"), env=env)
+    assert done.returncode == 0, done.stderr
+    return workspace / "ci.pem", workspace / "ci.pub.pem"
+
+
+def write_profile(workspace: Path, name: str, candidate: str, math_drop: float, kld: float) -> Path:
+    path = workspace / f"{name}.yaml"
+    text = BASE.format(name=name, candidate=candidate, math_drop=math_drop, kld=kld)
+    path.write_text(text)
+    return path
+
+
+def run_dir_of(stdout: str) -> Path:
+    line = next(ln for ln in stdout.splitlines() if ln.startswith("report: "))
+    return Path(line.split(": ", 1)[1].strip()).parent
+
+
+@pytest.fixture(scope="module")
+def passing_run(
+    workspace: Path, env: dict[str, str], keypair: tuple[Path, Path]
+) -> Iterator[tuple[subprocess.CompletedProcess[str], Path]]:
+    # Limits sit far above SmolLM2's FP8-KV divergence (mean KL ~0.01-0.05) so that
+    # this run exercises the passing path; the demo profile carries the real limits.
+    profile = write_profile(workspace, "it-fp8kv", FP8KV, math_drop=0.5, kld=1.0)
+    done = qgate(
+        "run", str(profile), "--out", str(workspace / "runs"), "--key", str(keypair[0]),
+        "--cache-dir", str(workspace / "cache"), "--no-progress", env=env,
+    )  # fmt: skip
+    yield done, profile
+
+
+def test_passing_run_writes_a_report_that_verifies(
+    passing_run: tuple[subprocess.CompletedProcess[str], Path],
+    keypair: tuple[Path, Path],
+    env: dict[str, str],
+    smollm2_checkpoint: Path,
+) -> None:
+    done, profile = passing_run
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("PASS"), done.stdout
+    assert "perf ran" in done.stdout
+    assert "perf fixed@c2: output tok/s x" in done.stdout
+    run_dir = run_dir_of(done.stdout)
+    for name in ("report.intoto.jsonl", "report.md", "report.html", "junit.xml",
+                 "raw/reference-quality.json", "raw/candidate-quality.json",
+                 "raw/candidate-perf.json", "raw/reference-perf.json",
+                 "logs/reference.log", "logs/candidate.log"):  # fmt: skip
+        assert (run_dir / name).is_file(), name
+    verified = qgate(
+        "verify", str(run_dir / "report.intoto.jsonl"), "--pubkey", str(keypair[1]),
+        "--profile", str(profile), "--model", str(smollm2_checkpoint), env=env,
+    )  # fmt: skip
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_report_holds_both_runtimes_and_fp8_kv(
+    passing_run: tuple[subprocess.CompletedProcess[str], Path], env: dict[str, str]
+) -> None:
+    done, _ = passing_run
+    shown = qgate("show", str(run_dir_of(done.stdout) / "report.intoto.jsonl"), "--format",
+                  "json", env=env)  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    configs = {c["role"]: c for c in report["effective_configs"]}
+    assert configs["candidate"]["kv_cache_dtype"] == "fp8"
+    assert configs["reference"]["kv_cache_dtype"] in ("auto", "bfloat16")
+    suites = {(r["suite"], r["role"]) for r in report["quality"]["runs"]}
+    for suite in ("math.short", "math.long", "recall.512"):
+        assert {(suite, "reference"), (suite, "candidate")} <= suites
+    kld = [k for s in report["quality"]["divergence"]["sequences"] for k in s["kld"]]
+    assert len(kld) > 0 and max(kld) > 0.0
+    hit_rates = [
+        r["candidate"]["prefix_cache_hit_rate"]
+        for r in report["perf"]["results"]
+        if r["scenario"].startswith("agent")
+    ]
+    assert hit_rates and hit_rates[0] is not None and hit_rates[0] > 0
+
+
+def test_rerun_uses_the_cached_reference(
+    passing_run: tuple[subprocess.CompletedProcess[str], Path],
+    workspace: Path,
+    env: dict[str, str],
+    keypair: tuple[Path, Path],
+) -> None:
+    _, profile = passing_run
+    done = qgate(
+        "run", str(profile), "--out", str(workspace / "runs"), "--key", str(keypair[0]),
+        "--cache-dir", str(workspace / "cache"), "--skip-perf", "--no-progress", env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "reference from cache" in done.stdout
+    run_dir = run_dir_of(done.stdout)
+    assert not (run_dir / "logs" / "reference.log").exists()  # no reference server this time
+    assert (run_dir / "raw" / "reference-quality.json").is_file()
+
+
+def test_failing_profile_exits_1_without_perf(
+    passing_run: tuple[subprocess.CompletedProcess[str], Path],
+    workspace: Path,
+    env: dict[str, str],
+    keypair: tuple[Path, Path],
+) -> None:
+    profile = write_profile(workspace, "it-int4", INT4, math_drop=0.5, kld=0.05)
+    done = qgate(
+        "run", str(profile), "--out", str(workspace / "runs"), "--key", str(keypair[0]),
+        "--cache-dir", str(workspace / "cache"), "--no-progress", env=env,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.startswith("FAIL"), done.stdout
+    assert "FAIL divergence.max_mean_kld" in done.stdout
+    assert "perf skipped: gates failed" in done.stdout
+    run_dir = run_dir_of(done.stdout)
+    assert not (run_dir / "raw" / "candidate-perf.json").exists()
+    verified = qgate("verify", str(run_dir / "report.intoto.jsonl"), "--pubkey",
+                     str(keypair[1]), env=env)  # fmt: skip
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.add(child)
+            todo.append(child)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def test_ctrl_c_during_candidate_start_leaves_no_server_and_keeps_reference(
+    passing_run: tuple[subprocess.CompletedProcess[str], Path],
+    workspace: Path,
+    env: dict[str, str],
+    keypair: tuple[Path, Path],
+) -> None:
+    _, profile = passing_run  # the reference is cached: the first server is the candidate
+    out = workspace / "interrupted"
+    proc = subprocess.Popen(
+        [*QGATE, "run", str(profile), "--out", str(out), "--key", str(keypair[0]),
+         "--cache-dir", str(workspace / "cache"), "--no-progress"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    servers: set[int] = set()
+    while time.monotonic() < deadline and not servers:
+        time.sleep(0.5)
+        servers = {p for p in _descendants(proc.pid) if _alive(p)}
+    assert servers, "the candidate server never started"
+    time.sleep(3)  # well inside its start-up
+    servers |= _descendants(proc.pid)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr
+    time.sleep(1)
+    assert not [p for p in servers if _alive(p)], "server processes survived Ctrl-C"
+    run_dir = next(out.iterdir())
+    assert (run_dir / "raw" / "reference-quality.json").is_file()
+    assert not (run_dir / "report.intoto.jsonl").exists()
