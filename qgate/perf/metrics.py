@@ -78,6 +78,14 @@ class ScenarioMetrics(Record):
     prefix_cache_hit_rate: float | None = Field(
         default=None, description="Prefix-cache hits / queries from the /metrics deltas."
     )
+    preemptions: float | None = Field(
+        default=None, description="Server preemptions during the scenario (/metrics delta)."
+    )
+    server_counters: dict[str, float] = Field(
+        default_factory=dict,
+        description="Every /metrics counter's delta over the scenario (tokens, queue time sums, "
+        "cache queries...), to explain the figures above.",
+    )
     probe_agree: int = Field(default=0, description="Quality probes answered as in quality stage.")
     probe_total: int = Field(default=0, description="Quality probes sent.")
 
@@ -190,7 +198,7 @@ def max_tokens_per_second(requests: Sequence[RequestRecord]) -> float:
 
 def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
     """All scenario metrics from the raw records (pure; `qgate verify` calls it too)."""
-    from qgate.perf.counters import prefix_cache_hit_rate
+    from qgate.perf.counters import PREEMPTIONS, deltas, prefix_cache_hit_rate
     from qgate.perf.probes import probe_agreement
 
     reqs = workload_requests(run)
@@ -207,6 +215,7 @@ def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
     itls = [g for r in ok for g in itls_ms(r)]
     goodput = rate(sum(1 for r in ok if meets_slo(r, slo))) if slo is not None else None
     agree, total = probe_agreement(run)
+    d = deltas(run.counters_before, run.counters_after)
     return ScenarioMetrics(
         scenario=run.scenario,
         role=run.role,
@@ -230,6 +239,8 @@ def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
         peak_concurrency=peak_concurrency(reqs),
         max_output_tokens_per_s=max_tokens_per_second(ok),
         prefix_cache_hit_rate=prefix_cache_hit_rate(run.counters_before, run.counters_after),
+        preemptions=d.get(PREEMPTIONS),
+        server_counters=d,
         probe_agree=agree,
         probe_total=total,
     )

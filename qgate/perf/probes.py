@@ -21,17 +21,19 @@ _INT = re.compile(r"-?\d[\d,]*")
 
 
 def extract_answer(text: str) -> str | None:
-    """Final integer of an answer; the quality package's extractor when it exists."""
+    """The final number of an answer, by the quality stage's own extractor.
+
+    The same function the quality stage used, so a probe agrees exactly when the
+    runtime gave the same answer under load; a last-integer regex if the quality
+    package is not importable.
+    """
     try:
         extract = importlib.import_module("qgate.quality.extract")
-        fn = getattr(extract, "extract_integer", None) or getattr(extract, "extract", None)
-        if callable(fn):
-            got = fn(text)
-            return None if got is None else str(got)
     except ImportError:
-        pass
-    found = _INT.findall(text)
-    return found[-1].replace(",", "") if found else None
+        found = _INT.findall(text)
+        return found[-1].replace(",", "") if found else None
+    got = extract.extract_number(text)
+    return None if got is None else str(got)
 
 
 def probe_agreement(run: ScenarioRun) -> tuple[int, int]:

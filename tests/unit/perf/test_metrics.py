@@ -106,3 +106,24 @@ def test_peak_concurrency_uses_exact_intervals() -> None:
 def test_empty_distribution_is_zero_like_vllm() -> None:
     d = distribution([])
     assert d.count == 0 and d.mean == 0.0 and d.p99 == 0.0
+
+
+def test_counter_deltas_explain_the_run() -> None:
+    run = run_of(R1).model_copy(
+        update={
+            "counters_before": {
+                "vllm:num_preemptions_total": 2.0,
+                "vllm:prefix_cache_queries_total": 100.0,
+                "vllm:prefix_cache_hits_total": 10.0,
+            },
+            "counters_after": {
+                "vllm:num_preemptions_total": 5.0,
+                "vllm:prefix_cache_queries_total": 300.0,
+                "vllm:prefix_cache_hits_total": 60.0,
+            },
+        }
+    )
+    m = summarize(run, None)
+    assert m.preemptions == 3.0
+    assert m.prefix_cache_hit_rate == pytest.approx(0.25)
+    assert m.server_counters["vllm:prefix_cache_queries_total"] == 200.0
