@@ -184,3 +184,25 @@ def check_applied(requested: Mapping[str, EngineArgValue], applied: Mapping[str,
             if got != asked:
                 report(key, asked, got)
     return problems
+
+
+# Lines after which a starting vLLM server never becomes healthy; some
+# versions then hang instead of exiting (seen: a worker failing its KV cache
+# allocation on a machine short of memory left the API server waiting).
+FATAL_STARTUP_MARKERS = (
+    "Engine core initialization failed",
+    "EngineCore failed to start",
+    "Worker failed with error",
+    "WorkerProc hit an exception",
+    "torch.OutOfMemoryError",
+    "CUDA out of memory",
+    "HIP out of memory",
+)
+
+
+def fatal_startup_line(text: str) -> str | None:
+    """The first log line that says a starting server has failed for good, if any."""
+    for line in text.splitlines():
+        if any(marker in line for marker in FATAL_STARTUP_MARKERS):
+            return line.strip()
+    return None

@@ -38,6 +38,8 @@ _ENGINE_ENV_PREFIXES = (
 )
 _PORT_TAKEN_MARKERS = ("Address already in use", "address already in use", "Errno 98")
 _POLL_S = 0.1
+# After a fatal log line, how long a server may take to exit by itself.
+_FATAL_EXIT_GRACE_S = 10.0
 _MAX_PORT_RETRIES = 2
 
 
@@ -107,6 +109,7 @@ class VllmServer:
         self._proc: subprocess.Popen[bytes] | None = None
         self._effective: EffectiveConfig | None = None
         self._stopped = False
+        self._scan_offset = 0
 
     @classmethod
     def from_profile(
@@ -222,8 +225,23 @@ class VllmServer:
             self.stop()
             raise
 
+    def _new_log_text(self) -> str:
+        """Log text written since the last call (for scanning during startup)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._scan_offset)
+                data = f.read()
+        except OSError:
+            return ""
+        # Only scan up to the last newline, so a line is never seen half-written.
+        end = data.rfind(b"\n") + 1
+        self._scan_offset += end
+        return data[:end].decode("utf-8", errors="replace")
+
     def _wait_health(self) -> None:
         retries = 0
+        fatal_at: float | None = None
+        fatal_line = ""
         deadline = time.monotonic() + self.startup_timeout_s
         label = f"starting {self.role} runtime ({self._served_model})"
         with startup_progress(label) as tick:
@@ -256,6 +274,15 @@ class VllmServer:
                     tick(f"/health: HTTP {status}")
                 except http.ProbeError:
                     tick()
+                if fatal_at is None:
+                    found = effective.fatal_startup_line(self._new_log_text())
+                    if found is not None:
+                        fatal_at, fatal_line = time.monotonic(), found
+                elif time.monotonic() - fatal_at > _FATAL_EXIT_GRACE_S:
+                    raise self._fail(
+                        "server reported a fatal error during startup and did not exit: "
+                        + redact_text(fatal_line[-300:], self._secrets())
+                    )
                 if time.monotonic() > deadline:
                     raise self._fail(f"not ready within {self.startup_timeout_s:g} s")
                 time.sleep(_POLL_S)

@@ -61,6 +61,9 @@ def _serve(
         served_model=SERVED_MODEL,
         run_dir=run_dir,
         args={**SERVER_ARGS, **extra},
+        # Half the CPU default: several sessions share a 24 GiB machine, and
+        # the tests never need more than a few thousand tokens in flight.
+        env={"VLLM_CPU_KVCACHE_SPACE": "1"},
         startup_timeout_s=900,
     )
     with server:

@@ -6,6 +6,7 @@ engine flags) and behaves according to --fake-mode:
   serve        answer /health, /v1/models, /version; print a vLLM-like config line
   exit         print a few lines and exit 1 at once
   hang         never answer /health
+  fatal-hang   print a fatal engine error, then hang (as vLLM can after a failed worker)
   port-once    the first run (per --fake-marker file) fails like a taken port, later runs serve
 
 --fake-child starts a sleeping child in the same process group (like vLLM's
@@ -64,6 +65,15 @@ def main() -> int:
         f"served_model_name={args.served_model_name}",
         flush=True,
     )
+    if args.fake_mode == "fatal-hang":
+        print(
+            "(EngineCore pid=2) ERROR [core.py:1510] RuntimeError: Worker failed with error "
+            "'Available memory on node 0 (0.59/23.54 GiB) on kv cache allocation is less than "
+            "requested memory for kv (2.0 GiB).'",
+            flush=True,
+        )
+        time.sleep(600)
+        return 0
     if args.fake_mode == "hang":
         time.sleep(600)
         return 0

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from qgate.errors import BadInput, ExitCode, RuntimeFailure
+from qgate.runtime import vllm_server
 from qgate.runtime.endpoint import Endpoint
 from qgate.runtime.process import group_alive
 from qgate.runtime.vllm_server import VllmServer, free_port
@@ -141,6 +142,20 @@ def test_startup_timeout_leaves_no_process(fake_launcher: list[str], tmp_path: P
     )
     with pytest.raises(RuntimeFailure, match="not ready within 1.5 s"), server:
         pass
+    assert server.pid is not None and not group_alive(server.pid)
+
+
+def test_fatal_log_line_without_exit_fails_after_a_short_grace(
+    fake_launcher: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vllm_server, "_FATAL_EXIT_GRACE_S", 0.5)
+    server = _server(fake_launcher, tmp_path, "--fake-mode", "fatal-hang", "--fake-child")
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeFailure) as info, server:
+        pass
+    assert time.monotonic() - t0 < 15
+    assert "fatal error during startup and did not exit" in info.value.message
+    assert "Available memory on node 0" in info.value.message
     assert server.pid is not None and not group_alive(server.pid)
 
 

@@ -57,7 +57,9 @@ def test_effective_config_reports_what_the_server_applied(
         assert eff.max_model_len == 4096
         assert eff.tensor_parallel_size == 1
         assert eff.engine_version and eff.engine_version[0].isdigit()
-        assert eff.env_flags["VLLM_CPU_KVCACHE_SPACE"] == "2"
+        # The fixtures set it; the profile's value wins over qgate's CPU default.
+        assert eff.env_flags["VLLM_CPU_KVCACHE_SPACE"] == "1"
+        assert eff.args["gpu_memory_utilization"] == 0.3
         assert "--enforce-eager" in eff.command
     assert cand.role == "candidate" and ref.role == "reference"
     assert "--kv-cache-dtype" in cand.command
@@ -101,7 +103,9 @@ def test_own_server_stops_without_leftover_processes(
         assert pgid is not None
         data = _complete(server, "1, 2, 3,", 4)
         assert data["usage"]["completion_tokens"] >= 1  # type: ignore[index]
-        assert server.effective_config().max_model_len == 1024
+        eff = server.effective_config()
+        assert eff.max_model_len == 1024
+        assert eff.env_flags["VLLM_CPU_KVCACHE_SPACE"] == "2"
         # vLLM's engine core and worker run in the server's process group.
         assert len(_group_members(pgid)) >= 2
     with pytest.raises(ProcessLookupError):

@@ -7,6 +7,7 @@ import pytest
 from qgate.runtime.effective import (
     check_applied,
     engine_facts,
+    fatal_startup_line,
     models_max_len,
     normalize_dtype,
     parse_engine_log,
@@ -154,3 +155,15 @@ def test_models_max_len_reads_the_served_entry() -> None:
     assert models_max_len(models, "smol") == 4096
     assert models_max_len(models, "missing") is None
     assert models_max_len({"data": [{"id": "smol"}]}, "smol") is None
+
+
+def test_fatal_startup_line_finds_the_first_fatal_line() -> None:
+    text = (
+        "INFO starting\n"
+        "(Worker pid=1) ERROR [multiproc_executor.py:1063] WorkerProc hit an exception.\n"
+        "(EngineCore pid=2) ERROR RuntimeError: Worker failed with error 'no memory'\n"
+    )
+    assert fatal_startup_line(text) == (
+        "(Worker pid=1) ERROR [multiproc_executor.py:1063] WorkerProc hit an exception."
+    )
+    assert fatal_startup_line((FIXTURES / "vllm032_cpu_fp8kv.log").read_text()) is None
