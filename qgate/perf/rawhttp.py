@@ -193,6 +193,8 @@ class RawClient:
             f"Content-Length: {len(body)}\r\n{extra}\r\n"
         ).encode("latin-1")
         raw = RawResponse(sent_ns=time.perf_counter_ns())
+        # Servers close idle keep-alive connections (uvicorn after 5 s): drop those first.
+        self.idle = [c for c in self.idle if not c.closed]
         for attempt in (0, 1):
             reused = bool(self.idle)
             try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -222,3 +223,20 @@ def test_trace_replay_and_duration_bound_runs(mock_url: str, tmp_path: Any) -> N
     assert all(not r.check_failures and r.error is None for r in tr.requests)
     assert len(dur.requests) >= 3 and max(r.scheduled_ns for r in dur.requests) < 0.5e9
     assert len(ol.requests) == 10 and summarize(ol, None).peak_concurrency <= 2
+
+
+def test_raw_client_survives_connections_the_server_closed(mock_url: str) -> None:
+    async def go() -> list[str | None]:
+        rc = RawClient(mock_url, 5)
+        errs = []
+        for _ in range(3):
+            r = await rc.send("/v1/completions", json.dumps(payload(2)).encode())
+            errs.append(r.error)
+            for c in list(rc.all):  # as if the server had timed the idle connection out
+                assert c.transport is not None
+                c.transport.close()
+            await asyncio.sleep(0.05)
+        await rc.close()
+        return errs
+
+    assert asyncio.run(go()) == [None, None, None]
