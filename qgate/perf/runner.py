@@ -190,7 +190,12 @@ async def _run_one(
         scenario=name,
         role=role,
         kind=s.kind,
-        params={**params, "warmup": s.warmup, "requests": s.requests, "duration_s": s.duration_s},
+        params={
+            "warmup": s.warmup,
+            "requests": measured_count(s) if isinstance(s, MultiTurnScenario) else s.requests,
+            "duration_s": s.duration_s,
+            **params,
+        },
         gpus=gpus,
         duration_ns=max(duration, 0),
         requests=reqs,
