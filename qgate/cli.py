@@ -124,6 +124,9 @@ def validate(profiles: tuple[Path, ...]) -> None:
 
 # Subcommands from other packages (one line each; see the module docstring).
 main.add_lazy_command("run", "qgate.run_cli:run_cmd", "Gate a candidate config, then measure it.")
+main.add_lazy_command(
+    "profile-reference", "qgate.profile_doc:profile_reference", "Print the profile reference."
+)
 main.add_lazy_command("models", "qgate.models_cli:models", "Prepare the embedded demo model.")
 main.add_lazy_command("keygen", "qgate.report.commands:keygen", "Create a signing key pair.")
 main.add_lazy_command(

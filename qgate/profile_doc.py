@@ -6,6 +6,7 @@ import types
 import typing
 from typing import Any
 
+import click
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
@@ -89,3 +90,10 @@ def render() -> str:
         out.append("")
     out.append(END)
     return "\n".join(out)
+
+
+
+@click.command("profile-reference")
+def profile_reference() -> None:
+    """Print the profile reference (Markdown) generated from the schema."""
+    click.echo(render())
