@@ -215,3 +215,13 @@ def test_bad_sources(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="no .safetensors"):
         emulate_checkpoint(empty, spec, tmp_path / "cache")
     assert [p for p in (tmp_path / "cache").iterdir()] == []
+
+
+def test_caller_thread_setting_is_restored(checkpoint: Path, tmp_path: Path) -> None:
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        emulate_checkpoint(checkpoint, WeightEmulation(format="int8"), tmp_path / "cache")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
