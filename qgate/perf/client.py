@@ -50,16 +50,17 @@ def make_session(limit: int, timeout_s: float) -> aiohttp.ClientSession:
     # sock_read catches a stall mid-stream early; total bounds the whole request.
     timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=timeout_s)
     trace = aiohttp.TraceConfig()
-    trace.on_request_headers_sent.append(_mark_sent)
-    trace.on_request_chunk_sent.append(_mark_sent)
+    trace.on_connection_reuseconn.append(_mark_sent)
+    trace.on_connection_create_end.append(_mark_sent)
     return aiohttp.ClientSession(
         connector=connector, timeout=timeout, auto_decompress=False, trace_configs=[trace]
     )
 
 
 async def _mark_sent(_session: object, ctx: Any, _params: object) -> None:
-    # The request has left the client only once its bytes are written; the wait for a
-    # connection and the client's own scheduling before that are client queueing.
+    # A connection is in hand and the request is written next: waiting for a connection
+    # is client queueing. Stamped before the write, so a descheduled client overstates
+    # TTFT rather than understating it.
     box = ctx.trace_request_ctx
     if isinstance(box, dict):
         box["sent"] = time.perf_counter_ns()

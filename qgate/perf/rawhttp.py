@@ -205,8 +205,10 @@ class RawClient:
                 return raw
             assert conn.transport is not None
             done = conn.start(asyncio.get_running_loop())
-            conn.transport.write(head + body)
+            # Stamped just before the write: if the process is descheduled in between, the
+            # error lands in TTFT (overstated), never makes TTFT look shorter than it was.
             raw.sent_ns = time.perf_counter_ns()
+            conn.transport.write(head + body)
             try:
                 await asyncio.wait_for(asyncio.shield(done), self.timeout_s)
             except TimeoutError:
