@@ -3,9 +3,8 @@
 Times in the records are nanoseconds since the scenario's start (`t0`, a
 `time.perf_counter_ns()` value). `scheduled_ns` is when the workload wanted a
 request sent (its arrival time in open loop, the moment a worker became free
-in closed loop); `sent_ns` is when the client began writing it (a connection in
-hand), so the client's own
-queueing never hides inside TTFT.
+in closed loop); `sent_ns` is when the client began writing it (a connection
+in hand), so the client's own queueing never hides inside TTFT.
 """
 
 from __future__ import annotations
