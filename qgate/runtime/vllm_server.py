@@ -335,24 +335,34 @@ class VllmServer:
             raise RuntimeFailure(self.role, "no effective configuration: the server is not ready")
         return self._effective
 
-    def check_alive(self) -> None:
-        """Raise RuntimeFailure if the server exited or /health does not answer within 10 s."""
+    def check_alive(self, timeout_s: float = 30.0) -> None:
+        """Raise RuntimeFailure if the server exited, or /health fails for `timeout_s`.
+
+        An exited server is reported at once; a live one gets the whole
+        `timeout_s`, because a busy CPU server can be slow to answer.
+        """
         proc = self._proc
         if proc is None:
             raise RuntimeFailure(self.role, "not started")
-        if proc.poll() is None:
+        url = f"{http.root_url(self.base_url)}/health"
+        deadline = time.monotonic() + timeout_s
+        problem = ""
+        while proc.poll() is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._fail(f"server stopped answering /health: {problem}")
             try:
-                status, _ = http.get(f"{http.root_url(self.base_url)}/health", timeout=10.0)
+                status, _ = http.get(url, timeout=max(0.5, min(10.0, remaining)))
             except http.ProbeError as e:
+                problem = str(e)
                 # A dying server resets connections before it can be reaped; prefer its status.
                 with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=1.0)
-                if proc.poll() is None:
-                    raise self._fail(f"server stopped answering /health: {e}") from e
-            else:
-                if status != 200:
-                    raise self._fail(f"server answers /health with HTTP {status}")
+                    proc.wait(timeout=min(1.0, max(0.0, deadline - time.monotonic())))
+                continue
+            if status == 200:
                 return
+            problem = f"HTTP {status}"
+            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
         code = proc.returncode
         self.returncode = code
         self.stop()

@@ -87,8 +87,10 @@ def test_server_that_stops_answering_is_detected(fake_launcher: list[str], tmp_p
         assert pgid is not None
         os.killpg(pgid, signal.SIGSTOP)
         try:
+            t0 = time.monotonic()
             with pytest.raises(RuntimeFailure, match="stopped answering"):
-                server.check_alive()
+                server.check_alive(timeout_s=2.0)
+            assert 1.5 < time.monotonic() - t0 < 5
         finally:
             os.killpg(pgid, signal.SIGCONT)
 
