@@ -6,6 +6,7 @@ qgate probes it and records what it reports; it cannot restart it.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -64,6 +65,11 @@ class Endpoint:
         return self._base_url
 
     @property
+    def _shown_url(self) -> str:
+        # user:password@ in a URL is a credential; messages show the host only.
+        return re.sub(r"//[^/@]*@", "//***@", self._base_url)
+
+    @property
     def served_model(self) -> str:
         if self._model is None:
             raise RuntimeFailure(self.role, "model name unknown until the endpoint was probed")
@@ -93,14 +99,14 @@ class Endpoint:
         except http.ProbeError as e:
             if e.refused:
                 raise RuntimeFailure(
-                    self.role, f"endpoint {self._base_url}: connection refused"
+                    self.role, f"endpoint {self._shown_url}: connection refused"
                 ) from e
             if e.status in (401, 403):
                 raise RuntimeFailure(
-                    self.role, f"endpoint {self._base_url}: HTTP {e.status} (check the API key)"
+                    self.role, f"endpoint {self._shown_url}: HTTP {e.status} (check the API key)"
                 ) from e
             detail = redact_text(str(e), self._secrets())
-            raise RuntimeFailure(self.role, f"endpoint {self._base_url}: {detail}") from e
+            raise RuntimeFailure(self.role, f"endpoint {self._shown_url}: {detail}") from e
 
     def start(self) -> None:
         """Probe /v1/models; an endpoint cannot be started, only found."""
@@ -111,12 +117,14 @@ class Endpoint:
         models = self._models if self._models is not None else self._get_models()
         ids = [str(m.get("id")) for m in models.get("data", []) if isinstance(m, dict)]
         if not ids:
-            raise RuntimeFailure(self.role, f"endpoint {self._base_url}: /v1/models lists no model")
+            raise RuntimeFailure(
+                self.role, f"endpoint {self._shown_url}: /v1/models lists no model"
+            )
         if self._model is None:
             self._model = ids[0]
         elif self._model not in ids:
             raise RuntimeFailure(
-                self.role, f"endpoint {self._base_url} serves {ids!r}, not {self._model!r}"
+                self.role, f"endpoint {self._shown_url} serves {ids!r}, not {self._model!r}"
             )
         version: str | None = None
         try:
@@ -128,7 +136,7 @@ class Endpoint:
         self._effective = EffectiveConfig(
             role=self.role,
             kind="endpoint",
-            base_url=self._base_url,
+            base_url=self._shown_url,
             served_model=self._model,
             engine_version=version,
             max_model_len=effective.models_max_len(models, self._model),

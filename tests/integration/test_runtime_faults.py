@@ -220,6 +220,15 @@ def test_endpoint_refusing_connections_is_a_clear_error() -> None:
     )
 
 
+def test_endpoint_errors_hide_credentials_in_the_url() -> None:
+    port = free_port("127.0.0.1")
+    endpoint = Endpoint(role="reference", base_url=f"http://user:pw123@127.0.0.1:{port}/v1")
+    with pytest.raises(RuntimeFailure) as info:
+        endpoint.start()
+    assert "pw123" not in info.value.message
+    assert f"endpoint http://***@127.0.0.1:{port}/v1: " in info.value.message
+
+
 def test_endpoint_probes_a_running_server_and_sends_the_key(
     fake_launcher: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
