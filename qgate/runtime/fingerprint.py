@@ -219,6 +219,13 @@ def accelerators() -> list[Accelerator]:
     return []
 
 
+def default_cache_path() -> Path:
+    """Where checkpoint digests are cached: `<qgate cache>/checkpoint-digests.json`."""
+    from qgate.embedded import cache_root
+
+    return cache_root() / "checkpoint-digests.json"
+
+
 def collect_fingerprint(model_dir: Path | None, cache_path: Path) -> Fingerprint:
     """Fingerprint this machine and (when given) hash the checkpoint through the digest cache."""
     files = checkpoint_digests(model_dir, cache_path) if model_dir is not None else []
