@@ -20,15 +20,15 @@ Anchors (H100 hosts, from the issue): vLLM's Python `bench serve` adds about
 +23 ms TTFT error at 100 streams and +137 ms at 500; its Rust client +3.5 ms
 and +19.9 ms. Here the mock and the client share the same (2-core) machine.
 
-Measured 2026-11-30 (steady state, 16 tokens, TTFT 200 ms, ITL 25 ms; the
-machine shared with other vLLM servers, load average 13-17), mean TTFT
-error / ITL p99 error:
+Measured 2026-11-30 04:01 UTC (steady state, 16 tokens, TTFT 200 ms, ITL
+25 ms; the machine shared with other vLLM servers, load average 8-17), mean
+TTFT error / ITL p99 error in ms:
 
-    client   1 stream      100 streams          500 streams
-    raw      +6.9 / 0.0    +2.5 / +1.5          +96.8 / -1.7  (delivery to the
-                                                 mock 59 ms p50; receive lag 1.3 ms p50)
-    aiohttp  +4.3 / +2.9   +5.8 / +7.7          +330 / +670
-    httpx    +19.1 / -1.1  +2757 / +121         +21943 / +607
+    client   1 stream      100 streams      500 streams
+    raw      +5.2 / +3.4   +2.7 / +1.4      +61.3 / +1.2   (delivery to the mock 50 ms
+                                                           p50; receive lag 0.2 ms p50)
+    aiohttp  +14.2 / +4.2  +9.7 / +13.1     +873 / +188
+    httpx    +19.1 / -1.1  +2757 / +121     +21943 / +607  (03:47 run)
 """
 
 from __future__ import annotations
