@@ -153,11 +153,11 @@ async def level(
         ev = [(t, e) for t, e in p.events if e.get("choices")]
         sent = [e["mock_sent_ns"] for _, e in ev]
         recv = ev[0][1]["mock_recv_ns"]
-        got = [t for t, _ in ev]
-        ttft_err.append(((got[0] - raw.sent_ns) - (sent[0] - recv)) / 1e6)
+        arrived = [t for t, _ in ev]
+        ttft_err.append(((arrived[0] - raw.sent_ns) - (sent[0] - recv)) / 1e6)
         send_lag.append((recv - raw.sent_ns) / 1e6)
-        recv_lag.append((got[0] - sent[0]) / 1e6)
-        for a, b, sa, sb in zip(got, got[1:], sent, sent[1:], strict=False):
+        recv_lag.append((arrived[0] - sent[0]) / 1e6)
+        for a, b, sa, sb in zip(arrived, arrived[1:], sent, sent[1:], strict=False):
             itl_meas.append((b - a) / 1e6)
             itl_true.append((sb - sa) / 1e6)
             gap_err.append(abs((b - a) - (sb - sa)) / 1e6)
