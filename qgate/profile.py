@@ -216,7 +216,12 @@ class RecallSuite(AccuracyPolicy):
     )
     haystacks: int = Field(default=4, ge=1, description="Haystacks per length.")
     seed: int = Field(default=1234, description="Seed of the generated haystacks.")
-    max_tokens: int = Field(default=16, ge=1, description="Generation budget per answer.")
+    max_tokens: int = Field(
+        default=32,
+        ge=1,
+        description="Generation budget per answer; models restate the question "
+        "('The access code for locker 497 is XW-1830.', about 18 tokens).",
+    )
 
 
 class DivergenceSuite(Strict):

@@ -1,9 +1,11 @@
 """Generator of symbol-recall haystacks (the pure part; token sizing is in recall_suite).
 
-A haystack is filler prose made from a committed vocabulary, with one
-"access code" sentence planted per depth. Everything is derived from
-`random.Random` seeded with (seed, length, haystack index), so the same
-profile gives the same sentences; how many of them fit in N tokens is
+A haystack is filler prose made from a committed vocabulary with one
+"access code" sentence planted at one depth (one haystack per depth: a small
+model confuses several codes with each other, which would measure
+distraction rather than recall over distance). Everything is derived from
+`random.Random` seeded with (seed, length, depth, haystack index), so the
+same profile gives the same sentences; how many of them fit in N tokens is
 decided at run time with the served model's tokenizer.
 """
 
@@ -13,7 +15,7 @@ import json
 import random
 from dataclasses import dataclass
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 RECALL_CHARS_SEED = 4242
 RECALL_CHARS_LENGTH = 4000
 
@@ -154,9 +156,9 @@ class Needle:
         )
 
 
-def haystack_rng(seed: int, length: int, index: int) -> random.Random:
+def haystack_rng(seed: int, length: int, index: int, depth: float) -> random.Random:
     """The generator of one haystack; string seeds are hashed deterministically (sha512)."""
-    return random.Random(f"qgate-recall:{seed}:{length}:{index}")
+    return random.Random(f"qgate-recall:{seed}:{length}:{depth:.4f}:{index}")
 
 
 def make_needles(rng: random.Random, depths: list[float]) -> list[Needle]:
@@ -214,21 +216,20 @@ def recall_chars_jsonl(
     vocab = load_vocabulary(vocabulary_json())
     lines: list[str] = []
     for h in range(haystacks):
-        rng = haystack_rng(seed, length_chars, h)
-        needles = make_needles(rng, list(depths))
-        sentences: list[str] = []
-        pool = filler_sentences(rng, vocab, length_chars // 20 + 10)
-        for sentence in pool:
-            if sum(len(s) + 1 for s in sentences) + len(sentence) > length_chars:
-                break
-            sentences.append(sentence)
-        haystack = assemble(sentences, needles)
-        for needle in needles:
+        for depth in depths:
+            rng = haystack_rng(seed, length_chars, h, depth)
+            needles = make_needles(rng, [depth])
+            sentences: list[str] = []
+            pool = filler_sentences(rng, vocab, length_chars // 20 + 10)
+            for sentence in pool:
+                if sum(len(s) + 1 for s in sentences) + len(sentence) > length_chars:
+                    break
+                sentences.append(sentence)
             item = {
-                "id": f"recall1k-h{h}-d{round(needle.depth * 100):02d}",
-                "context": haystack,
-                "question": needle.question,
-                "answer": needle.symbol,
+                "id": f"recall1k-h{h}-d{round(depth * 100):02d}",
+                "context": assemble(sentences, needles),
+                "question": needles[0].question,
+                "answer": needles[0].symbol,
             }
             lines.append(json.dumps(item, sort_keys=True))
     return ("\n".join(lines) + "\n").encode()

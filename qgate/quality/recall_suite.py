@@ -1,11 +1,10 @@
 """The symbol-recall suite: codes planted at several depths of token-sized haystacks.
 
-A haystack of N tokens (measured with the served model's tokenizer through
-/tokenize) holds one "access code" per depth; each code is asked for in its
-own request, with the haystack first so that the questions about one
-haystack share a prefix. The answer is the first code in the output, and it
-must equal the planted one exactly. Lengths that do not fit the runtime's
-max_model_len are clipped, and the params of the run say so.
+For every (haystack index, depth) a haystack of N tokens (measured with the
+served model's tokenizer through /tokenize) holds one "access code" at that
+depth, and one request asks for it. The answer is the first code in the
+output, and it must equal the planted one exactly. Lengths that do not fit
+the runtime's max_model_len are clipped, and the params of the run say so.
 """
 
 from __future__ import annotations
@@ -98,20 +97,20 @@ async def build_haystack(
     length: int,
     built_tokens: int,
     index: int,
-    depths: list[float],
-) -> tuple[str, list[data_recall.Needle], int]:
-    """The largest haystack of at most `built_tokens` tokens; its needles and token count.
+    depth: float,
+) -> tuple[str, data_recall.Needle, int]:
+    """The largest haystack of at most `built_tokens` tokens; its needle and token count.
 
-    The sentence stream depends only on (seed, length, index); the tokenizer
-    only decides how many sentences fit (binary search over the count).
+    The sentence stream depends only on (seed, length, depth, index); the
+    tokenizer only decides how many sentences fit (binary search over the count).
     """
-    rng = data_recall.haystack_rng(seed, length, index)
-    needles = data_recall.make_needles(rng, depths)
+    rng = data_recall.haystack_rng(seed, length, index, depth)
+    needles = data_recall.make_needles(rng, [depth])
     pool = data_recall.filler_sentences(rng, vocab, built_tokens // 6 + 16)
     lo, hi = 0, len(pool)
     best_tokens = await sizer.count(data_recall.assemble([], needles))
     if best_tokens > built_tokens:
-        raise BadInput(f"recall.{length}: {len(depths)} codes alone exceed {built_tokens} tokens")
+        raise BadInput(f"recall.{length}: the code alone exceeds {built_tokens} tokens")
     while lo < hi:
         mid = (lo + hi + 1) // 2
         tokens = await sizer.count(data_recall.assemble(pool[:mid], needles))
@@ -119,7 +118,7 @@ async def build_haystack(
             lo, best_tokens = mid, tokens
         else:
             hi = mid - 1
-    return data_recall.assemble(pool[:lo], needles), needles, best_tokens
+    return data_recall.assemble(pool[:lo], needles), needles[0], best_tokens
 
 
 async def _recall_items(
@@ -129,20 +128,20 @@ async def _recall_items(
     items: list[RecallItem] = []
     sizes: list[int] = []
     for h in range(spec.haystacks):
-        haystack, needles, tokens = await build_haystack(
-            sizer,
-            vocab,
-            seed=spec.seed,
-            length=length,
-            built_tokens=built_tokens,
-            index=h,
-            depths=list(spec.depths),
-        )
-        sizes.append(tokens)
-        for d, needle in enumerate(needles):
+        for d, depth in enumerate(spec.depths):
+            haystack, needle, tokens = await build_haystack(
+                sizer,
+                vocab,
+                seed=spec.seed,
+                length=length,
+                built_tokens=built_tokens,
+                index=h,
+                depth=depth,
+            )
+            sizes.append(tokens)
             items.append(
                 RecallItem(
-                    id=f"recall.{length}.h{h}.d{d}-{round(needle.depth * 100):02d}",
+                    id=f"recall.{length}.h{h}.d{d}-{round(depth * 100):02d}",
                     prompt=data_recall.recall_prompt(haystack, needle),
                     symbol=needle.symbol,
                 )

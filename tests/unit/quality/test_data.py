@@ -74,7 +74,7 @@ def test_corpus_is_varied_and_deterministic() -> None:
 
 def test_recall_needles_are_distinct_and_planted_in_order() -> None:
     depths = [0.1, 0.5, 0.9]
-    rng = data_recall.haystack_rng(1, 1024, 0)
+    rng = data_recall.haystack_rng(1, 1024, 0, 0.5)
     needles = data_recall.make_needles(rng, depths)
     assert len({n.symbol for n in needles}) == 3
     assert len({n.key for n in needles}) == 3
@@ -87,14 +87,15 @@ def test_recall_needles_are_distinct_and_planted_in_order() -> None:
 
 
 def test_recall_generation_depends_on_seed_length_and_index() -> None:
-    def symbols(seed: int, length: int, index: int) -> list[str]:
-        rng = data_recall.haystack_rng(seed, length, index)
+    def symbols(seed: int, length: int, index: int, depth: float = 0.5) -> list[str]:
+        rng = data_recall.haystack_rng(seed, length, index, depth)
         return [n.symbol for n in data_recall.make_needles(rng, [0.2, 0.8])]
 
     assert symbols(1, 1024, 0) == symbols(1, 1024, 0)
     assert symbols(1, 1024, 0) != symbols(2, 1024, 0)
     assert symbols(1, 1024, 0) != symbols(1, 4096, 0)
     assert symbols(1, 1024, 0) != symbols(1, 1024, 1)
+    assert symbols(1, 1024, 0) != symbols(1, 1024, 0, depth=0.1)
 
 
 def test_recall_chars_set_answers_are_in_their_context() -> None:
@@ -102,6 +103,7 @@ def test_recall_chars_set_answers_are_in_their_context() -> None:
     assert len(lines) == 20
     for item in lines:
         assert f"is {item['answer']}." in item["context"]
+        assert item["context"].count("The access code for") == 1
         assert len(item["context"]) <= data_recall.RECALL_CHARS_LENGTH + 400
 
 
