@@ -5,8 +5,9 @@ Prints, for the divergence suite (N sequences x T tokens):
 1. generation: qgate's runner (`generate_continuations`, one request per
    prompt at --concurrency) against the engine's own time for the same
    tokens at full batch (one completions request carrying every prompt);
-2. scoring: qgate's runner (`score`) against one batched prompt_logprobs
-   request over the same token ids;
+2. scoring: qgate's runner (`score`, one sequence a request, and --batch
+   sequences a request) against one batched prompt_logprobs request over
+   the same token ids;
 3. the reference cache: time to load a stored reference (hit) against
    recomputing it.
 
@@ -131,6 +132,7 @@ def main() -> None:
     ap.add_argument("--top-k", type=int, default=20)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=8, help="Sequences per scoring request.")
     args = ap.parse_args()
     n, t, k = args.sequences, args.tokens, args.top_k
     prompts, _ = load_corpus(None, n)
@@ -139,7 +141,7 @@ def main() -> None:
         # warm up the engine so the first measurement is not a cold start
         _timed(generate_continuations(url, model, prompts[:2], 4))
         conts: list[Continuation] = []
-        gen_runner, gen_engine, sc_runner, sc_engine = [], [], [], []
+        gen_runner, gen_engine, sc_runner, sc_engine, sc_batched = [], [], [], [], []
         for rep in range(args.repeats):
             # alternate which side goes first so neither profits from a warmer server
             for side in ("runner", "engine") if rep % 2 == 0 else ("engine", "runner"):
@@ -150,6 +152,10 @@ def main() -> None:
                     gen_runner.append(dt)
                     dt, _ = _timed(score(url, model, conts, k, concurrency=args.concurrency))
                     sc_runner.append(dt)
+                    dt, _ = _timed(
+                        score(url, model, conts, k, concurrency=args.concurrency, batch=args.batch)
+                    )
+                    sc_batched.append(dt)
                     continue
                 if not conts:
                     conts = asyncio.run(
@@ -209,6 +215,10 @@ def main() -> None:
     print(
         f"scoring:    runner {med(sc_runner):.2f} s, engine batch {med(sc_engine):.2f} s, "
         f"ratio {med(sc_runner) / med(sc_engine):.2f}x"
+    )
+    print(
+        f"scoring, {args.batch} sequences a request: runner {med(sc_batched):.2f} s, "
+        f"ratio {med(sc_batched) / med(sc_engine):.2f}x"
     )
     print(
         f"reference cache: hit {1000 * med(hits):.1f} ms ({size / 1e6:.2f} MB), "

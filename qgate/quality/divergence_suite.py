@@ -207,6 +207,27 @@ async def generate_continuations(
         return list(await asyncio.gather(*(one(session, p) for p in prompts)))
 
 
+def _parse_scores(c: Continuation, choice: dict[str, Any]) -> SequenceScores:
+    plp = choice.get("prompt_logprobs")
+    start = len(c.prompt_ids)
+    if not isinstance(plp, list) or len(plp) != start + len(c.token_ids):
+        raise InfrastructureError(f"score {c.id}: server returned no usable prompt_logprobs")
+    top_ids: list[list[int]] = []
+    top_lps: list[list[float]] = []
+    for pos in plp[start:]:
+        entries = sorted((int(t), float(v["logprob"])) for t, v in pos.items())
+        top_ids.append([t for t, _ in entries])
+        top_lps.append([v for _, v in entries])
+    return SequenceScores(
+        id=c.id,
+        prompt_sha256=c.prompt_sha256,
+        prompt_ids=c.prompt_ids,
+        token_ids=c.token_ids,
+        top_ids=top_ids,
+        top_logprobs=top_lps,
+    )
+
+
 async def score(
     base_url: str,
     model: str,
@@ -215,41 +236,41 @@ async def score(
     *,
     concurrency: int = 8,
     timeout_s: float = 600.0,
+    batch: int = 1,
 ) -> list[SequenceScores]:
-    """Top-k logprobs of every continuation position, teacher-forced, on one runtime."""
-    sem = asyncio.Semaphore(concurrency)
+    """Top-k logprobs of every continuation position, teacher-forced, on one runtime.
 
-    async def one(session: aiohttp.ClientSession, c: Continuation) -> SequenceScores:
+    `batch` > 1 sends that many sequences per request (a list of token-id
+    prompts, which vLLM's completions API accepts); it saves per-request
+    server overhead on small machines. The default, one sequence a request,
+    works with any OpenAI-compatible server that supports prompt_logprobs.
+    """
+    sem = asyncio.Semaphore(concurrency)
+    seqs = list(token_sequences)
+    chunks = [seqs[i : i + max(1, batch)] for i in range(0, len(seqs), max(1, batch))]
+
+    async def one(
+        session: aiohttp.ClientSession, chunk: list[Continuation]
+    ) -> list[SequenceScores]:
+        prompts = [c.prompt_ids + c.token_ids for c in chunk]
         body = {
             "model": model,
-            "prompt": c.prompt_ids + c.token_ids,
+            "prompt": prompts[0] if len(chunk) == 1 else prompts,
             "max_tokens": 1,
             "temperature": 0.0,
             "prompt_logprobs": top_k,
         }
+        what = f"score {chunk[0].id}" + (f" (+{len(chunk) - 1})" if len(chunk) > 1 else "")
         async with sem:
-            out = await _post(session, f"{base_url.rstrip('/')}/completions", body, f"score {c.id}")
-        plp = out["choices"][0].get("prompt_logprobs")
-        start = len(c.prompt_ids)
-        if not isinstance(plp, list) or len(plp) != start + len(c.token_ids):
-            raise InfrastructureError(f"score {c.id}: server returned no usable prompt_logprobs")
-        top_ids: list[list[int]] = []
-        top_lps: list[list[float]] = []
-        for pos in plp[start:]:
-            entries = sorted((int(t), float(v["logprob"])) for t, v in pos.items())
-            top_ids.append([t for t, _ in entries])
-            top_lps.append([v for _, v in entries])
-        return SequenceScores(
-            id=c.id,
-            prompt_sha256=c.prompt_sha256,
-            prompt_ids=c.prompt_ids,
-            token_ids=c.token_ids,
-            top_ids=top_ids,
-            top_logprobs=top_lps,
-        )
+            out = await _post(session, f"{base_url.rstrip('/')}/completions", body, what)
+        choices = sorted(out["choices"], key=lambda ch: int(ch.get("index", 0)))
+        if len(choices) != len(chunk):
+            raise InfrastructureError(f"{what}: {len(choices)} choices for {len(chunk)} prompts")
+        return [_parse_scores(c, ch) for c, ch in zip(chunk, choices, strict=True)]
 
     async with _session(timeout_s) as session:
-        return list(await asyncio.gather(*(one(session, c) for c in token_sequences)))
+        parts = await asyncio.gather(*(one(session, ch) for ch in chunks))
+    return [s for part in parts for s in part]
 
 
 async def run_scores(

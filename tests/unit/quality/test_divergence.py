@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -181,3 +182,70 @@ def test_extra_scored_token_does_not_lower_the_cap() -> None:
     assert pos.kld == pytest.approx(expected, rel=1e-6)
     # capping at the extra token's 0.001 would have left most of the tail unassigned
     assert position_divergence(ref, cand, token=9).kld > 100 * pos.kld
+
+
+def _fake_server_app() -> Any:
+    from aiohttp import web
+
+    async def tokenize(request: web.Request) -> web.Response:
+        body = await request.json()
+        return web.json_response({"tokens": [len(w) for w in body["prompt"].split()]})
+
+    def _plp(ids: list[int]) -> list[Any]:
+        return [None] + [
+            {str(t): {"logprob": -0.1}, str(t + 1000): {"logprob": -2.5}} for t in ids[1:]
+        ]
+
+    async def completions(request: web.Request) -> web.Response:
+        body = await request.json()
+        prompt = body["prompt"]
+        batch = prompt if prompt and isinstance(prompt[0], list) else [prompt]
+        choices = []
+        for i, ids in enumerate(batch):
+            if body.get("prompt_logprobs"):
+                choices.append({"index": i, "prompt_logprobs": _plp(ids)})
+            else:
+                toks = [f"token_id:{(sum(ids) + j) % 50}" for j in range(body["max_tokens"])]
+                choices.append({"index": i, "logprobs": {"tokens": toks}})
+        # answer out of order: the client must sort by index
+        return web.json_response({"choices": choices[::-1]})
+
+    app = web.Application()
+    app.router.add_post("/tokenize", tokenize)
+    app.router.add_post("/v1/completions", completions)
+    return app
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_runner_against_a_fake_server(batch: int) -> None:
+    import asyncio
+
+    from aiohttp import web
+
+    from qgate.quality.divergence_suite import CorpusPrompt, generate_continuations, score
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        runner = web.AppRunner(_fake_server_app())
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        url = f"http://127.0.0.1:{port}/v1"
+        try:
+            prompts = [CorpusPrompt(id=f"p{i}", prompt="a bb " * (i + 1)) for i in range(5)]
+            conts = await generate_continuations(url, "m", prompts, 4, concurrency=2)
+            scores = await score(url, "m", conts, 1, concurrency=2, batch=batch)
+            return conts, scores
+        finally:
+            await runner.cleanup()
+
+    conts, scores = asyncio.run(main())
+    assert [c.id for c in conts] == [f"p{i}" for i in range(5)]
+    assert conts[1].prompt_ids == [1, 2, 1, 2]
+    assert all(len(c.token_ids) == 4 for c in conts)
+    assert [s.id for s in scores] == [c.id for c in conts]
+    for c, s in zip(conts, scores, strict=True):
+        assert s.token_ids == c.token_ids
+        # position i of the continuation is predicted at prompt position len(prompt) + i
+        assert [ids[0] for ids in s.top_ids] == c.token_ids
+        assert s.top_logprobs[0] == [-0.1, -2.5]
