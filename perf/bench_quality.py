@@ -134,6 +134,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--batch", type=int, default=8, help="Sequences per scoring request.")
     args = ap.parse_args()
+    # SIGTERM (e.g. from `timeout`) must still run the server's cleanup
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     n, t, k = args.sequences, args.tokens, args.top_k
     prompts, _ = load_corpus(None, n)
 
