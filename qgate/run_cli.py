@@ -57,9 +57,10 @@ def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | N
                + ("; reference from cache" if outcome.reference_cached else ""))  # fmt: skip
     for v in failed:
         click.echo(f"  FAIL {v.gate}: {v.reason}")
-    for v in outcome.verdicts:
-        if v.passed and v.underpowered:
-            click.echo(f"  note {v.gate}: {v.reason}")
+    weak = [v.gate for v in outcome.verdicts if v.passed and v.underpowered]
+    if weak:
+        click.echo(f"  note: {len(weak)} passing gates are underpowered (the sample cannot detect "
+                   f"the drop they forbid): {', '.join(weak)}")  # fmt: skip
     for line in outcome.headline:
         click.echo(f"  perf {line}")
     click.echo(f"report: {outcome.envelope}")

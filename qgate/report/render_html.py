@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html
 import re
+from dataclasses import replace
 
 from qgate.report.model import Report
 from qgate.report.plots import all_plots
@@ -25,6 +26,8 @@ def _line(text: str) -> str:
 
 
 def _table(table: Table) -> str:
+    if table.caption:
+        return f"<h3>{html.escape(table.caption)}</h3>" + _table(replace(table, caption=""))
     if not table.rows:
         return "<p>(none)</p>"
     head = "".join(f"<th>{html.escape(h)}</th>" for h in table.header)

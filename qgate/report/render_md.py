@@ -14,9 +14,10 @@ def _cell(text: str) -> str:
 
 
 def _table(table: Table) -> list[str]:
+    caption = [f"**{_cell(table.caption)}**", ""] if table.caption else []
     if not table.rows:
-        return ["(none)"]
-    lines = ["| " + " | ".join(_cell(h) for h in table.header) + " |"]
+        return [*caption, "(none)"]
+    lines = [*caption, "| " + " | ".join(_cell(h) for h in table.header) + " |"]
     lines.append("|" + "|".join("---" for _ in table.header) + "|")
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in table.rows]
     return lines

@@ -21,6 +21,7 @@ class Table:
 
     header: list[str]
     rows: list[list[str]]
+    caption: str = ""
 
 
 @dataclass
@@ -221,10 +222,12 @@ def _perf(report: Report) -> Section:
             for key in ("output_throughput", "request_throughput"):
                 if key in result.candidate:
                     rows.append([key, "", "–", fmt(result.candidate[key]), "–", "–"])
-        title = f"Scenario {result.scenario}"
-        sec.lines.append(f"{title}:")
         sec.tables.append(
-            Table(["Metric", "Unit", "Reference", "Candidate", "Ratio", "95% CI"], rows)
+            Table(
+                ["Metric", "Unit", "Reference", "Candidate", "Ratio", "95% CI"],
+                rows,
+                caption=f"Scenario {result.scenario}",
+            )
         )
         dist = _distribution_rows(result.reference, result.candidate)
         if dist:
