@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.qgate-installed
 
-.PHONY: setup demo demo-fail test test-unit lint clean
+.PHONY: setup demo demo-fail test test-unit docs lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,9 @@ test: setup
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
+
+docs: $(STAMP)
+	$(VENV)/bin/qgate profile-reference --update README.md
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check qgate tests perf

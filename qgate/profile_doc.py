@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import types
 import typing
+from pathlib import Path
 from typing import Any
 
 import click
@@ -93,7 +94,22 @@ def render() -> str:
 
 
 
+def update_readme(readme: Path) -> bool:
+    """Replace the generated section of `readme`; True if it changed."""
+    text = readme.read_text()
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    new = text[:start] + render() + text[end:]
+    if new != text:
+        readme.write_text(new)
+    return new != text
+
+
 @click.command("profile-reference")
-def profile_reference() -> None:
+@click.option("--update", "readme", type=click.Path(path_type=Path), default=None,
+              help="Rewrite the generated section of this README instead of printing.")
+def profile_reference(readme: Path | None) -> None:
     """Print the profile reference (Markdown) generated from the schema."""
-    click.echo(render())
+    if readme is None:
+        click.echo(render())
+    else:
+        click.echo(f"{readme}: {'updated' if update_readme(readme) else 'up to date'}")
