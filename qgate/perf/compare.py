@@ -2,9 +2,13 @@
 
 Both runtimes run the same scenarios in the same session. For each per-request
 metric the ratio of medians (candidate / reference) gets a percentile bootstrap
-95% interval: requests are resampled with replacement, each runtime
-independently, from `numpy.random.default_rng(seed)` (PCG64, reproducible), so
-`qgate verify` recomputes the very same interval. Aggregate throughputs
+95% interval over `resamples` resamples. A resample draws as many requests as
+the run completed, with replacement, each runtime independently
+(`numpy.random.default_rng` on the two children of `SeedSequence(seed)`, PCG64,
+reproducible), and every metric is the median over that same set of requests,
+so `qgate verify` recomputes the very same intervals. ITL pools every gap of
+the drawn requests; a drawn request without a value for a metric (TPOT of a
+one-token answer) adds nothing to that metric's median. Aggregate throughputs
 (tokens/s over the measured window) are one number per run; their ratio is
 given without an interval rather than with a made-up one.
 """
@@ -12,8 +16,10 @@ given without an interval rather than with a made-up one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Literal
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import Field
 
 from qgate.models import Record
@@ -22,7 +28,7 @@ from qgate.perf.metrics import (
     itls_ms,
     output_len,
     succeeded,
-    summarize,
+    throughputs,
     tpot_ms,
     ttft_ms,
     workload_requests,
@@ -72,91 +78,121 @@ PER_REQUEST: list[tuple[str, str, Literal["lower", "higher"], PerRequest]] = [
 ]
 
 
+# Resamples are drawn and evaluated in blocks of about this many counts, so
+# memory stays bounded; the draws do not depend on the block size.
+_BLOCK = 1 << 21
+# Half-width of the window of sorted values searched first, in standard
+# deviations of the resampled median's position; rows outside it are redone
+# over all values, so the width changes the speed, never the result.
+_WINDOW_SD = 4.0
+
+Counts = npt.NDArray[np.float64]
+
+
 class _Pooled:
-    """Per-request value lists, pre-sorted so a resample's pooled median is a weighted median."""
+    """One metric's values per request, sorted, so a resample's pooled median is a weighted median.
 
-    def __init__(self, groups: Sequence[list[float]]) -> None:
-        import numpy as np
+    A resample is given as counts: how often each request was drawn. The
+    median is then the middle value (or the mean of the two middle ones) of
+    the sorted values weighted by their request's count, which equals
+    np.median of the drawn requests' values expanded with repeats.
+    """
 
-        values = np.asarray([v for vs in groups for v in vs], dtype=np.float64)
-        owner = np.asarray([i for i, vs in enumerate(groups) for _ in vs], dtype=np.int64)
+    def __init__(self, groups: Sequence[Sequence[float]]) -> None:
+        lens = np.fromiter((len(vs) for vs in groups), dtype=np.int64, count=len(groups))
+        total = int(lens.sum())
+        values = np.fromiter((v for vs in groups for v in vs), dtype=np.float64, count=total)
+        owner = np.repeat(np.arange(len(groups)), lens)
         order = np.argsort(values, kind="stable")
         self.values = values[order]
         self.owner = owner[order]
+        self.lens = lens.astype(np.float64)
         self.groups = len(groups)
-        # One value per request (TTFT, TPOT, E2E): resample the values directly.
-        self.single = all(len(vs) == 1 for vs in groups)
-        self.by_group = np.asarray([vs[0] for vs in groups]) if self.single else self.values
+        # The window of sorted positions around the middle, and per request how
+        # many of its values lie before the window. The resampled median's
+        # position moves with sum(count_j * (before_middle_j - len_j / 2)),
+        # whose standard deviation over multinomial counts sets the width.
+        mid = total // 2
+        before_mid = np.bincount(self.owner[:mid], minlength=self.groups).astype(np.float64)
+        spread = float(np.sqrt(self.groups * np.var(before_mid - self.lens / 2))) if total else 0.0
+        half = int(np.ceil(_WINDOW_SD * spread)) + 2
+        self.lo, self.hi = max(0, mid - half), min(total, mid + half + 1)
+        self.before = np.bincount(self.owner[: self.lo], minlength=self.groups).astype(np.float64)
 
-    def median(self) -> float:
-        import numpy as np
+    def median(self) -> float | None:
+        return float(np.median(self.values)) if self.values.size else None
 
-        return float(np.median(self.values))
+    def resampled_medians(self, counts: Counts) -> npt.NDArray[np.float64]:
+        """Pooled medians of a (resamples x requests) matrix of draw counts; NaN where empty."""
+        return self.medians_given(counts, counts @ self.lens, counts @ self.before)
 
-    def resampled_median(self, idx: object) -> float:
-        """np.median of the values of the drawn requests (with repeats), without expanding."""
-        import numpy as np
-
-        return float(self.resampled_medians(np.asarray(idx)[None, :])[0])
-
-    def resampled_medians(self, idx: Any) -> Any:
-        """Row-wise pooled medians for a (resamples x requests) matrix of drawn indices.
-
-        Equal to np.median of each row's expanded values: the sorted values are
-        weighted by how often their request was drawn, and the middle one (or the
-        mean of the two middle ones) is found from the cumulative weights.
-        Empty rows cannot occur: every drawn request has at least one value.
-        """
-        import numpy as np
-
-        if self.single:
-            return np.median(self.by_group[idx], axis=1)
-        # One resample at a time: a (resamples x values) matrix is slower (memory-bound).
-        owner = self.owner
-        out = np.empty(idx.shape[0], dtype=np.float64)
-        for r in range(idx.shape[0]):
-            counts = np.bincount(idx[r], minlength=self.groups).astype(np.int32)
-            cw = np.cumsum(counts[owner], dtype=np.int64)
-            n = int(cw[-1])
-            hi = self.values[int(np.searchsorted(cw, n // 2, side="right"))]
-            if n % 2:
-                out[r] = hi
-            else:
-                lo = self.values[int(np.searchsorted(cw, n // 2 - 1, side="right"))]
-                out[r] = (lo + hi) / 2.0
+    def medians_given(
+        self, counts: Counts, n: npt.NDArray[np.float64], below: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float64]:
+        """resampled_medians with n = counts @ lens and below = counts @ before already known."""
+        hi_pos = np.floor(n / 2)  # 0-based positions of the middle values
+        lo_pos = np.floor((n - 1) / 2)
+        out = np.full(counts.shape[0], np.nan)
+        inside = np.zeros(counts.shape[0], dtype=bool)
+        if self.lo < self.hi:
+            cum = np.cumsum(counts[:, self.owner[self.lo : self.hi]], axis=1)
+            cum += below[:, None]
+            inside = (n > 0) & (below <= lo_pos) & (cum[:, -1] > hi_pos)
+            rows = np.nonzero(inside)[0]
+            if rows.size < inside.size:
+                cum = cum[rows]
+            # the first position whose cumulative weight exceeds p holds the p-th value
+            hi_i = np.count_nonzero(cum <= hi_pos[rows, None], axis=1)
+            lo_i = np.count_nonzero(cum <= lo_pos[rows, None], axis=1)
+            out[rows] = self._middle(self.lo + lo_i, self.lo + hi_i, n[rows])
+        for r in np.nonzero(~inside & (n > 0))[0]:
+            cum_r = np.cumsum(counts[r, self.owner])
+            lo_r = np.searchsorted(cum_r, lo_pos[r : r + 1], side="right")
+            hi_r = np.searchsorted(cum_r, hi_pos[r : r + 1], side="right")
+            out[r] = self._middle(lo_r, hi_r, n[r : r + 1])[0]
         return out
 
+    def _middle(
+        self, lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64], n: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float64]:
+        # as np.median: the middle value, or the mean of the two middle values
+        a, b = self.values[lo], self.values[hi]
+        return np.where(n % 2 == 1, b, (a + b) / 2.0)
 
-def _median_ratio_ci(
-    ref: Sequence[list[float]],
-    cand: Sequence[list[float]],
-    resamples: int,
-    seed: int,
-) -> tuple[float | None, float | None, float | None, float | None, float | None]:
-    """(ref median, cand median, ratio, ci_low, ci_high) with resampling over requests."""
-    import numpy as np
 
-    rp = _Pooled(ref) if ref else None
-    cp = _Pooled(cand) if cand else None
-    rm = rp.median() if rp else None
-    cm = cp.median() if cp else None
-    if rp is None or cp is None or rm is None or cm is None or rm == 0:
-        return rm, cm, None, None, None
-    ratio = cm / rm
-    if resamples <= 0:
-        return rm, cm, ratio, None, None
-    rng = np.random.default_rng(seed)
-    ref_idx = rng.integers(0, rp.groups, size=(resamples, rp.groups))
-    cand_idx = rng.integers(0, cp.groups, size=(resamples, cp.groups))
-    rmeds = rp.resampled_medians(ref_idx)
-    cmeds = cp.resampled_medians(cand_idx)
+def _bootstrap_medians(
+    pools: Sequence[_Pooled], requests: int, resamples: int, rng: np.random.Generator
+) -> npt.NDArray[np.float64]:
+    """(metrics x resamples) medians; resample r draws `requests` indices from `rng`."""
+    out = np.full((len(pools), resamples), np.nan)
+    if requests == 0:
+        return out
+    # every pool's value counts and counts before its window, in one product per block
+    weights = np.stack([w for p in pools for w in (p.lens, p.before)], axis=1)
+    block = max(1, _BLOCK // requests)
+    counts = np.empty((min(block, resamples), requests))
+    for start in range(0, resamples, block):
+        rows = min(block, resamples - start)
+        for i in range(rows):
+            counts[i] = np.bincount(rng.integers(0, requests, size=requests), minlength=requests)
+        sums = counts[:rows] @ weights
+        for m, pool in enumerate(pools):
+            n, below = sums[:, 2 * m], sums[:, 2 * m + 1]
+            out[m, start : start + rows] = pool.medians_given(counts[:rows], n, below)
+    return out
+
+
+def _ratio_ci(
+    rmeds: npt.NDArray[np.float64], cmeds: npt.NDArray[np.float64]
+) -> tuple[float | None, float | None]:
+    """Percentile 95% interval of the resampled ratios (resamples without a ratio dropped)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(rmeds != 0, cmeds / np.where(rmeds != 0, rmeds, 1.0), np.nan)
     ratios = ratios[np.isfinite(ratios)]
     if ratios.size == 0:
-        return rm, cm, ratio, None, None
+        return None, None
     lo, hi = np.percentile(ratios, [2.5, 97.5])
-    return rm, cm, ratio, float(lo), float(hi)
+    return float(lo), float(hi)
 
 
 def compare(
@@ -165,12 +201,22 @@ def compare(
     """Per-metric comparison of two runs of the same scenario (pure and deterministic)."""
     ref_ok = [r for r in workload_requests(reference) if succeeded(r)]
     cand_ok = [r for r in workload_requests(candidate) if succeeded(r)]
+    ref_pools = [_Pooled([f(r) for r in ref_ok]) for _, _, _, f in PER_REQUEST]
+    cand_pools = [_Pooled([f(r) for r in cand_ok]) for _, _, _, f in PER_REQUEST]
+    if resamples > 0:
+        ref_rng, cand_rng = (
+            np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2)
+        )
+        ref_meds = _bootstrap_medians(ref_pools, len(ref_ok), resamples, ref_rng)
+        cand_meds = _bootstrap_medians(cand_pools, len(cand_ok), resamples, cand_rng)
     out: list[MetricComparison] = []
-    for k, (name, unit, better, f) in enumerate(PER_REQUEST):
-        # Only requests with a value take part, so a resample never draws an empty one.
-        rv = [vs for vs in (f(r) for r in ref_ok) if vs]
-        cv = [vs for vs in (f(r) for r in cand_ok) if vs]
-        rm, cm, ratio, lo, hi = _median_ratio_ci(rv, cv, resamples, seed + k)
+    for k, (name, unit, better, _) in enumerate(PER_REQUEST):
+        rm, cm = ref_pools[k].median(), cand_pools[k].median()
+        ratio = lo = hi = None
+        if rm is not None and cm is not None and rm != 0:
+            ratio = cm / rm
+            if resamples > 0:
+                lo, hi = _ratio_ci(ref_meds[k], cand_meds[k])
         out.append(
             MetricComparison(
                 scenario=candidate.scenario,
@@ -183,20 +229,16 @@ def compare(
                 ci_low=lo,
                 ci_high=hi,
                 resamples=resamples,
-                seed=seed + k,
+                seed=seed,
             )
         )
-    rs, cs = summarize(reference, None), summarize(candidate, None)
-    for name, unit, rvalue, cvalue in [
-        ("output_throughput", "tok/s", rs.output_throughput, cs.output_throughput),
-        (
-            "output_throughput_per_gpu",
-            "tok/s",
-            rs.output_throughput_per_gpu,
-            cs.output_throughput_per_gpu,
-        ),
-        ("request_throughput", "req/s", rs.request_throughput, cs.request_throughput),
-    ]:
+    names = [
+        ("output_throughput", "tok/s"),
+        ("output_throughput_per_gpu", "tok/s"),
+        ("request_throughput", "req/s"),
+    ]
+    rates = zip(names, throughputs(reference), throughputs(candidate), strict=True)
+    for (name, unit), rvalue, cvalue in rates:
         out.append(
             MetricComparison(
                 scenario=candidate.scenario,

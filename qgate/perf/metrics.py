@@ -196,6 +196,18 @@ def max_tokens_per_second(requests: Sequence[RequestRecord]) -> float:
     return float(max(buckets.values(), default=0))
 
 
+def _per_second(x: float, duration_s: float) -> float:
+    return x / duration_s if duration_s > 0 else 0.0
+
+
+def throughputs(run: ScenarioRun) -> tuple[float, float, float]:
+    """(output tok/s, output tok/s per GPU, completed req/s) as `summarize` reports them."""
+    ok = [r for r in workload_requests(run) if succeeded(r)]
+    dur_s = run.duration_ns / NS_PER_S
+    out_rate = _per_second(sum(output_len(r) for r in ok), dur_s)
+    return out_rate, out_rate / max(run.gpus, 1), _per_second(len(ok), dur_s)
+
+
 def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
     """All scenario metrics from the raw records (pure; `qgate verify` calls it too)."""
     from qgate.perf.counters import PREEMPTIONS, deltas, prefix_cache_hit_rate
@@ -208,12 +220,13 @@ def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
     total_in = sum(r.prompt_tokens or 0 for r in ok)
 
     def rate(x: float) -> float:
-        return x / dur_s if dur_s > 0 else 0.0
+        return _per_second(x, dur_s)
 
     ttfts = [t for r in ok if (t := ttft_ms(r)) is not None]
     tpots = [t for r in ok if (t := tpot_ms(r)) is not None]
     itls = [g for r in ok for g in itls_ms(r)]
     goodput = rate(sum(1 for r in ok if meets_slo(r, slo))) if slo is not None else None
+    out_rate, out_rate_per_gpu, req_rate = throughputs(run)
     agree, total = probe_agreement(run)
     d = deltas(run.counters_before, run.counters_after)
     return ScenarioMetrics(
@@ -226,10 +239,10 @@ def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
         duration_s=dur_s,
         total_input_tokens=total_in,
         total_output_tokens=total_out,
-        request_throughput=rate(len(ok)),
+        request_throughput=req_rate,
         request_goodput=goodput,
-        output_throughput=rate(total_out),
-        output_throughput_per_gpu=rate(total_out) / max(run.gpus, 1),
+        output_throughput=out_rate,
+        output_throughput_per_gpu=out_rate_per_gpu,
         total_token_throughput=rate(total_in + total_out),
         ttft_ms=distribution(ttfts),
         tpot_ms=distribution(tpots),

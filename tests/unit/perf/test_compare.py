@@ -63,11 +63,45 @@ def test_same_run_ratio_is_one() -> None:
             assert x.ratio == pytest.approx(1.0)
 
 
-def test_pooled_resampled_median_equals_numpy_on_expanded_values() -> None:
+def _counts(idx: np.ndarray, groups: int) -> np.ndarray:
+    return np.array([np.bincount(row, minlength=groups) for row in idx], dtype=np.float64)
+
+
+def _expanded_median(groups: list[list[float]], drawn: np.ndarray) -> float:
+    values = [v for j in drawn for v in groups[j]]
+    return float(np.median(values)) if values else float("nan")
+
+
+@pytest.mark.parametrize("window", ["computed", "empty", "one value"])
+def test_pooled_resampled_medians_equal_numpy_on_expanded_values(window: str) -> None:
+    # Ties (rounded values) and requests without values (empty lists) included;
+    # a narrow or empty window sends rows through the exact fallback.
     rng = np.random.default_rng(3)
-    groups = [list(rng.random(int(rng.integers(1, 6)))) for _ in range(9)]
-    p = _Pooled(groups)
-    for _ in range(100):
-        idx = rng.integers(0, 9, size=9)
-        want = float(np.median([v for j in idx for v in groups[j]]))
-        assert p.resampled_median(idx) == pytest.approx(want, abs=1e-12)
+    for _ in range(40):
+        n = int(rng.integers(1, 25))
+        groups = [list(np.round(rng.random(int(rng.integers(0, 5))), 1)) for _ in range(n)]
+        p = _Pooled(groups)
+        if window != "computed":
+            p.hi = p.lo if window == "empty" else min(p.hi, p.lo + 1)
+        idx = rng.integers(0, n, size=(30, n))
+        got = p.resampled_medians(_counts(idx, n))
+        want = np.array([_expanded_median(groups, row) for row in idx])
+        np.testing.assert_array_equal(got, want)  # bit for bit, NaN where nothing was drawn
+
+
+def test_bootstrap_does_not_depend_on_the_block_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    a = compare(REF, CAND, resamples=50, seed=3)
+    monkeypatch.setattr("qgate.perf.compare._BLOCK", 7)  # one resample per block
+    assert compare(REF, CAND, resamples=50, seed=3) == a
+
+
+def test_requests_without_a_value_leave_the_others_alone() -> None:
+    # One-token answers have no TPOT and no ITL; they are drawn but add nothing.
+    one_token = run_of([90, 95], itl=10, n=1)
+    ref = REF.model_copy(update={"requests": REF.requests + one_token.requests})
+    got = {x.metric: x for x in compare(ref, CAND, resamples=300, seed=1)}
+    assert got["tpot_ms.p50"].reference == pytest.approx(10.0)
+    tpot = got["tpot_ms.p50"]
+    assert tpot.ci_low is not None and tpot.ci_high is not None
+    assert tpot.ci_low <= tpot.ratio <= tpot.ci_high  # type: ignore[operator]
+    assert got["ttft_ms.p50"].reference == pytest.approx(115.0)

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from qgate.quality.stats import (
+    _critical_lost,
     count_flips,
     mcnemar_p,
     mcnemar_power,
@@ -102,3 +105,47 @@ def test_min_detectable_drop_shrinks_with_n_grows_with_discordance() -> None:
 def test_min_detectable_drop_hopeless_sample() -> None:
     assert min_detectable_drop(3, 0.05, 0.8) is None
     assert min_detectable_drop(0, 0.05, 0.8) is None
+
+
+def _tail(d: int, c: int) -> Fraction:
+    return Fraction(sum(math.comb(d, j) for j in range(max(c, 0), d + 1)), 2**d)
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.01, 0.5, 0.3])
+def test_critical_lost_is_the_smallest_rejecting_count(alpha: float) -> None:
+    crit = _critical_lost(alpha, 80)
+    for d, c in enumerate(crit):
+        assert _tail(d, c) <= Fraction(alpha)  # exact: alpha 0.5 ties reject
+        assert c == 0 or _tail(d, c - 1) > Fraction(alpha)
+
+
+def test_mcnemar_p_is_the_exact_tail_correctly_rounded() -> None:
+    for lost, gained in [(1700, 1300), (1300, 1700), (2999, 1), (40, 41)]:
+        assert mcnemar_p(lost, gained) == float(_tail(lost + gained, lost))
+
+
+@pytest.mark.parametrize(("n", "drop", "disc"), [(30, 0.1, 0.3), (25, 0.02, 0.5), (12, 0.3, 0.3)])
+def test_power_equals_the_direct_double_sum(n: int, drop: float, disc: float) -> None:
+    q = (1 + drop / disc) / 2
+    crit = _critical_lost(0.05, n)
+    want = sum(
+        math.comb(n, d)
+        * disc**d
+        * (1 - disc) ** (n - d)
+        * sum(math.comb(d, j) * q**j * (1 - q) ** (d - j) for j in range(crit[d], d + 1))
+        for d in range(n + 1)
+    )
+    assert mcnemar_power(n, drop, disc, 0.05) == pytest.approx(want, rel=1e-12, abs=1e-15)
+
+
+def test_agrees_with_scipy() -> None:
+    stats = pytest.importorskip("scipy.stats")
+    for k, n in [(81, 263), (0, 7), (7, 7), (4000, 5000)]:
+        ci = stats.binomtest(k, n).proportion_ci(method="wilson")
+        assert wilson(k, n) == pytest.approx((ci.low, ci.high), rel=1e-14, abs=1e-15)
+    for n, drop, disc in [(5000, 0.02, 0.3), (400, 0.05, 0.05), (1000, 0.01, 0.2)]:
+        q = (1 + drop / disc) / 2
+        d = np.arange(n + 1)
+        crit = np.asarray(_critical_lost(0.05, n))
+        want = float(np.sum(stats.binom.pmf(d, n, disc) * stats.binom.sf(crit - 1, d, q)))
+        assert mcnemar_power(n, drop, disc, 0.05) == pytest.approx(want, rel=1e-10)
