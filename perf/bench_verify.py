@@ -70,7 +70,7 @@ def build(items: int, requests: int, resamples: int) -> Report:
                     finish_reason="stop",
                 )
             )
-        runs.append(SuiteRun(suite="math.short", role=role, data_sha256=_sha("d"), items=recs))  # type: ignore[arg-type]
+        runs.append(SuiteRun(suite="math.short", role=role, data_sha256=_sha("d"), items=recs))
     divergence = DivergenceRun(
         data_sha256=_sha("c"),
         top_k=20,
@@ -114,7 +114,7 @@ def build(items: int, requests: int, resamples: int) -> Report:
                 scenario="s",
                 role=role,
                 kind="fixed",
-                gpus=1,  # type: ignore[arg-type]
+                gpus=1,
                 duration_ns=reqs[-1].done_ns,
                 requests=reqs,
             )
@@ -154,6 +154,31 @@ def build(items: int, requests: int, resamples: int) -> Report:
     return report
 
 
+def breakdown(data: bytes, public_pem: str, resamples: int) -> tuple[float, ...]:
+    """Seconds spent parsing, in evaluate_quality, in summarize (both runs) and in compare."""
+    from qgate.report import verify as v
+
+    fns = default_recompute()
+    t = time.perf_counter()
+    payload, _ = v.check_signature(v.read_envelope(data), public_pem)
+    _, parsed = v.parse_statement(payload)
+    prof = Profile.model_validate(parsed.profile)
+    t_parse = time.perf_counter() - t
+    t = time.perf_counter()
+    v.recompute_quality(parsed, prof, fns)
+    t_quality = time.perf_counter() - t
+    assert prof.perf is not None
+    ref_run, cand_run = parsed.perf.runs
+    t = time.perf_counter()
+    for run in parsed.perf.runs:
+        fns.summarize(run, prof.perf.slo)
+    t_summ = time.perf_counter() - t
+    t = time.perf_counter()
+    fns.compare(ref_run, cand_run, resamples=resamples, seed=0)
+    t_cmp = time.perf_counter() - t
+    return t_parse, t_quality, t_summ, t_cmp
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--items", type=int, default=10_000)
@@ -186,27 +211,12 @@ def main() -> None:
     )
 
     # where the time goes: envelope/signature/schema (qgate.report), then the
-    # team's recomputation functions (quality gates, perf summaries, bootstrap)
+    # team's recomputation functions (quality gates, perf summaries, bootstrap),
+    # with the garbage collector paused as verify_bytes pauses it
     from qgate.report import verify as v
 
-    fns = default_recompute()
-    t = time.perf_counter()
-    payload, _ = v.check_signature(v.read_envelope(data), signer.public_pem)
-    _, parsed = v.parse_statement(payload)
-    prof = Profile.model_validate(parsed.profile)
-    t_parse = time.perf_counter() - t
-    t = time.perf_counter()
-    v.recompute_quality(parsed, prof, fns)
-    t_quality = time.perf_counter() - t
-    assert prof.perf is not None
-    ref_run, cand_run = parsed.perf.runs
-    t = time.perf_counter()
-    for run in parsed.perf.runs:
-        fns.summarize(run, prof.perf.slo)
-    t_summ = time.perf_counter() - t
-    t = time.perf_counter()
-    fns.compare(ref_run, cand_run, resamples=args.resamples, seed=0)
-    t_cmp = time.perf_counter() - t
+    with v.cyclic_gc_paused():
+        t_parse, t_quality, t_summ, t_cmp = breakdown(data, signer.public_pem, args.resamples)
     print(
         f"breakdown: envelope+signature+schema {t_parse:.3f} s, "
         f"evaluate_quality {t_quality:.3f} s, "

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gc
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -280,6 +282,24 @@ def check_status_and_verdict(report: Report) -> None:
         raise _fail(f"overall verdict {report.verdict} does not follow from the gates ({expected})")
 
 
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for the duration (restored after).
+
+    A large report is millions of small objects, built at once and kept to
+    the end; the collections their allocation triggers walk all of them again
+    and again (about a sixth of verifying 10,000 records) and free nothing.
+    Reference counting still frees everything as usual.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def verify_bytes(
     data: bytes,
     pubkey_pem: str | bytes,
@@ -289,6 +309,18 @@ def verify_bytes(
     origin: str = "report",
 ) -> VerifyResult:
     """Verify an envelope end to end; raise BadInput or VerificationFailed on the first problem."""
+    with cyclic_gc_paused():
+        return _verify(data, pubkey_pem, profile, model_dir, recompute, origin)
+
+
+def _verify(
+    data: bytes,
+    pubkey_pem: str | bytes,
+    profile: Path | None,
+    model_dir: Path | None,
+    recompute: Recompute | None,
+    origin: str,
+) -> VerifyResult:
     envelope = read_envelope(data, origin)
     if envelope["payloadType"] != PAYLOAD_TYPE:
         raise _fail(f"unknown payload type {envelope['payloadType']!r} (want {PAYLOAD_TYPE})")

@@ -271,3 +271,19 @@ def test_nan_figures_are_null_and_verify(ecdsa_signer: LoadedSigner) -> None:
     assert b"NaN" not in payload
     json.loads(payload, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
     assert verify_bytes(data, ecdsa_signer.public_pem, recompute=fns).report.verdict == "PASS"
+
+
+def test_verify_restores_the_garbage_collector_even_when_it_fails() -> None:
+    import gc
+
+    assert gc.isenabled()
+    with pytest.raises(BadInput):
+        verify_bytes(b"not json", "")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with pytest.raises(BadInput):
+            verify_bytes(b"not json", "")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
