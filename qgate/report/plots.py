@@ -48,8 +48,9 @@ def accuracy_plot(report: Report) -> bytes | None:
             a, b = wilson(c, n)
             xs.append(i + offset)
             ys.append(p)
-            lo.append(p - a)
-            hi.append(b - p)
+            # clamp float noise: at 0% or 100% the bound and the point can differ by 1e-17
+            lo.append(max(0.0, p - a))
+            hi.append(max(0.0, b - p))
         ax.bar(xs, ys, width=0.38, color=color, label=label)
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="black", capsize=3, lw=1)
     ax.set_xticks(range(len(pairs)), [p[0] for p in pairs], rotation=20)

@@ -94,3 +94,16 @@ def test_html_and_markdown_with_the_team_functions() -> None:
     assert html.count("<img ") == 5
     md = render_markdown(report)
     assert "| output_throughput | tok/s |" in md
+
+
+def test_accuracy_plot_at_zero_and_full_accuracy() -> None:
+    # Wilson bounds at p=0 and p=1 differ from p by float noise; the plot must not choke on it.
+    from qgate.report.plots import accuracy_plot
+
+    report = build_report()
+    for run in report.quality.runs:  # 0/3 and 0/7 are such cases
+        n, correct = (3, False) if run.role == "reference" else (7, False)
+        run.items = [i.model_copy(update={"correct": correct}) for i in run.items[:n]]
+        assert len(run.items) == n
+    png = accuracy_plot(report)
+    assert png is not None and png.startswith(b"\x89PNG")
