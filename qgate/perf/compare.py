@@ -25,7 +25,7 @@ from pydantic import Field
 from qgate.models import Record
 from qgate.perf.metrics import (
     e2e_ms,
-    itls_ms,
+    itl_gaps_ms,
     output_len,
     succeeded,
     throughputs,
@@ -52,13 +52,17 @@ class MetricComparison(Record):
     seed: int = Field(description="Seed of the bootstrap generator.")
 
 
-PerRequest = Callable[[RequestRecord], list[float]]
+# A metric's values request by request, and how many each request has.
+Values = tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]
+PerRequest = Callable[[Sequence[RequestRecord]], Values]
 
 
 def _one(f: Callable[[RequestRecord], float | None]) -> PerRequest:
-    def g(r: RequestRecord) -> list[float]:
-        v = f(r)
-        return [] if v is None else [v]
+    def g(requests: Sequence[RequestRecord]) -> Values:
+        values = [f(r) for r in requests]
+        lens = np.fromiter((v is not None for v in values), np.int64, len(values))
+        kept = np.fromiter((v for v in values if v is not None), np.float64, int(lens.sum()))
+        return kept, lens
 
     return g
 
@@ -72,7 +76,7 @@ def _rate(r: RequestRecord) -> float | None:
 PER_REQUEST: list[tuple[str, str, Literal["lower", "higher"], PerRequest]] = [
     ("ttft_ms.p50", "ms", "lower", _one(ttft_ms)),
     ("tpot_ms.p50", "ms", "lower", _one(tpot_ms)),
-    ("itl_ms.p50", "ms", "lower", itls_ms),
+    ("itl_ms.p50", "ms", "lower", itl_gaps_ms),
     ("e2e_ms.p50", "ms", "lower", _one(e2e_ms)),
     ("request_output_tok_s.p50", "tok/s", "higher", _one(_rate)),
 ]
@@ -98,16 +102,15 @@ class _Pooled:
     np.median of the drawn requests' values expanded with repeats.
     """
 
-    def __init__(self, groups: Sequence[Sequence[float]]) -> None:
-        lens = np.fromiter((len(vs) for vs in groups), dtype=np.int64, count=len(groups))
-        total = int(lens.sum())
-        values = np.fromiter((v for vs in groups for v in vs), dtype=np.float64, count=total)
-        owner = np.repeat(np.arange(len(groups)), lens)
+    def __init__(self, values: npt.NDArray[np.float64], lens: npt.NDArray[np.int64]) -> None:
+        """`values` request by request, `lens[j]` of them for request j."""
+        total = values.size
+        owner = np.repeat(np.arange(lens.size), lens)
         order = np.argsort(values, kind="stable")
         self.values = values[order]
         self.owner = owner[order]
         self.lens = lens.astype(np.float64)
-        self.groups = len(groups)
+        self.groups = lens.size
         # The window of sorted positions around the middle, and per request how
         # many of its values lie before the window. The resampled median's
         # position moves with sum(count_j * (before_middle_j - len_j / 2)),
@@ -201,8 +204,8 @@ def compare(
     """Per-metric comparison of two runs of the same scenario (pure and deterministic)."""
     ref_ok = [r for r in workload_requests(reference) if succeeded(r)]
     cand_ok = [r for r in workload_requests(candidate) if succeeded(r)]
-    ref_pools = [_Pooled([f(r) for r in ref_ok]) for _, _, _, f in PER_REQUEST]
-    cand_pools = [_Pooled([f(r) for r in cand_ok]) for _, _, _, f in PER_REQUEST]
+    ref_pools = [_Pooled(*f(ref_ok)) for _, _, _, f in PER_REQUEST]
+    cand_pools = [_Pooled(*f(cand_ok)) for _, _, _, f in PER_REQUEST]
     if resamples > 0:
         ref_rng, cand_rng = (
             np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2)

@@ -21,12 +21,18 @@ throughput figures because their lengths differ from the workload's.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from qgate.models import Record
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.profile import Slo
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 NS_PER_MS = 1_000_000
 NS_PER_S = 1_000_000_000
@@ -90,11 +96,11 @@ class ScenarioMetrics(Record):
     probe_total: int = Field(default=0, description="Quality probes sent.")
 
 
-def distribution(values: Sequence[float]) -> Distribution:
+def distribution(values: Sequence[float] | npt.NDArray[np.float64]) -> Distribution:
     """Mean, std and percentiles of `values` (all zeros when empty, as vLLM reports)."""
     import numpy as np
 
-    if not values:
+    if len(values) == 0:
         return Distribution(count=0, mean=0.0, std=0.0, p50=0.0, p90=0.0, p99=0.0, max=0.0)
     a = np.asarray(values, dtype=np.float64)
     p50, p90, p99 = np.percentile(a, [50, 90, 99])
@@ -156,6 +162,31 @@ def itls_ms(r: RequestRecord) -> list[float]:
     return [(b - a) / NS_PER_MS for a, b in zip(ts, ts[1:], strict=False)]
 
 
+def _token_times(
+    requests: Sequence[RequestRecord],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Every request's chunk arrival times, concatenated in order, and how many each has."""
+    import numpy as np
+
+    lens = np.fromiter((len(r.token_times_ns) for r in requests), np.int64, len(requests))
+    times = chain.from_iterable(r.token_times_ns for r in requests)
+    return np.fromiter(times, np.int64, int(lens.sum())), lens
+
+
+def itl_gaps_ms(
+    requests: Sequence[RequestRecord],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """`itls_ms` of every request, concatenated in order (the same floats), and each one's count."""
+    import numpy as np
+
+    times, lens = _token_times(requests)
+    keep = np.ones(max(times.size - 1, 0), dtype=bool)
+    starts = np.cumsum(lens)[:-1]
+    keep[starts[(starts > 0) & (starts < times.size)] - 1] = False  # gaps across two requests
+    # int64 differences are exact, and int / int is correctly rounded in numpy as in Python
+    return np.diff(times)[keep] / NS_PER_MS, np.maximum(lens - 1, 0)
+
+
 def meets_slo(r: RequestRecord, slo: Slo) -> bool:
     """Whether a completed request met every SLO given (TPOT is 0 for n <= 1, as vLLM)."""
     t = ttft_ms(r)
@@ -185,15 +216,16 @@ def peak_concurrency(requests: Sequence[RequestRecord]) -> int:
 
 def max_tokens_per_second(requests: Sequence[RequestRecord]) -> float:
     """Largest number of content chunks in any one-second bucket from the first send."""
+    import numpy as np
+
     if not requests:
         return 0.0
     start = min(r.sent_ns for r in requests)
-    buckets: dict[int, int] = {}
-    for r in requests:
-        for t in r.token_times_ns:
-            b = (t - start) // NS_PER_S
-            buckets[b] = buckets.get(b, 0) + 1
-    return float(max(buckets.values(), default=0))
+    times, _ = _token_times(requests)
+    if times.size == 0:
+        return 0.0
+    _, per_bucket = np.unique((times - start) // NS_PER_S, return_counts=True)
+    return float(per_bucket.max())
 
 
 def _per_second(x: float, duration_s: float) -> float:
@@ -224,7 +256,7 @@ def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
 
     ttfts = [t for r in ok if (t := ttft_ms(r)) is not None]
     tpots = [t for r in ok if (t := tpot_ms(r)) is not None]
-    itls = [g for r in ok for g in itls_ms(r)]
+    itls, _ = itl_gaps_ms(ok)
     goodput = rate(sum(1 for r in ok if meets_slo(r, slo))) if slo is not None else None
     out_rate, out_rate_per_gpu, req_rate = throughputs(run)
     agree, total = probe_agreement(run)

@@ -80,7 +80,8 @@ def test_pooled_resampled_medians_equal_numpy_on_expanded_values(window: str) ->
     for _ in range(40):
         n = int(rng.integers(1, 25))
         groups = [list(np.round(rng.random(int(rng.integers(0, 5))), 1)) for _ in range(n)]
-        p = _Pooled(groups)
+        lens = np.array([len(vs) for vs in groups], dtype=np.int64)
+        p = _Pooled(np.array([v for vs in groups for v in vs], dtype=np.float64), lens)
         if window != "computed":
             p.hi = p.lo if window == "empty" else min(p.hi, p.lo + 1)
         idx = rng.integers(0, n, size=(30, n))
