@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from qgate.perf.metrics import distribution, peak_concurrency, summarize
+from qgate.perf.metrics import (
+    distribution,
+    itl_gaps_ms,
+    itls_ms,
+    max_tokens_per_second,
+    peak_concurrency,
+    summarize,
+)
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.profile import Slo
 
@@ -127,3 +134,21 @@ def test_counter_deltas_explain_the_run() -> None:
     assert m.preemptions == 3.0
     assert m.prefix_cache_hit_rate == pytest.approx(0.25)
     assert m.server_counters["vllm:prefix_cache_queries_total"] == 200.0
+
+
+def test_itl_gaps_are_itls_ms_of_each_request_in_order() -> None:
+    reqs = [R1, R3, rec(3, 0, [7], 1), R2, rec(4, 5, [1001, 1002, 2999], 3)]
+    values, counts = itl_gaps_ms(reqs)
+    assert values.tolist() == [g for r in reqs for g in itls_ms(r)]  # the very same floats
+    assert counts.tolist() == [2, 0, 0, 3, 2]
+    assert itl_gaps_ms([])[0].size == 0
+    assert itl_gaps_ms([R3])[1].tolist() == [0]
+
+
+def test_max_tokens_per_second_buckets_from_the_first_send() -> None:
+    # buckets from t=0: [0, 1 s) holds R1's 3 chunks and R2's 4; a late request adds 2 in [1, 2) s
+    late = rec(3, 900, [1001, 1002], 2)
+    assert max_tokens_per_second([R1, R2, late]) == 7.0
+    assert max_tokens_per_second([late]) == 2.0
+    assert max_tokens_per_second([R3]) == 0.0
+    assert max_tokens_per_second([]) == 0.0
