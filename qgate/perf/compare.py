@@ -84,7 +84,7 @@ PER_REQUEST: list[tuple[str, str, Literal["lower", "higher"], PerRequest]] = [
 
 # Resamples are drawn and evaluated in blocks of about this many counts, so
 # memory stays bounded; the draws do not depend on the block size.
-_BLOCK = 1 << 21
+_BLOCK = 1 << 20
 # Half-width of the window of sorted values searched first, in standard
 # deviations of the resampled median's position; rows outside it are redone
 # over all values, so the width changes the speed, never the result.
@@ -170,18 +170,30 @@ def _bootstrap_medians(
     out = np.full((len(pools), resamples), np.nan)
     if requests == 0:
         return out
-    # every pool's value counts and counts before its window, in one product per block
-    weights = np.stack([w for p in pools for w in (p.lens, p.before)], axis=1)
+    # Per block, one product of the counts with every pool's per-request
+    # weights: its number of values, unless that is one for every request (then
+    # a resample has `requests` values), and its values before the window.
+    # einsum rather than a BLAS product: OpenBLAS's threads spin after the call
+    # and, on a busy two-core machine, cost far more than the product itself.
+    columns: list[npt.NDArray[np.float64]] = []
+    slots: list[tuple[int | None, int]] = []
+    for p in pools:
+        n_col = None if bool(np.all(p.lens == 1)) else len(columns)
+        if n_col is not None:
+            columns.append(p.lens)
+        slots.append((n_col, len(columns)))
+        columns.append(p.before)
+    weights = np.stack(columns)
     block = max(1, _BLOCK // requests)
     counts = np.empty((min(block, resamples), requests))
     for start in range(0, resamples, block):
         rows = min(block, resamples - start)
         for i in range(rows):
             counts[i] = np.bincount(rng.integers(0, requests, size=requests), minlength=requests)
-        sums = counts[:rows] @ weights
-        for m, pool in enumerate(pools):
-            n, below = sums[:, 2 * m], sums[:, 2 * m + 1]
-            out[m, start : start + rows] = pool.medians_given(counts[:rows], n, below)
+        sums = np.einsum("ij,kj->ik", counts[:rows], weights)
+        for m, (pool, (n_col, below_col)) in enumerate(zip(pools, slots, strict=True)):
+            n = np.full(rows, float(requests)) if n_col is None else sums[:, n_col]
+            out[m, start : start + rows] = pool.medians_given(counts[:rows], n, sums[:, below_col])
     return out
 
 
