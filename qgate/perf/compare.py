@@ -138,7 +138,7 @@ class _Pooled:
         out = np.full(counts.shape[0], np.nan)
         inside = np.zeros(counts.shape[0], dtype=bool)
         if self.lo < self.hi:
-            cum = np.cumsum(counts[:, self.owner[self.lo : self.hi]], axis=1)
+            cum = np.cumsum(np.take(counts, self.owner[self.lo : self.hi], axis=1), axis=1)
             cum += below[:, None]
             inside = (n > 0) & (below <= lo_pos) & (cum[:, -1] > hi_pos)
             rows = np.nonzero(inside)[0]
