@@ -21,8 +21,11 @@ setup: $(STAMP)
 demo: setup
 	$(VENV)/bin/qgate run precision_profiles/smollm2-cpu-fp8kv.yaml
 
+# Expected to fail: succeeds only when qgate exits 1 (a gate failed), not 0, 2 or 3.
 demo-fail: setup
-	$(VENV)/bin/qgate run precision_profiles/smollm2-cpu-int4-fail.yaml
+	$(VENV)/bin/qgate run precision_profiles/smollm2-cpu-int4-fail.yaml; \
+	status=$$?; echo "qgate exit code: $$status (1 = a gate failed, as this demo expects)"; \
+	test $$status -eq 1
 
 test: setup
 	$(PY) -m pytest -q -rs tests
