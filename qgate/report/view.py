@@ -58,15 +58,11 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-def wilson(correct: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Wilson score interval of a proportion (95% by default)."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = correct / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+def wilson(correct: int, n: int) -> tuple[float, float]:
+    """95% Wilson interval, the very function the gates report (qgate.quality.stats)."""
+    from qgate.quality.stats import wilson as stats_wilson
+
+    return stats_wilson(correct, n)
 
 
 def suite_pairs(runs: Iterable[SuiteRun]) -> list[tuple[str, SuiteRun | None, SuiteRun | None]]:
