@@ -87,6 +87,7 @@ def test_pooled_resampled_medians_equal_numpy_on_expanded_values(window: str) ->
         idx = rng.integers(0, n, size=(30, n))
         got = p.resampled_medians(_counts(idx, n))
         want = np.array([_expanded_median(groups, row) for row in idx])
+        assert got.shape == want.shape == (30,)
         np.testing.assert_array_equal(got, want)  # bit for bit, NaN where nothing was drawn
 
 

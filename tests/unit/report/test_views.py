@@ -26,7 +26,9 @@ def _golden(name: str, text: str) -> None:
 
 
 def test_markdown_golden_pass() -> None:
-    _golden("pass.md", render_markdown(build_report()))
+    md = render_markdown(build_report())
+    assert md.startswith("# qgate report") and "**Verdict: PASS**" in md
+    _golden("pass.md", md)
 
 
 def test_markdown_golden_fail() -> None:
