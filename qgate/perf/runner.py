@@ -30,6 +30,7 @@ from qgate.perf.workloads import (
     run_trace,
 )
 from qgate.profile import FixedScenario, MultiTurnScenario, PerfSpec, TraceScenario
+from qgate.runtime.http import root_url
 
 AnyScenario = FixedScenario | MultiTurnScenario | TraceScenario
 
@@ -43,11 +44,6 @@ def levels(s: AnyScenario) -> list[tuple[str, int | None]]:
             return [(f"{s.name}@c{c}", c) for c in s.concurrency]
         return [(s.name, s.concurrency)]
     return [(s.name, None)]
-
-
-def root_url(base_url: str) -> str:
-    b = base_url.rstrip("/")
-    return b[: -len("/v1")] if b.endswith("/v1") else b
 
 
 def probe_spec(probe: Probe, model: str, params: dict[str, Any]) -> RequestSpec:

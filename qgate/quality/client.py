@@ -18,6 +18,7 @@ from typing import Any, Self
 import aiohttp
 
 from qgate.errors import InfrastructureError
+from qgate.runtime.http import root_url as server_root
 
 CONNECT_RETRIES = 3
 RETRY_DELAY_S = 1.0
@@ -38,12 +39,6 @@ class Completion:
     text: str
     finish_reason: str | None
     completion_tokens: int | None
-
-
-def server_root(base_url: str) -> str:
-    """'http://h:8000/v1' -> 'http://h:8000' (vLLM serves /tokenize at the root)."""
-    url = base_url.rstrip("/")
-    return url[: -len("/v1")] if url.endswith("/v1") else url
 
 
 def _first_leaf(error: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -36,6 +36,7 @@ from qgate.models import Record
 from qgate.profile import DivergenceSuite
 from qgate.quality.divergence import position_divergence
 from qgate.quality.records import DivergenceRun, DivergenceSequence, Role
+from qgate.runtime.http import root_url
 
 if TYPE_CHECKING:
     import aiohttp
@@ -118,12 +119,6 @@ def load_corpus(path: Path | None, sequences: int) -> tuple[list[CorpusPrompt], 
     return prompts, hashlib.sha256(raw).hexdigest()
 
 
-def _root(base_url: str) -> str:
-    # /tokenize lives at the server root, not under /v1.
-    base = base_url.rstrip("/")
-    return base[: -len("/v1")] if base.endswith("/v1") else base
-
-
 async def _post(
     session: aiohttp.ClientSession, url: str, body: dict[str, Any], what: str
 ) -> dict[str, Any]:
@@ -171,7 +166,7 @@ async def generate_continuations(
 ) -> list[Continuation]:
     """Greedy continuations of exactly `tokens` tokens for every prompt, on the reference."""
     sem = asyncio.Semaphore(concurrency)
-    root = _root(base_url)
+    root = root_url(base_url)  # /tokenize lives at the server root, not under /v1
 
     async def one(session: aiohttp.ClientSession, p: CorpusPrompt) -> Continuation:
         async with sem:
