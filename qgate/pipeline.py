@@ -48,6 +48,8 @@ class RunOutcome:
     headline: list[str] = field(default_factory=list)
     public_key: Path | None = None
     reference_cached: bool = False
+    warnings: list[str] = field(default_factory=list)
+    capability_notes: list[str] = field(default_factory=list)
 
 
 class StageClock:
@@ -76,6 +78,9 @@ def run(opts: RunOptions) -> RunOutcome:
         ctx = stages.prepare(opts)
     with clock.stage("fingerprint"):
         stages.fingerprint(ctx)
+    if stages.wants_preflight(ctx):
+        with clock.stage("candidate_preflight"):
+            stages.preflight_candidate(ctx)
     with clock.stage("reference_quality"):
         reference = stages.reference_quality(ctx)
     candidate: QualityOutput

@@ -133,6 +133,12 @@ class EngineSpec(Strict):
         "(`vllm serve`, else `python -m vllm.entrypoints.openai.api_server`).",
     )
     startup_timeout_s: float = Field(default=900.0, gt=0, description="Wait for /health.")
+    preflight: Literal["auto", "always", "never"] = Field(
+        default="auto",
+        description="Start the candidate once (start, check applied config, stop) before the "
+        "reference stage, so that a candidate that cannot start fails in about a minute, not "
+        "after the reference: 'auto' when the reference is not cached.",
+    )
     request_timeout_s: float = Field(default=600.0, gt=0, description="One HTTP request.")
 
 
@@ -148,6 +154,20 @@ class WeightEmulation(Strict):
     group_size: int = Field(default=128, ge=8, description="Group size for 'group' granularity.")
 
 
+class RuntimeFallback(Strict):
+    """What a runtime runs instead where this machine's engine cannot run it natively."""
+
+    args: dict[str, EngineArgValue] = Field(
+        default_factory=dict, description="Engine args (replace the runtime's own)."
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment overlay (replaces the runtime's own)."
+    )
+    emulate_weights: WeightEmulation | None = Field(
+        default=None, description="Emulated weight precision (labelled emulated in the report)."
+    )
+
+
 class RuntimeSpec(Strict):
     """Overrides of one runtime (reference or candidate) on top of `engine`."""
 
@@ -158,6 +178,11 @@ class RuntimeSpec(Strict):
     )
     emulate_weights: WeightEmulation | None = Field(
         default=None, description="Emulated weight precision (labelled emulated in the report)."
+    )
+    fallback: RuntimeFallback | None = Field(
+        default=None,
+        description="Used instead when qgate's capability table says this machine's engine "
+        "cannot run `args` (e.g. FP8 KV cache on a CPU without AVX-512); the report says why.",
     )
 
 
@@ -267,6 +292,12 @@ class QualitySpec(Strict):
     )
     concurrency: int = Field(default=8, ge=1, description="Requests in flight per suite.")
     seed: int = Field(default=0, description="Sampling seed sent with every request.")
+    on_no_effect: Literal["warn", "fail"] = Field(
+        default="warn",
+        description="When every answer and every logprob of the candidate is bit-identical to "
+        "the reference's (its change had no measurable effect: was it applied?): 'warn' in the "
+        "report and on the console, or 'fail' the run (for CI).",
+    )
 
     @model_validator(mode="after")
     def _at_least_one(self) -> Self:

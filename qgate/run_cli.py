@@ -57,6 +57,10 @@ def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | N
                + ("; reference from cache" if outcome.reference_cached else ""))  # fmt: skip
     for v in failed:
         click.echo(f"  FAIL {v.gate}: {v.reason}")
+    for line in outcome.capability_notes:
+        click.echo(f"  machine: {line}")
+    for line in outcome.warnings:
+        click.echo(f"  WARNING: {line}")
     weak = [v.gate for v in outcome.verdicts if v.passed and v.underpowered]
     if weak:
         click.echo(f"  note: {len(weak)} passing gates are underpowered (the sample cannot detect "

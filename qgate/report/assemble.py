@@ -61,6 +61,8 @@ def build_report(
     target_mismatches: Sequence[str],
     stage_timings: dict[str, float],
     bootstrap_seed: int = 0,
+    capability_notes: Sequence[str] = (),
+    warnings: Sequence[str] = (),
 ) -> Report:
     """The unsigned report; `write_report` redacts, digests artifacts and signs it."""
     resamples = profile.perf.bootstrap if profile.perf else 0
@@ -89,5 +91,7 @@ def build_report(
         verdict=overall(all_verdicts, perf_status),
         target_mismatches=list(target_mismatches),
         emulated=emulated,
+        capability_notes=list(capability_notes),
+        warnings=list(warnings),
         stage_timings=dict(stage_timings),
     )

@@ -138,6 +138,13 @@ class Report(Record):
     emulated: list[str] = Field(
         default_factory=list, description="Components that were emulated, not native."
     )
+    capability_notes: list[str] = Field(
+        default_factory=list,
+        description="What ran natively on this machine, what ran a fallback instead, and why.",
+    )
+    warnings: list[str] = Field(
+        default_factory=list, description="Things people must look at that failed no gate."
+    )
     stage_timings: dict[str, float] = Field(
         default_factory=dict, description="Wall seconds per pipeline stage, in order."
     )

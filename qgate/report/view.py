@@ -116,6 +116,10 @@ def _headline(report: Report) -> Section:
         sec.lines.append("EMULATED components: " + "; ".join(report.emulated))
     if report.target_mismatches:
         sec.lines.append("TARGET MISMATCH: " + "; ".join(report.target_mismatches))
+    for note in report.capability_notes:
+        sec.lines.append("MACHINE: " + note)
+    for warning in report.warnings:
+        sec.lines.append("WARNING: " + warning)
     if report.signer is not None:
         note = " (local development key)" if report.signer.source == "local-dev" else ""
         sec.lines.append(

@@ -17,6 +17,7 @@ from qgate.profile import EngineArgValue, Profile
 from qgate.runtime import command as cmd
 from qgate.runtime import effective, http, process
 from qgate.runtime.base import EffectiveConfig
+from qgate.runtime.causes import root_cause_in
 from qgate.runtime.redact import redact_argv, redact_env, redact_text, secret_values
 from qgate.runtime.waiting import startup_progress
 
@@ -171,8 +172,10 @@ class VllmServer:
         return [redact_text(line, secrets) for line in process.tail_lines(self.log_path, 20)]
 
     def _fail(self, message: str, returncode: int | None = None) -> RuntimeFailure:
+        cause = root_cause_in(self.log_path)
+        because = f": {redact_text(cause, self._secrets())}" if cause else ""
         return RuntimeFailure(
-            self.role, f"{message} (log: {self.log_path})", self._tail(), returncode
+            self.role, f"{message}{because} (log: {self.log_path})", self._tail(), returncode
         )
 
     def _spawn(self, port: int) -> None:

@@ -1,0 +1,216 @@
+"""What the engine on this machine can run natively, checked before anything starts.
+
+A setting the engine cannot run on this hardware fails minutes later, after
+the reference stage, with the engine's own traceback. The table below holds
+the facts that are cheap to check first (the CPU's ISA flags against what
+vLLM-CPU needs); `check_runtime` turns a violation into one line naming the
+setting, the hardware and the way out. A runtime that declares a `fallback`
+is switched to it instead, and the report says what ran natively, what was
+emulated and why.
+
+`QGATE_CPU_FLAGS` (comma-separated, e.g. `avx2,fma`) replaces the probed
+flags: it lets a test, or a person on an AVX-512 machine, see what happens
+on a CPU without them. The report says when the answer was forced.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from qgate.profile import EngineArgValue, Profile, RuntimeSpec
+from qgate.quality.records import Role
+
+FORCE_ENV = "QGATE_CPU_FLAGS"
+
+
+@dataclass(frozen=True)
+class CpuCaps:
+    """The host CPU as far as engine capabilities go."""
+
+    model: str
+    arch: str
+    flags: frozenset[str]
+    forced: bool = False
+
+    def describe(self) -> str:
+        isa = ", ".join(sorted(f for f in self.flags if f.startswith(("avx", "amx")))) or "none"
+        forced = f"; forced by {FORCE_ENV}" if self.forced else ""
+        return f"{self.model}, {self.arch}, ISA flags: {isa}{forced}"
+
+
+def probe_cpu(environ: Mapping[str, str] | None = None) -> CpuCaps:
+    """This machine's CPU (cheap: /proc/cpuinfo), or the answer forced by QGATE_CPU_FLAGS."""
+    from qgate.runtime.fingerprint import cpu_info
+
+    env = os.environ if environ is None else environ
+    info = cpu_info()
+    arch = platform.machine() or "unknown"
+    forced = env.get(FORCE_ENV)
+    if forced is not None:
+        flags = frozenset(f.strip().lower() for f in forced.split(",") if f.strip())
+        return CpuCaps(info.model, arch, flags, forced=True)
+    return CpuCaps(info.model, arch, frozenset(info.flags))
+
+
+def engine_on_cpu(profile: Profile) -> bool:
+    """vLLM started by qgate on the CPU (the target says cpu, or only vllm-cpu is installed)."""
+    if profile.engine.kind != "vllm":
+        return False
+    if profile.target.accelerator.lower() == "cpu":
+        return True
+    return _installed("vllm-cpu") and not _installed("vllm")
+
+
+def _installed(dist: str) -> bool:
+    try:
+        importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One known limit of an engine on some hardware."""
+
+    key: str
+    applies: Callable[[EngineArgValue], bool]
+    supported: Callable[[CpuCaps], bool]
+    needs: str
+    way_out: str
+
+
+def _fp8(value: EngineArgValue) -> bool:
+    return isinstance(value, str) and value.lower().startswith("fp8")
+
+
+def _x86_avx512_or_amx(cpu: CpuCaps) -> bool:
+    x86 = cpu.arch.lower() in ("x86_64", "amd64")
+    return x86 and bool(cpu.flags & {"avx512f", "amx_bf16", "amx_tile"})
+
+
+def _never(cpu: CpuCaps) -> bool:
+    return False
+
+
+# vLLM-CPU 0.32, as measured (shared ENVIRONMENT.md): its FP8 KV cache path
+# refuses to start without AVX-512 or AMX, and it has no FP8 weight kernels.
+VLLM_CPU_RULES: tuple[Rule, ...] = (
+    Rule(
+        key="kv_cache_dtype",
+        applies=_fp8,
+        supported=_x86_avx512_or_amx,
+        needs="vLLM-CPU's FP8 KV cache needs an x86 CPU with AVX-512 or AMX",
+        way_out="run on an AVX-512/AMX machine, or give this runtime a `fallback:` "
+        "(e.g. emulate_weights: {format: fp8_e4m3})",
+    ),
+    Rule(
+        key="quantization",
+        applies=_fp8,
+        supported=_never,
+        needs="vLLM-CPU has no FP8 weight kernels (_C::static_scaled_fp8_quant is missing)",
+        way_out="use `emulate_weights: {format: fp8_e4m3}` on the CPU, or run on a GPU",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One setting this machine's engine cannot run."""
+
+    role: Role
+    key: str
+    value: EngineArgValue
+    line: str
+
+
+def runtime_args(profile: Profile, spec: RuntimeSpec) -> dict[str, EngineArgValue]:
+    return {**profile.engine.args, **spec.args}
+
+
+def check_runtime(profile: Profile, role: Role, spec: RuntimeSpec, cpu: CpuCaps) -> list[Problem]:
+    """Every setting of `spec` (over engine.args) the engine cannot run on this machine."""
+    if not engine_on_cpu(profile):
+        return []
+    problems: list[Problem] = []
+    for key, value in runtime_args(profile, spec).items():
+        for rule in VLLM_CPU_RULES:
+            if rule.key == key and rule.applies(value) and not rule.supported(cpu):
+                where = f"{role}.args.{key}" if key in spec.args else f"engine.args.{key}"
+                problems.append(Problem(role, key, value, (
+                    f"{where}: {value} cannot run here: {rule.needs}; this CPU: "
+                    f"{cpu.describe()}; way out: {rule.way_out}"
+                )))  # fmt: skip
+    return problems
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The runtime specs a run uses, and what people must be told about them."""
+
+    reference: RuntimeSpec
+    candidate: RuntimeSpec
+    notes: list[str]
+
+    def spec(self, role: Role) -> RuntimeSpec:
+        return self.reference if role == "reference" else self.candidate
+
+
+def _fallback_spec(spec: RuntimeSpec) -> RuntimeSpec:
+    fb = spec.fallback
+    assert fb is not None
+    return RuntimeSpec(
+        args=fb.args, env=fb.env, endpoint=spec.endpoint, emulate_weights=fb.emulate_weights
+    )
+
+
+def _describe(profile: Profile, spec: RuntimeSpec) -> str:
+    parts = [f"{k}={v}" for k, v in sorted(spec.args.items())]
+    if spec.emulate_weights is not None:
+        w = spec.emulate_weights
+        parts.append(f"weights {w.format}/{w.granularity} emulated (rounded, stored as bf16)")
+    return ", ".join(parts) or "engine defaults"
+
+
+def select_runtimes(profile: Profile, cpu: CpuCaps) -> Selection:
+    """Each role's spec as it will run here: as written, or its fallback when it cannot.
+
+    Raise BadInput (exit 2) naming the setting, the CPU and the way out when a
+    role cannot run here and has no fallback that can.
+    """
+    from qgate.errors import BadInput
+
+    chosen: dict[Role, RuntimeSpec] = {}
+    notes: list[str] = []
+    failures: list[str] = []
+    for role in ("reference", "candidate"):
+        spec: RuntimeSpec = getattr(profile, role)
+        problems = check_runtime(profile, role, spec, cpu)
+        if not problems:
+            chosen[role] = spec
+            if engine_on_cpu(profile) and any(
+                _fp8(v) for v in runtime_args(profile, spec).values()
+            ):
+                notes.append(f"{role}: native on this CPU ({cpu.describe()}): "
+                             f"{_describe(profile, spec)}")  # fmt: skip
+            continue
+        if spec.fallback is not None:
+            alt = _fallback_spec(spec)
+            still = check_runtime(profile, role, alt, cpu)
+            if not still:
+                chosen[role] = alt
+                why = "; ".join(p.line.split(": way out:")[0] for p in problems)
+                notes.append(
+                    f"{role}: ran its fallback ({_describe(profile, alt)}) instead of "
+                    f"{_describe(profile, spec)}, because {why}"
+                )
+                continue
+            problems = still
+        failures += [p.line for p in problems]
+    if failures:
+        raise BadInput(failures[0], details=failures[1:])
+    return Selection(chosen["reference"], chosen["candidate"], notes)
