@@ -93,6 +93,11 @@ def _x86_avx512_or_amx(cpu: CpuCaps) -> bool:
     return x86 and bool(cpu.flags & {"avx512f", "amx_bf16", "amx_tile"})
 
 
+def native_fp8_kv(cpu: CpuCaps) -> bool:
+    """Whether vLLM-CPU runs an FP8 KV cache on this CPU."""
+    return _x86_avx512_or_amx(cpu)
+
+
 def _never(cpu: CpuCaps) -> bool:
     return False
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from qgate.profile import EngineArgValue
+from qgate.runtime.capabilities import native_fp8_kv, probe_cpu
 from qgate.runtime.process import group_alive
 from qgate.runtime.vllm_server import VllmServer
 
@@ -83,6 +84,11 @@ def reference_server(smollm2_checkpoint: Path, runtime_root: Path) -> Iterator[V
 @pytest.fixture(scope="session")
 def fp8kv_server(smollm2_checkpoint: Path, runtime_root: Path) -> Iterator[VllmServer]:
     """The same server with `kv_cache_dtype: fp8` (the candidate of the embedded demo)."""
+    cpu = probe_cpu()
+    if not native_fp8_kv(cpu):
+        pytest.skip(f"vLLM-CPU runs an FP8 KV cache only with AVX-512 or AMX; this CPU: "
+                    f"{cpu.describe()} (the fallback path is covered by test_pipeline.py and "
+                    f"tests/unit/runtime/test_capabilities.py)")  # fmt: skip
     run_dir = runtime_root / "fp8kv-server"
     yield from _serve("candidate", smollm2_checkpoint, run_dir, {"kv_cache_dtype": "fp8"})
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from qgate.runtime.capabilities import native_fp8_kv, probe_cpu
+
 pytestmark = pytest.mark.integration
 
 QGATE = [sys.executable, "-m", "qgate.cli"]
@@ -32,6 +34,7 @@ target: {{accelerator: cpu}}
 engine:
   args: {{dtype: bfloat16, max_model_len: 2048, enforce_eager: true, enable_prefix_caching: true}}
   startup_timeout_s: 600
+  preflight: {preflight}
 reference:
   args: {{kv_cache_dtype: auto}}
 candidate:
@@ -48,7 +51,12 @@ perf:
         turn_input_tokens: 16, output_tokens: 8, warmup: 0, requests: 4}}
 """
 
-FP8KV = "  args: {kv_cache_dtype: fp8}"
+# As in the demo: FP8 KV where vLLM-CPU can (AVX-512/AMX), emulated FP8 weights elsewhere.
+FP8KV = (
+    "  args: {kv_cache_dtype: fp8}\n"
+    "  fallback: {args: {kv_cache_dtype: auto}, emulate_weights: {format: fp8_e4m3}}"
+)
+NATIVE_FP8_KV = native_fp8_kv(probe_cpu())
 # The failing demo's candidate: INT4 weights, one scale per 128 inputs (mean KL ~0.8 against
 # bf16, ~40x FP8-KV's), sharing its emulated checkpoint copy through the cache.
 INT4 = (
@@ -86,9 +94,15 @@ def keypair(workspace: Path, env: dict[str, str]) -> tuple[Path, Path]:
     return workspace / "ci.pem", workspace / "ci.pub.pem"
 
 
-def write_profile(workspace: Path, name: str, candidate: str, math_drop: float, kld: float) -> Path:
+def write_profile(
+    workspace: Path, name: str, candidate: str, math_drop: float, kld: float,
+    preflight: str = "never",
+) -> Path:
+    # preflight 'never' saves CI a server start; the test of a candidate that cannot start
+    # runs with the default ('auto').
     path = workspace / f"{name}.yaml"
-    text = BASE.format(name=name, candidate=candidate, math_drop=math_drop, kld=kld)
+    text = BASE.format(name=name, candidate=candidate, math_drop=math_drop, kld=kld,
+                       preflight=preflight)  # fmt: skip
     path.write_text(text)
     return path
 
@@ -145,7 +159,15 @@ def test_report_holds_both_runtimes_and_fp8_kv(
     assert shown.returncode == 0, shown.stderr
     report = json.loads(shown.stdout)
     configs = {c["role"]: c for c in report["effective_configs"]}
-    assert configs["candidate"]["kv_cache_dtype"] == "fp8"
+    if NATIVE_FP8_KV:
+        assert configs["candidate"]["kv_cache_dtype"] == "fp8"
+        assert report["capability_notes"][0].startswith("candidate: native")
+    else:
+        assert configs["candidate"]["kv_cache_dtype"] in ("auto", "bfloat16")
+        assert any("fp8_e4m3" in e for e in configs["candidate"]["emulated"])
+        (note,) = report["capability_notes"]
+        assert note.startswith("candidate: ran its fallback") and "AVX-512 or AMX" in note
+        assert f"machine: {note}" in done.stdout
     assert configs["reference"]["kv_cache_dtype"] in ("auto", "bfloat16")
     suites = {(r["suite"], r["role"]) for r in report["quality"]["runs"]}
     for suite in ("math.short", "math.long", "recall.512"):
@@ -198,6 +220,27 @@ def test_failing_profile_exits_1_without_perf(
     verified = qgate("verify", str(run_dir / "report.intoto.jsonl"), "--pubkey",
                      str(keypair[1]), env=env)  # fmt: skip
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_candidate_that_cannot_start_fails_before_the_reference(
+    workspace: Path, env: dict[str, str], keypair: tuple[Path, Path]
+) -> None:
+    bad = "  args: {kv_cache_dtype: auto, no_such_engine_flag: 1}"
+    profile = write_profile(workspace, "it-bad-candidate", bad, math_drop=0.5, kld=1.0,
+                            preflight="auto")  # fmt: skip
+    out = workspace / "bad-candidate"
+    done = qgate(
+        "run", str(profile), "--out", str(out), "--key", str(keypair[0]),
+        "--cache-dir", str(workspace / "empty-cache"), "--no-progress", env=env,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stdout + done.stderr
+    first = done.stderr.strip().splitlines()[0]
+    assert first.startswith("error: candidate runtime: server exited during startup"), first
+    assert "unrecognized arguments: --no-such-engine-flag" in first, first
+    assert "candidate.log" in first
+    run_dir = next(out.iterdir())
+    assert not (run_dir / "logs" / "reference.log").exists()  # the reference never started
+    assert not (run_dir / "raw" / "reference-quality.json").exists()
 
 
 def _descendants(pid: int) -> set[int]:

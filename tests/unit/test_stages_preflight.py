@@ -1,0 +1,42 @@
+"""When `qgate run` starts the candidate alone first (before the reference stage)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from qgate import stages
+from qgate.profile import Profile
+
+
+def _ctx(tmp_path: Path, preflight: str, refresh: bool = False) -> SimpleNamespace:
+    profile = Profile.model_validate({
+        "name": "t", "model": {"embedded": "smollm2"},
+        "engine": {"preflight": preflight}, "candidate": {"args": {"kv_cache_dtype": "fp8"}},
+        "quality": {"math": {"limit": 4}},
+    })  # fmt: skip
+    opts = SimpleNamespace(cache_dir=tmp_path, refresh_reference=refresh)
+    return SimpleNamespace(profile=profile, opts=opts, fingerprint=None)
+
+
+def _store_reference(ctx: SimpleNamespace) -> None:
+    cache, key = stages._reference_cache(ctx)  # type: ignore[arg-type]
+    cache.entry_dir(key).mkdir(parents=True)
+
+
+@pytest.mark.parametrize(("mode", "cached", "refresh", "expected"), [
+    ("auto", False, False, True),    # the reference stage will run: find a broken candidate first
+    ("auto", True, False, False),    # cached reference: the candidate starts next anyway
+    ("auto", True, True, True),      # --refresh-reference recomputes it
+    ("always", True, False, True),
+    ("never", False, False, False),
+])  # fmt: skip
+def test_preflight_modes(
+    tmp_path: Path, mode: str, cached: bool, refresh: bool, expected: bool
+) -> None:
+    ctx = _ctx(tmp_path, mode, refresh)
+    if cached:
+        _store_reference(ctx)
+    assert stages.wants_preflight(ctx) is expected  # type: ignore[arg-type]
