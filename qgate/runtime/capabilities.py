@@ -208,7 +208,7 @@ def select_runtimes(profile: Profile, cpu: CpuCaps) -> Selection:
             still = check_runtime(profile, role, alt, cpu)
             if not still:
                 chosen[role] = alt
-                why = "; ".join(p.line.split(": way out:")[0] for p in problems)
+                why = "; ".join(p.line.split("; way out:")[0] for p in problems)
                 notes.append(
                     f"{role}: ran its fallback ({_describe(profile, alt)}) instead of "
                     f"{_describe(profile, spec)}, because {why}"
