@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from qgate.errors import BadInput
+from qgate.errors import BadInput, VerificationFailed
 from qgate.report.model import Report
 
 _PATH = click.Path(path_type=Path)
@@ -33,7 +33,11 @@ def _load_unverified(path: Path) -> Report:
         payload = base64.b64decode(envelope["payload"], validate=True)
     except (binascii.Error, TypeError, ValueError):
         raise BadInput(f"{path}: payload is not valid base64") from None
-    return parse_statement(payload)[1]
+    try:
+        return parse_statement(payload)[1]
+    except VerificationFailed as exc:
+        # Nothing was verified here: a payload that is no report is unusable input.
+        raise BadInput(f"{path}: {exc.message}") from None
 
 
 def _load(path: Path, pubkey: Path | None) -> Report:
