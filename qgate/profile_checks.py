@@ -58,7 +58,7 @@ MAX_CONCURRENCY = 10_000
 MAX_SECONDS = 7 * 24 * 3600
 MAX_SEED = 2**63 - 1
 
-_TOKENS = "tokens; no model's context is that long"
+_TOKENS = " tokens; no model's context is that long"
 _COUNT = "; a run that large would not finish"
 # (model, field) -> (largest sensible value, why). Sizes beyond these would
 # not fail: they would allocate until the machine runs out, or never end.
@@ -211,11 +211,15 @@ def raw_problems(data: dict[Any, Any]) -> Found:
     return found
 
 
-def _over_limit(value: Any, limit: float, why: str) -> str | None:
-    values = value if isinstance(value, list) else [value]
-    for item in values:
-        if isinstance(item, int | float) and not isinstance(item, bool) and abs(item) > limit:
-            return f"must be at most {limit:,.0f}{why} (got {item:,})"
+def _over_limit(value: Any, limit: float, why: str) -> tuple[KeyPath, str] | None:
+    """(where in a list, or (), and the message) for the first value beyond `limit`."""
+    items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+    for index, item in items:
+        number = isinstance(item, int | float) and not isinstance(item, bool)
+        # Infinity and NaN were reported by `raw_problems` already.
+        if number and math.isfinite(item) and abs(item) > limit:
+            where = () if index is None else (index,)
+            return where, f"must be at most {limit:,.0f}{why} (got {item:,})"
     return None
 
 
@@ -226,9 +230,9 @@ def _limit_problems(model: BaseModel, path: KeyPath) -> Found:
         for owner in type(model).__mro__:
             rule = LIMITS.get((owner, name))
             if rule is not None:
-                message = _over_limit(value, *rule)
-                if message:
-                    found.append(((*path, name), message))
+                over = _over_limit(value, *rule)
+                if over:
+                    found.append(((*path, name, *over[0]), over[1]))
                 break
         children = value if isinstance(value, list) else [value]
         for index, child in enumerate(children):

@@ -345,8 +345,8 @@ def parse_profile_text(text: str, shown: str, folder: Path, check_files: bool = 
         problems += _problems_from(exc, doc, skip)
     if profile is not None:
         resolve_paths(profile, folder)
-        found = profile_problems(profile) + (file_problems(profile) if check_files else [])
-        problems += [Problem(doc.line_of(path), path, message) for path, message in found]
+        checks = profile_problems(profile) + (file_problems(profile) if check_files else [])
+        problems += [Problem(doc.line_of(path), path, message) for path, message in checks]
     if problems or profile is None:
         raise _fail(shown, problems or [Problem(None, (), "invalid profile")])
     return profile

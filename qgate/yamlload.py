@@ -73,18 +73,18 @@ class _Loader(yaml.SafeLoader):
         super().__init__(stream)
         self._where: list[Any] = []
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         # Stop at the first node too deep, before the recursion gets there.
         self._where.append(index.value if isinstance(index, yaml.ScalarNode) else index)
         try:
             if len(self._where) > MAX_DEPTH:
-                event = self.peek_event()
+                event = self.peek_event()  # type: ignore[no-untyped-call]
                 # The outermost key is enough to find the place; the full path is 64 keys long.
                 top = tuple(p for p in self._where[1:2] if p is not None)
                 raise YamlSyntaxError(
                     f"nested more than {MAX_DEPTH} levels deep", event.start_mark.line + 1, top
                 )
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         finally:
             self._where.pop()
 

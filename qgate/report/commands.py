@@ -76,8 +76,10 @@ def _emit(text: str, out: Path | None) -> None:
 )
 def keygen(key_type: str, prefix: Path) -> None:
     """Create a signing key pair as PEM files (the private key is never printed)."""
+    from qgate.outpaths import check_out_file
     from qgate.report.keys import write_keypair
 
+    check_out_file(Path(f"{prefix}.pem"), "--out")
     priv, pub = write_keypair(prefix, key_type)
     click.echo(f"private key: {priv} (mode 0600; keep it secret)")
     click.echo(f"public key:  {pub} (give this to verifiers)")
@@ -123,6 +125,10 @@ def verify(report: Path, pubkey: Path, profile: Path | None, model_dir: Path | N
 @click.option("--pubkey", type=_PATH, default=None, help="Verify the report first.")
 def show(report: Path, fmt: str, out: Path | None, pubkey: Path | None) -> None:
     """Render a report as Markdown, HTML, JSON or JUnit XML."""
+    if out is not None:
+        from qgate.outpaths import check_out_file
+
+        check_out_file(out, "--out")
     rep = _load(report, pubkey)
     if pubkey is None:
         click.echo("note: not verified (pass --pubkey, or run `qgate verify`)", err=True)
@@ -152,6 +158,10 @@ def compare_cmd(reports: tuple[Path, ...], pubkey: Path | None, html_out: Path |
     from qgate.report.compare import compare_html, compare_table
     from qgate.report.render_md import _table
 
+    if html_out is not None:
+        from qgate.outpaths import check_out_file
+
+        check_out_file(html_out, "--html")
     loaded = [
         (p.name if len(set(r.name for r in reports)) == len(reports) else str(p), _load(p, pubkey))
         for p in reports

@@ -251,6 +251,318 @@ CASES: list[tuple[str, str, str, str]] = [
     ("two-documents", BASE + "---\nname: u\n", ":8:", "expected a single document"),
 ]
 
+# A key pasted where a variable name belongs: no message may ever contain it.
+PASTED = "sk-proj-Q3xT9bLm2VwZ8rKc4NfY7hJd"
+
+ENDPOINTS = f"""\
+name: t
+model:
+  embedded: smollm2
+candidate:
+  endpoint: {{base_url: 'http://h:8000/v1', api_key_env: {PASTED}}}
+reference:
+  endpoint: {{base_url: 'http://h:8001/v1'}}
+engine: {{kind: endpoint}}
+quality:
+  math: {{max_drop: 0.1}}
+"""
+
+
+def _nested_block(levels: int) -> str:
+    return "x:\n" + "".join(" " * (i + 1) + "a:\n" for i in range(levels))
+
+
+# Bad inputs that used to fail late (or with a traceback): issue 10, point 4.
+CASES += [
+    (
+        "deep-flow-lists",
+        BASE + "description: " + "[" * 5000 + "]" * 5000 + "\n",
+        ":8 description:",
+        "nested more than 64 levels deep",
+    ),
+    ("deep-block-mappings", BASE + _nested_block(3000), ":71 x:", "nested more than 64 levels"),
+    (
+        "deep-flow-mappings",
+        BASE + "x: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n",
+        ":8 x:",
+        "nested more than 64 levels deep",
+    ),
+    (
+        "env-name-with-equals",
+        BASE + "engine:\n  env: {'A=B': x}\n",
+        ":9 engine.env.A=B:",
+        "an environment variable name must not contain '='",
+    ),
+    (
+        "env-name-not-identifier",
+        BASE + "reference:\n  env: {'MY VAR': x}\n",
+        ":9 reference.env.MY VAR:",
+        "not an environment variable name",
+    ),
+    (
+        "env-name-leading-digit",
+        BASE.replace("{kv_cache_dtype: fp8}", "{kv_cache_dtype: fp8}\n  env: {1X: y}"),
+        ":6 candidate.env.1X:",
+        "not an environment variable name",
+    ),
+    (
+        "env-name-empty",
+        BASE + "engine:\n  env: {'': x}\n",
+        ":9 engine.env.:",
+        "an environment variable name must not be empty",
+    ),
+    (
+        "env-value-nul",
+        BASE + 'engine:\n  env: {A: "a\\0b"}\n',
+        ":9 engine.env.A:",
+        "contains a NUL character",
+    ),
+    (
+        "env-name-nul",
+        BASE + 'engine:\n  env: {"A\\0B": x}\n',
+        ":9 engine.env.A\\x00B:",
+        "a key contains a NUL character",
+    ),
+    (
+        "engine-arg-value-nul",
+        BASE.replace("{kv_cache_dtype: fp8}", '{kv_cache_dtype: "fp8\\0"}'),
+        ":5 candidate.args.kv_cache_dtype:",
+        "contains a NUL character",
+    ),
+    (
+        "engine-arg-list-item-nul",
+        BASE + 'engine:\n  args: {middleware: [a, "b\\x00"]}\n',
+        ":9 engine.args.middleware[1]:",
+        "contains a NUL character",
+    ),
+    (
+        "launcher-nul",
+        BASE + 'engine:\n  launcher: [vllm, "serve\\0"]\n',
+        ":9 engine.launcher[1]:",
+        "contains a NUL character",
+    ),
+    (
+        "model-path-nul",
+        BASE.replace("embedded: smollm2", 'path: "/models/x\\0"'),
+        ":3 model.path:",
+        "contains a NUL character",
+    ),
+    (
+        "api-key-env-pasted-key",
+        ENDPOINTS,
+        ":5 candidate.endpoint.api_key_env:",
+        "looks like a key, not an environment variable name",
+    ),
+    (
+        "api-key-env-pasted-hf-token",
+        ENDPOINTS.replace(PASTED, "hf_QxTbLmVwZrKcNfYhJdAbCdEfGh12"),
+        ":5 candidate.endpoint.api_key_env:",
+        "looks like a key, not an environment variable name",
+    ),
+    (
+        "api-key-env-not-a-name",
+        ENDPOINTS.replace(PASTED, "'my key'"),
+        ":5 candidate.endpoint.api_key_env:",
+        "must name an environment variable",
+    ),
+    (
+        "signing-key-env-pasted-key",
+        BASE + "signing: {key_env: ghp_Q3xT9bLm2VwZ8rKc4NfY7hJd1234}\n",
+        ":8 signing.key_env:",
+        "looks like a key",
+    ),
+    (
+        "secrets-entry-pasted-key",
+        BASE + f"secrets: [HF_TOKEN, {PASTED}]\n",
+        ":8 secrets[1]:",
+        "looks like a key",
+    ),
+    (
+        "model-path-missing",
+        BASE.replace("embedded: smollm2", "path: no-such-model"),
+        ":3 model.path:",
+        "no such folder: ",
+    ),
+    (
+        "model-path-is-a-file",
+        BASE.replace("embedded: smollm2", "path: profile.yaml"),
+        ":3 model.path:",
+        "not a folder: ",
+    ),
+    (
+        "tokenizer-missing",
+        BASE.replace("embedded: smollm2", "embedded: smollm2\n  tokenizer: tok"),
+        ":4 model.tokenizer:",
+        "no such folder: ",
+    ),
+    (
+        "math-set-missing",
+        BASE.replace("{max_drop: 0.1}", "{set: data/math.jsonl}"),
+        ":7 quality.math.set:",
+        "no such file: ",
+    ),
+    (
+        "math-set-is-a-folder",
+        BASE.replace("{max_drop: 0.1}", "{set: .}"),
+        ":7 quality.math.set:",
+        "is a folder, not a file: ",
+    ),
+    (
+        "divergence-corpus-missing",
+        BASE + "  divergence: {corpus: corpus.jsonl}\n",
+        ":8 quality.divergence.corpus:",
+        "no such file: ",
+    ),
+    (
+        "lm-eval-include-path-missing",
+        BASE + "  lm_eval:\n    - {task: gsm8k, include_path: tasks}\n",
+        ":9 quality.lm_eval[0].include_path:",
+        "no such folder: ",
+    ),
+    (
+        "trace-file-missing",
+        BASE + PERF + "    - {name: b, kind: trace, path: trace.jsonl}\n",
+        ":11 perf.scenarios[1].path:",
+        "no such file: ",
+    ),
+    (
+        "signing-key-file-missing",
+        BASE + "signing: {key: keys/signing.pem}\n",
+        ":8 signing.key:",
+        "no such file: ",
+    ),
+    (
+        "duplicate-lm-eval-task",
+        BASE + "  lm_eval:\n    - {task: gsm8k}\n    - {task: gsm8k, num_fewshot: 5}\n",
+        ":10 quality.lm_eval[1].task:",
+        "duplicate lm-eval task 'gsm8k' (first at quality.lm_eval[0])",
+    ),
+    (
+        "reserved-engine-arg",
+        BASE + "engine:\n  args: {port: 8001}\n",
+        ":9 engine.args.port:",
+        "set by qgate; use engine.port instead",
+    ),
+    (
+        "reserved-engine-arg-kebab",
+        BASE.replace("{kv_cache_dtype: fp8}", "{served-model-name: x}"),
+        ":5 candidate.args.served-model-name:",
+        "set by qgate; use model.served_name instead",
+    ),
+    (
+        "engine-arg-name-with-space",
+        BASE.replace("{kv_cache_dtype: fp8}", "{'kv cache dtype': fp8}"),
+        ":5 candidate.args.kv cache dtype:",
+        "not an engine argument name",
+    ),
+    (
+        "engine-arg-name-with-equals",
+        BASE + "reference:\n  args: {'dtype=half': true}\n",
+        ":9 reference.args.dtype=half:",
+        "not an engine argument name",
+    ),
+    (
+        "infinite-timeout",
+        BASE + "engine: {startup_timeout_s: .inf}\n",
+        ":8 engine.startup_timeout_s:",
+        "must be a finite number (got inf)",
+    ),
+    (
+        "nan-threshold",
+        BASE.replace("{max_drop: 0.1}", "{max_drop: .nan}"),
+        ":7 quality.math.max_drop:",
+        "must be a finite number (got nan)",
+    ),
+    (
+        "infinite-duration",
+        BASE + PERF.replace("output_tokens: 4}", "output_tokens: 4, duration_s: .inf}"),
+        ":10 perf.scenarios[0].duration_s:",
+        "must be a finite number (got inf)",
+    ),
+    (
+        "huge-request-count",
+        BASE + PERF.replace("output_tokens: 4}", "output_tokens: 4, requests: 1000000000000}"),
+        ":10 perf.scenarios[0].requests:",
+        "must be at most 1,000,000 requests",
+    ),
+    (
+        "huge-input-tokens",
+        BASE + PERF.replace("input_tokens: 16", "input_tokens: 1000000000"),
+        ":10 perf.scenarios[0].input_tokens:",
+        "must be at most 10,000,000 tokens",
+    ),
+    (
+        "huge-concurrency-level",
+        BASE + PERF.replace("output_tokens: 4}", "output_tokens: 4, concurrency: [1, 1000000]}"),
+        ":10 perf.scenarios[0].concurrency[1]:",
+        "must be at most 10,000 requests in flight (got 1,000,000)",
+    ),
+    (
+        "huge-haystack",
+        BASE + "  recall: {context_tokens: [1024, 2000000000]}\n",
+        ":8 quality.recall.context_tokens[1]:",
+        "must be at most 10,000,000 tokens",
+    ),
+    (
+        "huge-divergence-sequences",
+        BASE + "  divergence: {sequences: 50000000}\n",
+        ":8 quality.divergence.sequences:",
+        "must be at most 1,000,000 sequences",
+    ),
+    (
+        "huge-quality-concurrency",
+        BASE + "  concurrency: 100000\n",
+        ":8 quality.concurrency:",
+        "must be at most 10,000 requests in flight",
+    ),
+    (
+        "seed-beyond-64-bits",
+        BASE + "  seed: 100000000000000000000\n",
+        ":8 quality.seed:",
+        "engines take a 64-bit seed",
+    ),
+    (
+        "huge-bootstrap",
+        BASE + PERF + "  bootstrap: 1000000000\n",
+        ":11 perf.bootstrap:",
+        "must be at most 1,000,000 resamples",
+    ),
+    (
+        "huge-multi-turn",
+        BASE + PERF + "    - {name: b, kind: multi_turn, turns: 5000000}\n",
+        ":11 perf.scenarios[1].turns:",
+        "must be at most 1,000,000 turns",
+    ),
+    (
+        "week-long-timeout",
+        BASE + "engine: {request_timeout_s: 100000000}\n",
+        ":8 engine.request_timeout_s:",
+        "must be at most 604,800 s (a week)",
+    ),
+    (
+        "empty-served-name",
+        BASE.replace("embedded: smollm2", "embedded: smollm2\n  served_name: ''"),
+        ":4 model.served_name:",
+        "must not be empty",
+    ),
+    ("empty-host", BASE + "engine: {host: ''}\n", ":8 engine.host:", "must not be empty"),
+    (
+        "empty-launcher",
+        BASE + "engine: {launcher: []}\n",
+        ":8 engine.launcher:",
+        "must list the command, e.g. [vllm, serve]",
+    ),
+    (
+        "emulated-weights-on-endpoint",
+        ENDPOINTS.replace(PASTED, "KEY").replace(
+            "  endpoint: {base_url: 'http://h:8001/v1'}\n",
+            "  endpoint: {base_url: 'http://h:8001/v1'}\n  emulate_weights: {format: int4}\n",
+        ),
+        ":8 reference.emulate_weights:",
+        "only valid when engine.kind is 'vllm'",
+    ),
+]
+
 
 def _run(*paths: Path) -> tuple[int, str, str]:
     result = CliRunner().invoke(main, ["validate", *map(str, paths)])
@@ -402,3 +714,93 @@ def test_duplicate_after_a_merge_is_still_reported(tmp_path: Path) -> None:
     code, _, err = _run(path)
     assert code == 2
     assert f"{path}:13 perf.scenarios[1].name: duplicate key (first given on line 12)" in err
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        ENDPOINTS,
+        BASE + f"signing: {{key_env: {PASTED}}}\n",
+        BASE + f"secrets: [{PASTED}]\n",
+        ENDPOINTS.replace("{max_drop: 0.1}", "{max_drop: 7}"),
+    ],
+    ids=["api_key_env", "key_env", "secrets", "with-other-problems"],
+)
+def test_a_pasted_key_is_never_echoed(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    code, out, err = _run(path)
+    assert code == 2
+    assert "looks like a key" in err
+    assert PASTED not in out + err
+    assert PASTED[:12] not in out + err
+
+
+def test_endpoint_error_does_not_echo_a_key_named_as_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from qgate.errors import BadInput
+    from qgate.runtime.endpoint import Endpoint
+
+    monkeypatch.delenv(PASTED, raising=False)
+    endpoint = Endpoint(role="candidate", base_url="http://h/v1", api_key_env=PASTED)
+    with pytest.raises(BadInput) as info:
+        endpoint.headers()
+    assert PASTED not in info.value.message
+    assert "looks like a key" in info.value.message
+
+
+def test_alias_expansion_bomb_is_reported_not_expanded(tmp_path: Path) -> None:
+    # 10**20 leaves if expanded; every check must visit a shared node once.
+    lines = ['  a0: &a0 ["x\\0", .inf]\n']
+    lines += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 21)]
+    path = tmp_path / "p.yaml"
+    path.write_text(BASE + "x:\n" + "".join(lines) + "description: *a20\n")
+    code, _, err = _run(path)
+    assert code == 2
+    assert f"{path}:9 x.a0[0]: contains a NUL character" in err
+    assert f"{path}:9 x.a0[1]: must be a finite number (got inf)" in err
+    assert f"{path}:30 description: must be a valid string" in err
+
+
+def test_nesting_just_below_the_limit_is_accepted(tmp_path: Path) -> None:
+    from qgate.yamlload import MAX_DEPTH, load_yaml
+
+    # root mapping + `x` value + lists: exactly MAX_DEPTH levels.
+    deep = "[" * (MAX_DEPTH - 2) + "]" * (MAX_DEPTH - 2)
+    assert load_yaml(f"x: {deep}\n").data is not None
+    path = tmp_path / "p.yaml"
+    path.write_text(BASE + f"description: {deep}\n")
+    _, _, err = _run(path)
+    assert "nested more than" not in err
+    assert f"{path}:8 description: must be a valid string" in err
+
+
+def test_skip_files_validates_a_profile_for_another_machine(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(BASE.replace("embedded: smollm2", "path: /models/not-here"))
+    code, _, err = _run(path)
+    assert code == 2
+    assert f"{path}:3 model.path: no such folder: /models/not-here" in err
+    result = CliRunner().invoke(main, ["validate", "--skip-files", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == f"ok {path}"
+
+
+def test_every_new_problem_is_listed_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        BASE.replace("embedded: smollm2", "path: gone")
+        + "engine:\n  env: {'A=B': x}\n  args: {port: 1}\n  startup_timeout_s: .inf\n"
+        + "  request_timeout_s: 1e9\n"
+    )
+    with pytest.raises(ProfileError) as info:
+        load_profile(path)
+    where = [d.split(":", 1)[1].split(":")[0] for d in info.value.details]
+    assert where == [
+        "3 model.path",
+        "9 engine.env.A=B",
+        "10 engine.args.port",
+        "11 engine.startup_timeout_s",
+        "12 engine.request_timeout_s",
+    ]

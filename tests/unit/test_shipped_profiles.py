@@ -31,3 +31,11 @@ def test_kimi_long_prefill_is_three_lines() -> None:
     assert profile.perf is not None
     (s,) = profile.perf.scenarios
     assert (s.input_tokens, s.output_tokens, s.warmup, s.requests) == (8192, 256, 2, 5)
+
+
+def test_cpu_profiles_validate_with_their_files() -> None:
+    # These run here, so every file they name must exist (the embedded model is not a path).
+    cpu = [p for p in PROFILES if "-cpu-" in p.stem]
+    assert len(cpu) >= 2
+    for path in cpu:
+        assert load_profile(path).target.accelerator == "cpu"
