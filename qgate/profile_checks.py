@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from qgate.jsonl_checks import MATH_ITEM, TRACE_LINE, JsonlShape, corpus_prompt, jsonl_problem
 from qgate.profile import (
     DivergenceSuite,
     EngineSpec,
@@ -286,26 +287,38 @@ def _missing(path: Path, folder: bool) -> str | None:
 
 
 def file_problems(profile: Profile) -> Found:
-    """Local files and folders the profile names that do not exist (paths already resolved)."""
+    """Local files and folders the profile names that do not exist or cannot be read as data.
+
+    Paths must already be resolved. JSONL data (math set, corpus, trace) is
+    read line by line as its stage would read it.
+    """
     wanted: list[tuple[KeyPath, Path | None, bool]] = [
         (("model", "tokenizer"), profile.model.tokenizer, True),
         (("signing", "key"), profile.signing.key, False),
     ]
     if profile.engine.kind == "vllm":
         wanted.append((("model", "path"), profile.model.path, True))
+    shapes: dict[KeyPath, JsonlShape] = {}
     if profile.quality.math is not None:
         wanted.append((("quality", "math", "set"), profile.quality.math.set, False))
+        shapes[("quality", "math", "set")] = MATH_ITEM
     if profile.quality.divergence is not None:
-        corpus = profile.quality.divergence.corpus
-        wanted.append((("quality", "divergence", "corpus"), corpus, False))
+        divergence = profile.quality.divergence
+        wanted.append((("quality", "divergence", "corpus"), divergence.corpus, False))
+        shapes[("quality", "divergence", "corpus")] = corpus_prompt(divergence.sequences)
     for index, task in enumerate(profile.quality.lm_eval):
         wanted.append((("quality", "lm_eval", index, "include_path"), task.include_path, True))
     for index, scenario in enumerate(profile.perf.scenarios if profile.perf else []):
         if scenario.kind == "trace":
             wanted.append((("perf", "scenarios", index, "path"), scenario.path, False))
+            shapes[("perf", "scenarios", index, "path")] = TRACE_LINE
     found: Found = []
     for path, value, folder in wanted:
         message = _missing(value, folder) if value is not None else None
         if message:
             found.append((path, message))
+        elif value is not None and path in shapes:
+            message = jsonl_problem(value, shapes[path])
+            if message:
+                found.append((path, message))
     return found

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from qgate.cli import main
-from qgate.errors import ProfileError
+from qgate.errors import BadInput, ProfileError
 from qgate.profile import Profile, load_profile, load_profile_file
 from qgate.profile_loader import format_path, profile_sha256
 
@@ -804,3 +804,94 @@ def test_every_new_problem_is_listed_at_once(tmp_path: Path) -> None:
         "11 engine.startup_timeout_s",
         "12 engine.request_timeout_s",
     ]
+
+
+DEEP_LINE = b"[" * 100_000 + b"]" * 100_000 + b"\n"
+GOOD_TRACE = b'{"timestamp": 0, "input_tokens": 8, "output_tokens": 2}\n'
+GOOD_MATH = b'{"id": "a", "question": "1+1?", "answer": 2}\n'
+GOOD_CORPUS = b'{"id": "a", "prompt": "Once"}\n'
+TRACE_PROFILE = BASE + PERF + "    - {name: b, kind: trace, path: data.jsonl}\n"
+MATH_PROFILE = BASE.replace("{max_drop: 0.1}", "{set: data.jsonl}")
+CORPUS_PROFILE = BASE + "  divergence: {corpus: data.jsonl, sequences: 2}\n"
+
+# (id, profile, data file bytes, expected "LINE KEY.PATH: " fragment, message after the data path)
+DATA_CASES: list[tuple[str, str, bytes, str, str]] = [
+    ("trace-deep-json", TRACE_PROFILE, GOOD_TRACE + DEEP_LINE, ":11 perf.scenarios[1].path:",
+     ":2: JSON nested too deeply"),
+    ("trace-not-json", TRACE_PROFILE, b"{oops\n", ":11 perf.scenarios[1].path:",
+     ":1: not JSON (Expecting property name enclosed in double quotes)"),
+    ("trace-missing-field", TRACE_PROFILE, b'{"timestamp": 0, "input_tokens": 8}\n',
+     ":11 perf.scenarios[1].path:", ":1: not a trace line: missing output_tokens"),
+    ("trace-zero-tokens", TRACE_PROFILE, GOOD_TRACE.replace(b"2}", b"0}"),
+     ":11 perf.scenarios[1].path:", ":1: not a trace line: output_tokens must be at least 1"),
+    ("trace-bad-number", TRACE_PROFILE, GOOD_TRACE.replace(b"0,", b'"soon",'),
+     ":11 perf.scenarios[1].path:", ":1: not a trace line: timestamp must be a number"),
+    ("trace-not-utf8", TRACE_PROFILE, GOOD_TRACE + b"\xff\n", ":11 perf.scenarios[1].path:",
+     ":2: not UTF-8 text (byte 0xff)"),
+    ("trace-empty", TRACE_PROFILE, b"\n", ":11 perf.scenarios[1].path:", ": no trace lines"),
+    ("math-set-deep-json", MATH_PROFILE, DEEP_LINE, ":7 quality.math.set:",
+     ":1: JSON nested too deeply"),
+    ("math-set-not-an-object", MATH_PROFILE, GOOD_MATH + b"[1, 2]\n", ":7 quality.math.set:",
+     ":2: not a math item (a JSON object)"),
+    ("math-set-bad-answer", MATH_PROFILE, GOOD_MATH.replace(b"2}", b'"two"}'),
+     ":7 quality.math.set:", ":1: not a math item: answer must be a number"),
+    ("corpus-too-short", CORPUS_PROFILE, GOOD_CORPUS, ":8 quality.divergence.corpus:",
+     ": 1 corpus prompts, 2 needed"),
+    ("corpus-deep-json", CORPUS_PROFILE, GOOD_CORPUS + DEEP_LINE,
+     ":8 quality.divergence.corpus:", ":2: JSON nested too deeply"),
+    ("corpus-prompt-not-text", CORPUS_PROFILE, GOOD_CORPUS + b'{"id": "b", "prompt": 7}\n',
+     ":8 quality.divergence.corpus:", ":2: not a corpus prompt: prompt must be text"),
+]  # fmt: skip
+
+
+def _stage_loader(text: str, data: Path) -> None:
+    """Read the data file the way its stage does."""
+    if text is TRACE_PROFILE:
+        from qgate.perf.workloads import load_trace
+
+        load_trace(data)
+    elif text is MATH_PROFILE:
+        from qgate.quality.math_suite import load_math_set
+
+        load_math_set(data)
+    else:
+        from qgate.quality.divergence_suite import load_corpus
+
+        load_corpus(data, 2)
+
+
+@pytest.mark.parametrize(
+    ("text", "data", "where", "message"),
+    [c[1:] for c in DATA_CASES],
+    ids=[c[0] for c in DATA_CASES],
+)
+def test_data_files_are_read_at_validate_time(
+    tmp_path: Path, text: str, data: bytes, where: str, message: str
+) -> None:
+    path = tmp_path / "profile.yaml"
+    path.write_text(text)
+    (tmp_path / "data.jsonl").write_bytes(data)
+    code, out, err = _run(path)
+    assert code == 2
+    assert "Traceback" not in out + err
+    expected = f"{path}{where} {tmp_path / 'data.jsonl'}{message}"
+    assert expected in err.splitlines()[1].strip(), err
+    # The stage's own loader agrees, with an error for people rather than a crash.
+    with pytest.raises(BadInput):
+        _stage_loader(text, tmp_path / "data.jsonl")
+
+
+def test_good_data_files_pass(tmp_path: Path) -> None:
+    (tmp_path / "t.jsonl").write_bytes(GOOD_TRACE)
+    (tmp_path / "m.jsonl").write_bytes(GOOD_MATH)
+    (tmp_path / "c.jsonl").write_bytes(GOOD_CORPUS * 2 + b"not read: past sequences\n")
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        BASE.replace("{max_drop: 0.1}", "{set: m.jsonl}")
+        + "  divergence: {corpus: c.jsonl, sequences: 2}\n"
+        + PERF
+        + "    - {name: b, kind: trace, path: t.jsonl}\n"
+    )
+    code, out, err = _run(path)
+    assert code == 0, err
+    assert out.strip() == f"ok {path}"
