@@ -248,6 +248,14 @@ def profile_problems(profile: Profile) -> Found:
     found = _limit_problems(profile, ())
     first: dict[str, int] = {}
     for index, task in enumerate(profile.quality.lm_eval):
+        if not task.task.strip():
+            found.append((("quality", "lm_eval", index, "task"), "must name an lm-eval task"))
+            continue
+        if not all(part.strip() for part in task.metric.split(",")):
+            found.append(
+                (("quality", "lm_eval", index, "metric"),
+                 "must be a metric, or a metric and a filter, e.g. 'exact_match,flexible-extract'")
+            )  # fmt: skip
         if task.task in first:
             found.append(
                 (("quality", "lm_eval", index, "task"),

@@ -84,9 +84,17 @@ def _fail(shown: str, problems: list[Problem]) -> ProfileError:
     return ProfileError(f"invalid profile {shown} ({count})", [_format(shown, p) for p in ordered])
 
 
+MAX_PROFILE_BYTES = 1 << 20
+"""A profile is a few kilobytes; reading more (say /dev/zero) would only exhaust memory."""
+
+
 def _read(path: Path, shown: str) -> bytes:
     try:
-        return path.read_bytes()
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_PROFILE_BYTES + 1)
+        if len(raw) <= MAX_PROFILE_BYTES:
+            return raw
+        message = "larger than 1 MiB; a profile is a few kilobytes of YAML"
     except IsADirectoryError:
         message = "is a directory, not a profile file"
     except FileNotFoundError:

@@ -280,7 +280,7 @@ CASES += [
         ":8 description:",
         "nested more than 64 levels deep",
     ),
-    ("deep-block-mappings", BASE + _nested_block(3000), ":71 x:", "nested more than 64 levels"),
+    ("deep-block-mappings", BASE + _nested_block(1000), ":71 x:", "nested more than 64 levels"),
     (
         "deep-flow-mappings",
         BASE + "x: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n",
@@ -551,6 +551,18 @@ CASES += [
         BASE + "engine: {launcher: []}\n",
         ":8 engine.launcher:",
         "must list the command, e.g. [vllm, serve]",
+    ),
+    (
+        "lm-eval-empty-task",
+        BASE + "  lm_eval:\n    - {task: ' '}\n",
+        ":9 quality.lm_eval[0].task:",
+        "must name an lm-eval task",
+    ),
+    (
+        "lm-eval-empty-filter",
+        BASE + "  lm_eval:\n    - {task: gsm8k, metric: 'exact_match,'}\n",
+        ":9 quality.lm_eval[0].metric:",
+        "must be a metric, or a metric and a filter",
     ),
     (
         "emulated-weights-on-endpoint",
@@ -895,3 +907,17 @@ def test_good_data_files_pass(tmp_path: Path) -> None:
     code, out, err = _run(path)
     assert code == 0, err
     assert out.strip() == f"ok {path}"
+
+
+@pytest.mark.parametrize("source", ["large-file", "dev-zero"])
+def test_a_huge_profile_is_refused_without_reading_it_all(tmp_path: Path, source: str) -> None:
+    path = tmp_path / "p.yaml"
+    if source == "dev-zero":
+        if not Path("/dev/zero").exists():
+            pytest.skip("needs /dev/zero")
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_text(BASE + "description: " + "x" * (1 << 20) + "\n")
+    code, _, err = _run(path)
+    assert code == 2
+    assert f"{path}: larger than 1 MiB; a profile is a few kilobytes of YAML" in err
