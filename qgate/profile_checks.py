@@ -323,6 +323,8 @@ def file_problems(profile: Profile) -> Found:
     found: Found = []
     for path, value, folder in wanted:
         message = _missing(value, folder) if value is not None else None
+        if message and path == ("model", "path"):
+            message += " (is the profile meant for another machine? validate --skip-files)"
         if message:
             found.append((path, message))
         elif value is not None and path in shapes:
