@@ -102,8 +102,14 @@ def verify(report: Path, pubkey: Path, profile: Path | None, model_dir: Path | N
     Exit 0 when everything holds, 1 with the first reason otherwise, 2 for an
     unreadable file.
     """
+    from qgate.outpaths import check_in_file
     from qgate.report.verify import verify_file
 
+    # Checked before the signature and the recomputation, which take a while on big reports.
+    if profile is not None:
+        check_in_file(profile, "--profile")
+    if model_dir is not None and not model_dir.is_dir():
+        raise BadInput(f"--model {model_dir}: not a folder")
     result = verify_file(report, pubkey, profile, model_dir)
     for line in result.checked:
         click.echo(f"ok  {line}")

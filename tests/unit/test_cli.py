@@ -303,3 +303,12 @@ def test_deeply_nested_payload_for_show_is_bad_input(tmp_path: Path) -> None:
     report.write_text(json.dumps({"payload": payload, "payloadType": "x", "signatures": []}))
     result = CliRunner().invoke(main, ["show", str(report)])
     assert _one_line_error(result).startswith(f"error: {report}: payload is not JSON (recursion")
+
+
+def test_verify_checks_profile_and_model_before_reading_the_report(tmp_path: Path) -> None:
+    missing = tmp_path / "none"
+    argv = ["verify", str(tmp_path / "no-report.json"), "--pubkey", str(missing)]
+    result = CliRunner().invoke(main, [*argv, "--profile", str(missing)])
+    assert _one_line_error(result) == f"error: --profile {missing}: no such file"
+    result = CliRunner().invoke(main, [*argv, "--model", str(missing)])
+    assert _one_line_error(result) == f"error: --model {missing}: not a folder"
