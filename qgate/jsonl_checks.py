@@ -110,5 +110,5 @@ def jsonl_problem(path: Path, shape: JsonlShape) -> str | None:
     if count == 0:
         return f"{path}: no {shape.what}s"
     if count < shape.needed:
-        return f"{path}: {count} {shape.what}s, {shape.needed} needed"
+        return f"{path}: only {count} {shape.what}(s); {shape.needed} needed"
     return None

@@ -63,7 +63,7 @@ _TOKENS = " tokens; no model's context is that long"
 _COUNT = "; a run that large would not finish"
 # (model, field) -> (largest sensible value, why). Sizes beyond these would
 # not fail: they would allocate until the machine runs out, or never end.
-LIMITS: dict[tuple[type[BaseModel], str], tuple[float, str]] = {
+LIMITS: dict[tuple[type[BaseModel], str], tuple[int, str]] = {
     (MathSuite, "max_tokens"): (MAX_TOKENS, _TOKENS),
     (MathSuite, "long_tokens"): (MAX_TOKENS, _TOKENS),
     (MathSuite, "limit"): (MAX_COUNT, " items" + _COUNT),
@@ -77,7 +77,7 @@ LIMITS: dict[tuple[type[BaseModel], str], tuple[float, str]] = {
     (QualitySpec, "seed"): (MAX_SEED, "; engines take a 64-bit seed"),
     (ScenarioBase, "warmup"): (MAX_COUNT, " requests" + _COUNT),
     (ScenarioBase, "requests"): (MAX_COUNT, " requests" + _COUNT),
-    (ScenarioBase, "duration_s"): (MAX_SECONDS, " s (a week)"),
+    (ScenarioBase, "duration_s"): (MAX_SECONDS, " s, a week"),
     (FixedScenario, "input_tokens"): (MAX_TOKENS, _TOKENS),
     (FixedScenario, "output_tokens"): (MAX_TOKENS, _TOKENS),
     (FixedScenario, "concurrency"): (MAX_CONCURRENCY, " requests in flight"),
@@ -86,11 +86,11 @@ LIMITS: dict[tuple[type[BaseModel], str], tuple[float, str]] = {
     (MultiTurnScenario, "shared_prefix_tokens"): (MAX_TOKENS, _TOKENS),
     (MultiTurnScenario, "turn_input_tokens"): (MAX_TOKENS, _TOKENS),
     (MultiTurnScenario, "output_tokens"): (MAX_TOKENS, _TOKENS),
-    (MultiTurnScenario, "think_time_s"): (MAX_SECONDS, " s (a week)"),
+    (MultiTurnScenario, "think_time_s"): (MAX_SECONDS, " s, a week"),
     (TraceScenario, "time_scale"): (1_000_000, "; the replay would not finish"),
     (PerfSpec, "bootstrap"): (MAX_COUNT, " resamples" + _COUNT),
-    (EngineSpec, "startup_timeout_s"): (MAX_SECONDS, " s (a week)"),
-    (EngineSpec, "request_timeout_s"): (MAX_SECONDS, " s (a week)"),
+    (EngineSpec, "startup_timeout_s"): (MAX_SECONDS, " s, a week"),
+    (EngineSpec, "request_timeout_s"): (MAX_SECONDS, " s, a week"),
 }
 
 
@@ -212,7 +212,11 @@ def raw_problems(data: dict[Any, Any]) -> Found:
     return found
 
 
-def _over_limit(value: Any, limit: float, why: str) -> tuple[KeyPath, str] | None:
+def _number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,}"
+
+
+def _over_limit(value: Any, limit: int, why: str) -> tuple[KeyPath, str] | None:
     """(where in a list, or (), and the message) for the first value beyond `limit`."""
     items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
     for index, item in items:
@@ -220,7 +224,8 @@ def _over_limit(value: Any, limit: float, why: str) -> tuple[KeyPath, str] | Non
         # Infinity and NaN were reported by `raw_problems` already.
         if number and math.isfinite(item) and abs(item) > limit:
             where = () if index is None else (index,)
-            return where, f"must be at most {limit:,.0f}{why} (got {item:,})"
+            bound = f"at least {-limit:,}" if item < 0 else f"at most {limit:,}"
+            return where, f"must be {bound}{why} (got {_number(item)})"
     return None
 
 
@@ -285,12 +290,15 @@ def profile_problems(profile: Profile) -> Found:
 
 def _missing(path: Path, folder: bool) -> str | None:
     kind = "folder" if folder else "file"
+    text = str(path)
+    # A newline in a file name must not break the one-line message.
+    shown = text if text.isprintable() else text.encode("unicode_escape").decode()
     if not path.exists():
-        return f"no such {kind}: {path}"
+        return f"no such {kind}: {shown}"
     if folder and not path.is_dir():
-        return f"not a folder: {path}"
+        return f"not a folder: {shown}"
     if not folder and path.is_dir():
-        return f"is a folder, not a file: {path}"
+        return f"is a folder, not a file: {shown}"
     return None
 
 
@@ -322,12 +330,14 @@ def file_problems(profile: Profile) -> Found:
             shapes[("perf", "scenarios", index, "path")] = TRACE_LINE
     found: Found = []
     for path, value, folder in wanted:
-        message = _missing(value, folder) if value is not None else None
-        if message and path == ("model", "path"):
+        if value is None or "\x00" in str(value):
+            continue  # a NUL was reported by raw_problems; no file system can hold it
+        message = _missing(value, folder)
+        if message and path == ("model", "path") and not value.exists():
             message += " (is the profile meant for another machine? validate --skip-files)"
         if message:
             found.append((path, message))
-        elif value is not None and path in shapes:
+        elif path in shapes:
             message = jsonl_problem(value, shapes[path])
             if message:
                 found.append((path, message))

@@ -390,6 +390,12 @@ CASES += [
         "not a folder: ",
     ),
     (
+        "model-path-newline",
+        BASE.replace("embedded: smollm2", 'path: "/models/a\\nb"'),
+        ":3 model.path:",
+        "no such folder: /models/a\\nb",
+    ),
+    (
         "tokenizer-missing",
         BASE.replace("embedded: smollm2", "embedded: smollm2\n  tokenizer: tok"),
         ":4 model.tokenizer:",
@@ -519,7 +525,13 @@ CASES += [
         "seed-beyond-64-bits",
         BASE + "  seed: 100000000000000000000\n",
         ":8 quality.seed:",
-        "engines take a 64-bit seed",
+        "must be at most 9,223,372,036,854,775,807; engines take a 64-bit seed",
+    ),
+    (
+        "seed-below-64-bits",
+        BASE + "  seed: -100000000000000000000\n",
+        ":8 quality.seed:",
+        "must be at least -9,223,372,036,854,775,807; engines take a 64-bit seed",
     ),
     (
         "huge-bootstrap",
@@ -537,7 +549,7 @@ CASES += [
         "week-long-timeout",
         BASE + "engine: {request_timeout_s: 100000000}\n",
         ":8 engine.request_timeout_s:",
-        "must be at most 604,800 s (a week)",
+        "must be at most 604,800 s, a week (got 100,000,000)",
     ),
     (
         "empty-served-name",
@@ -594,6 +606,7 @@ def test_malformed_profile_names_file_line_and_key(
     code, out, err = _run(path)
     assert code == 2
     assert "Traceback" not in out + err
+    assert "\x00" not in out + err
     assert not out.startswith("ok")
     lines = [line.strip() for line in err.splitlines()]
     matching = [line for line in lines if line.startswith(f"{path}{where}")]
@@ -848,7 +861,7 @@ DATA_CASES: list[tuple[str, str, bytes, str, str]] = [
     ("math-set-bad-answer", MATH_PROFILE, GOOD_MATH.replace(b"2}", b'"two"}'),
      ":7 quality.math.set:", ":1: not a math item: answer must be a number"),
     ("corpus-too-short", CORPUS_PROFILE, GOOD_CORPUS, ":8 quality.divergence.corpus:",
-     ": 1 corpus prompts, 2 needed"),
+     ": only 1 corpus prompt(s); 2 needed"),
     ("corpus-deep-json", CORPUS_PROFILE, GOOD_CORPUS + DEEP_LINE,
      ":8 quality.divergence.corpus:", ":2: JSON nested too deeply"),
     ("corpus-prompt-not-text", CORPUS_PROFILE, GOOD_CORPUS + b'{"id": "b", "prompt": 7}\n',
