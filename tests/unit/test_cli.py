@@ -312,3 +312,16 @@ def test_verify_checks_profile_and_model_before_reading_the_report(tmp_path: Pat
     assert _one_line_error(result) == f"error: --profile {missing}: no such file"
     result = CliRunner().invoke(main, [*argv, "--model", str(missing)])
     assert _one_line_error(result) == f"error: --model {missing}: not a folder"
+
+
+def test_perf_checks_the_profile_trace_but_not_the_model(tmp_path: Path) -> None:
+    profile = tmp_path / "p.yaml"
+    profile.write_text(
+        "name: t\nmodel: {path: /models/on-the-server}\ncandidate: {}\n"
+        "quality: {math: {}}\n"
+        "perf:\n  scenarios:\n    - {name: r, kind: trace, path: gone.jsonl}\n"
+    )
+    result = CliRunner().invoke(main, ["perf", str(profile), "--base-url", "http://127.0.0.1:9/v1"])
+    message = _one_line_error(result)
+    gone = tmp_path / "gone.jsonl"
+    assert message == f"error: {profile} perf.scenarios[0].path: no such file: {gone}"
