@@ -96,11 +96,16 @@ LIMITS: dict[tuple[type[BaseModel], str], tuple[int, str]] = {
 
 def looks_like_key(value: str) -> bool:
     """True for a value that is more likely a credential than a variable name."""
-    if value.startswith(KEY_PREFIXES) or len(value) >= 40:
+    if value.startswith(KEY_PREFIXES):
         return True
-    # Variable names are words (OPENAI_API_KEY); keys mix cases and digits at length.
+    if re.fullmatch(r"[A-Z][A-Z0-9_]*", value):
+        return False  # how variables are named, however long (OPENAI_API_KEY)
+    if re.fullmatch(r"[0-9a-fA-F]{32,}", value):
+        return True
+    # Keys are long and mix cases and digits, or hold characters no name has.
     mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
-    return len(value) >= 20 and mixed and any(c.isdigit() for c in value)
+    keyish = (mixed and any(c.isdigit() for c in value)) or not ENV_NAME.match(value)
+    return len(value) >= 20 and keyish
 
 
 def key_env_problem(value: str) -> str | None:

@@ -934,3 +934,26 @@ def test_a_huge_profile_is_refused_without_reading_it_all(tmp_path: Path, source
     code, _, err = _run(path)
     assert code == 2
     assert f"{path}: larger than 1 MiB; a profile is a few kilobytes of YAML" in err
+
+
+@pytest.mark.parametrize(
+    ("value", "is_key"),
+    [
+        ("OPENAI_API_KEY", False),
+        ("AZURE_OPENAI_API_KEY_FOR_THE_PRODUCTION_DEPLOYMENT", False),
+        ("my_api_key", False),
+        ("my key", False),
+        (PASTED, True),
+        ("hf_QxTbLmVwZrKcNfYhJdAbCdEfGh12", True),
+        ("AKIAIOSFODNN7EXAMPLE", True),
+        ("3f2a9c1b7e6d5a4f3e2d1c0b9a8f7e6d", True),
+        ("eyJhbGciOiJIUzI1NiJ9eyJzdWIiOiIxMjM0In0", True),
+        ("ZGVhZGJlZWY6c2VjcmV0cGFzc3dvcmQ=", True),
+    ],
+)
+def test_looks_like_key(value: str, is_key: bool) -> None:
+    from qgate.profile_checks import key_env_problem, looks_like_key
+
+    assert looks_like_key(value) is is_key
+    problem = key_env_problem(value)
+    assert (problem is not None and "looks like a key" in problem) is is_key
