@@ -104,7 +104,10 @@ def main(ctx: click.Context, debug: bool) -> None:
 
 @main.command()
 @click.argument("profiles", nargs=-1, required=True, type=click.Path(path_type=Path))
-def validate(profiles: tuple[Path, ...]) -> None:
+@click.option("--skip-files", is_flag=True,
+              help="Do not check that the model, data and other local files named exist "
+              "(for profiles meant for another machine).")  # fmt: skip
+def validate(profiles: tuple[Path, ...], skip_files: bool) -> None:
     """Check profile files without running anything; exit 2 if any is invalid."""
     from qgate.cliutil import echo_error
     from qgate.profile import load_profile
@@ -112,7 +115,7 @@ def validate(profiles: tuple[Path, ...]) -> None:
     bad = 0
     for path in profiles:
         try:
-            load_profile(path)
+            load_profile(path, check_files=not skip_files)
         except ProfileError as exc:
             echo_error(exc)
             bad += 1

@@ -468,7 +468,7 @@ class Profile(Strict):
         return self
 
 
-def load_profile(path: str | Path) -> Profile:
+def load_profile(path: str | Path, check_files: bool = True) -> Profile:
     """Load and validate a profile file; raise ProfileError listing every problem.
 
     Each problem is one line `FILE:LINE KEY.PATH: message`. Relative paths in
@@ -476,11 +476,14 @@ def load_profile(path: str | Path) -> Profile:
     `load_profile_file` to also get the absolute path, the sha256 of the exact
     bytes read and the text.
     """
-    return load_profile_file(path).profile
+    return load_profile_file(path, check_files).profile
 
 
-def load_profile_file(path: str | Path) -> LoadedProfile:
-    """Like `load_profile`, plus the file's absolute path, sha256 and text (one read)."""
+def load_profile_file(path: str | Path, check_files: bool = True) -> LoadedProfile:
+    """Like `load_profile`, plus the file's absolute path, sha256 and text (one read).
+
+    `check_files=False` skips the checks that the local files it names exist.
+    """
     from qgate.profile_loader import load_profile_file as _load
 
-    return _load(path)
+    return _load(path, check_files)

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from qgate.errors import ProfileError
 from qgate.profile import KeyIssue, Profile
+from qgate.profile_checks import file_problems, profile_problems, raw_problems
 from qgate.yamlload import KeyPath, YamlDocument, YamlSyntaxError, load_yaml, tab_problems
 
 ENGINE_ARG_BLOCKS: tuple[KeyPath, ...] = (
@@ -64,7 +65,10 @@ def format_path(path: KeyPath) -> str:
         if isinstance(part, int) and not isinstance(part, bool):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            text = str(part)
+            # A key with a newline or NUL in it must not break the one-line message.
+            text = text if text.isprintable() else text.encode("unicode_escape").decode()
+            out += f".{text}" if out else text
     return out
 
 
@@ -80,9 +84,17 @@ def _fail(shown: str, problems: list[Problem]) -> ProfileError:
     return ProfileError(f"invalid profile {shown} ({count})", [_format(shown, p) for p in ordered])
 
 
+MAX_PROFILE_BYTES = 1 << 20
+"""A profile is a few kilobytes; reading more (say /dev/zero) would only exhaust memory."""
+
+
 def _read(path: Path, shown: str) -> bytes:
     try:
-        return path.read_bytes()
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_PROFILE_BYTES + 1)
+        if len(raw) <= MAX_PROFILE_BYTES:
+            return raw
+        message = "larger than 1 MiB; a profile is a few kilobytes of YAML"
     except IsADirectoryError:
         message = "is a directory, not a profile file"
     except FileNotFoundError:
@@ -306,15 +318,18 @@ def resolve_paths(profile: Profile, folder: Path) -> None:
     profile.signing.key = _resolve(profile.signing.key, folder)
 
 
-def parse_profile_text(text: str, shown: str, folder: Path) -> Profile:
-    """Validate profile text; `shown` names the file in messages, `folder` anchors paths."""
+def parse_profile_text(text: str, shown: str, folder: Path, check_files: bool = True) -> Profile:
+    """Validate profile text; `shown` names the file in messages, `folder` anchors paths.
+
+    With `check_files`, every local file and folder the profile names must exist.
+    """
     tabs = tab_problems(text)
     if tabs:
         raise _fail(shown, [Problem(t.line, t.path, t.message) for t in tabs])
     try:
         doc = load_yaml(text)
     except YamlSyntaxError as exc:
-        raise _fail(shown, [Problem(exc.line, (), exc.message)]) from None
+        raise _fail(shown, [Problem(exc.line, exc.path, exc.message)]) from None
     if doc.data is None:
         raise _fail(
             shown,
@@ -327,26 +342,36 @@ def parse_profile_text(text: str, shown: str, folder: Path) -> Profile:
     problems = [Problem(p.line, p.path, p.message) for p in doc.problems]
     arg_problems = _engine_arg_problems(doc.data)
     problems += [Problem(doc.line_of(path), path, message) for path, message in arg_problems]
+    raw = raw_problems(doc.data)
+    problems += [Problem(doc.line_of(path), path, message) for path, message in raw]
     profile: Profile | None = None
     try:
         profile = Profile.model_validate(doc.data)
     except ValidationError as exc:
         # A bad engine arg is reported once, by the check above, not per union branch.
-        problems += _problems_from(exc, doc, [path[:3] for path, _ in arg_problems])
+        skip = [path[:3] for path, _ in arg_problems] + [path for path, _ in raw]
+        problems += _problems_from(exc, doc, skip)
+    if profile is not None:
+        resolve_paths(profile, folder)
+        checks = profile_problems(profile) + (file_problems(profile) if check_files else [])
+        problems += [Problem(doc.line_of(path), path, message) for path, message in checks]
     if problems or profile is None:
         raise _fail(shown, problems or [Problem(None, (), "invalid profile")])
-    resolve_paths(profile, folder)
     return profile
 
 
-def load_profile_file(path: str | Path) -> LoadedProfile:
-    """Read, validate and resolve a profile file; raise ProfileError listing every problem."""
+def load_profile_file(path: str | Path, check_files: bool = True) -> LoadedProfile:
+    """Read, validate and resolve a profile file; raise ProfileError listing every problem.
+
+    `check_files=False` skips the checks of local files (model, data sets,
+    traces...), for a profile meant for another machine.
+    """
     shown = str(path)
     file = Path(path)
     raw = _read(file, shown)
     text = _decode(raw, shown)
     absolute = Path(os.path.normpath(file.absolute()))
-    profile = parse_profile_text(text, shown, absolute.parent)
+    profile = parse_profile_text(text, shown, absolute.parent, check_files)
     return LoadedProfile(
         profile=profile, path=absolute, sha256=hashlib.sha256(raw).hexdigest(), raw_text=text
     )

@@ -36,10 +36,16 @@ def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | N
             skip_perf: bool, force_perf: bool, no_progress: bool) -> None:  # fmt: skip
     """Gate a candidate precision config against its reference, then measure it."""
     from qgate.errors import BadInput
+    from qgate.outpaths import check_in_file, check_out_dir
     from qgate.pipeline import RunOptions, run
 
     if skip_perf and force_perf:
         raise BadInput("--skip-perf and --force-perf contradict each other")
+    check_out_dir(out_root, "--out")
+    if cache_dir is not None:
+        check_out_dir(cache_dir, "--cache-dir")
+    if key is not None:
+        check_in_file(key, "--key")
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         outcome = run(

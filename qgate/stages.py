@@ -103,6 +103,12 @@ def prepare(opts: RunOptions) -> RunContext:
     for note in selection.notes:
         log.info("%s", note)
     source = _resolve_model(profile)
+    signing = profile.signing
+    # The signing key is read before the (minutes long) weight emulation, so a bad key fails fast.
+    signer = load_signer(
+        opts.key or signing.key, signing.key_env, signing.kms_uri,
+        "ed25519" if signing.scheme == "ed25519" else "ecdsa",
+    )  # fmt: skip
     paths: dict[str, Path] = {}
     for role in ("reference", "candidate"):
         spec = getattr(profile, role).emulate_weights
@@ -112,11 +118,6 @@ def prepare(opts: RunOptions) -> RunContext:
             from qgate.emulate import emulate_checkpoint
 
             paths[role] = emulate_checkpoint(source, spec, cache_root() / "emulated")
-    signing = profile.signing
-    signer = load_signer(
-        opts.key or signing.key, signing.key_env, signing.kms_uri,
-        "ed25519" if signing.scheme == "ed25519" else "ecdsa",
-    )  # fmt: skip
     run_dir = new_run_dir(opts.out_root, profile.name)
     ctx = RunContext(
         opts=opts,

@@ -19,6 +19,13 @@ import yaml
 
 KeyPath = tuple[Any, ...]
 
+MAX_DEPTH = 64
+"""Deepest nesting of mappings and lists accepted; a profile needs about 6.
+
+PyYAML composes nodes recursively, so text nested thousands of levels deep
+would end in a RecursionError instead of a message with a line.
+"""
+
 
 @dataclass(frozen=True)
 class YamlProblem:
@@ -47,16 +54,39 @@ class YamlDocument:
 
 
 class YamlSyntaxError(Exception):
-    """Text that is not one YAML document; `line` is 1-based when known."""
+    """Text that is not one YAML document; `line` is 1-based when known.
 
-    def __init__(self, message: str, line: int | None) -> None:
+    `path` is the key path the problem is under, when it is known.
+    """
+
+    def __init__(self, message: str, line: int | None, path: KeyPath = ()) -> None:
         super().__init__(message)
         self.message = message
         self.line = line
+        self.path = path
 
 
 class _Loader(yaml.SafeLoader):
     """SafeLoader used only to scan and compose; construction happens in `_Builder`."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._where: list[Any] = []
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        # Stop at the first node too deep, before the recursion gets there.
+        self._where.append(index.value if isinstance(index, yaml.ScalarNode) else index)
+        try:
+            if len(self._where) > MAX_DEPTH:
+                event = self.peek_event()  # type: ignore[no-untyped-call]
+                # The outermost key is enough to find the place; the full path is 64 keys long.
+                top = tuple(p for p in self._where[1:2] if p is not None)
+                raise YamlSyntaxError(
+                    f"nested more than {MAX_DEPTH} levels deep", event.start_mark.line + 1, top
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._where.pop()
 
 
 def tab_problems(text: str) -> list[YamlProblem]:

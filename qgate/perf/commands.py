@@ -63,19 +63,32 @@ def perf(
     progress: bool,
 ) -> None:
     """Run perf scenarios against an endpoint and print the metrics (UNGATED)."""
+    from qgate.outpaths import check_out_file
     from qgate.perf.checks import scenario_verdicts
     from qgate.perf.client import run_loop
     from qgate.perf.metrics import summarize
     from qgate.perf.runner import run_scenarios
     from qgate.perf.table import metrics_table
     from qgate.profile import PerfSpec
+    from qgate.profile_checks import key_env_problem
 
+    if json_out is not None:
+        check_out_file(json_out, "--json-out")
+    if api_key_env is not None and key_env_problem(api_key_env):
+        raise BadInput(f"--api-key-env: {key_env_problem(api_key_env)}")
     if profile is not None:
         from qgate.profile import load_profile
 
-        loaded = load_profile(profile)
+        # Only the perf section's files matter here; the model may live on the server's machine.
+        loaded = load_profile(profile, check_files=False)
         if loaded.perf is None:
             raise BadInput(f"{profile}: the profile has no perf section")
+        from qgate.profile_checks import file_problems
+        from qgate.profile_loader import format_path
+
+        for path, message in file_problems(loaded):
+            if path[0] == "perf":
+                raise BadInput(f"{profile} {format_path(path)}: {message}")
         spec = loaded.perf
     else:
         levels: int | list[int] = (
@@ -122,8 +135,8 @@ def perf(
             "runs": [r.model_dump(mode="json") for r in runs],
             "metrics": [m.model_dump(mode="json") for m in metrics],
         }
-        tmp = json_out.with_name(json_out.name + ".tmp")
-        tmp.write_text(json.dumps(doc))
-        tmp.replace(json_out)
+        from qgate.report.files import atomic_write
+
+        atomic_write(json_out, json.dumps(doc).encode())
     if failed:
         raise click.exceptions.Exit(1)

@@ -237,16 +237,18 @@ def load_trace(path: Path) -> list[tuple[float, int, int]]:
     """(timestamp s, input tokens, output tokens) per JSONL line, sorted by time."""
     rows: list[tuple[float, int, int]] = []
     try:
-        lines = path.read_text().splitlines()
+        lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as e:
         raise BadInput(f"trace {path}: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise BadInput(f"trace {path}: not UTF-8 text ({e.reason})") from None
     for i, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             o = json.loads(line)
             rows.append((float(o["timestamp"]), int(o["input_tokens"]), int(o["output_tokens"])))
-        except (ValueError, KeyError, TypeError) as e:
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
             raise BadInput(
                 f"trace {path}:{i}: need timestamp, input_tokens, output_tokens ({e})"
             ) from e

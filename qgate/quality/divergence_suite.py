@@ -104,13 +104,17 @@ def load_corpus(path: Path | None, sequences: int) -> tuple[list[CorpusPrompt], 
     except OSError as exc:
         raise BadInput(f"divergence corpus {path}: {exc.strerror or exc}") from exc
     prompts: list[CorpusPrompt] = []
-    for lineno, line in enumerate(raw.decode("utf-8").splitlines(), 1):
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"divergence corpus {path}: not UTF-8 text ({exc.reason})") from None
+    for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
             prompts.append(CorpusPrompt(id=obj["id"], prompt=obj["prompt"]))
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise BadInput(f"divergence corpus {path}:{lineno}: not a {{id, prompt}} line") from exc
         if len(prompts) == sequences:
             break

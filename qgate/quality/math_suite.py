@@ -49,7 +49,11 @@ def load_math_set(path: Path | None, limit: int | None = None) -> tuple[list[Mat
     """Items of a math JSONL set (the shipped core set when `path` is None) and its bytes."""
     raw = read_eval_file(path if path is not None else evals_root() / DEFAULT_SET)
     items: list[MathItem] = []
-    for lineno, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path or DEFAULT_SET}: not UTF-8 text ({exc.reason})") from None
+    for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -62,7 +66,7 @@ def load_math_set(path: Path | None, limit: int | None = None) -> tuple[list[Mat
                     answer=int(obj["answer"]),
                 )
             )
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise BadInput(f"{path or DEFAULT_SET}:{lineno}: not a math item ({exc})") from exc
     if not items:
         raise BadInput(f"{path or DEFAULT_SET}: no math items")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from qgate.errors import BadInput
+from qgate.errors import BadInput, VerificationFailed
 from qgate.report.model import Report
 
 _PATH = click.Path(path_type=Path)
@@ -33,7 +33,11 @@ def _load_unverified(path: Path) -> Report:
         payload = base64.b64decode(envelope["payload"], validate=True)
     except (binascii.Error, TypeError, ValueError):
         raise BadInput(f"{path}: payload is not valid base64") from None
-    return parse_statement(payload)[1]
+    try:
+        return parse_statement(payload)[1]
+    except VerificationFailed as exc:
+        # Nothing was verified here: a payload that is no report is unusable input.
+        raise BadInput(f"{path}: {exc.message}") from None
 
 
 def _load(path: Path, pubkey: Path | None) -> Report:
@@ -72,8 +76,10 @@ def _emit(text: str, out: Path | None) -> None:
 )
 def keygen(key_type: str, prefix: Path) -> None:
     """Create a signing key pair as PEM files (the private key is never printed)."""
+    from qgate.outpaths import check_out_file
     from qgate.report.keys import write_keypair
 
+    check_out_file(Path(f"{prefix}.pem"), "--out")
     priv, pub = write_keypair(prefix, key_type)
     click.echo(f"private key: {priv} (mode 0600; keep it secret)")
     click.echo(f"public key:  {pub} (give this to verifiers)")
@@ -96,8 +102,14 @@ def verify(report: Path, pubkey: Path, profile: Path | None, model_dir: Path | N
     Exit 0 when everything holds, 1 with the first reason otherwise, 2 for an
     unreadable file.
     """
+    from qgate.outpaths import check_in_file
     from qgate.report.verify import verify_file
 
+    # Checked before the signature and the recomputation, which take a while on big reports.
+    if profile is not None:
+        check_in_file(profile, "--profile")
+    if model_dir is not None and not model_dir.is_dir():
+        raise BadInput(f"--model {model_dir}: not a folder")
     result = verify_file(report, pubkey, profile, model_dir)
     for line in result.checked:
         click.echo(f"ok  {line}")
@@ -119,6 +131,10 @@ def verify(report: Path, pubkey: Path, profile: Path | None, model_dir: Path | N
 @click.option("--pubkey", type=_PATH, default=None, help="Verify the report first.")
 def show(report: Path, fmt: str, out: Path | None, pubkey: Path | None) -> None:
     """Render a report as Markdown, HTML, JSON or JUnit XML."""
+    if out is not None:
+        from qgate.outpaths import check_out_file
+
+        check_out_file(out, "--out")
     rep = _load(report, pubkey)
     if pubkey is None:
         click.echo("note: not verified (pass --pubkey, or run `qgate verify`)", err=True)
@@ -148,6 +164,10 @@ def compare_cmd(reports: tuple[Path, ...], pubkey: Path | None, html_out: Path |
     from qgate.report.compare import compare_html, compare_table
     from qgate.report.render_md import _table
 
+    if html_out is not None:
+        from qgate.outpaths import check_out_file
+
+        check_out_file(html_out, "--html")
     loaded = [
         (p.name if len(set(r.name for r in reports)) == len(reports) else str(p), _load(p, pubkey))
         for p in reports

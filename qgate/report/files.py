@@ -13,6 +13,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from qgate.errors import BadInput
 from qgate.report.model import Artifact
 
 _CHUNK = 1 << 20
@@ -59,16 +60,20 @@ def new_run_dir(root: str | Path, profile_name: str, now: datetime | None = None
     same second get different folders and nothing is ever overwritten.
     """
     base = Path(root)
-    base.mkdir(parents=True, exist_ok=True)
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     stem = f"{stamp}-{_slug(profile_name)}"
-    for counter in range(10_000):
-        candidate = base / (stem if counter == 0 else f"{stem}-{counter}")
-        try:
-            candidate.mkdir()
-        except FileExistsError:
-            continue
-        return candidate
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        for counter in range(10_000):
+            candidate = base / (stem if counter == 0 else f"{stem}-{counter}")
+            try:
+                candidate.mkdir()
+            except FileExistsError:
+                continue
+            return candidate
+    except OSError as exc:
+        # `qgate run` checks --out first; this catches what changed since (disk full, ...).
+        raise BadInput(f"cannot create a run folder in {base}: {exc.strerror or exc}") from None
     raise FileExistsError(f"no free run folder name under {base} for {stem}")
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal, Self
 
 from qgate.errors import BadInput, RuntimeFailure
 from qgate.profile import EndpointSpec, Profile
+from qgate.profile_checks import shown_env_name
 from qgate.runtime import effective, http
 from qgate.runtime.base import EffectiveConfig
 from qgate.runtime.redact import redact_text
@@ -85,7 +86,8 @@ class Endpoint:
             return {}
         key = os.environ.get(self.api_key_env)
         if not key:
-            raise BadInput(f"{self.role} endpoint: API key variable {self.api_key_env} is not set")
+            name = shown_env_name(self.api_key_env)
+            raise BadInput(f"{self.role} endpoint: API key variable {name} is not set")
         return {"Authorization": f"Bearer {key}"}
 
     def _secrets(self) -> list[str]:

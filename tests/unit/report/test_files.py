@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from report_synthetic import build_report
 
+from qgate.errors import BadInput
 from qgate.quality.records import Verdict
 from qgate.report.files import artifact_digests, atomic_write, new_run_dir
 from qgate.report.redact import REDACTED, redact_report
@@ -30,6 +31,13 @@ def test_new_run_dir_never_reuses(tmp_path: Path) -> None:
     assert a != b and a.is_dir() and b.is_dir()
     assert a.name == "20261130T030000Z-my-profile-x"
     assert b.name == a.name + "-1"
+
+
+def test_new_run_dir_that_cannot_be_made_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(BadInput) as info:
+        new_run_dir(tmp_path / "f" / "runs", "p")
+    assert info.value.message.startswith(f"cannot create a run folder in {tmp_path / 'f' / 'runs'}")
 
 
 def test_artifact_digests(tmp_path: Path) -> None:
