@@ -15,7 +15,7 @@ from qgate.runtime import capabilities
 from qgate.runtime.capabilities import CpuCaps, probe_cpu, select_runtimes
 
 ROOT = Path(__file__).resolve().parents[3]
-DEMO = ROOT / "precision_profiles" / "smollm2-cpu-fp8kv.yaml"
+DEMO = ROOT / "precision_profiles" / "smollm2-cpu-fp8kv.yaml"  # FP8 KV with its fallback
 AVX2 = CpuCaps("AMD EPYC 7B13", "x86_64", frozenset({"avx2", "fma"}))
 AVX512 = CpuCaps("Intel Xeon", "x86_64", frozenset({"avx2", "avx512f", "amx_bf16"}))
 ARM = CpuCaps("Neoverse-V2", "aarch64", frozenset())
