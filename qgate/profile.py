@@ -134,6 +134,12 @@ class EngineSpec(Strict):
     )
     startup_timeout_s: float = Field(default=900.0, gt=0, description="Wait for /health.")
     request_timeout_s: float = Field(default=600.0, gt=0, description="One HTTP request.")
+    uncalibrated_kv_scales: Literal["warn", "fail"] = Field(
+        default="warn",
+        description="An FP8 KV cache whose k/v/q scales the engine left at 1.0 (no calibrated "
+        "scales in the checkpoint): 'warn' records the engine's warning in the report, 'fail' "
+        "also fails the gate `<role>.kv_scales_calibrated` (exit 1).",
+    )
 
 
 class WeightEmulation(Strict):

@@ -61,6 +61,8 @@ def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | N
     if weak:
         click.echo(f"  note: {len(weak)} passing gates are underpowered (the sample cannot detect "
                    f"the drop they forbid): {', '.join(weak)}")  # fmt: skip
+    for line in outcome.warnings:
+        click.echo(f"  engine warning: {line}")
     for line in outcome.headline:
         click.echo(f"  perf {line}")
     click.echo(f"report: {outcome.envelope}")

@@ -279,6 +279,7 @@ def report(
     from qgate.report.assemble import build_report
     from qgate.report.signing import subjects_for
     from qgate.report.writer import write_report
+    from qgate.runtime.scales import warning_lines
 
     configs = [c for c in (reference.effective_config, candidate.effective_config) if c]
     unsigned = build_report(
@@ -312,6 +313,7 @@ def report(
         verdicts=rep.all_verdicts(),
         perf_status=status,
         headline=headline(rep),
+        warnings=warning_lines(rep.effective_configs),
         public_key=ctx.signer.public_key_path,
         reference_cached=ctx.reference_cached,
     )

@@ -215,9 +215,12 @@ def _first_verdict_difference(stored: Sequence[Verdict], recomputed: Sequence[Ve
 
 def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
     """The stored quality verdicts equal evaluate_quality over the stored records."""
+    from qgate.runtime.scales import kv_scale_verdicts
+
     recomputed = list(
         fns.evaluate_quality(profile.quality, list(report.quality.runs), report.quality.divergence)
     )
+    recomputed += kv_scale_verdicts(profile.engine.uncalibrated_kv_scales, report.effective_configs)
     if _dump(recomputed) != _dump(report.quality.verdicts):
         raise _fail(_first_verdict_difference(report.quality.verdicts, recomputed))
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from qgate.quality.records import SuiteRun
 from qgate.report.model import Report
+from qgate.runtime.scales import warning_lines
 
 
 @dataclass
@@ -116,6 +117,8 @@ def _headline(report: Report) -> Section:
         sec.lines.append("EMULATED components: " + "; ".join(report.emulated))
     if report.target_mismatches:
         sec.lines.append("TARGET MISMATCH: " + "; ".join(report.target_mismatches))
+    for line in warning_lines(report.effective_configs):
+        sec.lines.append(f"ENGINE WARNING {line}")
     if report.signer is not None:
         note = " (local development key)" if report.signer.source == "local-dev" else ""
         sec.lines.append(
@@ -265,11 +268,15 @@ def _environment(report: Report) -> Section:
                 fmt(cfg.dtype),
                 fmt(cfg.quantization),
                 fmt(cfg.kv_cache_dtype),
-                fmt(cfg.attention_backend),
+                fmt(cfg.attention_backend)
+                + (f" (FA{cfg.flash_attn_version})" if cfg.flash_attn_version else ""),
+                "; ".join(f"{k} ({m})" for m, k in cfg.linear_kernels.items()) or "–",
+                ", ".join(cfg.uncalibrated_scales) or "–",
                 "; ".join(f"EMULATED {e}" for e in cfg.emulated) or "–",
             ]
         )
-    header = ["Role", "Kind", "Engine", "dtype", "Quant", "KV cache", "Attention", "Emulated"]
+    header = ["Role", "Kind", "Engine", "dtype", "Quant", "KV cache", "Attention",
+              "Linear kernel", "Scales at 1.0", "Emulated"]  # fmt: skip
     sec.tables.append(Table(header, rows))
     fp = (
         report.fingerprint.model_dump(mode="json", exclude={"checkpoint"})
