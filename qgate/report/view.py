@@ -13,6 +13,7 @@ from typing import Any
 
 from qgate.quality.records import SuiteRun
 from qgate.report.model import Report
+from qgate.report.verdict import verdict_label
 
 
 @dataclass
@@ -106,7 +107,7 @@ def _ids(ids: list[str], limit: int = 20) -> str:
 def _headline(report: Report) -> Section:
     profile_name = str(report.profile.get("name", "?"))
     sec = Section(f"qgate report: {profile_name}")
-    sec.lines.append(f"**Verdict: {report.verdict}**")
+    sec.lines.append(f"**Verdict: {verdict_label(report.verdict)}**")
     failed = [v for v in report.all_verdicts() if not v.passed]
     total = len(report.all_verdicts())
     sec.lines.append(f"Gates: {total - len(failed)} of {total} passed; perf: {report.perf.status}.")
