@@ -110,3 +110,39 @@ def test_verify_rejects_a_dropped_perf_gate() -> None:
     report.verdict = "PASS"
     with pytest.raises(VerificationFailed, match="is missing from the report"):
         _verify(report)
+
+
+def _preview(cand_step_ms: float) -> Report:
+    data: dict[str, Any] = copy.deepcopy(PROFILE)
+    del data["quality"]
+    data["model"] = {"path": "/models/llama3-8b-shape"}
+    data["engine"] = {"args": {"load_format": "dummy"}}
+    data["candidate"] = {"args": {"quantization": "fp8"}}
+    data["perf"]["gates"] = GATES
+    profile = Profile.model_validate(data)
+    return assemble(
+        profile=profile, profile_sha256="0" * 64, fingerprint=None, effective_configs=[],
+        suite_runs=[], divergence=None, verdicts=[], perf_status="ran",
+        perf_runs=[_run("reference", 20), _run("candidate", cand_step_ms)],
+        target_mismatches=[], stage_timings={},
+    )  # fmt: skip
+
+
+def test_preview_is_never_pass_and_says_speed_only() -> None:
+    report = _preview(cand_step_ms=15)
+    assert all(v.passed for v in report.all_verdicts()) and report.perf.gates
+    assert report.verdict == "PREVIEW"
+    _verify(report)
+    md, junit, html = render_markdown(report), render_junit(report), render_html(report)
+    assert "**Verdict: PREVIEW (dummy weights: speed only)**" in md
+    assert 'value="PREVIEW (dummy weights: speed only)"' in junit
+    assert "PREVIEW (dummy weights: speed only)</strong>" in html
+    report.verdict = "PASS"
+    with pytest.raises(VerificationFailed, match=r"overall verdict PASS .*\(PREVIEW\)"):
+        _verify(report)
+
+
+def test_preview_fails_a_missed_perf_gate() -> None:
+    report = _preview(cand_step_ms=30)
+    assert report.verdict == "FAIL"
+    _verify(report)
