@@ -226,6 +226,11 @@ def _perf(report: Report) -> Section:
                 caption=f"Scenario {result.scenario}",
             )
         )
+        rates = _rate_rows(result.reference, result.candidate)
+        if rates:
+            header = ["Runtime", "Out tok/s", "Out tok/s/GPU", "Req/s", "Req out tok/s p50",
+                      "Decode tok/s p50", "TTFT p90 ms"]  # fmt: skip
+            sec.tables.append(Table(header, rates))
         dist = _distribution_rows(result.reference, result.candidate)
         if dist:
             header = [
@@ -239,6 +244,31 @@ def _perf(report: Report) -> Section:
             ]
             sec.tables.append(Table(header, dist))
     return sec
+
+
+def _rate_rows(ref: dict[str, Any] | None, cand: dict[str, Any] | None) -> list[list[str]]:
+    """Per runtime: throughputs (in total and per GPU), per-request rates, TTFT p90."""
+
+    def stat(summary: dict[str, Any], key: str, q: str) -> Any:
+        dist = summary.get(key)
+        return dist.get(q) if isinstance(dist, dict) else None
+
+    rows = []
+    for role, summary in (("reference", ref), ("candidate", cand)):
+        if not summary or "request_output_tok_s" not in summary:
+            continue
+        rows.append(
+            [
+                role,
+                fmt(summary.get("output_throughput")),
+                fmt(summary.get("output_throughput_per_gpu")),
+                fmt(summary.get("request_throughput")),
+                fmt(stat(summary, "request_output_tok_s", "p50")),
+                fmt(stat(summary, "request_decode_tok_s", "p50")),
+                fmt(stat(summary, "ttft_ms", "p90")),
+            ]
+        )
+    return rows
 
 
 def _distribution_rows(ref: dict[str, Any] | None, cand: dict[str, Any] | None) -> list[list[str]]:

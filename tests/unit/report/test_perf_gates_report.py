@@ -146,3 +146,22 @@ def test_preview_fails_a_missed_perf_gate() -> None:
     report = _preview(cand_step_ms=30)
     assert report.verdict == "FAIL"
     _verify(report)
+
+
+def test_views_show_rates_per_gpu_and_ttft_p90() -> None:
+    report, _ = _report(cand_step_ms=15)
+    md = render_markdown(report)
+    assert "| Out tok/s/GPU | Req/s | Req out tok/s p50 | Decode tok/s p50 | TTFT p90 ms |" in md
+    cand = report.perf.results[0].candidate
+    assert cand is not None
+    # 7 tokens after the first, 15 ms apart: 66.67 tok/s decode rate
+    assert cand["request_decode_tok_s"]["p50"] == pytest.approx(1000 / 15)
+    row = next(line for line in md.splitlines() if line.startswith("| candidate | "))
+    assert "| 66.67 |" in row
+    for metric in (
+        "ttft_ms.p90",
+        "ttft_ms.p99",
+        "request_decode_tok_s.p50",
+        "output_throughput_per_gpu",
+    ):
+        assert f"| {metric} |" in md
