@@ -147,7 +147,11 @@ class PublishedFigure(_Strict):
     """A published figure shown beside the measured one (display only, never a gate)."""
 
     source: str = Field(min_length=1, description="Where it was published (URL or citation).")
-    date: dt.date = Field(description="Publication or measurement date (YYYY-MM-DD).")
+    date: dt.date | None = Field(
+        default=None,
+        description="Publication or measurement date (YYYY-MM-DD); leave it out rather than "
+        "guess (the report then says it is not recorded).",
+    )
     hardware: str = Field(min_length=1, description="Hardware it was measured on, e.g. '8xMI325X'.")
     concurrency: int | None = Field(
         default=None, ge=1, description="Concurrent requests it was measured at."

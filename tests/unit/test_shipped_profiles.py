@@ -63,3 +63,16 @@ def test_llama_preview_matches_vllm_bench_serve() -> None:
         "quantization": "fp8",
         "kv_cache_dtype": "fp8",
     }
+
+
+def test_glm_profile_carries_the_inferencex_row() -> None:
+    profile = load_profile(next(p for p in PROFILES if p.stem == "glm-5.2-fp8-aiter-mi325x"))
+    assert profile.perf is not None
+    (row,) = profile.perf.published
+    assert (row.hardware, row.concurrency, row.metric, row.value, row.scenario) == (
+        "8xMI325X",
+        4,
+        "output_throughput_per_gpu",
+        4.14,
+        "agent-4",
+    )
