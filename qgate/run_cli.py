@@ -51,8 +51,10 @@ def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | N
         )  # fmt: skip
     finally:
         signal.signal(signal.SIGTERM, previous)
+    from qgate.report.verdict import verdict_label
+
     failed = [v for v in outcome.verdicts if not v.passed]
-    click.echo(f"{outcome.verdict}: {len(outcome.verdicts) - len(failed)}/"
+    click.echo(f"{verdict_label(outcome.verdict)}: {len(outcome.verdicts) - len(failed)}/"
                f"{len(outcome.verdicts)} gates passed; perf {outcome.perf_status}"
                + ("; reference from cache" if outcome.reference_cached else ""))  # fmt: skip
     for v in failed:

@@ -173,6 +173,8 @@ def reference_quality(ctx: RunContext) -> QualityOutput:
     from qgate.runtime.redact import redact_env
 
     profile = ctx.profile
+    if not profile.quality.has_suites():  # a dummy-weights preview: nothing to answer
+        return QualityOutput(role="reference")
     digests = {d.path: d.sha256 for d in ctx.fingerprint.checkpoint} if ctx.fingerprint else {}
     env = redact_env({**profile.engine.env, **profile.reference.env}, profile.secrets)
     key = reference_key(profile, digests, _engine_version(ctx.fingerprint), env)
@@ -238,6 +240,8 @@ def perf_on(
 
     spec = ctx.profile.perf
     assert spec is not None
+    if quality.effective_config is None:  # a preview's reference starts only for perf
+        quality.effective_config = runtime.effective_config()
     math = ctx.profile.quality.math
     runs = asyncio.run(
         run_scenarios(

@@ -22,8 +22,10 @@ import pydantic_core
 from pydantic import ValidationError
 
 from qgate.errors import BadInput, VerificationFailed
+from qgate.perf.gates import report_gates
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
+from qgate.profile_perf import is_preview
 from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
 from qgate.report.files import sha256_file
 from qgate.report.keys import public_key_from_pem
@@ -270,7 +272,7 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
     return len(results)
 
 
-def check_status_and_verdict(report: Report) -> None:
+def check_status_and_verdict(report: Report, preview: bool = False) -> None:
     """Perf status agrees with the quality gates; the overall verdict follows from both."""
     quality_ok = all(v.passed for v in report.quality.verdicts)
     status = report.perf.status
@@ -280,7 +282,7 @@ def check_status_and_verdict(report: Report) -> None:
         raise _fail("perf status 'skipped: gates failed' although every quality gate passed")
     if status.startswith("skipped") and (report.perf.runs or report.perf.results):
         raise _fail(f"perf status {status!r} but the report holds perf records")
-    expected = overall(report.all_verdicts(), status)
+    expected = overall(report.all_verdicts(), status, preview)
     if report.verdict != expected:
         raise _fail(f"overall verdict {report.verdict} does not follow from the gates ({expected})")
 
@@ -356,7 +358,11 @@ def _verify(
     result.checked.append(f"{len(report.quality.verdicts)} quality verdicts recomputed")
     scenarios = recompute_perf(report, prof, fns)
     result.checked.append(f"{scenarios} perf scenarios recomputed")
-    check_status_and_verdict(report)
+    gates = report_gates(prof.perf, report.perf.status, report.perf.results)
+    if _dump(gates) != _dump(report.perf.gates):
+        raise _fail("perf gates: " + _first_verdict_difference(report.perf.gates, gates))
+    result.checked.append(f"{len(gates)} perf gates recomputed")
+    check_status_and_verdict(report, is_preview(prof))
     result.checked.append(f"overall verdict {report.verdict} follows")
     return result
 
