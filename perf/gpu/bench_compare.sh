@@ -4,10 +4,11 @@
 # graphs); on the same server, in turn: `vllm bench serve` (random 1024/128) and `qgate perf` (fixed
 # 1024/128) at c=1 (24 requests) and c=16 (128 requests), 2 warm-ups each, each pair twice at c=1;
 # then ttft_probe.py (which request field moves TTFT). Results: /tmp/bench -> $OUT/bench-<cfg>.tgz,
-# summary lines on stdout. Usage: perf/gpu/bench_compare.sh [bf16] [fp8]; BUDGET (s) bounds the call.
+# summary lines on stdout. Usage: perf/gpu/bench_compare.sh [bf16] [fp8]; BUDGET (s) bounds the call;
+# MODE=vb runs vllm bench alone (once per level), M=<folder> serves another config-only model.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd); source "$HERE/env.sh"
-M=/tmp/llama8b-cfg; R=/tmp/bench; mkdir -p $R; BUDGET=${BUDGET:-560}; S0=$SECONDS; PORT=8012
+M=${M:-/tmp/llama8b-cfg}; MODE=${MODE:-both}; R=/tmp/bench; mkdir -p $R; BUDGET=${BUDGET:-560}; S0=$SECONDS; PORT=8012
 [ -f $M/config.json ] || python3 "$HERE/make_config_model.py" $M /tmp/tok
 cfgs=("$@"); [ ${#cfgs[@]} = 0 ] && cfgs=(bf16 fp8)
 vb() {  # vb CFG C N TAG
@@ -42,10 +43,12 @@ for cfg in "${cfgs[@]}"; do
   echo "=== 8B dummy $cfg: healthy=$ok after $((SECONDS - t0)) s"
   grep -E "Initializing a V1 LLM engine|attention backend|FlashAttention version|Selected|scaling factor|q_scale|Model loading took|torch.compile|Graph capturing|KV cache size|Traceback|Error" $R/vllm_$cfg.log | cut -c1-260 | head -16
   if [ $ok = 1 ]; then
-    vb $cfg 1 24 r1; qp $cfg 1 24 r1; vb $cfg 1 24 r2; qp $cfg 1 24 r2
-    vb $cfg 16 128 r1; qp $cfg 16 128 r1
+    if [ $MODE = vb ]; then vb $cfg 1 24 r1; vb $cfg 16 128 r1; else
+      vb $cfg 1 24 r1; qp $cfg 1 24 r1; vb $cfg 1 24 r2; qp $cfg 1 24 r2
+      vb $cfg 16 128 r1; qp $cfg 16 128 r1
+    fi
     echo "  -- measured at $((SECONDS - S0)) s"
-    [ $((BUDGET - (SECONDS - S0))) -gt 60 ] && python3 "$HERE/ttft_probe.py" http://127.0.0.1:$PORT/v1 llama8b 1024 128 6 > $R/probe_$cfg.json 2>$R/probe_$cfg.err \
+    [ $MODE != vb ] && [ $((BUDGET - (SECONDS - S0))) -gt 60 ] && python3 "$HERE/ttft_probe.py" http://127.0.0.1:$PORT/v1 llama8b 1024 128 6 > $R/probe_$cfg.json 2>$R/probe_$cfg.err \
       && python3 -c "import json; d=json.load(open('$R/probe_$cfg.json')); [print('  probe $cfg %-12s TTFT p50 %7.2f  TPOT p50 %.3f' % (k, v['ttft_ms_p50'], v['tpot_ms_p50'])) for k, v in d['variants'].items()]"
     tail -2 $R/probe_$cfg.err 2>/dev/null
   else tail -30 $R/vllm_$cfg.log | cut -c1-300; fi
