@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -257,12 +258,16 @@ def torch_facts() -> dict[str, Any]:
     except (AttributeError, RuntimeError, TypeError):
         facts["collective"] = None
     if not hip:
-        try:
-            driver_version = getattr(torch._C, "_cuda_getDriverVersion")  # noqa: B009
-            facts["driver_runtime"] = f"cuda {_version_text(driver_version())}"
-        except (AttributeError, RuntimeError):
-            facts["driver_runtime"] = None
+        # torch 2.11 has no public call for the driver's CUDA version; nvidia-smi prints it.
+        smi_cuda = smi_cuda_version(_run(["nvidia-smi"]) or "")
+        facts["driver_runtime"] = f"cuda {smi_cuda}" if smi_cuda else None
     return facts
+
+
+def smi_cuda_version(text: str) -> str | None:
+    """'13.0' from nvidia-smi's header line `... CUDA Version: 13.0 |` (the driver's CUDA)."""
+    m = re.search(r"CUDA Version:\s*([0-9]+(?:\.[0-9]+)*)", text)
+    return m.group(1) if m else None
 
 
 def qgate_revision(source_root: Path | None = None) -> str | None:
