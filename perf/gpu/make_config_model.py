@@ -1,9 +1,10 @@
 """Write a config-only model folder (no weights) for vLLM's `--load-format dummy`.
 
 Usage: python3 make_config_model.py OUT [TOKENIZER_DIR] [SHAPE]
-SHAPE 'llama3-8b' (default): Llama-3-8B's shape (32 layers, hidden 4096, MLP 14336, 32 heads / 8 KV
-heads, rope theta 500000) with SmolLM2's 49152-token vocabulary, so that the tokenizer carried to the
-machine matches (7.38 B parameters; Llama-3-8B's own 128256-token vocabulary would add 0.8 B).
+SHAPE 'llama3-8b' (default): Llama-3-8B's shape (32 layers, hidden 4096, MLP 14336, 32 heads /
+8 KV heads, rope theta 500000) with SmolLM2's 49152-token vocabulary, so that the tokenizer
+carried to the machine matches (7.38 B parameters; Llama-3-8B's own 128256-token vocabulary
+would add 0.8 B). precision_profiles/models/llama3-8b-shape/ holds the same shape.
 The tokenizer files are copied from TOKENIZER_DIR (default /tmp/tok).
 """
 

@@ -84,10 +84,14 @@ def main() -> None:
     for v, rows in samples.items():
         ttft = [t for t, _, _ in rows]
         tpot = [(e - t) / max(1, n - 1) for t, e, n in rows]
-        summary[v] = {"ttft_ms_p50": round(statistics.median(ttft), 2),
-                      "tpot_ms_p50": round(statistics.median(tpot), 3),
-                      "chunks": [n for _, _, n in rows], "ttft_ms": [round(t, 2) for t in ttft]}  # fmt: skip
-    print(json.dumps({"input_tokens": inp, "output_tokens": out, "rounds": rounds, "variants": summary}))
+        summary[v] = {
+            "ttft_ms_p50": round(statistics.median(ttft), 2),
+            "tpot_ms_p50": round(statistics.median(tpot), 3),
+            "chunks": [n for _, _, n in rows],
+            "ttft_ms": [round(t, 2) for t in ttft],
+        }
+    doc = {"input_tokens": inp, "output_tokens": out, "rounds": rounds, "variants": summary}
+    print(json.dumps(doc))
 
 
 if __name__ == "__main__":

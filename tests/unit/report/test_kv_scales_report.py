@@ -1,4 +1,4 @@
-"""engine.uncalibrated_kv_scales: fail -> a failing gate that every view shows and verify recomputes."""
+"""engine.uncalibrated_kv_scales: fail -> a failing gate, in every view, recomputed by verify."""
 
 from __future__ import annotations
 
