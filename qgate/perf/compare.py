@@ -282,15 +282,11 @@ def closed_loop(run: ScenarioRun) -> bool:
 
 
 def _little_rows(requests: Sequence[RequestRecord]) -> npt.NDArray[np.float64]:
-    """Per request: output tokens, 1, and E2E (rows), whose sums give Little's-law rates."""
+    """Per request: output tokens and E2E (rows), whose sums give Little's-law rates."""
     return np.array(
-        [
-            [float(output_len(r)) for r in requests],
-            [1.0] * len(requests),
-            [e2e_ms(r) for r in requests],
-        ],
+        [[float(output_len(r)) for r in requests], [e2e_ms(r) for r in requests]],
         dtype=np.float64,
-    ).reshape(3, len(requests))
+    ).reshape(2, len(requests))
 
 
 def _little_factors(
@@ -298,19 +294,23 @@ def _little_factors(
     cand_rows: npt.NDArray[np.float64],
     ref_sums: npt.NDArray[np.float64],
     cand_sums: npt.NDArray[np.float64],
-    row: int,
+    per_token: bool,
 ) -> tuple[float, float] | None:
     """2.5th and 97.5th percentiles of how far the Little's-law ratio moves with the sample.
 
-    Per resample: (sum(row) / sum(E2E)) of the candidate over the
-    reference's, divided by the same ratio of the full samples. `row` 0 is
-    output tokens, 1 is requests. None when no resample gives a ratio.
+    Per resample: (sum(output tokens) / sum(E2E)) of the candidate over the
+    reference's (requests instead of tokens unless `per_token`; a resample has
+    as many requests as the run), divided by the same ratio of the full
+    samples. None when no resample gives a ratio.
     """
     with np.errstate(divide="ignore", invalid="ignore"):
-        full = (cand_rows[row].sum() / cand_rows[2].sum()) / (
-            ref_rows[row].sum() / ref_rows[2].sum()
-        )
-        moves = (cand_sums[row] / cand_sums[2]) / (ref_sums[row] / ref_sums[2]) / full
+        if per_token:
+            full = (cand_rows[0].sum() / cand_rows[1].sum()) / (
+                ref_rows[0].sum() / ref_rows[1].sum()
+            )
+            moves = (cand_sums[0] / cand_sums[1]) / (ref_sums[0] / ref_sums[1]) / full
+        else:  # request counts are fixed per resample: only the E2E sums move
+            moves = (ref_sums[1] / cand_sums[1]) / (ref_rows[1].sum() / cand_rows[1].sum())
     moves = moves[np.isfinite(moves)]
     if moves.size == 0:
         return None
@@ -361,10 +361,12 @@ def compare(
             )
         )
     closed = closed_loop(reference) and closed_loop(candidate)
-    factors: dict[int, tuple[float, float] | None] = {0: None, 1: None}
+    factors: dict[bool, tuple[float, float] | None] = {True: None, False: None}
     if resamples > 0 and closed and ref_ok and cand_ok:
-        for row in factors:
-            factors[row] = _little_factors(ref_little, cand_little, ref_sums, cand_sums, row)
+        for per_token in factors:
+            factors[per_token] = _little_factors(
+                ref_little, cand_little, ref_sums, cand_sums, per_token
+            )
     windows = dict(
         zip(
             ("output_throughput", "output_throughput_per_gpu", "request_throughput"),
@@ -376,7 +378,7 @@ def compare(
         unit, better = COMPARED[name]
         rvalue, cvalue = windows[name]
         ratio = cvalue / rvalue if rvalue else None
-        factor = factors[1 if name == "request_throughput" else 0]
+        factor = factors[name != "request_throughput"]
         lo = hi = None
         if ratio is not None and factor is not None:
             lo, hi = ratio * factor[0], ratio * factor[1]
