@@ -12,6 +12,7 @@ import base64
 import binascii
 import gc
 import json
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -198,6 +199,32 @@ def _dump(value: Any) -> Any:
     return json.loads(pydantic_core.to_json(value, inf_nan_mode="null"))
 
 
+# Recomputed floats may differ from the stored ones in the last bits when the same formula is
+# evaluated in another order (a numerically equivalent refactor, another numpy); any edit of a
+# figure moves it by far more than this.
+_REL_TOL = 1e-9
+_ABS_TOL = 1e-12
+
+
+def _same(stored: Any, recomputed: Any) -> bool:
+    """JSON values equal, floats up to a relative 1e-9 (booleans, strings, ints exactly)."""
+    if isinstance(stored, bool) or isinstance(recomputed, bool):
+        return stored is recomputed
+    if isinstance(stored, float) or isinstance(recomputed, float):
+        if not isinstance(stored, int | float) or not isinstance(recomputed, int | float):
+            return False
+        return math.isclose(stored, recomputed, rel_tol=_REL_TOL, abs_tol=_ABS_TOL)
+    if isinstance(stored, dict) and isinstance(recomputed, dict):
+        return stored.keys() == recomputed.keys() and all(
+            _same(v, recomputed[k]) for k, v in stored.items()
+        )
+    if isinstance(stored, list) and isinstance(recomputed, list):
+        return len(stored) == len(recomputed) and all(
+            _same(a, b) for a, b in zip(stored, recomputed, strict=True)
+        )
+    return bool(stored == recomputed)
+
+
 def _first_verdict_difference(stored: Sequence[Verdict], recomputed: Sequence[Verdict]) -> str:
     by_gate = {v.gate: v for v in recomputed}
     for v in stored:
@@ -223,7 +250,7 @@ def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
         fns.evaluate_quality(profile.quality, list(report.quality.runs), report.quality.divergence)
     )
     recomputed += kv_scale_verdicts(profile.engine.uncalibrated_kv_scales, report.effective_configs)
-    if _dump(recomputed) != _dump(report.quality.verdicts):
+    if not _same(_dump(report.quality.verdicts), _dump(recomputed)):
         raise _fail(_first_verdict_difference(report.quality.verdicts, recomputed))
 
 
@@ -256,7 +283,7 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
         pairs = (("reference", ref, result.reference), ("candidate", cand, result.candidate))
         for role, run, stored in pairs:
             got = _dump(fns.summarize(run, slo)) if run is not None else None
-            if got != stored:
+            if not _same(stored, got):
                 raise _fail(f"perf {name}: {role} summary does not follow from its request records")
         if ref is not None and cand is not None:
             got_cmp = _dump(
@@ -264,10 +291,10 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
             )
         else:
             got_cmp = []
-        if got_cmp != result.comparisons:
+        if not _same(result.comparisons, got_cmp):
             raise _fail(f"perf {name}: comparisons do not follow from the request records")
         got_verdicts = list(fns.scenario_verdicts(perf_spec, cand)) if cand is not None else []
-        if _dump(got_verdicts) != _dump(result.verdicts):
+        if not _same(_dump(result.verdicts), _dump(got_verdicts)):
             raise _fail(f"perf {name}: " + _first_verdict_difference(result.verdicts, got_verdicts))
     return len(results)
 
@@ -359,7 +386,7 @@ def _verify(
     scenarios = recompute_perf(report, prof, fns)
     result.checked.append(f"{scenarios} perf scenarios recomputed")
     gates = report_gates(prof.perf, report.perf.status, report.perf.results)
-    if _dump(gates) != _dump(report.perf.gates):
+    if not _same(_dump(report.perf.gates), _dump(gates)):
         raise _fail("perf gates: " + _first_verdict_difference(report.perf.gates, gates))
     result.checked.append(f"{len(gates)} perf gates recomputed")
     check_status_and_verdict(report, is_preview(prof))
