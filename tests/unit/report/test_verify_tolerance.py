@@ -1,4 +1,4 @@
-"""verify compares recomputed floats up to 1e-9 relative: rounding-order changes pass, edits fail."""
+"""verify compares recomputed floats up to 1e-9 relative: rounding passes, edits fail."""
 
 from __future__ import annotations
 
