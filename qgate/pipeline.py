@@ -46,6 +46,7 @@ class RunOutcome:
     verdicts: list[Verdict]
     perf_status: PerfStatus
     headline: list[str] = field(default_factory=list)
+    engine_warnings: list[str] = field(default_factory=list)
     public_key: Path | None = None
     reference_cached: bool = False
     warnings: list[str] = field(default_factory=list)
@@ -72,6 +73,7 @@ def run(opts: RunOptions) -> RunOutcome:
     from qgate import stages
     from qgate.quality.gates import evaluate_quality, overall_passed
     from qgate.report.verdict import perf_status
+    from qgate.runtime.scales import kv_scale_verdicts
 
     clock = StageClock()
     with clock.stage("load"):
@@ -90,6 +92,10 @@ def run(opts: RunOptions) -> RunOutcome:
         divergence = stages.divergence_of(reference, candidate)
         runs = reference.runs + candidate.runs
         verdicts = evaluate_quality(ctx.profile.quality, runs, divergence)
+        verdicts += kv_scale_verdicts(
+            ctx.profile.engine.uncalibrated_kv_scales,
+            [c for c in (reference.effective_config, candidate.effective_config) if c],
+        )
         status = perf_status(overall_passed(verdicts), ctx.no_perf, opts.force_perf)
         if status in ("ran", "ungated"):
             perf_runs += stages.perf_on(ctx, runtime, "candidate", candidate)

@@ -22,6 +22,8 @@ from pydantic import (
     model_validator,
 )
 
+from qgate.profile_perf import PerfGate, PublishedFigure, check_dummy, check_selectors
+
 if TYPE_CHECKING:
     from qgate.profile_loader import LoadedProfile
 
@@ -140,6 +142,12 @@ class EngineSpec(Strict):
         "after the reference: 'auto' when the reference is not cached.",
     )
     request_timeout_s: float = Field(default=600.0, gt=0, description="One HTTP request.")
+    uncalibrated_kv_scales: Literal["warn", "fail"] = Field(
+        default="warn",
+        description="An FP8 KV cache whose k/v/q scales the engine left at 1.0 (no calibrated "
+        "scales in the checkpoint): 'warn' records the engine's warning in the report, 'fail' "
+        "also fails the gate `<role>.kv_scales_calibrated` (exit 1).",
+    )
 
 
 class WeightEmulation(Strict):
@@ -299,11 +307,9 @@ class QualitySpec(Strict):
         "report and on the console, or 'fail' the run (for CI).",
     )
 
-    @model_validator(mode="after")
-    def _at_least_one(self) -> Self:
-        if not (self.math or self.recall or self.divergence or self.lm_eval):
-            raise ValueError("configure at least one suite (math, recall, divergence, lm_eval)")
-        return self
+    def has_suites(self) -> bool:
+        """Whether any suite is configured (a profile needs one unless it is a preview)."""
+        return bool(self.math or self.recall or self.divergence or self.lm_eval)
 
 
 class ScenarioBase(Strict):
@@ -323,7 +329,10 @@ class FixedScenario(ScenarioBase):
     """Fixed input/output token counts (exact: ignore_eos + min_tokens)."""
 
     kind: Literal["fixed"] = Field(default="fixed", description="Scenario kind.")
-    input_tokens: int = Field(ge=1, description="Prompt length in tokens, exact.")
+    input_tokens: int | list[Annotated[int, Field(ge=1)]] = Field(
+        description="Prompt length in tokens, exact; a list is an input-length matrix: one run "
+        "per length (named name@inN), each with its own warm-ups and measured requests."
+    )
     output_tokens: int = Field(ge=1, description="Output length in tokens, exact.")
     concurrency: int | list[Annotated[int, Field(ge=1)]] = Field(
         default=1, description="Requests in flight; a list sweeps levels."
@@ -333,7 +342,7 @@ class FixedScenario(ScenarioBase):
     )
     burstiness: float = Field(default=1.0, gt=0, description="Gamma shape; 1.0 is Poisson.")
 
-    @field_validator("concurrency")
+    @field_validator("concurrency", "input_tokens")
     @classmethod
     def _positive(cls, v: int | list[int]) -> int | list[int]:
         if isinstance(v, int) and v < 1:
@@ -400,6 +409,17 @@ class PerfSpec(Strict):
         default=0.05, description="Share of perf requests that are quality probes (TEST01)."
     )
     bootstrap: int = Field(default=2000, ge=100, description="Bootstrap resamples for ratio CIs.")
+    gates: list[PerfGate] = Field(
+        default_factory=list,
+        description="Speed gates on candidate/reference ratios, judged on their bootstrap 95% "
+        "interval (min_ratio: lower bound >= limit; max_ratio: upper bound <= limit); a "
+        "failed one fails the run like a quality gate.",
+    )
+    published: list[PublishedFigure] = Field(
+        default_factory=list,
+        description="Published figures shown beside the measured ones, with the ratio "
+        "(display only; conditions may differ).",
+    )
 
     @model_validator(mode="after")
     def _unique_names(self) -> Self:
@@ -411,6 +431,7 @@ class PerfSpec(Strict):
                     (("scenarios", index, "name"), f"duplicate scenario name {scenario.name!r}")
                 )
             seen.add(scenario.name)
+        issues += check_selectors(self.scenarios, self.gates, self.published, self.compare_to)
         if issues:
             raise KeyIssue(issues)
         return self
@@ -443,7 +464,11 @@ class Profile(Strict):
         default_factory=RuntimeSpec, description="The baseline configuration."
     )
     candidate: RuntimeSpec = Field(description="The configuration under test.")
-    quality: QualitySpec = Field(description="Quality suites and their gates.")
+    quality: QualitySpec = Field(
+        default_factory=QualitySpec,
+        description="Quality suites and their gates; at least one suite, none with dummy "
+        "weights (`load_format: dummy`: a speed-only PREVIEW, verdict never PASS).",
+    )
     perf: PerfSpec | None = Field(
         default=None, description="Perf stage; skipped when omitted or when a gate fails."
     )
@@ -463,6 +488,17 @@ class Profile(Strict):
                 issues.append(((role, "endpoint"), "required when engine.kind is 'endpoint'"))
             if self.engine.kind == "vllm" and spec.endpoint is not None:
                 issues.append(((role, "endpoint"), "only valid when engine.kind is 'endpoint'"))
+        preview, dummy_issues = check_dummy(
+            self.engine.args, self.reference.args, self.candidate.args, self.quality.has_suites()
+        )
+        issues += dummy_issues
+        if not preview and not self.quality.has_suites():
+            issues.append(
+                (
+                    ("quality",),
+                    "configure at least one suite (math, recall, divergence, lm_eval)",
+                )
+            )
         if issues:
             raise KeyIssue(issues)
         return self

@@ -57,8 +57,10 @@ def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | N
         )  # fmt: skip
     finally:
         signal.signal(signal.SIGTERM, previous)
+    from qgate.report.verdict import verdict_label
+
     failed = [v for v in outcome.verdicts if not v.passed]
-    click.echo(f"{outcome.verdict}: {len(outcome.verdicts) - len(failed)}/"
+    click.echo(f"{verdict_label(outcome.verdict)}: {len(outcome.verdicts) - len(failed)}/"
                f"{len(outcome.verdicts)} gates passed; perf {outcome.perf_status}"
                + ("; reference from cache" if outcome.reference_cached else ""))  # fmt: skip
     for v in failed:
@@ -71,6 +73,8 @@ def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | N
     if weak:
         click.echo(f"  note: {len(weak)} passing gates are underpowered (the sample cannot detect "
                    f"the drop they forbid): {', '.join(weak)}")  # fmt: skip
+    for line in outcome.engine_warnings:
+        click.echo(f"  engine warning: {line}")
     for line in outcome.headline:
         click.echo(f"  perf {line}")
     click.echo(f"report: {outcome.envelope}")

@@ -203,6 +203,8 @@ def wants_preflight(ctx: RunContext) -> bool:
     mode = ctx.profile.engine.preflight
     if mode != "auto" or ctx.profile.engine.kind != "vllm":
         return mode == "always"
+    if not ctx.profile.quality.has_suites():  # a preview: no reference stage to wait for
+        return False
     cache, key = _reference_cache(ctx)
     return ctx.opts.refresh_reference or not cache.entry_dir(key).exists()
 
@@ -218,6 +220,8 @@ def reference_quality(ctx: RunContext) -> QualityOutput:
     """The reference's results: from the cache when nothing that shapes them changed."""
     from qgate.quality.cache import CachedReference
 
+    if not ctx.profile.quality.has_suites():  # a dummy-weights preview: nothing to answer
+        return QualityOutput(role="reference")
     cache, key = _reference_cache(ctx)
 
     def compute() -> CachedReference:
@@ -281,6 +285,8 @@ def perf_on(
 
     spec = ctx.profile.perf
     assert spec is not None
+    if quality.effective_config is None:  # a preview's reference starts only for perf
+        quality.effective_config = runtime.effective_config()
     math = ctx.profile.quality.math
     with blamed_on(runtime):
         runs = asyncio.run(
@@ -324,6 +330,7 @@ def report(
     from qgate.report.assemble import build_report
     from qgate.report.signing import subjects_for
     from qgate.report.writer import write_report
+    from qgate.runtime.scales import warning_lines
 
     configs = [c for c in (reference.effective_config, candidate.effective_config) if c]
     no_effect = no_effect_message(reference.runs + candidate.runs, divergence)
@@ -363,6 +370,7 @@ def report(
         verdicts=rep.all_verdicts(),
         perf_status=status,
         headline=headline(rep),
+        engine_warnings=warning_lines(rep.effective_configs),
         public_key=ctx.signer.public_key_path,
         reference_cached=ctx.reference_cached,
         warnings=rep.warnings,

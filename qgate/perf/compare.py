@@ -1,16 +1,24 @@
 """Candidate versus reference, metric by metric, with bootstrap confidence intervals.
 
 Both runtimes run the same scenarios in the same session. For each per-request
-metric the ratio of medians (candidate / reference) gets a percentile bootstrap
-95% interval over `resamples` resamples. A resample draws as many requests as
-the run completed, with replacement, each runtime independently
-(`numpy.random.default_rng` on the two children of `SeedSequence(seed)`, PCG64,
-reproducible), and every metric is the median over that same set of requests,
-so `qgate verify` recomputes the very same intervals. ITL pools every gap of
-the drawn requests; a drawn request without a value for a metric (TPOT of a
-one-token answer) adds nothing to that metric's median. Aggregate throughputs
-(tokens/s over the measured window) are one number per run; their ratio is
-given without an interval rather than with a made-up one.
+metric the ratio of a quantile (the median, p90 or p99; candidate / reference)
+gets a percentile bootstrap 95% interval over `resamples` resamples. A
+resample draws as many requests as the run completed, with replacement, each
+runtime independently (`numpy.random.default_rng` on the two children of
+`SeedSequence(seed)`, PCG64, reproducible), and every metric is computed over
+that same set of requests, so `qgate verify` recomputes the very same
+intervals. ITL pools every gap of the drawn requests; a drawn request without a
+value for a metric (TPOT of a one-token answer) adds nothing to that metric.
+Quantiles interpolate linearly, as numpy's default.
+
+Aggregate throughputs (tokens/s over the measured window) are one number per
+run. In a closed loop (fixed concurrency, multi-turn) Little's law ties them to
+the requests: throughput = concurrency x sum(output tokens) / sum(E2E). Their
+interval is the bootstrap interval of that request-level estimator's ratio,
+scaled so it is centred on the measured window ratio (the resamples say how
+much the ratio moves with the sample, the window says where it is). Open-loop
+runs (a request rate, a trace) get no throughput interval: there the arrival
+rate, not the server, sets the throughput.
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ from qgate.perf.metrics import (
     e2e_ms,
     itl_gaps_ms,
     output_len,
+    request_decode_tok_s,
+    request_output_tok_s,
     succeeded,
     throughputs,
     tpot_ms,
@@ -34,6 +44,7 @@ from qgate.perf.metrics import (
     workload_requests,
 )
 from qgate.perf.records import RequestRecord, ScenarioRun
+from qgate.profile_perf import COMPARED
 
 
 class MetricComparison(Record):
@@ -67,19 +78,29 @@ def _one(f: Callable[[RequestRecord], float | None]) -> PerRequest:
     return g
 
 
-def _rate(r: RequestRecord) -> float | None:
-    e = e2e_ms(r)
-    return output_len(r) / (e / 1000.0) if e > 0 else None
+_VALUES: dict[str, PerRequest] = {
+    "ttft_ms": _one(ttft_ms),
+    "tpot_ms": _one(tpot_ms),
+    "itl_ms": itl_gaps_ms,
+    "e2e_ms": _one(e2e_ms),
+    "request_output_tok_s": _one(request_output_tok_s),
+    "request_decode_tok_s": _one(request_decode_tok_s),
+}
 
 
-# name, unit, better, values per request (ITL pools several values per request)
-PER_REQUEST: list[tuple[str, str, Literal["lower", "higher"], PerRequest]] = [
-    ("ttft_ms.p50", "ms", "lower", _one(ttft_ms)),
-    ("tpot_ms.p50", "ms", "lower", _one(tpot_ms)),
-    ("itl_ms.p50", "ms", "lower", itl_gaps_ms),
-    ("e2e_ms.p50", "ms", "lower", _one(e2e_ms)),
-    ("request_output_tok_s.p50", "tok/s", "higher", _one(_rate)),
-]
+def _per_request() -> list[tuple[str, str, Literal["lower", "higher"], PerRequest, float]]:
+    out = []
+    for name, (unit, better) in COMPARED.items():
+        base, _, stat = name.partition(".")
+        if base in _VALUES:
+            out.append((name, unit, better, _VALUES[base], float(stat.removeprefix("p"))))
+    return out
+
+
+# name, unit, better, values per request (ITL pools several values per request), percentile;
+# in the order of qgate.profile_perf.COMPARED (what perf gates may name)
+PER_REQUEST = _per_request()
+THROUGHPUTS = [n for n in COMPARED if n.partition(".")[0] not in _VALUES]
 
 
 # Resamples are drawn and evaluated in blocks of about this many counts, so
@@ -102,28 +123,37 @@ class _Pooled:
     np.median of the drawn requests' values expanded with repeats.
     """
 
-    def __init__(self, values: npt.NDArray[np.float64], lens: npt.NDArray[np.int64]) -> None:
-        """`values` request by request, `lens[j]` of them for request j."""
+    def __init__(
+        self, values: npt.NDArray[np.float64], lens: npt.NDArray[np.int64], q: float = 50.0
+    ) -> None:
+        """`values` request by request, `lens[j]` of them for request j; `q` the percentile."""
         total = values.size
+        self.q = q
         owner = np.repeat(np.arange(lens.size), lens)
         order = np.argsort(values, kind="stable")
         self.values = values[order]
         self.owner = owner[order]
         self.lens = lens.astype(np.float64)
         self.groups = lens.size
-        # The window of sorted positions around the middle, and per request how
-        # many of its values lie before the window. The resampled median's
-        # position moves with sum(count_j * (before_middle_j - len_j / 2)),
+        # The window of sorted positions around the quantile, and per request how
+        # many of its values lie before the window. The resampled quantile's
+        # position moves with sum(count_j * (before_quantile_j - len_j * q)),
         # whose standard deviation over multinomial counts sets the width.
-        mid = total // 2
+        mid = total // 2 if q == 50.0 else int(np.floor((total - 1) * (q / 100))) if total else 0
         before_mid = np.bincount(self.owner[:mid], minlength=self.groups).astype(np.float64)
-        spread = float(np.sqrt(self.groups * np.var(before_mid - self.lens / 2))) if total else 0.0
+        share = self.lens * (q / 100)
+        spread = float(np.sqrt(self.groups * np.var(before_mid - share))) if total else 0.0
         half = int(np.ceil(_WINDOW_SD * spread)) + 2
         self.lo, self.hi = max(0, mid - half), min(total, mid + half + 1)
         self.before = np.bincount(self.owner[: self.lo], minlength=self.groups).astype(np.float64)
 
     def median(self) -> float | None:
-        return float(np.median(self.values)) if self.values.size else None
+        """The quantile over every value (the median unless q says otherwise)."""
+        if not self.values.size:
+            return None
+        if self.q == 50.0:
+            return float(np.median(self.values))
+        return float(np.percentile(self.values, self.q))
 
     def resampled_medians(self, counts: Counts) -> npt.NDArray[np.float64]:
         """Pooled medians of a (resamples x requests) matrix of draw counts; NaN where empty."""
@@ -133,8 +163,15 @@ class _Pooled:
         self, counts: Counts, n: npt.NDArray[np.float64], below: npt.NDArray[np.float64]
     ) -> npt.NDArray[np.float64]:
         """resampled_medians with n = counts @ lens and below = counts @ before already known."""
-        hi_pos = np.floor(n / 2)  # 0-based positions of the middle values
-        lo_pos = np.floor((n - 1) / 2)
+        if self.q == 50.0:
+            hi_pos = np.floor(n / 2)  # 0-based positions of the middle values
+            lo_pos = np.floor((n - 1) / 2)
+            gamma = np.zeros_like(n)  # unused: the median averages the two middle values
+        else:  # numpy's linear method: virtual index (n - 1) * q between two neighbours
+            virtual = (n - 1) * (self.q / 100)
+            lo_pos = np.floor(virtual)
+            hi_pos = np.minimum(lo_pos + 1, np.maximum(n - 1, 0))
+            gamma = virtual - lo_pos
         out = np.full(counts.shape[0], np.nan)
         inside = np.zeros(counts.shape[0], dtype=bool)
         if self.lo < self.hi:
@@ -147,13 +184,27 @@ class _Pooled:
             # the first position whose cumulative weight exceeds p holds the p-th value
             hi_i = np.count_nonzero(cum <= hi_pos[rows, None], axis=1)
             lo_i = np.count_nonzero(cum <= lo_pos[rows, None], axis=1)
-            out[rows] = self._middle(self.lo + lo_i, self.lo + hi_i, n[rows])
+            out[rows] = self._at(self.lo + lo_i, self.lo + hi_i, n[rows], gamma[rows])
         for r in np.nonzero(~inside & (n > 0))[0]:
             cum_r = np.cumsum(counts[r, self.owner])
             lo_r = np.searchsorted(cum_r, lo_pos[r : r + 1], side="right")
             hi_r = np.searchsorted(cum_r, hi_pos[r : r + 1], side="right")
-            out[r] = self._middle(lo_r, hi_r, n[r : r + 1])[0]
+            out[r] = self._at(lo_r, hi_r, n[r : r + 1], gamma[r : r + 1])[0]
         return out
+
+    def _at(
+        self,
+        lo: npt.NDArray[np.int64],
+        hi: npt.NDArray[np.int64],
+        n: npt.NDArray[np.float64],
+        gamma: npt.NDArray[np.float64],
+    ) -> npt.NDArray[np.float64]:
+        if self.q == 50.0:
+            return self._middle(lo, hi, n)
+        # numpy's _lerp, so a resample's quantile equals np.percentile of its values
+        a, b = self.values[lo], self.values[hi]
+        diff = b - a
+        return np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)
 
     def _middle(
         self, lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64], n: npt.NDArray[np.float64]
@@ -164,12 +215,22 @@ class _Pooled:
 
 
 def _bootstrap_medians(
-    pools: Sequence[_Pooled], requests: int, resamples: int, rng: np.random.Generator
-) -> npt.NDArray[np.float64]:
-    """(metrics x resamples) medians; resample r draws `requests` indices from `rng`."""
+    pools: Sequence[_Pooled],
+    requests: int,
+    resamples: int,
+    rng: np.random.Generator,
+    totals: npt.NDArray[np.float64] | None = None,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """(metrics x resamples) quantiles, and (totals x resamples) sums of `totals`' rows.
+
+    Resample r draws `requests` indices from `rng`; `totals` holds per-request
+    values (rows) whose resampled sums are wanted too (Little's-law throughput).
+    """
     out = np.full((len(pools), resamples), np.nan)
+    extra = np.zeros((0, requests)) if totals is None else totals
+    sums_out = np.full((extra.shape[0], resamples), np.nan)
     if requests == 0:
-        return out
+        return out, sums_out
     # Per block, one product of the counts with every pool's per-request
     # weights: its number of values, unless that is one for every request (then
     # a resample has `requests` values), and its values before the window.
@@ -183,7 +244,9 @@ def _bootstrap_medians(
             columns.append(p.lens)
         slots.append((n_col, len(columns)))
         columns.append(p.before)
-    weights = np.stack(columns)
+    first_total = len(columns)
+    columns += list(extra)
+    weights = np.stack(columns) if columns else np.zeros((0, requests))
     block = max(1, _BLOCK // requests)
     counts = np.empty((min(block, resamples), requests))
     for start in range(0, resamples, block):
@@ -194,7 +257,8 @@ def _bootstrap_medians(
         for m, (pool, (n_col, below_col)) in enumerate(zip(pools, slots, strict=True)):
             n = np.full(rows, float(requests)) if n_col is None else sums[:, n_col]
             out[m, start : start + rows] = pool.medians_given(counts[:rows], n, sums[:, below_col])
-    return out
+        sums_out[:, start : start + rows] = sums[:, first_total:].T
+    return out, sums_out
 
 
 def _ratio_ci(
@@ -210,22 +274,71 @@ def _ratio_ci(
     return float(lo), float(hi)
 
 
+def closed_loop(run: ScenarioRun) -> bool:
+    """Whether the server, not an arrival schedule, set the run's throughput (Little's law)."""
+    if run.kind == "multi_turn":
+        return True
+    return run.kind == "fixed" and run.params.get("request_rate") is None
+
+
+def _little_rows(requests: Sequence[RequestRecord]) -> npt.NDArray[np.float64]:
+    """Per request: output tokens and E2E (rows), whose sums give Little's-law rates."""
+    return np.array(
+        [[float(output_len(r)) for r in requests], [e2e_ms(r) for r in requests]],
+        dtype=np.float64,
+    ).reshape(2, len(requests))
+
+
+def _little_factors(
+    ref_rows: npt.NDArray[np.float64],
+    cand_rows: npt.NDArray[np.float64],
+    ref_sums: npt.NDArray[np.float64],
+    cand_sums: npt.NDArray[np.float64],
+    per_token: bool,
+) -> tuple[float, float] | None:
+    """2.5th and 97.5th percentiles of how far the Little's-law ratio moves with the sample.
+
+    Per resample: (sum(output tokens) / sum(E2E)) of the candidate over the
+    reference's (requests instead of tokens unless `per_token`; a resample has
+    as many requests as the run), divided by the same ratio of the full
+    samples. None when no resample gives a ratio.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if per_token:
+            full = (cand_rows[0].sum() / cand_rows[1].sum()) / (
+                ref_rows[0].sum() / ref_rows[1].sum()
+            )
+            moves = (cand_sums[0] / cand_sums[1]) / (ref_sums[0] / ref_sums[1]) / full
+        else:  # request counts are fixed per resample: only the E2E sums move
+            moves = (ref_sums[1] / cand_sums[1]) / (ref_rows[1].sum() / cand_rows[1].sum())
+    moves = moves[np.isfinite(moves)]
+    if moves.size == 0:
+        return None
+    lo, hi = np.percentile(moves, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
 def compare(
     reference: ScenarioRun, candidate: ScenarioRun, *, resamples: int, seed: int = 0
 ) -> list[MetricComparison]:
     """Per-metric comparison of two runs of the same scenario (pure and deterministic)."""
     ref_ok = [r for r in workload_requests(reference) if succeeded(r)]
     cand_ok = [r for r in workload_requests(candidate) if succeeded(r)]
-    ref_pools = [_Pooled(*f(ref_ok)) for _, _, _, f in PER_REQUEST]
-    cand_pools = [_Pooled(*f(cand_ok)) for _, _, _, f in PER_REQUEST]
+    ref_pools = [_Pooled(*f(ref_ok), q) for _, _, _, f, q in PER_REQUEST]
+    cand_pools = [_Pooled(*f(cand_ok), q) for _, _, _, f, q in PER_REQUEST]
+    ref_little, cand_little = _little_rows(ref_ok), _little_rows(cand_ok)
     if resamples > 0:
         ref_rng, cand_rng = (
             np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2)
         )
-        ref_meds = _bootstrap_medians(ref_pools, len(ref_ok), resamples, ref_rng)
-        cand_meds = _bootstrap_medians(cand_pools, len(cand_ok), resamples, cand_rng)
+        ref_meds, ref_sums = _bootstrap_medians(
+            ref_pools, len(ref_ok), resamples, ref_rng, ref_little
+        )
+        cand_meds, cand_sums = _bootstrap_medians(
+            cand_pools, len(cand_ok), resamples, cand_rng, cand_little
+        )
     out: list[MetricComparison] = []
-    for k, (name, unit, better, _) in enumerate(PER_REQUEST):
+    for k, (name, unit, better, _, _) in enumerate(PER_REQUEST):
         rm, cm = ref_pools[k].median(), cand_pools[k].median()
         ratio = lo = hi = None
         if rm is not None and cm is not None and rm != 0:
@@ -247,25 +360,40 @@ def compare(
                 seed=seed,
             )
         )
-    names = [
-        ("output_throughput", "tok/s"),
-        ("output_throughput_per_gpu", "tok/s"),
-        ("request_throughput", "req/s"),
-    ]
-    rates = zip(names, throughputs(reference), throughputs(candidate), strict=True)
-    for (name, unit), rvalue, cvalue in rates:
+    closed = closed_loop(reference) and closed_loop(candidate)
+    factors: dict[bool, tuple[float, float] | None] = {True: None, False: None}
+    if resamples > 0 and closed and ref_ok and cand_ok:
+        for per_token in factors:
+            factors[per_token] = _little_factors(
+                ref_little, cand_little, ref_sums, cand_sums, per_token
+            )
+    windows = dict(
+        zip(
+            ("output_throughput", "output_throughput_per_gpu", "request_throughput"),
+            zip(throughputs(reference), throughputs(candidate), strict=True),
+            strict=True,
+        )
+    )
+    for name in THROUGHPUTS:
+        unit, better = COMPARED[name]
+        rvalue, cvalue = windows[name]
+        ratio = cvalue / rvalue if rvalue else None
+        factor = factors[name != "request_throughput"]
+        lo = hi = None
+        if ratio is not None and factor is not None:
+            lo, hi = ratio * factor[0], ratio * factor[1]
         out.append(
             MetricComparison(
                 scenario=candidate.scenario,
                 metric=name,
                 unit=unit,
-                better="higher",
+                better=better,
                 reference=rvalue,
                 candidate=cvalue,
-                ratio=cvalue / rvalue if rvalue else None,
-                ci_low=None,
-                ci_high=None,
-                resamples=0,
+                ratio=ratio,
+                ci_low=lo,
+                ci_high=hi,
+                resamples=resamples if lo is not None else 0,
                 seed=seed,
             )
         )

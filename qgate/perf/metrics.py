@@ -10,6 +10,9 @@ lib/endpoint_request_func.py) so the numbers are comparable with it:
 - TPOT: (E2E - TTFT) / (n - 1) for requests with n > 1 output tokens; for
   goodput a request with n <= 1 has TPOT 0, as in vLLM.
 - ITL: every gap between consecutive content chunks, pooled over requests.
+- Request output rate: output tokens / E2E per request (the "full-request"
+  rate of engineering write-ups); decode rate: (n - 1) / (E2E - TTFT), the
+  rate once the first token is out. Not in vLLM's client; both in tok/s.
 - Percentiles: numpy's default linear interpolation; std is the population
   std (ddof=0), as in vLLM.
 - Throughputs divide by the measured window (`ScenarioRun.duration_ns`).
@@ -73,6 +76,13 @@ class ScenarioMetrics(Record):
     tpot_ms: Distribution = Field(description="Time per output token after the first.")
     itl_ms: Distribution = Field(description="Inter-token latency, every gap pooled.")
     e2e_ms: Distribution = Field(description="End-to-end request latency.")
+    request_output_tok_s: Distribution = Field(
+        description="Per request: output tokens / E2E, the full-request output rate (tok/s)."
+    )
+    request_decode_tok_s: Distribution = Field(
+        description="Per request: output tokens after the first / (E2E - TTFT), the decode "
+        "rate once the first token is out (tok/s)."
+    )
     queue_ms: Distribution = Field(
         description="Client-side queueing (sent minus scheduled); large values mean the "
         "client, not the server, limited the offered load."
@@ -154,6 +164,22 @@ def tpot_ms(r: RequestRecord) -> float | None:
     if t is None or n <= 1:
         return None
     return (e2e_ms(r) - t) / (n - 1)
+
+
+def request_output_tok_s(r: RequestRecord) -> float | None:
+    """Full-request output rate: output tokens / E2E, in tok/s (None when E2E is 0)."""
+    e = e2e_ms(r)
+    return output_len(r) / (e / 1000.0) if e > 0 else None
+
+
+def request_decode_tok_s(r: RequestRecord) -> float | None:
+    """Decode rate: (n - 1) / (E2E - TTFT) in tok/s; None when n <= 1 or no time passed."""
+    t = ttft_ms(r)
+    n = output_len(r)
+    if t is None or n <= 1:
+        return None
+    d = e2e_ms(r) - t
+    return (n - 1) / (d / 1000.0) if d > 0 else None
 
 
 def itls_ms(r: RequestRecord) -> list[float]:
@@ -280,6 +306,12 @@ def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
         tpot_ms=distribution(tpots),
         itl_ms=distribution(itls),
         e2e_ms=distribution([e2e_ms(r) for r in ok]),
+        request_output_tok_s=distribution(
+            [v for r in ok if (v := request_output_tok_s(r)) is not None]
+        ),
+        request_decode_tok_s=distribution(
+            [v for r in ok if (v := request_decode_tok_s(r)) is not None]
+        ),
         queue_ms=distribution([(r.sent_ns - r.scheduled_ns) / NS_PER_MS for r in reqs]),
         peak_concurrency=peak_concurrency(reqs),
         max_output_tokens_per_s=max_tokens_per_second(ok),

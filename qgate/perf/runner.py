@@ -24,6 +24,7 @@ from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.perf.workloads import (
     Mark,
     Tokenize,
+    expand_inputs,
     measured_count,
     run_fixed,
     run_multi_turn,
@@ -85,7 +86,7 @@ async def run_scenarios(
     Failures of single requests are recorded, never raised.
     """
     out: list[ScenarioRun] = []
-    for s in spec.scenarios:
+    for s in (e for scenario in spec.scenarios for e in expand_inputs(scenario)):
         for name, level in levels(s):
             out.append(
                 await _run_one(

@@ -21,19 +21,21 @@ def _grid(head: list[str], rows: list[list[str]]) -> str:
 
 
 def metrics_table(ms: Sequence[ScenarioMetrics]) -> str:
-    """One row per scenario run: counts, TTFT/TPOT/ITL/E2E p50 and p99, throughputs."""
+    """One row per scenario run: counts, latencies, throughputs, per-request rates."""
     head = [
         "scenario",
         "role",
         "ok/n",
         "bad",
-        "TTFT p50/p99 ms",
+        "TTFT p50/p90/p99 ms",
         "TPOT p50/p99 ms",
         "ITL p50/p99 ms",
         "E2E p50/p99 ms",
         "out tok/s",
         "/GPU",
         "req/s",
+        "req out tok/s p50",
+        "decode tok/s p50",
         "goodput",
         "prefix hit",
         "probes",
@@ -49,13 +51,15 @@ def metrics_table(ms: Sequence[ScenarioMetrics]) -> str:
                 m.role,
                 f"{m.completed}/{m.requests}",
                 str(m.failed + m.check_failed),
-                f"{m.ttft_ms.p50:.1f}/{m.ttft_ms.p99:.1f}",
+                f"{m.ttft_ms.p50:.1f}/{m.ttft_ms.p90:.1f}/{m.ttft_ms.p99:.1f}",
                 f"{m.tpot_ms.p50:.1f}/{m.tpot_ms.p99:.1f}",
                 f"{m.itl_ms.p50:.1f}/{m.itl_ms.p99:.1f}",
                 f"{m.e2e_ms.p50:.0f}/{m.e2e_ms.p99:.0f}",
                 f"{m.output_throughput:.2f}",
                 f"{m.output_throughput_per_gpu:.2f}",
                 f"{m.request_throughput:.3f}",
+                f"{m.request_output_tok_s.p50:.2f}",
+                f"{m.request_decode_tok_s.p50:.2f}",
                 good,
                 hit,
                 probes,

@@ -93,6 +93,29 @@ def completion_payload(
     return p
 
 
+def expand_inputs(
+    s: FixedScenario | MultiTurnScenario | TraceScenario,
+) -> list[FixedScenario | MultiTurnScenario | TraceScenario]:
+    """An input-length matrix as one scenario per length (name@inN), else the scenario itself.
+
+    Each length is a scenario of its own: its own warm-ups, measured requests,
+    seed (from the name) and /metrics deltas, so a long prefill never warms up
+    the short one.
+    """
+    if not isinstance(s, FixedScenario) or not isinstance(s.input_tokens, list):
+        return [s]
+    return [
+        s.model_copy(update={"name": f"{s.name}@in{n}", "input_tokens": n})
+        for n in s.input_tokens
+    ]
+
+
+def _input_len(s: FixedScenario) -> int:
+    if isinstance(s.input_tokens, list):  # runs get one length each (expand_inputs)
+        raise ValueError(f"scenario {s.name}: expand the input-length matrix first")
+    return s.input_tokens
+
+
 def measured_count(s: FixedScenario | MultiTurnScenario | TraceScenario) -> int | None:
     """Measured requests when known in advance (None for duration-bound runs)."""
     if isinstance(s, MultiTurnScenario):
@@ -113,14 +136,15 @@ async def run_fixed(
 ) -> dict[str, Any]:
     """Fixed lengths at one concurrency level (closed loop), or open loop with a rate."""
     seed = scenario_seed(s.name)
-    pool = await token_pool(tokenize, max(2 * s.input_tokens, 256), seed)
+    input_tokens = _input_len(s)
+    pool = await token_pool(tokenize, max(2 * input_tokens, 256), seed)
     import numpy as np
 
     rng = np.random.default_rng(seed + level)
     offsets = [int(o) for o in rng.integers(0, len(pool), size=100_000)]
 
     def spec(i: int) -> RequestSpec:
-        ids = window(pool, s.input_tokens, offsets[i % len(offsets)])
+        ids = window(pool, input_tokens, offsets[i % len(offsets)])
         return RequestSpec(
             "/completions",
             completion_payload(model, ids, s.output_tokens),
@@ -152,7 +176,7 @@ async def run_fixed(
         )
         await open_loop([spec(i) for i in range(len(arrivals))], arrivals, go, level, sender.t0)
     return {
-        "input_tokens": s.input_tokens,
+        "input_tokens": input_tokens,
         "output_tokens": s.output_tokens,
         "concurrency": level,
         "request_rate": s.request_rate,

@@ -65,6 +65,9 @@ def build_report(
     warnings: Sequence[str] = (),
 ) -> Report:
     """The unsigned report; `write_report` redacts, digests artifacts and signs it."""
+    from qgate.perf.gates import report_gates
+    from qgate.profile_perf import is_preview
+
     resamples = profile.perf.bootstrap if profile.perf else 0
     results = perf_results(profile.perf, perf_runs, resamples=resamples, seed=bootstrap_seed)
     perf = PerfSection(
@@ -73,8 +76,9 @@ def build_report(
         bootstrap_seed=bootstrap_seed,
         runs=list(perf_runs),
         results=results,
+        gates=report_gates(profile.perf, perf_status, results),
     )
-    all_verdicts = list(verdicts) + [v for r in results for v in r.verdicts]
+    all_verdicts = list(verdicts) + [v for r in results for v in r.verdicts] + perf.gates
     emulated = sorted({e for c in effective_configs for e in c.emulated})
     return Report(
         qgate_version=__version__,
@@ -88,7 +92,7 @@ def build_report(
             runs=list(suite_runs), divergence=divergence, verdicts=list(verdicts)
         ),
         perf=perf,
-        verdict=overall(all_verdicts, perf_status),
+        verdict=overall(all_verdicts, perf_status, is_preview(profile)),
         target_mismatches=list(target_mismatches),
         emulated=emulated,
         capability_notes=list(capability_notes),

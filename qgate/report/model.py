@@ -27,7 +27,7 @@ SCHEMA_VERSION: Literal["1"] = "1"
 PREDICATE_TYPE = "https://qgate.dev/report/v1"
 
 PerfStatus = Literal["ran", "skipped: gates failed", "skipped: --skip-perf", "ungated"]
-OverallVerdict = Literal["PASS", "FAIL", "UNGATED"]
+OverallVerdict = Literal["PASS", "FAIL", "UNGATED", "PREVIEW"]
 SignerSource = Literal["local-dev", "file", "env", "kms"]
 
 
@@ -109,6 +109,10 @@ class PerfSection(Record):
     results: list[ScenarioResult] = Field(
         default_factory=list, description="Summaries, comparisons and checks per scenario."
     )
+    gates: list[Verdict] = Field(
+        default_factory=list,
+        description="Perf gate verdicts (qgate.perf.gates) over the comparisons, in gate order.",
+    )
 
 
 class Report(Record):
@@ -131,7 +135,9 @@ class Report(Record):
         default_factory=QualitySection, description="Quality records and gate verdicts."
     )
     perf: PerfSection = Field(description="Perf records, figures and status.")
-    verdict: OverallVerdict = Field(description="PASS, FAIL or UNGATED (perf forced).")
+    verdict: OverallVerdict = Field(
+        description="PASS, FAIL, UNGATED (perf forced) or PREVIEW (dummy weights: speed only)."
+    )
     target_mismatches: list[str] = Field(
         default_factory=list, description="Ways the machine differs from the profile's target."
     )
@@ -156,8 +162,9 @@ class Report(Record):
     )
 
     def all_verdicts(self) -> list[Verdict]:
-        """Quality verdicts followed by perf scenario verdicts."""
+        """Quality verdicts, then perf scenario checks, then perf gates."""
         out = list(self.quality.verdicts)
         for result in self.perf.results:
             out.extend(result.verdicts)
+        out.extend(self.perf.gates)
         return out

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from qgate.report.model import Report
 from qgate.report.plots import all_plots
+from qgate.report.verdict import verdict_label
 from qgate.report.view import Table, sections
 
 _CSS = """
@@ -16,7 +17,7 @@ body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0
 table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.9em}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
 th{background:#f3f3f3}.PASS{color:#1a7f37}.FAIL,.fail{color:#cf222e;font-weight:600}
-.UNGATED{color:#9a6700}figure{display:inline-block;margin:.5em}figcaption{font-size:.8em}
+.UNGATED,.PREVIEW{color:#9a6700}figure{display:inline-block;margin:.5em}figcaption{font-size:.8em}
 """
 
 
@@ -52,7 +53,7 @@ def render_html(report: Report) -> str:
         if i == 0:
             parts.append(
                 f'<p class="{html.escape(report.verdict)}" style="font-size:1.6em">'
-                f"<strong>{html.escape(report.verdict)}</strong></p>"
+                f"<strong>{html.escape(verdict_label(report.verdict))}</strong></p>"
             )
             lines = sec.lines[1:]
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from qgate.report.model import Report
+from qgate.report.verdict import verdict_label
 
 
 def render_junit(report: Report) -> str:
@@ -26,7 +27,7 @@ def render_junit(report: Report) -> str:
     )
     props = ET.SubElement(suite, "properties")
     for key, value in (
-        ("verdict", report.verdict),
+        ("verdict", verdict_label(report.verdict)),
         ("perf_status", report.perf.status),
         ("profile_sha256", report.profile_sha256),
         ("qgate_version", report.qgate_version),

@@ -17,15 +17,30 @@ def perf_status(quality_passed: bool, skip_perf: bool, force_perf: bool) -> Perf
     return "ungated" if force_perf else "skipped: gates failed"
 
 
-def overall(verdicts: Iterable[Verdict], perf_status: PerfStatus) -> OverallVerdict:
+def overall(
+    verdicts: Iterable[Verdict], perf_status: PerfStatus, preview: bool = False
+) -> OverallVerdict:
     """FAIL if any gate failed; UNGATED if perf was forced past failed gates; else PASS.
 
     A forced perf run is only possible after a failed gate, and its numbers
     were never earned, so UNGATED wins over FAIL: the report must not be read
     as a normal gated FAIL with valid perf figures either.
+
+    A preview (dummy weights, no quality suites) is never PASS: nothing showed
+    the candidate answers correctly. It is PREVIEW (exit 0) when its perf
+    gates hold and FAIL (exit 1) when one does not, since speed gates are valid
+    on random weights.
     """
     if perf_status == "ungated":
         return "UNGATED"
     if any(not v.passed for v in verdicts):
         return "FAIL"
-    return "PASS"
+    return "PREVIEW" if preview else "PASS"
+
+
+PREVIEW_NOTE = "dummy weights: speed only"
+
+
+def verdict_label(verdict: str) -> str:
+    """The verdict as people read it: a PREVIEW says it measured speed on random weights."""
+    return f"{verdict} ({PREVIEW_NOTE})" if verdict == "PREVIEW" else verdict

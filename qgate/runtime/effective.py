@@ -24,6 +24,23 @@ _BACKEND_RES = (
     re.compile(r"Using (?P<name>[A-Za-z0-9_]+) attention backend"),
     re.compile(r"Using (?P<name>[A-Za-z0-9_]+) backend(?: \(selected via [^)]*\))?\.?\s*$", re.M),
 )
+# vLLM 0.26 on Hopper: "Using FlashAttention version 3" (v1/attention/backends/flash_attn.py).
+_FA_VERSION_RE = re.compile(r"Using FlashAttention version (?P<version>\d+)")
+# "Selected CutlassFP8ScaledMMLinearKernel for Fp8PerTensorOnlineLinearMethod"
+# (model_executor/kernels/linear/__init__.py): which GEMM kernel a quantized linear method uses.
+_LINEAR_KERNEL_RE = re.compile(
+    r"Selected (?P<kernel>[A-Za-z_][A-Za-z0-9_]*) for (?P<method>[A-Za-z_][A-Za-z0-9_.]*)"
+)
+# vLLM's warnings that an FP8 KV cache / FP8 attention runs with default (1.0) scales
+# (model_executor/layers/quantization/kv_cache.py); each pattern names the scales it reports.
+_KV_SCALE_1 = re.compile(r"Using KV cache scaling factor 1\.0 for \w+")
+_Q_FROM_K = re.compile(r"Checkpoint does not provide a q scaling factor")
+_Q_PROB_1 = re.compile(
+    r"Using uncalibrated q_scale (?P<q>[-+0-9.eE]+) and/or prob_scale (?P<prob>[-+0-9.eE]+)"
+)
+# The part of a vLLM log line before its message:
+# "(EngineCore pid=1) WARNING 11-30 13:02:49 [kv_cache.py:150] ".
+_LOG_PREFIX_RE = re.compile(r"^.*?\b(?:WARNING|INFO|DEBUG|ERROR)\b[^\[]*\[[^\]]*\]\s*")
 # Keys of the config line that qgate records; their values never contain ", ".
 _KEYS = (
     "model",
@@ -52,6 +69,19 @@ class EngineLogReport(Record):
         default_factory=dict, description="Selected key=value pairs of the config line, raw."
     )
     attention_backend: str | None = Field(default=None, description="Backend it announced.")
+    flash_attn_version: int | None = Field(
+        default=None, description="FlashAttention version it announced (2, 3, 4)."
+    )
+    linear_kernels: dict[str, str] = Field(
+        default_factory=dict, description="Quantized linear method -> GEMM kernel selected."
+    )
+    uncalibrated_scales: list[str] = Field(
+        default_factory=list,
+        description="FP8 scales vLLM left at 1.0 ('k', 'v', 'q', 'prob'), from its warnings.",
+    )
+    warnings: list[str] = Field(
+        default_factory=list, description="Engine warnings qgate recognises, as logged."
+    )
 
 
 def _config_value(config: str, key: str) -> str | None:
@@ -82,7 +112,48 @@ def parse_engine_log(text: str) -> EngineLogReport:
         if found:
             report.attention_backend = found.group("name")
             break
+    fa = _FA_VERSION_RE.search(text)
+    if fa is not None:
+        report.flash_attn_version = int(fa.group("version"))
+    for m in _LINEAR_KERNEL_RE.finditer(text):
+        report.linear_kernels.setdefault(m.group("method"), m.group("kernel"))
+    _scale_warnings(text, report)
     return report
+
+
+def _message(line: str) -> str:
+    """A log line without vLLM's process/level/time/source prefix."""
+    return _LOG_PREFIX_RE.sub("", line.strip(), count=1)
+
+
+def _scale_warnings(text: str, report: EngineLogReport) -> None:
+    """Record vLLM's uncalibrated-FP8-scale warnings (each once) and the scales they name."""
+    scales: list[str] = []
+    for line in text.splitlines():
+        if "scal" not in line:
+            continue
+        names: list[str] = []
+        if _KV_SCALE_1.search(line):
+            names = ["k", "v"]
+        elif _Q_FROM_K.search(line):
+            names = ["q"]
+        elif (m := _Q_PROB_1.search(line)) is not None:
+            names = [n for n in ("q", "prob") if _is_one(m.group(n))]
+        else:
+            continue
+        message = _message(line)
+        if message not in report.warnings:
+            report.warnings.append(message)
+        scales += [n for n in names if n not in scales]
+    order = ("k", "v", "q", "prob")
+    report.uncalibrated_scales = [n for n in order if n in scales]
+
+
+def _is_one(value: str) -> bool:
+    try:
+        return float(value) == 1.0
+    except ValueError:
+        return False
 
 
 def _none_if_null(value: str | None) -> str | None:
@@ -120,6 +191,10 @@ def engine_facts(report: EngineLogReport) -> dict[str, Any]:
         "quantization": _none_if_null(c.get("quantization")),
         "kv_cache_dtype": _none_if_null(c.get("kv_cache_dtype")),
         "attention_backend": report.attention_backend,
+        "flash_attn_version": report.flash_attn_version,
+        "linear_kernels": dict(report.linear_kernels),
+        "uncalibrated_scales": list(report.uncalibrated_scales),
+        "engine_warnings": list(report.warnings),
         "max_model_len": _int_or_none(c.get("max_seq_len")),
         "tensor_parallel_size": _int_or_none(c.get("tensor_parallel_size")),
         "pipeline_parallel_size": _int_or_none(c.get("pipeline_parallel_size")),

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -33,6 +34,8 @@ PACKAGES = (
     "amd-aiter",
     "triton",
     "flashinfer-python",
+    "nvidia-nccl-cu12",
+    "nvidia-nccl-cu13",
     "qgate",
 )
 # CPU features that decide which kernels vLLM-CPU uses.
@@ -56,7 +59,18 @@ class Accelerator(Record):
     count: int = Field(description="How many of them.")
     memory_bytes: int | None = Field(default=None, description="Memory per device.")
     driver_version: str | None = Field(default=None, description="Kernel driver version.")
-    runtime_version: str | None = Field(default=None, description="e.g. 'cuda 13.0', 'hip 7.0'.")
+    runtime_version: str | None = Field(
+        default=None, description="Runtime torch was built for, e.g. 'cuda 13.0', 'hip 7.0'."
+    )
+    arch: str | None = Field(
+        default=None, description="Compute capability ('sm_90') on NVIDIA, gfx arch on AMD."
+    )
+    driver_runtime_version: str | None = Field(
+        default=None, description="Newest CUDA runtime the driver supports, e.g. 'cuda 13.0'."
+    )
+    collective_version: str | None = Field(
+        default=None, description="Collective library torch loaded, e.g. 'nccl 2.27.7', 'rccl …'."
+    )
     source: str = Field(description="Where the facts came from (torch, nvidia-smi, rocm-smi).")
 
 
@@ -80,6 +94,14 @@ class Fingerprint(Record):
     )
     packages: dict[str, str] = Field(
         default_factory=dict, description="Installed versions of the packages that matter."
+    )
+    torch_build: str | None = Field(
+        default=None, description="torch.__version__ with its build tag, e.g. '2.11.0+cu130'."
+    )
+    qgate_revision: str | None = Field(
+        default=None,
+        description="`git describe` of the qgate source tree that ran, or the commit a "
+        "`git archive` of it was made from; None for an installed release.",
     )
     checkpoint_dir: str | None = Field(default=None, description="Checkpoint folder hashed.")
     checkpoint: list[FileDigest] = Field(
@@ -173,46 +195,135 @@ def _rocm_smi() -> list[dict[str, Any]]:
 
 def _torch_devices() -> tuple[list[dict[str, Any]], str | None, str | None]:
     """Devices torch sees, its vendor and runtime version; only if torch is installed."""
+    facts = torch_facts()
+    return facts["devices"], facts["vendor"], facts["runtime"]
+
+
+def _version_text(value: Any) -> str | None:
+    if isinstance(value, tuple | list):
+        return ".".join(str(v) for v in value)
+    if isinstance(value, int) and value >= 1000:
+        # CUDA's integer form: 13000 -> 13.0, 12080 -> 12.8
+        return f"{value // 1000}.{(value % 1000) // 10}"
+    return str(value) if value else None
+
+
+def arch_name(vendor: str | None, props: Any, capability: tuple[int, int] | None) -> str | None:
+    """'sm_90' from a compute capability; 'gfx942' from an AMD device's gcnArchName."""
+    gcn = getattr(props, "gcnArchName", None)
+    if vendor == "amd" and isinstance(gcn, str) and gcn:
+        return gcn.split(":", 1)[0]
+    if capability is not None:
+        return f"sm_{capability[0]}{capability[1]}"
+    return None
+
+
+def torch_facts() -> dict[str, Any]:
+    """What torch says about its build and the devices: versions, arch, collectives.
+
+    Keys: devices (list of dicts: model, memory_bytes, arch), vendor, runtime,
+    torch_build, driver_runtime, collective. Empty answers when torch is absent
+    or no device is usable; nothing here raises.
+    """
+    facts: dict[str, Any] = dict.fromkeys(
+        ("vendor", "runtime", "torch_build", "driver_runtime", "collective")
+    )
+    facts["devices"] = []
     if importlib.util.find_spec("torch") is None:
-        return [], None, None
+        return facts
     import torch
 
     hip = getattr(torch.version, "hip", None)
     cuda = getattr(torch.version, "cuda", None)
     vendor = "amd" if hip else "nvidia"
-    runtime = f"hip {hip}" if hip else (f"cuda {cuda}" if cuda else None)
+    facts["vendor"] = vendor if (hip or cuda) else None
+    facts["runtime"] = f"hip {hip}" if hip else (f"cuda {cuda}" if cuda else None)
+    facts["torch_build"] = str(torch.__version__)
     try:
         if not torch.cuda.is_available():
-            return [], vendor, runtime
+            return facts
         devices = []
         for i in range(torch.cuda.device_count()):
             props = torch.cuda.get_device_properties(i)
-            devices.append({"model": str(props.name), "memory_bytes": int(props.total_memory)})
+            cap = (int(props.major), int(props.minor)) if hasattr(props, "major") else None
+            devices.append({"model": str(props.name), "memory_bytes": int(props.total_memory),
+                            "arch": arch_name(vendor, props, cap)})  # fmt: skip
+        facts["devices"] = devices
     except RuntimeError:
-        return [], vendor, runtime
-    return devices, vendor, runtime
+        return facts
+    try:
+        lib = "rccl" if hip else "nccl"
+        nccl_version = getattr(torch.cuda, "nccl").version  # noqa: B009 (untyped in torch)
+        facts["collective"] = f"{lib} {_version_text(nccl_version())}"
+    except (AttributeError, RuntimeError, TypeError):
+        facts["collective"] = None
+    if not hip:
+        # torch 2.11 has no public call for the driver's CUDA version; nvidia-smi prints it.
+        smi_cuda = smi_cuda_version(_run(["nvidia-smi"]) or "")
+        facts["driver_runtime"] = f"cuda {smi_cuda}" if smi_cuda else None
+    return facts
+
+
+def smi_cuda_version(text: str) -> str | None:
+    """'13.0' from nvidia-smi's header line `... CUDA Version: 13.0 |` (the driver's CUDA)."""
+    m = re.search(r"CUDA Version:\s*([0-9]+(?:\.[0-9]+)*)", text)
+    return m.group(1) if m else None
+
+
+def qgate_revision(source_root: Path | None = None) -> str | None:
+    """`git describe --always --dirty --tags` of the source tree qgate runs from.
+
+    In a `git archive` of it (no .git), the commit that `export-subst` wrote into
+    qgate/_revision.txt ("git archive <sha>"); None for an installed release.
+    """
+    root = source_root or Path(__file__).resolve().parents[2]
+    if (root / ".git").exists() and (root / "qgate").is_dir():
+        out = _run(["git", "-C", str(root), "describe", "--always", "--dirty", "--tags",
+                    "--abbrev=12"], timeout=10.0)  # fmt: skip
+        if out and out.strip():
+            return out.strip()
+    try:
+        text = (root / "qgate" / "_revision.txt").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    if text and not text.startswith("$Format"):
+        return f"git archive {text}"
+    return None
 
 
 def _group(devices: list[dict[str, Any]], **common: Any) -> list[Accelerator]:
-    counts = Counter((d["model"], d.get("memory_bytes"), d.get("driver_version")) for d in devices)
+    counts = Counter(
+        (d["model"], d.get("memory_bytes"), d.get("driver_version"), d.get("arch"))
+        for d in devices
+    )
     return [
-        Accelerator(model=model, count=n, memory_bytes=mem, driver_version=driver, **common)
-        for (model, mem, driver), n in counts.items()
+        Accelerator(
+            model=model, count=n, memory_bytes=mem, driver_version=driver, arch=arch, **common
+        )
+        for (model, mem, driver, arch), n in counts.items()
     ]
 
 
-def accelerators() -> list[Accelerator]:
+def accelerators(facts: dict[str, Any] | None = None) -> list[Accelerator]:
     """Accelerators via torch when installed, with driver versions from the vendor tools."""
     smi_nv = _nvidia_smi()
     smi_amd = [] if smi_nv else _rocm_smi()
     smi = smi_nv or smi_amd
     smi_vendor = "nvidia" if smi_nv else "amd"
     driver = smi[0].get("driver_version") if smi else None
-    devices, vendor, runtime = _torch_devices()
+    facts = torch_facts() if facts is None else facts
+    devices = facts["devices"]
     if devices:
         for d in devices:
             d["driver_version"] = driver
-        return _group(devices, vendor=vendor or smi_vendor, runtime_version=runtime, source="torch")
+        return _group(
+            devices,
+            vendor=facts["vendor"] or smi_vendor,
+            runtime_version=facts["runtime"],
+            driver_runtime_version=facts["driver_runtime"],
+            collective_version=facts["collective"],
+            source="torch",
+        )
     if smi:
         tool = "nvidia-smi" if smi_nv else "rocm-smi"
         return _group(smi, vendor=smi_vendor, runtime_version=None, source=tool)
@@ -229,13 +340,16 @@ def default_cache_path() -> Path:
 def collect_fingerprint(model_dir: Path | None, cache_path: Path) -> Fingerprint:
     """Fingerprint this machine and (when given) hash the checkpoint through the digest cache."""
     files = checkpoint_digests(model_dir, cache_path) if model_dir is not None else []
+    facts = torch_facts()
     return Fingerprint(
         hostname=socket.gethostname(),
         os=platform.platform(),
         python=sys.version.split()[0],
         cpu=cpu_info(),
-        accelerators=accelerators(),
+        accelerators=accelerators(facts),
         packages=package_versions(),
+        torch_build=facts["torch_build"],
+        qgate_revision=qgate_revision(),
         checkpoint_dir=str(Path(model_dir).resolve()) if model_dir is not None else None,
         checkpoint=files,
         checkpoint_sha256=tree_digest(files) if files else None,

@@ -41,3 +41,51 @@ def test_cpu_profiles_validate_with_their_files() -> None:
     assert len(cpu) >= 2
     for path in cpu:
         assert load_profile(path).target.accelerator == "cpu"
+
+
+@pytest.mark.parametrize(
+    "stem", ["llama3-8b-shape-h200-preview", "qwen3-moe-30b-a3b-shape-h200-preview"]
+)
+def test_preview_profiles_use_config_only_models(stem: str) -> None:
+    from qgate.profile_perf import is_preview
+
+    profile = load_profile(next(p for p in PROFILES if p.stem == stem))
+    assert is_preview(profile) and not profile.quality.has_suites()
+    assert profile.perf is not None and profile.perf.gates
+    model = profile.model.path
+    assert model is not None and (model / "config.json").is_file()
+    files = {p.name for p in model.iterdir()}
+    assert files == {
+        "config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "chat_template.jinja",
+    }
+    assert (model / "tokenizer.json").stat().st_size > 1_000_000  # the link resolves
+
+
+def test_llama_preview_matches_vllm_bench_serve() -> None:
+    profile = load_profile(next(p for p in PROFILES if p.stem == "llama3-8b-shape-h200-preview"))
+    assert profile.perf is not None
+    got = [(s.name, s.input_tokens, s.output_tokens, s.concurrency, s.warmup, s.requests)
+           for s in profile.perf.scenarios]  # type: ignore[union-attr]  # fmt: skip
+    assert got == [("c1", 1024, 128, 1, 2, 24), ("c16", 1024, 128, 16, 2, 128)]
+    assert profile.candidate.args == {
+        "dtype": "bfloat16",
+        "quantization": "fp8",
+        "kv_cache_dtype": "fp8",
+    }
+
+
+def test_glm_profile_carries_the_inferencex_row() -> None:
+    glm = next(p for p in PROFILES if p.stem == "glm-5.2-fp8-aiter-mi325x")
+    profile = load_profile(glm, check_files=False)
+    assert profile.perf is not None
+    (row,) = profile.perf.published
+    assert (row.hardware, row.concurrency, row.metric, row.value, row.scenario) == (
+        "8xMI325X",
+        4,
+        "output_throughput_per_gpu",
+        4.14,
+        "agent-4",
+    )

@@ -107,3 +107,101 @@ def test_requests_without_a_value_leave_the_others_alone() -> None:
     assert tpot.ci_low is not None and tpot.ci_high is not None
     assert tpot.ci_low <= tpot.ratio <= tpot.ci_high  # type: ignore[operator]
     assert got["ttft_ms.p50"].reference == pytest.approx(115.0)
+
+
+@pytest.mark.parametrize("q", [90.0, 99.0, 10.0])
+@pytest.mark.parametrize("window", ["computed", "empty"])
+def test_pooled_resampled_quantiles_equal_numpy_percentile(q: float, window: str) -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        n = int(rng.integers(1, 30))
+        groups = [list(np.round(rng.random(int(rng.integers(0, 4))), 2)) for _ in range(n)]
+        lens = np.array([len(vs) for vs in groups], dtype=np.int64)
+        p = _Pooled(np.array([v for vs in groups for v in vs], dtype=np.float64), lens, q)
+        if window == "empty":
+            p.hi = p.lo
+        idx = rng.integers(0, n, size=(30, n))
+        got = p.resampled_medians(_counts(idx, n))
+        want = []
+        for row in idx:
+            values = [v for j in row for v in groups[j]]
+            want.append(float(np.percentile(values, q)) if values else float("nan"))
+        np.testing.assert_array_equal(got, np.array(want))
+
+
+def test_every_compared_metric_is_a_row_in_table_order() -> None:
+    from qgate.profile_perf import COMPARED
+
+    got = compare(REF, CAND, resamples=100, seed=2)
+    assert [x.metric for x in got] == list(COMPARED)
+    assert {x.metric: (x.unit, x.better) for x in got} == COMPARED
+
+
+def test_tail_and_rate_metrics() -> None:
+    got = {x.metric: x for x in compare(REF, CAND, resamples=300, seed=1)}
+    assert got["ttft_ms.p90"].reference == pytest.approx(
+        float(np.percentile([100, 110, 120, 130, 140, 150], 90))
+    )
+    assert got["ttft_ms.p99"].candidate == pytest.approx(
+        float(np.percentile([50, 55, 60, 65, 70, 75], 99))
+    )
+    # 7 tokens after the first in 70 ms: 100 tok/s on both sides
+    decode = got["request_decode_tok_s.p50"]
+    assert decode.reference == pytest.approx(100.0) and decode.ratio == pytest.approx(1.0)
+    # 8 tokens in (ttft + 70) ms per request
+    full = got["request_output_tok_s.p50"]
+    assert full.reference == pytest.approx(
+        float(np.median([8 / ((t + 70) / 1000) for t in [100, 110, 120, 130, 140, 150]]))
+    )
+    assert full.ratio is not None and full.ratio > 1.0
+
+
+def _timed_run(e2es_ms: list[float], role: str, tokens: int = 8, **params: object) -> ScenarioRun:
+    """Closed loop at concurrency 1: requests back to back, each e2e long."""
+    reqs, t = [], 0
+    for i, e in enumerate(e2es_ms):
+        first = t + int(e * MS / 4)
+        end = t + int(e * MS)
+        times = [first + (end - first) * k // (tokens - 1) for k in range(tokens)]
+        reqs.append(
+            RequestRecord(
+                index=i,
+                scheduled_ns=t,
+                sent_ns=t,
+                first_token_ns=first,
+                done_ns=end,
+                token_times_ns=times,
+                prompt_tokens=4,
+                output_tokens=tokens,
+            )  # fmt: skip
+        )
+        t = end
+    return ScenarioRun(scenario="s", role=role, kind="fixed", params=dict(params), gpus=2,  # type: ignore[arg-type]
+                       duration_ns=t, requests=reqs)  # fmt: skip
+
+
+def test_throughput_interval_is_centred_on_the_window_ratio() -> None:
+    rng = np.random.default_rng(0)
+    ref = _timed_run(list(100 + 20 * rng.random(40)), "reference", concurrency=1)
+    cand = _timed_run(list(70 + 20 * rng.random(40)), "candidate", concurrency=1)
+    got = {x.metric: x for x in compare(ref, cand, resamples=500, seed=0)}
+    out = got["output_throughput"]
+    assert out.ratio is not None and out.ci_low is not None and out.ci_high is not None
+    assert out.ci_low < out.ratio < out.ci_high
+    assert out.ratio == pytest.approx(ref.duration_ns / cand.duration_ns)
+    assert out.ci_low > 1.2 and out.ci_high < 1.6  # 110 ms vs 80 ms mean E2E, 40 requests
+    assert out.resamples == 500
+    per_gpu = got["output_throughput_per_gpu"]
+    assert per_gpu.ci_low == pytest.approx(out.ci_low) and per_gpu.ci_high == pytest.approx(
+        out.ci_high
+    )
+    req = got["request_throughput"]
+    assert req.ci_low is not None and req.ci_low < req.ratio < req.ci_high  # type: ignore[operator]
+
+
+def test_open_loop_throughput_has_no_interval() -> None:
+    ref = _timed_run([100.0] * 10, "reference", request_rate=5.0)
+    cand = _timed_run([80.0] * 10, "candidate", request_rate=5.0)
+    out = next(x for x in compare(ref, cand, resamples=200) if x.metric == "output_throughput")
+    assert out.ratio is not None and out.ci_low is None and out.ci_high is None
+    assert out.resamples == 0

@@ -152,3 +152,20 @@ def test_max_tokens_per_second_buckets_from_the_first_send() -> None:
     assert max_tokens_per_second([late]) == 2.0
     assert max_tokens_per_second([R3]) == 0.0
     assert max_tokens_per_second([]) == 0.0
+
+
+def test_request_output_and_decode_rates() -> None:
+    from qgate.perf.metrics import request_decode_tok_s, request_output_tok_s
+
+    # sent at 0, first token at 100 ms, 4 more 25 ms apart: E2E 200 ms, 5 tokens
+    r = rec(0, 0, [100, 125, 150, 175, 200], 5)
+    assert request_output_tok_s(r) == pytest.approx(5 / 0.2)
+    assert request_decode_tok_s(r) == pytest.approx(4 / 0.1)
+    one = rec(1, 0, [100], 1)
+    assert request_output_tok_s(one) == pytest.approx(10.0)
+    assert request_decode_tok_s(one) is None  # no token after the first
+    m = summarize(run_of(r, one), None)
+    assert m.request_decode_tok_s.count == 1 and m.request_decode_tok_s.p50 == pytest.approx(40.0)
+    assert m.request_output_tok_s.count == 2
+    assert m.request_output_tok_s.p50 == pytest.approx((25.0 + 10.0) / 2)
+    assert m.ttft_ms.p90 == pytest.approx(100.0)

@@ -166,9 +166,12 @@ def _items(role: str, n: int, wrong: set[int]) -> list[ItemRecord]:
     ]
 
 
-def _requests(n: int, role: str, tokens: int = 4) -> list[RequestRecord]:
+def _requests(
+    n: int, role: str, tokens: int = 4, step: int | None = None
+) -> list[RequestRecord]:
+    """`n` requests, each `tokens` tokens `step` ns apart (20 ms reference, 15 ms candidate)."""
     out = []
-    step = 20_000_000 if role == "reference" else 15_000_000
+    step = step or (20_000_000 if role == "reference" else 15_000_000)
     for i in range(n):
         sent = i * 1_000_000
         first = sent + 100_000_000 + i * 1_000_000

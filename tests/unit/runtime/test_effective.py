@@ -28,6 +28,10 @@ def test_parses_captured_vllm_cpu_fp8kv_log() -> None:
         "quantization": None,
         "kv_cache_dtype": "fp8",
         "attention_backend": None,
+        "flash_attn_version": None,
+        "linear_kernels": {},
+        "uncalibrated_scales": [],
+        "engine_warnings": [],
         "max_model_len": 4096,
         "tensor_parallel_size": 1,
         "pipeline_parallel_size": 1,
@@ -69,7 +73,7 @@ def test_last_config_line_wins_and_missing_line_gives_nothing() -> None:
     report = parse_engine_log(text)
     assert report.engine_version == "2" and report.config["kv_cache_dtype"] == "fp8"
     empty = engine_facts(parse_engine_log("no config here"))
-    assert all(v is None for v in empty.values())
+    assert all(v in (None, {}, []) for v in empty.values())
 
 
 @pytest.mark.parametrize(

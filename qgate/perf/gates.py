@@ -1,0 +1,129 @@
+"""Perf gates: pure functions from `perf.gates` and the stored comparisons to verdicts.
+
+`qgate run` and `qgate verify` call the same `evaluate_perf_gates` over the
+candidate/reference comparisons (qgate.perf.compare), which verify has
+already recomputed from the request records; so a perf gate's verdict follows
+from the raw records as a quality gate's does.
+
+The rule is the conservative one: the candidate must show it meets the limit.
+A `min_ratio` gate passes only when the ratio's bootstrap 95% interval lies at
+or above the limit (lower bound >= min_ratio); a `max_ratio` gate only when it
+lies at or below it (upper bound <= max_ratio). A point ratio that meets the
+limit while its interval straddles it fails, with a reason that says so
+(measure more requests). A ratio without an interval fails too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from qgate.profile import PerfSpec
+from qgate.profile_perf import PerfGate, matches
+from qgate.quality.records import Verdict
+
+# Interval bounds are ratios of floats; this absorbs rounding so a bound
+# exactly at the limit passes.
+_EPS = 1e-12
+
+Comparisons = Iterable[tuple[str, Sequence[Mapping[str, Any]]]]
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def judge(gate: PerfGate, scenario: str, row: Mapping[str, Any] | None) -> Verdict:
+    """One gate on one scenario's comparison row (None when the scenario has no such row)."""
+    kind = "min_ratio" if gate.min_ratio is not None else "max_ratio"
+    limit = gate.min_ratio if gate.min_ratio is not None else gate.max_ratio
+    assert limit is not None
+    name = f"perf.{scenario}.{gate.metric}.{kind}"
+    suite = f"perf.{scenario}"
+    ratio = None if row is None else row.get("ratio")
+    lo = None if row is None else row.get("ci_low")
+    hi = None if row is None else row.get("ci_high")
+    bound = lo if kind == "min_ratio" else hi
+    sign = ">=" if kind == "min_ratio" else "<="
+    if row is None or ratio is None:
+        return Verdict(
+            gate=name,
+            suite=suite,
+            observed=None,
+            limit=limit,
+            passed=False,
+            reason=f"{gate.metric}: no ratio (no completed requests on one side)",
+        )
+    shown = f"{gate.metric} x{ratio:.3f} [95% CI {_fmt(lo)}, {_fmt(hi)}]"
+    if bound is None:
+        return Verdict(
+            gate=name,
+            suite=suite,
+            observed=None,
+            limit=limit,
+            passed=False,
+            reason=f"{shown}: no interval to judge {sign} x{limit:g} on",
+        )
+    if kind == "min_ratio":
+        passed = bound >= limit - _EPS
+        which = "lower"
+    else:
+        passed = bound <= limit + _EPS
+        which = "upper"
+    if passed:
+        reason = f"{shown}: {which} bound {bound:.3f} {sign} x{limit:g}"
+    else:
+        point_ok = ratio >= limit if kind == "min_ratio" else ratio <= limit
+        why = (
+            " (the point meets it, the interval does not: measure more requests)"
+            if point_ok
+            else ""
+        )
+        reason = f"{shown}: {which} bound {bound:.3f} not {sign} x{limit:g}{why}"
+    return Verdict(
+        gate=name, suite=suite, observed=bound, limit=limit, passed=passed, reason=reason
+    )
+
+
+def evaluate_perf_gates(spec: PerfSpec | None, results: Comparisons) -> list[Verdict]:
+    """Every gate on every scenario it selects, gate by gate in profile order.
+
+    `results` is (scenario run name, its comparison rows as JSON mappings) in
+    report order; a gate that selects no compared scenario fails (nothing
+    showed the candidate meets it).
+    """
+    if spec is None or not spec.gates:
+        return []
+    results = list(results)
+    out: list[Verdict] = []
+    for gate in spec.gates:
+        chosen = [(name, rows) for name, rows in results if matches(gate.scenario, name)]
+        for name, rows in chosen:
+            row = next((r for r in rows if r.get("metric") == gate.metric), None)
+            out.append(judge(gate, name, row))
+        if not chosen:
+            where = gate.scenario or "any scenario"
+            limit = gate.min_ratio if gate.min_ratio is not None else gate.max_ratio
+            kind = "min_ratio" if gate.min_ratio is not None else "max_ratio"
+            out.append(
+                Verdict(
+                    gate=f"perf.{where}.{gate.metric}.{kind}",
+                    suite=f"perf.{where}",
+                    observed=None,
+                    limit=limit,
+                    passed=False,
+                    reason=f"{gate.metric}: no comparison with the reference for {where}",
+                )
+            )
+    return out
+
+
+def report_gates(spec: PerfSpec | None, status: str, results: Iterable[Any]) -> list[Verdict]:
+    """`evaluate_perf_gates` over report ScenarioResults (what build_report and verify call).
+
+    None when the perf stage did not run (status 'skipped: ...'): there is
+    nothing to judge, and the report says why perf was skipped.
+    """
+    if status.startswith("skipped"):
+        return []
+    return evaluate_perf_gates(spec, [(r.scenario, r.comparisons) for r in results])
