@@ -492,6 +492,8 @@ class Profile(Strict):
             self.engine.args, self.reference.args, self.candidate.args, self.quality.has_suites()
         )
         issues += dummy_issues
+        if preview and self.perf is None:
+            issues.append((("perf",), "a dummy-weights preview measures speed only: add perf"))
         if not preview and not self.quality.has_suites():
             issues.append(
                 (

@@ -98,8 +98,9 @@ class PerfGate(_Strict):
     )
     scenario: str | None = Field(
         default=None,
-        description="Scenario name (every level of its sweep or input-length matrix) or one "
-        "run ('chat@c16'); every scenario when omitted.",
+        description="Scenario name (every level of its sweep or input-length matrix), a part "
+        "of it ('long@in8192': every level at that length) or one run ('chat@c16'); every "
+        "scenario when omitted.",
     )
     min_ratio: float | None = Field(
         default=None,
@@ -187,7 +188,7 @@ def matches(selector: str | None, run: str) -> bool:
     """Whether a gate's or published figure's `scenario` selects a run name."""
     if selector is None:
         return True
-    return run == selector or run.split("@", 1)[0] == selector
+    return run == selector or run.startswith(selector + "@")
 
 
 def check_selectors(
@@ -199,7 +200,14 @@ def check_selectors(
     """Problems with `perf.gates` and `perf.published` that need the scenario list."""
     from difflib import get_close_matches
 
-    names = {s.name for s in scenarios} | {n for s in scenarios for n in run_names(s)}
+    # a run name and each of its '@' prefixes: 'm', 'm@in512', 'm@in512@c4'
+    names = {
+        "@".join(parts[:k])
+        for s in scenarios
+        for n in run_names(s)
+        for parts in [n.split("@")]
+        for k in range(1, len(parts) + 1)
+    }
     issues: KeyIssues = []
     selectors: list[tuple[str, list[str | None]]] = [
         ("gates", [g.scenario for g in gates]),

@@ -30,6 +30,7 @@ class PublishedComparison(Record):
 
     source: str = Field(description="Where the figure was published.")
     date: str | None = Field(description="Its date (ISO), when the profile records one.")
+    note: str = Field(description="The profile's note on the figure.")
     hardware: str = Field(description="Hardware it was measured on.")
     concurrency: int | None = Field(description="Concurrency it was measured at.")
     metric: str = Field(description="Metric, as in ScenarioMetrics ('ttft_ms.p90' for stats).")
@@ -93,6 +94,7 @@ def compare_published(
         base = {
             "source": fig.source,
             "date": fig.date.isoformat() if fig.date else None,
+            "note": fig.note,
             "hardware": fig.hardware,
             "concurrency": fig.concurrency,
             "metric": fig.metric,
@@ -107,9 +109,12 @@ def compare_published(
             cand, ref = measured(r.candidate, fig.metric), measured(r.reference, fig.metric)
             out.append(
                 PublishedComparison(
-                    **base, scenario=r.scenario,
-                    candidate=cand, candidate_ratio=_ratio(cand, fig.value),
-                    reference=ref, reference_ratio=_ratio(ref, fig.value),
+                    **base,
+                    scenario=r.scenario,
+                    candidate=cand,
+                    candidate_ratio=_ratio(cand, fig.value),
+                    reference=ref,
+                    reference_ratio=_ratio(ref, fig.value),
                 )  # fmt: skip
             )
     return out

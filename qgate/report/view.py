@@ -271,6 +271,7 @@ def _published(report: Report) -> Section | None:
     rows = [
         [
             p.source + (f" ({p.date})" if p.date else " (date not recorded)"),
+            p.note or "–",
             p.hardware,
             fmt(p.concurrency),
             p.metric,
@@ -285,8 +286,8 @@ def _published(report: Report) -> Section | None:
     ]
     sec = Section("Published figures (measured against published)")
     sec.lines.append(CAVEAT)
-    header = ["Source", "Hardware", "Concurrency", "Metric", "Published", "Run", "Candidate",
-              "Cand / pub", "Reference", "Ref / pub"]  # fmt: skip
+    header = ["Source", "Note", "Hardware", "Concurrency", "Metric", "Published", "Run",
+              "Candidate", "Cand / pub", "Reference", "Ref / pub"]  # fmt: skip
     sec.tables.append(Table(header, rows))
     return sec
 

@@ -112,6 +112,12 @@ CASES: list[tuple[str, str, str, str]] = [
         "dummy weights on one runtime only",
     ),
     (
+        "preview-without-perf",
+        PREVIEW.split("perf:")[0],
+        ":1 perf:",
+        "a dummy-weights preview measures speed only",
+    ),
+    (
         "no-suite-without-dummy",
         PREVIEW.replace("engine:\n  args: {load_format: dummy}\n", ""),
         ":1 quality:",

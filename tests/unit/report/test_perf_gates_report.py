@@ -171,7 +171,7 @@ def test_published_figure_beside_the_measured_one() -> None:
     report, _ = _report(cand_step_ms=15)
     report.profile["perf"]["published"] = [
         {"source": "InferenceX", "date": None, "hardware": "8xMI325X", "concurrency": 1,
-         "metric": "output_throughput_per_gpu", "value": 10.0, "scenario": None, "note": ""}
+         "metric": "output_throughput_per_gpu", "value": 10.0, "scenario": None, "note": "TP8"}
     ]  # fmt: skip
     md = render_markdown(report)
     assert "## Published figures (measured against published)" in md
@@ -180,5 +180,7 @@ def test_published_figure_beside_the_measured_one() -> None:
     assert cand is not None
     ratio = cand["output_throughput_per_gpu"] / 10.0
     row = next(line for line in md.splitlines() if line.startswith("| InferenceX"))
-    assert "(date not recorded) | 8xMI325X | 1 | output_throughput_per_gpu | 10 | short |" in row
+    assert (
+        "(date not recorded) | TP8 | 8xMI325X | 1 | output_throughput_per_gpu | 10 | short |" in row
+    )
     assert f"x{ratio:.2f}" in row
