@@ -10,7 +10,14 @@ from qgate import __version__
 from qgate.perf.records import ScenarioRun
 from qgate.profile import PerfSpec, Profile
 from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
-from qgate.report.model import PerfSection, PerfStatus, QualitySection, Report, ScenarioResult
+from qgate.report.model import (
+    PERF_DERIVATION,
+    PerfSection,
+    PerfStatus,
+    QualitySection,
+    Report,
+    ScenarioResult,
+)
 from qgate.report.verdict import overall
 from qgate.runtime.base import EffectiveConfig
 from qgate.runtime.fingerprint import Fingerprint
@@ -74,6 +81,7 @@ def build_report(
         status=perf_status,
         bootstrap_resamples=resamples,
         bootstrap_seed=bootstrap_seed,
+        derivation=PERF_DERIVATION,
         runs=list(perf_runs),
         results=results,
         gates=report_gates(profile.perf, perf_status, results),

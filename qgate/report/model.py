@@ -95,6 +95,10 @@ class ScenarioResult(Record):
         return value
 
 
+# 2: request output/decode rates, TTFT p90/p99, TPOT/E2E p99 and throughput intervals added.
+PERF_DERIVATION = 2
+
+
 class PerfSection(Record):
     """The perf stage: raw request records and the figures derived from them."""
 
@@ -103,6 +107,13 @@ class PerfSection(Record):
         default=2000, ge=0, description="Bootstrap resamples used for ratio intervals."
     )
     bootstrap_seed: int = Field(default=0, description="Seed of the bootstrap, for re-derivation.")
+    derivation: int = Field(
+        default=1,
+        ge=1,
+        description="Version of the figures derived from the records (PERF_DERIVATION when "
+        "made). `verify` recomputes a report of the current version exactly; one made by an "
+        "older qgate, whose tables held fewer figures, must match on every figure it stores.",
+    )
     runs: list[ScenarioRun] = Field(
         default_factory=list, description="Raw per-request records, both runtimes."
     )

@@ -30,7 +30,7 @@ from qgate.profile_perf import is_preview
 from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
 from qgate.report.files import sha256_file
 from qgate.report.keys import public_key_from_pem
-from qgate.report.model import PREDICATE_TYPE, Report
+from qgate.report.model import PERF_DERIVATION, PREDICATE_TYPE, Report
 from qgate.report.signing import CHECKPOINT_PREFIX, PAYLOAD_TYPE, PROFILE_PREFIX, STATEMENT_TYPE
 from qgate.report.verdict import overall
 
@@ -227,6 +227,31 @@ def _same(stored: Any, recomputed: Any) -> bool:
     return bool(stored == recomputed)
 
 
+def _covers(stored: Any, recomputed: Any) -> bool:
+    """Every figure a report of an older derivation stores equals its recomputation.
+
+    Newer qgate derives more figures from the same records (more keys, more
+    comparison rows, intervals on throughput ratios); those the older report
+    lacks are not held against it. Comparison rows are matched by metric.
+    """
+    if isinstance(stored, dict) and isinstance(recomputed, dict):
+        if stored.get("resamples") == 0 and stored.get("ci_low") is stored.get("ci_high") is None:
+            # a ratio stored without an interval (derivation 1 gave throughput none)
+            ignored = ("ci_low", "ci_high", "resamples", "seed")
+            stored = {k: v for k, v in stored.items() if k not in ignored}
+        return all(k in recomputed and _covers(v, recomputed[k]) for k, v in stored.items())
+    if isinstance(stored, list) and isinstance(recomputed, list):
+        if all(isinstance(x, dict) and "metric" in x for x in stored + recomputed):
+            by_metric = {x["metric"]: x for x in recomputed}
+            return len(by_metric) == len(recomputed) and all(
+                x["metric"] in by_metric and _covers(x, by_metric[x["metric"]]) for x in stored
+            )
+        return len(stored) == len(recomputed) and all(
+            _covers(a, b) for a, b in zip(stored, recomputed, strict=True)
+        )
+    return _same(stored, recomputed)
+
+
 def _first_verdict_difference(stored: Sequence[Verdict], recomputed: Sequence[Verdict]) -> str:
     by_gate = {v.gate: v for v in recomputed}
     for v in stored:
@@ -279,13 +304,17 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
         raise _fail(f"perf: scenario {odd} has records without results or results without records")
     perf_spec = profile.perf
     slo = perf_spec.slo if perf_spec else None
+    if perf.derivation > PERF_DERIVATION:
+        raise _fail(f"perf figures of derivation {perf.derivation}: made by a newer qgate "
+                    f"(this one derives version {PERF_DERIVATION}); verify it with that one")
+    same = _same if perf.derivation == PERF_DERIVATION else _covers
     for name, result in results.items():
         _scenario_spec(profile, name)
         ref, cand = runs.get((name, "reference")), runs.get((name, "candidate"))
         pairs = (("reference", ref, result.reference), ("candidate", cand, result.candidate))
         for role, run, stored in pairs:
             got = _dump(fns.summarize(run, slo)) if run is not None else None
-            if not _same(stored, got):
+            if not same(stored, got):
                 raise _fail(f"perf {name}: {role} summary does not follow from its request records")
         if ref is not None and cand is not None:
             got_cmp = _dump(
@@ -293,7 +322,7 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
             )
         else:
             got_cmp = []
-        if not _same(result.comparisons, got_cmp):
+        if not same(result.comparisons, got_cmp):
             raise _fail(f"perf {name}: comparisons do not follow from the request records")
         got_verdicts = list(fns.scenario_verdicts(perf_spec, cand)) if cand is not None else []
         if not _same(_dump(result.verdicts), _dump(got_verdicts)):

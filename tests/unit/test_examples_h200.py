@@ -11,7 +11,6 @@ import base64
 import json
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from qgate.cli import main
@@ -54,25 +53,11 @@ def test_preview_report_records_what_ran_on_the_h200() -> None:
     assert cand["uncalibrated_scales"] == ["k", "v", "q", "prob"] and ref["engine_warnings"] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="made by qgate bf1df15 before the i15 metrics merge; today's summarize/compare "
-    "derive more figures (decode rate, throughput CIs), so its stored perf figures no longer "
-    "equal their recomputation. Re-run perf/gpu on the H200 to replace it.",
-)
-def test_smollm2_report_verifies() -> None:
+def test_smollm2_report_verifies_on_the_figures_it_stores() -> None:
+    # made before the perf derivation grew (decode rate, throughput intervals): verify holds it
+    # to every figure it stores, and does not ask for those it could not have
     code, out = _verify("smollm2-h200-fp8")
     assert code == 0, out
-
-
-def test_smollm2_report_signature_profile_and_quality_gates_hold() -> None:
-    from qgate.errors import VerificationFailed
-    from qgate.report.verify import verify_file
-
-    folder = H200 / "smollm2-h200-fp8"
-    with pytest.raises(VerificationFailed, match="summary does not follow") as info:
-        verify_file(folder / "report.intoto.jsonl", PUBKEY, profile=folder / "profile.yaml")
-    # everything before the perf recomputation held: signature, profile subject, 9 quality gates
-    assert "signature" not in str(info.value)
     rep = _predicate("smollm2-h200-fp8")
     assert rep["verdict"] == "PASS" and len(rep["quality"]["verdicts"]) == 9
+    assert "derivation" not in rep["perf"]
