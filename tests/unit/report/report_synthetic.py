@@ -22,7 +22,7 @@ from qgate.quality.records import (
     Verdict,
 )
 from qgate.report.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
-from qgate.report.model import PerfSection, QualitySection, Report, ScenarioResult
+from qgate.report.model import PERF_DERIVATION, PerfSection, QualitySection, Report, ScenarioResult
 from qgate.report.verdict import overall
 from qgate.report.verify import Recompute
 from qgate.runtime.base import EffectiveConfig
@@ -232,7 +232,12 @@ def build_report(
         wall_s=0.7,
     )
     verdicts = fns.evaluate_quality(profile.quality, runs, divergence)
-    perf = PerfSection(status=perf_status, bootstrap_resamples=200, bootstrap_seed=7)  # type: ignore[arg-type]
+    perf = PerfSection(
+        status=perf_status,  # type: ignore[arg-type]
+        bootstrap_resamples=200,
+        bootstrap_seed=7,
+        derivation=PERF_DERIVATION,  # held to exact recomputation, as a new report is
+    )
     if perf_status in ("ran", "ungated"):
         assert profile.perf is not None
         ref_run = ScenarioRun(
