@@ -10,7 +10,14 @@ from qgate import __version__
 from qgate.perf.records import ScenarioRun
 from qgate.profile import PerfSpec, Profile
 from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
-from qgate.report.model import PerfSection, PerfStatus, QualitySection, Report, ScenarioResult
+from qgate.report.model import (
+    PerfSection,
+    PerfStatus,
+    QualitySection,
+    ReferenceProvenance,
+    Report,
+    ScenarioResult,
+)
 from qgate.report.verdict import overall
 from qgate.runtime.base import EffectiveConfig
 from qgate.runtime.fingerprint import Fingerprint
@@ -61,6 +68,7 @@ def build_report(
     target_mismatches: Sequence[str],
     stage_timings: dict[str, float],
     bootstrap_seed: int = 0,
+    reference_provenance: ReferenceProvenance | None = None,
 ) -> Report:
     """The unsigned report; `write_report` redacts, digests artifacts and signs it."""
     resamples = profile.perf.bootstrap if profile.perf else 0
@@ -90,4 +98,5 @@ def build_report(
         target_mismatches=list(target_mismatches),
         emulated=emulated,
         stage_timings=dict(stage_timings),
+        reference_provenance=reference_provenance,
     )
