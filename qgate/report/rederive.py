@@ -12,13 +12,16 @@ the raw data next to them with the very functions `run` used:
   YAML) on the logged filtered response and target, when the task is local,
   its YAML and data still have the digest the run recorded and its metric is
   exact_match; other items are listed as not re-derived;
-- divergence: `position_divergence` on both sides' stored top-k logprobs.
+- divergence: `position_divergence` on both sides' stored top-k logprobs
+  (within 1e-9 relative: transcendental functions may round differently on
+  the auditor's CPU).
 
 A disagreement raises VerificationFailed naming the item.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import string
 from collections.abc import Callable
@@ -177,6 +180,17 @@ def _rederive_lm_eval(run: SuiteRun, task: LmEvalTask | None, out: Rederived) ->
         )
 
 
+# exp and log may differ in the last bits between machines (numpy and libm pick
+# CPU-specific code paths), so values re-derived on the auditor's machine are
+# compared within a tolerance far below any meaningful KL limit.
+_REL_TOL = 1e-9
+_ABS_TOL = 1e-12
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=_REL_TOL, abs_tol=_ABS_TOL)
+
+
 def rederive_divergence(run: DivergenceRun, out: Rederived, *, required: bool) -> None:
     """Every per-position KL, top-1 agreement and delta-p from the stored logprobs.
 
@@ -219,9 +233,11 @@ def rederive_divergence(run: DivergenceRun, out: Rederived, *, required: bool) -
                 raise VerificationFailed(
                     f"divergence sequence {seq.id} position {i}: logprobs unusable ({exc})"
                 ) from None
-            if (pos.kld, pos.top1_agree, pos.delta_p) != (
-                seq.kld[i], seq.top1_agree[i], seq.delta_p[i]
-            ):  # fmt: skip
+            if not (
+                pos.top1_agree == seq.top1_agree[i]
+                and _close(pos.kld, seq.kld[i])
+                and _close(pos.delta_p, seq.delta_p[i])
+            ):
                 raise VerificationFailed(
                     f"divergence sequence {seq.id} position {i}: stored kld={seq.kld[i]} "
                     f"top1_agree={seq.top1_agree[i]} delta_p={seq.delta_p[i]} but its logprobs "

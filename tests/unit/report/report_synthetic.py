@@ -175,9 +175,11 @@ def divergence_sequence(j: int, tokens: int = 4, top_k: int = 20) -> DivergenceS
         ref_lps.append(list(r.values()))
         cand_ids.append(list(c))
         cand_lps.append(list(c.values()))
-        kld.append(pos.kld)
+        # 12 digits: well within verify's tolerance, and the golden views do not depend
+        # on how this CPU rounds exp and log in the last bit
+        kld.append(float(f"{pos.kld:.12g}"))
         agree.append(pos.top1_agree)
-        dp.append(pos.delta_p)
+        dp.append(float(f"{pos.delta_p:.12g}"))
     return DivergenceSequence(
         id=f"s{j}",
         prompt_sha256=_sha(f"p{j}"),

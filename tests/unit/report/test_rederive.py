@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 
 import pytest
 from report_synthetic import divergence_sequence
@@ -199,3 +200,15 @@ def test_old_divergence_without_logprobs_is_listed_when_not_required() -> None:
     rederive_divergence(run, out, required=False)
     assert out.positions == 0
     assert out.not_rederived == ["divergence: 2 sequences predate stored logprobs"]
+
+
+def test_divergence_tolerates_last_bit_differences_only() -> None:
+    # another CPU may round exp/log differently in the last bit; a forgery is far larger
+    run = _divergence()
+    seq = run.sequences[0]
+    seq.kld[1] = math.nextafter(seq.kld[1], 1.0)
+    seq.delta_p[1] = math.nextafter(seq.delta_p[1], 1.0)
+    rederive_divergence(run, Rederived(), required=True)
+    seq.kld[1] *= 1 + 1e-6
+    with pytest.raises(VerificationFailed, match="position 1"):
+        rederive_divergence(run, Rederived(), required=True)
