@@ -43,6 +43,7 @@ class Rederived:
 
     items: int = 0
     positions: int = 0
+    data_checked: int = 0
     not_rederived: list[str] = field(default_factory=list)
 
 
@@ -91,6 +92,75 @@ def rederive_correctness(runs: list[SuiteRun], profile: Profile, out: Rederived)
             out.not_rederived.append(
                 f"{run.suite} ({run.role}): unknown suite; items {_few([i.id for i in run.items])}"
             )
+
+
+def check_questions(runs: list[SuiteRun], profile: Profile, out: Rederived) -> None:
+    """Both runtimes expected the same answers; math items match the local math set.
+
+    The expected answer is stored beside the response, so a forger could
+    change both; the reference's copy and, for math, the data set the run's
+    digest names pin it down.
+    """
+    reference = {
+        (r.suite, i.id): i.expected for r in runs if r.role == "reference" for i in r.items
+    }
+    for run in runs:
+        if run.role != "candidate":
+            continue
+        for item in run.items:
+            want = reference.get((run.suite, item.id))
+            if want is not None and want != item.expected:
+                raise VerificationFailed(
+                    f"{run.suite} item {item.id}: the reference expected {want!r} "
+                    f"but the candidate {item.expected!r}"
+                )
+    if profile.quality.math is not None:
+        for run in runs:
+            if run.suite.startswith("math."):
+                _check_math_set(run, profile, out)
+
+
+def _check_math_set(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    from qgate.errors import BadInput
+    from qgate.quality.math_suite import load_math_set, math_data_sha256, short_prompt
+
+    spec = profile.quality.math
+    assert spec is not None
+    form = run.suite.partition(".")[2]
+    budget = run.params.get("preamble_tokens_budget")
+    try:
+        # the budget the run used stands in for max_model_len, which the digest only clips by
+        digest = math_data_sha256(
+            spec, form, max_model_len=None, long_tokens=budget if isinstance(budget, int) else None
+        )
+        items = {i.id: i for i in load_math_set(spec.set, spec.limit)[0]}
+    except BadInput as exc:
+        out.not_rederived.append(f"{run.suite} ({run.role}): math set not checked ({exc.message})")
+        return
+    if digest != run.data_sha256:
+        out.not_rederived.append(
+            f"{run.suite} ({run.role}): the local math set differs from the run's; "
+            "expected answers not checked against it"
+        )
+        return
+    for record in run.items:
+        item = items.get(record.id)
+        where = f"{run.suite} {run.role} item {record.id}"
+        if item is None:
+            raise VerificationFailed(f"{where}: not in the math set the run's digest names")
+        if record.expected != str(item.answer):
+            raise VerificationFailed(
+                f"{where}: expected {record.expected!r} but the math set says {item.answer}"
+            )
+        if form == "short" and record.prompt_sha256 != _sha256(short_prompt(item.question)):
+            raise VerificationFailed(f"{where}: prompt digest does not match the math set")
+    out.data_checked += len(run.items)
+
+
+def _sha256(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _task_of(profile: Profile, name: str) -> LmEvalTask | None:

@@ -325,19 +325,27 @@ def _verify(
 
 def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult) -> None:
     """Correctness, divergence and reference provenance from the raw records."""
-    from qgate.report.rederive import Rederived, rederive_correctness, rederive_divergence
+    from qgate.report.rederive import (
+        Rederived,
+        check_questions,
+        rederive_correctness,
+        rederive_divergence,
+    )
     from qgate.report.verify_provenance import check_provenance
 
     done = Rederived()
     rederive_correctness(list(report.quality.runs), prof, done)
     result.checked.append(f"{done.items} item answers and correctness re-derived from responses")
+    check_questions(list(report.quality.runs), prof, done)
+    if done.data_checked:
+        result.checked.append(f"{done.data_checked} math items match the math set the run used")
     if report.quality.divergence is not None:
         required = report.schema_version != "1"
         rederive_divergence(report.quality.divergence, done, required=required)
         if done.positions:
             result.checked.append(f"{done.positions} divergence positions re-derived from logprobs")
     if done.not_rederived:
-        result.notes.append("not re-derived: " + "; ".join(done.not_rederived))
+        result.notes.append("not checked: " + "; ".join(done.not_rederived))
     line = check_provenance(report, keyid, result.notes)
     if line:
         result.checked.append(line)

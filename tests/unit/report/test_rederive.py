@@ -14,6 +14,7 @@ from qgate.quality.lmeval_suite import lm_eval_data_sha256, samples_to_records
 from qgate.quality.records import DivergenceRun, ItemRecord, SuiteRun
 from qgate.report.rederive import (
     Rederived,
+    check_questions,
     exact_match,
     rederive_correctness,
     rederive_divergence,
@@ -212,3 +213,64 @@ def test_divergence_tolerates_last_bit_differences_only() -> None:
     seq.kld[1] *= 1 + 1e-6
     with pytest.raises(VerificationFailed, match="position 1"):
         rederive_divergence(run, Rederived(), required=True)
+
+
+def test_both_runtimes_must_expect_the_same_answer() -> None:
+    ref = SuiteRun(
+        suite="recall.512",
+        role="reference",
+        data_sha256="0" * 64,
+        items=[_item("r0", "KX-7342", "KX-7342", "KX-7342", True)],
+    )
+    cand = _run("recall.512", [_item("r0", "AB-1111", "AB-1111", "AB-1111", True)])
+    with pytest.raises(VerificationFailed, match="recall.512 item r0: the reference expected"):
+        check_questions([ref, cand], PROFILE, Rederived())
+
+
+def _math_run(role: str, answers: dict[str, str] | None = None) -> SuiteRun:
+    from qgate.profile import MathSuite
+    from qgate.quality.math_suite import load_math_set, math_data_sha256, short_prompt
+
+    spec = MathSuite(prompts=["short"], max_drop=0.1, limit=5)
+    items = load_math_set(None, 5)[0]
+    return SuiteRun(
+        suite="math.short",
+        role=role,  # type: ignore[arg-type]
+        data_sha256=math_data_sha256(spec, "short", max_model_len=None),
+        items=[
+            ItemRecord(
+                id=i.id,
+                prompt_sha256=hashlib.sha256(short_prompt(i.question).encode()).hexdigest(),
+                output=str(i.answer),
+                answer=str(i.answer),
+                expected=(answers or {}).get(i.id, str(i.answer)),
+                correct=True,
+            )
+            for i in items
+        ],
+    )
+
+
+def test_math_items_are_checked_against_the_set_the_run_used() -> None:
+    profile = Profile.model_validate(
+        {
+            "name": "t",
+            "model": {"embedded": "smollm2"},
+            "candidate": {"args": {"kv_cache_dtype": "fp8"}},
+            "quality": {"math": {"prompts": ["short"], "max_drop": 0.1, "limit": 5}},
+        }
+    )
+    out = Rederived()
+    check_questions([_math_run("reference"), _math_run("candidate")], profile, out)
+    assert out.data_checked == 10 and out.not_rederived == []
+    # a forger rewrites the expected answer of both runtimes to the wrong output
+    first = _math_run("reference").items[0]
+    forged = {first.id: "12345"}
+    with pytest.raises(VerificationFailed, match=f"item {first.id}: expected '12345' but the"):
+        runs = [_math_run("reference", forged), _math_run("candidate", forged)]
+        check_questions(runs, profile, out)
+    other = _math_run("candidate")
+    other.data_sha256 = "f" * 64
+    out = Rederived()
+    check_questions([other], profile, out)
+    assert "the local math set differs from the run's" in out.not_rederived[0]
