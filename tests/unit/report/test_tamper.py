@@ -86,10 +86,11 @@ def _reverdict(report: Report, profile: dict[str, object] | None = None) -> Repo
     return report
 
 
-def _lose_items(report: Report, ids: range) -> None:
+def _lose_items(report: Report, ids: range | list[int]) -> None:
     """Make the candidate answer items wrong, consistently (response, answer and flag)."""
     cand = next(r for r in report.quality.runs if r.role == "candidate")
-    for item in cand.items[ids.start : ids.stop]:
+    for n in ids:
+        item = cand.items[n]
         item.output, item.answer, item.correct = "The answer is 999", "999", False
 
 
@@ -290,13 +291,15 @@ def test_tamper_matrix(case: Case, name: str) -> None:
 
 
 def test_loosened_embedded_profile_is_rejected_with_the_trusted_profile(case: Case) -> None:
-    # The forger loosens max_drop in the embedded profile, loses six items (drop 0.6),
-    # recomputes every verdict with qgate's own gates under the loose limit and re-signs.
+    # The candidate lost three more items (drop 0.3 > the 0.25 allowed). The forger loosens
+    # max_drop in the embedded profile, recomputes every verdict with qgate's own gates
+    # under the loose limit (a PASS) and re-signs.
     report = case.report()
+    _lose_items(report, [0, 2, 4])
+    assert _reverdict(report.model_copy(deep=True)).verdict == "FAIL"
     report.profile["quality"]["math"]["max_drop"] = 0.9
-    _lose_items(report, range(0, 6))
     forged = case.resign(_reverdict(report))
-    assert _reverdict(case.report()).verdict == "PASS"
+    assert case.report().verdict == "PASS" and report.verdict == "PASS"
     alone = case.verify(forged)
     assert alone.exit_code == 0, alone.output  # the report agrees with itself...
     assert "note limits taken from the report's own embedded profile" in alone.output
