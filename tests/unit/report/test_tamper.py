@@ -206,6 +206,43 @@ def _provenance_fresh_without_stage(case: Case) -> Path:
     return case.resign(report)
 
 
+def _fresh(
+    case: Case, signer: LoadedSigner | None = None, stage: float | None = 45.0, when: str = ""
+) -> Report:
+    """The report with a 'fresh' provenance record, consistent unless told otherwise."""
+    from qgate.quality.cache import provenance_of, sign_entry
+
+    signer = signer or case.signer
+    envelope = sign_entry(b"{}", "c" * 64, signer, when or "2026-11-30T02:59:00+00:00")
+    report = case.report()
+    report.reference_provenance = provenance_of("fresh", envelope, signer.public_pem)
+    for run in report.quality.runs:
+        run.cached = False
+    report.stage_timings = {"load": 0.1, "candidate": 41.0}
+    if stage is not None:
+        report.stage_timings["reference_quality"] = stage
+    return report
+
+
+def test_consistent_fresh_provenance_verifies(case: Case) -> None:
+    res = case.verify(case.resign(_fresh(case)))
+    assert res.exit_code == 0, res.output
+    assert "ok  reference provenance (fresh, entry " in res.output
+    assert "another key than the report's" not in res.output
+
+
+def _provenance_fresh_foreign_key(case: Case) -> Path:
+    return case.resign(_fresh(case, signer=make_signer("ed25519")))
+
+
+def _provenance_fresh_short_stage(case: Case) -> Path:
+    return case.resign(_fresh(case, stage=1.0))  # the reference suite alone took 1.5 s
+
+
+def _provenance_fresh_after_report(case: Case) -> Path:
+    return case.resign(_fresh(case, when="2026-11-30T03:05:00+00:00"))
+
+
 def _provenance_removed(case: Case) -> Path:
     report = case.report()
     report.reference_provenance = None
@@ -268,6 +305,21 @@ MATRIX: dict[str, tuple[Callable[[Case], Path], int, str]] = {
         _provenance_fresh_without_stage,
         1,
         "reference provenance says 'fresh' but the stage timings show no reference_quality",
+    ),
+    "fresh entry signed by another key": (
+        _provenance_fresh_foreign_key,
+        1,
+        "reference provenance says 'fresh' but the entry was signed by another key",
+    ),
+    "fresh stage shorter than its suites": (
+        _provenance_fresh_short_stage,
+        1,
+        "the stage timings show 1.000 s for 1.500 s of reference suites",
+    ),
+    "fresh entry newer than the report": (
+        _provenance_fresh_after_report,
+        1,
+        "reference provenance: the fresh entry is newer than the report",
     ),
     "provenance removed": (
         _provenance_removed,
