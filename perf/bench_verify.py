@@ -73,7 +73,7 @@ def _sequence(rng: random.Random, j: int) -> DivergenceSequence:
 
 
 def _cache_provenance() -> ReferenceProvenance:
-    from qgate.quality.cache import provenance_of, sign_entry
+    from qgate.quality.cache_auth import provenance_of, sign_entry
 
     pem = generate_private_pem("ecdsa")
     signer = LoadedSigner(signer_from_pem(pem), public_pem_of(pem), "file")

@@ -37,7 +37,7 @@ def _time(text: str, what: str) -> datetime:
 
 def check_provenance(report: Report, keyid: str, notes: list[str]) -> str:
     """Raise VerificationFailed when the provenance record does not hold; a line for `checked`."""
-    from qgate.quality.cache import entry_statement
+    from qgate.quality.cache_auth import entry_statement
 
     p = report.reference_provenance
     if p is None:

@@ -9,14 +9,8 @@ import pytest
 
 from qgate.errors import BadInput
 from qgate.profile import DivergenceSuite, MathSuite, QualitySpec, RecallSuite
-from qgate.quality.cache import (
-    ENVELOPE,
-    PAYLOAD,
-    CachedReference,
-    ReferenceCache,
-    reference_cache_key,
-    sign_entry,
-)
+from qgate.quality.cache import CachedReference, ReferenceCache, reference_cache_key
+from qgate.quality.cache_auth import ENVELOPE, PAYLOAD, sign_entry
 from qgate.quality.divergence_suite import ScoreSet, SequenceScores
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.report.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem

@@ -206,7 +206,7 @@ def cache_signer() -> LoadedSigner:
 
 def cache_provenance(signer: LoadedSigner | None = None) -> ReferenceProvenance:
     """Provenance of a reference read from a cache entry signed by `signer`."""
-    from qgate.quality.cache import provenance_of, sign_entry
+    from qgate.quality.cache_auth import provenance_of, sign_entry
 
     signer = signer or cache_signer()
     envelope = sign_entry(b'{"synthetic": true}', "c" * 64, signer, "2026-11-29T23:00:00+00:00")

@@ -210,7 +210,7 @@ def _fresh(
     case: Case, signer: LoadedSigner | None = None, stage: float | None = 45.0, when: str = ""
 ) -> Report:
     """The report with a 'fresh' provenance record, consistent unless told otherwise."""
-    from qgate.quality.cache import provenance_of, sign_entry
+    from qgate.quality.cache_auth import provenance_of, sign_entry
 
     signer = signer or case.signer
     envelope = sign_entry(b"{}", "c" * 64, signer, when or "2026-11-30T02:59:00+00:00")
