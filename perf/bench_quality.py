@@ -195,7 +195,16 @@ def main() -> None:
         recompute, scores = _timed(reference_scores(spec, url, model, concurrency=args.concurrency))
 
     with tempfile.TemporaryDirectory() as tmp:
-        cache = ReferenceCache(Path(tmp))
+        from qgate.report.keys import (
+            LoadedSigner,
+            generate_private_pem,
+            public_pem_of,
+            signer_from_pem,
+        )
+
+        pem = generate_private_pem("ecdsa")
+        signer = LoadedSigner(signer_from_pem(pem), public_pem_of(pem), "file")
+        cache = ReferenceCache(Path(tmp), signer)
         key = "ab" * 32
         cache.store(key, CachedReference(key=key, divergence=scores))
         hits = []

@@ -2,9 +2,10 @@
 
 The report is synthetic: 10,000 exact-answer item records (5,000 per runtime),
 10,000 perf request records (5,000 per runtime, 16 streamed tokens each) and a
-64-sequence divergence run. Its verdicts and figures come from the team's real
-functions, it is signed with a fresh ECDSA P-256 key, and verification is
-timed in-process and as a `qgate verify` subprocess. Goal: under 1 s.
+64-sequence x 128-position divergence run with top-20 logprobs of both sides.
+Its verdicts and figures come from the team's real functions, it is signed
+with a fresh ECDSA P-256 key, and verification is timed in-process and as a
+`qgate verify` subprocess. Goal: under 1 s.
 
     .venv/bin/python perf/bench_verify.py [--items 10000] [--requests 10000] [--resamples 2000]
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import random
 import subprocess
 import sys
@@ -24,7 +26,13 @@ from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.profile import Profile
 from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord, SuiteRun
 from qgate.report.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
-from qgate.report.model import PerfSection, QualitySection, Report, ScenarioResult
+from qgate.report.model import (
+    PerfSection,
+    QualitySection,
+    ReferenceProvenance,
+    Report,
+    ScenarioResult,
+)
 from qgate.report.signing import Subject, sign_report
 from qgate.report.verdict import overall
 from qgate.report.verify import default_recompute, verify_bytes
@@ -32,6 +40,45 @@ from qgate.report.verify import default_recompute, verify_bytes
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _top20(rng: random.Random, token: int) -> dict[int, float]:
+    """A top-20 logprob set (vLLM's shape: the scored token first, ids near it)."""
+    logits = sorted((rng.gauss(0, 2) for _ in range(20)), reverse=True)
+    ids = [token] + [token + 1 + k for k in range(19)]
+    z = math.log(sum(math.exp(x) for x in logits) * 1.05)  # leave a tail
+    return {t: x - z for t, x in zip(ids, logits, strict=True)}
+
+
+def _sequence(rng: random.Random, j: int) -> DivergenceSequence:
+    """128 positions of real top-20 logprobs on both sides; values from position_divergence."""
+    from qgate.quality.divergence import position_divergence
+
+    tokens = list(range(1000, 1128))
+    ref = [_top20(rng, t) for t in tokens]
+    cand = [{t: lp + rng.gauss(0, 0.01) for t, lp in r.items()} for r in ref]
+    pos = [position_divergence(r, c, t, 20) for r, c, t in zip(ref, cand, tokens, strict=True)]
+    return DivergenceSequence(
+        id=f"s{j}",
+        prompt_sha256=_sha(f"p{j}"),
+        token_ids=tokens,
+        kld=[p.kld for p in pos],
+        top1_agree=[p.top1_agree for p in pos],
+        delta_p=[p.delta_p for p in pos],
+        reference_top_ids=[list(r) for r in ref],
+        reference_top_logprobs=[list(r.values()) for r in ref],
+        candidate_top_ids=[list(c) for c in cand],
+        candidate_top_logprobs=[list(c.values()) for c in cand],
+    )
+
+
+def _cache_provenance() -> ReferenceProvenance:
+    from qgate.quality.cache_auth import provenance_of, sign_entry
+
+    pem = generate_private_pem("ecdsa")
+    signer = LoadedSigner(signer_from_pem(pem), public_pem_of(pem), "file")
+    envelope = sign_entry(b"{}", "ab" * 32, signer, "2026-11-29T00:00:00+00:00")
+    return provenance_of("cache", envelope, signer.public_pem)
 
 
 def build(items: int, requests: int, resamples: int) -> Report:
@@ -58,34 +105,33 @@ def build(items: int, requests: int, resamples: int) -> Report:
         recs = []
         for i in range(per_role):
             ok = rng.random() < 0.8
+            answer = str(i if ok else i + 1)
             recs.append(
                 ItemRecord(
                     id=f"m{i:06d}",
                     prompt_sha256=_sha(str(i)),
-                    output=f"The answer is {i}.",
-                    answer=str(i if ok else i + 1),
+                    output=f"The answer is {answer}.",
+                    answer=answer,
                     expected=str(i),
                     correct=ok,
                     output_tokens=8,
                     finish_reason="stop",
                 )
             )
-        runs.append(SuiteRun(suite="math.short", role=role, data_sha256=_sha("d"), items=recs))
+        runs.append(
+            SuiteRun(
+                suite="math.short",
+                role=role,
+                data_sha256=_sha("d"),
+                items=recs,
+                cached=role == "reference",
+            )
+        )
     divergence = DivergenceRun(
         data_sha256=_sha("c"),
         top_k=20,
         tokens=128,
-        sequences=[
-            DivergenceSequence(
-                id=f"s{j}",
-                prompt_sha256=_sha(f"p{j}"),
-                token_ids=list(range(128)),
-                kld=[rng.random() * 0.01 for _ in range(128)],
-                top1_agree=[rng.random() < 0.99 for _ in range(128)],
-                delta_p=[rng.uniform(-0.01, 0.01) for _ in range(128)],
-            )
-            for j in range(64)
-        ],
+        sequences=[_sequence(rng, j) for j in range(64)],
     )
     perf_runs = []
     for role in ("reference", "candidate"):
@@ -145,6 +191,7 @@ def build(items: int, requests: int, resamples: int) -> Report:
         quality=QualitySection(runs=runs, divergence=divergence, verdicts=verdicts),
         perf=perf,
         verdict="PASS",
+        reference_provenance=_cache_provenance(),
     )
     report.verdict = overall(report.all_verdicts(), "ran")
     # the perf status must agree with the quality gates for verify to accept it
@@ -165,6 +212,9 @@ def breakdown(data: bytes, public_pem: str, resamples: int) -> tuple[float, ...]
     prof = Profile.model_validate(parsed.profile)
     t_parse = time.perf_counter() - t
     t = time.perf_counter()
+    v._rederive(parsed, prof, "", v.VerifyResult(report=parsed, keyid="", subjects=[]))
+    t_rederive = time.perf_counter() - t
+    t = time.perf_counter()
     v.recompute_quality(parsed, prof, fns)
     t_quality = time.perf_counter() - t
     assert prof.perf is not None
@@ -176,7 +226,7 @@ def breakdown(data: bytes, public_pem: str, resamples: int) -> tuple[float, ...]
     t = time.perf_counter()
     fns.compare(ref_run, cand_run, resamples=resamples, seed=0)
     t_cmp = time.perf_counter() - t
-    return t_parse, t_quality, t_summ, t_cmp
+    return t_parse, t_rederive, t_quality, t_summ, t_cmp
 
 
 def main() -> None:
@@ -216,9 +266,12 @@ def main() -> None:
     from qgate.report import verify as v
 
     with v.cyclic_gc_paused():
-        t_parse, t_quality, t_summ, t_cmp = breakdown(data, signer.public_pem, args.resamples)
+        t_parse, t_red, t_quality, t_summ, t_cmp = breakdown(
+            data, signer.public_pem, args.resamples
+        )
     print(
         f"breakdown: envelope+signature+schema {t_parse:.3f} s, "
+        f"re-derive correctness+divergence+provenance {t_red:.3f} s, "
         f"evaluate_quality {t_quality:.3f} s, "
         f"summarize x2 {t_summ:.3f} s, compare (bootstrap {args.resamples}) {t_cmp:.3f} s"
     )

@@ -30,6 +30,8 @@ class RunOptions:
     key: Path | None = None
     cache_dir: Path | None = None
     refresh_reference: bool = False
+    trust_cache_keys: tuple[Path, ...] = ()
+    strict_cache: bool = False
     skip_perf: bool = False
     force_perf: bool = False
     progress: bool = True

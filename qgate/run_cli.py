@@ -27,12 +27,19 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
               help="Reference cache folder [default: the qgate cache folder].")
 @click.option("--refresh-reference", is_flag=True,
               help="Recompute the reference, ignore the cache.")
+@click.option("--trust-cache-key", "trust_cache_keys", multiple=True,
+              type=click.Path(path_type=Path),
+              help="PEM public key whose signed reference cache entries are trusted besides "
+              "this run's own signing key (repeatable).")
+@click.option("--strict-cache", is_flag=True,
+              help="Refuse (exit 2) a reference cache entry that fails authentication "
+              "instead of recomputing it.")
 @click.option("--skip-perf", is_flag=True, help="Gate only; do not run the perf stage.")
 @click.option("--force-perf", is_flag=True,
               help="Run perf even when a gate failed; the report is marked UNGATED.")
 @click.option("--no-progress", is_flag=True, help="No progress display.")
 def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | None,
-            refresh_reference: bool,
+            refresh_reference: bool, trust_cache_keys: tuple[Path, ...], strict_cache: bool,
             skip_perf: bool, force_perf: bool, no_progress: bool) -> None:  # fmt: skip
     """Gate a candidate precision config against its reference, then measure it."""
     from qgate.errors import BadInput
@@ -51,7 +58,8 @@ def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | N
         outcome = run(
             RunOptions(
                 profile=profile, out_root=out_root, key=key, cache_dir=cache_dir,
-                refresh_reference=refresh_reference, skip_perf=skip_perf,
+                refresh_reference=refresh_reference, trust_cache_keys=trust_cache_keys,
+                strict_cache=strict_cache, skip_perf=skip_perf,
                 force_perf=force_perf, progress=not no_progress and sys.stderr.isatty(),
             )
         )  # fmt: skip

@@ -27,7 +27,7 @@ from qgate.quality.cache import ReferenceCache
 from qgate.quality.records import DivergenceRun, Role, Verdict
 from qgate.quality.stage import QualityOutput
 from qgate.report.keys import LoadedSigner
-from qgate.report.model import PerfStatus, Report
+from qgate.report.model import PerfStatus, ReferenceProvenance, Report
 from qgate.runtime.base import Runtime
 from qgate.runtime.capabilities import Selection
 from qgate.runtime.fingerprint import Fingerprint
@@ -56,6 +56,7 @@ class RunContext:
     fingerprint: Fingerprint | None = None
     target_mismatches: list[str] = field(default_factory=list)
     reference_cached: bool = False
+    reference_provenance: ReferenceProvenance | None = None
 
     @property
     def no_perf(self) -> bool:
@@ -191,7 +192,11 @@ def _reference_cache(ctx: RunContext) -> tuple[ReferenceCache, str]:
     digests = {d.path: d.sha256 for d in ctx.fingerprint.checkpoint} if ctx.fingerprint else {}
     env = redact_env({**profile.engine.env, **profile.reference.env}, profile.secrets)
     key = reference_key(profile, digests, _engine_version(ctx.fingerprint), env)
-    return ReferenceCache(ctx.opts.cache_dir or cache_root()), key
+    cache = ReferenceCache(
+        ctx.opts.cache_dir or cache_root(), ctx.signer, _trusted_keys(ctx.opts.trust_cache_keys),
+        strict=ctx.opts.strict_cache,
+    )  # fmt: skip
+    return cache, key
 
 
 def wants_preflight(ctx: RunContext) -> bool:
@@ -232,10 +237,9 @@ def reference_quality(ctx: RunContext) -> QualityOutput:
             effective_config=out.effective_config,
         )  # fmt: skip
 
-    entry, hit = cache.get_or_compute(
-        key, compute, refresh=ctx.opts.refresh_reference
-    )
-    ctx.reference_cached = hit
+    entry, provenance = cache.get_or_compute(key, compute, refresh=ctx.opts.refresh_reference)
+    hit = provenance.source == "cache"
+    ctx.reference_cached, ctx.reference_provenance = hit, provenance
     out = QualityOutput(
         role="reference",
         runs=entry.suite_runs,
@@ -245,6 +249,21 @@ def reference_quality(ctx: RunContext) -> QualityOutput:
     )
     if hit:
         _save(ctx, "reference-quality.json", out)
+    return out
+
+
+def _trusted_keys(paths: Sequence[Path]) -> list[str]:
+    """PEM text of each --trust-cache-key file, checked to be a usable public key."""
+    from qgate.report.keys import public_key_from_pem
+
+    out: list[str] = []
+    for path in paths:
+        try:
+            pem = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"--trust-cache-key {path}: cannot read ({exc})") from None
+        public_key_from_pem(pem, f"--trust-cache-key {path}")
+        out.append(pem)
     return out
 
 
@@ -351,6 +370,7 @@ def report(
         stage_timings=timings,
         capability_notes=ctx.selection.notes,
         warnings=warnings,
+        reference_provenance=ctx.reference_provenance,
     )
     written = write_report(
         ctx.run_dir,

@@ -1,15 +1,25 @@
 """The reference cache: reuse the reference's quality results when nothing it depends on changed.
 
-An entry lives in `<cache_dir>/reference/<key>/` as `reference.json` and
-`reference.json.sha256` (the payload's sha256). The key is a sha256 over a
+An entry lives in `<cache_dir>/reference/<key>/` as `reference.json` (the
+payload) and `reference.json.dsse` (a DSSE envelope of an in-toto Statement
+whose subject is the payload's sha256 and whose predicate names the cache key
+and when the entry was made), signed by the run's signer, the same one that
+signs the report. The key is a sha256 over a
 canonical JSON of everything that can change the reference's answers:
 checkpoint file digests, reference engine arguments and environment, engine
 version, suite data digests, generation parameters, and the parts of the
 quality spec that shape generation. Gate limits are left out on purpose:
 tightening a limit must not force the reference to be recomputed.
 
-A corrupt entry (unreadable, bad JSON, wrong schema, digest or key mismatch)
-is logged, removed and treated as a miss.
+Before use an entry is authenticated: its envelope must verify with a trusted
+key (the run's own signing key, plus any given with `qgate run
+--trust-cache-key`), cover exactly the payload's bytes and name this key. An
+entry that fails (unsigned, foreign key, rewritten payload) is logged,
+removed and recomputed; with `strict` it is refused instead (BadInput, exit
+2: retrying cannot help, a person must remove the entry or trust its signer).
+An authenticated entry that does not parse (another format) is recomputed.
+Where the results came from is returned as a `ReferenceProvenance` for the
+report.
 """
 
 from __future__ import annotations
@@ -18,23 +28,36 @@ import hashlib
 import json
 import logging
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, ValidationError
 
+from qgate.errors import BadInput, VerificationFailed
 from qgate.models import Record
 from qgate.profile import QualitySpec
+from qgate.quality.cache_auth import (
+    CACHE_FORMAT,
+    ENVELOPE,
+    PAYLOAD,
+    EntryStatement,
+    entry_statement,
+    provenance_of,
+    record_provenance,
+    sign_entry,
+)
 from qgate.quality.divergence_suite import ScoreSet
 from qgate.quality.records import SuiteRun
 from qgate.report.files import atomic_write
+from qgate.report.model import ReferenceProvenance
 from qgate.runtime.base import EffectiveConfig
+
+if TYPE_CHECKING:
+    from qgate.report.keys import LoadedSigner
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 1
-PAYLOAD = "reference.json"
 
 # Policy fields that decide verdicts but never what the reference generates.
 _GATE_FIELDS = frozenset(
@@ -134,69 +157,114 @@ def reference_cache_key(**inputs: Any) -> str:
 
 
 class ReferenceCache:
-    """Reference results stored under `<cache_dir>/reference/<key>/`."""
+    """Signed reference results under `<cache_dir>/reference/<key>/`.
 
-    def __init__(self, cache_dir: str | Path) -> None:
+    `signer` signs new entries and is trusted; `trusted` adds public keys
+    (PEM text) whose entries are accepted too; `strict` refuses an entry that
+    fails authentication instead of recomputing it.
+    """
+
+    def __init__(
+        self,
+        cache_dir: str | Path,
+        signer: LoadedSigner,
+        trusted: Sequence[str] = (),
+        *,
+        strict: bool = False,
+    ) -> None:
         self.root = Path(cache_dir) / "reference"
+        self.signer = signer
+        self.trusted = [signer.public_pem, *trusted]
+        self.strict = strict
 
     def entry_dir(self, key: str) -> Path:
         if not key or any(c not in "0123456789abcdef" for c in key):
             raise ValueError(f"not a cache key: {key!r}")
         return self.root / key
 
-    def load(self, key: str) -> CachedReference | None:
-        """The entry for `key`, with its suite runs marked cached; None on a miss or corruption."""
+    def _authenticate(self, key: str, folder: Path) -> tuple[bytes, bytes, EntryStatement]:
+        try:
+            payload = (folder / PAYLOAD).read_bytes()
+        except OSError as exc:
+            raise VerificationFailed(f"payload unreadable ({exc.strerror or exc})") from None
+        try:
+            envelope = (folder / ENVELOPE).read_bytes()
+        except FileNotFoundError:
+            raise VerificationFailed("unsigned (no reference.json.dsse)") from None
+        except OSError as exc:
+            raise VerificationFailed(f"envelope unreadable ({exc.strerror or exc})") from None
+        st = entry_statement(envelope, self.trusted)
+        if hashlib.sha256(payload).hexdigest() != st.payload_sha256:
+            raise VerificationFailed("the payload is not the one its signature covers")
+        if st.cache_key != key:
+            raise VerificationFailed("the signature is for another cache key")
+        return payload, envelope, st
+
+    def load(self, key: str) -> tuple[CachedReference, ReferenceProvenance] | None:
+        """The authenticated entry for `key` (suite runs marked cached) and its provenance.
+
+        None on a miss, or after logging and removing an entry that fails
+        authentication or does not parse; BadInput instead when strict.
+        """
         folder = self.entry_dir(key)
-        payload_path = folder / PAYLOAD
         if not folder.exists():
             return None
-        problem: str | None = None
         try:
-            payload = payload_path.read_bytes()
-            stored = (folder / f"{PAYLOAD}.sha256").read_text().strip()
-        except OSError as exc:
-            problem = f"unreadable ({exc.strerror or exc})"
-        else:
-            if hashlib.sha256(payload).hexdigest() != stored:
-                problem = "payload digest mismatch"
-            else:
-                try:
-                    entry = CachedReference.model_validate_json(payload)
-                except ValidationError as exc:
-                    problem = f"schema mismatch ({exc.error_count()} errors)"
-                else:
-                    if entry.key != key or entry.format != CACHE_FORMAT:
-                        problem = "key or format mismatch"
-                    else:
-                        runs = [r.model_copy(update={"cached": True}) for r in entry.suite_runs]
-                        return entry.model_copy(update={"suite_runs": runs})
-        log.warning("reference cache entry %s is corrupt (%s); recomputing", key[:12], problem)
-        shutil.rmtree(folder, ignore_errors=True)
-        return None
+            payload, envelope, st = self._authenticate(key, folder)
+        except VerificationFailed as exc:
+            if self.strict:
+                raise BadInput(
+                    f"reference cache entry {key[:12]} failed authentication: {exc.message}; "
+                    f"refused (strict). Remove {folder} or trust its signer with "
+                    "--trust-cache-key"
+                ) from None
+            log.warning(
+                "reference cache entry %s failed authentication (%s); recomputing",
+                key[:12], exc.message,
+            )  # fmt: skip
+            shutil.rmtree(folder, ignore_errors=True)
+            return None
+        try:
+            entry = CachedReference.model_validate_json(payload)
+            problem = None if entry.key == key and entry.format == CACHE_FORMAT else "key/format"
+        except ValidationError as exc:
+            problem = f"schema mismatch ({exc.error_count()} errors)"
+        if problem is not None:
+            log.warning("reference cache entry %s is unusable (%s); recomputing", key[:12], problem)
+            shutil.rmtree(folder, ignore_errors=True)
+            return None
+        runs = [r.model_copy(update={"cached": True}) for r in entry.suite_runs]
+        return entry.model_copy(update={"suite_runs": runs}), record_provenance(
+            "cache", st, envelope
+        )
 
-    def store(self, key: str, value: CachedReference) -> Path:
-        """Write an entry atomically (payload first, digest last); returns its folder."""
+    def store(self, key: str, value: CachedReference) -> ReferenceProvenance:
+        """Write and sign an entry (payload first, signature last); its provenance as 'fresh'."""
         if value.key != key:
             value = value.model_copy(update={"key": key})
         folder = self.entry_dir(key)
         payload = value.model_dump_json().encode("utf-8")
+        envelope = sign_entry(payload, key, self.signer)
         atomic_write(folder / PAYLOAD, payload)
-        # The digest is written last: an entry without it reads as corrupt, never as valid.
-        atomic_write(folder / f"{PAYLOAD}.sha256", hashlib.sha256(payload).hexdigest().encode())
-        return folder
+        # The signature is written last: an entry without it is unsigned, never valid.
+        atomic_write(folder / ENVELOPE, envelope)
+        return provenance_of("fresh", envelope, self.signer.public_pem)
 
     def get_or_compute(
         self, key: str, compute: Callable[[], CachedReference], *, refresh: bool = False
-    ) -> tuple[CachedReference, bool]:
-        """The cached entry (and True), or `compute()` stored and returned (and False).
+    ) -> tuple[CachedReference, ReferenceProvenance]:
+        """The authenticated cached entry, or `compute()` signed, stored and returned.
 
-        `refresh=True` ignores any stored entry and recomputes.
+        `refresh=True` ignores any stored entry and recomputes. The
+        provenance's `source` says which ('cache' or 'fresh').
         """
         if not refresh:
             hit = self.load(key)
             if hit is not None:
-                log.info("reference cache hit %s", key[:12])
-                return hit, True
+                log.info(
+                    "reference cache hit %s (signed by %s)", key[:12], hit[1].signer_keyid[:12]
+                )
+                return hit
         value = compute()
-        self.store(key, value)
-        return value.model_copy(update={"key": key}), False
+        provenance = self.store(key, value)
+        return value.model_copy(update={"key": key}), provenance

@@ -1,6 +1,7 @@
 """Logit divergence math: KL over top-k sets with a tail bucket, and its summary statistics.
 
-Pure numpy: `qgate verify` recomputes the summary from the per-position values.
+Pure functions: `qgate verify` recomputes the per-position values from the stored
+logprobs, and the summary from those values.
 
 Approximation of KL(reference || candidate) from top-k logprobs. Each side
 reports its top-k tokens (vLLM also adds the scored token itself). Over the
@@ -23,6 +24,7 @@ underestimates mass moved between tokens outside both top-k sets.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -60,19 +62,18 @@ class DivergenceSummary(Record):
 
 def _side_probs(
     lp: Mapping[int, float], union: Sequence[int], top_k: int | None
-) -> tuple[np.ndarray, float]:
+) -> tuple[list[float], float]:
     """Probabilities of one side over `union`, and what remains of its tail."""
-    reported = np.exp(np.array(list(lp.values()), dtype=np.float64))
-    tail = max(0.0, 1.0 - float(reported.sum()))
+    reported = {t: math.exp(v) for t, v in lp.items()}
+    tail = max(0.0, 1.0 - sum(reported.values()))
     # vLLM adds the scored token to the top-k when it ranks lower; the cap for
     # unreported tokens is the k-th probability, not that extra token's.
-    ranked = np.sort(reported)[::-1]
+    ranked = sorted(reported.values(), reverse=True)
     k = len(ranked) if top_k is None else max(1, min(top_k, len(ranked)))
-    smallest = float(ranked[k - 1]) if ranked.size else 1.0
-    missing = [t for t in union if t not in lp]
-    share = min(tail / len(missing), smallest) if missing else 0.0
-    probs = np.array([np.exp(lp[t]) if t in lp else share for t in union], dtype=np.float64)
-    return probs, max(0.0, tail - share * len(missing))
+    smallest = ranked[k - 1] if ranked else 1.0
+    missing = sum(1 for t in union if t not in reported)
+    share = min(tail / missing, smallest) if missing else 0.0
+    return [reported.get(t, share) for t in union], max(0.0, tail - share * missing)
 
 
 def _top1(lp: Mapping[int, float]) -> int:
@@ -89,24 +90,23 @@ def position_divergence(
     `ref` and `cand` map token id to logprob; `token` is the teacher-forced
     token (the reference's greedy choice) whose probability change is delta-p.
     `top_k` is the k requested (None: every reported token counts as top-k).
+    Plain floats, not numpy: at k of about 20 numpy's per-call cost dominates,
+    and `qgate verify` calls this for every stored position.
     """
     if not ref or not cand:
         raise ValueError("both sides need at least one logprob")
     union = sorted(set(ref) | set(cand))
     p, p_tail = _side_probs(ref, union, top_k)
     q, q_tail = _side_probs(cand, union, top_k)
-    p_all = np.append(p, p_tail)
-    q_all = np.append(q, q_tail)
-    mask = p_all > 0
-    kld = float(
-        np.sum(
-            p_all[mask]
-            * (np.log(np.maximum(p_all[mask], FLOOR)) - np.log(np.maximum(q_all[mask], FLOOR)))
-        )
+    log = math.log
+    kld = sum(
+        pi * (log(pi if pi > FLOOR else FLOOR) - log(qi if qi > FLOOR else FLOOR))
+        for pi, qi in zip([*p, p_tail], [*q, q_tail], strict=True)
+        if pi > 0
     )
-    idx = union.index(token) if token in union else None
-    p_tok = float(p[idx]) if idx is not None else 0.0
-    q_tok = float(q[idx]) if idx is not None else 0.0
+    idx = union.index(token) if token in ref or token in cand else None
+    p_tok = p[idx] if idx is not None else 0.0
+    q_tok = q[idx] if idx is not None else 0.0
     # Float rounding can make an exact-zero KL a tiny negative number.
     return PositionDivergence(
         kld=max(0.0, kld), top1_agree=_top1(ref) == _top1(cand), delta_p=q_tok - p_tok

@@ -401,6 +401,10 @@ def build_divergence_run(reference: ScoreSet, candidate: ScoreSet) -> Divergence
                 kld=kld,
                 top1_agree=agree,
                 delta_p=dp,
+                reference_top_ids=r.top_ids,
+                reference_top_logprobs=r.top_logprobs,
+                candidate_top_ids=c.top_ids,
+                candidate_top_logprobs=c.top_logprobs,
             )
         )
     return DivergenceRun(

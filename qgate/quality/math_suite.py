@@ -15,13 +15,17 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from qgate.errors import BadInput
 from qgate.profile import MathSuite
-from qgate.quality.client import Completion, HttpError, SuiteClient
 from qgate.quality.data import evals_root, read_eval_file, sha256_bytes
 from qgate.quality.extract import answer_matches, extract_number
 from qgate.quality.records import ItemRecord, Role, SuiteRun
+
+if TYPE_CHECKING:
+    # aiohttp is slow to import; `qgate verify` reads the math set without it
+    from qgate.quality.client import Completion, SuiteClient
 
 PROMPT_VERSION = "1"
 INSTRUCTION = "Reply with only the number, nothing else."
@@ -117,6 +121,8 @@ def math_data_sha256(
 
 async def fit_to_tokens(client: SuiteClient, text: str, tokens: int) -> tuple[str, str]:
     """`text` cut to at most `tokens` tokens at a line boundary, and how it was sized."""
+    from qgate.quality.client import HttpError
+
     try:
         ids = await client.tokenize(text)
     except HttpError as exc:
@@ -170,6 +176,8 @@ async def run_math(
     `long_tokens` overrides `spec.long_tokens` (the preamble budget in tokens),
     clipped to `max_model_len`; the budget used is recorded in the run's params.
     """
+    from qgate.quality.client import SuiteClient
+
     items, _ = load_math_set(spec.set, spec.limit)
     runs: list[SuiteRun] = []
     async with SuiteClient(

@@ -53,6 +53,20 @@ class DivergenceSequence(Record):
     delta_p: list[float] = Field(
         description="p_candidate - p_reference of the reference's token, per position."
     )
+    # The raw data the three lists above are computed from (report schema 2), so that
+    # `qgate verify` re-derives them; None in reports made before they were stored.
+    reference_top_ids: list[list[int]] | None = Field(
+        default=None, description="Per position: token ids the reference reported."
+    )
+    reference_top_logprobs: list[list[float]] | None = Field(
+        default=None, description="Per position: the reference's logprobs of those ids."
+    )
+    candidate_top_ids: list[list[int]] | None = Field(
+        default=None, description="Per position: token ids the candidate reported."
+    )
+    candidate_top_logprobs: list[list[float]] | None = Field(
+        default=None, description="Per position: the candidate's logprobs of those ids."
+    )
 
 
 class DivergenceRun(Record):

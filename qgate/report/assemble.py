@@ -15,6 +15,7 @@ from qgate.report.model import (
     PerfSection,
     PerfStatus,
     QualitySection,
+    ReferenceProvenance,
     Report,
     ScenarioResult,
 )
@@ -70,6 +71,7 @@ def build_report(
     bootstrap_seed: int = 0,
     capability_notes: Sequence[str] = (),
     warnings: Sequence[str] = (),
+    reference_provenance: ReferenceProvenance | None = None,
 ) -> Report:
     """The unsigned report; `write_report` redacts, digests artifacts and signs it."""
     from qgate.perf.gates import report_gates
@@ -106,4 +108,5 @@ def build_report(
         capability_notes=list(capability_notes),
         warnings=list(warnings),
         stage_timings=dict(stage_timings),
+        reference_provenance=reference_provenance,
     )

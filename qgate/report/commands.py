@@ -22,7 +22,8 @@ def _load_unverified(path: Path) -> Report:
     import base64
     import binascii
 
-    from qgate.report.verify import parse_statement, read_envelope
+    from qgate.report.dsse import read_envelope
+    from qgate.report.verify import parse_statement
 
     try:
         data = path.read_bytes()
@@ -88,7 +89,13 @@ def keygen(key_type: str, prefix: Path) -> None:
 @click.command()
 @click.argument("report", type=_PATH)
 @click.option("--pubkey", type=_PATH, required=True, help="PEM public key of the signer.")
-@click.option("--profile", type=_PATH, default=None, help="Check this profile file is a subject.")
+@click.option(
+    "--profile",
+    type=_PATH,
+    default=None,
+    help="Gate against this profile: the report must embed it (loaded as `run` loads it) "
+    "and its limits decide every verdict. Without it the report's own copy is used.",
+)
 @click.option(
     "--model",
     "model_dir",
@@ -100,7 +107,7 @@ def verify(report: Path, pubkey: Path, profile: Path | None, model_dir: Path | N
     """Check signature, subjects and schema, and recompute every verdict from the records.
 
     Exit 0 when everything holds, 1 with the first reason otherwise, 2 for an
-    unreadable file.
+    unreadable file or profile, 3 when this environment cannot run the checks.
     """
     from qgate.outpaths import check_in_file
     from qgate.report.verify import verify_file

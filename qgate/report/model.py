@@ -23,7 +23,10 @@ from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
 from qgate.runtime.base import EffectiveConfig
 from qgate.runtime.fingerprint import Fingerprint
 
-SCHEMA_VERSION: Literal["1"] = "1"
+# "2": reference provenance, per-position divergence logprobs (verify re-derives from them).
+# Reports of schema "1" stay readable; verify says what it could not check in them.
+SCHEMA_VERSION: Literal["2"] = "2"
+SchemaVersion = Literal["1", "2"]
 PREDICATE_TYPE = "https://qgate.dev/report/v1"
 
 PerfStatus = Literal["ran", "skipped: gates failed", "skipped: --skip-perf", "ungated"]
@@ -49,6 +52,22 @@ class SignerInfo(Record):
     )
     public_key_pem: str | None = Field(
         default=None, description="The public key (PEM), for convenience; never trust it alone."
+    )
+
+
+class ReferenceProvenance(Record):
+    """Where the reference's quality results came from: a signed cache entry or this run."""
+
+    source: Literal["cache", "fresh"] = Field(
+        description="'cache': read from a reference cache entry; 'fresh': computed by this run."
+    )
+    cache_key: str = Field(description="The reference cache key (sha256 hex).")
+    entry_sha256: str = Field(description="sha256 of the cache entry's payload (reference.json).")
+    signer_keyid: str = Field(description="Key id of the key that signed the cache entry.")
+    signer_public_key_pem: str = Field(description="Public key (PEM) that verified the entry.")
+    created_at: str = Field(description="UTC time the entry was made, ISO 8601.")
+    envelope: str = Field(
+        description="The entry's DSSE envelope (JSON), so verify can check the signature itself."
     )
 
 
@@ -129,7 +148,7 @@ class PerfSection(Record):
 class Report(Record):
     """The qgate report (predicate type https://qgate.dev/report/v1)."""
 
-    schema_version: Literal["1"] = Field(default=SCHEMA_VERSION, description="Report format.")
+    schema_version: SchemaVersion = Field(default=SCHEMA_VERSION, description="Report format.")
     qgate_version: str = Field(description="qgate version that produced the report.")
     command_line: list[str] = Field(default_factory=list, description="argv of the run (redacted).")
     created_at: str = Field(description="UTC time the report was made, ISO 8601.")
@@ -170,6 +189,9 @@ class Report(Record):
     )
     signer: SignerInfo | None = Field(
         default=None, description="The signing key; set by sign_report before signing."
+    )
+    reference_provenance: ReferenceProvenance | None = Field(
+        default=None, description="Where the reference's quality results came from (schema 2)."
     )
 
     def all_verdicts(self) -> list[Verdict]:

@@ -71,7 +71,9 @@ def redact_report(report: Report, extra_secret_names: Iterable[str] = ()) -> Rep
     """
     extra = list(extra_secret_names) + [str(s) for s in report.profile.get("secrets", [])]
     data = report.model_dump(mode="json")
-    sections = [k for k in data if k not in ("quality", "perf")]
+    # reference_provenance holds digests, key ids and a signed envelope, never configuration;
+    # rewriting one of its bytes would break that signature
+    sections = [k for k in data if k not in ("quality", "perf", "reference_provenance")]
     found: set[str] = set()
     for key in sections:
         data[key] = _envs(data[key], extra, found)

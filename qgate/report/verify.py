@@ -1,15 +1,19 @@
 """`qgate verify`: check the envelope, the subjects, and re-derive every verdict.
 
 Order: readable JSON (else BadInput, exit 2) -> payload type -> signature over
-the DSSE PAE -> Statement -> report schema -> subjects -> profile -> every
-gate verdict and perf figure recomputed with the same functions `run` used ->
-perf status and overall verdict. The first failure raises VerificationFailed.
+the DSSE PAE -> Statement -> report schema -> subjects -> profile (with
+`--profile`: the embedded profile must equal FILE loaded as `run` loads it,
+and FILE's limits gate; see verify_profile.py) -> checkpoint files -> each
+item's correctness and each divergence value re-derived from the raw
+responses and logprobs (rederive.py) -> reference provenance
+(verify_provenance.py) -> every gate verdict and perf figure recomputed with
+the same functions `run` used -> perf status and overall verdict. The first
+failure raises VerificationFailed (exit 1); an environment that cannot
+import what verification needs raises InfrastructureError (exit 3).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import gc
 import json
 import math
@@ -22,14 +26,14 @@ from typing import Any
 import pydantic_core
 from pydantic import ValidationError
 
-from qgate.errors import BadInput, VerificationFailed
+from qgate.errors import BadInput, InfrastructureError, VerificationFailed
 from qgate.perf.gates import report_gates
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
 from qgate.profile_perf import is_preview
 from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
+from qgate.report.dsse import check_signature, read_envelope
 from qgate.report.files import sha256_file
-from qgate.report.keys import public_key_from_pem
 from qgate.report.model import PERF_DERIVATION, PREDICATE_TYPE, Report
 from qgate.report.signing import CHECKPOINT_PREFIX, PAYLOAD_TYPE, PROFILE_PREFIX, STATEMENT_TYPE
 from qgate.report.verdict import overall
@@ -59,7 +63,8 @@ def default_recompute() -> Recompute:
         from qgate.perf.metrics import summarize
         from qgate.quality.gates import evaluate_quality
     except ImportError as exc:
-        raise VerificationFailed(f"cannot recompute verdicts: {exc}") from None
+        # the environment, not the report: exit 3, never 1
+        raise InfrastructureError(f"cannot recompute verdicts: {exc}") from None
     return Recompute(evaluate_quality, summarize, compare, scenario_verdicts)
 
 
@@ -76,59 +81,6 @@ class VerifyResult:
 
 def _fail(message: str) -> VerificationFailed:
     return VerificationFailed(message)
-
-
-def read_envelope(data: bytes, origin: str = "report") -> dict[str, Any]:
-    """Parse the envelope JSON; BadInput (exit 2) when it is not a readable envelope."""
-    try:
-        text = data.decode("utf-8").strip()
-        if not text:
-            raise BadInput(f"{origin}: empty file")
-        envelope = json.loads(text.splitlines()[0]) if "\n" in text else json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadInput(
-            f"{origin}: not a JSON DSSE envelope (truncated or corrupt?): {exc}"
-        ) from None
-    except RecursionError:
-        raise BadInput(f"{origin}: not a DSSE envelope (JSON nested too deeply)") from None
-    if not isinstance(envelope, dict) or not {"payload", "payloadType", "signatures"} <= set(
-        envelope
-    ):
-        raise BadInput(f"{origin}: not a DSSE envelope (needs payload, payloadType, signatures)")
-    return envelope
-
-
-def _pae(payload_type: str, payload: bytes) -> bytes:
-    t = payload_type.encode()
-    return b"DSSEv1 %d %b %d %b" % (len(t), t, len(payload), payload)
-
-
-def check_signature(envelope: dict[str, Any], pubkey_pem: str | bytes) -> tuple[bytes, str]:
-    """Verify one signature over the PAE with the key; return (payload bytes, keyid)."""
-    from securesystemslib.exceptions import UnverifiedSignatureError, VerificationError
-    from securesystemslib.signer import Signature  # type: ignore[attr-defined]  # re-exported without __all__
-
-    key = public_key_from_pem(pubkey_pem)
-    try:
-        payload = base64.b64decode(envelope["payload"], validate=True)
-    except (binascii.Error, TypeError, ValueError):
-        raise _fail("payload is not valid base64") from None
-    signatures = envelope["signatures"]
-    if not isinstance(signatures, list) or not signatures:
-        raise _fail("envelope carries no signature")
-    pae = _pae(str(envelope["payloadType"]), payload)
-    for entry in signatures:
-        try:
-            raw = base64.b64decode(entry["sig"], validate=True)
-        except (binascii.Error, KeyError, TypeError, ValueError):
-            continue
-        # keyids are hints in DSSE; the key given on the command line decides
-        try:
-            key.verify_signature(Signature(key.keyid, raw.hex()), pae)
-        except (UnverifiedSignatureError, VerificationError):
-            continue
-        return payload, key.keyid
-    raise _fail("signature does not verify with the given public key")
 
 
 def parse_statement(payload: bytes) -> tuple[dict[str, Any], Report]:
@@ -399,18 +351,29 @@ def _verify(
             raise _fail("the report names a different signing key than the one that verified it")
         if report.signer.source == "local-dev":
             result.notes.append("signed with a local development key, not a managed one")
-    if profile is not None:
-        check_profile_file(statement, report, profile)
-        result.checked.append(f"profile {profile.name} matches its subject")
-    if model_dir is not None:
-        count = check_model_dir(statement, model_dir)
-        result.checked.append(f"{count} checkpoint files match their subjects")
     try:
         prof = Profile.model_validate(report.profile)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise _fail(f"embedded profile does not validate: {where}: {first['msg']}") from None
+    if profile is not None:
+        from qgate.report.verify_profile import match_profile
+
+        matched = match_profile(report.profile, profile)
+        prof = matched.profile
+        result.notes += matched.notes
+        check_profile_file(statement, report, profile)
+        result.checked.append(f"embedded profile equals {profile.name}; gates use its limits")
+    else:
+        result.notes.append(
+            "limits taken from the report's own embedded profile "
+            "(pass --profile FILE to gate against a profile you trust)"
+        )
+    if model_dir is not None:
+        count = check_model_dir(statement, model_dir)
+        result.checked.append(f"{count} checkpoint files match their subjects")
+    _rederive(report, prof, keyid, result)
     fns = recompute or default_recompute()
     recompute_quality(report, prof, fns)
     result.checked.append(f"{len(report.quality.verdicts)} quality verdicts recomputed")
@@ -423,6 +386,34 @@ def _verify(
     check_status_and_verdict(report, is_preview(prof))
     result.checked.append(f"overall verdict {report.verdict} follows")
     return result
+
+
+def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult) -> None:
+    """Correctness, divergence and reference provenance from the raw records."""
+    from qgate.report.rederive import (
+        Rederived,
+        check_questions,
+        rederive_correctness,
+        rederive_divergence,
+    )
+    from qgate.report.verify_provenance import check_provenance
+
+    done = Rederived()
+    rederive_correctness(list(report.quality.runs), prof, done)
+    result.checked.append(f"{done.items} item answers and correctness re-derived from responses")
+    check_questions(list(report.quality.runs), prof, done)
+    if done.data_checked:
+        result.checked.append(f"{done.data_checked} math items match the math set the run used")
+    if report.quality.divergence is not None:
+        required = report.schema_version != "1"
+        rederive_divergence(report.quality.divergence, done, required=required)
+        if done.positions:
+            result.checked.append(f"{done.positions} divergence positions re-derived from logprobs")
+    if done.not_rederived:
+        result.notes.append("not checked: " + "; ".join(done.not_rederived))
+    line = check_provenance(report, keyid, result.notes)
+    if line:
+        result.checked.append(line)
 
 
 def verify_file(

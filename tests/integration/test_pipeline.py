@@ -198,6 +198,40 @@ def test_rerun_uses_the_cached_reference(
     run_dir = run_dir_of(done.stdout)
     assert not (run_dir / "logs" / "reference.log").exists()  # no reference server this time
     assert (run_dir / "raw" / "reference-quality.json").is_file()
+    verified = qgate("verify", str(run_dir / "report.intoto.jsonl"), "--pubkey",
+                     str(keypair[1]), "--profile", str(profile), env=env)  # fmt: skip
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "reference provenance (cache, entry" in verified.stdout
+
+
+def test_poisoned_cache_entry_is_refused(
+    passing_run: tuple[subprocess.CompletedProcess[str], Path],
+    workspace: Path,
+    env: dict[str, str],
+    keypair: tuple[Path, Path],
+) -> None:
+    import hashlib
+    import shutil
+
+    _, profile = passing_run
+    cache = workspace / "cache-poisoned"
+    shutil.copytree(workspace / "cache", cache)
+    (entry,) = (cache / "reference").iterdir()
+    data = json.loads((entry / "reference.json").read_text())
+    for run in data["suite_runs"]:  # every reference answer wrong: any candidate "passes"
+        for item in run["items"]:
+            item["correct"] = False
+    payload = json.dumps(data).encode()
+    (entry / "reference.json").write_bytes(payload)
+    (entry / "reference.json.sha256").write_text(hashlib.sha256(payload).hexdigest())
+    done = qgate(
+        "run", str(profile), "--out", str(workspace / "runs"), "--key", str(keypair[0]),
+        "--cache-dir", str(cache), "--skip-perf", "--strict-cache", "--no-progress", env=env,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "failed authentication: the payload is not the one its signature covers" in (
+        done.stderr
+    )
 
 
 def test_failing_profile_exits_1_without_perf(

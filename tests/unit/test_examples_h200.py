@@ -37,7 +37,7 @@ def _predicate(name: str) -> dict:  # type: ignore[type-arg]
 def test_preview_report_verifies_and_its_fail_verdict_follows() -> None:
     code, out = _verify("llama3-8b-shape-h200-preview")
     assert code == 0, out
-    assert "profile profile.yaml matches its subject" in out
+    assert "embedded profile equals profile.yaml" in out
     assert "6 perf gates recomputed" in out
     assert "(verdict FAIL)" in out  # one perf gate (c1 TTFT p99) missed on its interval
 

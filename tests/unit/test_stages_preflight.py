@@ -9,6 +9,7 @@ import pytest
 
 from qgate import stages
 from qgate.profile import Profile
+from qgate.report.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
 
 
 def _ctx(tmp_path: Path, preflight: str, refresh: bool = False) -> SimpleNamespace:
@@ -17,8 +18,11 @@ def _ctx(tmp_path: Path, preflight: str, refresh: bool = False) -> SimpleNamespa
         "engine": {"preflight": preflight}, "candidate": {"args": {"kv_cache_dtype": "fp8"}},
         "quality": {"math": {"limit": 4}},
     })  # fmt: skip
-    opts = SimpleNamespace(cache_dir=tmp_path, refresh_reference=refresh)
-    return SimpleNamespace(profile=profile, opts=opts, fingerprint=None)
+    opts = SimpleNamespace(cache_dir=tmp_path, refresh_reference=refresh, trust_cache_keys=[],
+                           strict_cache=False)  # fmt: skip
+    pem = generate_private_pem("ecdsa")
+    signer = LoadedSigner(signer_from_pem(pem), public_pem_of(pem), "file")
+    return SimpleNamespace(profile=profile, opts=opts, fingerprint=None, signer=signer)
 
 
 def _store_reference(ctx: SimpleNamespace) -> None:

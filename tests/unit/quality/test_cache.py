@@ -1,15 +1,19 @@
 from __future__ import annotations
 
+import hashlib
 import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from qgate.errors import BadInput
 from qgate.profile import DivergenceSuite, MathSuite, QualitySpec, RecallSuite
 from qgate.quality.cache import CachedReference, ReferenceCache, reference_cache_key
+from qgate.quality.cache_auth import ENVELOPE, PAYLOAD, sign_entry
 from qgate.quality.divergence_suite import ScoreSet, SequenceScores
 from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.report.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
 
 
 def _inputs(**override: Any) -> dict[str, Any]:
@@ -102,21 +106,37 @@ def _entry(key: str) -> CachedReference:
     return CachedReference(key=key, suite_runs=[run], divergence=scores)
 
 
-def test_store_then_load_round_trip_marks_cached(tmp_path: Path) -> None:
-    cache = ReferenceCache(tmp_path)
+@pytest.fixture
+def signer() -> LoadedSigner:
+    return _signer()
+
+
+def _signer() -> LoadedSigner:
+    pem = generate_private_pem("ecdsa")
+    return LoadedSigner(signer_from_pem(pem), public_pem_of(pem), "file")
+
+
+def test_store_then_load_round_trip_marks_cached(tmp_path: Path, signer: LoadedSigner) -> None:
+    cache = ReferenceCache(tmp_path, signer)
     key = reference_cache_key(**_inputs())
     assert cache.load(key) is None
-    folder = cache.store(key, _entry(key))
-    assert folder == tmp_path / "reference" / key
+    fresh = cache.store(key, _entry(key))
+    folder = tmp_path / "reference" / key
+    assert sorted(p.name for p in folder.iterdir()) == [PAYLOAD, ENVELOPE]
     loaded = cache.load(key)
     assert loaded is not None
-    assert loaded.suite_runs[0].cached is True
-    assert loaded.divergence == _entry(key).divergence
+    entry, provenance = loaded
+    assert entry.suite_runs[0].cached is True
+    assert entry.divergence == _entry(key).divergence
+    assert (fresh.source, provenance.source) == ("fresh", "cache")
+    assert provenance.signer_keyid == signer.signer.public_key.keyid
+    assert provenance.entry_sha256 == hashlib.sha256((folder / PAYLOAD).read_bytes()).hexdigest()
+    assert provenance.cache_key == key and provenance.created_at == fresh.created_at
     assert not list(folder.glob("*.tmp"))
 
 
-def test_get_or_compute_hits_and_refresh_recomputes(tmp_path: Path) -> None:
-    cache = ReferenceCache(tmp_path)
+def test_get_or_compute_hits_and_refresh_recomputes(tmp_path: Path, signer: LoadedSigner) -> None:
+    cache = ReferenceCache(tmp_path, signer)
     key = reference_cache_key(**_inputs())
     calls: list[int] = []
 
@@ -124,52 +144,126 @@ def test_get_or_compute_hits_and_refresh_recomputes(tmp_path: Path) -> None:
         calls.append(1)
         return _entry(key)
 
-    _, hit = cache.get_or_compute(key, compute)
-    assert not hit and len(calls) == 1
-    _, hit = cache.get_or_compute(key, compute)
-    assert hit and len(calls) == 1
-    _, hit = cache.get_or_compute(key, compute, refresh=True)
-    assert not hit and len(calls) == 2
+    _, prov = cache.get_or_compute(key, compute)
+    assert prov.source == "fresh" and len(calls) == 1
+    _, prov = cache.get_or_compute(key, compute)
+    assert prov.source == "cache" and len(calls) == 1
+    _, prov = cache.get_or_compute(key, compute, refresh=True)
+    assert prov.source == "fresh" and len(calls) == 2
 
 
-@pytest.mark.parametrize("damage", ["bad_json", "schema", "digest", "missing_digest", "wrong_key"])
-def test_corrupt_entry_is_reported_and_recomputed(
-    tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    import hashlib
+def _poisoned_payload(key: str) -> bytes:
+    """The attack: every reference answer marked wrong (so any candidate looks no worse)."""
+    entry = _entry(key)
+    for run in entry.suite_runs:
+        for item in run.items:
+            item.correct = False
+    return entry.model_dump_json().encode()
 
-    cache = ReferenceCache(tmp_path)
-    key = reference_cache_key(**_inputs())
-    folder = cache.store(key, _entry(key))
-    payload = folder / "reference.json"
-    digest = folder / "reference.json.sha256"
 
-    def rewrite(data: bytes) -> None:
+DAMAGE = {
+    "poisoned_payload_matching_digest": "not the one its signature covers",
+    "flipped_byte": "not the one its signature covers",
+    "unsigned": "unsigned",
+    "foreign_key": "not signed by a trusted key",
+    "entry_of_another_key": "signature is for another cache key",
+    "junk_envelope": "not a JSON DSSE envelope",
+    "empty_envelope": "empty file",
+}
+
+
+def _damage(cache: ReferenceCache, key: str, damage: str) -> None:
+    folder = cache.entry_dir(key)
+    payload, envelope = folder / PAYLOAD, folder / ENVELOPE
+    if damage == "poisoned_payload_matching_digest":
+        data = _poisoned_payload(key)
         payload.write_bytes(data)
-        digest.write_text(hashlib.sha256(data).hexdigest())
+        # what the old digest-only cache trusted: a matching sha256 beside the payload
+        (folder / f"{PAYLOAD}.sha256").write_text(hashlib.sha256(data).hexdigest())
+    elif damage == "flipped_byte":
+        data = bytearray(payload.read_bytes())
+        data[len(data) // 2] ^= 1
+        payload.write_bytes(bytes(data))
+    elif damage == "unsigned":
+        envelope.unlink()
+    elif damage == "foreign_key":
+        data = _poisoned_payload(key)
+        payload.write_bytes(data)
+        envelope.write_bytes(sign_entry(data, key, _signer()))
+    elif damage == "entry_of_another_key":
+        other = "0" * 64
+        cache.store(other, _entry(other))
+        payload.write_bytes((cache.entry_dir(other) / PAYLOAD).read_bytes())
+        envelope.write_bytes((cache.entry_dir(other) / ENVELOPE).read_bytes())
+    elif damage == "junk_envelope":
+        envelope.write_bytes(b"\x00junk")
+    elif damage == "empty_envelope":
+        envelope.write_bytes(b"")
 
-    if damage == "bad_json":
-        rewrite(b"{not json")
-    elif damage == "schema":
-        rewrite(b'{"key": "' + key.encode() + b'", "surprise": 1}')
-    elif damage == "digest":
-        payload.write_bytes(payload.read_bytes().replace(b'"4"', b'"5"'))
-    elif damage == "missing_digest":
-        digest.unlink()
-    elif damage == "wrong_key":
-        other = _entry("0" * 64).model_dump_json().encode()
-        rewrite(other)
 
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_unauthenticated_entry_is_reported_and_recomputed(
+    tmp_path: Path, signer: LoadedSigner, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache = ReferenceCache(tmp_path, signer)
+    key = reference_cache_key(**_inputs())
+    cache.store(key, _entry(key))
+    _damage(cache, key, damage)
     with caplog.at_level(logging.WARNING, logger="qgate.quality.cache"):
         assert cache.load(key) is None
-    assert "corrupt" in caplog.text
-    value, hit = cache.get_or_compute(key, lambda: _entry(key))
-    assert not hit
-    assert cache.load(key) == value.model_copy(
-        update={"suite_runs": [r.model_copy(update={"cached": True}) for r in value.suite_runs]}
-    )
+    assert "failed authentication (" in caplog.text and DAMAGE[damage] in caplog.text
+    assert not cache.entry_dir(key).exists()  # removed, so the next run does not trip on it
+    value, prov = cache.get_or_compute(key, lambda: _entry(key))
+    assert prov.source == "fresh"
+    loaded = cache.load(key)
+    assert loaded is not None and loaded[0].suite_runs[0].items[0].correct is True
+    assert loaded[0].key == value.key
 
 
-def test_rejects_non_hex_keys(tmp_path: Path) -> None:
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_strict_refuses_an_unauthenticated_entry(
+    tmp_path: Path, signer: LoadedSigner, damage: str
+) -> None:
+    cache = ReferenceCache(tmp_path, signer)
+    key = reference_cache_key(**_inputs())
+    cache.store(key, _entry(key))
+    _damage(cache, key, damage)
+    strict = ReferenceCache(tmp_path, signer, strict=True)
+    with pytest.raises(BadInput, match="failed authentication") as info:
+        strict.get_or_compute(key, lambda: pytest.fail("must not recompute"))
+    assert info.value.exit_code == 2
+    assert DAMAGE[damage] in info.value.message and "--trust-cache-key" in info.value.message
+    assert cache.entry_dir(key).exists()  # left for a person to look at
+
+
+def test_entry_of_a_trusted_key_is_used(tmp_path: Path, signer: LoadedSigner) -> None:
+    other = _signer()
+    key = reference_cache_key(**_inputs())
+    ReferenceCache(tmp_path, other).store(key, _entry(key))
+    # not trusted by default: recomputed
+    assert ReferenceCache(tmp_path / "copy", signer).load(key) is None
+    trusting = ReferenceCache(tmp_path, signer, [other.public_pem])
+    loaded = trusting.load(key)
+    assert loaded is not None
+    assert loaded[1].signer_keyid == other.signer.public_key.keyid != signer.signer.public_key.keyid
+    assert loaded[1].signer_public_key_pem == other.public_pem
+
+
+def test_authenticated_but_unusable_entry_is_recomputed(
+    tmp_path: Path, signer: LoadedSigner, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache = ReferenceCache(tmp_path, signer)
+    key = reference_cache_key(**_inputs())
+    folder = cache.entry_dir(key)
+    folder.mkdir(parents=True)
+    data = b'{"key": "' + key.encode() + b'", "surprise": 1}'
+    (folder / PAYLOAD).write_bytes(data)
+    (folder / ENVELOPE).write_bytes(sign_entry(data, key, signer))
+    with caplog.at_level(logging.WARNING, logger="qgate.quality.cache"):
+        assert cache.load(key) is None
+    assert "unusable (schema mismatch" in caplog.text
+
+
+def test_rejects_non_hex_keys(tmp_path: Path, signer: LoadedSigner) -> None:
     with pytest.raises(ValueError):
-        ReferenceCache(tmp_path).load("../../etc")
+        ReferenceCache(tmp_path, signer).load("../../etc")

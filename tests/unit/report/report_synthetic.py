@@ -22,7 +22,14 @@ from qgate.quality.records import (
     Verdict,
 )
 from qgate.report.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
-from qgate.report.model import PERF_DERIVATION, PerfSection, QualitySection, Report, ScenarioResult
+from qgate.report.model import (
+    PERF_DERIVATION,
+    PerfSection,
+    QualitySection,
+    ReferenceProvenance,
+    Report,
+    ScenarioResult,
+)
 from qgate.report.verdict import overall
 from qgate.report.verify import Recompute
 from qgate.runtime.base import EffectiveConfig
@@ -150,6 +157,63 @@ def fake_scenario_verdicts(spec: Any, run: ScenarioRun) -> list[Verdict]:
 FAKES = Recompute(fake_evaluate_quality, fake_summarize, fake_compare, fake_scenario_verdicts)
 
 
+def divergence_sequence(j: int, tokens: int = 4, top_k: int = 20) -> DivergenceSequence:
+    """One sequence whose per-position values follow from its stored logprobs."""
+    from qgate.quality.divergence import position_divergence
+
+    token_ids = [10 + t for t in range(tokens)]
+    ref_ids, ref_lps, cand_ids, cand_lps = [], [], [], []
+    kld, agree, dp = [], [], []
+    for t, tok in enumerate(token_ids):
+        r = {tok: -0.2 - 0.01 * t, tok + 1: -2.5, tok + 2: -3.5}
+        # the candidate moves a little mass; at position 2 its top-1 is another token
+        c = {tok: -0.2 - 0.01 * t - 0.002 * (j + 1), tok + 1: -2.45, tok + 3: -4.0}
+        if t == 2:
+            r = {tok: -0.5, tok + 1: -1.2, tok + 2: -3.5}
+            c = {tok: -0.75, tok + 1: -0.7, tok + 3: -4.0}
+        pos = position_divergence(r, c, tok, top_k)
+        ref_ids.append(list(r))
+        ref_lps.append(list(r.values()))
+        cand_ids.append(list(c))
+        cand_lps.append(list(c.values()))
+        # 12 digits: well within verify's tolerance, and the golden views do not depend
+        # on how this CPU rounds exp and log in the last bit
+        kld.append(float(f"{pos.kld:.12g}"))
+        agree.append(pos.top1_agree)
+        dp.append(float(f"{pos.delta_p:.12g}"))
+    return DivergenceSequence(
+        id=f"s{j}",
+        prompt_sha256=_sha(f"p{j}"),
+        token_ids=token_ids,
+        kld=kld,
+        top1_agree=agree,
+        delta_p=dp,
+        reference_top_ids=ref_ids,
+        reference_top_logprobs=ref_lps,
+        candidate_top_ids=cand_ids,
+        candidate_top_logprobs=cand_lps,
+    )
+
+
+_CACHE_SIGNER: list[LoadedSigner] = []
+
+
+def cache_signer() -> LoadedSigner:
+    """The key that signed the synthetic reports' reference cache entry (one per session)."""
+    if not _CACHE_SIGNER:
+        _CACHE_SIGNER.append(make_signer("ecdsa"))
+    return _CACHE_SIGNER[0]
+
+
+def cache_provenance(signer: LoadedSigner | None = None) -> ReferenceProvenance:
+    """Provenance of a reference read from a cache entry signed by `signer`."""
+    from qgate.quality.cache_auth import provenance_of, sign_entry
+
+    signer = signer or cache_signer()
+    envelope = sign_entry(b'{"synthetic": true}', "c" * 64, signer, "2026-11-29T23:00:00+00:00")
+    return provenance_of("cache", envelope, signer.public_pem)
+
+
 def _items(role: str, n: int, wrong: set[int]) -> list[ItemRecord]:
     return [
         ItemRecord(
@@ -212,23 +276,14 @@ def build_report(
                 params={"temperature": 0.0, "max_tokens": 48},
                 items=_items(role, items, wrong),
                 wall_s=1.5,
+                cached=role == "reference",
             )
         )
     divergence = DivergenceRun(
         data_sha256=_sha("corpus"),
         top_k=20,
         tokens=4,
-        sequences=[
-            DivergenceSequence(
-                id=f"s{j}",
-                prompt_sha256=_sha(f"p{j}"),
-                token_ids=[10, 11, 12, 13],
-                kld=[0.001 * (j + 1), 0.002, 0.0, 0.01 * (j + 1)],
-                top1_agree=[True, True, False, True],
-                delta_p=[-0.01, 0.0, 0.02, -0.005],
-            )
-            for j in range(2)
-        ],
+        sequences=[divergence_sequence(j) for j in range(2)],
         wall_s=0.7,
     )
     verdicts = fns.evaluate_quality(profile.quality, runs, divergence)
@@ -315,6 +370,7 @@ def build_report(
         verdict="PASS",
         emulated=["fp8 weights (dequantized bf16 copy)"],
         stage_timings={"fingerprint": 0.1, "reference": 40.0, "candidate": 41.0, "perf": 12.0},
+        reference_provenance=cache_provenance(),
     )
     report.verdict = overall(report.all_verdicts(), report.perf.status)
     return report

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ def test_assembled_report_verifies(
     raw = build_report(items=10, requests=4)
     profile = Profile.model_validate(PROFILE)
     profile_file = tmp_path / "p.yaml"
-    profile_file.write_text("name: smollm2-fp8kv-test\n")
+    profile_file.write_text(json.dumps(PROFILE))  # JSON is YAML
     verdicts = evaluate_quality(profile.quality, raw.quality.runs, raw.quality.divergence)
     report = assemble(
         profile=profile,
@@ -37,6 +38,7 @@ def test_assembled_report_verifies(
         perf_runs=raw.perf.runs if status == "ran" else [],
         target_mismatches=[],
         stage_timings={"quality": 1.0},
+        reference_provenance=raw.reference_provenance,
     )
     signer = make_signer("ecdsa")
     run_dir = tmp_path / "run"

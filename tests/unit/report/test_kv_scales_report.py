@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from report_synthetic import PROFILE, build_report, make_signer
+from report_synthetic import PROFILE, build_report, cache_provenance, make_signer
 
 from qgate.errors import VerificationFailed
 from qgate.profile import Profile
@@ -45,6 +45,7 @@ def _report(policy: str) -> Report:
         profile=profile, profile_sha256="0" * 64, fingerprint=None, effective_configs=configs,
         suite_runs=raw.quality.runs, divergence=raw.quality.divergence, verdicts=verdicts,
         perf_status=status, perf_runs=[], target_mismatches=[], stage_timings={},  # type: ignore[arg-type]
+        reference_provenance=cache_provenance(),
     )  # fmt: skip
 
 

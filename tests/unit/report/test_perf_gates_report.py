@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from report_synthetic import PROFILE, _requests, build_report, make_signer
+from report_synthetic import PROFILE, _requests, build_report, cache_provenance, make_signer
 
 from qgate.errors import VerificationFailed
 from qgate.perf.records import ScenarioRun
@@ -55,6 +55,7 @@ def _report(cand_step_ms: float) -> tuple[Report, Profile]:
         suite_runs=raw.quality.runs, divergence=raw.quality.divergence, verdicts=verdicts,
         perf_status="ran", perf_runs=[_run("reference", 20), _run("candidate", cand_step_ms)],
         target_mismatches=[], stage_timings={},
+        reference_provenance=cache_provenance(),
     )  # fmt: skip
     return report, profile
 
@@ -125,6 +126,7 @@ def _preview(cand_step_ms: float) -> Report:
         suite_runs=[], divergence=None, verdicts=[], perf_status="ran",
         perf_runs=[_run("reference", 20), _run("candidate", cand_step_ms)],
         target_mismatches=[], stage_timings={},
+        reference_provenance=cache_provenance(),
     )  # fmt: skip
 
 

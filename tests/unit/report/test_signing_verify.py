@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from report_synthetic import FAKES, build_report, make_signer
+from report_synthetic import FAKES, PROFILE, build_report, make_signer
 
 from qgate.errors import BadInput, VerificationFailed
 from qgate.report.keys import LoadedSigner
@@ -70,7 +70,9 @@ def test_edited_record_resigned_is_rejected(ecdsa_signer: LoadedSigner) -> None:
     assert report.verdict == "PASS"
     # flip a candidate item from correct to wrong: the drop (now 0.5) breaks max_drop 0.25,
     # but the stored verdict still says passed; signing with the right key must not help
-    report.quality.runs[1].items[5].correct = False
+    # (a consistent edit: response, answer and flag together, so only the verdict is stale)
+    item = report.quality.runs[1].items[5]
+    item.output, item.answer, item.correct = "The answer is 99", "99", False
     with pytest.raises(VerificationFailed, match=r"gate math\.short\.max_drop"):
         verify_bytes(_sign(report, ecdsa_signer), ecdsa_signer.public_pem, recompute=FAKES)
 
@@ -139,7 +141,7 @@ def test_not_json_is_bad_input(ecdsa_signer: LoadedSigner) -> None:
 
 def test_subjects_profile_and_model(tmp_path: Path, ecdsa_signer: LoadedSigner) -> None:
     profile = tmp_path / "p.yaml"
-    profile.write_text("name: x\n")
+    profile.write_text(json.dumps(PROFILE))
     model = tmp_path / "ckpt"
     (model / "sub").mkdir(parents=True)
     (model / "config.json").write_text("{}")
@@ -163,8 +165,9 @@ def test_subjects_profile_and_model(tmp_path: Path, ecdsa_signer: LoadedSigner) 
     (model / "extra.txt").write_text("x")
     with pytest.raises(VerificationFailed, match="extra.txt"):
         verify_bytes(data, ecdsa_signer.public_pem, profile, model, recompute=FAKES)
-    profile.write_text("name: y\n")
-    with pytest.raises(VerificationFailed, match="profile"):
+    # same resolved profile, other bytes: not the file the run was given
+    profile.write_text(json.dumps(PROFILE, indent=2))
+    with pytest.raises(VerificationFailed, match="profile subject"):
         verify_bytes(data, ecdsa_signer.public_pem, profile, recompute=FAKES)
 
 
@@ -242,7 +245,7 @@ def test_edited_item_with_the_team_gates_is_rejected(ecdsa_signer: LoadedSigner)
     assert verify_bytes(_sign(report, ecdsa_signer), ecdsa_signer.public_pem).report
     # the candidate now gets four more items wrong, yet the stored verdicts say otherwise
     for item in report.quality.runs[1].items[4:8]:
-        item.correct = False
+        item.output, item.answer, item.correct = "The answer is 99", "99", False
     with pytest.raises(VerificationFailed, match=r"gate math\.short\."):
         verify_bytes(_sign(report, ecdsa_signer), ecdsa_signer.public_pem)
 
