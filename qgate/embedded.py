@@ -9,7 +9,6 @@ the end, so an interrupted preparation never leaves a half checkpoint.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qgate.errors import BadInput, InfrastructureError
+from qgate.files import sha256_file
 
 DIGESTS_FILE = "qgate-digests.json"
 
@@ -89,11 +89,7 @@ def file_digests(folder: Path) -> dict[str, str]:
         rel = path.relative_to(folder).as_posix()
         if rel == DIGESTS_FILE:
             continue
-        h = hashlib.sha256()
-        with path.open("rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
-        digests[rel] = h.hexdigest()
+        digests[rel] = sha256_file(path)
     return digests
 
 

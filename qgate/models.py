@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
+
+Role = Literal["reference", "candidate"]
+"""Which of the two runtimes a record, a runtime or a result belongs to."""
 
 
 class Record(BaseModel):

@@ -218,6 +218,10 @@ def _both_prompt_forms() -> list[Literal["short", "long"]]:
     return ["short", "long"]
 
 
+ANSWER_MAX_TOKENS = 48
+"""Generation budget of one exact-answer reply (math items, perf probes)."""
+
+
 class MathSuite(AccuracyPolicy):
     """Exact-answer arithmetic and word problems, short and long prompt forms."""
 
@@ -228,7 +232,9 @@ class MathSuite(AccuracyPolicy):
         default_factory=_both_prompt_forms, min_length=1, description="Prompt forms."
     )
     limit: int | None = Field(default=None, ge=1, description="Use only the first N items.")
-    max_tokens: int = Field(default=48, ge=1, description="Generation budget per answer.")
+    max_tokens: int = Field(
+        default=ANSWER_MAX_TOKENS, ge=1, description="Generation budget per answer."
+    )
     long_tokens: int = Field(
         default=3072,
         ge=256,

@@ -11,7 +11,6 @@ argument values, file-level trouble) are done here first.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import os
 import re
 import types
@@ -22,6 +21,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from qgate.errors import ProfileError
+from qgate.files import sha256_bytes, sha256_file
 from qgate.profile import KeyIssue, Profile
 from qgate.profile_checks import file_problems, profile_problems, raw_problems
 from qgate.yamlload import KeyPath, YamlDocument, YamlSyntaxError, load_yaml, tab_problems
@@ -55,7 +55,7 @@ class Problem:
 
 def profile_sha256(path: str | Path) -> str:
     """sha256 (hex) of a profile file's bytes, as `load_profile_file` records it."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return sha256_file(path)
 
 
 def format_path(path: KeyPath) -> str:
@@ -373,5 +373,5 @@ def load_profile_file(path: str | Path, check_files: bool = True) -> LoadedProfi
     absolute = Path(os.path.normpath(file.absolute()))
     profile = parse_profile_text(text, shown, absolute.parent, check_files)
     return LoadedProfile(
-        profile=profile, path=absolute, sha256=hashlib.sha256(raw).hexdigest(), raw_text=text
+        profile=profile, path=absolute, sha256=sha256_bytes(raw), raw_text=text
     )

@@ -19,12 +19,13 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from qgate.errors import BadInput, ExitCode
+from qgate.models import Role
 from qgate.perf.probes import Probe
 from qgate.perf.records import ScenarioRun
 from qgate.pipeline import RunOptions, RunOutcome
-from qgate.profile import Profile
+from qgate.profile import ANSWER_MAX_TOKENS, Profile
 from qgate.quality.cache import ReferenceCache
-from qgate.quality.records import DivergenceRun, Role, Verdict
+from qgate.quality.records import DivergenceRun, Verdict
 from qgate.quality.stage import QualityOutput
 from qgate.report.keys import LoadedSigner
 from qgate.report.model import PerfStatus, ReferenceProvenance, Report
@@ -65,7 +66,7 @@ class RunContext:
 
 def _save(ctx: RunContext, name: str, model: BaseModel | Sequence[BaseModel]) -> None:
     """Write one stage's raw results into the run folder (atomic)."""
-    from qgate.report.files import atomic_write
+    from qgate.files import atomic_write
 
     if isinstance(model, BaseModel):
         data = model.model_dump_json(indent=1)
@@ -320,7 +321,7 @@ def perf_on(
                 probe_params={
                     "temperature": 0.0,
                     "seed": ctx.profile.quality.seed,
-                    "max_tokens": math.max_tokens if math else 48,
+                    "max_tokens": math.max_tokens if math else ANSWER_MAX_TOKENS,
                 },
                 progress=ctx.opts.progress,
                 timeout_s=ctx.profile.engine.request_timeout_s,

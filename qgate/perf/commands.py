@@ -135,7 +135,7 @@ def perf(
             "runs": [r.model_dump(mode="json") for r in runs],
             "metrics": [m.model_dump(mode="json") for m in metrics],
         }
-        from qgate.report.files import atomic_write
+        from qgate.files import atomic_write
 
         atomic_write(json_out, json.dumps(doc).encode())
     if failed:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, ValidationError
 
 from qgate.errors import BadInput, VerificationFailed
+from qgate.files import atomic_write
 from qgate.models import Record
 from qgate.profile import QualitySpec
 from qgate.quality.cache_auth import (
@@ -49,7 +50,6 @@ from qgate.quality.cache_auth import (
 )
 from qgate.quality.divergence_suite import ScoreSet
 from qgate.quality.records import SuiteRun
-from qgate.report.files import atomic_write
 from qgate.report.model import ReferenceProvenance
 from qgate.runtime.base import EffectiveConfig
 

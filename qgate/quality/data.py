@@ -8,15 +8,15 @@ and a generator that changed without a version bump are caught.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from qgate.errors import BadInput
+from qgate.files import atomic_write, sha256_file
+from qgate.files import sha256_bytes as sha256_bytes
 from qgate.quality import data_corpus, data_math, data_recall
 
 MANIFEST_NAME = "MANIFEST.json"
@@ -81,34 +81,6 @@ def evals_root() -> Path:
     return Path(__file__).resolve().parents[2] / "evals"
 
 
-def sha256_bytes(data: bytes) -> str:
-    """Hex sha256 of bytes."""
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in chunks."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def manifest_dict() -> dict[str, object]:
     """The manifest that a fresh build produces (regenerates every file in memory)."""
     files: dict[str, dict[str, str | int]] = {}
@@ -130,10 +102,10 @@ def build_evals(root: Path | None = None) -> list[Path]:
     written: list[Path] = []
     for gen in GENERATED:
         target = root / gen.path
-        _write_atomic(target, gen.make())
+        atomic_write(target, gen.make())
         written.append(target)
     manifest = root / MANIFEST_NAME
-    _write_atomic(manifest, (json.dumps(manifest_dict(), indent=2, sort_keys=True) + "\n").encode())
+    atomic_write(manifest, (json.dumps(manifest_dict(), indent=2, sort_keys=True) + "\n").encode())
     written.append(manifest)
     return written
 

@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from qgate.errors import BadInput, InfrastructureError
-from qgate.models import Record
+from qgate.models import Record, Role
 from qgate.profile import DivergenceSuite
 from qgate.quality.divergence import position_divergence
-from qgate.quality.records import DivergenceRun, DivergenceSequence, Role
+from qgate.quality.records import DivergenceRun, DivergenceSequence
 from qgate.runtime.http import root_url
 
 if TYPE_CHECKING:

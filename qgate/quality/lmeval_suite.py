@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from qgate.errors import BadInput, InfrastructureError
+from qgate.files import sha256_file
+from qgate.models import Role
 from qgate.profile import LmEvalTask
-from qgate.quality.data import evals_root, sha256_file
-from qgate.quality.records import ItemRecord, Role, SuiteRun
+from qgate.quality.data import evals_root
+from qgate.quality.records import ItemRecord, SuiteRun
 
 _TASK_LINE = re.compile(r"^task:\s*['\"]?([^'\"\s#]+)", re.MULTILINE)
 

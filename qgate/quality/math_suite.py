@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qgate.errors import BadInput
+from qgate.files import sha256_bytes
+from qgate.models import Role
 from qgate.profile import MathSuite
-from qgate.quality.data import evals_root, read_eval_file, sha256_bytes
+from qgate.quality.data import evals_root, read_eval_file
 from qgate.quality.extract import answer_matches, extract_number
-from qgate.quality.records import ItemRecord, Role, SuiteRun
+from qgate.quality.records import ItemRecord, SuiteRun
 
 if TYPE_CHECKING:
     # aiohttp is slow to import; `qgate verify` reads the math set without it

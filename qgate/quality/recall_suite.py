@@ -15,12 +15,14 @@ import time
 from dataclasses import dataclass
 
 from qgate.errors import BadInput
+from qgate.files import sha256_bytes
+from qgate.models import Role
 from qgate.profile import RecallSuite
 from qgate.quality import data_recall
 from qgate.quality.client import HttpError, SuiteClient
-from qgate.quality.data import evals_root, read_eval_file, sha256_bytes
+from qgate.quality.data import evals_root, read_eval_file
 from qgate.quality.extract import extract_symbol
-from qgate.quality.records import ItemRecord, Role, SuiteRun
+from qgate.quality.records import ItemRecord, SuiteRun
 
 VOCABULARY = "recall/vocabulary.json"
 # Room for the question and the chat template around the haystack.

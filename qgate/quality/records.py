@@ -6,13 +6,9 @@ they hold everything a gate reads and nothing a gate does not need.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
-from qgate.models import Record
-
-Role = Literal["reference", "candidate"]
+from qgate.models import Record, Role
 
 
 class ItemRecord(Record):

@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import Field
 
-from qgate.models import Record
+from qgate.models import Record, Role
 from qgate.profile import Profile, QualitySpec
 from qgate.quality.divergence_suite import ScoreSet
-from qgate.quality.records import Role, SuiteRun
+from qgate.quality.records import SuiteRun
 from qgate.runtime.base import EffectiveConfig, Runtime
 
 

@@ -53,7 +53,7 @@ def _emit(text: str, out: Path | None) -> None:
     if out is None:
         click.echo(text, nl=False)
         return
-    from qgate.report.files import atomic_write
+    from qgate.files import atomic_write
 
     atomic_write(out, text.encode())
     click.echo(f"wrote {out}", err=True)
@@ -183,7 +183,7 @@ def compare_cmd(reports: tuple[Path, ...], pubkey: Path | None, html_out: Path |
         click.echo("note: not verified (pass --pubkey to verify each report)", err=True)
     click.echo("\n".join(_table(compare_table(loaded))))
     if html_out is not None:
-        from qgate.report.files import atomic_write
+        from qgate.files import atomic_write
 
         atomic_write(html_out, compare_html(loaded).encode())
         click.echo(f"wrote {html_out}", err=True)

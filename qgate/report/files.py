@@ -1,51 +1,20 @@
-"""Atomic writes, run folders and artifact digests.
+"""Run folders and artifact digests.
 
-The pipeline writes every file of a run through `atomic_write` so that a crash
-never leaves a half-written report, and lists every file with its digest.
+The pipeline writes every file of a run through `atomic_write` (qgate/files.py,
+re-exported here) so that a crash never leaves a half-written report, and lists
+every file with its digest.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 from qgate.errors import BadInput
+from qgate.files import atomic_write as atomic_write
+from qgate.files import sha256_file_sized
 from qgate.report.model import Artifact
-
-_CHUNK = 1 << 20
-
-
-def atomic_write(path: str | Path, data: bytes, mode: int = 0o644) -> Path:
-    """Write `data` to `path` via a temp file in the same folder, fsync and os.replace."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    # fsync the folder so the rename itself survives a power loss
-    try:
-        dir_fd = os.open(target.parent, os.O_RDONLY)
-    except OSError:
-        return target
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
-    return target
 
 
 def _slug(name: str) -> str:
@@ -77,17 +46,6 @@ def new_run_dir(root: str | Path, profile_name: str, now: datetime | None = None
     raise FileExistsError(f"no free run folder name under {base} for {stem}")
 
 
-def sha256_file(path: str | Path) -> tuple[str, int]:
-    """Return (hex sha256, size in bytes) of a file, read in chunks."""
-    digest = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
-
-
 def artifact_digests(run_dir: str | Path, exclude: tuple[str, ...] = ()) -> list[Artifact]:
     """Every regular file under `run_dir` (sorted, relative POSIX paths) with its sha256.
 
@@ -100,6 +58,6 @@ def artifact_digests(run_dir: str | Path, exclude: tuple[str, ...] = ()) -> list
         rel = path.relative_to(root).as_posix()
         if rel in exclude or (path.name.startswith(".") and path.name.endswith(".tmp")):
             continue
-        sha, size = sha256_file(path)
+        sha, size = sha256_file_sized(path)
         out.append(Artifact(path=rel, sha256=sha, bytes=size))
     return out

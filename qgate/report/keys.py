@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from qgate.errors import BadInput
-from qgate.report.files import atomic_write
+from qgate.files import atomic_write
 from qgate.report.model import SignerSource
 
 if TYPE_CHECKING:

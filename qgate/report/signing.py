@@ -14,8 +14,8 @@ from typing import Any
 import pydantic_core
 from pydantic import Field
 
+from qgate.files import sha256_file
 from qgate.models import Record
-from qgate.report.files import sha256_file
 from qgate.report.keys import LoadedSigner
 from qgate.report.model import PREDICATE_TYPE, Report, SignerInfo
 from qgate.runtime.fingerprint import Fingerprint
@@ -39,7 +39,7 @@ class Subject(Record):
 def profile_subject(profile_path: str | Path) -> Subject:
     """The subject for the profile file as given on the command line."""
     path = Path(profile_path)
-    return Subject(name=PROFILE_PREFIX + path.name, sha256=sha256_file(path)[0])
+    return Subject(name=PROFILE_PREFIX + path.name, sha256=sha256_file(path))
 
 
 def checkpoint_subjects(
@@ -54,7 +54,7 @@ def checkpoint_subjects(
         return [Subject(name=CHECKPOINT_PREFIX + k, sha256=v) for k, v in sorted(digests.items())]
     root = Path(checkpoint_dir)
     return [
-        Subject(name=CHECKPOINT_PREFIX + p.relative_to(root).as_posix(), sha256=sha256_file(p)[0])
+        Subject(name=CHECKPOINT_PREFIX + p.relative_to(root).as_posix(), sha256=sha256_file(p))
         for p in sorted(root.rglob("*"))
         if p.is_file()
     ]

@@ -27,13 +27,13 @@ import pydantic_core
 from pydantic import ValidationError
 
 from qgate.errors import BadInput, InfrastructureError, VerificationFailed
+from qgate.files import sha256_file
 from qgate.perf.gates import report_gates
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
 from qgate.profile_perf import is_preview
 from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
 from qgate.report.dsse import check_signature, read_envelope
-from qgate.report.files import sha256_file
 from qgate.report.model import PERF_DERIVATION, PREDICATE_TYPE, Report
 from qgate.report.signing import CHECKPOINT_PREFIX, PAYLOAD_TYPE, PROFILE_PREFIX, STATEMENT_TYPE
 from qgate.report.verdict import overall
@@ -119,7 +119,7 @@ def _subject_digests(subjects: list[Any], prefix: str) -> dict[str, str]:
 def check_profile_file(statement: dict[str, Any], report: Report, profile: Path) -> None:
     """The given profile file is a subject of the Statement and the report's profile_sha256."""
     try:
-        digest = sha256_file(profile)[0]
+        digest = sha256_file(profile)
     except OSError as exc:
         raise BadInput(f"cannot read profile {profile}: {exc.strerror}") from None
     if digest not in _subject_digests(statement["subject"], PROFILE_PREFIX).values():
@@ -140,7 +140,7 @@ def check_model_dir(statement: dict[str, Any], model_dir: Path) -> int:
         path = found.get(name)
         if path is None:
             raise _fail(f"checkpoint file {name} named in the report is missing from {model_dir}")
-        if sha256_file(path)[0] != digest:
+        if sha256_file(path) != digest:
             raise _fail(f"checkpoint file {name} does not match its sha256 in the report")
     extra = sorted(set(found) - set(expected))
     if extra:

@@ -10,7 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from qgate.report.files import artifact_digests, atomic_write
+from qgate.files import atomic_write
+from qgate.report.files import artifact_digests
 from qgate.report.keys import LoadedSigner
 from qgate.report.model import Report
 from qgate.report.redact import redact_report

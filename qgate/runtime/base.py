@@ -8,13 +8,13 @@ from typing import Literal, Protocol, Self
 
 from pydantic import Field
 
-from qgate.models import Record
+from qgate.models import Record, Role
 
 
 class EffectiveConfig(Record):
     """What a running server reports about itself, not what was asked of it."""
 
-    role: Literal["reference", "candidate"] = Field(description="Runtime role.")
+    role: Role = Field(description="Runtime role.")
     kind: Literal["vllm", "endpoint"] = Field(description="How the runtime was provided.")
     base_url: str = Field(description="OpenAI-compatible base URL, ending in /v1.")
     served_model: str = Field(description="Model name the server answers to.")
@@ -57,7 +57,7 @@ class EffectiveConfig(Record):
 class Runtime(Protocol):
     """A serving process (or endpoint) the suites talk to over HTTP."""
 
-    role: Literal["reference", "candidate"]
+    role: Role
 
     @property
     def base_url(self) -> str: ...

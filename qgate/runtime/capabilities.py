@@ -21,8 +21,8 @@ import platform
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from qgate.models import Role
 from qgate.profile import EngineArgValue, Profile, RuntimeSpec
-from qgate.quality.records import Role
 
 FORCE_ENV = "QGATE_CPU_FLAGS"
 

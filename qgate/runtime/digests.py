@@ -6,19 +6,18 @@ while the file's size and mtime_ns are unchanged.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
+from qgate.files import CHUNK as CHUNK
+from qgate.files import atomic_write, sha256_file
 from qgate.models import Record
 
-CHUNK = 1 << 20
 _CACHE_VERSION = 1
 
 
@@ -28,15 +27,6 @@ class FileDigest(Record):
     path: str = Field(description="Path relative to the checkpoint folder, with / separators.")
     size: int = Field(description="Size in bytes.")
     sha256: str = Field(description="Hex sha256 of the content.")
-
-
-def sha256_file(path: Path) -> str:
-    """Stream a file through sha256 in 1 MiB chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def checkpoint_files(model_dir: Path) -> list[Path]:
@@ -63,19 +53,8 @@ def _load_cache(cache_path: Path) -> dict[str, Any]:
 
 
 def _save_cache(cache_path: Path, entries: dict[str, Any]) -> None:
-    cache_path.parent.mkdir(parents=True, exist_ok=True)
     payload = json.dumps({"version": _CACHE_VERSION, "entries": entries}, indent=1, sort_keys=True)
-    fd, tmp = tempfile.mkstemp(dir=cache_path.parent, prefix=cache_path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, cache_path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(cache_path, payload.encode("utf-8"))
 
 
 def checkpoint_digests(model_dir: Path, cache_path: Path) -> list[FileDigest]:

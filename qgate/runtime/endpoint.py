@@ -12,13 +12,12 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 from qgate.errors import BadInput, RuntimeFailure
+from qgate.models import Role
 from qgate.profile import EndpointSpec, Profile
 from qgate.profile_checks import shown_env_name
 from qgate.runtime import effective, http
 from qgate.runtime.base import EffectiveConfig
 from qgate.runtime.redact import redact_text
-
-Role = Literal["reference", "candidate"]
 
 
 class Endpoint:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
+from qgate.models import Role
 from qgate.profile import Profile
 from qgate.runtime.base import Runtime
 
 
 def make_runtime(
     profile: Profile,
-    role: Literal["reference", "candidate"],
+    role: Role,
     model_path: Path,
     run_dir: Path,
 ) -> Runtime:

@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Literal, Self
 
 from qgate.errors import RuntimeFailure
+from qgate.models import Role
 from qgate.profile import EngineArgValue, Profile
 from qgate.runtime import command as cmd
 from qgate.runtime import effective, http, process
@@ -20,8 +21,6 @@ from qgate.runtime.base import EffectiveConfig
 from qgate.runtime.causes import root_cause_in
 from qgate.runtime.redact import redact_argv, redact_env, redact_text, secret_values
 from qgate.runtime.waiting import startup_progress
-
-Role = Literal["reference", "candidate"]
 
 # Inherited variables that change what the engine does; recorded with the overlay.
 _ENGINE_ENV_PREFIXES = (
