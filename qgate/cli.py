@@ -110,7 +110,7 @@ def main(ctx: click.Context, debug: bool) -> None:
 def validate(profiles: tuple[Path, ...], skip_files: bool) -> None:
     """Check profile files without running anything; exit 2 if any is invalid."""
     from qgate.cliutil import echo_error
-    from qgate.profile import load_profile
+    from qgate.profile_loader import load_profile
 
     bad = 0
     for path in profiles:

@@ -11,48 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
 
-from qgate.errors import ExitCode
 from qgate.perf.records import ScenarioRun
-from qgate.quality.records import Verdict
 from qgate.quality.stage import QualityOutput
-from qgate.report.model import OverallVerdict, PerfStatus
+from qgate.run_options import RunOptions, RunOutcome
 
-
-@dataclass
-class RunOptions:
-    """What `qgate run` was asked to do."""
-
-    profile: Path
-    out_root: Path = Path("qgate-runs")
-    key: Path | None = None
-    cache_dir: Path | None = None
-    refresh_reference: bool = False
-    trust_cache_keys: tuple[Path, ...] = ()
-    strict_cache: bool = False
-    skip_perf: bool = False
-    force_perf: bool = False
-    progress: bool = True
-
-
-@dataclass
-class RunOutcome:
-    """Where the report is, the verdict, and what to tell people."""
-
-    run_dir: Path
-    envelope: Path
-    verdict: OverallVerdict
-    exit_code: ExitCode
-    verdicts: list[Verdict]
-    perf_status: PerfStatus
-    headline: list[str] = field(default_factory=list)
-    engine_warnings: list[str] = field(default_factory=list)
-    public_key: Path | None = None
-    reference_cached: bool = False
-    warnings: list[str] = field(default_factory=list)
-    capability_notes: list[str] = field(default_factory=list)
+__all__ = ["RunOptions", "RunOutcome", "StageClock", "run"]
 
 
 class StageClock:

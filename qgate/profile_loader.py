@@ -375,3 +375,14 @@ def load_profile_file(path: str | Path, check_files: bool = True) -> LoadedProfi
     return LoadedProfile(
         profile=profile, path=absolute, sha256=sha256_bytes(raw), raw_text=text
     )
+
+
+def load_profile(path: str | Path, check_files: bool = True) -> Profile:
+    """Load and validate a profile file; raise ProfileError listing every problem.
+
+    Each problem is one line `FILE:LINE KEY.PATH: message`. Relative paths in
+    the profile are resolved against the profile file's folder. Use
+    `load_profile_file` to also get the absolute path, the sha256 of the exact
+    bytes read and the text.
+    """
+    return load_profile_file(path, check_files).profile

@@ -18,7 +18,9 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from qgate.profile_base import KeyIssue, Strict
 
 Better = Literal["lower", "higher"]
 
@@ -79,11 +81,7 @@ PublishedMetric = Literal[
 KeyIssues = list[tuple[tuple[str | int, ...], str]]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
-
-
-class PerfGate(_Strict):
+class PerfGate(Strict):
     """A limit on one candidate/reference ratio, judged on its bootstrap 95% interval.
 
     The conservative rule: the candidate must show it meets the limit, so
@@ -117,8 +115,6 @@ class PerfGate(_Strict):
 
     @model_validator(mode="after")
     def _one_limit(self) -> Self:
-        from qgate.profile import KeyIssue
-
         better = COMPARED[self.metric][1]
         issues: KeyIssues = []
         if self.min_ratio is None and self.max_ratio is None:
@@ -144,7 +140,7 @@ class PerfGate(_Strict):
         return self
 
 
-class PublishedFigure(_Strict):
+class PublishedFigure(Strict):
     """A published figure shown beside the measured one (display only, never a gate)."""
 
     source: str = Field(min_length=1, description="Where it was published (URL or citation).")

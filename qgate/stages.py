@@ -22,13 +22,13 @@ from qgate.errors import BadInput, ExitCode
 from qgate.models import Role
 from qgate.perf.probes import Probe
 from qgate.perf.records import ScenarioRun
-from qgate.pipeline import RunOptions, RunOutcome
 from qgate.profile import ANSWER_MAX_TOKENS, Profile
 from qgate.quality.cache import ReferenceCache
 from qgate.quality.records import DivergenceRun, Verdict
 from qgate.quality.stage import QualityOutput
 from qgate.report.keys import LoadedSigner
 from qgate.report.model import PerfStatus, ReferenceProvenance, Report
+from qgate.run_options import RunOptions, RunOutcome
 from qgate.runtime.base import Runtime
 from qgate.runtime.capabilities import Selection
 from qgate.runtime.fingerprint import Fingerprint
@@ -90,7 +90,7 @@ def _resolve_model(profile: Profile) -> Path:
 def prepare(opts: RunOptions) -> RunContext:
     """Load the profile, resolve (and where asked, emulate) the checkpoint, make the run folder."""
     from qgate.embedded import cache_root
-    from qgate.profile import load_profile_file
+    from qgate.profile_loader import load_profile_file
     from qgate.report.files import new_run_dir
     from qgate.report.keys import load_signer
     from qgate.runtime.capabilities import probe_cpu, select_runtimes

@@ -77,7 +77,7 @@ def perf(
     if api_key_env is not None and key_env_problem(api_key_env):
         raise BadInput(f"--api-key-env: {key_env_problem(api_key_env)}")
     if profile is not None:
-        from qgate.profile import load_profile
+        from qgate.profile_loader import load_profile
 
         # Only the perf section's files matter here; the model may live on the server's machine.
         loaded = load_profile(profile, check_files=False)

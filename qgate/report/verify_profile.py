@@ -100,8 +100,7 @@ def _normal(profile_json: dict[str, Any]) -> dict[str, Any]:
 
 def match_profile(embedded: dict[str, Any], file: Path) -> ProfileMatch:
     """Load FILE as `run` does and require the report's embedded profile to equal it."""
-    from qgate.profile import load_profile_file
-    from qgate.profile_loader import parse_profile_text
+    from qgate.profile_loader import load_profile_file, parse_profile_text
 
     # ProfileError (exit 2) for a bad file; the files it names need not exist on the
     # auditor's machine (the checkpoint is checked by --model, by digest)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from qgate.errors import BadInput
-from qgate.profile import EngineArgValue
+from qgate.profile_base import EngineArgValue
 
 # vLLM's boolean flags are argparse.BooleanOptionalAction (so `False` is
 # `--no-flag`), except these few store_true frontend flags, where False is

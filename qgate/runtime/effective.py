@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import Field
 
 from qgate.models import Record
-from qgate.profile import EngineArgValue
+from qgate.profile_base import EngineArgValue
 
 _CONFIG_RE = re.compile(
     r"Initializing a V1 LLM engine \(v(?P<version>[^)]+)\) with config: (?P<config>.*)$",

@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from qgate.cli import main
 from qgate.errors import BadInput, ProfileError
-from qgate.profile import Profile, load_profile, load_profile_file
-from qgate.profile_loader import format_path, profile_sha256
+from qgate.profile import Profile
+from qgate.profile_loader import format_path, load_profile, load_profile_file, profile_sha256
 
 PROFILES = Path(__file__).parent / "profiles"
 

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from qgate.cli import main
-from qgate.profile import load_profile
+from qgate.profile_loader import load_profile
 from qgate.profile_perf import COMPARED, GateMetric, is_preview, run_names
 
 BASE = """\

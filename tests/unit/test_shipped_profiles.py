@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from qgate.profile import load_profile
+from qgate.profile_loader import load_profile
 
 PROFILES = sorted((Path(__file__).resolve().parents[2] / "precision_profiles").glob("*.yaml"))
 

@@ -389,7 +389,7 @@ def test_redacted_values_match_the_profile_they_came_from(case: Case) -> None:
 def test_profile_with_relative_paths_moved_to_another_folder(
     case: Case, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from qgate.profile import load_profile_file
+    from qgate.profile_loader import load_profile_file
 
     data = json.loads(json.dumps(PROFILE))
     data["quality"]["math"]["set"] = "sets/math.jsonl"

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from qgate.errors import BadInput
-from qgate.profile import Profile, load_profile
+from qgate.profile import Profile
+from qgate.profile_loader import load_profile
 from qgate.runtime import capabilities
 from qgate.runtime.capabilities import CpuCaps, probe_cpu, select_runtimes
 
