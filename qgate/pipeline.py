@@ -36,7 +36,7 @@ class StageClock:
 
 def run(opts: RunOptions) -> RunOutcome:
     """Run the whole pipeline for one profile."""
-    from qgate import stages
+    from qgate import run_stages as stages
     from qgate.quality.gates import evaluate_quality, overall_passed
     from qgate.report.verdict import perf_status
     from qgate.runtime.scales import kv_scale_verdicts

@@ -1,6 +1,6 @@
 """The signed report: model, DSSE/in-toto signing, verification, rendered views.
 
-How a run produces its report (what `qgate.stages.report` does)::
+How a run produces its report (what `qgate.run_report.report` does)::
 
     from qgate.report.files import new_run_dir, atomic_write, artifact_digests
     from qgate.report.keys import load_signer, signer_notice      # -> LoadedSigner

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from qgate import stages
+from qgate import run_reference as stages
 from qgate.profile import Profile
 from qgate.report.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
 
