@@ -48,7 +48,7 @@ from qgate.quality.cache_auth import (
     record_provenance,
     sign_entry,
 )
-from qgate.quality.divergence_suite import ScoreSet
+from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.records import SuiteRun
 from qgate.report.model import ReferenceProvenance
 from qgate.runtime.base import EffectiveConfig

@@ -13,6 +13,9 @@ times and the reference's results are cached:
 3. `build_divergence_run` compares the two `ScoreSet`s with the pure math of
    `qgate.quality.divergence`.
 
+The corpus and the records of these steps live in
+qgate/quality/divergence_data.py (re-exported here).
+
 Prompts are raw completions of the corpus text, not chat-templated: the goal
 is to compare next-token distributions on identical tokens, and a template
 adds nothing but tokens. Intermediate results are pydantic models so the
@@ -22,105 +25,46 @@ reference's scores can be cached and replayed.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
-
 from qgate.errors import BadInput, InfrastructureError
-from qgate.models import Record, Role
+from qgate.models import Role
 from qgate.profile import DivergenceSuite
 from qgate.quality.divergence import position_divergence
+from qgate.quality.divergence_data import (
+    Continuation,
+    CorpusPrompt,
+    ScoreSet,
+    SequenceScores,
+    default_corpus,
+    load_corpus,
+    sha256_text,
+)
 from qgate.quality.records import DivergenceRun, DivergenceSequence
 from qgate.runtime.http import root_url
 
+__all__ = [
+    "Continuation",
+    "CorpusPrompt",
+    "ScoreSet",
+    "SequenceScores",
+    "build_divergence_run",
+    "candidate_scores",
+    "continuations_of",
+    "default_corpus",
+    "generate_continuations",
+    "load_corpus",
+    "reference_scores",
+    "run_scores",
+    "score",
+    "sha256_text",
+]
+
 if TYPE_CHECKING:
     import aiohttp
-
-
-class CorpusPrompt(Record):
-    """One line of the divergence corpus."""
-
-    id: str = Field(description="Stable prompt id.")
-    prompt: str = Field(description="Raw text sent as a completion prompt.")
-
-
-class Continuation(Record):
-    """A corpus prompt and the reference's greedy continuation, as token ids."""
-
-    id: str = Field(description="Corpus prompt id.")
-    prompt_sha256: str = Field(description="sha256 of the prompt text.")
-    prompt_ids: list[int] = Field(description="Prompt token ids from the reference's /tokenize.")
-    token_ids: list[int] = Field(description="Greedy continuation token ids.")
-
-
-class SequenceScores(Record):
-    """One runtime's top-k logprobs at every continuation position of one sequence."""
-
-    id: str = Field(description="Corpus prompt id.")
-    prompt_sha256: str = Field(description="sha256 of the prompt text.")
-    prompt_ids: list[int] = Field(description="Prompt token ids scored.")
-    token_ids: list[int] = Field(description="Continuation token ids scored.")
-    top_ids: list[list[int]] = Field(description="Per continuation position: token ids reported.")
-    top_logprobs: list[list[float]] = Field(
-        description="Per continuation position: logprobs of `top_ids`, same order."
-    )
-
-
-class ScoreSet(Record):
-    """One runtime's scores of every continuation (cacheable for the reference)."""
-
-    role: Role = Field(description="Which runtime scored.")
-    data_sha256: str = Field(description="sha256 of the corpus file.")
-    top_k: int = Field(description="prompt_logprobs requested.")
-    tokens: int = Field(description="Continuation length requested.")
-    sequences: list[SequenceScores] = Field(description="Per-sequence scores, in corpus order.")
-    wall_s: float = Field(default=0.0, description="Wall time of generation plus scoring.")
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def default_corpus() -> Path:
-    """The shipped corpus, evals/divergence/corpus.jsonl."""
-    from qgate.quality.data import evals_root
-
-    return evals_root() / "divergence" / "corpus.jsonl"
-
-
-def load_corpus(path: Path | None, sequences: int) -> tuple[list[CorpusPrompt], str]:
-    """The first `sequences` prompts of a JSONL corpus and the sha256 of the whole file.
-
-    Lines need `id` and `prompt`; other keys (e.g. `kind`) are ignored.
-    """
-    path = default_corpus() if path is None else path
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise BadInput(f"divergence corpus {path}: {exc.strerror or exc}") from exc
-    prompts: list[CorpusPrompt] = []
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"divergence corpus {path}: not UTF-8 text ({exc.reason})") from None
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-            prompts.append(CorpusPrompt(id=obj["id"], prompt=obj["prompt"]))
-        except (ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise BadInput(f"divergence corpus {path}:{lineno}: not a {{id, prompt}} line") from exc
-        if len(prompts) == sequences:
-            break
-    if len(prompts) < sequences:
-        raise BadInput(f"divergence corpus {path}: {len(prompts)} prompts, {sequences} asked")
-    return prompts, hashlib.sha256(raw).hexdigest()
 
 
 async def _post(

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from qgate.models import Record, Role
 from qgate.profile import Profile, QualitySpec
-from qgate.quality.divergence_suite import ScoreSet
+from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.records import SuiteRun
 from qgate.runtime.base import EffectiveConfig, Runtime
 
@@ -49,7 +49,7 @@ def max_model_len_of(profile: Profile, role: Role) -> int | None:
 
 def data_digests(spec: QualitySpec, max_model_len: int | None) -> dict[str, str]:
     """Suite id -> sha256 of what defines its prompts (the reference cache keys on these)."""
-    from qgate.quality.divergence_suite import load_corpus
+    from qgate.quality.divergence_data import load_corpus
     from qgate.quality.lmeval_suite import lm_eval_data_sha256
     from qgate.quality.math_suite import math_data_sha256
     from qgate.quality.recall_suite import recall_data_sha256

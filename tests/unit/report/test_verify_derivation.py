@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from qgate.report.verify import _covers
+from qgate.report.verify_recompute import _covers
 
 ROW = {"metric": "tpot_ms.p50", "ratio": 0.71, "ci_low": 0.6, "ci_high": 0.8, "resamples": 2000,
        "seed": 0}  # fmt: skip

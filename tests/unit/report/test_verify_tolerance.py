@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from qgate.report.verify import _same
+from qgate.report.verify_recompute import _same
 
 
 def test_last_bit_differences_pass() -> None:
