@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from pathlib import Path
 from types import TracebackType
 from typing import Literal, Protocol, Self
@@ -88,3 +89,40 @@ class Runtime(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+
+class Lifecycle(ABC):
+    """The context-manager lifecycle every engine kind shares.
+
+    `with runtime:` starts it and waits until it is ready; a start that fails
+    half-way stops what was started; leaving the block always stops it.
+    """
+
+    @abstractmethod
+    def start(self) -> None:
+        """Launch (or find) the server."""
+
+    @abstractmethod
+    def wait_ready(self) -> None:
+        """Block until the server answers, or raise RuntimeFailure."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop what was started; safe to call more than once."""
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -8,19 +8,18 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 from qgate.errors import BadInput, RuntimeFailure
 from qgate.models import Role
 from qgate.profile import EndpointSpec, Profile
 from qgate.profile_checks import shown_env_name
 from qgate.runtime import effective, http
-from qgate.runtime.base import EffectiveConfig
+from qgate.runtime.base import EffectiveConfig, Lifecycle
 from qgate.runtime.redact import redact_text
 
 
-class Endpoint:
+class Endpoint(Lifecycle):
     """A server named by base URL; the API key stays in its environment variable."""
 
     kind: Literal["endpoint"] = "endpoint"
@@ -154,16 +153,3 @@ class Endpoint:
 
     def stop(self) -> None:
         """Nothing to stop: qgate does not own an endpoint."""
-
-    def __enter__(self) -> Self:
-        self.start()
-        self.wait_ready()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -4,23 +4,24 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Literal, Self
+from typing import Literal
 
 from qgate.errors import RuntimeFailure
 from qgate.models import Role
 from qgate.profile import EngineArgValue, Profile
 from qgate.runtime import command as cmd
 from qgate.runtime import effective, http, process
-from qgate.runtime.base import EffectiveConfig
+from qgate.runtime.base import EffectiveConfig, Lifecycle
 from qgate.runtime.causes import root_cause_in
+from qgate.runtime.ports import free_port, port_in_use
 from qgate.runtime.redact import redact_argv, redact_env, redact_text, secret_values
 from qgate.runtime.waiting import startup_progress
+
+__all__ = ["VllmServer", "free_port", "port_in_use"]
 
 # Inherited variables that change what the engine does; recorded with the overlay.
 _ENGINE_ENV_PREFIXES = (
@@ -43,26 +44,7 @@ _FATAL_EXIT_GRACE_S = 10.0
 _MAX_PORT_RETRIES = 2
 
 
-def free_port(host: str) -> int:
-    """A port that nothing listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def port_in_use(host: str, port: int) -> bool:
-    """True when binding `host:port` fails (as a server with SO_REUSEADDR would bind it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        # Like uvicorn: a port that only has TIME_WAIT connections is free.
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return True
-    return False
-
-
-class VllmServer:
+class VllmServer(Lifecycle):
     """One vLLM server process group; a context manager that starts, waits and always stops."""
 
     kind: Literal["vllm"] = "vllm"
@@ -381,20 +363,3 @@ class VllmServer:
             self.returncode = code
         # A CPU server stopped by SIGTERM may abort on the way out; that is not a failure.
         self._log_note(f"stopped ({process.describe_status(code)})")
-
-    def __enter__(self) -> Self:
-        try:
-            self.start()
-            self.wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
