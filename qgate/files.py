@@ -1,4 +1,4 @@
-"""File helpers every part of qgate shares: atomic writes and sha256 digests.
+"""File helpers every part of qgate shares: atomic writes, sha256 digests, JSONL bytes.
 
 One home for them, so a run folder, the evals, the reference cache and the
 checkpoint-digest cache all write and hash files the same way.
@@ -9,9 +9,18 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
-__all__ = ["CHUNK", "atomic_write", "sha256_bytes", "sha256_file", "sha256_file_sized"]
+__all__ = [
+    "CHUNK",
+    "atomic_write",
+    "jsonl_bytes",
+    "sha256_bytes",
+    "sha256_file",
+    "sha256_file_sized",
+]
 
 CHUNK = 1 << 20
 
@@ -64,3 +73,18 @@ def sha256_file_sized(path: str | Path) -> tuple[str, int]:
 def sha256_file(path: str | Path) -> str:
     """Hex sha256 of a file, read in 1 MiB chunks."""
     return sha256_file_sized(path)[0]
+
+
+def jsonl_bytes(rows: Iterable[Any], *, ensure_ascii: bool = True) -> bytes:
+    """`rows` as JSONL (UTF-8): one JSON value a line with sorted keys, each line ending in \\n."""
+    import io
+    import json
+    from functools import partial
+
+    import jsonlines
+
+    out = io.StringIO()
+    dumps = partial(json.dumps, sort_keys=True, ensure_ascii=ensure_ascii)
+    with jsonlines.Writer(out, dumps=dumps) as writer:
+        writer.write_all(rows)
+    return out.getvalue().encode()

@@ -7,8 +7,9 @@ corpus mixes instructions, code, arithmetic, prose and lists in a fixed order.
 
 from __future__ import annotations
 
-import json
 import random
+
+from qgate.files import jsonl_bytes
 
 GENERATOR_VERSION = "1"
 CORPUS_SEED = 99
@@ -150,5 +151,4 @@ def generate_corpus(seed: int = CORPUS_SEED, per_kind: int = PER_KIND) -> list[d
 
 def corpus_jsonl(seed: int = CORPUS_SEED) -> bytes:
     """The corpus as JSONL bytes."""
-    lines = [json.dumps(p, sort_keys=True, ensure_ascii=False) for p in generate_corpus(seed)]
-    return ("\n".join(lines) + "\n").encode()
+    return jsonl_bytes(generate_corpus(seed), ensure_ascii=False)

@@ -8,9 +8,10 @@ in every line so a test (or a reader) can recompute them.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
+
+from qgate.files import jsonl_bytes
 
 GENERATOR_VERSION = "1"
 MATH_SEED = 20261130
@@ -186,8 +187,7 @@ def generate_math(seed: int = MATH_SEED) -> list[MathItem]:
 
 def math_jsonl(seed: int = MATH_SEED) -> bytes:
     """The core set as JSONL bytes (one sorted-key object per line)."""
-    lines = [json.dumps(item, sort_keys=True, ensure_ascii=False) for item in generate_math(seed)]
-    return ("\n".join(lines) + "\n").encode()
+    return jsonl_bytes(generate_math(seed), ensure_ascii=False)
 
 
 _SYSTEMS = [

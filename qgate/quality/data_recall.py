@@ -15,6 +15,8 @@ import json
 import random
 from dataclasses import dataclass
 
+from qgate.files import jsonl_bytes
+
 GENERATOR_VERSION = "2"
 RECALL_CHARS_SEED = 4242
 RECALL_CHARS_LENGTH = 4000
@@ -214,7 +216,7 @@ def recall_chars_jsonl(
 ) -> bytes:
     """A fixed recall set sized by characters (~1k tokens), for lm-eval without a tokenizer."""
     vocab = load_vocabulary(vocabulary_json())
-    lines: list[str] = []
+    items: list[dict[str, str]] = []
     for h in range(haystacks):
         for depth in depths:
             rng = haystack_rng(seed, length_chars, h, depth)
@@ -231,5 +233,5 @@ def recall_chars_jsonl(
                 "question": needles[0].question,
                 "answer": needles[0].symbol,
             }
-            lines.append(json.dumps(item, sort_keys=True))
-    return ("\n".join(lines) + "\n").encode()
+            items.append(item)
+    return jsonl_bytes(items)
