@@ -22,8 +22,6 @@ so an interrupted build never leaves a half-written checkpoint behind.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import shutil
 import time
@@ -36,6 +34,7 @@ from pydantic import Field
 
 from qgate import __version__
 from qgate.errors import BadInput
+from qgate.files import sha256_json
 from qgate.models import Record
 from qgate.profile import WeightEmulation
 
@@ -216,7 +215,7 @@ def cache_key(src: Path, spec: WeightEmulation) -> str:
         "files": _source_files(src),
         "spec": _spec_key(spec),
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return sha256_json(payload)
 
 
 def output_folder(src: Path, spec: WeightEmulation, cache_root: Path) -> Path:

@@ -20,6 +20,8 @@ __all__ = [
     "sha256_bytes",
     "sha256_file",
     "sha256_file_sized",
+    "sha256_json",
+    "sha256_text",
 ]
 
 CHUNK = 1 << 20
@@ -57,6 +59,18 @@ def atomic_write(path: str | Path, data: bytes, mode: int = 0o644) -> Path:
 def sha256_bytes(data: bytes) -> str:
     """Hex sha256 of bytes."""
     return hashlib.sha256(data).hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    """Hex sha256 of text encoded as UTF-8."""
+    return sha256_bytes(text.encode("utf-8"))
+
+
+def sha256_json(value: Any) -> str:
+    """Hex sha256 of `json.dumps(value, sort_keys=True)`: the digest of a data view."""
+    import json
+
+    return sha256_text(json.dumps(value, sort_keys=True))
 
 
 def sha256_file_sized(path: str | Path) -> tuple[str, int]:

@@ -24,7 +24,6 @@ report.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import shutil
@@ -35,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, ValidationError
 
 from qgate.errors import BadInput, VerificationFailed
-from qgate.files import atomic_write
+from qgate.files import atomic_write, sha256_bytes
 from qgate.models import Record
 from qgate.profile import QualitySpec
 from qgate.quality.cache_auth import (
@@ -153,7 +152,7 @@ def reference_key_inputs(
 
 def reference_cache_key(**inputs: Any) -> str:
     """sha256 hex of the canonical JSON of `reference_key_inputs(**inputs)`."""
-    return hashlib.sha256(canonical_json(reference_key_inputs(**inputs))).hexdigest()
+    return sha256_bytes(canonical_json(reference_key_inputs(**inputs)))
 
 
 class ReferenceCache:
@@ -194,7 +193,7 @@ class ReferenceCache:
         except OSError as exc:
             raise VerificationFailed(f"envelope unreadable ({exc.strerror or exc})") from None
         st = entry_statement(envelope, self.trusted)
-        if hashlib.sha256(payload).hexdigest() != st.payload_sha256:
+        if sha256_bytes(payload) != st.payload_sha256:
             raise VerificationFailed("the payload is not the one its signature covers")
         if st.cache_key != key:
             raise VerificationFailed("the signature is for another cache key")

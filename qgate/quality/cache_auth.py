@@ -6,7 +6,6 @@ reference provenance without importing the quality stage's machinery.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from qgate.errors import BadInput, VerificationFailed
+from qgate.files import sha256_bytes
 from qgate.models import Record
 from qgate.report.model import ReferenceProvenance
 
@@ -88,7 +88,7 @@ def sign_entry(
     created = created_at or datetime.now(UTC).isoformat(timespec="seconds")
     statement = {
         "_type": STATEMENT_TYPE,
-        "subject": [{"name": PAYLOAD, "digest": {"sha256": hashlib.sha256(payload).hexdigest()}}],
+        "subject": [{"name": PAYLOAD, "digest": {"sha256": sha256_bytes(payload)}}],
         "predicateType": ENTRY_PREDICATE_TYPE,
         "predicate": {"cache_key": key, "format": CACHE_FORMAT, "created_at": created,
                       "qgate_version": __version__},

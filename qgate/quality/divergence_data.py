@@ -7,13 +7,13 @@ is cached and replayed). The HTTP steps live in qgate/quality/divergence_suite.p
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from pydantic import Field
 
 from qgate.errors import BadInput
+from qgate.files import sha256_bytes, sha256_text
 from qgate.models import Record, Role
 
 __all__ = [
@@ -67,10 +67,6 @@ class ScoreSet(Record):
     wall_s: float = Field(default=0.0, description="Wall time of generation plus scoring.")
 
 
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def default_corpus() -> Path:
     """The shipped corpus, evals/divergence/corpus.jsonl."""
     from qgate.quality.data import evals_root
@@ -105,4 +101,4 @@ def load_corpus(path: Path | None, sequences: int) -> tuple[list[CorpusPrompt], 
             break
     if len(prompts) < sequences:
         raise BadInput(f"divergence corpus {path}: {len(prompts)} prompts, {sequences} asked")
-    return prompts, hashlib.sha256(raw).hexdigest()
+    return prompts, sha256_bytes(raw)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from qgate.errors import BadInput, InfrastructureError
-from qgate.files import sha256_file
+from qgate.files import sha256_file, sha256_json
 from qgate.models import Role
 from qgate.profile import LmEvalTask
 from qgate.quality.data import evals_root
@@ -125,7 +125,7 @@ def lm_eval_data_sha256(task: LmEvalTask) -> str:
             split: sha256_file(path) if path.is_file() else None
             for split, path in sorted(_data_files(yaml_path).items())
         }
-    return hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
+    return sha256_json(view)
 
 
 @contextmanager

@@ -10,7 +10,6 @@ cut to a token budget with the served model's own tokenizer (/tokenize and
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qgate.errors import BadInput
-from qgate.files import sha256_bytes
+from qgate.files import sha256_bytes, sha256_json, sha256_text
 from qgate.models import Role
 from qgate.profile import MathSuite
 from qgate.quality.data import evals_root, read_eval_file
@@ -118,7 +117,7 @@ def math_data_sha256(
         view["preamble_tokens"] = long_budget(
             long_tokens or spec.long_tokens, max_model_len, spec.max_tokens
         )
-    return hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
+    return sha256_json(view)
 
 
 async def fit_to_tokens(client: SuiteClient, text: str, tokens: int) -> tuple[str, str]:
@@ -148,7 +147,7 @@ def _records(
         records.append(
             ItemRecord(
                 id=item.id,
-                prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
+                prompt_sha256=sha256_text(prompt),
                 output=out.text,
                 answer=answer,
                 expected=str(item.answer),

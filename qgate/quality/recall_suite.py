@@ -9,13 +9,11 @@ the runtime's max_model_len are clipped, and the params of the run say so.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from dataclasses import dataclass
 
 from qgate.errors import BadInput
-from qgate.files import sha256_bytes
+from qgate.files import sha256_bytes, sha256_json, sha256_text
 from qgate.models import Role
 from qgate.profile import RecallSuite
 from qgate.quality import data_recall
@@ -70,7 +68,7 @@ def recall_data_sha256(spec: RecallSuite, length: int, *, max_model_len: int | N
         "haystacks": spec.haystacks,
         "haystack_tokens": built,
     }
-    return hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
+    return sha256_json(view)
 
 
 class _Sizer:
@@ -182,7 +180,7 @@ async def run_recall(
                 records.append(
                     ItemRecord(
                         id=item.id,
-                        prompt_sha256=hashlib.sha256(item.prompt.encode()).hexdigest(),
+                        prompt_sha256=sha256_text(item.prompt),
                         output=out.text,
                         answer=answer,
                         expected=item.symbol,

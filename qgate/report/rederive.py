@@ -158,9 +158,9 @@ def _check_math_set(run: SuiteRun, profile: Profile, out: Rederived) -> None:
 
 
 def _sha256(text: str) -> str:
-    import hashlib
+    from qgate.files import sha256_text
 
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256_text(text)
 
 
 def _task_of(profile: Profile, name: str) -> LmEvalTask | None:

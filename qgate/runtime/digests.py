@@ -6,7 +6,6 @@ while the file's size and mtime_ns are unchanged.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from qgate.files import CHUNK as CHUNK
-from qgate.files import atomic_write, sha256_file
+from qgate.files import atomic_write, sha256_file, sha256_text
 from qgate.models import Record
 
 _CACHE_VERSION = 1
@@ -88,4 +87,4 @@ def checkpoint_digests(model_dir: Path, cache_path: Path) -> list[FileDigest]:
 def tree_digest(files: list[FileDigest]) -> str:
     """One sha256 over the sorted (sha256, path) list: a checkpoint's identity."""
     lines = "".join(f"{f.sha256}  {f.path}\n" for f in sorted(files, key=lambda f: f.path))
-    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
+    return sha256_text(lines)
