@@ -8,7 +8,6 @@ when a later stage fails or is interrupted.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from collections.abc import Iterator, Sequence
@@ -233,13 +232,16 @@ def perf_on(
     ctx: RunContext, runtime: Runtime, role: Role, quality: QualityOutput
 ) -> list[ScenarioRun]:
     """Every perf scenario on one started runtime; raw records saved at once."""
+    from qgate.perf.client import run_loop
     from qgate.perf.runner import run_scenarios
     from qgate.quality.stage import runtime_headers
 
     spec = ctx.profile.perf
     assert spec is not None
     math = ctx.profile.quality.math
-    runs = asyncio.run(
+    # The same event loop (uvloop when installed) as `qgate perf`: the fidelity measured
+    # by perf/bench_client_fidelity.py is the fidelity shipped.
+    runs = run_loop(
         run_scenarios(
             runtime.base_url,
             runtime.served_model,
