@@ -22,9 +22,11 @@ Per request: TTFT error = measured TTFT (client send -> first content chunk
 read) - true TTFT (server arrival -> first chunk written) = delivery (client
 send -> server arrival: connection set-up for vLLM's client, the server's
 accept and parse backlog) + receive lag (first chunk written -> read by the
-client). Receive lag is also given over every chunk. The table shows, per
-client and level, the median over repetitions of each figure (and the range
-of the TTFT-error p50 and p99 over repetitions).
+client). Receive lag is also given over every chunk. Server loop lag (how
+late the mock's own 2 ms timer fired during the run) shows how much of
+delivery is the server's busy event loop rather than the client. The table
+shows, per client and level, the median over repetitions of each figure (and
+the range of the TTFT-error p50 and p99 over repetitions).
 
 `--qgate-src DIR` imports qgate from another tree (e.g. `git archive` of an
 older commit) to measure before/after with the same script. `--progress`
@@ -90,9 +92,13 @@ class ServerLog:
         deadline = time.monotonic() + 10
         while True:
             self.rows = {}
+            self.lags: list[tuple[int, int]] = []
             for line in self.path.read_text().splitlines():
                 o = json.loads(line)
-                self.rows[o["n"]] = o
+                if "loop_lag" in o:
+                    self.lags += [(t, lag) for t, lag in o["loop_lag"]]
+                else:
+                    self.rows[o["n"]] = o
             if all(t in self.rows for t in tags) or time.monotonic() > deadline:
                 return self.rows
             time.sleep(0.2)
@@ -223,8 +229,13 @@ def score(seen: list[Seen], log: ServerLog) -> dict[str, float]:
         delivery.append((recv - sent) / 1e6)
         lag1.append((reads[0] - writes[0]) / 1e6)
         lag_all += [(r - w) / 1e6 for r, w in zip(reads, writes, strict=False)]
+    start = min((s for s, _, _ in seen), default=0)
+    end = max((r[-1] for _, r, _ in seen), default=0)
+    loop_lag = [lag / 1e6 for t, lag in log.lags if start <= t <= end]
     return {
         "n": len(err),
+        "srvlag50": pct(loop_lag, 50),
+        "srvlag99": pct(loop_lag, 99),
         "err50": pct(err, 50),
         "err99": pct(err, 99),
         "deliv50": pct(delivery, 50),
@@ -283,7 +294,8 @@ def main() -> None:
                         print(
                             f"rep {rep} {c:15s} c={level:4d} n={s['n']:4.0f} load {load:5.2f}  "
                             f"TTFT err p50 {s['err50']:+8.2f} p99 {s['err99']:+8.2f}  "
-                            f"delivery p50 {s['deliv50']:7.2f}  recv lag first p50 "
+                            f"delivery p50 {s['deliv50']:7.2f} (server loop lag p50 "
+                            f"{s['srvlag50']:5.2f} p99 {s['srvlag99']:6.2f})  recv lag first p50 "
                             f"{s['lag50']:7.2f} p99 {s['lag99']:7.2f}  all p50 "
                             f"{s['lagall50']:7.2f} p99 {s['lagall99']:7.2f}  {rate:6.1f} req/s",
                             flush=True,
@@ -294,10 +306,10 @@ def main() -> None:
     )
     head = (
         "| client | streams | TTFT err p50 (range) | TTFT err p99 (range) | delivery p50 | "
-        "recv lag 1st p50/p99 | recv lag all p50/p99 | req/s | load |"
+        "server loop lag p50/p99 | recv lag 1st p50/p99 | recv lag all p50/p99 | req/s | load |"
     )
     print(head)
-    print("|" + "---|" * 9)
+    print("|" + "---|" * 10)
     for level in a.levels:
         for c in clients:
             rs = results.get((c, level), [])
@@ -313,6 +325,7 @@ def main() -> None:
             print(
                 f"| {c} | {level} | {med('err50'):+.2f} ({rng('err50')}) | "
                 f"{med('err99'):+.2f} ({rng('err99')}) | {med('deliv50'):.2f} | "
+                f"{med('srvlag50'):.2f}/{med('srvlag99'):.2f} | "
                 f"{med('lag50'):.2f}/{med('lag99'):.2f} | {med('lagall50'):.2f}/"
                 f"{med('lagall99'):.2f} | {med('rate'):.1f} | {med('load'):.1f} |"
             )

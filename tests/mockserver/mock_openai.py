@@ -19,7 +19,8 @@ Every response carries an OpenAI `id` (`cmpl-mock-<n>`). With `--log PATH`
 the server appends one JSON line per finished request, `{"n", "recv_ns",
 "writes_ns"}` (each content chunk's time just after its write returned), and
 the first token's text is `r<n>`, so any client's record (or generated text)
-can be matched with what the server did.
+can be matched with what the server did; lines `{"loop_lag": [[t, ns], ...]}`
+give how late a 2 ms timer fired on the server's event loop.
 Prefix caching is simulated on 16-token blocks so /metrics reports
 `vllm:prefix_cache_queries_total` and `vllm:prefix_cache_hits_total`.
 """
@@ -211,7 +212,22 @@ async def serve(host: str, port: int, state: State) -> None:
     site = web.SockSite(runner, sock, backlog=4096)
     await site.start()
     print(f"PORT {sock.getsockname()[1]}", flush=True)
+    if state.log is not None:
+        await sample_loop_lag(state.log)
     await asyncio.Event().wait()
+
+
+async def sample_loop_lag(log: Any, period_s: float = 0.002) -> None:
+    """Log how late a 2 ms timer fires: the server's own event-loop delay, which a newly
+    arrived request also waits (so a client's measured delivery time can be split)."""
+    samples: list[list[int]] = []
+    while True:
+        t = time.perf_counter_ns()
+        await asyncio.sleep(period_s)
+        samples.append([t, time.perf_counter_ns() - t - int(period_s * 1e9)])
+        if len(samples) >= 250:
+            log.write(json.dumps({"loop_lag": samples}) + "\n")
+            samples = []
 
 
 def main() -> None:
