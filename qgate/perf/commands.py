@@ -69,7 +69,7 @@ THIN_P99 = 100  # fewer values than this and p99 is about the maximum, not a per
     default=None,
     help=f"Measured requests per level (without a profile). Default: max({THIN_P99}, 2 x the "
     f"largest concurrency), enough for the p99 printed; with fewer than {THIN_P99} the "
-    "table says p99 is not meaningful.",
+    "output notes that p99 is not meaningful.",
 )
 @click.option(
     "--warmup",
