@@ -217,6 +217,11 @@ def score(seen: list[Seen], log: ServerLog) -> dict[str, float]:
     rows = log.get([t for _, _, t in seen])
     err: list[float] = []
     delivery: list[float] = []
+    # Steady state: requests sent after the first response had ended, i.e. not part of the
+    # opening burst whose connection set-up and accept backlog the server pays for.
+    first_end = min((r[-1] for _, r, _ in seen), default=0)
+    steady_err: list[float] = []
+    steady_deliv: list[float] = []
     lag1: list[float] = []
     lag_all: list[float] = []
     for sent, reads, tag in seen:
@@ -227,6 +232,9 @@ def score(seen: list[Seen], log: ServerLog) -> dict[str, float]:
         true_ttft = writes[0] - recv
         err.append(((reads[0] - sent) - true_ttft) / 1e6)
         delivery.append((recv - sent) / 1e6)
+        if sent > first_end:
+            steady_err.append(err[-1])
+            steady_deliv.append(delivery[-1])
         lag1.append((reads[0] - writes[0]) / 1e6)
         lag_all += [(r - w) / 1e6 for r, w in zip(reads, writes, strict=False)]
     start = min((s for s, _, _ in seen), default=0)
@@ -234,6 +242,10 @@ def score(seen: list[Seen], log: ServerLog) -> dict[str, float]:
     loop_lag = [lag / 1e6 for t, lag in log.lags if start <= t <= end]
     return {
         "n": len(err),
+        "steady_n": len(steady_err),
+        "steady50": pct(steady_err, 50),
+        "steady99": pct(steady_err, 99),
+        "steadydeliv50": pct(steady_deliv, 50),
         "srvlag50": pct(loop_lag, 50),
         "srvlag99": pct(loop_lag, 99),
         "err50": pct(err, 50),
@@ -297,7 +309,9 @@ def main() -> None:
                             f"delivery p50 {s['deliv50']:7.2f} (server loop lag p50 "
                             f"{s['srvlag50']:5.2f} p99 {s['srvlag99']:6.2f})  recv lag first p50 "
                             f"{s['lag50']:7.2f} p99 {s['lag99']:7.2f}  all p50 "
-                            f"{s['lagall50']:7.2f} p99 {s['lagall99']:7.2f}  {rate:6.1f} req/s",
+                            f"{s['lagall50']:7.2f} p99 {s['lagall99']:7.2f}  {rate:6.1f} req/s"
+                            f"  | steady n={s['steady_n']:.0f} TTFT err p50 {s['steady50']:+7.2f}"
+                            f" p99 {s['steady99']:+7.2f} delivery p50 {s['steadydeliv50']:6.2f}",
                             flush=True,
                         )
     print(
@@ -310,6 +324,7 @@ def main() -> None:
     )
     print(head)
     print("|" + "---|" * 10)
+    print_steady(a.levels, clients, results)
     for level in a.levels:
         for c in clients:
             rs = results.get((c, level), [])
@@ -329,6 +344,27 @@ def main() -> None:
                 f"{med('lag50'):.2f}/{med('lag99'):.2f} | {med('lagall50'):.2f}/"
                 f"{med('lagall99'):.2f} | {med('rate'):.1f} | {med('load'):.1f} |"
             )
+
+
+def print_steady(
+    levels: list[int], clients: list[str], results: dict[tuple[str, int], list[dict[str, float]]]
+) -> None:
+    """The same medians for requests sent after the opening burst (see `score`)."""
+    print("Steady state (sent after the first response ended), medians over repetitions, ms:\n")
+    print("| client | streams | requests | TTFT err p50 (range) | TTFT err p99 | delivery p50 |")
+    print("|" + "---|" * 6)
+    for level in levels:
+        for c in clients:
+            rs = results.get((c, level), [])
+            if not rs:
+                continue
+            med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+            lo, hi = min(r["steady50"] for r in rs), max(r["steady50"] for r in rs)
+            print(
+                f"| {c} | {level} | {med['steady_n']:.0f} | {med['steady50']:+.2f} "
+                f"({lo:+.1f}..{hi:+.1f}) | {med['steady99']:+.2f} | {med['steadydeliv50']:.2f} |"
+            )
+    print("\nAll measured requests:\n")
 
 
 if __name__ == "__main__":
