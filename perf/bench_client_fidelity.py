@@ -318,13 +318,13 @@ def main() -> None:
         f"\nMedian of {a.reps} alternating repetitions, ms (TTFT error p50/p99 range over reps);"
         f" load average at the end {os.getloadavg()[0]:.2f}:\n"
     )
+    print_steady(a.levels, clients, results)
     head = (
         "| client | streams | TTFT err p50 (range) | TTFT err p99 (range) | delivery p50 | "
         "server loop lag p50/p99 | recv lag 1st p50/p99 | recv lag all p50/p99 | req/s | load |"
     )
     print(head)
     print("|" + "---|" * 10)
-    print_steady(a.levels, clients, results)
     for level in a.levels:
         for c in clients:
             rs = results.get((c, level), [])
