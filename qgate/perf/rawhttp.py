@@ -5,9 +5,11 @@ coroutine, and at hundreds of concurrent streams on a small machine those
 wake-ups lag the event loop, which shows up as TTFT and ITL error. Here the
 event loop's `data_received` callback only appends (perf_counter_ns, bytes)
 and checks for the end of the response; the coroutine wakes once, when the
-response is complete. HTTP framing (status, headers, chunked encoding) is
-decoded afterwards, keeping each body piece with the time of the read it
-arrived in. perf/bench_client_fidelity.py compares it with aiohttp and httpx.
+response is complete (a request's write reaches the socket at once, on
+uvloop as on asyncio: tests/unit/perf/test_read_path.py). HTTP framing
+(status, headers, chunked encoding) is decoded after the scenario, keeping
+each body piece with the time of the read it arrived in.
+perf/bench_client_fidelity.py measures it against vLLM's client.
 
 Scope: POST with a JSON body, HTTP/1.1 keep-alive, chunked or Content-Length
 or until-close bodies, no TLS, proxies, redirects or compression (https

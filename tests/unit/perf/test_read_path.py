@@ -231,3 +231,42 @@ def test_old_records_without_the_new_fields_still_load() -> None:
     )
     assert run.t0_unix_ns is None
     assert json.loads(run.model_dump_json())["requests"][0]["sent_ns"] == 5
+
+
+@pytest.mark.parametrize("loop_kind", ["uvloop", "asyncio"])
+def test_a_request_reaches_the_socket_at_its_send_stamp(loop_kind: str) -> None:
+    """The send stamp is taken just before `transport.write`: that is only right if the
+    write reaches the socket at once, not when the loop iteration ends."""
+    import socket
+
+    from qgate.perf.rawhttp import _Conn
+
+    if loop_kind == "uvloop":
+        pytest.importorskip("uvloop")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+
+    async def go() -> bytes:
+        loop = asyncio.get_running_loop()
+        _, conn = await loop.create_connection(_Conn, "127.0.0.1", port)
+        peer, _ = server.accept()
+        peer.settimeout(2)
+        try:
+            assert conn.transport is not None
+            conn.transport.write(b"POST / HTTP/1.1\r\n\r\n")
+            # No await in between: the loop cannot have flushed anything for us.
+            return peer.recv(100)
+        except TimeoutError:
+            return b""
+        finally:
+            peer.close()
+            assert conn.transport is not None
+            conn.transport.close()
+
+    try:
+        got = run_loop(go()) if loop_kind == "uvloop" else asyncio.run(go())
+    finally:
+        server.close()
+    assert got == b"POST / HTTP/1.1\r\n\r\n"
