@@ -8,7 +8,6 @@ when a later stage fails or is interrupted.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from collections.abc import Iterator, Sequence
@@ -298,6 +297,7 @@ def perf_on(
     ctx: RunContext, runtime: Runtime, role: Role, quality: QualityOutput
 ) -> list[ScenarioRun]:
     """Every perf scenario on one started runtime; raw records saved at once."""
+    from qgate.perf.client import run_loop
     from qgate.perf.runner import run_scenarios
     from qgate.quality.stage import runtime_headers
     from qgate.runtime.causes import blamed_on
@@ -307,8 +307,10 @@ def perf_on(
     if quality.effective_config is None:  # a preview's reference starts only for perf
         quality.effective_config = runtime.effective_config()
     math = ctx.profile.quality.math
+    # The same event loop (uvloop when installed) as `qgate perf`: the fidelity measured
+    # by perf/bench_client_fidelity.py is the fidelity shipped.
     with blamed_on(runtime):
-        runs = asyncio.run(
+        runs = run_loop(
             run_scenarios(
                 runtime.base_url,
                 runtime.served_model,
