@@ -28,7 +28,7 @@ demo-fail: setup
 	test $$status -eq 1
 
 test: setup
-	$(PY) -m pytest -q -rs tests
+	$(PY) -m pytest -q -rs --durations=15 tests
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit

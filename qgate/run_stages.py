@@ -11,15 +11,14 @@ is the one surface the pipeline calls.
 
 from __future__ import annotations
 
-import asyncio
-
 from qgate.models import Role
 from qgate.perf.probes import Probe
 from qgate.perf.records import ScenarioRun
 from qgate.profile import ANSWER_MAX_TOKENS
 from qgate.quality.records import DivergenceRun
 from qgate.quality.stage import QualityOutput
-from qgate.run_context import RunContext, prepare, quality_on, save_raw, started
+from qgate.run_context import RunContext, prepare, quality_on, started
+from qgate.run_context import save_raw as _save
 from qgate.run_reference import preflight_candidate, reference_quality, wants_preflight
 from qgate.run_report import headline, report
 from qgate.runtime.base import Runtime
@@ -51,7 +50,7 @@ def fingerprint(ctx: RunContext) -> None:
     model_dir = ctx.source_model if ctx.source_model.is_dir() else None
     ctx.fingerprint = collect_fingerprint(model_dir, cache_root() / "digests.json")
     ctx.target_mismatches = check_target(ctx.profile.target, ctx.fingerprint)
-    save_raw(ctx, "fingerprint.json", ctx.fingerprint)
+    _save(ctx, "fingerprint.json", ctx.fingerprint)
 
 
 def divergence_of(reference: QualityOutput, candidate: QualityOutput) -> DivergenceRun | None:
@@ -85,6 +84,7 @@ def perf_on(
     ctx: RunContext, runtime: Runtime, role: Role, quality: QualityOutput
 ) -> list[ScenarioRun]:
     """Every perf scenario on one started runtime; raw records saved at once."""
+    from qgate.perf.client import run_loop
     from qgate.perf.runner import run_scenarios
     from qgate.quality.stage import runtime_headers
     from qgate.runtime.causes import blamed_on
@@ -94,8 +94,10 @@ def perf_on(
     if quality.effective_config is None:  # a preview's reference starts only for perf
         quality.effective_config = runtime.effective_config()
     math = ctx.profile.quality.math
+    # The same event loop (uvloop when installed) as `qgate perf`: the fidelity measured
+    # by perf/bench_client_fidelity.py is the fidelity shipped.
     with blamed_on(runtime):
-        runs = asyncio.run(
+        runs = run_loop(
             run_scenarios(
                 runtime.base_url,
                 runtime.served_model,
@@ -113,7 +115,7 @@ def perf_on(
                 timeout_s=ctx.profile.engine.request_timeout_s,
             )
         )
-    save_raw(ctx, f"{role}-perf.json", runs)
+    _save(ctx, f"{role}-perf.json", runs)
     return runs
 
 

@@ -30,6 +30,14 @@ def check_request(r: RequestRecord) -> list[str]:
     elif streamed is None and r.output_tokens < chunks:
         # Without token ids a chunk may hold several tokens, but never less than one.
         problems.append(f"usage says {r.output_tokens} output tokens, stream had {chunks} chunks")
+    elif streamed is None and r.requested_output_tokens is not None and chunks < r.output_tokens:
+        # A forced length without token ids: usage may claim the requested count while
+        # tokens went missing from the stream. Counted in content chunks, which a server
+        # that merges tokens into one chunk would also fail (send token ids to tell).
+        problems.append(
+            f"usage says {r.output_tokens} output tokens, stream had only {chunks} content "
+            "chunks and no token ids"
+        )
     if r.requested_output_tokens is not None:
         got = r.output_tokens if r.output_tokens is not None else (streamed or chunks)
         if got != r.requested_output_tokens:

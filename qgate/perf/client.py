@@ -9,8 +9,9 @@ was measured and dropped: its per-chunk path (httpcore + anyio) cost seconds
 of TTFT error at 100 streams where aiohttp cost tens of milliseconds.
 
 While a response streams in, a client only appends
-(time.perf_counter_ns(), raw bytes) per network read; parsing happens after
-the request has ended (qgate.perf.stream). Every failure (connection refused
+(time.perf_counter_ns(), raw bytes) per network read; decoding and parsing
+happen after the scenario has ended (qgate.perf.loadgen.Exchange,
+qgate.perf.stream). Every failure (connection refused
 or dropped, HTTP status, timeout, malformed stream) ends as an `error`
 string on that request, never as an exception out of `send`. uvloop is used
 when installed (`run_loop`).
@@ -19,7 +20,6 @@ when installed (`run_loop`).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -40,6 +40,26 @@ class RawResponse:
     status: int | None = None
     chunks: list[tuple[int, bytes]] = field(default_factory=list)
     error: str | None = None
+    # Time spent opening a new connection for this request (None: a kept-alive one was
+    # reused). It lies before sent_ns, so it is client-side delay, never inside TTFT.
+    connect_ns: int | None = None
+    # The protocol-level client keeps the reads as they came (HTTP head and chunked
+    # framing included) and leaves `chunks` empty until `decode` (after the scenario).
+    wire: list[tuple[int, bytes]] | None = None
+    head_end: int = 0
+    chunked: bool = False
+
+    def decode(self) -> None:
+        """Fill `chunks` from `wire` (no-op when done or not needed); bad framing is an error."""
+        if self.wire is None:
+            return
+        from qgate.perf.rawhttp import body_pieces
+
+        pieces, complete = body_pieces(self.wire, self.head_end, self.chunked)
+        self.wire = None
+        if not complete and self.error is None:
+            self.error = "malformed chunked body"
+        self.chunks = pieces
 
 
 def make_session(limit: int, timeout_s: float) -> aiohttp.ClientSession:
@@ -51,10 +71,17 @@ def make_session(limit: int, timeout_s: float) -> aiohttp.ClientSession:
     timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=timeout_s)
     trace = aiohttp.TraceConfig()
     trace.on_connection_reuseconn.append(_mark_sent)
+    trace.on_connection_create_start.append(_mark_connect)
     trace.on_connection_create_end.append(_mark_sent)
     return aiohttp.ClientSession(
         connector=connector, timeout=timeout, auto_decompress=False, trace_configs=[trace]
     )
+
+
+async def _mark_connect(_session: object, ctx: Any, _params: object) -> None:
+    box = ctx.trace_request_ctx
+    if isinstance(box, dict):
+        box["connect"] = time.perf_counter_ns()
 
 
 async def _mark_sent(_session: object, ctx: Any, _params: object) -> None:
@@ -69,14 +96,13 @@ async def _mark_sent(_session: object, ctx: Any, _params: object) -> None:
 async def send(
     session: aiohttp.ClientSession,
     url: str,
-    payload: dict[str, Any],
+    body: bytes,
     headers: dict[str, str] | None = None,
 ) -> RawResponse:
-    """POST a streaming request and record every network read with its arrival time."""
+    """POST a streaming request (a JSON body, serialized by the caller before the clock
+    starts) and record every network read with its arrival time."""
     import aiohttp
 
-    # Serialize before the clock starts: encoding a long prompt is client work, not latency.
-    body = json.dumps(payload, separators=(",", ":")).encode()
     hdrs = {"Content-Type": "application/json", **(headers or {})}
     box: dict[str, int] = {}
     raw = RawResponse(sent_ns=time.perf_counter_ns())
@@ -103,6 +129,8 @@ async def send(
         raw.error = "cancelled"
         raise
     raw.sent_ns = box.get("sent", raw.sent_ns)
+    if "connect" in box:
+        raw.connect_ns = max(raw.sent_ns - box["connect"], 0)
     raw.done_ns = clock()
     return raw
 

@@ -19,56 +19,113 @@ import click
 
 from qgate.errors import BadInput, InfrastructureError
 
-
-async def _first_model(base_url: str, headers: dict[str, str] | None) -> str:
-    import aiohttp
-
-    try:
-        async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as s,
-            s.get(base_url.rstrip("/") + "/models", headers=headers) as r,
-        ):
-            r.raise_for_status()
-            data = await r.json()
-        return str(data["data"][0]["id"])
-    except (aiohttp.ClientError, TimeoutError, KeyError, IndexError, ValueError) as e:
-        raise InfrastructureError(f"cannot list models at {base_url}/models: {e}") from e
+THIN_P99 = 100  # fewer values than this and p99 is about the maximum, not a percentile
 
 
 @click.command("perf")
 @click.argument("profile", required=False, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--base-url", required=True, help="OpenAI-compatible base URL ending in /v1.")
-@click.option("--model", default=None, help="Model name; the first of /v1/models if omitted.")
-@click.option("--api-key-env", default=None, help="Env var holding the API key (never the key).")
-@click.option("--input-tokens", type=int, default=1024, show_default=True, help="No profile.")
-@click.option("--output-tokens", type=int, default=128, show_default=True, help="No profile.")
-@click.option("--concurrency", type=int, multiple=True, help="No profile; repeat to sweep.")
-@click.option("--requests", type=int, default=5, show_default=True, help="No profile.")
-@click.option("--warmup", type=int, default=2, show_default=True, help="No profile.")
-@click.option("--gpus", type=int, default=1, show_default=True, help="For tokens/s per GPU.")
-@click.option("--json-out", type=click.Path(path_type=Path), help="Write runs and metrics here.")
-@click.option("--progress/--no-progress", default=True, help="Live progress on a terminal.")
+@click.option(
+    "--base-url",
+    required=True,
+    help="OpenAI-compatible base URL ending in /v1 (any server with streaming "
+    "/v1/completions and /v1/models).",
+)
+@click.option(
+    "--model", default=None, help="Model name to send; default: the first of GET /v1/models."
+)
+@click.option(
+    "--tokenizer",
+    default=None,
+    help="Local folder with the served model's Hugging Face tokenizer, for exact-length "
+    "prompts. Default: the server's POST /tokenize (vLLM), else the served model's folder "
+    "when /v1/models names one on this machine.",
+)
+@click.option(
+    "--api-key-env", default=None, help="Name of the env var holding the API key (never the key)."
+)
+@click.option(
+    "--input-tokens",
+    type=int,
+    default=1024,
+    show_default=True,
+    help="Prompt length in tokens (without a profile).",
+)
+@click.option(
+    "--output-tokens",
+    type=int,
+    default=128,
+    show_default=True,
+    help="Forced output length in tokens (without a profile).",
+)
+@click.option(
+    "--concurrency",
+    type=int,
+    multiple=True,
+    help="Requests in flight, closed loop (without a profile); repeat to sweep levels. Default 1.",
+)
+@click.option(
+    "--requests",
+    type=int,
+    default=None,
+    help=f"Measured requests per level (without a profile). Default: max({THIN_P99}, 2 x the "
+    f"largest concurrency), enough for the p99 printed; with fewer than {THIN_P99} the "
+    "output notes that p99 is not meaningful.",
+)
+@click.option(
+    "--warmup",
+    type=int,
+    default=2,
+    show_default=True,
+    help="Unmeasured requests before each level (without a profile).",
+)
+@click.option(
+    "--gpus",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Accelerators serving, for tok/s per GPU.",
+)
+@click.option(
+    "--json-out",
+    type=click.Path(path_type=Path),
+    help="Write every request record and the metrics here (JSON; each run carries "
+    "t0_unix_ns, the wall-clock time of its zero).",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=True,
+    help="Live progress line on a terminal (redrawn once a second).",
+)
 def perf(
     profile: Path | None,
     base_url: str,
     model: str | None,
+    tokenizer: str | None,
     api_key_env: str | None,
     input_tokens: int,
     output_tokens: int,
     concurrency: tuple[int, ...],
-    requests: int,
+    requests: int | None,
     warmup: int,
     gpus: int,
     json_out: Path | None,
     progress: bool,
 ) -> None:
-    """Run perf scenarios against an endpoint and print the metrics (UNGATED)."""
+    """Run perf scenarios against a running endpoint and print the metrics (UNGATED).
+
+    PROFILE (optional): run its `perf` section; without one, a single fixed
+    scenario is built from the flags. Prompts are exact-length token ids, so
+    the served model's tokenizer is needed (see --tokenizer). TTFT is timed
+    from the moment the request is written on an open connection: connection
+    set-up is recorded apart (connect_ns) and counts as client queueing.
+    """
     from qgate.outpaths import check_out_file
     from qgate.perf.checks import scenario_verdicts
     from qgate.perf.client import run_loop
     from qgate.perf.metrics import summarize
     from qgate.perf.runner import run_scenarios
     from qgate.perf.table import metrics_table
+    from qgate.perf.tokenizer import choose_tokenizer, served_models, server_tokenizes
     from qgate.profile import PerfSpec
     from qgate.profile_checks import key_env_problem
 
@@ -94,6 +151,8 @@ def perf(
         levels: int | list[int] = (
             list(concurrency) if len(concurrency) > 1 else (concurrency[0] if concurrency else 1)
         )
+        if requests is None:
+            requests = max(THIN_P99, 2 * max(concurrency, default=1))
         spec = PerfSpec.model_validate(
             {
                 "scenarios": [
@@ -117,15 +176,47 @@ def perf(
         headers = {"Authorization": f"Bearer {key}"}
 
     async def go() -> list[Any]:
-        name = model or await _first_model(base_url, headers)
+        name, root = model, None
+        try:
+            entries = await served_models(base_url, headers)
+        except InfrastructureError:
+            if model is None:
+                raise
+            entries = []
+        if name is None:
+            name = str(entries[0]["id"])
+        root = next(
+            (str(e.get("root")) for e in entries if e["id"] == name and e.get("root")), None
+        )
+        tok = choose_tokenizer(
+            base_url, name, root, tokenizer, await server_tokenizes(base_url, name, headers)
+        )
         return await run_scenarios(
-            base_url, name, spec, "candidate", gpus=gpus, headers=headers, progress=progress
+            base_url,
+            name,
+            spec,
+            "standalone",
+            gpus=gpus,
+            headers=headers,
+            progress=progress,
+            tokenize=tok,
         )
 
     runs = run_loop(go())
     metrics = [summarize(r, spec.slo) for r in runs]
     click.echo("UNGATED: perf stage run alone; no quality gate was checked.")
     click.echo(metrics_table(metrics))
+    for m in metrics:
+        if 0 < m.ttft_ms.count < THIN_P99:
+            click.echo(
+                f"note {m.scenario}: {m.ttft_ms.count} requests; a p99 of fewer than "
+                f"{THIN_P99} values is not meaningful (--requests {THIN_P99} or more)"
+            )
+        if m.check_failed:
+            click.echo(
+                f"note {m.scenario}: {m.check_failed} completed requests failed their stream "
+                "check (column chk, marked *) and are included in the figures above"
+            )
     failed = [v for r in runs for v in scenario_verdicts(spec, r) if not v.passed]
     for v in failed:
         click.echo(f"FAIL {v.gate}: {v.reason}")

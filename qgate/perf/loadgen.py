@@ -1,5 +1,11 @@
 """Sending requests: one request end to end, closed-loop workers and open-loop arrivals.
 
+While a scenario runs, the event loop only sends requests and stamps reads:
+each response is kept raw (an `Exchange`) and parsed into a RequestRecord
+after the scenario (`Sender.records`). Parsing a finished 64-chunk stream
+costs about a millisecond of Python; done on the loop, it delayed the reads of
+every other stream in flight, which then looked late (issue 13).
+
 Times in the records are nanoseconds since the scenario's start (`t0`, a
 `time.perf_counter_ns()` value). `scheduled_ns` is when the workload wanted a
 request sent (its arrival time in open loop, the moment a worker became free
@@ -39,59 +45,66 @@ class RequestSpec:
     concurrency: int | None = None
     probe_id: str | None = None
     probe_expected: str | None = None
+    body: bytes | None = None
+
+    def encoded(self) -> bytes:
+        """The JSON body, serialized once (workloads may do it before the clock starts)."""
+        if self.body is None:
+            self.body = json.dumps(self.payload, separators=(",", ":")).encode()
+        return self.body
 
 
 @dataclass
-class Sender:
-    """Sends RequestSpecs on one session and turns them into RequestRecords."""
+class Exchange:
+    """One sent request as it happened on the wire, kept raw until the scenario has ended."""
 
-    session: aiohttp.ClientSession
-    base_url: str
-    headers: dict[str, str] | None
-    t0: int
-    records: list[RequestRecord] = field(default_factory=list)
-    on_done: Callable[[RequestRecord], None] | None = None
-    counter: int = 0
-    raw: RawClient | None = None
+    spec: RequestSpec
+    index: int
+    scheduled_ns: int
+    raw: RawResponse
+    _parsed: ParsedStream | None = None
 
-    async def _send(self, spec: RequestSpec) -> RawResponse:
-        if self.raw is None:
-            return await send(self.session, self.base_url + spec.path, spec.payload, self.headers)
-        # Serialized before the clock starts: encoding a long prompt is client work.
-        body = json.dumps(spec.payload, separators=(",", ":")).encode()
-        return await self.raw.send(urlsplit(self.base_url).path + spec.path, body, self.headers)
+    @property
+    def failed(self) -> bool:
+        """A transport or HTTP failure (known without parsing the stream)."""
+        return self.raw.error is not None
 
-    async def run(
-        self, spec: RequestSpec, scheduled_ns: int, *, keep: bool = True
-    ) -> tuple[RequestRecord, ParsedStream]:
-        """Send one request, parse its stream afterwards, record it (unless `keep` is False)."""
-        index = self.counter
-        self.counter += 1
-        raw = await self._send(spec)
-        parsed = ParsedStream()
-        error = raw.error
-        if error is None:
-            try:
-                parsed = parse_sse(raw.chunks)
-            except (ValueError, TypeError, KeyError) as e:  # odd shapes: the request's error
-                error = f"unparsable stream: {type(e).__name__}"
-            error = error or parsed.error
-        t0 = self.t0
+    def parsed(self) -> ParsedStream:
+        """The stream parsed (once). Only multi-turn needs it during a scenario."""
+        if self._parsed is None:
+            self.raw.decode()
+            parsed = ParsedStream()
+            if self.raw.error is None:
+                try:
+                    parsed = parse_sse(self.raw.chunks)
+                except (ValueError, TypeError, KeyError) as e:  # odd shapes: the request's error
+                    parsed.error = f"unparsable stream: {type(e).__name__}"
+            self._parsed = parsed
+        return self._parsed
+
+    def error(self) -> str | None:
+        """Transport/HTTP error, else the stream's (parses the stream)."""
+        return self.raw.error or self.parsed().error
+
+    def record(self, t0: int) -> RequestRecord:
+        """The RequestRecord, with stream checks, times relative to `t0`."""
+        spec, raw = self.spec, self.raw
+        parsed = self.parsed()
+        error = self.error()
         times = [t - t0 for t in parsed.token_times_ns]
-        text = parsed.text if spec.probe_id is not None else None
         answer = None
         if spec.probe_id is not None and error is None:
             from qgate.perf.probes import extract_answer
 
             answer = extract_answer(parsed.text)
-        rec = with_checks(
+        return with_checks(
             RequestRecord(
-                index=index,
+                index=self.index,
                 conversation=spec.conversation,
                 turn=spec.turn,
                 concurrency=spec.concurrency,
                 probe_id=spec.probe_id,
-                scheduled_ns=scheduled_ns - t0,
+                scheduled_ns=self.scheduled_ns - t0,
                 sent_ns=raw.sent_ns - t0,
                 first_token_ns=times[0] if times else None,
                 done_ns=raw.done_ns - t0,
@@ -104,14 +117,60 @@ class Sender:
                 error=error,
                 probe_answer=answer,
                 probe_expected=spec.probe_expected,
-                text=text,
+                text=parsed.text if spec.probe_id is not None else None,
+                connect_ns=raw.connect_ns,
+                response_id=parsed.response_id,
             )
         )
+
+
+@dataclass
+class Sender:
+    """Sends RequestSpecs on one session and keeps each as a raw Exchange.
+
+    Nothing but the send and the read-time stamps happens while a scenario
+    runs: a stream is parsed and its record built by `records()`, after the
+    scenario, so parsing one finished stream never delays the reads (and
+    their timestamps) of the streams still in flight. `on_done` must be cheap.
+    """
+
+    session: aiohttp.ClientSession
+    base_url: str
+    headers: dict[str, str] | None
+    t0: int
+    exchanges: list[Exchange] = field(default_factory=list)
+    on_done: Callable[[Exchange], None] | None = None
+    counter: int = 0
+    raw: RawClient | None = None
+    t0_unix_ns: int | None = None
+
+    def start(self) -> None:
+        """Set the scenario's zero (now), with its wall-clock time as an absolute anchor."""
+        wall = time.time_ns()
+        self.t0 = time.perf_counter_ns()
+        self.t0_unix_ns = (wall + time.time_ns()) // 2
+
+    async def _send(self, spec: RequestSpec) -> RawResponse:
+        if self.raw is None:
+            return await send(self.session, self.base_url + spec.path, spec.encoded(), self.headers)
+        path = urlsplit(self.base_url).path + spec.path
+        return await self.raw.send(path, spec.encoded(), self.headers)
+
+    async def run(self, spec: RequestSpec, scheduled_ns: int, *, keep: bool = True) -> Exchange:
+        """Send one request and keep it raw (unless `keep` is False); no parsing here."""
+        index = self.counter
+        self.counter += 1
+        ex = Exchange(spec, index, scheduled_ns, await self._send(spec))
         if keep:
-            self.records.append(rec)
+            self.exchanges.append(ex)
             if self.on_done is not None:
-                self.on_done(rec)
-        return rec, parsed
+                self.on_done(ex)
+        return ex
+
+    def records(self) -> list[RequestRecord]:
+        """Every kept exchange parsed and checked, in order of sending (call after the scenario)."""
+        recs = [ex.record(self.t0) for ex in self.exchanges]
+        return sorted(recs, key=lambda r: r.sent_ns)
 
 
 async def closed_loop(

@@ -1,11 +1,21 @@
-"""A live progress line for long scenarios (rich); silent when not a TTY or disabled."""
+"""A live progress line for long scenarios; silent when not a TTY or disabled.
+
+It shares the event loop with the streams being timed, so it is kept cheap:
+`advance` (called after every response) only counts, and the line is
+redrawn from a loop timer once a second with one plain write to stderr (no
+rich rendering, no thread contending for the interpreter lock).
+perf/bench_client_fidelity.py --progress measures what drawing costs.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
+
+REDRAW_S = 1.0
 
 
 class ScenarioProgress:
@@ -18,8 +28,8 @@ class ScenarioProgress:
         self.done = 0
         self.errors = 0
         self._start = time.monotonic()
-        self._live: Any = None
-        self._last = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def _render(self) -> str:
         el = time.monotonic() - self._start
@@ -29,27 +39,29 @@ class ScenarioProgress:
         if self.total and rate > 0:
             left = f"  remaining {max(self.total - self.done, 0) / rate:5.0f}s"
         return (
-            f"[bold]{self.label}[/bold]  {self.done}{total} requests  {rate:5.2f} req/s  "
+            f"{self.label}  {self.done}{total} requests  {rate:5.2f} req/s  "
             f"errors {self.errors}  elapsed {el:5.0f}s{left}"
         )
 
+    def _draw(self) -> None:
+        sys.stderr.write("\r\x1b[2K" + self._render())
+        sys.stderr.flush()
+        if self._loop is not None:
+            self._timer = self._loop.call_later(REDRAW_S, self._draw)
+
     def __enter__(self) -> Self:
         if self.enabled:
-            from rich.console import Console
-            from rich.live import Live
-
-            self._live = Live(self._render(), console=Console(stderr=True), transient=True)
-            self._live.__enter__()
+            try:
+                self._loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self._loop = None
+            self._draw()
         return self
 
     def advance(self, error: bool) -> None:
+        """Count one finished request (transport/HTTP errors; stream checks come later)."""
         self.done += 1
         self.errors += int(error)
-        now = time.monotonic()
-        # Redraw at most 4 times a second: the event loop is timing streams.
-        if self._live is not None and now - self._last > 0.25:
-            self._last = now
-            self._live.update(self._render())
 
     def __exit__(
         self,
@@ -57,5 +69,9 @@ class ScenarioProgress:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._live is not None:
-            self._live.__exit__(exc_type, exc, tb)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self.enabled:
+            sys.stderr.write("\r\x1b[2K")  # transient: the line goes away
+            sys.stderr.flush()

@@ -5,9 +5,11 @@ coroutine, and at hundreds of concurrent streams on a small machine those
 wake-ups lag the event loop, which shows up as TTFT and ITL error. Here the
 event loop's `data_received` callback only appends (perf_counter_ns, bytes)
 and checks for the end of the response; the coroutine wakes once, when the
-response is complete. HTTP framing (status, headers, chunked encoding) is
-decoded afterwards, keeping each body piece with the time of the read it
-arrived in. perf/bench_client_fidelity.py compares it with aiohttp and httpx.
+response is complete (a request's write reaches the socket at once, on
+uvloop as on asyncio: tests/unit/perf/test_read_path.py). HTTP framing
+(status, headers, chunked encoding) is decoded after the scenario, keeping
+each body piece with the time of the read it arrived in.
+perf/bench_client_fidelity.py measures it against vLLM's client.
 
 Scope: POST with a JSON body, HTTP/1.1 keep-alive, chunked or Content-Length
 or until-close bodies, no TLS, proxies, redirects or compression (https
@@ -24,6 +26,7 @@ from urllib.parse import urlsplit
 from qgate.perf.client import RawResponse
 
 _END_CHUNKED = b"0\r\n\r\n"
+_END_CHUNKED_AFTER_DATA = b"\r\n" + _END_CHUNKED
 
 
 class _Conn(asyncio.Protocol):
@@ -40,6 +43,7 @@ class _Conn(asyncio.Protocol):
         self.received = 0
         self.status = 0
         self.keep_alive = True
+        self.expired = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio.Transport; they behave like one.
@@ -50,6 +54,7 @@ class _Conn(asyncio.Protocol):
         self.head_end = -1
         self.mode = ""
         self.received = 0
+        self.expired = False
         self.done = loop.create_future()
         return self.done
 
@@ -89,11 +94,22 @@ class _Conn(asyncio.Protocol):
         if self.mode == "length":
             return self.received - self.head_end >= self.length
         if self.mode == "chunked":
-            # Cheap test on the newest read; a full decode confirms it (a body could
-            # contain the same bytes).
-            tail = last if len(last) >= 5 else b"".join(d for _, d in self.reads[-3:])
-            return tail.endswith(_END_CHUNKED) and dechunk(self.body_reads())[1]
+            return self._chunked_end(last)
         return False
+
+    def _chunked_end(self, last: bytes) -> bool:
+        """The last chunk is in: the newest bytes are the zero-size chunk after a chunk's
+        CRLF (or the whole body). A cheap test on the read path; the full decode, after the
+        scenario, confirms it (a body that merely contains these bytes fails there)."""
+        tail = last if len(last) >= 7 else b"".join(d for _, d in self.reads[-7:])[-7:]
+        if tail.endswith(_END_CHUNKED_AFTER_DATA):
+            return True
+        return tail.endswith(_END_CHUNKED) and self.received - self.head_end == len(_END_CHUNKED)
+
+    def expire(self) -> None:
+        """The request's time is up (a timer callback)."""
+        self.expired = True
+        self._finish()
 
     def _finish(self) -> None:
         if self.done is not None and not self.done.done():
@@ -113,6 +129,20 @@ class _Conn(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._finish()
+
+
+def body_pieces(
+    reads: list[tuple[int, bytes]], head_end: int, chunked: bool
+) -> tuple[list[tuple[int, bytes]], bool]:
+    """The body of a response as read (head included), cut and decoded: (pieces, complete)."""
+    out: list[tuple[int, bytes]] = []
+    pos = 0
+    for t, d in reads:
+        start = max(head_end - pos, 0)
+        if start < len(d):
+            out.append((t, d[start:]))
+        pos += len(d)
+    return dechunk(out) if chunked else (out, True)
 
 
 def dechunk(reads: list[tuple[int, bytes]]) -> tuple[list[tuple[int, bytes]], bool]:
@@ -193,31 +223,40 @@ class RawClient:
             f"Content-Length: {len(body)}\r\n{extra}\r\n"
         ).encode("latin-1")
         raw = RawResponse(sent_ns=time.perf_counter_ns())
+        loop = asyncio.get_running_loop()
         # Servers close idle keep-alive connections (uvicorn after 5 s): drop those first.
         self.idle = [c for c in self.idle if not c.closed]
         for attempt in (0, 1):
             reused = bool(self.idle)
             try:
-                conn = self.idle.pop() if reused else await self._connect()
+                if reused:
+                    conn = self.idle.pop()
+                else:
+                    start = time.perf_counter_ns()
+                    conn = await self._connect()
+                    raw.connect_ns = time.perf_counter_ns() - start
             except OSError as e:
                 raw.error = f"connect failed: {e.strerror or type(e).__name__}"
                 raw.done_ns = time.perf_counter_ns()
                 return raw
             assert conn.transport is not None
-            done = conn.start(asyncio.get_running_loop())
+            done = conn.start(loop)
+            # One timer per request (cheaper than wait_for's task and shield).
+            timer = loop.call_later(self.timeout_s, conn.expire)
             # Stamped just before the write: if the process is descheduled in between, the
             # error lands in TTFT (overstated), never makes TTFT look shorter than it was.
             raw.sent_ns = time.perf_counter_ns()
             conn.transport.write(head + body)
             try:
-                await asyncio.wait_for(asyncio.shield(done), self.timeout_s)
-            except TimeoutError:
+                await done
+            finally:
+                timer.cancel()
+            raw.done_ns = time.perf_counter_ns()
+            if conn.expired:
                 conn.transport.close()
                 self.all.discard(conn)
                 raw.error = "timeout"
-                raw.done_ns = time.perf_counter_ns()
                 return raw
-            raw.done_ns = time.perf_counter_ns()
             # A kept-alive connection the server had already closed: retry once, fresh.
             if conn.closed and not conn.reads and reused and attempt == 0:
                 self.all.discard(conn)
@@ -226,23 +265,25 @@ class RawClient:
         raise AssertionError("unreachable")
 
     def _result(self, conn: _Conn, raw: RawResponse) -> RawResponse:
-        complete = not conn.closed or conn.mode == "close" or self._ended(conn)
+        """Status, errors and connection reuse; the body stays as read (decoded later)."""
         raw.status = conn.status or None
-        reads = conn.body_reads() if conn.head_end >= 0 else []
-        if conn.mode == "chunked":
-            pieces, ok = dechunk(reads)
-            complete = complete and ok
-        else:
-            pieces = reads
         if conn.head_end < 0:
             raw.error = "connection closed before a response"
-        elif not complete:
+        elif conn.closed and not self._ended(conn):
             raw.error = "connection dropped mid-stream"
         elif conn.status != 200:
+            pieces = conn.body_reads()
+            if conn.mode == "chunked":
+                pieces = dechunk(pieces)[0]
             text = b"".join(d for _, d in pieces)[:200].decode("utf-8", "replace")
             raw.error = f"HTTP {conn.status}: {text.strip()}"
         if raw.error is None:
-            raw.chunks = pieces
+            # Decoding the framing costs about a third of parsing the stream: kept for
+            # `RawResponse.decode`, after the scenario (conn.start gives the next request
+            # a new list).
+            raw.wire = conn.reads
+            raw.head_end = conn.head_end
+            raw.chunked = conn.mode == "chunked"
         if conn.closed or not conn.keep_alive or raw.error is not None:
             if conn.transport is not None:
                 conn.transport.close()
@@ -255,7 +296,8 @@ class RawClient:
         if conn.mode == "length":
             return conn.received - conn.head_end >= conn.length
         if conn.mode == "chunked":
-            return dechunk(conn.body_reads())[1]
+            last = conn.reads[-1][1] if conn.reads else b""
+            return conn._chunked_end(last)
         return True
 
     async def close(self) -> None:

@@ -53,13 +53,26 @@ class RequestRecord(Record):
     text: str | None = Field(
         default=None, description="Probe: the generated text (workload outputs are not kept)."
     )
+    connect_ns: int | None = Field(
+        default=None,
+        description="Time spent opening a new connection for this request, before sent_ns "
+        "(so inside sent_ns - scheduled_ns, never inside TTFT); None when a kept-alive "
+        "connection was reused or the record predates this field.",
+    )
+    response_id: str | None = Field(
+        default=None,
+        description="The server's id for the response (the stream's `id`), to match a record "
+        "with the server's own logs.",
+    )
 
 
 class ScenarioRun(Record):
     """One scenario (one concurrency level of a sweep) on one runtime."""
 
     scenario: str = Field(description="Scenario name (with '@cN' for a sweep level).")
-    role: Literal["reference", "candidate"] = Field(description="Which runtime served it.")
+    role: Literal["reference", "candidate", "standalone"] = Field(
+        description="Which runtime served it; standalone: `qgate perf` against an endpoint."
+    )
     kind: str = Field(description="fixed | multi_turn | trace.")
     params: dict[str, str | int | float | bool | None] = Field(
         default_factory=dict, description="Workload parameters as run."
@@ -69,3 +82,8 @@ class ScenarioRun(Record):
     requests: list[RequestRecord] = Field(description="Measured requests (warmups excluded).")
     counters_before: dict[str, float] = Field(default_factory=dict, description="/metrics.")
     counters_after: dict[str, float] = Field(default_factory=dict, description="/metrics.")
+    t0_unix_ns: int | None = Field(
+        default=None,
+        description="Wall-clock time (ns since the Unix epoch) of the scenario's zero, the "
+        "monotonic instant every *_ns time above counts from; None in older records.",
+    )

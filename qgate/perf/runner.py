@@ -4,8 +4,11 @@
 
 For each scenario: warmup requests (not recorded), a /metrics scrape, the
 measured requests (with quality probes mixed in), a second scrape, and the
-stream checks. The pipeline decides whether the stage runs at all (only when
-every quality gate passed); this module only measures.
+stream checks. While requests are measured, the event loop only sends and
+stamps reads: /metrics is scraped outside the measured window, the progress
+line only counts, and streams are parsed into records after the scenario.
+The pipeline decides whether the stage runs at all (only when every quality
+gate passed); this module only measures.
 """
 
 from __future__ import annotations
@@ -16,11 +19,11 @@ from typing import Any, Literal
 from qgate.errors import InfrastructureError
 from qgate.perf.client import make_session, post_json
 from qgate.perf.counters import scrape
-from qgate.perf.loadgen import RequestSpec, Sender
+from qgate.perf.loadgen import Exchange, RequestSpec, Sender
 from qgate.perf.probes import Probe
 from qgate.perf.progress import ScenarioProgress
 from qgate.perf.rawhttp import RawClient
-from qgate.perf.records import RequestRecord, ScenarioRun
+from qgate.perf.records import ScenarioRun
 from qgate.perf.workloads import (
     Mark,
     Tokenize,
@@ -34,6 +37,7 @@ from qgate.profile import FixedScenario, MultiTurnScenario, PerfSpec, TraceScena
 from qgate.runtime.http import root_url
 
 AnyScenario = FixedScenario | MultiTurnScenario | TraceScenario
+Role = Literal["reference", "candidate", "standalone"]
 
 DEFAULT_PROBE_PARAMS: dict[str, Any] = {"temperature": 0.0, "max_tokens": 48, "seed": 0}
 
@@ -69,7 +73,7 @@ async def run_scenarios(
     base_url: str,
     model: str,
     spec: PerfSpec,
-    role: Literal["reference", "candidate"],
+    role: Role,
     *,
     gpus: int = 1,
     headers: dict[str, str] | None = None,
@@ -77,13 +81,16 @@ async def run_scenarios(
     probe_params: dict[str, Any] | None = None,
     progress: bool = False,
     timeout_s: float = 600.0,
+    tokenize: Tokenize | None = None,
 ) -> list[ScenarioRun]:
     """Run every scenario of `spec` against one server; one ScenarioRun per run/level.
 
     base_url ends in /v1. Probes are (item id, chat messages or prompt, the
     quality stage's answer); one is sent after every round(1 / probe_share)
     workload completions, with `probe_params` (default greedy, 48 tokens).
-    Failures of single requests are recorded, never raised.
+    Prompts are tokenized by the server's /tokenize unless `tokenize` is
+    given (a local tokenizer, see qgate.perf.tokenizer). Failures of single
+    requests are recorded, never raised.
     """
     out: list[ScenarioRun] = []
     for s in (e for scenario in spec.scenarios for e in expand_inputs(scenario)):
@@ -103,6 +110,7 @@ async def run_scenarios(
                     spec.probe_share,
                     progress,
                     timeout_s,
+                    tokenize,
                 )
             )
     return out
@@ -114,7 +122,7 @@ async def _run_one(
     s: AnyScenario,
     name: str,
     level: int | None,
-    role: Literal["reference", "candidate"],
+    role: Role,
     gpus: int,
     headers: dict[str, str] | None,
     probes: list[Probe],
@@ -122,6 +130,7 @@ async def _run_one(
     probe_share: float,
     progress: bool,
     timeout_s: float,
+    local_tokenize: Tokenize | None,
 ) -> ScenarioRun:
     import aiohttp
 
@@ -140,8 +149,9 @@ async def _run_one(
                 return [int(t) for t in got["tokens"]]
             except (aiohttp.ClientError, TimeoutError, KeyError, TypeError, ValueError) as e:
                 raise InfrastructureError(
-                    f"{root}/tokenize failed ({type(e).__name__}); exact-length prompts "
-                    "need the server's tokenizer"
+                    f"POST {root}/tokenize failed ({type(e).__name__}: {str(e)[:120]}); "
+                    "exact-length prompts need the served model's tokenizer: a server "
+                    "with /tokenize (vLLM), or a local one (`qgate perf --tokenizer DIR`)"
                 ) from e
 
         # The protocol-level client for plain http (lowest timing error, see rawhttp);
@@ -155,12 +165,13 @@ async def _run_one(
         before: dict[str, float] = {}
 
         with ScenarioProgress(f"{role} {name}", measured_count(s), progress) as bar:
-
-            def on_done(rec: RequestRecord) -> None:
+            # Runs on the event loop after every response: counting only (no parsing, no
+            # drawing: the display redraws from its own timer).
+            def on_done(ex: Exchange) -> None:
                 nonlocal done
-                if rec.probe_id is not None:
+                if ex.spec.probe_id is not None:
                     return
-                bar.advance(rec.error is not None)
+                bar.advance(ex.failed)
                 done += 1
                 if gap and done % gap == 0:
                     p = probes[(done // gap - 1) % len(probes)]
@@ -173,14 +184,17 @@ async def _run_one(
                 nonlocal before
                 before = await scrape(base_url, headers)
 
-            params = await _dispatch(s, level, model, tokenize, sender, warm, scrape_before)
+            params = await _dispatch(
+                s, level, model, local_tokenize or tokenize, sender, warm, scrape_before
+            )
             if probe_tasks:
                 await asyncio.gather(*probe_tasks)
         if raw is not None:
             await raw.close()
         after = await scrape(base_url, headers)
 
-    reqs = sorted(sender.records, key=lambda r: r.sent_ns)
+    # Parsed and checked only now that nothing is in flight.
+    reqs = sender.records()
     work = [r for r in reqs if r.probe_id is None] or reqs
     duration = max((r.done_ns for r in work), default=0) - min((r.sent_ns for r in work), default=0)
     run = ScenarioRun(
@@ -198,6 +212,7 @@ async def _run_one(
         requests=reqs,
         counters_before=before,
         counters_after=after,
+        t0_unix_ns=sender.t0_unix_ns,
     )
     return run
 

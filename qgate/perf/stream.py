@@ -29,6 +29,7 @@ class ParsedStream:
     finish_reason: str | None = None
     done: bool = False
     error: str | None = None
+    response_id: str | None = None
     events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
 
 
@@ -77,6 +78,8 @@ def _event(out: ParsedStream, t: int, raw: bytes, keep: bool) -> bool:
         return False
     if keep:
         out.events.append((t, obj))
+    if out.response_id is None and isinstance(obj.get("id"), str):
+        out.response_id = obj["id"][:200]
     if "error" in obj and not obj.get("choices"):
         err = obj["error"]
         msg = err.get("message") if isinstance(err, dict) else err

@@ -36,6 +36,8 @@ _WORDS = (  # noqa: SIM905
 ).split()
 
 Tokenize = Callable[[str], Awaitable[list[int]]]
+# Closed-loop requests whose bodies are serialized before the clock starts (the rest on demand).
+PREBUILT = 4096
 # Called once the warmups are done, just before measuring starts (the runner scrapes /metrics).
 Mark = Callable[[], Awaitable[None]]
 
@@ -156,25 +158,33 @@ async def run_fixed(
     for k in range(0, len(warm_specs), level):
         batch = warm_specs[k : k + level]
         await asyncio.gather(*(warm.run(w, time.perf_counter_ns()) for w in batch))
+    # Bodies built and serialized before the clock starts, so the loop only sends.
+    n = s.requests
+    if s.request_rate is None:
+        arrivals: list[int] = []
+        ready = [spec(i) for i in range(min(n or 0, PREBUILT))]
+    else:
+        arrivals = arrival_offsets_ns(n or 0, s.request_rate, s.burstiness, seed, s.duration_s)
+        ready = [spec(i) for i in range(len(arrivals))]
+    for sp in ready:
+        sp.encoded()
     await mark()
-    sender.t0 = time.perf_counter_ns()
-    deadline = sender.t0 + int(s.duration_s * 1e9) if s.duration_s else None
 
     async def go(sp: RequestSpec, at: int) -> None:
         await sender.run(sp, at)
 
-    if s.request_rate is None:
-        n = s.requests
+    sender.start()
+    if s.request_rate is not None:
+        await open_loop(ready, arrivals, go, level, sender.t0)
+    else:
+        deadline = sender.t0 + int(s.duration_s * 1e9) if s.duration_s else None
 
         def next_spec(i: int) -> RequestSpec | None:
+            if i < len(ready):
+                return ready[i]
             return spec(i) if deadline is not None or (n is not None and i < n) else None
 
         await closed_loop(next_spec, go, level, deadline)
-    else:
-        arrivals = arrival_offsets_ns(
-            s.requests or 0, s.request_rate, s.burstiness, seed, s.duration_s
-        )
-        await open_loop([spec(i) for i in range(len(arrivals))], arrivals, go, level, sender.t0)
     return {
         "input_tokens": input_tokens,
         "output_tokens": s.output_tokens,
@@ -212,7 +222,7 @@ async def run_multi_turn(
         )
         del w
     await mark()
-    sender.t0 = time.perf_counter_ns()
+    sender.start()
     deadline = sender.t0 + int(s.duration_s * 1e9) if s.duration_s else None
     next_conv = s.conversations
 
@@ -234,9 +244,12 @@ async def run_multi_turn(
                     turn=t,
                     concurrency=s.conversations,
                 )
-                rec, parsed = await sender.run(sp, time.perf_counter_ns())
-                if rec.error is not None:
+                # The one place a stream is parsed during a scenario: the next turn needs
+                # the reply (as vLLM's multi-turn benchmark does).
+                ex = await sender.run(sp, time.perf_counter_ns())
+                if ex.error() is not None:
                     return
+                parsed = ex.parsed()
                 reply = parsed.token_ids or (await tokenize(parsed.text) if parsed.text else [])
                 history += reply
                 if s.think_time_s:
@@ -314,8 +327,10 @@ async def run_trace(
         measured = [measured[i] for i in keep]
         offsets = [offsets[i] for i in keep]
     specs = [spec(inp, out) for _, inp, out in measured]
+    for sp in specs:
+        sp.encoded()
     await mark()
-    sender.t0 = time.perf_counter_ns()
+    sender.start()
 
     async def go(sp: RequestSpec, at: int) -> None:
         await sender.run(sp, at)

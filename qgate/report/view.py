@@ -317,6 +317,10 @@ def _rate_rows(ref: dict[str, Any] | None, cand: dict[str, Any] | None) -> list[
     return rows
 
 
+QUEUE_SHOWN_MS = 0.05
+PCTS = ("p50", "p90", "p99")
+
+
 def _distribution_rows(ref: dict[str, Any] | None, cand: dict[str, Any] | None) -> list[list[str]]:
     rows = []
     for metric in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
@@ -327,6 +331,14 @@ def _distribution_rows(ref: dict[str, Any] | None, cand: dict[str, Any] | None) 
                 cells.append(fmt(dist.get(q)) if isinstance(dist, dict) else "–")
         if any(c != "–" for c in cells[1:]):
             rows.append(cells)
+    # Client queueing (scheduled -> sent, connection set-up included) is outside TTFT;
+    # shown when it is not negligible, since then the client limited the offered load.
+    queues = [(s or {}).get("queue_ms") for s in (ref, cand)]
+    if any(isinstance(q, dict) and (q.get("p99") or 0) >= QUEUE_SHOWN_MS for q in queues):
+        rows.append(
+            ["queue_ms (client)"]
+            + [fmt(q.get(k)) if isinstance(q, dict) else "–" for q in queues for k in PCTS]
+        )
     return rows
 
 

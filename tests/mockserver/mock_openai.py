@@ -12,8 +12,15 @@ server really did, not against the nominal delays.
 
 Per request, a body key `mock` overrides the defaults:
 `{"ttft_ms", "itl_ms", "tokens", "text", "fault"}`; fault is one of
-`http500`, `malformed`, `drop`, `stall`, `short`, `empty`, `usage_mismatch`.
+`http500`, `malformed`, `drop`, `stall`, `short`, `empty`, `usage_mismatch`,
+`missing_chunks` (one content chunk fewer, usage still claims them all).
 `return_token_ids: true` adds `token_ids` to each chunk, as vLLM does.
+Every response carries an OpenAI `id` (`cmpl-mock-<n>`). With `--log PATH`
+the server appends one JSON line per finished request, `{"n", "recv_ns",
+"writes_ns"}` (each content chunk's time just after its write returned), and
+the first token's text is `r<n>`, so any client's record (or generated text)
+can be matched with what the server did; lines `{"loop_lag": [[t, ns], ...]}`
+give how late a 2 ms timer fired on the server's event loop.
 Prefix caching is simulated on 16-token blocks so /metrics reports
 `vllm:prefix_cache_queries_total` and `vllm:prefix_cache_hits_total`.
 """
@@ -36,9 +43,11 @@ BLOCK = 16
 
 
 class State:
-    def __init__(self, ttft_ms: float, itl_ms: float) -> None:
+    def __init__(self, ttft_ms: float, itl_ms: float, log: str | None = None) -> None:
         self.ttft_ms = ttft_ms
         self.itl_ms = itl_ms
+        self.served = 0
+        self.log = open(log, "a", buffering=1) if log else None  # noqa: SIM115
         self.seen_blocks: set[int] = set()
         self.counters = {
             "vllm:prompt_tokens_total": 0.0,
@@ -89,7 +98,8 @@ def make_app(state: State) -> Any:
         return web.Response(text="")
 
     async def models(_: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": "mock", "object": "model"}]})
+        model = {"id": "mock", "object": "model", "root": "mock"}
+        return web.json_response({"object": "list", "data": [model]})
 
     async def tokenize_h(req: web.Request) -> web.Response:
         body = await req.json()
@@ -115,20 +125,31 @@ def make_app(state: State) -> Any:
         itl = float(m.get("itl_ms", state.itl_ms)) * 1e6
         words = str(m["text"]).split() if "text" in m else None
         n = int(m.get("tokens", len(words) if words else body.get("max_tokens") or 16))
-        sent_n = {"short": max(n - 1, 0), "empty": 0}.get(fault or "", n)
+        sent_n = {"short": max(n - 1, 0), "missing_chunks": max(n - 1, 0), "empty": 0}.get(
+            fault or "", n
+        )
         cached = state.cache(ids)
         state.counters["vllm:prompt_tokens_total"] += len(ids)
+        number = state.served
+        state.served += 1
+        rid = f"cmpl-mock-{number}"
+        writes: list[int] = []
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(req)
         start = recv + ttft
         if chat:  # like vLLM, a first chunk that only announces the role
-            role = {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
+            role = {
+                "id": rid,
+                "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}],
+            }
             await resp.write(b"data: " + json.dumps(role).encode() + b"\n\n")
         for i in range(sent_n):
             delay = (start + i * itl - time.perf_counter_ns()) / 1e9
             if delay > 0:
                 await asyncio.sleep(delay)
             word = words[i] if words and i < len(words) else f"w{i}"
+            if i == 0 and state.log is not None:
+                word = f"r{number}"
             text = word if i == 0 else " " + word
             choice: dict[str, Any] = {"index": 0, "finish_reason": None}
             if chat:
@@ -140,8 +161,9 @@ def make_app(state: State) -> Any:
             if i == sent_n - 1:
                 choice["finish_reason"] = "length"
             t = time.perf_counter_ns()
-            chunk = {"choices": [choice], "mock_recv_ns": recv, "mock_sent_ns": t}
+            chunk = {"id": rid, "choices": [choice], "mock_recv_ns": recv, "mock_sent_ns": t}
             await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            writes.append(time.perf_counter_ns())
             if i == 1 and fault == "malformed":
                 await resp.write(b"data: {not json\n\n")
             if i == 1 and fault == "drop":
@@ -152,16 +174,20 @@ def make_app(state: State) -> Any:
                 await asyncio.sleep(3600)
         state.counters["vllm:generation_tokens_total"] += sent_n
         state.counters["vllm:request_success_total"] += 1
-        reported = sent_n + 3 if fault == "usage_mismatch" else sent_n
+        reported = {"usage_mismatch": sent_n + 3, "missing_chunks": n}.get(fault or "", sent_n)
         usage = {
             "prompt_tokens": len(ids),
             "completion_tokens": reported,
             "total_tokens": len(ids) + reported,
             "prompt_tokens_details": {"cached_tokens": cached},
         }
-        await resp.write(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n")
+        last = {"id": rid, "choices": [], "usage": usage}
+        await resp.write(b"data: " + json.dumps(last).encode() + b"\n\n")
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
+        if state.log is not None:
+            line = {"n": number, "recv_ns": recv, "writes_ns": writes}
+            state.log.write(json.dumps(line) + "\n")
         return resp
 
     app = web.Application()
@@ -186,7 +212,22 @@ async def serve(host: str, port: int, state: State) -> None:
     site = web.SockSite(runner, sock, backlog=4096)
     await site.start()
     print(f"PORT {sock.getsockname()[1]}", flush=True)
+    if state.log is not None:
+        await sample_loop_lag(state.log)
     await asyncio.Event().wait()
+
+
+async def sample_loop_lag(log: Any, period_s: float = 0.002) -> None:
+    """Log how late a 2 ms timer fires: the server's own event-loop delay, which a newly
+    arrived request also waits (so a client's measured delivery time can be split)."""
+    samples: list[list[int]] = []
+    while True:
+        t = time.perf_counter_ns()
+        await asyncio.sleep(period_s)
+        samples.append([t, time.perf_counter_ns() - t - int(period_s * 1e9)])
+        if len(samples) >= 250:
+            log.write(json.dumps({"loop_lag": samples}) + "\n")
+            samples = []
 
 
 def main() -> None:
@@ -195,6 +236,7 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--ttft-ms", type=float, default=20.0)
     ap.add_argument("--itl-ms", type=float, default=5.0)
+    ap.add_argument("--log", default=None, help="append one JSON line per request here")
     a = ap.parse_args()
     try:
         import uvloop
@@ -202,13 +244,22 @@ def main() -> None:
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(serve(a.host, a.port, State(a.ttft_ms, a.itl_ms)))
+    state = State(a.ttft_ms, a.itl_ms, a.log)
+    try:
+        asyncio.run(serve(a.host, a.port, state))
+    finally:
+        if state.log is not None:
+            state.log.close()
 
 
 @contextmanager
-def running(ttft_ms: float = 20.0, itl_ms: float = 5.0, cpu: int | None = None) -> Iterator[str]:
+def running(
+    ttft_ms: float = 20.0, itl_ms: float = 5.0, cpu: int | None = None, log: str | None = None
+) -> Iterator[str]:
     """Start the mock in its own process; yield its base URL (ending in /v1); stop it."""
     cmd = [sys.executable, __file__, "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)]
+    if log is not None:
+        cmd += ["--log", log]
     if cpu is not None:
         cmd = ["taskset", "-c", str(cpu), *cmd]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)

@@ -90,5 +90,11 @@ def test_coalesced_chunks_are_fine_when_token_ids_add_up() -> None:
     assert check_request(r) == []
 
 
-def test_coalesced_chunks_without_ids_are_not_blamed() -> None:
-    assert check_request(good(output_tokens=4, requested_output_tokens=4)) == []
+def test_usage_claiming_the_requested_count_over_fewer_chunks_fails_without_ids() -> None:
+    # Issue 13: usage says 4 (as requested) but only 3 content chunks came and no token
+    # ids tell a merged chunk from a lost token: counted in chunks, it is caught.
+    problems = check_request(good(output_tokens=4, requested_output_tokens=4))
+    assert any("only 3 content chunks" in p for p in problems)
+    # With token ids that add up, merged chunks stay fine (previous test); without a forced
+    # length there is nothing to hold the count against.
+    assert check_request(good(output_tokens=4, requested_output_tokens=None)) == []

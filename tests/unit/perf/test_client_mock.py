@@ -39,13 +39,13 @@ async def one(
     async with make_session(4, timeout_s) as s:
         raw = RawClient(url, timeout_s) if use_raw else None
         sender = Sender(s, url, None, t0=time.perf_counter_ns(), raw=raw)
-        rec, _ = await sender.run(
+        ex = await sender.run(
             RequestSpec("/completions", p, requested_output_tokens=p["max_tokens"]),
             time.perf_counter_ns(),
         )
         if raw is not None:
             await raw.close()
-        return rec
+        return ex.record(sender.t0)
 
 
 @pytest.mark.parametrize("use_raw", [True, False], ids=["rawhttp", "aiohttp"])
@@ -59,6 +59,7 @@ def test_measured_ttft_and_itl_match_the_server_truth(mock_url: str, use_raw: bo
                 got = await sender._send(
                     RequestSpec("/completions", payload(16, ttft_ms=40, itl_ms=10))
                 )
+                got.decode()
                 p = parse_sse(got.chunks, keep_events=True)
                 assert p.error is None and len(p.events) == 17
                 sent = [e["mock_sent_ns"] for _, e in p.events if e.get("choices")]
@@ -112,6 +113,16 @@ def test_short_or_inconsistent_streams_fail_checks(mock_url: str, fault: str, ne
     rec = asyncio.run(one(mock_url, payload(8, fault=fault)))
     assert rec.error is None
     assert any(needle in c for c in rec.check_failures)
+
+
+@pytest.mark.parametrize("ids", [True, False], ids=["token-ids", "no-token-ids"])
+def test_usage_claiming_tokens_the_stream_lacked_is_caught(mock_url: str, ids: bool) -> None:
+    p = payload(8, fault="missing_chunks")
+    if not ids:
+        del p["return_token_ids"]
+    rec = asyncio.run(one(mock_url, p))
+    assert rec.error is None and rec.output_tokens == 8 and len(rec.token_times_ns) == 7
+    assert any("usage says 8" in c for c in rec.check_failures)
 
 
 def test_a_fault_mid_run_is_counted_not_fatal(mock_url: str) -> None:

@@ -125,8 +125,7 @@ def _preview(cand_step_ms: float) -> Report:
         profile=profile, profile_sha256="0" * 64, fingerprint=None, effective_configs=[],
         suite_runs=[], divergence=None, verdicts=[], perf_status="ran",
         perf_runs=[_run("reference", 20), _run("candidate", cand_step_ms)],
-        target_mismatches=[], stage_timings={},
-        reference_provenance=cache_provenance(),
+        target_mismatches=[], stage_timings={},  # a preview has no reference provenance
     )  # fmt: skip
 
 
