@@ -16,7 +16,8 @@ from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
 GATE = "candidate.no_effect"
 MESSAGE = (
     "the candidate's change had no measurable effect: every answer{div} is bit-identical "
-    "to the reference's ({n} compared); was it applied?"
+    "to the reference's ({n} compared); for a precision change, was it applied? (for a "
+    "serving-policy change such as prefix caching or scheduling, that is what it should do)"
 )
 
 
