@@ -53,7 +53,7 @@ class RawResponse:
         """Fill `chunks` from `wire` (no-op when done or not needed); bad framing is an error."""
         if self.wire is None:
             return
-        from qgate.perf.rawhttp import body_pieces
+        from qgate.perf.framing import body_pieces
 
         pieces, complete = body_pieces(self.wire, self.head_end, self.chunked)
         self.wire = None

@@ -12,6 +12,9 @@ from pydantic import Field
 
 from qgate.models import Record
 
+# A perf run is one of the two runtimes of `qgate run`, or `qgate perf` on its own.
+PerfRole = Literal["reference", "candidate", "standalone"]
+
 
 class RequestRecord(Record):
     """One measured request, timed on the client's monotonic clock (ns since scenario start)."""
@@ -70,7 +73,7 @@ class ScenarioRun(Record):
     """One scenario (one concurrency level of a sweep) on one runtime."""
 
     scenario: str = Field(description="Scenario name (with '@cN' for a sweep level).")
-    role: Literal["reference", "candidate", "standalone"] = Field(
+    role: PerfRole = Field(
         description="Which runtime served it; standalone: `qgate perf` against an endpoint."
     )
     kind: str = Field(description="fixed | multi_turn | trace.")

@@ -14,7 +14,7 @@ gate passed); this module only measures.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Any
 
 from qgate.errors import InfrastructureError
 from qgate.perf.client import make_session, post_json
@@ -23,7 +23,7 @@ from qgate.perf.loadgen import Exchange, RequestSpec, Sender
 from qgate.perf.probes import Probe
 from qgate.perf.progress import ScenarioProgress
 from qgate.perf.rawhttp import RawClient
-from qgate.perf.records import ScenarioRun
+from qgate.perf.records import PerfRole, ScenarioRun
 from qgate.perf.workloads import (
     Mark,
     Tokenize,
@@ -34,12 +34,15 @@ from qgate.perf.workloads import (
     run_trace,
 )
 from qgate.profile import FixedScenario, MultiTurnScenario, PerfSpec, TraceScenario
+from qgate.profile_quality import ANSWER_MAX_TOKENS
 from qgate.runtime.http import root_url
 
 AnyScenario = FixedScenario | MultiTurnScenario | TraceScenario
-Role = Literal["reference", "candidate", "standalone"]
+Role = PerfRole
 
-DEFAULT_PROBE_PARAMS: dict[str, Any] = {"temperature": 0.0, "max_tokens": 48, "seed": 0}
+DEFAULT_PROBE_PARAMS: dict[str, Any] = {
+    "temperature": 0.0, "max_tokens": ANSWER_MAX_TOKENS, "seed": 0
+}
 
 
 def levels(s: AnyScenario) -> list[tuple[str, int | None]]:
@@ -87,7 +90,7 @@ async def run_scenarios(
 
     base_url ends in /v1. Probes are (item id, chat messages or prompt, the
     quality stage's answer); one is sent after every round(1 / probe_share)
-    workload completions, with `probe_params` (default greedy, 48 tokens).
+    workload completions, with `probe_params` (default greedy, ANSWER_MAX_TOKENS tokens).
     Prompts are tokenized by the server's /tokenize unless `tokenize` is
     given (a local tokenizer, see qgate.perf.tokenizer). Failures of single
     requests are recorded, never raised.
