@@ -253,45 +253,6 @@ def _perf(report: Report) -> Section:
     return sec
 
 
-def _published(report: Report) -> Section | None:
-    """Published figures beside the measured runs, with the caveat (qgate.perf.published)."""
-    from pydantic import ValidationError
-
-    from qgate.perf.published import CAVEAT, compare_published
-    from qgate.profile_perf import PublishedFigure
-
-    perf = report.profile.get("perf") or {}
-    try:
-        figures = [PublishedFigure.model_validate(f) for f in perf.get("published") or []]
-    except ValidationError:
-        return None
-    if not figures:
-        return None
-    params = {r.scenario: r.params for r in report.perf.runs}
-    rows = [
-        [
-            p.source + (f" ({p.date})" if p.date else " (date not recorded)"),
-            p.note or "–",
-            p.hardware,
-            fmt(p.concurrency),
-            p.metric,
-            fmt(p.published),
-            p.scenario or "no matching run",
-            fmt(p.candidate),
-            f"x{p.candidate_ratio:.2f}" if p.candidate_ratio is not None else "–",
-            fmt(p.reference),
-            f"x{p.reference_ratio:.2f}" if p.reference_ratio is not None else "–",
-        ]
-        for p in compare_published(figures, report.perf.results, params)
-    ]
-    sec = Section("Published figures (measured against published)")
-    sec.lines.append(CAVEAT)
-    header = ["Source", "Note", "Hardware", "Concurrency", "Metric", "Published", "Run",
-              "Candidate", "Cand / pub", "Reference", "Ref / pub"]  # fmt: skip
-    sec.tables.append(Table(header, rows))
-    return sec
-
-
 def _rate_rows(ref: dict[str, Any] | None, cand: dict[str, Any] | None) -> list[list[str]]:
     """Per runtime: throughputs (in total and per GPU), per-request rates, TTFT p90."""
 
@@ -402,7 +363,9 @@ def sections(report: Report) -> list[Section]:
     if div is not None:
         out.append(div)
     out.append(_perf(report))
-    published = _published(report)
+    from qgate.report.view_published import published_section
+
+    published = published_section(report)
     if published is not None:
         out.append(published)
     out.append(_environment(report))
