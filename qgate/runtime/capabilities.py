@@ -173,7 +173,7 @@ def _fallback_spec(spec: RuntimeSpec) -> RuntimeSpec:
     )
 
 
-def _describe(profile: Profile, spec: RuntimeSpec) -> str:
+def _describe(spec: RuntimeSpec) -> str:
     parts = [f"{k}={v}" for k, v in sorted(spec.args.items())]
     if spec.emulate_weights is not None:
         w = spec.emulate_weights
@@ -201,7 +201,7 @@ def select_runtimes(profile: Profile, cpu: CpuCaps) -> Selection:
                 _fp8(v) for v in runtime_args(profile, spec).values()
             ):
                 notes.append(f"{role}: native on this CPU ({cpu.describe()}): "
-                             f"{_describe(profile, spec)}")  # fmt: skip
+                             f"{_describe(spec)}")  # fmt: skip
             continue
         if spec.fallback is not None:
             alt = _fallback_spec(spec)
@@ -210,8 +210,8 @@ def select_runtimes(profile: Profile, cpu: CpuCaps) -> Selection:
                 chosen[role] = alt
                 why = "; ".join(p.line.split("; way out:")[0] for p in problems)
                 notes.append(
-                    f"{role}: ran its fallback ({_describe(profile, alt)}) instead of "
-                    f"{_describe(profile, spec)}, because {why}"
+                    f"{role}: ran its fallback ({_describe(alt)}) instead of "
+                    f"{_describe(spec)}, because {why}"
                 )
                 continue
             problems = still
