@@ -1,1 +1,34 @@
-"""Quality suites (math, recall, divergence, lm-eval), statistics and gates."""
+"""Quality suites (math, recall, divergence, lm-eval), statistics and gates.
+
+The plug-in surface is the suite registry (qgate/quality/registry.py): a suite
+is a `SuiteEntry` naming a `SuiteRunner`; the stage, the gates and the
+reference cache loop over `registered()`.
+"""
+
+from __future__ import annotations
+
+from qgate.quality.registry import (
+    PairedRunner,
+    SuiteContext,
+    SuiteEntry,
+    SuiteRunner,
+    features_needed,
+    features_used,
+    register,
+    registered,
+    suite_entry,
+    unregister,
+)
+
+__all__ = [
+    "PairedRunner",
+    "SuiteContext",
+    "SuiteEntry",
+    "SuiteRunner",
+    "features_needed",
+    "features_used",
+    "register",
+    "registered",
+    "suite_entry",
+    "unregister",
+]

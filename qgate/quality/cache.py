@@ -49,30 +49,23 @@ from qgate.quality.cache_auth import (
 )
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.records import SuiteRun
+from qgate.quality.registry import gate_fields
 from qgate.report.model import ReferenceProvenance
 from qgate.runtime.base import EffectiveConfig
 
 if TYPE_CHECKING:
     from qgate.report.keys import LoadedSigner
 
+__all__ = [
+    "CachedReference",
+    "ReferenceCache",
+    "canonical_json",
+    "generation_view",
+    "reference_cache_key",
+    "reference_key_inputs",
+]
+
 log = logging.getLogger(__name__)
-
-
-# Policy fields that decide verdicts but never what the reference generates.
-_GATE_FIELDS = frozenset(
-    {
-        "min_accuracy",
-        "max_drop",
-        "max_flips",
-        "significance",
-        "alpha",
-        "power",
-        "max_mean_kld",
-        "max_p99_kld",
-        "max_max_kld",
-        "min_top1_agreement",
-    }
-)
 
 
 class CachedReference(Record):
@@ -109,15 +102,16 @@ def _default(value: Any) -> Any:
 
 def generation_view(spec: QualitySpec) -> dict[str, Any]:
     """The quality spec without gate limits: only what shapes the reference's outputs."""
-    view: dict[str, Any] = _strip(spec.model_dump(mode="json"))
+    # Every suite's policy fields: they decide verdicts, never what the reference generates.
+    view: dict[str, Any] = _strip(spec.model_dump(mode="json"), gate_fields())
     return view
 
 
-def _strip(node: Any) -> Any:
+def _strip(node: Any, gates: frozenset[str]) -> Any:
     if isinstance(node, dict):
-        return {k: _strip(v) for k, v in node.items() if k not in _GATE_FIELDS}
+        return {k: _strip(v, gates) for k, v in node.items() if k not in gates}
     if isinstance(node, list):
-        return [_strip(v) for v in node]
+        return [_strip(v, gates) for v in node]
     return node
 
 

@@ -47,6 +47,7 @@ from qgate.quality.records import DivergenceRun, DivergenceSequence
 from qgate.runtime.http import root_url
 
 __all__ = [
+    "SUITE",
     "Continuation",
     "CorpusPrompt",
     "ScoreSet",
@@ -65,6 +66,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     import aiohttp
+
+    from qgate.quality.registry import SuiteContext
 
 
 async def _post(
@@ -358,3 +361,24 @@ def build_divergence_run(reference: ScoreSet, candidate: ScoreSet) -> Divergence
         sequences=out,
         wall_s=reference.wall_s + candidate.wall_s,
     )
+
+
+class DivergenceRunner:
+    """The paired divergence step in the quality stage (entry: qgate/quality/registry.py)."""
+
+    def data_digests(self, setting: DivergenceSuite, max_model_len: int | None) -> dict[str, str]:
+        return {"divergence": load_corpus(setting.corpus, setting.sequences)[1]}
+
+    async def reference(self, setting: DivergenceSuite, ctx: SuiteContext) -> ScoreSet:
+        return await reference_scores(
+            setting, ctx.base_url, ctx.model,
+            concurrency=ctx.concurrency, seed=ctx.seed, timeout_s=ctx.timeout_s,
+        )  # fmt: skip
+
+    async def candidate(self, reference: ScoreSet, ctx: SuiteContext) -> ScoreSet:
+        return await candidate_scores(
+            reference, ctx.base_url, ctx.model, concurrency=ctx.concurrency, timeout_s=ctx.timeout_s
+        )
+
+
+SUITE = DivergenceRunner()

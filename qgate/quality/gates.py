@@ -15,11 +15,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from qgate.profile import AccuracyPolicy, DivergenceSuite, LmEvalTask, QualitySpec
+from qgate.profile import AccuracyPolicy, DivergenceSuite, QualitySpec
 from qgate.quality.divergence import DivergenceSummary, summarize_divergence
 from qgate.quality.effect import effect_verdicts
 from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
+from qgate.quality.registry import exact_results
 from qgate.quality.stats import count_flips, mcnemar_p, min_detectable_drop, pct, wilson
+
+__all__ = [
+    "configured_suites",
+    "evaluate_divergence",
+    "evaluate_quality",
+    "evaluate_suite",
+    "overall_passed",
+    "policy_for",
+]
 
 # Differences of accuracies are ratios of integers; this absorbs float rounding
 # so that a drop exactly at the limit passes.
@@ -28,29 +38,12 @@ _EPS = 1e-12
 
 def configured_suites(spec: QualitySpec) -> list[tuple[str, AccuracyPolicy]]:
     """Suite ids the profile asks for, each with its accuracy policy, in a stable order."""
-    out: list[tuple[str, AccuracyPolicy]] = []
-    if spec.math is not None:
-        out += [(f"math.{form}", spec.math) for form in spec.math.prompts]
-    if spec.recall is not None:
-        out += [(f"recall.{n}", spec.recall) for n in spec.recall.context_tokens]
-    for task in spec.lm_eval:
-        out.append((f"lm_eval.{task.task}", task))
-    return out
+    return exact_results(spec)
 
 
 def policy_for(spec: QualitySpec, suite: str) -> AccuracyPolicy | None:
     """The policy that gates a suite id ('math.long', 'recall.1024', 'lm_eval.gsm8k')."""
-    family, _, rest = suite.partition(".")
-    if family == "math" and spec.math is not None and rest in spec.math.prompts:
-        return spec.math
-    if family == "recall" and spec.recall is not None and rest.isdigit():
-        return spec.recall if int(rest) in spec.recall.context_tokens else None
-    if family == "lm_eval":
-        task: LmEvalTask
-        for task in spec.lm_eval:
-            if task.task == rest:
-                return task
-    return None
+    return next((policy for sid, policy in exact_results(spec) if sid == suite), None)
 
 
 def _gates_of(policy: AccuracyPolicy) -> list[str]:

@@ -14,6 +14,7 @@ repository that holds evals/, else to the YAML's folder).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -24,7 +25,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qgate.errors import BadInput, InfrastructureError
 from qgate.files import sha256_file, sha256_json
@@ -32,6 +33,18 @@ from qgate.models import Role
 from qgate.profile import LmEvalTask
 from qgate.quality.data import evals_root
 from qgate.quality.records import ItemRecord, SuiteRun
+
+if TYPE_CHECKING:
+    from qgate.quality.registry import SuiteContext
+
+__all__ = [
+    "SUITE",
+    "default_include_path",
+    "find_task_yaml",
+    "lm_eval_data_sha256",
+    "run_lm_eval",
+    "samples_to_records",
+]
 
 _TASK_LINE = re.compile(r"^task:\s*['\"]?([^'\"\s#]+)", re.MULTILINE)
 
@@ -289,3 +302,25 @@ def run_lm_eval(
         items=records,
         wall_s=round(time.perf_counter() - start, 3),
     )
+
+
+class LmEvalRunner:
+    """The lm-eval tasks in the quality stage (their entry is in qgate/quality/registry.py)."""
+
+    def data_digests(self, setting: list[LmEvalTask], max_model_len: int | None) -> dict[str, str]:
+        return {f"lm_eval.{task.task}": lm_eval_data_sha256(task) for task in setting}
+
+    async def run(self, setting: list[LmEvalTask], ctx: SuiteContext) -> list[SuiteRun]:
+        runs = []
+        for task in setting:
+            run = await asyncio.to_thread(
+                run_lm_eval, ctx.base_url, ctx.model, task, ctx.role,
+                tokenizer_path=ctx.tokenizer_path, concurrency=ctx.concurrency,
+                headers=ctx.headers, seed=ctx.seed, timeout_s=ctx.timeout_s,
+            )  # fmt: skip
+            runs.append(run)
+            ctx.check_alive()
+        return runs
+
+
+SUITE = LmEvalRunner()

@@ -27,6 +27,19 @@ from qgate.quality.records import ItemRecord, SuiteRun
 if TYPE_CHECKING:
     # aiohttp is slow to import; `qgate verify` reads the math set without it
     from qgate.quality.client import Completion, SuiteClient
+    from qgate.quality.registry import SuiteContext
+
+__all__ = [
+    "SUITE",
+    "MathItem",
+    "fit_to_tokens",
+    "load_math_set",
+    "long_budget",
+    "long_prompt",
+    "math_data_sha256",
+    "run_math",
+    "short_prompt",
+]
 
 PROMPT_VERSION = "1"
 INSTRUCTION = "Reply with only the number, nothing else."
@@ -221,3 +234,19 @@ async def run_math(
                 )
             )
     return runs
+
+
+class MathRunner:
+    """The math suite in the quality stage (its entry is in qgate/quality/registry.py)."""
+
+    def data_digests(self, setting: MathSuite, max_model_len: int | None) -> dict[str, str]:
+        return {
+            f"math.{form}": math_data_sha256(setting, form, max_model_len=max_model_len)
+            for form in setting.prompts
+        }
+
+    async def run(self, setting: MathSuite, ctx: SuiteContext) -> list[SuiteRun]:
+        return await run_math(ctx.base_url, ctx.model, setting, ctx.role, **ctx.common())
+
+
+SUITE = MathRunner()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from qgate.errors import BadInput
 from qgate.files import sha256_bytes, sha256_json, sha256_text
@@ -22,6 +23,17 @@ from qgate.quality.data import evals_root, read_eval_file
 from qgate.quality.extract import extract_symbol
 from qgate.quality.records import ItemRecord, SuiteRun
 
+if TYPE_CHECKING:
+    from qgate.quality.registry import SuiteContext
+
+__all__ = [
+    "SUITE",
+    "RecallItem",
+    "build_haystack",
+    "clip_length",
+    "recall_data_sha256",
+    "run_recall",
+]
 VOCABULARY = "recall/vocabulary.json"
 # Room for the question and the chat template around the haystack.
 MARGIN_TOKENS = 128
@@ -211,3 +223,19 @@ async def run_recall(
                 )
             )
     return runs
+
+
+class RecallRunner:
+    """The recall suite in the quality stage (its entry is in qgate/quality/registry.py)."""
+
+    def data_digests(self, setting: RecallSuite, max_model_len: int | None) -> dict[str, str]:
+        return {
+            f"recall.{n}": recall_data_sha256(setting, n, max_model_len=max_model_len)
+            for n in setting.context_tokens
+        }
+
+    async def run(self, setting: RecallSuite, ctx: SuiteContext) -> list[SuiteRun]:
+        return await run_recall(ctx.base_url, ctx.model, setting, ctx.role, **ctx.common())
+
+
+SUITE = RecallRunner()

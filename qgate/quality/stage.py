@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
@@ -20,7 +19,17 @@ from qgate.models import Record, Role
 from qgate.profile import Profile, QualitySpec
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.records import SuiteRun
+from qgate.quality.registry import PairedRunner, SuiteContext, SuiteRunner, configured
 from qgate.runtime.base import EffectiveConfig, Runtime
+
+__all__ = [
+    "QualityOutput",
+    "data_digests",
+    "evaluate",
+    "max_model_len_of",
+    "reference_key",
+    "runtime_headers",
+]
 
 
 class QualityOutput(Record):
@@ -48,24 +57,21 @@ def max_model_len_of(profile: Profile, role: Role) -> int | None:
 
 
 def data_digests(spec: QualitySpec, max_model_len: int | None) -> dict[str, str]:
-    """Suite id -> sha256 of what defines its prompts (the reference cache keys on these)."""
-    from qgate.quality.divergence_data import load_corpus
-    from qgate.quality.lmeval_suite import lm_eval_data_sha256
-    from qgate.quality.math_suite import math_data_sha256
-    from qgate.quality.recall_suite import recall_data_sha256
-
+    """Result id -> sha256 of what defines its prompts (the reference cache keys on these)."""
     out: dict[str, str] = {}
-    if spec.math is not None:
-        for form in spec.math.prompts:
-            out[f"math.{form}"] = math_data_sha256(spec.math, form, max_model_len=max_model_len)
-    if spec.recall is not None:
-        for n in spec.recall.context_tokens:
-            out[f"recall.{n}"] = recall_data_sha256(spec.recall, n, max_model_len=max_model_len)
-    if spec.divergence is not None:
-        out["divergence"] = load_corpus(spec.divergence.corpus, spec.divergence.sequences)[1]
-    for task in spec.lm_eval:
-        out[f"lm_eval.{task.task}"] = lm_eval_data_sha256(task)
+    for entry, setting in configured(spec):
+        out.update(entry.load().data_digests(setting, max_model_len))
     return out
+
+
+async def _paired(
+    runner: PairedRunner, setting: object, ctx: SuiteContext, reference: ScoreSet | None
+) -> ScoreSet:
+    if ctx.role == "reference":
+        return await runner.reference(setting, ctx)
+    if reference is None:
+        raise ValueError("the candidate's divergence needs the reference's scores")
+    return await runner.candidate(reference, ctx)
 
 
 async def _evaluate(
@@ -78,48 +84,26 @@ async def _evaluate(
     reference_scores: ScoreSet | None,
     tokenizer_path: Path | None,
 ) -> tuple[list[SuiteRun], ScoreSet | None]:
-    from qgate.quality import divergence_suite
-    from qgate.quality.lmeval_suite import run_lm_eval
-    from qgate.quality.math_suite import run_math
-    from qgate.quality.recall_suite import run_recall
-
-    url, model, headers = runtime.base_url, runtime.served_model, runtime_headers(runtime)
-    common: dict[str, Any] = {
-        "concurrency": spec.concurrency,
-        "seed": spec.seed,
-        "max_model_len": max_model_len,
-        "headers": headers,
-        "timeout_s": timeout_s,
-    }
+    ctx = SuiteContext(
+        role=role,
+        base_url=runtime.base_url,
+        model=runtime.served_model,
+        headers=runtime_headers(runtime),
+        concurrency=spec.concurrency,
+        seed=spec.seed,
+        max_model_len=max_model_len,
+        timeout_s=timeout_s,
+        tokenizer_path=tokenizer_path,
+        check_alive=runtime.check_alive,
+    )
     runs: list[SuiteRun] = []
-    if spec.math is not None:
-        runs += await run_math(url, model, spec.math, role, **common)
-        runtime.check_alive()
-    if spec.recall is not None:
-        runs += await run_recall(url, model, spec.recall, role, **common)
-        runtime.check_alive()
     scores: ScoreSet | None = None
-    if spec.divergence is not None:
-        if role == "reference":
-            scores = await divergence_suite.reference_scores(
-                spec.divergence, url, model,
-                concurrency=spec.concurrency, seed=spec.seed, timeout_s=timeout_s,
-            )  # fmt: skip
+    for entry, setting in configured(spec):
+        if entry.paired:  # divergence: the one step that needs the reference's results
+            scores = await _paired(entry.load(), setting, ctx, reference_scores)
         else:
-            if reference_scores is None:
-                raise ValueError("the candidate's divergence needs the reference's scores")
-            scores = await divergence_suite.candidate_scores(
-                reference_scores, url, model, concurrency=spec.concurrency, timeout_s=timeout_s
-            )
-        runtime.check_alive()
-    for task in spec.lm_eval:
-        runs.append(
-            await asyncio.to_thread(
-                run_lm_eval, url, model, task, role,
-                tokenizer_path=tokenizer_path, concurrency=spec.concurrency,
-                headers=headers, seed=spec.seed, timeout_s=timeout_s,
-            )  # fmt: skip
-        )
+            runner: SuiteRunner = entry.load()
+            runs += await runner.run(setting, ctx)
         runtime.check_alive()
     return runs, scores
 
