@@ -1,0 +1,186 @@
+"""Adding a suite is one module, one registry entry and its profile model.
+
+The toy suite below (not shipped) asks the server's tokenizer how many
+tokens each sentence has and counts an item correct when that equals the
+sentence's word count (the mock server tokenizes by whitespace). It is
+registered for the test only, and then runs through the quality stage, the
+gates and the reference cache key without any of them naming it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import Field
+
+from qgate.files import sha256_json, sha256_text
+from qgate.profile_quality import AccuracyPolicy, MathSuite, QualitySpec
+from qgate.quality.cache import generation_view
+from qgate.quality.gates import evaluate_quality, policy_for
+from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.quality.registry import (
+    SuiteContext,
+    SuiteEntry,
+    features_needed,
+    register,
+    registered,
+    unregister,
+)
+
+MOCK = Path(__file__).resolve().parents[2] / "mockserver" / "mock_openai.py"
+
+
+# --- the suite's module ------------------------------------------------------------------
+class WordCountSuite(AccuracyPolicy):
+    """Token counts of plain sentences, checked against their word counts."""
+
+    sentences: list[str] = Field(min_length=1, description="Sentences to count.")
+
+
+class WordCountRunner:
+    def data_digests(self, setting: WordCountSuite, max_model_len: int | None) -> dict[str, str]:
+        return {"word_count": sha256_json({"version": "1", "sentences": setting.sentences})}
+
+    async def run(self, setting: WordCountSuite, ctx: SuiteContext) -> list[SuiteRun]:
+        from qgate.quality.client import SuiteClient
+
+        start = time.perf_counter()
+        async with SuiteClient(ctx.base_url, ctx.model, headers=ctx.headers) as client:
+            counts = [await client.count_tokens(s) for s in setting.sentences]
+        items = [
+            ItemRecord(id=f"s{i}", prompt_sha256=sha256_text(s), output=str(n), answer=str(n),
+                       expected=str(len(s.split())), correct=n == len(s.split()))
+            for i, (s, n) in enumerate(zip(setting.sentences, counts, strict=True))
+        ]  # fmt: skip
+        digest = self.data_digests(setting, ctx.max_model_len)["word_count"]
+        return [SuiteRun(suite="word_count", role=ctx.role, data_sha256=digest, items=items,
+                         wall_s=round(time.perf_counter() - start, 3))]  # fmt: skip
+
+
+SUITE = WordCountRunner()
+# --- end of the suite's module -----------------------------------------------------------
+
+ENTRY = SuiteEntry(
+    key="word_count",
+    model=WordCountSuite,
+    runner=f"{__name__}:SUITE",
+    needs=frozenset({"tokenize"}),
+)
+
+
+class ToyQualitySpec(QualitySpec):
+    """The profile's quality block with the toy suite's field added."""
+
+    word_count: WordCountSuite | None = Field(default=None, description="Word-count toy suite.")
+
+
+@pytest.fixture
+def toy_registered() -> Iterator[SuiteEntry]:
+    entry = register(ENTRY)
+    try:
+        yield entry
+    finally:
+        unregister(entry.key)
+    assert "word_count" not in {e.key for e in registered()}
+
+
+@pytest.fixture(scope="module")
+def mock_url() -> Iterator[str]:
+    spec = importlib.util.spec_from_file_location("mock_openai", MOCK)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with mod.running(ttft_ms=1.0, itl_ms=1.0) as url:
+        yield url
+
+
+class MockRuntime:
+    """The parts of a runtime the quality stage's suites use."""
+
+    log_path = None
+
+    def __init__(self, role: str, url: str) -> None:
+        self.role = role
+        self.base_url = url
+        self.served_model = "mock"
+        self.alive_checks = 0
+
+    def check_alive(self) -> None:
+        self.alive_checks += 1
+
+
+SENTENCES = ["one two three", "a b", "the quick brown fox jumps"]
+
+
+def _spec(**policy: Any) -> ToyQualitySpec:
+    return ToyQualitySpec(word_count=WordCountSuite(sentences=SENTENCES, **policy))
+
+
+def test_toy_suite_runs_through_stage_gates_and_cache(
+    toy_registered: SuiteEntry, mock_url: str
+) -> None:
+    from qgate.quality import stage
+
+    spec = _spec(min_accuracy=1.0, max_drop=0.0)
+    assert spec.has_suites()
+    assert features_needed(spec) == {"word_count": frozenset({"tokenize"})}
+
+    runs: list[SuiteRun] = []
+    for role in ("reference", "candidate"):
+        runtime = MockRuntime(role, mock_url)
+        evaluating = stage._evaluate(
+            runtime, spec, role,  # type: ignore[arg-type]
+            max_model_len=None, timeout_s=30.0, reference_scores=None, tokenizer_path=None,
+        )  # fmt: skip
+        got, scores = asyncio.run(evaluating)
+        assert scores is None and runtime.alive_checks == 1
+        runs += got
+    assert [(r.suite, r.role) for r in runs] == [
+        ("word_count", "reference"), ("word_count", "candidate"),
+    ]  # fmt: skip
+    assert all(i.correct for r in runs for i in r.items) and len(runs[0].items) == 3
+
+    verdicts = evaluate_quality(spec, runs, None)
+    assert [v.gate for v in verdicts] == [
+        "word_count.min_accuracy", "word_count.max_drop", "word_count.significance",
+    ]  # fmt: skip
+    assert all(v.passed for v in verdicts)
+    assert policy_for(spec, "word_count") is spec.word_count
+
+    # A lost item fails its gates: the verdicts come from the toy's records, not a stub.
+    worse = runs[1].model_copy(update={"items": [
+        runs[1].items[0].model_copy(update={"correct": False}), *runs[1].items[1:]
+    ]})  # fmt: skip
+    failed = {v.gate for v in evaluate_quality(spec, [runs[0], worse], None) if not v.passed}
+    assert failed == {"word_count.min_accuracy", "word_count.max_drop"}
+
+    digests = stage.data_digests(spec, None)
+    assert digests == {"word_count": runs[0].data_sha256}
+    view = generation_view(spec)
+    assert view["word_count"] == {"sentences": SENTENCES}  # gate limits left out of the key
+    assert generation_view(_spec(min_accuracy=0.5)) == view
+    assert generation_view(ToyQualitySpec(word_count=WordCountSuite(sentences=["x"]))) != view
+
+
+def test_toy_suite_mixes_with_the_builtin_suites(toy_registered: SuiteEntry) -> None:
+    from qgate.quality.gates import configured_suites
+
+    spec = ToyQualitySpec(math=MathSuite(prompts=["short"]), word_count=_spec().word_count)
+    assert [sid for sid, _ in configured_suites(spec)] == ["math.short", "word_count"]
+    verdicts = evaluate_quality(spec, [], None)
+    assert {v.suite for v in verdicts} == {"math.short", "word_count"}
+    assert not any(v.passed for v in verdicts)  # no runs: every configured gate fails
+
+
+def test_without_its_entry_the_field_is_not_a_suite() -> None:
+    spec = _spec()
+    assert evaluate_quality(spec, [], None) == []
+    from qgate.quality.stage import data_digests
+
+    assert data_digests(spec, None) == {}
