@@ -1,18 +1,86 @@
-"""The first problem of a JSONL data file a profile names, found at validate time.
+"""Reading JSONL data files by line, and the first problem of one a profile names.
 
 The suites and the trace replay read these files only when their stage
 starts, which for a trace is after the whole quality stage. Their loaders
-import the HTTP client and numpy; this check reads the same fields with the
-standard library only, so that `qgate validate` stays fast.
+import the HTTP client and numpy; this check reads the same fields with
+`jsonl_values` (jsonlines and the standard library only), the reader the
+loaders use too, so that `qgate validate` stays fast and agrees with them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+__all__ = [
+    "MATH_ITEM",
+    "TRACE_LINE",
+    "JsonlLineError",
+    "JsonlShape",
+    "corpus_prompt",
+    "jsonl_problem",
+    "jsonl_values",
+]
+
+
+class JsonlLineError(ValueError):
+    """A line that is not JSON: its 1-based number and the decoder's error."""
+
+    def __init__(self, lineno: int, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.lineno = lineno
+        self.cause = cause
+
+    @property
+    def too_deep(self) -> bool:
+        """The decoder gave up on nesting (RecursionError), not on the syntax."""
+        return isinstance(self.cause, _TooDeep)
+
+    @property
+    def reason(self) -> str:
+        """'JSON nested too deeply', or the decoder's message without its position."""
+        return str(getattr(self.cause, "msg", self.cause))
+
+
+class _TooDeep(ValueError):
+    pass
+
+
+def _loads(line: str | bytes) -> Any:
+    try:
+        return json.loads(line)
+    except RecursionError:
+        raise _TooDeep("JSON nested too deeply") from None
+
+
+def jsonl_values(text: str) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of every non-blank line of JSONL `text`, read with jsonlines.
+
+    Lines are `str.splitlines()` lines; a line that is not JSON raises
+    JsonlLineError with its number (a JSON `null` is a value, None).
+    """
+    import jsonlines
+
+    at = 0
+
+    def lines() -> Iterator[str]:
+        nonlocal at
+        for at, line in enumerate(text.splitlines(), start=1):  # noqa: B007
+            yield line
+
+    with jsonlines.Reader(lines(), loads=_loads) as reader:
+        while True:
+            try:
+                value = reader.read(allow_none=True, skip_empty=True)
+            except EOFError:
+                return
+            except jsonlines.InvalidLineError as exc:
+                cause = exc.__cause__ or exc
+                raise JsonlLineError(exc.lineno, cause) from cause
+            yield at, value
 
 
 def _text(value: Any) -> str:
@@ -64,13 +132,7 @@ def corpus_prompt(sequences: int) -> JsonlShape:
     return JsonlShape("corpus prompt", fields, needed=sequences, all_lines=False)
 
 
-def _line_problem(line: str, shape: JsonlShape) -> str | None:
-    try:
-        obj = json.loads(line)
-    except RecursionError:
-        return "JSON nested too deeply"
-    except ValueError as exc:
-        return f"not JSON ({getattr(exc, 'msg', exc)})"
+def _value_problem(obj: Any, shape: JsonlShape) -> str | None:
     if not isinstance(obj, dict):
         return f"not a {shape.what} (a JSON object)"
     missing = [key for key in shape.fields if key not in obj]
@@ -98,15 +160,17 @@ def jsonl_problem(path: Path, shape: JsonlShape) -> str | None:
         where = raw[: exc.start].count(b"\n") + 1
         return f"{path}:{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x})"
     count = 0
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        problem = _line_problem(line, shape)
-        if problem:
-            return f"{path}:{lineno}: {problem}"
-        count += 1
-        if count >= shape.needed and not shape.all_lines:
-            break
+    try:
+        for lineno, obj in jsonl_values(text):
+            problem = _value_problem(obj, shape)
+            if problem:
+                return f"{path}:{lineno}: {problem}"
+            count += 1
+            if count >= shape.needed and not shape.all_lines:
+                break
+    except JsonlLineError as exc:
+        reason = exc.reason if exc.too_deep else f"not JSON ({exc.reason})"
+        return f"{path}:{exc.lineno}: {reason}"
     if count == 0:
         return f"{path}: no {shape.what}s"
     if count < shape.needed:

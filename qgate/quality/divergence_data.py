@@ -7,13 +7,13 @@ is cached and replayed). The HTTP steps live in qgate/quality/divergence_suite.p
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import Field
 
 from qgate.errors import BadInput
 from qgate.files import sha256_bytes, sha256_text
+from qgate.jsonl_checks import JsonlLineError, jsonl_values
 from qgate.models import Record, Role
 
 __all__ = [
@@ -74,6 +74,9 @@ def default_corpus() -> Path:
     return evals_root() / "divergence" / "corpus.jsonl"
 
 
+_NOT_A_LINE = "not a {id, prompt} line"
+
+
 def load_corpus(path: Path | None, sequences: int) -> tuple[list[CorpusPrompt], str]:
     """The first `sequences` prompts of a JSONL corpus and the sha256 of the whole file.
 
@@ -89,16 +92,16 @@ def load_corpus(path: Path | None, sequences: int) -> tuple[list[CorpusPrompt], 
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BadInput(f"divergence corpus {path}: not UTF-8 text ({exc.reason})") from None
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-            prompts.append(CorpusPrompt(id=obj["id"], prompt=obj["prompt"]))
-        except (ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise BadInput(f"divergence corpus {path}:{lineno}: not a {{id, prompt}} line") from exc
-        if len(prompts) == sequences:
-            break
+    try:
+        for lineno, obj in jsonl_values(text):
+            try:
+                prompts.append(CorpusPrompt(id=obj["id"], prompt=obj["prompt"]))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise BadInput(f"divergence corpus {path}:{lineno}: {_NOT_A_LINE}") from exc
+            if len(prompts) == sequences:
+                break
+    except JsonlLineError as exc:
+        raise BadInput(f"divergence corpus {path}:{exc.lineno}: {_NOT_A_LINE}") from exc.cause
     if len(prompts) < sequences:
         raise BadInput(f"divergence corpus {path}: {len(prompts)} prompts, {sequences} asked")
     return prompts, sha256_bytes(raw)

@@ -10,7 +10,6 @@ cut to a token budget with the served model's own tokenizer (/tokenize and
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from qgate.errors import BadInput
 from qgate.files import sha256_bytes, sha256_json, sha256_text
+from qgate.jsonl_checks import JsonlLineError, jsonl_values
 from qgate.models import Role
 from qgate.profile import MathSuite
 from qgate.quality.data import evals_root, read_eval_file
@@ -71,21 +71,22 @@ def load_math_set(path: Path | None, limit: int | None = None) -> tuple[list[Mat
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BadInput(f"{path or DEFAULT_SET}: not UTF-8 text ({exc.reason})") from None
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-            items.append(
-                MathItem(
-                    id=str(obj["id"]),
-                    tier=str(obj.get("tier", "")),
-                    question=str(obj["question"]),
-                    answer=int(obj["answer"]),
+    where = path or DEFAULT_SET
+    try:
+        for lineno, obj in jsonl_values(text):
+            try:
+                items.append(
+                    MathItem(
+                        id=str(obj["id"]),
+                        tier=str(obj.get("tier", "")),
+                        question=str(obj["question"]),
+                        answer=int(obj["answer"]),
+                    )
                 )
-            )
-        except (ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise BadInput(f"{path or DEFAULT_SET}:{lineno}: not a math item ({exc})") from exc
+            except (ValueError, KeyError, TypeError) as exc:
+                raise BadInput(f"{where}:{lineno}: not a math item ({exc})") from exc
+    except JsonlLineError as exc:
+        raise BadInput(f"{where}:{exc.lineno}: not a math item ({exc.cause})") from exc.cause
     if not items:
         raise BadInput(f"{path or DEFAULT_SET}: no math items")
     return (items[:limit] if limit else items), raw
