@@ -9,7 +9,6 @@ gates and the reference cache key without any of them naming it.
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import time
 from collections.abc import Iterator
@@ -20,7 +19,10 @@ import pytest
 from pydantic import Field
 
 from qgate.files import sha256_json, sha256_text
+from qgate.models import Role
+from qgate.profile import Profile
 from qgate.profile_quality import AccuracyPolicy, MathSuite, QualitySpec
+from qgate.quality import stage
 from qgate.quality.cache import generation_view
 from qgate.quality.gates import evaluate_quality, policy_for
 from qgate.quality.records import ItemRecord, SuiteRun
@@ -32,11 +34,12 @@ from qgate.quality.registry import (
     registered,
     unregister,
 )
+from qgate.runtime.base import EffectiveConfig
 
 MOCK = Path(__file__).resolve().parents[2] / "mockserver" / "mock_openai.py"
 
 
-# --- the suite's module ------------------------------------------------------------------
+# What would be the suite's module (its profile model would join qgate/profile_quality.py).
 class WordCountSuite(AccuracyPolicy):
     """Token counts of plain sentences, checked against their word counts."""
 
@@ -64,8 +67,8 @@ class WordCountRunner:
 
 
 SUITE = WordCountRunner()
-# --- end of the suite's module -----------------------------------------------------------
 
+# Its registry entry.
 ENTRY = SuiteEntry(
     key="word_count",
     model=WordCountSuite,
@@ -101,11 +104,11 @@ def mock_url() -> Iterator[str]:
 
 
 class MockRuntime:
-    """The parts of a runtime the quality stage's suites use."""
+    """The parts of a runtime the quality stage uses, in front of the mock server."""
 
     log_path = None
 
-    def __init__(self, role: str, url: str) -> None:
+    def __init__(self, role: Role, url: str) -> None:
         self.role = role
         self.base_url = url
         self.served_model = "mock"
@@ -113,6 +116,11 @@ class MockRuntime:
 
     def check_alive(self) -> None:
         self.alive_checks += 1
+
+    def effective_config(self) -> EffectiveConfig:
+        return EffectiveConfig(
+            role=self.role, kind="endpoint", base_url=self.base_url, served_model="mock"
+        )
 
 
 SENTENCES = ["one two three", "a b", "the quick brown fox jumps"]
@@ -122,11 +130,20 @@ def _spec(**policy: Any) -> ToyQualitySpec:
     return ToyQualitySpec(word_count=WordCountSuite(sentences=SENTENCES, **policy))
 
 
+def _profile(spec: QualitySpec) -> Profile:
+    base = Profile.model_validate(
+        {"name": "toy", "model": {"embedded": "smollm2"}, "candidate": {}, "quality": {"math": {}}}
+    )
+    return base.model_copy(update={"quality": spec})
+
+
+def _key(spec: QualitySpec) -> str:
+    return stage.reference_key(_profile(spec), {"model.safetensors": "0" * 64}, "0.0", {})
+
+
 def test_toy_suite_runs_through_stage_gates_and_cache(
     toy_registered: SuiteEntry, mock_url: str
 ) -> None:
-    from qgate.quality import stage
-
     spec = _spec(min_accuracy=1.0, max_drop=0.0)
     assert spec.has_suites()
     assert features_needed(spec) == {"word_count": frozenset({"tokenize"})}
@@ -134,13 +151,9 @@ def test_toy_suite_runs_through_stage_gates_and_cache(
     runs: list[SuiteRun] = []
     for role in ("reference", "candidate"):
         runtime = MockRuntime(role, mock_url)
-        evaluating = stage._evaluate(
-            runtime, spec, role,  # type: ignore[arg-type]
-            max_model_len=None, timeout_s=30.0, reference_scores=None, tokenizer_path=None,
-        )  # fmt: skip
-        got, scores = asyncio.run(evaluating)
-        assert scores is None and runtime.alive_checks == 1
-        runs += got
+        out = stage.evaluate(runtime, _profile(spec), role, tokenizer_path=None)  # type: ignore[arg-type]
+        assert out.scores is None and runtime.alive_checks == 1
+        runs += out.runs
     assert [(r.suite, r.role) for r in runs] == [
         ("word_count", "reference"), ("word_count", "candidate"),
     ]  # fmt: skip
@@ -160,12 +173,11 @@ def test_toy_suite_runs_through_stage_gates_and_cache(
     failed = {v.gate for v in evaluate_quality(spec, [runs[0], worse], None) if not v.passed}
     assert failed == {"word_count.min_accuracy", "word_count.max_drop"}
 
-    digests = stage.data_digests(spec, None)
-    assert digests == {"word_count": runs[0].data_sha256}
-    view = generation_view(spec)
-    assert view["word_count"] == {"sentences": SENTENCES}  # gate limits left out of the key
-    assert generation_view(_spec(min_accuracy=0.5)) == view
-    assert generation_view(ToyQualitySpec(word_count=WordCountSuite(sentences=["x"]))) != view
+    # The reference cache keys on the toy's data and settings, not on its gate limits.
+    assert stage.data_digests(spec, None) == {"word_count": runs[0].data_sha256}
+    assert generation_view(spec)["word_count"] == {"sentences": SENTENCES}
+    assert _key(_spec(min_accuracy=0.5)) == _key(spec)
+    assert _key(ToyQualitySpec(word_count=WordCountSuite(sentences=["x"]))) != _key(spec)
 
 
 def test_toy_suite_mixes_with_the_builtin_suites(toy_registered: SuiteEntry) -> None:
@@ -181,6 +193,4 @@ def test_toy_suite_mixes_with_the_builtin_suites(toy_registered: SuiteEntry) -> 
 def test_without_its_entry_the_field_is_not_a_suite() -> None:
     spec = _spec()
     assert evaluate_quality(spec, [], None) == []
-    from qgate.quality.stage import data_digests
-
-    assert data_digests(spec, None) == {}
+    assert stage.data_digests(spec, None) == {}
