@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, get_origin
 
 from pydantic import BaseModel
 
@@ -54,6 +54,7 @@ __all__ = [
     "features_needed",
     "features_used",
     "gate_fields",
+    "profile_sections",
     "register",
     "registered",
     "suite_entry",
@@ -219,6 +220,19 @@ def exact_results(spec: QualitySpec) -> Results:
 def gate_fields() -> frozenset[str]:
     """Every registered suite's policy fields (what the reference cache key leaves out)."""
     return frozenset().union(*(e.gate_fields for e in _SUITES.values()))
+
+
+def profile_sections() -> list[tuple[str, type[BaseModel]]]:
+    """(key path, model) of every suite, for the generated profile reference."""
+    fields = QualitySpec.model_fields
+    return [
+        (
+            f"quality.{e.key}" + ("[]" if get_origin(fields[e.key].annotation) is list else ""),
+            e.model,
+        )
+        for e in _SUITES.values()
+        if e.key in fields
+    ]
 
 
 def features_needed(spec: QualitySpec) -> dict[str, frozenset[Feature]]:
