@@ -1,10 +1,11 @@
 """The quality stage on one runtime: every configured suite, and the reference cache around it.
 
-The reference runs every suite and, for divergence, generates and scores the
-continuations; the candidate runs the same suites and scores the reference's
-continuations. Reference results are cached under a key of everything that
-shapes them (see qgate/quality/cache.py), so an unchanged reference is not
-recomputed when only the candidate changes.
+The suites are those of the registry (qgate/quality/registry.py), run in its
+order. The reference runs every suite and, for divergence (the one paired
+step), generates and scores the continuations; the candidate runs the same
+suites and scores the reference's continuations. Reference results are
+cached under a key of everything that shapes them (see qgate/quality/cache.py),
+so an unchanged reference is not recomputed when only the candidate changes.
 """
 
 from __future__ import annotations
