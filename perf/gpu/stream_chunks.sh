@@ -19,7 +19,8 @@ join)
   CH=$2; eval "$(cat "$CH/stream.meta")"
   have=$(cat "$CH"/s0* | wc -c)
   if [ "$have" -ge "$base_bytes" ] && [ ! -f "$CH/b00" ]; then
-    { cat "$CH"/s0* || true; } | head -c "$base_bytes" > "$CH/b00"  # cat ends on SIGPIPE; echo "$base_sha" > "$CH/base.sha256"
+    { cat "$CH"/s0* || true; } | head -c "$base_bytes" > "$CH/b00"  # cat ends on SIGPIPE
+    echo "$base_sha" > "$CH/base.sha256"
   fi
   if [ "$have" -eq $((base_bytes + moe_bytes)) ] && [ ! -f "$CH/moe.tar.xz" ]; then
     cat "$CH"/s0* | tail -c "$moe_bytes" > "$CH/moe.tar.xz"; echo "$moe_sha" > "$CH/moe.sha256"
