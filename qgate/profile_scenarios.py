@@ -29,7 +29,19 @@ class ScenarioBase(Strict):
     name: str = Field(min_length=1, description="Unique scenario name.")
     warmup: int = Field(default=2, ge=0, description="Requests sent first and not measured.")
     requests: int | None = Field(default=None, ge=1, description="Measured requests.")
-    duration_s: float | None = Field(default=None, gt=0, description="Or: measure this long.")
+    duration_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Or: measure this long (seconds; requests in flight at the end are "
+        "finished and counted). Not together with requests.",
+    )
+    series_bucket_s: float | None = Field(
+        default=None,
+        ge=1,
+        description="Bucket width in seconds of the time series (output tok/s, requests, TTFT "
+        "p50/p90 per bucket) in the report; default 60 for a duration-bound scenario, no "
+        "series for a counted one.",
+    )
 
     @model_validator(mode="after")
     def _count_or_duration(self) -> Self:
