@@ -242,15 +242,16 @@ async def run_multi_turn(
     deadline = sender.t0 + int(s.duration_s * 1e9) if s.duration_s else None
     next_conv = s.conversations
 
-    def time_up() -> bool:
-        return deadline is not None and time.perf_counter_ns() >= deadline
+    def time_up(now: int) -> bool:
+        return deadline is not None and now >= deadline
 
     async def one(c: int) -> int | None:
         """Conversation c until its last turn, the deadline, or a failed turn (its index)."""
         crng = np.random.default_rng(seed * 1000 + c)
         history = list(prefix)
         for t in range(s.turns):
-            if time_up():
+            now = time.perf_counter_ns()  # the turn's scheduled time: before the deadline
+            if time_up(now):
                 return None
             tag = tool_tag if t % 2 else user_tag
             history += tag + window(pool, s.turn_input_tokens, int(crng.integers(0, len(pool))))
@@ -264,7 +265,7 @@ async def run_multi_turn(
             )
             # The one place a stream is parsed during a scenario: the next turn needs
             # the reply (as vLLM's multi-turn benchmark does).
-            ex = await sender.run(sp, time.perf_counter_ns())
+            ex = await sender.run(sp, now)
             if ex.error() is not None:
                 return t
             parsed = ex.parsed()
@@ -282,7 +283,8 @@ async def run_multi_turn(
                 failed_in_a_row = 0
             else:  # a failure after a good turn starts a new run of failures
                 failed_in_a_row = failed_in_a_row + 1 if failed_turn == 0 else 1
-            if deadline is None or time_up() or failed_in_a_row >= MAX_FAILED_IN_A_ROW:
+            over = deadline is None or time_up(time.perf_counter_ns())
+            if over or failed_in_a_row >= MAX_FAILED_IN_A_ROW:
                 return
             c, next_conv = next_conv, next_conv + 1
 
