@@ -5,29 +5,14 @@ from __future__ import annotations
 
 import pytest
 from report_synthetic import build_report, make_signer
+from series_synthetic import series_report
 
 from qgate.errors import VerificationFailed
-from qgate.profile import Profile
 from qgate.report.model import PERF_DERIVATION, Report
 from qgate.report.signing import Subject, sign_report
 from qgate.report.verify import default_recompute, verify_bytes
 
 SIGNER = make_signer("ecdsa")
-
-
-def series_report() -> Report:
-    """The synthetic report with real figures, its runs asking for 50 ms buckets."""
-    fns = default_recompute()
-    report = build_report(requests=6, fns=fns)
-    for run in report.perf.runs:
-        run.params["series_bucket_s"] = 0.05
-    (result,) = report.perf.results
-    ref, cand = report.perf.runs
-    perf = Profile.model_validate(report.profile).perf
-    assert perf is not None
-    result.reference = fns.summarize(ref, perf.slo).model_dump(mode="json")
-    result.candidate = fns.summarize(cand, perf.slo).model_dump(mode="json")
-    return report
 
 
 def verify(report: Report) -> None:
