@@ -36,7 +36,7 @@ def test_html_draws_the_series_of_both_sides() -> None:
     html = render_html(series_report())
     # accuracy, KLD, TTFT CDF, ITL CDF, time series, throughput/latency
     assert html.count("<img ") == 6
-    assert '<figcaption>Time series: short</figcaption>' in html
+    assert "<figcaption>Time series: short</figcaption>" in html
     assert "<h2>Time series</h2>" in html
 
 
