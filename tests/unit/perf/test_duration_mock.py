@@ -90,3 +90,26 @@ def test_a_dead_server_stops_each_worker_after_failures_in_a_row() -> None:
     assert len(run.requests) == 2 * MAX_FAILED_IN_A_ROW
     assert all(r.error is not None and r.turn == 0 for r in run.requests)
     assert summarize(run, None).failed == len(run.requests)
+
+
+def test_qgate_perf_prints_the_series_of_a_duration_scenario(mock_url: str, tmp_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from qgate.perf.commands import perf
+
+    profile = tmp_path / "agent.yaml"
+    profile.write_text(
+        "name: t\nmodel: {embedded: smollm2}\ncandidate: {}\nquality: {math: {max_drop: 0.1}}\n"
+        "perf:\n  scenarios:\n    - {name: agent, kind: multi_turn, conversations: 2, turns: 2,"
+        " shared_prefix_tokens: 32, turn_input_tokens: 8, output_tokens: 3, warmup: 0,"
+        " duration_s: 1.2, series_bucket_s: 1}\n"
+    )
+    res = CliRunner().invoke(
+        perf, [str(profile), "--base-url", mock_url, "--no-progress"], catch_exceptions=False
+    )
+    assert res.exit_code == 0, res.output
+    table = res.output.split("agent (standalone), 1 s buckets:\n", 1)[1].splitlines()
+    assert table[0].split() == ["from", "s", "s", "out", "tok/s", "req", "ok/err", "TTFT",
+                                "p50/p90", "ms"]  # fmt: skip
+    assert [row.split()[0] for row in table[2:4]] == ["0", "1"]
+    assert not table[4].strip() or table[4].startswith("note")
