@@ -112,4 +112,3 @@ def test_qgate_perf_prints_the_series_of_a_duration_scenario(mock_url: str, tmp_
     assert table[0].split() == ["from", "s", "s", "out", "tok/s", "req", "ok/err", "TTFT",
                                 "p50/p90", "ms"]  # fmt: skip
     assert [row.split()[0] for row in table[2:4]] == ["0", "1"]
-    assert not table[4].strip() or table[4].startswith("note")
