@@ -74,3 +74,22 @@ def test_a_counted_scenario_has_a_series_only_when_asked(tmp_path: Path) -> None
     (s,) = profile.perf.scenarios
     assert series_bucket_s(s) == 5
     assert series_bucket_s(s.model_copy(update={"series_bucket_s": None})) is None
+
+
+def test_glm_kv_offload_profile_runs_its_agent_workload_for_an_hour() -> None:
+    from qgate.profile import MultiTurnScenario
+
+    root = Path(__file__).resolve().parents[3]
+    profile = load_profile(
+        root / "precision_profiles/glm-5.2-kv-offload-mi325x.yaml", check_files=False
+    )
+    assert profile.perf is not None
+    (agent,) = [s for s in profile.perf.scenarios if s.name == "agent-4"]
+    assert isinstance(agent, MultiTurnScenario)
+    assert (agent.conversations, agent.duration_s, agent.requests) == (4, 3600, None)
+    assert agent.shared_prefix_tokens >= 32768 and series_bucket_s(agent) == 60
+    # the policy change, flags as the installed vLLM names them (perf/check_engine_flags.py)
+    assert profile.reference.args == {"enable_prefix_caching": False}
+    assert set(profile.candidate.args) == {"enable_prefix_caching", "kv_offloading_backend",
+                                           "kv_offloading_size", "max_num_seqs",
+                                           "max_num_batched_tokens"}  # fmt: skip
