@@ -78,10 +78,19 @@ class FixedScenario(ScenarioBase):
 
 
 class MultiTurnScenario(ScenarioBase):
-    """Agent-like conversations that reuse a long shared prefix and a growing history."""
+    """Agent-like conversations that reuse a long shared prefix and a growing history.
+
+    Counted: `conversations` x `turns` requests. With `duration_s`: `conversations`
+    at a time until the time is up, a new one (from the shared prefix) as one ends.
+    """
 
     kind: Literal["multi_turn"] = Field(description="Scenario kind.")
-    conversations: int = Field(default=4, ge=1, description="Concurrent conversations.")
+    conversations: int = Field(
+        default=4,
+        ge=1,
+        description="Concurrent conversations (with duration_s: kept going, a new one "
+        "starting as one ends).",
+    )
     turns: int = Field(default=4, ge=1, description="Turns per conversation.")
     shared_prefix_tokens: int = Field(default=1024, ge=0, description="Shared system prefix.")
     turn_input_tokens: int = Field(default=64, ge=1, description="New user/tool tokens a turn.")
