@@ -268,7 +268,9 @@ def _scenario_problems(perf: PerfSpec | None) -> Found:
                  "for a duration (remove one)")
             )  # fmt: skip
         width = s.series_bucket_s or DEFAULT_BUCKET_S
-        if s.duration_s is not None and s.duration_s / width > MAX_BUCKETS:
+        # non-finite or beyond a week: reported already (raw_problems, LIMITS)
+        sane = [v for v in (s.duration_s, width) if v is not None and 0 < v <= MAX_SECONDS]
+        if len(sane) == 2 and sane[0] / width > MAX_BUCKETS:
             key = "series_bucket_s" if s.series_bucket_s else "duration_s"
             found.append(
                 ((*path, key),

@@ -45,6 +45,9 @@ def _validate(tmp_path: Path, settings: str) -> tuple[int, str]:
         ("duration_s: 604800, series_bucket_s: 10", "P:10 perf.scenarios[0].series_bucket_s:",
          "more than 20,000 time-series buckets; set series_bucket_s to at least 31"),
         ("duration_s: 0", "P:10 perf.scenarios[0].duration_s:", "greater than 0"),
+        ("duration_s: .inf", "P:10 perf.scenarios[0].duration_s:", "must be a finite number"),
+        ("duration_s: 60, series_bucket_s: .inf", "P:10 perf.scenarios[0].series_bucket_s:",
+         "must be a finite number"),
     ],
 )  # fmt: skip
 def test_absurd_durations_are_refused(
