@@ -268,15 +268,17 @@ def _scenario_problems(perf: PerfSpec | None) -> Found:
                  "for a duration (remove one)")
             )  # fmt: skip
         width = s.series_bucket_s or DEFAULT_BUCKET_S
+        duration = s.duration_s
         # non-finite or beyond a week: reported already (raw_problems, LIMITS)
-        sane = [v for v in (s.duration_s, width) if v is not None and 0 < v <= MAX_SECONDS]
-        if len(sane) == 2 and sane[0] / width > MAX_BUCKETS:
+        if duration is None or not (duration <= MAX_SECONDS and width <= MAX_SECONDS):
+            continue
+        if duration / width > MAX_BUCKETS:
             key = "series_bucket_s" if s.series_bucket_s else "duration_s"
             found.append(
                 ((*path, key),
-                 f"{_number(s.duration_s)} s in {_number(width)} s buckets is more than "
+                 f"{_number(duration)} s in {_number(width)} s buckets is more than "
                  f"{MAX_BUCKETS:,} time-series buckets; set series_bucket_s to at least "
-                 f"{_number(math.ceil(s.duration_s / MAX_BUCKETS))}")
+                 f"{_number(math.ceil(duration / MAX_BUCKETS))}")
             )  # fmt: skip
     return found
 
