@@ -279,6 +279,8 @@ def time_series(run: ScenarioRun) -> TimeSeries | None:
     width = bucket_width(run.params)
     if width is None:
         return None
+    import numpy as np
+
     reqs = workload_requests(run)
     ok = [r for r in reqs if succeeded(r)]
     times, _ = _token_times(ok)
@@ -289,7 +291,7 @@ def time_series(run: ScenarioRun) -> TimeSeries | None:
         for r in ok
     )
     finished = [(r.done_ns, succeeded(r), ttft_ms(r)) for r in reqs]
-    return bucket_series(width, finished, times.tolist(), list(counts))
+    return bucket_series(width, finished, times, np.fromiter(counts, np.int64, times.size))
 
 
 def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:

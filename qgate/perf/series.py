@@ -33,11 +33,17 @@ Quality probes are left out, as in every latency and throughput figure.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from qgate.models import Record
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Ints = Sequence[int] | npt.NDArray[np.int64]
 
 __all__ = [
     "DEFAULT_BUCKET_S",
@@ -102,8 +108,8 @@ def bucket_width(params: Mapping[str, Any]) -> float | None:
 def bucket_series(
     bucket_s: float,
     finished: Sequence[Finished],
-    token_times_ns: Sequence[int],
-    token_counts: Sequence[int],
+    token_times_ns: Ints,
+    token_counts: Ints,
 ) -> TimeSeries:
     """The series of one run from each request's end and every content chunk's arrival.
 
