@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,12 @@ def test_glm_kv_offload_profile_runs_its_agent_workload_for_an_hour() -> None:
     assert set(profile.candidate.args) == {"enable_prefix_caching", "kv_offloading_backend",
                                            "kv_offloading_size", "max_num_seqs",
                                            "max_num_batched_tokens"}  # fmt: skip
+
+
+def test_progress_of_a_duration_run_counts_down_the_time() -> None:
+    from qgate.perf.progress import ScenarioProgress
+
+    bar = ScenarioProgress("candidate agent", None, enabled=False, duration_s=3600)
+    line = bar._render()
+    assert re.search(r"remaining +3[56]\d\ds \(then in-flight finish\)", line), line
+    assert "/" not in line.split("requests")[0]  # no total: the count is not known in advance
