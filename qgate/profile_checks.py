@@ -78,6 +78,7 @@ LIMITS: dict[tuple[type[BaseModel], str], tuple[int, str]] = {
     (ScenarioBase, "warmup"): (MAX_COUNT, " requests" + _COUNT),
     (ScenarioBase, "requests"): (MAX_COUNT, " requests" + _COUNT),
     (ScenarioBase, "duration_s"): (MAX_SECONDS, " s, a week"),
+    (ScenarioBase, "series_bucket_s"): (MAX_SECONDS, " s, a week"),
     (FixedScenario, "input_tokens"): (MAX_TOKENS, _TOKENS),
     (FixedScenario, "output_tokens"): (MAX_TOKENS, _TOKENS),
     (FixedScenario, "concurrency"): (MAX_CONCURRENCY, " requests in flight"),
@@ -253,9 +254,39 @@ def _limit_problems(model: BaseModel, path: KeyPath) -> Found:
     return found
 
 
+def _scenario_problems(perf: PerfSpec | None) -> Found:
+    """A scenario bound by both a count and a duration; a series with too many buckets."""
+    from qgate.perf.series import DEFAULT_BUCKET_S, MAX_BUCKETS
+
+    found: Found = []
+    for index, s in enumerate(perf.scenarios if perf else []):
+        path: KeyPath = ("perf", "scenarios", index)
+        if s.duration_s is not None and s.requests is not None:
+            found.append(
+                ((*path, "requests"),
+                 "not together with duration_s: a scenario runs for a count of requests or "
+                 "for a duration (remove one)")
+            )  # fmt: skip
+        width = s.series_bucket_s or DEFAULT_BUCKET_S
+        duration = s.duration_s
+        # non-finite or beyond a week: reported already (raw_problems, LIMITS)
+        if duration is None or not (duration <= MAX_SECONDS and width <= MAX_SECONDS):
+            continue
+        if duration / width > MAX_BUCKETS:
+            key = "series_bucket_s" if s.series_bucket_s else "duration_s"
+            found.append(
+                ((*path, key),
+                 f"{_number(duration)} s in {_number(width)} s buckets is more than "
+                 f"{MAX_BUCKETS:,} time-series buckets; set series_bucket_s to at least "
+                 f"{_number(math.ceil(duration / MAX_BUCKETS))}")
+            )  # fmt: skip
+    return found
+
+
 def profile_problems(profile: Profile) -> Found:
     """Problems of a profile that passed the schema."""
     found = _limit_problems(profile, ())
+    found += _scenario_problems(profile.perf)
     first: dict[str, int] = {}
     for index, task in enumerate(profile.quality.lm_eval):
         if not task.task.strip():

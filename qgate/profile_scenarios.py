@@ -29,7 +29,19 @@ class ScenarioBase(Strict):
     name: str = Field(min_length=1, description="Unique scenario name.")
     warmup: int = Field(default=2, ge=0, description="Requests sent first and not measured.")
     requests: int | None = Field(default=None, ge=1, description="Measured requests.")
-    duration_s: float | None = Field(default=None, gt=0, description="Or: measure this long.")
+    duration_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Or: measure this long (seconds; requests in flight at the end are "
+        "finished and counted). Not together with requests.",
+    )
+    series_bucket_s: float | None = Field(
+        default=None,
+        ge=1,
+        description="Bucket width in seconds of the time series (output tok/s, requests, TTFT "
+        "p50/p90 per bucket) in the report; default 60 for a duration-bound scenario, no "
+        "series for a counted one.",
+    )
 
     @model_validator(mode="after")
     def _count_or_duration(self) -> Self:
@@ -66,10 +78,19 @@ class FixedScenario(ScenarioBase):
 
 
 class MultiTurnScenario(ScenarioBase):
-    """Agent-like conversations that reuse a long shared prefix and a growing history."""
+    """Agent-like conversations that reuse a long shared prefix and a growing history.
+
+    Counted: `conversations` x `turns` requests. With `duration_s`: `conversations`
+    at a time until the time is up, a new one (from the shared prefix) as one ends.
+    """
 
     kind: Literal["multi_turn"] = Field(description="Scenario kind.")
-    conversations: int = Field(default=4, ge=1, description="Concurrent conversations.")
+    conversations: int = Field(
+        default=4,
+        ge=1,
+        description="Concurrent conversations (with duration_s: kept going, a new one "
+        "starting as one ends).",
+    )
     turns: int = Field(default=4, ge=1, description="Turns per conversation.")
     shared_prefix_tokens: int = Field(default=1024, ge=0, description="Shared system prefix.")
     turn_input_tokens: int = Field(default=64, ge=1, description="New user/tool tokens a turn.")

@@ -124,7 +124,7 @@ def perf(
     from qgate.perf.client import run_loop
     from qgate.perf.metrics import summarize
     from qgate.perf.runner import run_scenarios
-    from qgate.perf.table import metrics_table
+    from qgate.perf.table import metrics_table, series_table
     from qgate.perf.tokenizer import choose_tokenizer, served_models, server_tokenizes
     from qgate.profile import PerfSpec
     from qgate.profile_checks import key_env_problem
@@ -206,6 +206,8 @@ def perf(
     metrics = [summarize(r, spec.slo) for r in runs]
     click.echo("UNGATED: perf stage run alone; no quality gate was checked.")
     click.echo(metrics_table(metrics))
+    for series in filter(None, map(series_table, metrics)):
+        click.echo("\n" + series)
     for m in metrics:
         if 0 < m.ttft_ms.count < THIN_P99:
             click.echo(

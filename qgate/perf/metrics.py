@@ -16,6 +16,8 @@ lib/endpoint_request_func.py) so the numbers are comparable with it:
 - Percentiles: numpy's default linear interpolation; std is the population
   std (ddof=0), as in vLLM.
 - Throughputs divide by the measured window (`ScenarioRun.duration_ns`).
+- Time series (runs whose params carry `series_bucket_s`): per-bucket output
+  tok/s, requests and TTFT p50/p90, bucketed as qgate/perf/series.py says.
 
 Quality probes (requests with a `probe_id`) are left out of the latency and
 throughput figures because their lengths differ from the workload's.
@@ -31,6 +33,7 @@ from pydantic import Field
 
 from qgate.models import Record
 from qgate.perf.records import RequestRecord, ScenarioRun
+from qgate.perf.series import TimeSeries, bucket_series, bucket_width
 from qgate.profile import Slo
 
 if TYPE_CHECKING:
@@ -104,6 +107,11 @@ class ScenarioMetrics(Record):
     )
     probe_agree: int = Field(default=0, description="Quality probes answered as in quality stage.")
     probe_total: int = Field(default=0, description="Quality probes sent.")
+    time_series: TimeSeries | None = Field(
+        default=None,
+        description="Output tok/s, requests and TTFT p50/p90 per time bucket "
+        "(qgate.perf.series), for runs that ask for one (duration-bound scenarios do).",
+    )
 
 
 def distribution(values: Sequence[float] | npt.NDArray[np.float64]) -> Distribution:
@@ -266,6 +274,26 @@ def throughputs(run: ScenarioRun) -> tuple[float, float, float]:
     return out_rate, out_rate / max(run.gpus, 1), _per_second(len(ok), dur_s)
 
 
+def time_series(run: ScenarioRun) -> TimeSeries | None:
+    """The run's per-bucket series (qgate.perf.series), when its params ask for one."""
+    width = bucket_width(run.params)
+    if width is None:
+        return None
+    import numpy as np
+
+    reqs = workload_requests(run)
+    ok = [r for r in reqs if succeeded(r)]
+    times, _ = _token_times(ok)
+    counts = chain.from_iterable(
+        r.chunk_tokens
+        if r.chunk_tokens is not None and len(r.chunk_tokens) == len(r.token_times_ns)
+        else [1] * len(r.token_times_ns)
+        for r in ok
+    )
+    finished = [(r.done_ns, succeeded(r), ttft_ms(r)) for r in reqs]
+    return bucket_series(width, finished, times, np.fromiter(counts, np.int64, times.size))
+
+
 def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
     """All scenario metrics from the raw records (pure; `qgate verify` calls it too)."""
     from qgate.perf.counters import PREEMPTIONS, deltas, prefix_cache_hit_rate
@@ -320,4 +348,5 @@ def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
         server_counters=d,
         probe_agree=agree,
         probe_total=total,
+        time_series=time_series(run),
     )

@@ -21,9 +21,12 @@ REDRAW_S = 1.0
 class ScenarioProgress:
     """Requests done, rate, errors, elapsed and remaining for one scenario."""
 
-    def __init__(self, label: str, total: int | None, enabled: bool) -> None:
+    def __init__(
+        self, label: str, total: int | None, enabled: bool, duration_s: float | None = None
+    ) -> None:
         self.label = label
         self.total = total
+        self.duration_s = duration_s
         self.enabled = enabled and sys.stderr.isatty()
         self.done = 0
         self.errors = 0
@@ -38,6 +41,8 @@ class ScenarioProgress:
         left = ""
         if self.total and rate > 0:
             left = f"  remaining {max(self.total - self.done, 0) / rate:5.0f}s"
+        elif self.duration_s:
+            left = f"  remaining {max(self.duration_s - el, 0):5.0f}s (then in-flight finish)"
         return (
             f"{self.label}  {self.done}{total} requests  {rate:5.2f} req/s  "
             f"errors {self.errors}  elapsed {el:5.0f}s{left}"

@@ -24,6 +24,7 @@ from qgate.perf.probes import Probe
 from qgate.perf.progress import ScenarioProgress
 from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import PerfRole, ScenarioRun
+from qgate.perf.series import DEFAULT_BUCKET_S, PARAM
 from qgate.perf.workloads import (
     Mark,
     Tokenize,
@@ -52,6 +53,13 @@ def levels(s: AnyScenario) -> list[tuple[str, int | None]]:
             return [(f"{s.name}@c{c}", c) for c in s.concurrency]
         return [(s.name, s.concurrency)]
     return [(s.name, None)]
+
+
+def series_bucket_s(s: AnyScenario) -> float | None:
+    """Time-series bucket width: the profile's, else 60 s for a duration-bound scenario."""
+    if s.series_bucket_s is not None:
+        return s.series_bucket_s
+    return DEFAULT_BUCKET_S if s.duration_s else None
 
 
 def probe_spec(probe: Probe, model: str, params: dict[str, Any]) -> RequestSpec:
@@ -167,7 +175,7 @@ async def _run_one(
         done = 0
         before: dict[str, float] = {}
 
-        with ScenarioProgress(f"{role} {name}", measured_count(s), progress) as bar:
+        with ScenarioProgress(f"{role} {name}", measured_count(s), progress, s.duration_s) as bar:
             # Runs on the event loop after every response: counting only (no parsing, no
             # drawing: the display redraws from its own timer).
             def on_done(ex: Exchange) -> None:
@@ -208,6 +216,7 @@ async def _run_one(
             "warmup": s.warmup,
             "requests": measured_count(s) if isinstance(s, MultiTurnScenario) else s.requests,
             "duration_s": s.duration_s,
+            PARAM: series_bucket_s(s),
             **params,
         },
         gpus=gpus,

@@ -100,3 +100,22 @@ def comparison_table(cs: Sequence[MetricComparison]) -> str:
         for c in cs
     ]
     return _grid(head, rows)
+
+
+def series_table(m: ScenarioMetrics) -> str | None:
+    """One row per time bucket of a run with a series (qgate.perf.series), else None."""
+    if m.time_series is None or not m.time_series.buckets:
+        return None
+    width = m.time_series.bucket_s
+    head = ["from s", "s", "out tok/s", "req ok/err", "TTFT p50/p90 ms"]
+    rows = [
+        [
+            f"{b.start_s:g}",
+            f"{b.seconds:.3g}",
+            f"{b.output_throughput:.2f}",
+            f"{b.completed}/{b.failed}",
+            "-" if b.ttft_p50_ms is None else f"{b.ttft_p50_ms:.1f}/{b.ttft_p90_ms or 0:.1f}",
+        ]
+        for b in m.time_series.buckets
+    ]
+    return f"{m.scenario} ({m.role}), {width:g} s buckets:\n" + _grid(head, rows)

@@ -38,6 +38,8 @@ _WORDS = (  # noqa: SIM905
 Tokenize = Callable[[str], Awaitable[list[int]]]
 # Closed-loop requests whose bodies are serialized before the clock starts (the rest on demand).
 PREBUILT = 4096
+# Duration-bound multi-turn: a worker stops after this many failed turns in a row.
+MAX_FAILED_IN_A_ROW = 3
 # Called once the warmups are done, just before measuring starts (the runner scrapes /metrics).
 Mark = Callable[[], Awaitable[None]]
 
@@ -204,6 +206,21 @@ async def run_multi_turn(
     reply is appended (its token ids, or the server's tokenization of its
     text) so the next turn's prompt extends the previous one, which is what
     makes prefix caching pay off.
+
+    Counted (no `duration_s`): `conversations` conversations of `turns`
+    turns, all started at once. Duration-bound: `conversations` workers each
+    run conversations back to back until `duration_s` has passed since the
+    scenario's zero; a worker whose conversation ended (all its turns done,
+    or a failed turn, which breaks its history) starts the next one, again
+    from the shared prefix, numbered on from `conversations`. Once the time
+    is up no turn is sent; turns already in flight are awaited, recorded
+    and counted like every other, so the measured window (first send to
+    last completion) ends with that tail, where fewer than `conversations`
+    requests are in flight; the time series shows it in its last bucket. A
+    worker stops early after MAX_FAILED_IN_A_ROW failed turns in a row (a
+    dead server would otherwise be hammered for the rest of the duration;
+    the error-rate check fails the scenario anyway). Warm-up requests go
+    to `warm` and are never recorded.
     """
     seed = scenario_seed(s.name)
     pool = await token_pool(tokenize, max(2 * s.turn_input_tokens, 512), seed)
@@ -214,51 +231,64 @@ async def run_multi_turn(
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    for w in range(s.warmup):
+    for _ in range(s.warmup):
         ids = window(pool, s.turn_input_tokens, int(rng.integers(0, len(pool))))
         await warm.run(
             RequestSpec("/completions", completion_payload(model, ids, s.output_tokens)),
             time.perf_counter_ns(),
         )
-        del w
     await mark()
     sender.start()
     deadline = sender.t0 + int(s.duration_s * 1e9) if s.duration_s else None
     next_conv = s.conversations
 
-    async def conversation(c: int) -> None:
+    def time_up(now: int) -> bool:
+        return deadline is not None and now >= deadline
+
+    async def one(c: int) -> int | None:
+        """Conversation c until its last turn, the deadline, or a failed turn (its index)."""
+        crng = np.random.default_rng(seed * 1000 + c)
+        history = list(prefix)
+        for t in range(s.turns):
+            now = time.perf_counter_ns()  # the turn's scheduled time: before the deadline
+            if time_up(now):
+                return None
+            tag = tool_tag if t % 2 else user_tag
+            history += tag + window(pool, s.turn_input_tokens, int(crng.integers(0, len(pool))))
+            sp = RequestSpec(
+                "/completions",
+                completion_payload(model, history, s.output_tokens),
+                requested_output_tokens=s.output_tokens,
+                conversation=c,
+                turn=t,
+                concurrency=s.conversations,
+            )
+            # The one place a stream is parsed during a scenario: the next turn needs
+            # the reply (as vLLM's multi-turn benchmark does).
+            ex = await sender.run(sp, now)
+            if ex.error() is not None:
+                return t
+            parsed = ex.parsed()
+            history += parsed.token_ids or (await tokenize(parsed.text) if parsed.text else [])
+            if s.think_time_s:
+                await asyncio.sleep(s.think_time_s)
+        return None
+
+    async def worker(c: int) -> None:
         nonlocal next_conv
+        failed_in_a_row = 0
         while True:
-            crng = np.random.default_rng(seed * 1000 + c)
-            history = list(prefix)
-            for t in range(s.turns):
-                if deadline is not None and time.perf_counter_ns() >= deadline:
-                    return
-                tag = tool_tag if t % 2 else user_tag
-                history += tag + window(pool, s.turn_input_tokens, int(crng.integers(0, len(pool))))
-                sp = RequestSpec(
-                    "/completions",
-                    completion_payload(model, history, s.output_tokens),
-                    requested_output_tokens=s.output_tokens,
-                    conversation=c,
-                    turn=t,
-                    concurrency=s.conversations,
-                )
-                # The one place a stream is parsed during a scenario: the next turn needs
-                # the reply (as vLLM's multi-turn benchmark does).
-                ex = await sender.run(sp, time.perf_counter_ns())
-                if ex.error() is not None:
-                    return
-                parsed = ex.parsed()
-                reply = parsed.token_ids or (await tokenize(parsed.text) if parsed.text else [])
-                history += reply
-                if s.think_time_s:
-                    await asyncio.sleep(s.think_time_s)
-            if deadline is None:
+            failed_turn = await one(c)
+            if failed_turn is None:
+                failed_in_a_row = 0
+            else:  # a failure after a good turn starts a new run of failures
+                failed_in_a_row = failed_in_a_row + 1 if failed_turn == 0 else 1
+            over = deadline is None or time_up(time.perf_counter_ns())
+            if over or failed_in_a_row >= MAX_FAILED_IN_A_ROW:
                 return
             c, next_conv = next_conv, next_conv + 1
 
-    await asyncio.gather(*(conversation(c) for c in range(s.conversations)))
+    await asyncio.gather(*(worker(c) for c in range(s.conversations)))
     return {
         "conversations": s.conversations,
         "turns": s.turns,

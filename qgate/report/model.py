@@ -115,7 +115,8 @@ class ScenarioResult(Record):
 
 
 # 2: request output/decode rates, TTFT p90/p99, TPOT/E2E p99 and throughput intervals added.
-PERF_DERIVATION = 2
+# 3: a per-bucket time series (time_series) in the summaries, for runs that ask for one.
+PERF_DERIVATION = 3
 
 
 class PerfSection(Record):

@@ -153,6 +153,40 @@ def throughput_plot(report: Report) -> bytes | None:
     return _png(fig)
 
 
+def series_plot(report: Report, scenario: str) -> bytes | None:
+    """Output tok/s and TTFT p90 per time bucket, reference vs candidate, for one scenario."""
+    from qgate.report.view_series import series_of
+
+    result = next((r for r in report.perf.results if r.scenario == scenario), None)
+    if result is None:
+        return None
+    sides = [(role, series_of(result, role)) for role in ("reference", "candidate")]
+    if not any(series for _, series in sides):
+        return None
+    width = next(s["bucket_s"] for _, s in sides if s)
+    unit, scale = ("minutes", 60.0) if width % 60 == 0 else ("seconds", 1.0)
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.2))
+    for role, series in sides:
+        if not series:
+            continue
+        buckets = series["buckets"]
+        # each bucket at its middle, from the scenario's start
+        xs = [(b["start_s"] + b["seconds"] / 2) / scale for b in buckets]
+        tput = [b["output_throughput"] for b in buckets]
+        p90 = [float("nan") if b["ttft_p90_ms"] is None else b["ttft_p90_ms"] for b in buckets]
+        color = _REF if role == "reference" else _CAND
+        axes[0].plot(xs, tput, marker=".", color=color, label=role)
+        axes[1].plot(xs, p90, marker=".", color=color, label=role)
+    for ax, label in ((axes[0], "output tokens/s"), (axes[1], "TTFT p90 (ms)")):
+        ax.set_xlabel(f"{unit} since the scenario started")
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"Per {width:g} s bucket: {scenario}")
+    return _png(fig)
+
+
 def all_plots(report: Report) -> list[tuple[str, bytes]]:
     """(caption, PNG bytes) for every plot that the report has data for."""
     plots: list[tuple[str, bytes | None]] = [
@@ -162,5 +196,6 @@ def all_plots(report: Report) -> list[tuple[str, bytes]]:
     for scenario in dict.fromkeys(r.scenario for r in report.perf.runs):
         plots.append((f"TTFT CDF: {scenario}", cdf_plot(report, scenario, 0)))
         plots.append((f"ITL CDF: {scenario}", cdf_plot(report, scenario, 1)))
+        plots.append((f"Time series: {scenario}", series_plot(report, scenario)))
     plots.append(("Throughput and latency", throughput_plot(report)))
     return [(caption, png) for caption, png in plots if png is not None]

@@ -363,6 +363,11 @@ def sections(report: Report) -> list[Section]:
     if div is not None:
         out.append(div)
     out.append(_perf(report))
+    from qgate.report.view_series import series_section
+
+    series = series_section(report)
+    if series is not None:
+        out.append(series)
     from qgate.report.view_published import published_section
 
     published = published_section(report)

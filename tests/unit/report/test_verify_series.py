@@ -1,0 +1,69 @@
+"""The time series in a signed report: verify recomputes it, an edited bucket is rejected,
+and reports of older derivations (no series) still verify on the figures they store."""
+
+from __future__ import annotations
+
+import pytest
+from report_synthetic import build_report, make_signer
+from series_synthetic import series_report
+
+from qgate.errors import VerificationFailed
+from qgate.report.model import PERF_DERIVATION, Report
+from qgate.report.signing import Subject, sign_report
+from qgate.report.verify import default_recompute, verify_bytes
+
+SIGNER = make_signer("ecdsa")
+
+
+def verify(report: Report) -> None:
+    subjects = [Subject(name="profile/p.yaml", sha256=report.profile_sha256)]
+    envelope = sign_report(report, subjects, SIGNER)
+    verify_bytes(envelope, SIGNER.public_pem, recompute=default_recompute())
+
+
+def test_a_report_with_a_series_verifies() -> None:
+    report = series_report()
+    assert report.perf.derivation == PERF_DERIVATION == 3
+    series = report.perf.results[0].candidate["time_series"]  # type: ignore[index]
+    assert len(series["buckets"]) >= 3 and series["bucket_s"] == 0.05
+    verify(report)
+
+
+@pytest.mark.parametrize(
+    ("key", "edit"),
+    [("output_throughput", lambda v: v * 1.01), ("completed", lambda v: v + 1),
+     ("ttft_p90_ms", lambda v: v - 1.0)],
+)  # fmt: skip
+def test_an_edited_bucket_is_rejected(key: str, edit: object) -> None:
+    report = series_report()
+    cand = report.perf.results[0].candidate
+    assert cand is not None
+    bucket = next(b for b in cand["time_series"]["buckets"] if b["completed"])
+    bucket[key] = edit(bucket[key])  # type: ignore[operator]
+    with pytest.raises(VerificationFailed, match="candidate summary does not follow"):
+        verify(report)
+
+
+def test_a_dropped_series_is_rejected_at_the_current_derivation() -> None:
+    report = series_report()
+    cand = report.perf.results[0].candidate
+    assert cand is not None
+    del cand["time_series"]
+    with pytest.raises(VerificationFailed, match="candidate summary does not follow"):
+        verify(report)
+
+
+@pytest.mark.parametrize("derivation", [1, 2])
+def test_older_derivations_without_a_series_still_verify(derivation: int) -> None:
+    report = build_report(requests=4, fns=default_recompute())
+    report.perf.derivation = derivation
+    for result in report.perf.results:
+        for summary in (result.reference, result.candidate):
+            assert summary is not None and summary.pop("time_series") is None
+    verify(report)
+    # and they are still held to every figure they store
+    cand = report.perf.results[0].candidate
+    assert cand is not None
+    cand["output_throughput"] *= 1.01
+    with pytest.raises(VerificationFailed, match="candidate summary does not follow"):
+        verify(report)
