@@ -174,7 +174,7 @@ class EngineLaunch(Strict):
     command: list[str] | None = Field(
         default=None,
         description="kind 'command': the launch command, words with placeholders {model} "
-        "{port} {host} {served_name}; `args` follow as flags.",
+        "{port} {host} {served_name}; `args` follow as --KEY VALUE, KEY as written.",
     )
     features: list[Feature] | None = Field(
         default=None,
