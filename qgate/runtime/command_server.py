@@ -11,11 +11,13 @@ server is expected to answer to the model path, as ATOM's server does.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from qgate.errors import BadInput
 from qgate.models import Role
+from qgate.profile_base import EngineArgValue
 from qgate.runtime.features import Feature
 from qgate.runtime.flags import plain_flags
 from qgate.runtime.server import ServerProcess
@@ -69,6 +71,13 @@ class CommandServer(ServerProcess):
         if launch.port is None and not any("{port}" in w for w in launch.command):
             issues.append((("command",), "must contain {port}, or set a fixed 'port'"))
         return issues
+
+    @classmethod
+    def merge_args(
+        cls, shared: Mapping[str, EngineArgValue], role: Mapping[str, EngineArgValue]
+    ) -> dict[str, EngineArgValue]:
+        """Keys kept as written: such servers mix `--kv_cache_dtype` and `--max-model-len`."""
+        return {**shared, **role}
 
     def configure(self, profile: Profile, role: Role) -> None:
         launch = profile.engine_of(role)

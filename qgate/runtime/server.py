@@ -151,7 +151,7 @@ class ServerProcess(EngineDecl, Lifecycle):
             model_path=model_path,
             served_model=served,
             run_dir=run_dir,
-            args=cmd.merge_args(engine.args, spec.args),
+            args=cls.merge_args(engine.args, spec.args),
             env=cmd.merge_env(engine.env, spec.env),
             host=engine.host,
             port=engine.port,
@@ -163,6 +163,15 @@ class ServerProcess(EngineDecl, Lifecycle):
         )
         server.configure(profile, role)
         return server
+
+    @classmethod
+    def merge_args(
+        cls, shared: Mapping[str, EngineArgValue], role: Mapping[str, EngineArgValue]
+    ) -> dict[str, EngineArgValue]:
+        """The side's args over its engine block's (keys compared in snake_case)."""
+        from qgate.runtime import command as cmd
+
+        return cmd.merge_args(shared, role)
 
     def configure(self, profile: Profile, role: Role) -> None:
         """Engine settings beyond the common ones (e.g. a command template)."""

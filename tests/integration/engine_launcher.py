@@ -46,12 +46,13 @@ def _atom(argv: list[str]) -> tuple[argparse.Namespace, dict[str, object]]:
     p.add_argument("--model", required=True)
     p.add_argument("--host", default="0.0.0.0")
     p.add_argument("--server-port", dest="port", type=int, default=8888)
-    p.add_argument("--kv_cache_dtype", default="auto")
-    p.add_argument("--max_model_len", type=int)
-    p.add_argument("--enforce_eager", action="store_true")
+    # Spelled as ATOM's EngineArgs spells them (atom/model_engine/arg_utils.py).
+    p.add_argument("--kv_cache_dtype", choices=["bf16", "fp8"], default="bf16")
+    p.add_argument("--max-model-len", type=int)
+    p.add_argument("--enforce-eager", action="store_true")
     ns = p.parse_args(argv)
     args: dict[str, object] = {
-        "kv_cache_dtype": ns.kv_cache_dtype,
+        "kv_cache_dtype": "auto" if ns.kv_cache_dtype == "bf16" else ns.kv_cache_dtype,
         "max_model_len": ns.max_model_len,
         "enforce_eager": True if ns.enforce_eager else None,
     }

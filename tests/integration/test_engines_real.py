@@ -50,11 +50,11 @@ def _profile() -> Profile:
                         "--server-port",
                         "{port}",
                     ],  # fmt: skip
-                    "args": {"max_model_len": 2048, "enforce_eager": True},
+                    "args": {"max-model-len": 2048, "enforce-eager": True},
                     "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
                     "startup_timeout_s": 900,
                 },
-                "args": {"kv_cache_dtype": "auto"},
+                "args": {"kv_cache_dtype": "bf16"},
             },
             "quality": {"math": {}},
         }
@@ -117,11 +117,11 @@ def test_command_runtime_starts_serves_and_stops(
     assert isinstance(command, list) and "--server-port" in command
     # The template's words, then the side's engine args and its own args, spelled as written.
     assert command[-5:] == [
-        "--max_model_len",
+        "--max-model-len",
         "2048",
-        "--enforce_eager",
+        "--enforce-eager",
         "--kv_cache_dtype",
-        "auto",
+        "bf16",
     ]
     assert config["max_model_len"] == 2048
     answer = config["answer"]

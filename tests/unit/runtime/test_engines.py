@@ -242,3 +242,13 @@ def test_a_toy_engine_is_one_class_and_one_registry_entry(tmp_path: Path) -> Non
 def test_register_rejects_a_name_that_is_no_identifier() -> None:
     with pytest.raises(ValueError, match="identifier"):
         register("no such", ToyServer)
+
+
+def test_command_args_keep_their_spelling(tmp_path: Path) -> None:
+    block = {"kind": "command", "command": ["atom", "--server-port", "{port}"],
+             "args": {"max-model-len": 8, "enforce-eager": True}}  # fmt: skip
+    profile = _profile(candidate={"engine": block, "args": {"kv_cache_dtype": "fp8"}})
+    server = make_runtime(profile, "candidate", Path("/m"), tmp_path)
+    assert isinstance(server, CommandServer)
+    assert server.build_command(5) == ["atom", "--server-port", "5", "--max-model-len", "8",
+                                       "--enforce-eager", "--kv_cache_dtype", "fp8"]  # fmt: skip
