@@ -45,6 +45,27 @@ from qgate.profile import (
 )
 from qgate.yamlload import KeyPath
 
+__all__ = [
+    "ENGINE_ARG_NAME",
+    "ENV_NAME",
+    "Found",
+    "KEY_PREFIXES",
+    "LIMITS",
+    "MAX_CONCURRENCY",
+    "MAX_COUNT",
+    "MAX_SECONDS",
+    "MAX_SEED",
+    "MAX_TOKENS",
+    "RUNTIME_BLOCKS",
+    "env_name_problem",
+    "file_problems",
+    "key_env_problem",
+    "looks_like_key",
+    "profile_problems",
+    "raw_problems",
+    "shown_env_name",
+]
+
 Found = list[tuple[KeyPath, str]]
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

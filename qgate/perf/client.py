@@ -30,6 +30,8 @@ from qgate.http_errors import TransportError, map_exceptions
 if TYPE_CHECKING:
     import aiohttp
 
+__all__ = ["RawResponse", "make_session", "post_json", "run_loop", "send"]
+
 T = TypeVar("T")
 
 

@@ -21,6 +21,8 @@ from qgate.errors import InfrastructureError
 from qgate.http_errors import TransportError, map_exceptions
 from qgate.runtime.http import root_url as server_root
 
+__all__ = ["CONNECT_RETRIES", "Completion", "HttpError", "RETRY_DELAY_S", "SuiteClient"]
+
 CONNECT_RETRIES = 3
 RETRY_DELAY_S = 1.0
 

@@ -22,6 +22,15 @@ from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.records import SuiteRun
 from qgate.runtime.base import EffectiveConfig, Runtime
 
+__all__ = [
+    "QualityOutput",
+    "data_digests",
+    "evaluate",
+    "max_model_len_of",
+    "reference_key",
+    "runtime_headers",
+]
+
 
 class QualityOutput(Record):
     """What one runtime produced in the quality stage."""

@@ -24,6 +24,21 @@ from dataclasses import dataclass
 from qgate.models import Role
 from qgate.profile import EngineArgValue, EngineLaunch, Profile, RuntimeSpec
 
+__all__ = [
+    "CpuCaps",
+    "FORCE_ENV",
+    "Problem",
+    "Rule",
+    "Selection",
+    "VLLM_CPU_RULES",
+    "check_runtime",
+    "engine_on_cpu",
+    "native_fp8_kv",
+    "probe_cpu",
+    "runtime_args",
+    "select_runtimes",
+]
+
 FORCE_ENV = "QGATE_CPU_FLAGS"
 
 
@@ -174,7 +189,10 @@ def _fallback_spec(spec: RuntimeSpec) -> RuntimeSpec:
     fb = spec.fallback
     assert fb is not None
     return RuntimeSpec(
-        args=fb.args, env=fb.env, endpoint=spec.endpoint, emulate_weights=fb.emulate_weights,
+        args=fb.args,
+        env=fb.env,
+        endpoint=spec.endpoint,
+        emulate_weights=fb.emulate_weights,
         engine=spec.engine,
     )
 

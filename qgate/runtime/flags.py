@@ -11,14 +11,9 @@ from collections.abc import Callable, Mapping
 
 from qgate.errors import BadInput
 from qgate.profile_base import EngineArgValue
+from qgate.runtime.command import flag_value
 
 __all__ = ["plain_flags"]
-
-
-def _scalar(value: str | int | float | bool) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def plain_flags(
@@ -39,7 +34,7 @@ def plain_flags(
             out.append(flag)
         elif isinstance(value, list):
             if value:
-                out += [flag, *(_scalar(item) for item in value)]
+                out += [flag, *(flag_value(item) for item in value)]
         else:
-            out += [flag, _scalar(value)]
+            out += [flag, flag_value(value)]
     return out

@@ -25,7 +25,7 @@ from qgate.runtime.base import EffectiveConfig, Lifecycle
 from qgate.runtime.causes import root_cause_in
 from qgate.runtime.engines import EngineDecl
 from qgate.runtime.ports import free_port, port_in_use
-from qgate.runtime.redact import redact_argv, redact_env, redact_text, secret_values
+from qgate.runtime.redact import redact_argv, redact_text, secret_values
 from qgate.runtime.waiting import startup_progress
 
 if TYPE_CHECKING:
@@ -33,23 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ServerProcess"]
 
-# Inherited variables that change what the engine does; recorded with the overlay.
-ENGINE_ENV_PREFIXES = (
-    "VLLM_",
-    "SGLANG_",
-    "SGL_",
-    "ATOM_",
-    "HIP_",
-    "ROCM_",
-    "ROCR_",
-    "CUDA_",
-    "NCCL_",
-    "OMP_",
-    "PYTORCH_",
-    "AITER_",
-    "TORCH_",
-    "HF_HUB_OFFLINE",
-)
 _PORT_TAKEN_MARKERS = ("Address already in use", "address already in use", "Errno 98")
 _POLL_S = 0.1
 # After a fatal log line, how long a server may take to exit by itself.
@@ -103,8 +86,6 @@ class ServerProcess(EngineDecl, Lifecycle):
         self._stopped = False
         self._scan_offset = 0
 
-    # What each engine declares.
-
     def prepare_args(
         self, args: dict[str, EngineArgValue], env: dict[str, str], accelerator: str
     ) -> tuple[dict[str, EngineArgValue], dict[str, str]]:
@@ -130,6 +111,7 @@ class ServerProcess(EngineDecl, Lifecycle):
         return []
 
     def fatal_exit_grace_s(self) -> float:
+        """How long a server that logged a fatal line may take to exit by itself."""
         return FATAL_EXIT_GRACE_S
 
     @classmethod
@@ -175,8 +157,6 @@ class ServerProcess(EngineDecl, Lifecycle):
 
     def configure(self, profile: Profile, role: Role) -> None:
         """Engine settings beyond the common ones (e.g. a command template)."""
-
-    # The shared lifecycle.
 
     @property
     def base_url(self) -> str:
@@ -360,8 +340,7 @@ class ServerProcess(EngineDecl, Lifecycle):
         )
 
     def _recorded_env(self) -> dict[str, str]:
-        inherited = {k: v for k, v in os.environ.items() if k.startswith(ENGINE_ENV_PREFIXES)}
-        return redact_env({**inherited, **self.env_overlay}, self.secret_names)
+        return effective.recorded_env(self.env_overlay, self.secret_names)
 
     def command_redacted(self) -> list[str]:
         """The launch command as it may be recorded (secret flag values hidden)."""

@@ -252,3 +252,16 @@ def test_command_args_keep_their_spelling(tmp_path: Path) -> None:
     assert isinstance(server, CommandServer)
     assert server.build_command(5) == ["atom", "--server-port", "5", "--max-model-len", "8",
                                        "--enforce-eager", "--kv_cache_dtype", "fp8"]  # fmt: skip
+
+
+def test_the_runtime_package_surface_is_explicit_and_lazy() -> None:
+    import subprocess
+
+    import qgate.runtime as rt
+
+    assert set(rt.__all__) == set(rt._HOME)
+    assert all(getattr(rt, name) is not None for name in rt.__all__)
+    code = "import qgate.runtime, sys; print('qgate.runtime.vllm_server' in sys.modules)"
+    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True)  # fmt: skip
+    assert fresh.stdout.strip() == "False"
