@@ -106,6 +106,10 @@ class ServerProcess(EngineDecl, Lifecycle):
         """EffectiveConfig fields the engine's log states (dtype, kernels, ...)."""
         return {}
 
+    def served_facts(self, root_url: str) -> dict[str, Any]:
+        """EffectiveConfig fields the running server states about itself over HTTP."""
+        return {}
+
     def applied_problems(self, config: EffectiveConfig) -> list[str]:
         """Requested settings the server says it did not apply."""
         return []
@@ -245,16 +249,8 @@ class ServerProcess(EngineDecl, Lifecycle):
 
     def _new_log_text(self) -> str:
         """Log text written since the last call (for scanning during startup)."""
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(self._scan_offset)
-                data = f.read()
-        except OSError:
-            return ""
-        # Only scan up to the last newline, so a line is never seen half-written.
-        end = data.rfind(b"\n") + 1
-        self._scan_offset += end
-        return data[:end].decode("utf-8", errors="replace")
+        text, self._scan_offset = process.read_lines_from(self.log_path, self._scan_offset)
+        return text
 
     def _wait_health(self) -> None:
         retries = 0
@@ -322,7 +318,7 @@ class ServerProcess(EngineDecl, Lifecycle):
         except http.ProbeError:
             version = None
         log_text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        facts = self.log_facts(log_text)
+        facts = {**self.log_facts(log_text), **self.served_facts(root)}
         facts["engine_version"] = version or facts.get("engine_version")
         listed_len = effective.models_max_len(models, self._served_model)
         if listed_len is not None:

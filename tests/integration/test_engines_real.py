@@ -100,6 +100,10 @@ def test_sglang_runtime_starts_serves_and_stops(
     assert "--disable-cuda-graph" in command
     # The applied context length is read back from the server, not from the request.
     assert config["max_model_len"] == 2048
+    # vLLM under the launcher has no /get_server_info: said, not assumed applied.
+    warnings = config["engine_warnings"]
+    assert isinstance(warnings, list)
+    assert any("applied configuration not readable" in w for w in warnings)
     answer = config["answer"]
     assert isinstance(answer, dict) and answer["choices"][0]["text"]
 

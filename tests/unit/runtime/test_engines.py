@@ -265,3 +265,19 @@ def test_the_runtime_package_surface_is_explicit_and_lazy() -> None:
     fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True)  # fmt: skip
     assert fresh.stdout.strip() == "False"
+
+
+def test_sglang_applied_config_comes_from_its_server_info() -> None:
+    from qgate.runtime.sglang_server import server_info_facts, unapplied
+
+    info = {"kv_cache_dtype": "fp8_e4m3", "dtype": "bfloat16", "tp_size": 8,
+            "context_length": 32768, "version": "0.5.1", "mem_fraction_static": 0.8}  # fmt: skip
+    assert server_info_facts(info) == {
+        "kv_cache_dtype": "fp8_e4m3", "dtype": "bfloat16", "tensor_parallel_size": 8,
+        "max_model_len": 32768, "engine_version": "0.5.1",
+    }  # fmt: skip
+    asked = {"kv_cache_dtype": "fp8_e5m2", "tp_size": 8, "mem_fraction_static": 0.5}
+    # Only the settings that decide numerics are compared.
+    assert unapplied(asked, info) == ["kv_cache_dtype: asked fp8_e5m2, the server runs fp8_e4m3"]
+    assert unapplied({"context_length": 32768}, info) == []
+    assert unapplied({"dtype": "float16"}, {}) == []
