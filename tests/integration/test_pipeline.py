@@ -95,11 +95,7 @@ def keypair(workspace: Path, env: dict[str, str]) -> tuple[Path, Path]:
 
 
 def write_profile(
-    workspace: Path,
-    name: str,
-    candidate: str,
-    math_drop: float,
-    kld: float,
+    workspace: Path, name: str, candidate: str, math_drop: float, kld: float,
     preflight: str = "never",
 ) -> Path:
     # preflight 'never' saves CI a server start; the test of a candidate that cannot start
@@ -233,7 +229,9 @@ def test_poisoned_cache_entry_is_refused(
         "--cache-dir", str(cache), "--skip-perf", "--strict-cache", "--no-progress", env=env,
     )  # fmt: skip
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "failed authentication: the payload is not the one its signature covers" in (done.stderr)
+    assert "failed authentication: the payload is not the one its signature covers" in (
+        done.stderr
+    )
 
 
 def test_failing_profile_exits_1_without_perf(
