@@ -44,6 +44,7 @@ from qgate.profile_scenarios import (
     Slo,
     TraceScenario,
 )
+from qgate.runtime.features import Feature
 
 # The profile's whole model, importable from here wherever it is defined.
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "DivergenceSuite",
     "EndpointSpec",
     "EngineArgValue",
+    "EngineLaunch",
     "EngineSpec",
     "FixedScenario",
     "Fraction",
@@ -140,17 +142,25 @@ class EndpointSpec(Strict):
         return v.rstrip("/")
 
 
-class EngineSpec(Strict):
-    """How runtimes are started; `args` and `env` are shared by reference and candidate."""
+class EngineLaunch(Strict):
+    """Which engine starts (or names) a runtime, with its arguments and environment.
 
-    kind: Literal["vllm", "endpoint"] = Field(
-        default="vllm", description="'vllm': qgate starts servers; 'endpoint': they already run."
+    The top-level `engine` is the default of both sides; `reference.engine` or
+    `candidate.engine` replaces it for that side (nothing of the top-level block
+    is inherited then).
+    """
+
+    kind: str = Field(
+        default="vllm",
+        description="Engine registry entry: 'vllm' or 'sglang' (qgate starts the server), "
+        "'command' (any command that starts an OpenAI-compatible server), 'endpoint' "
+        "(already running).",
     )
     args: dict[str, EngineArgValue] = Field(
         default_factory=dict,
-        description="vLLM engine arguments in snake_case; passed as --kebab-case flags.",
+        description="Engine arguments in snake_case; passed as --kebab-case flags.",
     )
-    env: dict[str, str] = Field(default_factory=dict, description="Environment for both servers.")
+    env: dict[str, str] = Field(default_factory=dict, description="Environment of the servers.")
     host: str = Field(default="127.0.0.1", description="Address the started servers bind.")
     port: int | None = Field(
         default=None, ge=1, le=65535, description="Fixed port; a free one when omitted."
@@ -158,9 +168,35 @@ class EngineSpec(Strict):
     launcher: list[str] | None = Field(
         default=None,
         description="Command that starts the server; detected when omitted "
-        "(`vllm serve`, else `python -m vllm.entrypoints.openai.api_server`).",
+        "(`vllm serve`, else `python -m vllm.entrypoints.openai.api_server`; "
+        "`python -m sglang.launch_server` for sglang).",
+    )
+    command: list[str] | None = Field(
+        default=None,
+        description="kind 'command': the launch command, words with placeholders {model} "
+        "{port} {host} {served_name}; `args` follow as --KEY VALUE, KEY as written.",
+    )
+    features: list[Feature] | None = Field(
+        default=None,
+        description="kind 'command' or 'endpoint': what the server serves beyond the OpenAI "
+        "API (prompt_logprobs, token_ids, tokenize, min_tokens, engine_metrics). Default: none "
+        "for 'command'; all (a vLLM-compatible server) for 'endpoint'.",
     )
     startup_timeout_s: float = Field(default=900.0, gt=0, description="Wait for /health.")
+
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, v: str) -> str:
+        from qgate.runtime.engines import engine_kinds, unknown_engine_message
+
+        if v not in engine_kinds():
+            raise ValueError(unknown_engine_message(v))
+        return v
+
+
+class EngineSpec(EngineLaunch):
+    """How runtimes are started; `args` and `env` are shared by reference and candidate."""
+
     preflight: Literal["auto", "always", "never"] = Field(
         default="auto",
         description="Start the candidate once (start, check applied config, stop) before the "
@@ -207,8 +243,13 @@ class RuntimeSpec(Strict):
 
     args: dict[str, EngineArgValue] = Field(default_factory=dict, description="Engine args.")
     env: dict[str, str] = Field(default_factory=dict, description="Environment overlay.")
+    engine: EngineLaunch | None = Field(
+        default=None,
+        description="This side's own engine (kind, args, env, ...) instead of the top-level "
+        "`engine`, e.g. an SGLang reference and a vLLM candidate.",
+    )
     endpoint: EndpointSpec | None = Field(
-        default=None, description="Required when engine.kind is 'endpoint'."
+        default=None, description="Required when this side's engine kind is 'endpoint'."
     )
     emulate_weights: WeightEmulation | None = Field(
         default=None, description="Emulated weight precision (labelled emulated in the report)."
@@ -262,14 +303,20 @@ class Profile(Strict):
         default_factory=list, description="Env var names whose values are always redacted."
     )
 
+    def engine_of(self, role: str) -> EngineLaunch:
+        """The engine block `role` runs with: its own `engine`, else the top-level one."""
+        spec: RuntimeSpec = getattr(self, role)
+        return spec.engine if spec.engine is not None else self.engine
+
     @model_validator(mode="after")
     def _endpoints(self) -> Self:
         issues: list[tuple[KeyPath, str]] = []
         for role in ("reference", "candidate"):
             spec: RuntimeSpec = getattr(self, role)
-            if self.engine.kind == "endpoint" and spec.endpoint is None:
+            kind = self.engine_of(role).kind
+            if kind == "endpoint" and spec.endpoint is None:
                 issues.append(((role, "endpoint"), "required when engine.kind is 'endpoint'"))
-            if self.engine.kind == "vllm" and spec.endpoint is not None:
+            if kind != "endpoint" and spec.endpoint is not None:
                 issues.append(((role, "endpoint"), "only valid when engine.kind is 'endpoint'"))
         preview, dummy_issues = check_dummy(
             self.engine.args, self.reference.args, self.candidate.args, self.quality.has_suites()

@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from qgate.engine_checks import engine_problems, starts_process
 from qgate.jsonl_checks import MATH_ITEM, TRACE_LINE, JsonlShape, corpus_prompt, jsonl_problem
 from qgate.profile import (
     DivergenceSuite,
@@ -43,6 +44,27 @@ from qgate.profile import (
     TraceScenario,
 )
 from qgate.yamlload import KeyPath
+
+__all__ = [
+    "ENGINE_ARG_NAME",
+    "ENV_NAME",
+    "Found",
+    "KEY_PREFIXES",
+    "LIMITS",
+    "MAX_CONCURRENCY",
+    "MAX_COUNT",
+    "MAX_SECONDS",
+    "MAX_SEED",
+    "MAX_TOKENS",
+    "RUNTIME_BLOCKS",
+    "env_name_problem",
+    "file_problems",
+    "key_env_problem",
+    "looks_like_key",
+    "profile_problems",
+    "raw_problems",
+    "shown_env_name",
+]
 
 Found = list[tuple[KeyPath, str]]
 
@@ -315,13 +337,13 @@ def profile_problems(profile: Profile) -> Found:
         if not word:
             found.append((("engine", "launcher", index), "must not be empty"))
     for role in ("reference", "candidate"):
-        if profile.engine.kind == "endpoint" and getattr(profile, role).emulate_weights:
+        if profile.engine_of(role).kind == "endpoint" and getattr(profile, role).emulate_weights:
             found.append(
                 ((role, "emulate_weights"),
                  "only valid when engine.kind is 'vllm' (qgate cannot change the "
                  "weights of a running endpoint)")
             )  # fmt: skip
-    return found
+    return found + engine_problems(profile)
 
 
 def _missing(path: Path, folder: bool) -> str | None:
@@ -348,7 +370,7 @@ def file_problems(profile: Profile) -> Found:
         (("model", "tokenizer"), profile.model.tokenizer, True),
         (("signing", "key"), profile.signing.key, False),
     ]
-    if profile.engine.kind == "vllm":
+    if any(starts_process(profile.engine_of(r).kind) for r in ("reference", "candidate")):
         wanted.append((("model", "path"), profile.model.path, True))
     shapes: dict[KeyPath, JsonlShape] = {}
     if profile.quality.math is not None:

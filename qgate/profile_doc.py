@@ -25,6 +25,7 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("target", p.Target),
     ("engine", p.EngineSpec),
     ("reference / candidate", p.RuntimeSpec),
+    ("reference.engine / candidate.engine", p.EngineLaunch),
     ("reference.endpoint / candidate.endpoint", p.EndpointSpec),
     ("candidate.emulate_weights", p.WeightEmulation),
     ("quality", p.QualitySpec),

@@ -78,7 +78,11 @@ def _resolve_model(profile: Profile) -> Path:
         return require_checkpoint(profile.model.embedded)
     assert profile.model.path is not None
     path = profile.model.path
-    if profile.engine.kind == "vllm" and not path.is_dir():
+    from qgate.engine_checks import starts_process
+
+    if any(starts_process(profile.engine_of(r).kind) for r in ("reference", "candidate")) and (
+        not path.is_dir()
+    ):
         raise BadInput(f"model.path: {path} is not a folder")
     return path
 
@@ -98,6 +102,9 @@ def prepare(opts: RunOptions) -> RunContext:
     profile = loaded.profile.model_copy(
         update={"reference": selection.reference, "candidate": selection.candidate}
     )
+    from qgate.engine_checks import feature_notes
+
+    selection.notes.extend(feature_notes(loaded.profile))
     for note in selection.notes:
         log.info("%s", note)
     source = _resolve_model(profile)

@@ -36,7 +36,8 @@ def _reference_cache(ctx: RunContext) -> tuple[ReferenceCache, str]:
 
     profile = ctx.profile
     digests = {d.path: d.sha256 for d in ctx.fingerprint.checkpoint} if ctx.fingerprint else {}
-    env = redact_env({**profile.engine.env, **profile.reference.env}, profile.secrets)
+    shared = profile.engine_of("reference").env
+    env = redact_env({**shared, **profile.reference.env}, profile.secrets)
     key = reference_key(profile, digests, _engine_version(ctx.fingerprint), env)
     cache = ReferenceCache(
         ctx.opts.cache_dir or cache_root(), ctx.signer, _trusted_keys(ctx.opts.trust_cache_keys),
@@ -51,8 +52,10 @@ def wants_preflight(ctx: RunContext) -> bool:
     The cache entry is only looked at, not trusted: this decides whether to
     spend a minute, never a verdict.
     """
+    from qgate.engine_checks import starts_process
+
     mode = ctx.profile.engine.preflight
-    if mode != "auto" or ctx.profile.engine.kind != "vllm":
+    if mode != "auto" or not starts_process(ctx.profile.engine_of("candidate").kind):
         return mode == "always"
     if not ctx.profile.quality.has_suites():  # a preview: no reference stage to wait for
         return False

@@ -25,8 +25,12 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from qgate.http_errors import TransportError, map_exceptions
+
 if TYPE_CHECKING:
     import aiohttp
+
+__all__ = ["RawResponse", "make_session", "post_json", "run_loop", "send"]
 
 T = TypeVar("T")
 
@@ -101,29 +105,24 @@ async def send(
 ) -> RawResponse:
     """POST a streaming request (a JSON body, serialized by the caller before the clock
     starts) and record every network read with its arrival time."""
-    import aiohttp
-
     hdrs = {"Content-Type": "application/json", **(headers or {})}
     box: dict[str, int] = {}
     raw = RawResponse(sent_ns=time.perf_counter_ns())
     chunks = raw.chunks
     clock = time.perf_counter_ns
     try:
-        async with session.post(url, data=body, headers=hdrs, trace_request_ctx=box) as resp:
-            raw.sent_ns = box.get("sent", raw.sent_ns)
-            raw.status = resp.status
-            if resp.status != 200:
-                text = (await resp.read())[:200].decode("utf-8", "replace")
-                raw.error = f"HTTP {resp.status}: {text.strip()}"
-            else:
-                async for data in resp.content.iter_any():
-                    chunks.append((clock(), data))
-    except TimeoutError:
-        raw.error = "timeout"
-    except aiohttp.ClientPayloadError as e:
-        raw.error = f"connection dropped mid-stream: {type(e).__name__}"
-    except aiohttp.ClientError as e:
-        raw.error = f"{type(e).__name__}: {str(e)[:160]}"
+        with map_exceptions():
+            async with session.post(url, data=body, headers=hdrs, trace_request_ctx=box) as resp:
+                raw.sent_ns = box.get("sent", raw.sent_ns)
+                raw.status = resp.status
+                if resp.status != 200:
+                    text = (await resp.read())[:200].decode("utf-8", "replace")
+                    raw.error = f"HTTP {resp.status}: {text.strip()}"
+                else:
+                    async for data in resp.content.iter_any():
+                        chunks.append((clock(), data))
+    except TransportError as e:
+        raw.error = _stream_error(e)
     except asyncio.CancelledError:
         raw.done_ns = clock()
         raw.error = "cancelled"
@@ -133,6 +132,15 @@ async def send(
         raw.connect_ns = max(raw.sent_ns - box["connect"], 0)
     raw.done_ns = clock()
     return raw
+
+
+def _stream_error(e: TransportError) -> str:
+    """A streamed request's failure as the per-request record states it."""
+    if e.kind == "timeout":
+        return "timeout"
+    if e.kind == "dropped":
+        return f"connection dropped mid-stream: {e.name}"
+    return f"{e.name}: {str(e.original)[:160]}"
 
 
 async def post_json(

@@ -18,7 +18,10 @@ from typing import Any, Self
 import aiohttp
 
 from qgate.errors import InfrastructureError
+from qgate.http_errors import TransportError, map_exceptions
 from qgate.runtime.http import root_url as server_root
+
+__all__ = ["CONNECT_RETRIES", "Completion", "HttpError", "RETRY_DELAY_S", "SuiteClient"]
 
 CONNECT_RETRIES = 3
 RETRY_DELAY_S = 1.0
@@ -92,27 +95,32 @@ class SuiteClient:
         last: Exception | None = None
         for attempt in range(CONNECT_RETRIES + 1):
             try:
-                async with self._session.post(url, json=body) as resp:
-                    text = await resp.text()
-                    if resp.status >= 400:
-                        snippet = " ".join(text.split())[:200]
-                        raise HttpError(f"POST {url}: HTTP {resp.status}: {snippet}", resp.status)
-                    try:
-                        data = json.loads(text)
-                    except ValueError as exc:
-                        raise InfrastructureError(
-                            f"POST {url}: answer is not JSON: {text[:120]!r}"
-                        ) from exc
-                    if not isinstance(data, dict):
-                        raise InfrastructureError(f"POST {url}: answer is not a JSON object")
-                    return data
-            except TimeoutError as exc:
-                raise InfrastructureError(
-                    f"POST {url}: no answer within {self.timeout_s:g} s"
-                ) from exc
-            except aiohttp.ClientConnectionError as exc:
+                with map_exceptions():
+                    async with self._session.post(url, json=body) as resp:
+                        text = await resp.text()
+                        if resp.status >= 400:
+                            snippet = " ".join(text.split())[:200]
+                            raise HttpError(
+                                f"POST {url}: HTTP {resp.status}: {snippet}", resp.status
+                            )
+                        try:
+                            data = json.loads(text)
+                        except ValueError as exc:
+                            raise InfrastructureError(
+                                f"POST {url}: answer is not JSON: {text[:120]!r}"
+                            ) from exc
+                        if not isinstance(data, dict):
+                            raise InfrastructureError(f"POST {url}: answer is not a JSON object")
+                        return data
+            except TransportError as exc:
+                if exc.kind == "timeout":
+                    raise InfrastructureError(
+                        f"POST {url}: no answer within {self.timeout_s:g} s"
+                    ) from exc.original
+                if not exc.retryable:
+                    raise exc.original from None
                 # Includes a server that closed the connection mid-answer.
-                last = exc
+                last = exc.original
                 if attempt < CONNECT_RETRIES:
                     await asyncio.sleep(RETRY_DELAY_S * (attempt + 1))
         raise InfrastructureError(

@@ -53,7 +53,7 @@ def runtime_headers(runtime: Runtime) -> dict[str, str]:
 
 def max_model_len_of(profile: Profile, role: Role) -> int | None:
     """The context length the profile asks for (shared args, then the role's override)."""
-    value = {**profile.engine.args, **getattr(profile, role).args}.get("max_model_len")
+    value = {**profile.engine_of(role).args, **getattr(profile, role).args}.get("max_model_len")
     return int(value) if isinstance(value, int | float | str) and str(value).isdigit() else None
 
 
@@ -147,10 +147,11 @@ def reference_key(
     from qgate.quality.cache import reference_cache_key
 
     spec = profile.quality
-    args = {**profile.engine.args, **profile.reference.args}
+    engine = profile.engine_of("reference")
+    args = {**engine.args, **profile.reference.args}
     return reference_cache_key(
         checkpoint_digests=checkpoint_digests,
-        engine_args={"kind": profile.engine.kind, **args},
+        engine_args={"kind": engine.kind, **args},
         engine_env=redacted_env,
         engine_version=engine_version,
         data_digests=data_digests(spec, max_model_len_of(profile, "reference")),

@@ -5,18 +5,23 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, Protocol, Self
+from typing import Protocol, Self
 
 from pydantic import Field
 
 from qgate.models import Record, Role
+
+__all__ = ["EffectiveConfig", "Lifecycle", "Runtime"]
 
 
 class EffectiveConfig(Record):
     """What a running server reports about itself, not what was asked of it."""
 
     role: Role = Field(description="Runtime role.")
-    kind: Literal["vllm", "endpoint"] = Field(description="How the runtime was provided.")
+    kind: str = Field(
+        description="The engine that ran this side (engine registry kind: 'vllm', 'sglang', "
+        "'command', 'endpoint', ...)."
+    )
     base_url: str = Field(description="OpenAI-compatible base URL, ending in /v1.")
     served_model: str = Field(description="Model name the server answers to.")
     engine_version: str | None = Field(default=None, description="From /version or the log.")

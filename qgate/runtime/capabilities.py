@@ -22,7 +22,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from qgate.models import Role
-from qgate.profile import EngineArgValue, Profile, RuntimeSpec
+from qgate.profile import EngineArgValue, EngineLaunch, Profile, RuntimeSpec
+
+__all__ = [
+    "CpuCaps",
+    "FORCE_ENV",
+    "Problem",
+    "Rule",
+    "Selection",
+    "VLLM_CPU_RULES",
+    "check_runtime",
+    "engine_on_cpu",
+    "native_fp8_kv",
+    "probe_cpu",
+    "runtime_args",
+    "select_runtimes",
+]
 
 FORCE_ENV = "QGATE_CPU_FLAGS"
 
@@ -56,9 +71,9 @@ def probe_cpu(environ: Mapping[str, str] | None = None) -> CpuCaps:
     return CpuCaps(info.model, arch, frozenset(info.flags))
 
 
-def engine_on_cpu(profile: Profile) -> bool:
+def engine_on_cpu(profile: Profile, spec: RuntimeSpec | None = None) -> bool:
     """vLLM started by qgate on the CPU (the target says cpu, or only vllm-cpu is installed)."""
-    if profile.engine.kind != "vllm":
+    if _launch(profile, spec).kind != "vllm":
         return False
     if profile.target.accelerator.lower() == "cpu":
         return True
@@ -133,19 +148,24 @@ class Problem:
     line: str
 
 
+def _launch(profile: Profile, spec: RuntimeSpec | None) -> EngineLaunch:
+    return spec.engine if spec is not None and spec.engine is not None else profile.engine
+
+
 def runtime_args(profile: Profile, spec: RuntimeSpec) -> dict[str, EngineArgValue]:
-    return {**profile.engine.args, **spec.args}
+    return {**_launch(profile, spec).args, **spec.args}
 
 
 def check_runtime(profile: Profile, role: Role, spec: RuntimeSpec, cpu: CpuCaps) -> list[Problem]:
     """Every setting of `spec` (over engine.args) the engine cannot run on this machine."""
-    if not engine_on_cpu(profile):
+    if not engine_on_cpu(profile, spec):
         return []
     problems: list[Problem] = []
     for key, value in runtime_args(profile, spec).items():
         for rule in VLLM_CPU_RULES:
             if rule.key == key and rule.applies(value) and not rule.supported(cpu):
-                where = f"{role}.args.{key}" if key in spec.args else f"engine.args.{key}"
+                shared = f"{role}.engine" if spec.engine is not None else "engine"
+                where = f"{role}.args.{key}" if key in spec.args else f"{shared}.args.{key}"
                 problems.append(Problem(role, key, value, (
                     f"{where}: {value} cannot run here: {rule.needs}; this CPU: "
                     f"{cpu.describe()}; way out: {rule.way_out}"
@@ -169,7 +189,11 @@ def _fallback_spec(spec: RuntimeSpec) -> RuntimeSpec:
     fb = spec.fallback
     assert fb is not None
     return RuntimeSpec(
-        args=fb.args, env=fb.env, endpoint=spec.endpoint, emulate_weights=fb.emulate_weights
+        args=fb.args,
+        env=fb.env,
+        endpoint=spec.endpoint,
+        emulate_weights=fb.emulate_weights,
+        engine=spec.engine,
     )
 
 
@@ -197,7 +221,7 @@ def select_runtimes(profile: Profile, cpu: CpuCaps) -> Selection:
         problems = check_runtime(profile, role, spec, cpu)
         if not problems:
             chosen[role] = spec
-            if engine_on_cpu(profile) and any(
+            if engine_on_cpu(profile, spec) and any(
                 _fp8(v) for v in runtime_args(profile, spec).values()
             ):
                 notes.append(f"{role}: native on this CPU ({cpu.describe()}): "

@@ -14,6 +14,26 @@ from pathlib import Path
 from qgate.errors import BadInput
 from qgate.profile_base import EngineArgValue
 
+__all__ = [
+    "API_SERVER_MODULE",
+    "APPEND_FLAGS",
+    "CPU_GPU_MEMORY_UTILIZATION",
+    "CPU_KVCACHE_DEFAULT",
+    "CPU_KVCACHE_ENV",
+    "RESERVED_ARGS",
+    "STORE_TRUE_FLAGS",
+    "apply_platform_defaults",
+    "build_command",
+    "detect_launcher",
+    "engine_args_to_flags",
+    "flag_name",
+    "flag_value",
+    "merge_args",
+    "merge_env",
+    "model_is_positional",
+    "server_environment",
+]
+
 # vLLM's boolean flags are argparse.BooleanOptionalAction (so `False` is
 # `--no-flag`), except these few store_true frontend flags, where False is
 # simply the default and must be omitted. Emitting `--no-x` for an unknown
@@ -53,7 +73,8 @@ def flag_name(key: str) -> str:
     return "--" + key.strip("-").replace("_", "-")
 
 
-def _scalar(value: str | int | float | bool) -> str:
+def flag_value(value: str | int | float | bool) -> str:
+    """A flag's value as argv text (booleans as true/false)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -84,11 +105,11 @@ def engine_args_to_flags(args: Mapping[str, EngineArgValue]) -> list[str]:
                 continue
             if norm in APPEND_FLAGS:
                 for item in value:
-                    out += [flag, _scalar(item)]
+                    out += [flag, flag_value(item)]
             else:
-                out += [flag, *(_scalar(item) for item in value)]
+                out += [flag, *(flag_value(item) for item in value)]
         else:
-            out += [flag, _scalar(value)]
+            out += [flag, flag_value(value)]
     return out
 
 

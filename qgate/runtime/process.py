@@ -141,6 +141,19 @@ def tail_lines(path: Path | None, n: int = 20) -> list[str]:
     return [line.rstrip() for line in lines[-n:]]
 
 
+def read_lines_from(path: Path, offset: int) -> tuple[str, int]:
+    """Whole lines written to `path` after byte `offset`, and the offset after them."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except OSError:
+        return "", offset
+    # Only up to the last newline, so a line is never seen half-written.
+    end = data.rfind(b"\n") + 1
+    return data[:end].decode("utf-8", errors="replace"), offset + end
+
+
 def describe_status(returncode: int | None) -> str:
     """`exit status 1` or `killed by SIGKILL` for people."""
     if returncode is None:

@@ -14,7 +14,7 @@ PROFILES = sorted((Path(__file__).resolve().parents[2] / "precision_profiles").g
 def test_profiles_are_shipped() -> None:
     names = {p.stem for p in PROFILES}
     shipped = {"smollm2-cpu-fp8", "smollm2-cpu-fp8kv", "glm-5.2-fp8-aiter-mi325x",
-               "kimi-k3-fp8kv-aiter-mi325x"}  # fmt: skip
+               "kimi-k3-fp8kv-aiter-mi325x", "kimi-k3-three-way-mi325x"}  # fmt: skip
     assert shipped <= names
 
 
@@ -33,6 +33,41 @@ def test_kimi_long_prefill_is_three_lines() -> None:
     assert profile.perf is not None
     (s,) = profile.perf.scenarios
     assert (s.input_tokens, s.output_tokens, s.warmup, s.requests) == (8192, 256, 2, 5)
+
+
+def test_kimi_three_way_runs_atom_on_both_sides() -> None:
+    from qgate.engine_checks import engine_problems, feature_notes
+
+    path = next(p for p in PROFILES if p.stem == "kimi-k3-three-way-mi325x")
+    profile = load_profile(path, check_files=False)
+    for role in ("reference", "candidate"):
+        engine = profile.engine_of(role)
+        assert engine.kind == "command" and engine.features is None
+        assert engine.command is not None
+        assert engine.command[:3] == ["python", "-m", "atom.entrypoints.openai_server"]
+        assert {"{model}", "{port}"} <= set(engine.command)
+    assert profile.candidate.args == {"kv_cache_dtype": "fp8"}
+    assert profile.quality.divergence is None and engine_problems(profile) == []
+    # ATOM serves no token ids and no prefix-cache counters: said, never passed silently.
+    assert len(feature_notes(profile)) == 4
+    assert profile.perf is not None
+    (s,) = profile.perf.scenarios
+    assert s.kind == "fixed"
+    assert (s.input_tokens, s.output_tokens, s.warmup, s.requests) == ([512, 8192], 256, 2, 5)
+
+
+def test_kimi_three_way_refuses_divergence_on_atom(tmp_path: Path) -> None:
+    from qgate.errors import ProfileError
+
+    path = next(p for p in PROFILES if p.stem == "kimi-k3-three-way-mi325x")
+    text = path.read_text().replace("quality:\n", "quality:\n  divergence: {sequences: 8}\n")
+    edited = tmp_path / path.name
+    edited.write_text(text)
+    with pytest.raises(ProfileError) as info:
+        load_profile(edited, check_files=False)
+    lines = "\n".join(info.value.details)
+    assert "engine.kind: command does not serve prompt_logprobs, which quality.divergence needs" \
+        in lines  # fmt: skip
 
 
 def test_cpu_profiles_validate_with_their_files() -> None:
