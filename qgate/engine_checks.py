@@ -11,26 +11,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from qgate.quality.registry import features_needed, features_used
 from qgate.runtime.engines import engine_class, engine_kinds
-from qgate.runtime.features import Feature
+from qgate.runtime.features import FEATURES, Feature
 
 if TYPE_CHECKING:
     from qgate.profile import EngineLaunch, Profile
     from qgate.profile_base import KeyPath
 
-__all__ = ["PERF_PROFITS", "SUITE_NEEDS", "engine_problems", "feature_notes", "starts_process"]
+__all__ = ["PERF_PROFITS", "engine_problems", "feature_notes", "starts_process"]
 
 ROLES = ("reference", "candidate")
-
-# Quality suite key -> features it cannot run without. Mirrors the suite
-# registry's `features_needed`: math and recall fall back to an estimate
-# without /tokenize, lm-eval's generation tasks use the plain OpenAI API.
-SUITE_NEEDS: dict[str, tuple[Feature, ...]] = {
-    "math": (),
-    "recall": (),
-    "divergence": ("prompt_logprobs", "tokenize"),
-    "lm_eval": (),
-}
 
 # Perf checks that only profit from a feature: (feature, what is not available without it).
 PERF_PROFITS: tuple[tuple[Feature, str], ...] = (
@@ -53,10 +44,6 @@ def served(launch: EngineLaunch) -> frozenset[Feature]:
     return engine_class(launch.kind).served_features(launch)
 
 
-def _configured_suites(profile: Profile) -> list[str]:
-    return [key for key in SUITE_NEEDS if getattr(profile.quality, key, None) not in (None, [])]
-
-
 def engine_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
     """Each side's engine block problems, and suites that need what its engine lacks."""
     found: list[tuple[KeyPath, str]] = []
@@ -67,8 +54,8 @@ def engine_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
         for path, message in engine.spec_issues(launch):
             found.append(((*where, *path), message))
         have = served(launch)
-        for suite in _configured_suites(profile):
-            for feature in SUITE_NEEDS[suite]:
+        for suite, needs in features_needed(profile.quality).items():
+            for feature in (f for f in FEATURES if f in needs):
                 if feature not in have:
                     found.append(((*where, "kind"), f"{launch.kind} does not serve {feature}, "
                                   f"which quality.{suite} needs"))  # fmt: skip
@@ -80,13 +67,17 @@ def engine_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
 
 
 def feature_notes(profile: Profile) -> list[str]:
-    """One note per side and perf check that its engine cannot serve (empty without perf)."""
-    if profile.perf is None:
-        return []
+    """One note per side and suite or perf check that runs without a feature its engine lacks."""
     notes: list[str] = []
     for role in ROLES:
         launch = profile.engine_of(role)
         have = served(launch)
+        for suite, uses in features_used(profile.quality).items():
+            for feature in (f for f in FEATURES if f in uses - have):
+                notes.append(f"{role}: quality.{suite}: exact token sizes not available for "
+                             f"{launch.kind} (it does not serve {feature}; sized from characters)")  # fmt: skip
+        if profile.perf is None:
+            continue
         for feature, what in PERF_PROFITS:
             if feature not in have:
                 notes.append(f"{role}: {what}: not available for {launch.kind} "

@@ -49,7 +49,10 @@ def test_kimi_three_way_runs_atom_on_both_sides() -> None:
     assert profile.candidate.args == {"kv_cache_dtype": "fp8"}
     assert profile.quality.divergence is None and engine_problems(profile) == []
     # ATOM serves no token ids and no prefix-cache counters: said, never passed silently.
-    assert len(feature_notes(profile)) == 4
+    notes = feature_notes(profile)
+    assert sum("not available for command" in n and "stream" in n for n in notes) == 2
+    assert sum("prefix-cache" in n for n in notes) == 2
+    assert sum("sized from characters" in n for n in notes) == 4  # math and recall, both sides
     assert profile.perf is not None
     (s,) = profile.perf.scenarios
     assert s.kind == "fixed"

@@ -123,8 +123,9 @@ def test_declared_features_let_a_command_engine_run_a_suite() -> None:
     assert [m for _, m in engine_problems(lacking)] == [
         "command does not serve prompt_logprobs, which quality.divergence needs",
         "command does not serve tokenize, which quality.divergence needs",
+        "command does not serve min_tokens, which quality.divergence needs",
     ]
-    declared = {**command, "features": ["prompt_logprobs", "tokenize"]}
+    declared = {**command, "features": ["prompt_logprobs", "tokenize", "min_tokens"]}
     served = _profile(candidate={"engine": declared}, quality={"divergence": {}})
     assert engine_problems(served) == []
 
@@ -163,7 +164,7 @@ def test_endpoint_on_one_side_only() -> None:
 def test_perf_checks_an_engine_cannot_serve_are_noted_not_passed() -> None:
     perf = {"scenarios": [{"name": "a", "input_tokens": 16, "output_tokens": 4}]}
     profile = _profile(candidate={"engine": {"kind": "sglang"}}, perf=perf)
-    notes = feature_notes(profile)
+    notes = [n for n in feature_notes(profile) if "quality." not in n]
     assert notes == [
         "candidate: exact stream token counts (the stream check counts chunks instead): "
         "not available for sglang (it does not serve token_ids)",
@@ -171,7 +172,17 @@ def test_perf_checks_an_engine_cannot_serve_are_noted_not_passed() -> None:
         "not available for sglang (it does not serve engine_metrics)",
     ]
     assert feature_notes(_profile(perf=perf)) == []
-    assert feature_notes(_profile(candidate={"engine": {"kind": "sglang"}})) == []
+    without_perf = feature_notes(_profile(candidate={"engine": {"kind": "sglang"}}))
+    assert all("stream" not in n and "prefix-cache" not in n for n in without_perf)
+
+
+def test_suites_that_fall_back_without_a_feature_are_noted() -> None:
+    profile = _profile(candidate={"engine": {"kind": "sglang"}})
+    assert (
+        "candidate: quality.math: exact token sizes not available for sglang (it does not "
+        "serve tokenize; sized from characters)" in feature_notes(profile)
+    )
+    assert not any("quality.math" in n for n in feature_notes(_profile()))
 
 
 def test_command_placeholders_are_filled_and_unknown_ones_refused() -> None:
@@ -235,7 +246,8 @@ def test_a_toy_engine_is_one_class_and_one_registry_entry(tmp_path: Path) -> Non
     # What it lacks is refused for suites that need it, like any engine.
     needs = _profile(engine={"kind": "toy"}, quality={"divergence": {}})
     assert [m for _, m in engine_problems(needs)] == [
-        "toy does not serve prompt_logprobs, which quality.divergence needs"
+        "toy does not serve prompt_logprobs, which quality.divergence needs",
+        "toy does not serve min_tokens, which quality.divergence needs",
     ]
 
 
