@@ -74,8 +74,10 @@ def feature_notes(profile: Profile) -> list[str]:
         have = served(launch)
         for suite, uses in features_used(profile.quality).items():
             for feature in (f for f in FEATURES if f in uses - have):
-                notes.append(f"{role}: quality.{suite}: exact token sizes not available for "
-                             f"{launch.kind} (it does not serve {feature}; sized from characters)")  # fmt: skip
+                notes.append(
+                    f"{role}: quality.{suite}: exact token sizes not available for "
+                    f"{launch.kind} (it does not serve {feature}; sized from characters)"
+                )
         if profile.perf is None:
             continue
         for feature, what in PERF_PROFITS:
