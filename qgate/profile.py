@@ -25,7 +25,7 @@ from qgate.profile_base import (
     Scalar,
     Strict,
 )
-from qgate.profile_perf import PerfGate, PublishedFigure, check_dummy
+from qgate.profile_perf import PerfGate, PublishedFigure, check_dummy, side_args
 from qgate.profile_quality import (
     ANSWER_MAX_TOKENS,
     AccuracyPolicy,
@@ -318,8 +318,17 @@ class Profile(Strict):
                 issues.append(((role, "endpoint"), "required when engine.kind is 'endpoint'"))
             if kind != "endpoint" and spec.endpoint is not None:
                 issues.append(((role, "endpoint"), "only valid when engine.kind is 'endpoint'"))
+        own = {
+            role: (role, "engine")
+            for role in ("reference", "candidate")
+            if getattr(self, role).engine is not None
+            and "load_format" not in getattr(self, role).args
+        }
         preview, dummy_issues = check_dummy(
-            self.engine.args, self.reference.args, self.candidate.args, self.quality.has_suites()
+            side_args(self, "reference"),
+            side_args(self, "candidate"),
+            self.quality.has_suites(),
+            own,
         )
         issues += dummy_issues
         if preview and self.perf is None:

@@ -232,21 +232,31 @@ def load_format(args: Mapping[str, Any]) -> str | None:
     return None if value is None else str(value)
 
 
+def side_args(profile: Any, role: str) -> dict[str, Any]:
+    """The engine args `role` runs with: its engine block's args, then the side's own."""
+    return {**profile.engine_of(role).args, **getattr(profile, role).args}
+
+
 def check_dummy(
-    engine: Mapping[str, Any],
     reference: Mapping[str, Any],
     candidate: Mapping[str, Any],
     has_quality: bool,
+    where: Mapping[str, tuple[str, ...]] | None = None,
 ) -> tuple[bool, KeyIssues]:
-    """(preview, problems): dummy weights must be on both sides and exclude quality suites."""
+    """(preview, problems): dummy weights must be on both sides and exclude quality suites.
+
+    `reference` and `candidate` are each side's merged engine args (`side_args`);
+    `where` maps a side to the key path of the block its args came from.
+    """
+    where = where or {}
     issues: KeyIssues = []
-    ref = load_format({**engine, **reference}) == "dummy"
-    cand = load_format({**engine, **candidate}) == "dummy"
+    ref = load_format(reference) == "dummy"
+    cand = load_format(candidate) == "dummy"
     if ref != cand:
         side = "candidate" if cand else "reference"
         issues.append(
             (
-                (side, "args", "load_format"),
+                (*where.get(side, (side,)), "args", "load_format"),
                 "dummy weights on one runtime only compare random weights with real ones; "
                 "set load_format: dummy in engine.args for both",
             )
@@ -266,8 +276,6 @@ def check_dummy(
 
 def is_preview(profile: Any) -> bool:
     """Whether the profile runs on vLLM's dummy (random) weights: a speed-only preview."""
-    engine = profile.engine.args
     return any(
-        load_format({**engine, **getattr(profile, role).args}) == "dummy"
-        for role in ("reference", "candidate")
+        load_format(side_args(profile, role)) == "dummy" for role in ("reference", "candidate")
     )

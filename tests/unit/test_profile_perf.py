@@ -193,3 +193,20 @@ def test_run_names_match_the_runner() -> None:
     assert names == run_names(s) == ["m@in512@c1", "m@in512@c4", "m@in8192@c1", "m@in8192@c4"]
     one = FixedScenario(name="o", input_tokens=16, output_tokens=4)
     assert [n for e in expand_inputs(one) for n, _ in levels(e)] == run_names(one) == ["o"]
+
+
+def test_dummy_weights_in_a_sides_own_engine_block_count(tmp_path: Path) -> None:
+    # A side that names its own engine carries its own args; the preview rule reads them.
+    both = PREVIEW.replace("engine:\n  args: {load_format: dummy}\n", "").replace(
+        "candidate:\n  args: {quantization: fp8}\n",
+        "reference:\n  engine: {kind: vllm, args: {load_format: dummy}}\n"
+        "candidate:\n  engine: {kind: vllm, args: {load_format: dummy, quantization: fp8}}\n",
+    )
+    path = tmp_path / "both.yaml"
+    path.write_text(both)
+    assert is_preview(load_profile(path, check_files=False))
+    one = both.replace("args: {load_format: dummy}}", "args: {}}")
+    code, err, path = _validate(tmp_path, one)
+    assert code == 2
+    assert f"{path}:7 candidate.engine.args.load_format:" in err
+    assert "dummy weights on one runtime only" in err
