@@ -1,14 +1,63 @@
 """Perf stage: streaming load generator, workloads, metrics, server counters.
 
-Entry points:
+Entry points (the surface below is loaded lazily: importing `qgate.perf` imports
+none of it):
 
-- `runner.run_scenarios(base_url, model, spec, role, *, gpus, headers, probes,
+- `run_scenarios(base_url, model, spec, role, *, gpus, headers, probes,
   probe_params, progress, timeout_s) -> list[ScenarioRun]` (async) measures.
-- `metrics.summarize(run, slo) -> ScenarioMetrics`, `checks.scenario_verdicts(spec, run)
-  -> list[Verdict]`, `compare.compare(reference, candidate, *, resamples, seed)
-  -> list[MetricComparison]` and `probes.probe_agreement(run)` are pure; `qgate verify`
-  recomputes them from the records. The summary of a run whose params carry
-  `series_bucket_s` (duration-bound scenarios) holds its per-bucket time series
-  (`series.bucket_series`, via `metrics.time_series(run)`).
+- `summarize(run, slo) -> ScenarioMetrics`, `scenario_verdicts(spec, run)
+  -> list[Verdict]`, `compare(reference, candidate, *, resamples, seed)
+  -> list[MetricComparison]`, `evaluate_perf_gates` and `probe_agreement(run)` are
+  pure; `qgate verify` recomputes them from the records. The summary of a run
+  whose params carry `series_bucket_s` (duration-bound scenarios) holds its
+  per-bucket time series (`bucket_series`, via `metrics.time_series(run)`).
+- `RequestRecord`, `ScenarioRun`: the raw records; `ScenarioMetrics`,
+  `MetricComparison`: what is derived from them.
 - `commands.perf` is `qgate perf` (UNGATED, against an endpoint).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from qgate.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from qgate.perf.checks import scenario_verdicts
+    from qgate.perf.compare import MetricComparison, compare
+    from qgate.perf.gates import evaluate_perf_gates
+    from qgate.perf.metrics import ScenarioMetrics, summarize
+    from qgate.perf.probes import probe_agreement
+    from qgate.perf.records import RequestRecord, ScenarioRun
+    from qgate.perf.runner import run_scenarios
+    from qgate.perf.series import bucket_series
+
+__all__ = [
+    "MetricComparison",
+    "RequestRecord",
+    "ScenarioMetrics",
+    "ScenarioRun",
+    "bucket_series",
+    "compare",
+    "evaluate_perf_gates",
+    "probe_agreement",
+    "run_scenarios",
+    "scenario_verdicts",
+    "summarize",
+]
+
+_HOME = {
+    "scenario_verdicts": "checks",
+    "MetricComparison": "compare",
+    "compare": "compare",
+    "evaluate_perf_gates": "gates",
+    "ScenarioMetrics": "metrics",
+    "summarize": "metrics",
+    "probe_agreement": "probes",
+    "RequestRecord": "records",
+    "ScenarioRun": "records",
+    "run_scenarios": "runner",
+    "bucket_series": "series",
+}
+
+__getattr__ = lazy_getattr(__name__, _HOME)

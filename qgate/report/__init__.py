@@ -20,4 +20,53 @@ How a run produces its report (what `qgate.run_report.report` does)::
     # says where the dev key's public key is.
 
 `qgate verify` (verify.py) re-derives every verdict with the same functions.
+The names below are the package's surface, loaded lazily (importing
+`qgate.report` imports none of them).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from qgate.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from qgate.report.assemble import build_report
+    from qgate.report.keys import LoadedSigner, load_signer
+    from qgate.report.model import Report
+    from qgate.report.signing import subjects_for
+    from qgate.report.verdict import overall, perf_status
+    from qgate.report.verify import VerifyResult, verify_bytes, verify_file
+    from qgate.report.writer import WrittenReport, write_report
+
+__all__ = [
+    "LoadedSigner",
+    "Report",
+    "VerifyResult",
+    "WrittenReport",
+    "build_report",
+    "load_signer",
+    "overall",
+    "perf_status",
+    "subjects_for",
+    "verify_bytes",
+    "verify_file",
+    "write_report",
+]
+
+_HOME = {
+    "build_report": "assemble",
+    "LoadedSigner": "keys",
+    "load_signer": "keys",
+    "Report": "model",
+    "subjects_for": "signing",
+    "overall": "verdict",
+    "perf_status": "verdict",
+    "VerifyResult": "verify",
+    "verify_bytes": "verify",
+    "verify_file": "verify",
+    "WrittenReport": "writer",
+    "write_report": "writer",
+}
+
+__getattr__ = lazy_getattr(__name__, _HOME)

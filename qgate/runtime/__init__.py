@@ -14,8 +14,9 @@ imports no engine, so `qgate validate` and `--help` stay instant.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from qgate.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from qgate.runtime.base import EffectiveConfig, Lifecycle, Runtime
@@ -65,8 +66,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'qgate.runtime' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"qgate.runtime.{home}"), name)
+__getattr__ = lazy_getattr(__name__, _HOME)
