@@ -174,7 +174,8 @@ class EngineLaunch(Strict):
     command: list[str] | None = Field(
         default=None,
         description="kind 'command': the launch command, words with placeholders {model} "
-        "{port} {host} {served_name}; `args` follow as --KEY VALUE, KEY as written.",
+        "{port} {host} {served_name} {python} (the interpreter running qgate); `args` follow "
+        "as --KEY VALUE, KEY as written.",
     )
     features: list[Feature] | None = Field(
         default=None,

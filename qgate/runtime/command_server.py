@@ -1,7 +1,8 @@
 """Any command that starts an OpenAI-compatible server (ATOM, a runtime adapter, ...).
 
 The profile gives the command as words with placeholders ({model} {port}
-{host} {served_name}) and declares the features the server serves (none
+{host} {served_name}, and {python}: the interpreter running qgate, for a
+server installed beside it) and declares the features the server serves (none
 beyond the OpenAI API by default). `args` follow the command as
 `--KEY VALUE`, KEY exactly as written (such servers spell flags their own way,
 e.g. ATOM's `--kv_cache_dtype`). Without {served_name} in the command the
@@ -11,6 +12,7 @@ server is expected to answer to the model path, as ATOM's server does.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PLACEHOLDERS", "CommandServer", "fill"]
 
-PLACEHOLDERS = ("model", "port", "host", "served_name")
+PLACEHOLDERS = ("model", "port", "host", "served_name", "python")
 _FIELD = re.compile(r"\{([^{}]*)\}")
 
 
@@ -95,6 +97,7 @@ class CommandServer(ServerProcess):
             "port": str(port),
             "host": self.host,
             "served_name": self.served_model,
+            "python": sys.executable,
         }
         return [*fill(self.template, values), *plain_flags(self.args, lambda key: key)]
 

@@ -201,6 +201,16 @@ def test_command_server_answers_to_the_model_path_without_served_name(tmp_path: 
     assert named.served_model == "k3" and named.build_command(7)[-1] == "7"
 
 
+def test_python_placeholder_is_the_interpreter_running_qgate(tmp_path: Path) -> None:
+    server = CommandServer.from_template(
+        ["{python}", "-m", "my.server", "--port", "{port}"], role="candidate",
+        model_path=Path("/m"), served_model="m", run_dir=tmp_path,
+    )  # fmt: skip
+    assert server.build_command(9)[:2] == [sys.executable, "-m"]
+    command = {"kind": "command", "command": ["{python}", "-m", "s", "--port", "{port}"]}
+    assert engine_problems(_profile(candidate={"engine": command})) == []
+
+
 # The toy engine: everything a new engine needs is this class and one register() call.
 _TOY_SERVER = textwrap.dedent("""\
     import http.server, json, sys
