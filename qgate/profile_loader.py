@@ -323,6 +323,18 @@ def parse_profile_text(text: str, shown: str, folder: Path, check_files: bool = 
 
     With `check_files`, every local file and folder the profile names must exist.
     """
+    doc = read_document(text, shown)
+    if "candidates" in doc.data:
+        message = "this file names several candidates; here one `candidate:` is expected"
+        raise _fail(shown, [Problem(doc.line_of(("candidates",)), ("candidates",), message)])
+    profile, problems = doc_problems(doc, folder, check_files)
+    if problems or profile is None:
+        raise _fail(shown, problems or [Problem(None, (), "invalid profile")])
+    return profile
+
+
+def read_document(text: str, shown: str) -> YamlDocument:
+    """The YAML mapping of a profile's text (tabs, syntax, empty or non-mapping: ProfileError)."""
     tabs = tab_problems(text)
     if tabs:
         raise _fail(shown, [Problem(t.line, t.path, t.message) for t in tabs])
@@ -339,6 +351,13 @@ def parse_profile_text(text: str, shown: str, folder: Path, check_files: bool = 
         found = "a list" if isinstance(doc.data, list) else f"a {type(doc.data).__name__}"
         message = f"a profile must be a mapping of keys, not {found}"
         raise _fail(shown, [Problem(doc.line_of(()), (), message)])
+    return doc
+
+
+def doc_problems(
+    doc: YamlDocument, folder: Path, check_files: bool
+) -> tuple[Profile | None, list[Problem]]:
+    """The profile of one loaded YAML mapping (paths resolved) and every problem found in it."""
     problems = [Problem(p.line, p.path, p.message) for p in doc.problems]
     arg_problems = _engine_arg_problems(doc.data)
     problems += [Problem(doc.line_of(path), path, message) for path, message in arg_problems]
@@ -355,9 +374,7 @@ def parse_profile_text(text: str, shown: str, folder: Path, check_files: bool = 
         resolve_paths(profile, folder)
         checks = profile_problems(profile) + (file_problems(profile) if check_files else [])
         problems += [Problem(doc.line_of(path), path, message) for path, message in checks]
-    if problems or profile is None:
-        raise _fail(shown, problems or [Problem(None, (), "invalid profile")])
-    return profile
+    return profile, problems
 
 
 def load_profile_file(path: str | Path, check_files: bool = True) -> LoadedProfile:
