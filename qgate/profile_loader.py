@@ -324,9 +324,6 @@ def parse_profile_text(text: str, shown: str, folder: Path, check_files: bool = 
     With `check_files`, every local file and folder the profile names must exist.
     """
     doc = read_document(text, shown)
-    if "candidates" in doc.data:
-        message = "this file names several candidates; here one `candidate:` is expected"
-        raise _fail(shown, [Problem(doc.line_of(("candidates",)), ("candidates",), message)])
     profile, problems = doc_problems(doc, folder, check_files)
     if problems or profile is None:
         raise _fail(shown, problems or [Problem(None, (), "invalid profile")])
@@ -354,10 +351,8 @@ def read_document(text: str, shown: str) -> YamlDocument:
     return doc
 
 
-def doc_problems(
-    doc: YamlDocument, folder: Path, check_files: bool
-) -> tuple[Profile | None, list[Problem]]:
-    """The profile of one loaded YAML mapping (paths resolved) and every problem found in it."""
+def doc_problems(doc: YamlDocument, at: Path, files: bool) -> tuple[Profile | None, list[Problem]]:
+    """The profile of one YAML mapping (paths resolved against `at`) and every problem in it."""
     problems = [Problem(p.line, p.path, p.message) for p in doc.problems]
     arg_problems = _engine_arg_problems(doc.data)
     problems += [Problem(doc.line_of(path), path, message) for path, message in arg_problems]
@@ -371,8 +366,8 @@ def doc_problems(
         skip = [path[:3] for path, _ in arg_problems] + [path for path, _ in raw]
         problems += _problems_from(exc, doc, skip)
     if profile is not None:
-        resolve_paths(profile, folder)
-        checks = profile_problems(profile) + (file_problems(profile) if check_files else [])
+        resolve_paths(profile, at)
+        checks = profile_problems(profile) + (file_problems(profile) if files else [])
         problems += [Problem(doc.line_of(path), path, message) for path, message in checks]
     return profile, problems
 

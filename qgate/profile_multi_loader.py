@@ -80,25 +80,46 @@ def _shape_problems(doc: YamlDocument) -> list[Problem]:
     data = doc.data
     both = "candidate" in data and "candidates" in data
     if both:
-        return [Problem(doc.line_of(("candidates",)), ("candidates",),
-                        "give only one of 'candidate' and 'candidates'")]  # fmt: skip
+        return [
+            Problem(
+                doc.line_of(("candidates",)),
+                ("candidates",),
+                "give only one of 'candidate' and 'candidates'",
+            )
+        ]
     entries = data.get("candidates")
     if not isinstance(entries, dict) or not entries:
-        return [Problem(doc.line_of(("candidates",)), ("candidates",),
-                        "must map at least one candidate name to its settings")]  # fmt: skip
+        return [
+            Problem(
+                doc.line_of(("candidates",)),
+                ("candidates",),
+                "must map at least one candidate name to its settings",
+            )
+        ]
     out = []
     for name, spec in entries.items():
         path: KeyPath = ("candidates", name)
         if not isinstance(name, str) or not CANDIDATE_NAME.fullmatch(name):
-            out.append(Problem(doc.line_of(path), path, "candidate names are 1-64 letters, "
-                               "digits, '_', '.' or '-', starting with a letter or digit"))  # fmt: skip
+            out.append(
+                Problem(
+                    doc.line_of(path),
+                    path,
+                    "candidate names are 1-64 letters, "
+                    "digits, '_', '.' or '-', starting with a letter or digit",
+                )
+            )
         elif not isinstance(spec, dict):
             out.append(Problem(doc.line_of(path), path, "must be a mapping (use {} for none)"))
         else:
             out += _meta_problems(doc, name, spec)
     if not out and not any(s.get("required", True) for s in entries.values()):
-        out.append(Problem(doc.line_of(("candidates",)), ("candidates",),
-                           "at least one candidate must be required (else no run could fail)"))  # fmt: skip
+        out.append(
+            Problem(
+                doc.line_of(("candidates",)),
+                ("candidates",),
+                "at least one candidate must be required (else no run could fail)",
+            )
+        )
     return out
 
 
@@ -121,8 +142,14 @@ def parse_multi_text(text: str, shown: str, folder: Path, check_files: bool = Tr
                 problems.append(problem)
         if profile is not None:
             spec = entries[name]
-            candidates.append(NamedCandidate(name, bool(spec.get("required", True)),
-                                             str(spec.get("description", "")), profile))  # fmt: skip
+            candidates.append(
+                NamedCandidate(
+                    name,
+                    bool(spec.get("required", True)),
+                    str(spec.get("description", "")),
+                    profile,
+                )
+            )
     if problems:
         raise _fail(shown, problems)
     return MultiProfile(name=str(doc.data["name"]), candidates=candidates)
@@ -148,7 +175,9 @@ def _load(path: str | Path, check_files: bool) -> LoadedProfile | LoadedMulti:
     return LoadedProfile(profile=profile, path=absolute, sha256=sha256_bytes(raw), raw_text=text)
 
 
-def load_any_profile_file(path: str | Path, check_files: bool = True) -> LoadedProfile | LoadedMulti:
+def load_any_profile_file(
+    path: str | Path, check_files: bool = True
+) -> LoadedProfile | LoadedMulti:
     """A profile file with one candidate (LoadedProfile) or several (LoadedMulti)."""
     return _load(path, check_files)
 
@@ -157,6 +186,7 @@ def load_multi_file(path: str | Path, check_files: bool = True) -> LoadedMulti:
     """A profile file that must name several candidates."""
     loaded = _load(path, check_files)
     if not isinstance(loaded, LoadedMulti):
-        raise ProfileError(f"invalid profile {path}", [f"{path}: has one `candidate:`, "
-                                                       "expected `candidates:`"])  # fmt: skip
+        raise ProfileError(
+            f"invalid profile {path}", [f"{path}: has one `candidate:`, expected `candidates:`"]
+        )
     return loaded

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from qgate.errors import ExitCode
 from qgate.report.model import PerfStatus, Report
 from qgate.report.multi_model import CandidateEntry, CandidateVerdict
-from qgate.run_multi import CandidateResult, MultiContext
+from qgate.run_multi_context import CandidateResult, MultiContext
 from qgate.run_options import RunOutcome
 
 __all__ = ["exit_code_of", "write_multi"]
@@ -36,10 +36,11 @@ def write_multi(
     ref = mctx.reference
     multi = mctx.loaded.multi
     entries = [
-        CandidateEntry(name=c.name, required=c.required, description=c.description,
-                       report=rep, error=res.error)
+        CandidateEntry(
+            name=c.name, required=c.required, description=c.description, report=rep, error=res.error
+        )
         for c, res, rep in zip(multi.candidates, results, reports, strict=True)
-    ]  # fmt: skip
+    ]
     unsigned = build_multi_report(
         profile=multi.to_json(),
         profile_sha256=mctx.loaded.sha256,
@@ -49,9 +50,13 @@ def write_multi(
     )
     secrets = sorted({s for c in multi.candidates for s in c.profile.secrets})
     written = write_multi_report(
-        ref.run_dir, unsigned, subjects_for(ref.profile_path, ref.fingerprint), ref.signer,
-        extra_secret_names=secrets, step_summary="GITHUB_STEP_SUMMARY" in os.environ,
-    )  # fmt: skip
+        ref.run_dir,
+        unsigned,
+        subjects_for(ref.profile_path, ref.fingerprint),
+        ref.signer,
+        extra_secret_names=secrets,
+        step_summary="GITHUB_STEP_SUMMARY" in os.environ,
+    )
     rep = written.report
     verdicts = []
     lines: list[str] = []
@@ -63,13 +68,16 @@ def write_multi(
             lines.append(f"{entry.name} ({kind}): ERROR {entry.error}")
             continue
         r = entry.report
-        verdicts += [v.model_copy(update={"gate": f"{entry.name}: {v.gate}"})
-                     for v in r.all_verdicts()]  # fmt: skip
+        verdicts += [
+            v.model_copy(update={"gate": f"{entry.name}: {v.gate}"}) for v in r.all_verdicts()
+        ]
         lines.append(f"{entry.name} ({kind}): {r.verdict}; perf {r.perf.status}")
         heads += [f"{entry.name} {line}" for line in headline(r)]
         configs += r.effective_configs
     statuses = {e.report.perf.status for e in rep.candidates if e.report is not None}
-    status: PerfStatus = "ran" if "ran" in statuses else next(iter(statuses), "skipped: gates failed")
+    status: PerfStatus = (
+        "ran" if "ran" in statuses else next(iter(statuses), "skipped: gates failed")
+    )
     return RunOutcome(
         run_dir=ref.run_dir,
         envelope=written.envelope,

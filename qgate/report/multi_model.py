@@ -81,7 +81,9 @@ class CandidateRow(Record):
     accuracy_deltas: dict[str, float] = Field(
         default_factory=dict, description="Suite -> candidate minus reference accuracy."
     )
-    lost: int = Field(default=0, description="Items right on the reference, wrong here (all suites).")
+    lost: int = Field(
+        default=0, description="Items right on the reference, wrong here (all suites)."
+    )
     gained: int = Field(default=0, description="Items wrong on the reference, right here.")
     mean_kld: float | None = Field(default=None, description="Mean KL(reference || candidate).")
     top1_agreement: float | None = Field(default=None, description="Top-1 token agreement.")

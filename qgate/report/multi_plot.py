@@ -50,13 +50,25 @@ def pareto_plot(report: MultiReport) -> bytes | None:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     xy = [(x, y) for _, x, y in pts]
     front = frontier(xy)
-    ax.plot([xy[i][0] for i in front], [xy[i][1] for i in front], color="#888", lw=1,
-            ls="--", label="frontier", zorder=1)  # fmt: skip
+    ax.plot(
+        [xy[i][0] for i in front],
+        [xy[i][1] for i in front],
+        color="#888",
+        lw=1,
+        ls="--",
+        label="frontier",
+        zorder=1,
+    )
     for row, x, y in pts:
         color = _COLORS.get(row.verdict, "#9a6700")
         ax.scatter([x], [y], color=color, s=45, marker="o" if row.required else "s", zorder=2)
-        ax.annotate(f"{row.candidate} ({row.verdict})", (x, y), fontsize=8, xytext=(4, 4),
-                    textcoords="offset points")  # fmt: skip
+        ax.annotate(
+            f"{row.candidate} ({row.verdict})",
+            (x, y),
+            fontsize=8,
+            xytext=(4, 4),
+            textcoords="offset points",
+        )
     ax.axhline(0, color="#bbb", lw=0.8)
     ax.axvline(1, color="#bbb", lw=0.8)
     ax.set_xlabel(f"output tok/s, candidate / reference ({pts[0][0].speed[0].scenario})")

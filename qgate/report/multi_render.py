@@ -49,8 +49,10 @@ def render_multi_html(report: MultiReport) -> str:
         parts.append(f"<h{level}>{html.escape(sec.title)}</h{level}>")
         lines = sec.lines
         if i == 0:
-            parts.append(f'<p class="{html.escape(report.verdict)}" style="font-size:1.6em">'
-                         f"<strong>{html.escape(report.verdict)}</strong></p>")  # fmt: skip
+            parts.append(
+                f'<p class="{html.escape(report.verdict)}" style="font-size:1.6em">'
+                f"<strong>{html.escape(report.verdict)}</strong></p>"
+            )
             lines = lines[1:]
         parts += [f"<p>{_line(line)}</p>" for line in lines]
         parts += [_table(t) for t in sec.tables]
@@ -58,7 +60,9 @@ def render_multi_html(report: MultiReport) -> str:
             png = pareto_plot(report)
             if png is not None:
                 parts.append(_figure("speed against quality; dashed: the frontier", png))
-        entry = report.entry(sec.title.split(" ")[1]) if sec.title.startswith("Candidate ") else None
+        entry = (
+            report.entry(sec.title.split(" ")[1]) if sec.title.startswith("Candidate ") else None
+        )
         if level == 2 and entry is not None and entry.report is not None:
             parts += [_figure(caption, png) for caption, png in all_plots(entry.report)]
     title = html.escape(f"qgate report: {report.profile.get('name', '?')} ({report.verdict})")
@@ -82,8 +86,16 @@ def render_multi_junit(report: MultiReport) -> str:
             add_suite(root, name, entry.report)
             suite = root[-1]
         else:
-            suite = ET.SubElement(root, "testsuite", name=name, tests="1", failures="0",
-                                  errors="1", skipped="0", timestamp=report.created_at)  # fmt: skip
+            suite = ET.SubElement(
+                root,
+                "testsuite",
+                name=name,
+                tests="1",
+                failures="0",
+                errors="1",
+                skipped="0",
+                timestamp=report.created_at,
+            )
             case = ET.SubElement(suite, "testcase", name="runtime", classname="runtime", time="0")
             ET.SubElement(case, "error", message=entry.error or "", type="RuntimeFailure")
         props = suite.find("properties")

@@ -41,14 +41,16 @@ def _speed(report: Report) -> list[ScenarioRatios]:
             metric = c.get("metric")
             if metric in TABLE_METRICS:
                 ratios[str(metric)] = RatioCell(
-                    ratio=_num(c.get("ratio")), ci_low=_num(c.get("ci_low")),
+                    ratio=_num(c.get("ratio")),
+                    ci_low=_num(c.get("ci_low")),
                     ci_high=_num(c.get("ci_high")),
-                )  # fmt: skip
+                )
         hit = _num((result.candidate or {}).get("prefix_cache_hit_rate"))
         if ratios or hit is not None:
             ordered = {m: ratios[m] for m in TABLE_METRICS if m in ratios}
-            out.append(ScenarioRatios(scenario=result.scenario, ratios=ordered,
-                                      prefix_cache_hit_rate=hit))  # fmt: skip
+            out.append(
+                ScenarioRatios(scenario=result.scenario, ratios=ordered, prefix_cache_hit_rate=hit)
+            )
     return out
 
 
@@ -91,8 +93,11 @@ def multi_verdict(entries: Sequence[CandidateEntry]) -> tuple[CandidateVerdict, 
     speed preview; else PASS.
     """
     required = [verdict_of(e) for e in entries if e.required]
-    optional = [f"{e.name}: {verdict_of(e)}" for e in entries
-                if not e.required and verdict_of(e) not in ("PASS", "PREVIEW")]  # fmt: skip
+    optional = [
+        f"{e.name}: {verdict_of(e)}"
+        for e in entries
+        if not e.required and verdict_of(e) not in ("PASS", "PREVIEW")
+    ]
     for verdict in _PRECEDENCE:
         if verdict in required:
             return verdict, optional

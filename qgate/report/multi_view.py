@@ -39,25 +39,46 @@ def candidate_table(report: MultiReport) -> list[Table]:
     suites = _suites(rows)
     scenarios = list(dict.fromkeys(s.scenario for r in rows for s in r.speed))
     first = scenarios[0] if scenarios else None
-    header = ["Candidate", "Required", "Verdict", *[f"Δacc {s}" for s in suites],
-              "Lost / gained", "Mean KL", "Top-1", *[RATIO_HEADERS[m] for m in TABLE_METRICS],
-              "Prefix-cache hit"]  # fmt: skip
+    header = [
+        "Candidate",
+        "Required",
+        "Verdict",
+        *[f"Δacc {s}" for s in suites],
+        "Lost / gained",
+        "Mean KL",
+        "Top-1",
+        *[RATIO_HEADERS[m] for m in TABLE_METRICS],
+        "Prefix-cache hit",
+    ]
     body = []
     for r in rows:
         speed = next((s for s in r.speed if s.scenario == first), None)
         body.append(
-            [r.candidate, "yes" if r.required else "no", r.verdict,
-             *[fmt(r.accuracy_deltas.get(s), 3) for s in suites],
-             f"{r.lost} / {r.gained}" if r.verdict != "ERROR" else "–",
-             fmt(r.mean_kld, 3), fmt(r.top1_agreement, 3),
-             *[ratio_text(speed.ratios.get(m) if speed else None) for m in TABLE_METRICS],
-             fmt(speed.prefix_cache_hit_rate, 3) if speed else "–"]
-        )  # fmt: skip
+            [
+                r.candidate,
+                "yes" if r.required else "no",
+                r.verdict,
+                *[fmt(r.accuracy_deltas.get(s), 3) for s in suites],
+                f"{r.lost} / {r.gained}" if r.verdict != "ERROR" else "–",
+                fmt(r.mean_kld, 3),
+                fmt(r.top1_agreement, 3),
+                *[ratio_text(speed.ratios.get(m) if speed else None) for m in TABLE_METRICS],
+                fmt(speed.prefix_cache_hit_rate, 3) if speed else "–",
+            ]
+        )
     caption = f"Speed: candidate / reference, scenario {first}" if first else ""
     out = [Table(header, body, caption=caption)]
     if len(scenarios) > 1:
-        more = [[r.candidate, s.scenario, *[ratio_text(s.ratios.get(m)) for m in TABLE_METRICS],
-                 fmt(s.prefix_cache_hit_rate, 3)] for r in rows for s in r.speed]  # fmt: skip
+        more = [
+            [
+                r.candidate,
+                s.scenario,
+                *[ratio_text(s.ratios.get(m)) for m in TABLE_METRICS],
+                fmt(s.prefix_cache_hit_rate, 3),
+            ]
+            for r in rows
+            for s in r.speed
+        ]
         head = ["Candidate", "Scenario", *[RATIO_HEADERS[m] for m in TABLE_METRICS], "Prefix hit"]
         out.append(Table(head, more, caption="Speed ratios per scenario"))
     return out

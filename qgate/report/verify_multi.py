@@ -96,9 +96,11 @@ def _profile_digests(subjects: list[Any]) -> list[str]:
     return [
         s["digest"]["sha256"]
         for s in subjects
-        if isinstance(s, dict) and str(s.get("name", "")).startswith(PROFILE_PREFIX)
-        and isinstance(s.get("digest"), dict) and isinstance(s["digest"].get("sha256"), str)
-    ]  # fmt: skip
+        if isinstance(s, dict)
+        and str(s.get("name", "")).startswith(PROFILE_PREFIX)
+        and isinstance(s.get("digest"), dict)
+        and isinstance(s["digest"].get("sha256"), str)
+    ]
 
 
 def _normal(data: dict[str, Any]) -> dict[str, Any]:
@@ -109,16 +111,19 @@ def _normal(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _profile(report: MultiReport, statement: dict[str, Any], file: Path | None,
-             result: MultiVerifyResult) -> MultiProfile:  # fmt: skip
+def _profile(
+    report: MultiReport, statement: dict[str, Any], file: Path | None, result: MultiVerifyResult
+) -> MultiProfile:
     """The multi profile whose limits gate: the embedded one, or FILE when it equals it."""
     try:
         embedded = multi_from_json(report.profile)
     except (ValidationError, ValueError) as exc:
         raise _fail(f"embedded multi profile does not validate: {exc}") from None
     if file is None:
-        result.notes.append("limits taken from the report's own embedded profile "
-                            "(pass --profile FILE to gate against a profile you trust)")  # fmt: skip
+        result.notes.append(
+            "limits taken from the report's own embedded profile "
+            "(pass --profile FILE to gate against a profile you trust)"
+        )
         return embedded
     from qgate.files import sha256_file
     from qgate.profile_multi_loader import load_multi_file
@@ -127,8 +132,10 @@ def _profile(report: MultiReport, statement: dict[str, Any], file: Path | None,
     diff = first_difference(embedded.to_json(), loaded.multi.to_json())
     if diff is not None:
         where, was, now = diff
-        raise _fail(f"the report's embedded profile differs from {file} at {where}: "
-                    f"report has {was!r:.60}, file has {now!r:.60}")  # fmt: skip
+        raise _fail(
+            f"the report's embedded profile differs from {file} at {where}: "
+            f"report has {was!r:.60}, file has {now!r:.60}"
+        )
     try:
         digest = sha256_file(file)
     except OSError as exc:
@@ -139,11 +146,18 @@ def _profile(report: MultiReport, statement: dict[str, Any], file: Path | None,
     return loaded.multi
 
 
-def _candidates(report: MultiReport, multi: MultiProfile, keyid: str,
-                result: MultiVerifyResult, recompute: Recompute | None) -> None:  # fmt: skip
+def _candidates(
+    report: MultiReport,
+    multi: MultiProfile,
+    keyid: str,
+    result: MultiVerifyResult,
+    recompute: Recompute | None,
+) -> None:
     names = [c.name for c in report.candidates]
     if names != [c.name for c in multi.candidates]:
-        raise _fail(f"candidates {names} are not the profile's {[c.name for c in multi.candidates]}")
+        raise _fail(
+            f"candidates {names} are not the profile's {[c.name for c in multi.candidates]}"
+        )
     expanded = expand_json(report.profile)
     for entry, cand in zip(report.candidates, multi.candidates, strict=True):
         where = f"candidate {entry.name}"
@@ -159,14 +173,17 @@ def _candidates(report: MultiReport, multi: MultiProfile, keyid: str,
         rep = entry.report
         diff = first_difference(_normal(rep.profile), _normal(expanded[entry.name]))
         if diff is not None:
-            raise _fail(f"{where}: its report's profile differs from the multi profile at {diff[0]}")
+            raise _fail(
+                f"{where}: its report's profile differs from the multi profile at {diff[0]}"
+            )
         if rep.profile_sha256 != report.profile_sha256 or rep.fingerprint != report.fingerprint:
             raise _fail(f"{where}: its report names another profile file or machine")
         sub = VerifyResult(report=rep, keyid=keyid, subjects=[])
         check_contents(rep, cand.profile, keyid, sub, recompute)
         result.checked += [f"{entry.name}: {line}" for line in sub.checked]
-        result.notes += [f"{entry.name}: {line}" for line in sub.notes
-                         if not line.startswith("limits taken")]  # fmt: skip
+        result.notes += [
+            f"{entry.name}: {line}" for line in sub.notes if not line.startswith("limits taken")
+        ]
 
 
 def _derived(report: MultiReport, result: MultiVerifyResult) -> None:
@@ -181,8 +198,9 @@ def _derived(report: MultiReport, result: MultiVerifyResult) -> None:
         raise _fail("the table does not have one row per candidate")
     verdict, optional = multi_verdict(report.candidates)
     if report.verdict != verdict:
-        raise _fail(f"overall verdict {report.verdict} does not follow from the candidates "
-                    f"({verdict})")  # fmt: skip
+        raise _fail(
+            f"overall verdict {report.verdict} does not follow from the candidates ({verdict})"
+        )
     if report.optional_failures != optional:
         raise _fail("the list of failed optional candidates does not follow from the candidates")
     result.checked.append(f"table of {len(rows)} candidates and overall verdict {verdict} follow")
@@ -196,7 +214,7 @@ def verify_multi_bytes(
     recompute: Recompute | None = None,
     origin: str = "report",
 ) -> MultiVerifyResult:
-    """Verify a multi report end to end; raise BadInput or VerificationFailed on the first problem."""
+    """Verify a multi report end to end; BadInput or VerificationFailed on the first problem."""
     with cyclic_gc_paused():
         envelope = read_envelope(data, origin)
         if envelope["payloadType"] != PAYLOAD_TYPE:
@@ -204,12 +222,16 @@ def verify_multi_bytes(
         payload, keyid = check_signature(envelope, pubkey_pem)
         statement, report = _parse(payload)
         if _profile_digests(statement["subject"]) != [report.profile_sha256]:
-            raise _fail("the Statement's profile subject does not match the report's profile_sha256")
+            raise _fail(
+                "the Statement's profile subject does not match the report's profile_sha256"
+            )
         result = MultiVerifyResult(report=report, keyid=keyid, subjects=statement["subject"])
         result.checked.append(f"signature by key {keyid}")
         if report.signer is not None:
             if report.signer.keyid != keyid:
-                raise _fail("the report names a different signing key than the one that verified it")
+                raise _fail(
+                    "the report names a different signing key than the one that verified it"
+                )
             if report.signer.source == "local-dev":
                 result.notes.append("signed with a local development key, not a managed one")
         multi = _profile(report, statement, profile, result)

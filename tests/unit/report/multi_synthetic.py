@@ -34,8 +34,9 @@ FAILING = frozenset({0, 1, 2, 4, 5, 6})
 """Candidate misses that fail the math gate (7/8 on the reference, 2/8 here)."""
 
 
-def entry(name: str, required: bool, cand_wrong: frozenset[int] = frozenset({1}),
-          error: str | None = None) -> CandidateEntry:  # fmt: skip
+def entry(
+    name: str, required: bool, cand_wrong: frozenset[int] = frozenset({1}), error: str | None = None
+) -> CandidateEntry:
     if error is not None:
         return CandidateEntry(name=name, required=required, error=error)
     status = "skipped: gates failed" if cand_wrong == FAILING else "ran"
@@ -51,8 +52,7 @@ def build_multi(
     policy_error: str | None = None,
 ) -> MultiReport:
     """Two candidates: fp8kv (required) and policy (optional); `*_wrong`: candidate misses."""
-    entries = [entry("fp8kv", True, fp8_wrong),
-               entry("policy", False, policy_wrong, policy_error)]  # fmt: skip
+    entries = [entry("fp8kv", True, fp8_wrong), entry("policy", False, policy_wrong, policy_error)]
     first = entries[0].report
     assert first is not None
     return build_multi_report(

@@ -77,10 +77,18 @@ def test_errored_candidate(ecdsa_signer: LoadedSigner) -> None:
         (lambda p: p["candidates"][1].update(required=True), "required"),
         (lambda p: p["table"][0].update(lost=3), "table row fp8kv"),
         (lambda p: p["candidates"].reverse(), "candidates"),
-        (lambda p: p["candidates"][0]["report"]["profile"]["quality"]["math"].update(max_drop=0.9),
-         "profile differs"),
-        (lambda p: p["candidates"][0]["report"]["quality"]["runs"][1]["items"][1].update(
-            correct=True), "item"),
+        (
+            lambda p: p["candidates"][0]["report"]["profile"]["quality"]["math"].update(
+                max_drop=0.9
+            ),
+            "profile differs",
+        ),
+        (
+            lambda p: p["candidates"][0]["report"]["quality"]["runs"][1]["items"][1].update(
+                correct=True
+            ),
+            "item",
+        ),
         (lambda p: p.update(optional_failures=[]), "optional"),
     ],
 )
@@ -107,8 +115,15 @@ def test_views(ecdsa_signer: LoadedSigner) -> None:
     report = with_multi_signer(build_multi(policy_wrong=FAILING), ecdsa_signer)
     md = render_multi_md(report)
     assert md.index("Candidates side by side") < md.index("Candidate fp8kv (required)")
-    for column in ("Out tok/s ratio [95% CI]", "Req out tok/s ratio", "Decode tok/s ratio",
-                   "TTFT p90 ratio", "Lost / gained", "Mean KL", "Top-1"):  # fmt: skip
+    for column in (
+        "Out tok/s ratio [95% CI]",
+        "Req out tok/s ratio",
+        "Decode tok/s ratio",
+        "TTFT p90 ratio",
+        "Lost / gained",
+        "Mean KL",
+        "Top-1",
+    ):
         assert column in md
     assert "| policy | no | FAIL |" in md
     assert "Optional candidate did not pass" in md
