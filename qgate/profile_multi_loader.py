@@ -128,12 +128,14 @@ def parse_multi_text(text: str, shown: str, folder: Path, check_files: bool = Tr
     doc = read_document(text, shown)
     problems = [Problem(p.line, p.path, p.message) for p in doc.problems]
     problems += _shape_problems(doc)
-    if problems:
+    entries = doc.data.get("candidates")
+    if not isinstance(entries, dict) or not entries or "candidate" in doc.data:
         raise _fail(shown, problems)
-    entries: dict[str, dict[str, Any]] = doc.data["candidates"]
     candidates: list[NamedCandidate] = []
     seen: set[str] = set()
     for name, data in expand_json(doc.data).items():
+        if not CANDIDATE_NAME.fullmatch(name) or not isinstance(entries.get(name), dict):
+            continue  # reported by _shape_problems
         profile, found = doc_problems(_sub_document(doc, name, data), folder, check_files)
         for problem in (_in_file(p, name) for p in found):
             key = f"{problem.line} {problem.path} {problem.message}"
