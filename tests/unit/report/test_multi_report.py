@@ -149,3 +149,37 @@ def test_show_and_compare_pick_a_candidate(
     assert "fp8kv" in cmp.output and "policy" in cmp.output
     bare = runner.invoke(main, ["compare", str(path)])
     assert bare.exit_code == 2 and "#CANDIDATE" in bare.output
+
+
+def test_frontier_keeps_the_undominated() -> None:
+    from qgate.report.multi_plot import frontier
+
+    # (speed ratio, worst accuracy delta): b dominates a; c is faster but worse than b
+    assert frontier([(1.0, -0.1), (1.2, 0.0), (2.0, -0.2)]) == [1, 2]
+    assert frontier([(1.0, 0.0)]) == [0]
+
+
+def test_verify_against_the_profile_file(ecdsa_signer: LoadedSigner, tmp_path: Path) -> None:
+    import yaml
+    from multi_synthetic import MULTI_PROFILE
+
+    from qgate.files import sha256_file
+    from qgate.report.signing import Subject
+
+    path = tmp_path / "multi.yaml"
+    path.write_text(yaml.safe_dump(MULTI_PROFILE, sort_keys=False))
+    report = build_multi()
+    digest = sha256_file(path)
+    report.profile_sha256 = digest
+    for entry in report.candidates:
+        assert entry.report is not None
+        entry.report.profile_sha256 = digest
+    signed = with_multi_signer(report, ecdsa_signer)
+    subject = [Subject(name="profile/multi.yaml", sha256=digest)]
+    data = sign_statement(multi_statement(signed, subject), ecdsa_signer)
+    result = verify_multi_bytes(data, ecdsa_signer.public_pem, profile=path, recompute=FAKES)
+    assert "embedded profile equals multi.yaml; gates use its limits" in result.checked
+    edited = {**MULTI_PROFILE, "quality": {**MULTI_PROFILE["quality"], "math": {"max_drop": 0.9}}}
+    path.write_text(yaml.safe_dump(edited, sort_keys=False))
+    with pytest.raises(VerificationFailed, match="differs from"):
+        verify_multi_bytes(data, ecdsa_signer.public_pem, profile=path, recompute=FAKES)
