@@ -118,6 +118,7 @@ def multi_sections(report: MultiReport) -> list[tuple[int, Section]]:
         timing = [[k, fmt(v)] for k, v in report.stage_timings.items()]
         table.tables.append(Table(["Stage", "Seconds"], timing, caption="Stage timings"))
     out: list[tuple[int, Section]] = [(1, headline_section(report)), (2, table)]
+    machine: list[Table] = []
     for entry in report.candidates:
         kind = "required" if entry.required else "optional"
         title = f"Candidate {entry.name} ({kind})"
@@ -125,8 +126,13 @@ def multi_sections(report: MultiReport) -> list[tuple[int, Section]]:
             out.append((2, Section(title, lines=[f"ERROR: {entry.error}"])))
             continue
         own = sections(entry.report)
+        for sec in own:  # the machine is the same for every candidate: shown once, at the end
+            machine += [t for t in sec.tables if t.header[:1] == ["Fingerprint"]]
+            sec.tables = [t for t in sec.tables if t.header[:1] != ["Fingerprint"]]
         head = own[0]
         head.title = title + (f": {entry.description}" if entry.description else "")
         out.append((2, head))
         out += [(3, s) for s in own[1:]]
+    if machine:
+        out.append((2, Section("Machine", tables=machine[:1])))
     return out
