@@ -18,15 +18,6 @@ from qgate.report.multi_model import MultiReport
 _PATH = click.Path(path_type=Path)
 
 
-def _load_unverified(path: Path) -> Report:
-    """The report inside an envelope, without checking the signature (for `show`)."""
-    rep = _load_any_unverified(path)
-    if isinstance(rep, MultiReport):
-        raise BadInput(f"{path} holds several candidates; name one: {path}#CANDIDATE "
-                       f"({', '.join(c.name for c in rep.candidates)})")  # fmt: skip
-    return rep
-
-
 def _load_any_unverified(path: Path) -> Report | MultiReport:
     """The report inside an envelope, single or multi, without checking the signature."""
     import base64
@@ -45,9 +36,11 @@ def _load_any_unverified(path: Path) -> Report | MultiReport:
     except (binascii.Error, TypeError, ValueError):
         raise BadInput(f"{path}: payload is not valid base64") from None
     try:
-        from qgate.report.verify_multi import _parse, is_multi_payload
+        from qgate.report.verify_multi import is_multi_payload, parse_multi_statement
 
-        return _parse(payload)[1] if is_multi_payload(payload) else parse_statement(payload)[1]
+        if is_multi_payload(payload):
+            return parse_multi_statement(payload)[1]
+        return parse_statement(payload)[1]
     except VerificationFailed as exc:
         # Nothing was verified here: a payload that is no report is unusable input.
         raise BadInput(f"{path}: {exc.message}") from None

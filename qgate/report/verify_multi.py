@@ -39,7 +39,13 @@ from qgate.report.verify import (
 )
 from qgate.report.verify_profile import first_difference
 
-__all__ = ["MultiVerifyResult", "is_multi_payload", "verify_any_file", "verify_multi_bytes"]
+__all__ = [
+    "MultiVerifyResult",
+    "is_multi_payload",
+    "parse_multi_statement",
+    "verify_any_file",
+    "verify_multi_bytes",
+]
 
 _PREDICATE = re.compile(rb'"predicateType"\s*:\s*"([^"\\]*)"')
 
@@ -73,7 +79,7 @@ def _envelope_is_multi(data: bytes, origin: str) -> bool:
         return False  # the single verification reports it
 
 
-def _parse(payload: bytes) -> tuple[dict[str, Any], MultiReport]:
+def parse_multi_statement(payload: bytes) -> tuple[dict[str, Any], MultiReport]:
     try:
         statement = pydantic_core.from_json(payload)
     except ValueError as exc:
@@ -220,7 +226,7 @@ def verify_multi_bytes(
         if envelope["payloadType"] != PAYLOAD_TYPE:
             raise _fail(f"unknown payload type {envelope['payloadType']!r} (want {PAYLOAD_TYPE})")
         payload, keyid = check_signature(envelope, pubkey_pem)
-        statement, report = _parse(payload)
+        statement, report = parse_multi_statement(payload)
         if _profile_digests(statement["subject"]) != [report.profile_sha256]:
             raise _fail(
                 "the Statement's profile subject does not match the report's profile_sha256"
