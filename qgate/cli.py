@@ -110,12 +110,12 @@ def main(ctx: click.Context, debug: bool) -> None:
 def validate(profiles: tuple[Path, ...], skip_files: bool) -> None:
     """Check profile files without running anything; exit 2 if any is invalid."""
     from qgate.cliutil import echo_error
-    from qgate.profile_loader import load_profile
+    from qgate.profile_multi_loader import load_any_profile_file
 
     bad = 0
     for path in profiles:
         try:
-            load_profile(path, check_files=not skip_files)
+            load_any_profile_file(path, check_files=not skip_files)
         except ProfileError as exc:
             echo_error(exc)
             bad += 1

@@ -37,10 +37,16 @@ class StageClock:
 def run(opts: RunOptions) -> RunOutcome:
     """Run the whole pipeline for one profile."""
     from qgate import run_stages as stages
+    from qgate.profile_multi_loader import LoadedMulti, load_any_profile_file
     from qgate.quality.gates import evaluate_quality, overall_passed
     from qgate.report.verdict import perf_status
     from qgate.runtime.scales import kv_scale_verdicts
 
+    loaded = load_any_profile_file(opts.profile)
+    if isinstance(loaded, LoadedMulti):  # several candidates: qgate/run_multi.py
+        from qgate.run_multi import run_multi
+
+        return run_multi(opts, loaded)
     clock = StageClock()
     with clock.stage("load"):
         ctx = stages.prepare(opts)

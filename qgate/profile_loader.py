@@ -323,6 +323,15 @@ def parse_profile_text(text: str, shown: str, folder: Path, check_files: bool = 
 
     With `check_files`, every local file and folder the profile names must exist.
     """
+    doc = read_document(text, shown)
+    profile, problems = doc_problems(doc, folder, check_files)
+    if problems or profile is None:
+        raise _fail(shown, problems or [Problem(None, (), "invalid profile")])
+    return profile
+
+
+def read_document(text: str, shown: str) -> YamlDocument:
+    """The YAML mapping of a profile's text (tabs, syntax, empty or non-mapping: ProfileError)."""
     tabs = tab_problems(text)
     if tabs:
         raise _fail(shown, [Problem(t.line, t.path, t.message) for t in tabs])
@@ -339,6 +348,11 @@ def parse_profile_text(text: str, shown: str, folder: Path, check_files: bool = 
         found = "a list" if isinstance(doc.data, list) else f"a {type(doc.data).__name__}"
         message = f"a profile must be a mapping of keys, not {found}"
         raise _fail(shown, [Problem(doc.line_of(()), (), message)])
+    return doc
+
+
+def doc_problems(doc: YamlDocument, at: Path, files: bool) -> tuple[Profile | None, list[Problem]]:
+    """The profile of one YAML mapping (paths resolved against `at`) and every problem in it."""
     problems = [Problem(p.line, p.path, p.message) for p in doc.problems]
     arg_problems = _engine_arg_problems(doc.data)
     problems += [Problem(doc.line_of(path), path, message) for path, message in arg_problems]
@@ -352,12 +366,10 @@ def parse_profile_text(text: str, shown: str, folder: Path, check_files: bool = 
         skip = [path[:3] for path, _ in arg_problems] + [path for path, _ in raw]
         problems += _problems_from(exc, doc, skip)
     if profile is not None:
-        resolve_paths(profile, folder)
-        checks = profile_problems(profile) + (file_problems(profile) if check_files else [])
+        resolve_paths(profile, at)
+        checks = profile_problems(profile) + (file_problems(profile) if files else [])
         problems += [Problem(doc.line_of(path), path, message) for path, message in checks]
-    if problems or profile is None:
-        raise _fail(shown, problems or [Problem(None, (), "invalid profile")])
-    return profile
+    return profile, problems
 
 
 def load_profile_file(path: str | Path, check_files: bool = True) -> LoadedProfile:

@@ -71,6 +71,8 @@ def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | N
     click.echo(f"{verdict_label(outcome.verdict)}: {len(outcome.verdicts) - len(failed)}/"
                f"{len(outcome.verdicts)} gates passed; perf {outcome.perf_status}"
                + ("; reference from cache" if outcome.reference_cached else ""))  # fmt: skip
+    for line in outcome.candidates:
+        click.echo(f"  candidate {line}")
     for v in failed:
         click.echo(f"  FAIL {v.gate}: {v.reason}")
     for line in outcome.capability_notes:

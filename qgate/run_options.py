@@ -11,7 +11,8 @@ from pathlib import Path
 
 from qgate.errors import ExitCode
 from qgate.quality.records import Verdict
-from qgate.report.model import OverallVerdict, PerfStatus
+from qgate.report.model import PerfStatus
+from qgate.report.multi_model import CandidateVerdict
 
 __all__ = ["RunOptions", "RunOutcome"]
 
@@ -38,7 +39,7 @@ class RunOutcome:
 
     run_dir: Path
     envelope: Path
-    verdict: OverallVerdict
+    verdict: CandidateVerdict
     exit_code: ExitCode
     verdicts: list[Verdict]
     perf_status: PerfStatus
@@ -48,3 +49,5 @@ class RunOutcome:
     reference_cached: bool = False
     warnings: list[str] = field(default_factory=list)
     capability_notes: list[str] = field(default_factory=list)
+    candidates: list[str] = field(default_factory=list)
+    """A profile with several candidates: one line per candidate (name, verdict, perf)."""

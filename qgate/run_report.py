@@ -12,7 +12,7 @@ from qgate.report.model import PerfStatus, Report
 from qgate.run_context import RunContext
 from qgate.run_options import RunOutcome
 
-__all__ = ["headline", "report"]
+__all__ = ["build", "headline", "report"]
 
 
 def report(
@@ -26,33 +26,11 @@ def report(
     timings: dict[str, float],
 ) -> RunOutcome:
     """Build, redact, sign and write the report and its views; the outcome for the CLI."""
-    from qgate.quality.effect import no_effect_message
-    from qgate.report.assemble import build_report
     from qgate.report.signing import subjects_for
     from qgate.report.writer import write_report
     from qgate.runtime.scales import warning_lines
 
-    configs = [c for c in (reference.effective_config, candidate.effective_config) if c]
-    no_effect = no_effect_message(reference.runs + candidate.runs, divergence)
-    warnings = [no_effect] if no_effect and ctx.profile.quality.on_no_effect == "warn" else []
-    unsigned = build_report(
-        # The profile as written (fallbacks included): the same on every machine, so
-        # `verify --profile FILE` compares like with like; capability_notes say what ran.
-        profile=ctx.declared_profile,
-        profile_sha256=ctx.profile_sha256,
-        fingerprint=ctx.fingerprint,
-        effective_configs=configs,
-        suite_runs=reference.runs + candidate.runs,
-        divergence=divergence,
-        verdicts=verdicts,
-        perf_status=status,
-        perf_runs=perf_runs,
-        target_mismatches=ctx.target_mismatches,
-        stage_timings=timings,
-        capability_notes=ctx.selection.notes,
-        warnings=warnings,
-        reference_provenance=ctx.reference_provenance,
-    )
+    unsigned = build(ctx, reference, candidate, divergence, verdicts, status, perf_runs, timings)
     written = write_report(
         ctx.run_dir,
         unsigned,
@@ -76,6 +54,43 @@ def report(
         reference_cached=ctx.reference_cached,
         warnings=rep.warnings,
         capability_notes=rep.capability_notes,
+    )
+
+
+def build(
+    ctx: RunContext,
+    reference: QualityOutput,
+    candidate: QualityOutput,
+    divergence: DivergenceRun | None,
+    verdicts: list[Verdict],
+    status: PerfStatus,
+    perf_runs: list[ScenarioRun],
+    timings: dict[str, float],
+) -> Report:
+    """The unsigned report of one candidate against the reference."""
+    from qgate.quality.effect import no_effect_message
+    from qgate.report.assemble import build_report
+
+    configs = [c for c in (reference.effective_config, candidate.effective_config) if c]
+    no_effect = no_effect_message(reference.runs + candidate.runs, divergence)
+    warnings = [no_effect] if no_effect and ctx.profile.quality.on_no_effect == "warn" else []
+    return build_report(
+        # The profile as written (fallbacks included): the same on every machine, so
+        # `verify --profile FILE` compares like with like; capability_notes say what ran.
+        profile=ctx.declared_profile,
+        profile_sha256=ctx.profile_sha256,
+        fingerprint=ctx.fingerprint,
+        effective_configs=configs,
+        suite_runs=reference.runs + candidate.runs,
+        divergence=divergence,
+        verdicts=verdicts,
+        perf_status=status,
+        perf_runs=perf_runs,
+        target_mismatches=ctx.target_mismatches,
+        stage_timings=timings,
+        capability_notes=ctx.selection.notes,
+        warnings=warnings,
+        reference_provenance=ctx.reference_provenance,
     )
 
 

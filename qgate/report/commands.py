@@ -13,12 +13,13 @@ import click
 
 from qgate.errors import BadInput, VerificationFailed
 from qgate.report.model import Report
+from qgate.report.multi_model import MultiReport
 
 _PATH = click.Path(path_type=Path)
 
 
-def _load_unverified(path: Path) -> Report:
-    """The report inside an envelope, without checking the signature (for `show`)."""
+def _load_any_unverified(path: Path) -> Report | MultiReport:
+    """The report inside an envelope, single or multi, without checking the signature."""
     import base64
     import binascii
 
@@ -35,18 +36,44 @@ def _load_unverified(path: Path) -> Report:
     except (binascii.Error, TypeError, ValueError):
         raise BadInput(f"{path}: payload is not valid base64") from None
     try:
+        from qgate.report.verify_multi import is_multi_payload, parse_multi_statement
+
+        if is_multi_payload(payload):
+            return parse_multi_statement(payload)[1]
         return parse_statement(payload)[1]
     except VerificationFailed as exc:
         # Nothing was verified here: a payload that is no report is unusable input.
         raise BadInput(f"{path}: {exc.message}") from None
 
 
-def _load(path: Path, pubkey: Path | None) -> Report:
+def _load_any(path: Path, pubkey: Path | None) -> Report | MultiReport:
     if pubkey is None:
-        return _load_unverified(path)
-    from qgate.report.verify import verify_file
+        return _load_any_unverified(path)
+    from qgate.report.verify_multi import verify_any_file
 
-    return verify_file(path, pubkey).report
+    return verify_any_file(path, pubkey).report
+
+
+def _load(path: Path, pubkey: Path | None) -> Report:
+    """A single report; `REPORT#NAME` picks candidate NAME of a multi report."""
+    name = None
+    if not path.exists() and "#" in path.name:
+        base, _, name = path.name.rpartition("#")
+        path = path.with_name(base)
+    rep = _load_any(path, pubkey)
+    if isinstance(rep, Report):
+        if name is not None:
+            raise BadInput(f"{path} holds one candidate: drop '#{name}'")
+        return rep
+    names = ", ".join(c.name for c in rep.candidates)
+    if name is None:
+        raise BadInput(f"{path} holds several candidates; name one: {path}#CANDIDATE ({names})")
+    entry = rep.entry(name)
+    if entry is None:
+        raise BadInput(f"{path} has no candidate {name!r} ({names})")
+    if entry.report is None:
+        raise BadInput(f"{path}#{name}: the candidate has no report ({entry.error})")
+    return entry.report
 
 
 def _emit(text: str, out: Path | None) -> None:
@@ -110,14 +137,14 @@ def verify(report: Path, pubkey: Path, profile: Path | None, model_dir: Path | N
     unreadable file or profile, 3 when this environment cannot run the checks.
     """
     from qgate.outpaths import check_in_file
-    from qgate.report.verify import verify_file
+    from qgate.report.verify_multi import verify_any_file
 
     # Checked before the signature and the recomputation, which take a while on big reports.
     if profile is not None:
         check_in_file(profile, "--profile")
     if model_dir is not None and not model_dir.is_dir():
         raise BadInput(f"--model {model_dir}: not a folder")
-    result = verify_file(report, pubkey, profile, model_dir)
+    result = verify_any_file(report, pubkey, profile, model_dir)
     for line in result.checked:
         click.echo(f"ok  {line}")
     for note in result.notes:
@@ -142,10 +169,14 @@ def show(report: Path, fmt: str, out: Path | None, pubkey: Path | None) -> None:
         from qgate.outpaths import check_out_file
 
         check_out_file(out, "--out")
-    rep = _load(report, pubkey)
+    rep = _load_any(report, pubkey)
     if pubkey is None:
         click.echo("note: not verified (pass --pubkey, or run `qgate verify`)", err=True)
-    if fmt == "md":
+    if isinstance(rep, MultiReport):
+        from qgate.report.multi_render import render_multi
+
+        text = render_multi(rep, fmt)
+    elif fmt == "md":
         from qgate.report.render_md import render_markdown
 
         text = render_markdown(rep)
@@ -167,7 +198,10 @@ def show(report: Path, fmt: str, out: Path | None, pubkey: Path | None) -> None:
 @click.option("--pubkey", type=_PATH, default=None, help="Verify every report first.")
 @click.option("--html", "html_out", type=_PATH, default=None, help="Also write an HTML page.")
 def compare_cmd(reports: tuple[Path, ...], pubkey: Path | None, html_out: Path | None) -> None:
-    """Several reports side by side: verdict, accuracy deltas, mean KLD, perf ratio."""
+    """Several reports side by side: verdict, accuracy deltas, mean KLD, perf ratio.
+
+    REPORT#NAME picks candidate NAME of a report with several candidates.
+    """
     from qgate.report.compare import compare_html, compare_table
     from qgate.report.render_md import _table
 

@@ -17,7 +17,7 @@ from typing import Any
 from qgate.report.model import Report
 from qgate.runtime.redact import REDACTED, redact_argv, redact_env, redact_text
 
-__all__ = ["REDACTED", "redact_report"]
+__all__ = ["REDACTED", "redact_report", "redact_sections"]
 
 _ENV_KEYS = frozenset({"env", "env_flags", "environment"})
 _ARGV_KEYS = frozenset({"command", "command_line", "launcher"})
@@ -74,6 +74,12 @@ def redact_report(report: Report, extra_secret_names: Iterable[str] = ()) -> Rep
     # reference_provenance holds digests, key ids and a signed envelope, never configuration;
     # rewriting one of its bytes would break that signature
     sections = [k for k in data if k not in ("quality", "perf", "reference_provenance")]
+    redact_sections(data, sections, extra)
+    return Report.model_validate(data)
+
+
+def redact_sections(data: dict[str, Any], sections: list[str], extra: list[str]) -> None:
+    """Hide secrets in `data[k]` for every k in `sections` (in place): envs, argv, strings."""
     found: set[str] = set()
     for key in sections:
         data[key] = _envs(data[key], extra, found)
@@ -83,4 +89,3 @@ def redact_report(report: Report, extra_secret_names: Iterable[str] = ()) -> Rep
     data.update(
         _strings(config, lambda a: redact_argv(a, secrets), lambda t: redact_text(t, secrets))
     )
-    return Report.model_validate(data)

@@ -11,10 +11,17 @@ from qgate.report.verdict import verdict_label
 def render_junit(report: Report) -> str:
     """A <testsuites> document that CI systems show as test results."""
     name = f"qgate.{report.profile.get('name', 'report')}"
+    root = ET.Element("testsuites", name=name)
+    add_suite(root, name, report)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def add_suite(root: ET.Element, name: str, report: Report) -> None:
+    """One <testsuite> of a report's gates under `root`."""
     verdicts = report.all_verdicts()
     failures = sum(1 for v in verdicts if not v.passed)
     skipped = 1 if report.perf.status.startswith("skipped") else 0
-    root = ET.Element("testsuites", name=name)
     suite = ET.SubElement(
         root,
         "testsuite",
@@ -46,5 +53,3 @@ def render_junit(report: Report) -> str:
     if skipped:
         case = ET.SubElement(suite, "testcase", name="perf", classname="perf", time="0")
         ET.SubElement(case, "skipped", message=report.perf.status)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -44,6 +44,7 @@ from qgate.report.verify_recompute import (
 __all__ = [
     "Recompute",
     "VerifyResult",
+    "check_contents",
     "check_model_dir",
     "check_profile_file",
     "check_status_and_verdict",
@@ -213,6 +214,17 @@ def _verify(
     if model_dir is not None:
         count = check_model_dir(statement, model_dir)
         result.checked.append(f"{count} checkpoint files match their subjects")
+    check_contents(report, prof, keyid, result, recompute)
+    return result
+
+
+def check_contents(
+    report: Report, prof: Profile, keyid: str, result: VerifyResult, recompute: Recompute | None
+) -> None:
+    """Everything but the envelope: records re-derived, every verdict and figure recomputed.
+
+    Also what a multi report's verification runs on each candidate's embedded report.
+    """
     _rederive(report, prof, keyid, result)
     fns = recompute or default_recompute()
     recompute_quality(report, prof, fns)
@@ -223,7 +235,6 @@ def _verify(
     result.checked.append(f"{gates} perf gates recomputed")
     check_status_and_verdict(report, is_preview(prof))
     result.checked.append(f"overall verdict {report.verdict} follows")
-    return result
 
 
 def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult) -> None:

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from qgate.profile import Profile
 from qgate.profile_loader import load_profile
+from qgate.profile_multi_loader import LoadedMulti, load_any_profile_file
 
 PROFILES = sorted((Path(__file__).resolve().parents[2] / "precision_profiles").glob("*.yaml"))
 
@@ -21,9 +23,18 @@ def test_profiles_are_shipped() -> None:
 @pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.stem)
 def test_shipped_profile_validates(path: Path) -> None:
     # Profiles for other hardware name model folders that exist only there.
-    profile = load_profile(path, check_files=False)
-    assert profile.name == path.stem
-    assert profile.perf is not None
+    assert all(p.perf is not None for p in _profiles(path, check_files=False))
+    loaded = load_any_profile_file(path, check_files=False)
+    name = loaded.multi.name if isinstance(loaded, LoadedMulti) else loaded.profile.name
+    assert name == path.stem
+
+
+def _profiles(path: Path, check_files: bool = True) -> list[Profile]:
+    """The profile, or each candidate's expansion of a profile with several candidates."""
+    loaded = load_any_profile_file(path, check_files)
+    if isinstance(loaded, LoadedMulti):
+        return [c.profile for c in loaded.multi.candidates]
+    return [loaded.profile]
 
 
 def test_kimi_long_prefill_is_three_lines() -> None:
@@ -78,7 +89,7 @@ def test_cpu_profiles_validate_with_their_files() -> None:
     cpu = [p for p in PROFILES if "-cpu-" in p.stem]
     assert len(cpu) >= 2
     for path in cpu:
-        assert load_profile(path).target.accelerator == "cpu"
+        assert all(p.target.accelerator == "cpu" for p in _profiles(path))
 
 
 @pytest.mark.parametrize(
