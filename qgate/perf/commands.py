@@ -119,6 +119,7 @@ def perf(
     from the moment the request is written on an open connection: connection
     set-up is recorded apart (connect_ns) and counts as client queueing.
     """
+    from qgate.env_names import key_env_problem
     from qgate.outpaths import check_out_file
     from qgate.perf.checks import scenario_verdicts
     from qgate.perf.client import run_loop
@@ -127,7 +128,6 @@ def perf(
     from qgate.perf.table import metrics_table, series_table
     from qgate.perf.tokenizer import choose_tokenizer, served_models, server_tokenizes
     from qgate.profile import PerfSpec
-    from qgate.profile_checks import key_env_problem
 
     if json_out is not None:
         check_out_file(json_out, "--json-out")

@@ -10,10 +10,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from qgate.env_names import shown_env_name
 from qgate.errors import BadInput, RuntimeFailure
 from qgate.models import Role
 from qgate.profile import EndpointSpec, Profile
-from qgate.profile_checks import shown_env_name
 from qgate.runtime import effective, http
 from qgate.runtime.base import EffectiveConfig, Lifecycle
 from qgate.runtime.engines import EngineDecl

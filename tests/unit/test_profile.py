@@ -952,7 +952,7 @@ def test_a_huge_profile_is_refused_without_reading_it_all(tmp_path: Path, source
     ],
 )
 def test_looks_like_key(value: str, is_key: bool) -> None:
-    from qgate.profile_checks import key_env_problem, looks_like_key
+    from qgate.env_names import key_env_problem, looks_like_key
 
     assert looks_like_key(value) is is_key
     problem = key_env_problem(value)
