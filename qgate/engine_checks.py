@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from qgate.quality.registry import features_needed, features_used
-from qgate.runtime.engines import engine_class, engine_kinds
+from qgate.runtime.engines import engine_class, engine_kinds, unknown_engine_message
 from qgate.runtime.features import FEATURES, Feature
 
 if TYPE_CHECKING:
@@ -50,6 +50,9 @@ def engine_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
     for role in ROLES:
         launch = profile.engine_of(role)
         where = _where(profile, role)
+        if launch.kind not in engine_kinds():  # the registry, not the schema, knows the kinds
+            found.append(((*where, "kind"), unknown_engine_message(launch.kind)))
+            continue
         engine = engine_class(launch.kind)
         for path, message in engine.spec_issues(launch):
             found.append(((*where, *path), message))
@@ -71,6 +74,8 @@ def feature_notes(profile: Profile) -> list[str]:
     notes: list[str] = []
     for role in ROLES:
         launch = profile.engine_of(role)
+        if launch.kind not in engine_kinds():
+            continue
         have = served(launch)
         for suite, uses in features_used(profile.quality).items():
             for feature in (f for f in FEATURES if f in uses - have):

@@ -185,15 +185,6 @@ class EngineLaunch(Strict):
     )
     startup_timeout_s: float = Field(default=900.0, gt=0, description="Wait for /health.")
 
-    @field_validator("kind")
-    @classmethod
-    def _registered(cls, v: str) -> str:
-        from qgate.runtime.engines import engine_kinds, unknown_engine_message
-
-        if v not in engine_kinds():
-            raise ValueError(unknown_engine_message(v))
-        return v
-
 
 class EngineSpec(EngineLaunch):
     """How runtimes are started; `args` and `env` are shared by reference and candidate."""

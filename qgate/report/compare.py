@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 from qgate.report.model import Report
-from qgate.report.view import Table, accuracy, fmt, kld_values, suite_pairs
+from qgate.report.view import accuracy, kld_values, suite_pairs
+from qgate.report.view_parts import Table, fmt
 
 HEADLINE_METRIC = "output_throughput"
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from qgate.report.multi_model import CandidateRow, MultiReport, RatioCell
 from qgate.report.multi_table import TABLE_METRICS
-from qgate.report.view import Section, Table, fmt, sections
+from qgate.report.view import sections
+from qgate.report.view_parts import Section, Table, fmt
 
 __all__ = ["candidate_table", "headline_section", "multi_sections", "ratio_text"]
 

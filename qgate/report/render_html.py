@@ -10,7 +10,8 @@ from dataclasses import replace
 from qgate.report.model import Report
 from qgate.report.plots import all_plots
 from qgate.report.verdict import verdict_label
-from qgate.report.view import Table, sections
+from qgate.report.view import sections
+from qgate.report.view_parts import Table
 
 _CSS = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}

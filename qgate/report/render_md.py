@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 from qgate.report.model import Report
-from qgate.report.view import Table, sections
+from qgate.report.view import sections
+from qgate.report.view_parts import Table
 
 
 def _cell(text: str) -> str:

@@ -8,46 +8,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from qgate.quality.records import SuiteRun
 from qgate.report.model import Report
 from qgate.report.verdict import verdict_label
+from qgate.report.view_parts import Section, Table, fmt
 from qgate.runtime.scales import warning_lines
-
-
-@dataclass
-class Table:
-    """A header row and data rows of already formatted cells."""
-
-    header: list[str]
-    rows: list[list[str]]
-    caption: str = ""
-
-
-@dataclass
-class Section:
-    """A titled block: lines of text (may hold **bold**) and tables, in order."""
-
-    title: str
-    lines: list[str] = field(default_factory=list)
-    tables: list[Table] = field(default_factory=list)
-
-
-def fmt(value: Any, digits: int = 4) -> str:
-    """Numbers with `digits` significant digits, None as an en dash."""
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return str(value)
-        return f"{value:.{digits}g}"
-    return str(value)
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from qgate.report.model import Report
-from qgate.report.view import Section, Table, fmt
+from qgate.report.view_parts import Section, Table, fmt
 
 __all__ = ["published_section"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from qgate.report.model import Report, ScenarioResult
-from qgate.report.view import Section, Table, fmt
+from qgate.report.view_parts import Section, Table, fmt
 
 __all__ = ["MAX_ROWS", "bucket_label", "series_of", "series_section"]
 

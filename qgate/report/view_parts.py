@@ -1,0 +1,42 @@
+"""The pieces every view is made of: tables, titled sections, formatted numbers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Section", "Table", "fmt"]
+
+
+@dataclass
+class Table:
+    """A header row and data rows of already formatted cells."""
+
+    header: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+
+
+@dataclass
+class Section:
+    """A titled block: lines of text (may hold **bold**) and tables, in order."""
+
+    title: str
+    lines: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """Numbers with `digits` significant digits, None as an en dash."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        return f"{value:.{digits}g}"
+    return str(value)
