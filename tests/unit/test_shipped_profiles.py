@@ -46,26 +46,36 @@ def test_kimi_long_prefill_is_three_lines() -> None:
     assert (s.input_tokens, s.output_tokens, s.warmup, s.requests) == (8192, 256, 2, 5)
 
 
-def test_kimi_three_way_runs_atom_on_both_sides() -> None:
+def test_kimi_three_way_runs_atom_and_a_custom_launcher() -> None:
     from qgate.engine_checks import engine_problems, feature_notes
 
     path = next(p for p in PROFILES if p.stem == "kimi-k3-three-way-mi325x")
-    profile = load_profile(path, check_files=False)
-    for role in ("reference", "candidate"):
-        engine = profile.engine_of(role)
+    loaded = load_any_profile_file(path, check_files=False)
+    assert isinstance(loaded, LoadedMulti)
+    by_name = {c.name: c for c in loaded.multi.candidates}
+    assert list(by_name) == ["atom-aiter", "tutel"]
+    assert by_name["atom-aiter"].required and not by_name["tutel"].required
+    aiter, tutel = by_name["atom-aiter"].profile, by_name["tutel"].profile
+    for profile in (aiter, tutel):
+        engine = profile.engine_of("reference")
         assert engine.kind == "command" and engine.features is None
         assert engine.command is not None
         assert engine.command[:3] == ["python", "-m", "atom.entrypoints.openai_server"]
         assert {"{model}", "{port}"} <= set(engine.command)
-    assert profile.candidate.args == {"kv_cache_dtype": "fp8"}
-    assert profile.quality.divergence is None and engine_problems(profile) == []
+        assert profile.quality.divergence is None and engine_problems(profile) == []
+    assert aiter.engine_of("candidate").command == aiter.engine.command
+    assert aiter.candidate.args == {"kv_cache_dtype": "fp8"}
+    launcher = tutel.engine_of("candidate")
+    assert launcher.kind == "command" and launcher.command is not None
+    assert launcher.command[:3] == ["python", "-m", "kimi_tutel.serve"]
+    assert launcher.args == {"tp": 8}  # nothing of the top-level engine block is inherited
     # ATOM serves no token ids and no prefix-cache counters: said, never passed silently.
-    notes = feature_notes(profile)
+    notes = feature_notes(aiter)
     assert sum("not available for command" in n and "stream" in n for n in notes) == 2
     assert sum("prefix-cache" in n for n in notes) == 2
     assert sum("sized from characters" in n for n in notes) == 4  # math and recall, both sides
-    assert profile.perf is not None
-    (s,) = profile.perf.scenarios
+    assert aiter.perf is not None
+    (s,) = aiter.perf.scenarios
     assert s.kind == "fixed"
     assert (s.input_tokens, s.output_tokens, s.warmup, s.requests) == ([512, 8192], 256, 2, 5)
 
@@ -78,7 +88,7 @@ def test_kimi_three_way_refuses_divergence_on_atom(tmp_path: Path) -> None:
     edited = tmp_path / path.name
     edited.write_text(text)
     with pytest.raises(ProfileError) as info:
-        load_profile(edited, check_files=False)
+        load_any_profile_file(edited, check_files=False)
     lines = "\n".join(info.value.details)
     assert "engine.kind: command does not serve prompt_logprobs, which quality.divergence needs" \
         in lines  # fmt: skip
