@@ -89,7 +89,18 @@ def write_multi(
         engine_warnings=list(dict.fromkeys(warning_lines(configs))),
         public_key=ref.signer.public_key_path,
         reference_cached=ref.reference_cached,
-        warnings=[w for e in rep.candidates if e.report for w in e.report.warnings],
-        capability_notes=list(dict.fromkeys(n for c in mctx.candidates for n in c.selection.notes)),
+        warnings=[f"{e.name}: {w}" for e in rep.candidates if e.report for w in e.report.warnings],
+        capability_notes=_capability_notes(mctx),
         candidates=lines,
     )
+
+
+def _capability_notes(mctx: MultiContext) -> list[str]:
+    """Each side's notes once; a candidate's are named ('candidate NAME: ...')."""
+    notes: list[str] = []
+    for cand, ctx in zip(mctx.loaded.multi.candidates, mctx.candidates, strict=True):
+        for note in ctx.selection.notes:
+            if note.startswith("candidate:"):
+                note = f"candidate {cand.name}:" + note[len("candidate:") :]
+            notes.append(note)
+    return list(dict.fromkeys(notes))

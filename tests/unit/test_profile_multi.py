@@ -45,13 +45,19 @@ def _problems(path: Path) -> list[str]:
 def test_shipped_profile_expands_into_one_profile_per_candidate() -> None:
     loaded = load_multi_file(SHIPPED)
     multi = loaded.multi
-    assert [c.name for c in multi.candidates] == ["fp8-weights", "prefix-cache", "max-seqs-2"]
-    assert [c.required for c in multi.candidates] == [True, True, False]
+    names = ["fp8-weights", "prefix-cache", "max-seqs-2", "api-server"]
+    assert [c.name for c in multi.candidates] == names
+    assert [c.required for c in multi.candidates] == [True, True, False, True]
     profiles = [c.profile for c in multi.candidates]
     assert [p.name for p in profiles] == [f"smollm2-cpu-multi.{c.name}" for c in multi.candidates]
     assert profiles[0].candidate.emulate_weights is not None
     assert profiles[1].candidate.args == {"enable_prefix_caching": True}
     assert profiles[2].candidate.args["max_num_seqs"] == 2
+    # a different launcher: its own engine block, the reference keeps the top-level one
+    launcher = profiles[3].engine_of("candidate")
+    assert launcher.kind == "command" and launcher.command is not None
+    assert launcher.command[:3] == ["{python}", "-m", "vllm.entrypoints.openai.api_server"]
+    assert profiles[3].engine_of("reference") is profiles[3].engine
     # the shared part is the same in every expansion: one reference for all
     assert len({p.reference.model_dump_json() for p in profiles}) == 1
     assert len({p.quality.model_dump_json() for p in profiles}) == 1

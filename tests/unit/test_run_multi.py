@@ -86,13 +86,29 @@ def test_failing_candidate_does_not_stop_the_others(
         ("start", "fp8-weights"), ("perf", "fp8-weights"),
         ("start", "prefix-cache"),
         ("start", "max-seqs-2"), ("perf", "max-seqs-2"),
+        ("start", "api-server"), ("perf", "api-server"),
         ("start", "reference"), ("perf", "reference"),
     ]  # fmt: skip
     _, results, _, timings = captured["args"]
-    assert [r.name for r in results] == ["fp8-weights", "prefix-cache", "max-seqs-2"]
+    assert [r.name for r in results] == ["fp8-weights", "prefix-cache", "max-seqs-2", "api-server"]
     failed = results[1]
     assert failed.quality is None and failed.error is not None
     assert "exited with status 1" in failed.error and "no KV space" in failed.error
     assert results[0].perf_runs == ["fp8-weights-run"] and results[0].status == "ran"
     assert list(timings)[:3] == ["load", "fingerprint", "reference_quality"]
     assert "candidate:prefix-cache" in timings and "reference_perf" in timings
+
+
+def test_capability_notes_name_their_candidate(tmp_path: Path) -> None:
+    from qgate.run_multi_report import _capability_notes
+
+    mctx = _contexts(tmp_path)
+    for ctx in mctx.candidates:
+        ctx.selection = SimpleNamespace(  # type: ignore[assignment]
+            notes=["reference: native on this CPU", "candidate: ran its fallback"]
+        )
+    names = [c.name for c in mctx.loaded.multi.candidates]
+    assert _capability_notes(mctx) == [
+        "reference: native on this CPU",
+        *(f"candidate {name}: ran its fallback" for name in names),
+    ]
