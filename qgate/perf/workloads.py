@@ -12,7 +12,6 @@ sends the same prompts at the same arrival times.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import zlib
 from collections.abc import Awaitable, Callable
@@ -309,18 +308,21 @@ def load_trace(path: Path) -> list[tuple[float, int, int]]:
         raise BadInput(f"trace {path}: {e.strerror}") from e
     except UnicodeDecodeError as e:
         raise BadInput(f"trace {path}: not UTF-8 text ({e.reason})") from None
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            o = json.loads(line)
-            rows.append((float(o["timestamp"]), int(o["input_tokens"]), int(o["output_tokens"])))
-        except (ValueError, KeyError, TypeError, RecursionError) as e:
-            raise BadInput(
-                f"trace {path}:{i}: need timestamp, input_tokens, output_tokens ({e})"
-            ) from e
-        if rows[-1][1] < 1 or rows[-1][2] < 1:
-            raise BadInput(f"trace {path}:{i}: token counts must be at least 1")
+    from qgate.jsonl_checks import JsonlLineError, jsonl_values
+
+    need = "need timestamp, input_tokens, output_tokens"
+    try:
+        for i, o in jsonl_values("\n".join(lines)):
+            try:
+                rows.append(
+                    (float(o["timestamp"]), int(o["input_tokens"]), int(o["output_tokens"]))
+                )
+            except (ValueError, KeyError, TypeError) as e:
+                raise BadInput(f"trace {path}:{i}: {need} ({e})") from e
+            if rows[-1][1] < 1 or rows[-1][2] < 1:
+                raise BadInput(f"trace {path}:{i}: token counts must be at least 1")
+    except JsonlLineError as e:
+        raise BadInput(f"trace {path}:{e.lineno}: {need} ({e.reason})") from e
     if not rows:
         raise BadInput(f"trace {path}: no requests")
     return sorted(rows)

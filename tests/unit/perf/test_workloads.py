@@ -62,6 +62,10 @@ def test_trace_loading(tmp_path: Path) -> None:
     p.write_text('{"timestamp": 1, "input_tokens": 10}\n')
     with pytest.raises(BadInput, match=":1:"):
         load_trace(p)
+    # read through jsonlines: blank lines still count, a broken line is named by number
+    p.write_text('{"timestamp": 1, "input_tokens": 10, "output_tokens": 3}\n\n{"timestamp": \n')
+    with pytest.raises(BadInput, match=r"t\.jsonl:3: need timestamp"):
+        load_trace(p)
 
 
 def test_seed_is_stable() -> None:
