@@ -24,10 +24,21 @@ from qgate.report.keys import LoadedSigner
 from qgate.report.model import ReferenceProvenance
 from qgate.run_options import RunOptions
 from qgate.runtime.base import Runtime
-from qgate.runtime.capabilities import Selection
+from qgate.runtime.capabilities import CpuCaps, Selection
 from qgate.runtime.fingerprint import Fingerprint
 
-__all__ = ["RAW", "RunContext", "prepare", "quality_on", "save_raw", "started"]
+__all__ = [
+    "RAW",
+    "RunContext",
+    "model_paths",
+    "prepare",
+    "quality_on",
+    "resolve_model",
+    "save_raw",
+    "select",
+    "signer_for",
+    "started",
+]
 
 log = logging.getLogger("qgate")
 
@@ -71,7 +82,7 @@ def save_raw(ctx: RunContext, name: str, model: BaseModel | Sequence[BaseModel])
     atomic_write(ctx.run_dir / RAW / name, data.encode())
 
 
-def _resolve_model(profile: Profile) -> Path:
+def resolve_model(profile: Profile) -> Path:
     if profile.model.embedded is not None:
         from qgate.embedded import require_checkpoint
 
@@ -87,33 +98,36 @@ def _resolve_model(profile: Profile) -> Path:
     return path
 
 
-def prepare(opts: RunOptions) -> RunContext:
-    """Load the profile, resolve (and where asked, emulate) the checkpoint, make the run folder."""
-    from qgate.embedded import cache_root
-    from qgate.profile_loader import load_profile_file
-    from qgate.report.files import new_run_dir
-    from qgate.report.keys import load_signer
-    from qgate.runtime.capabilities import probe_cpu, select_runtimes
+def select(profile: Profile, cpu: CpuCaps) -> tuple[Profile, Selection]:
+    """The profile as this machine runs it (declared fallbacks applied), and the notes why.
 
-    loaded = load_profile_file(opts.profile)
-    # Fail fast: a setting this machine's engine cannot run is exit 2 now, not
-    # an engine traceback after the reference stage; a declared fallback runs instead.
-    selection = select_runtimes(loaded.profile, probe_cpu())
-    profile = loaded.profile.model_copy(
-        update={"reference": selection.reference, "candidate": selection.candidate}
-    )
+    Fail fast: a setting this machine's engine cannot run is exit 2 now, not an
+    engine traceback after the reference stage; a declared fallback runs instead.
+    """
     from qgate.engine_checks import feature_notes
+    from qgate.runtime.capabilities import select_runtimes
 
-    selection.notes.extend(feature_notes(loaded.profile))
-    for note in selection.notes:
-        log.info("%s", note)
-    source = _resolve_model(profile)
+    selection = select_runtimes(profile, cpu)
+    selection.notes.extend(feature_notes(profile))
+    update = {"reference": selection.reference, "candidate": selection.candidate}
+    return profile.model_copy(update=update), selection
+
+
+def signer_for(opts: RunOptions, profile: Profile) -> LoadedSigner:
+    """The signing key, read before the (minutes long) weight emulation so a bad key fails fast."""
+    from qgate.report.keys import load_signer
+
     signing = profile.signing
-    # The signing key is read before the (minutes long) weight emulation, so a bad key fails fast.
-    signer = load_signer(
+    return load_signer(
         opts.key or signing.key, signing.key_env, signing.kms_uri,
         "ed25519" if signing.scheme == "ed25519" else "ecdsa",
     )  # fmt: skip
+
+
+def model_paths(profile: Profile, source: Path) -> dict[str, Path]:
+    """The checkpoint each side serves: the source, or its emulated copy (cached by digest)."""
+    from qgate.embedded import cache_root
+
     paths: dict[str, Path] = {}
     for role in ("reference", "candidate"):
         spec = getattr(profile, role).emulate_weights
@@ -123,6 +137,22 @@ def prepare(opts: RunOptions) -> RunContext:
             from qgate.emulate import emulate_checkpoint
 
             paths[role] = emulate_checkpoint(source, spec, cache_root() / "emulated")
+    return paths
+
+
+def prepare(opts: RunOptions) -> RunContext:
+    """Load the profile, resolve (and where asked, emulate) the checkpoint, make the run folder."""
+    from qgate.profile_loader import load_profile_file
+    from qgate.report.files import new_run_dir
+    from qgate.runtime.capabilities import probe_cpu
+
+    loaded = load_profile_file(opts.profile)
+    profile, selection = select(loaded.profile, probe_cpu())
+    for note in selection.notes:
+        log.info("%s", note)
+    source = resolve_model(profile)
+    signer = signer_for(opts, profile)
+    paths = model_paths(profile, source)
     run_dir = new_run_dir(opts.out_root, profile.name)
     ctx = RunContext(
         opts=opts,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from qgate.perf.records import ScenarioRun
 from qgate.profile_multi_loader import LoadedMulti
@@ -53,36 +52,19 @@ class CandidateResult:
 
 def prepare_multi(opts: RunOptions, loaded: LoadedMulti) -> MultiContext:
     """Resolve the checkpoint, emulate weights once per distinct setting, load the signer."""
-    from qgate.embedded import cache_root
     from qgate.report.files import new_run_dir
-    from qgate.report.keys import load_signer
-    from qgate.run_context import _resolve_model
-    from qgate.runtime.capabilities import probe_cpu, select_runtimes
+    from qgate.run_context import model_paths, resolve_model, select, signer_for
+    from qgate.runtime.capabilities import probe_cpu
 
     cpu = probe_cpu()
     first = loaded.multi.candidates[0].profile
-    source = _resolve_model(first)
-    signing = first.signing
-    signer = load_signer(
-        opts.key or signing.key, signing.key_env, signing.kms_uri,
-        "ed25519" if signing.scheme == "ed25519" else "ecdsa",
-    )  # fmt: skip
+    source = resolve_model(first)
+    signer = signer_for(opts, first)
     run_dir = new_run_dir(opts.out_root, loaded.multi.name)
     contexts = []
     for cand in loaded.multi.candidates:
-        selection = select_runtimes(cand.profile, cpu)
-        profile = cand.profile.model_copy(
-            update={"reference": selection.reference, "candidate": selection.candidate}
-        )
-        paths: dict[str, Path] = {}
-        for role in ("reference", "candidate"):
-            spec = getattr(profile, role).emulate_weights
-            if spec is None:
-                paths[role] = source
-            else:
-                from qgate.emulate import emulate_checkpoint
-
-                paths[role] = emulate_checkpoint(source, spec, cache_root() / "emulated")
+        profile, selection = select(cand.profile, cpu)
+        paths = model_paths(profile, source)
         contexts.append(
             RunContext(
                 opts=opts, profile=profile, profile_path=loaded.path, profile_sha256=loaded.sha256,
