@@ -9,7 +9,7 @@ from __future__ import annotations
 from qgate.report.multi_model import CandidateRow, MultiReport, RatioCell
 from qgate.report.multi_table import TABLE_METRICS
 from qgate.report.view import sections
-from qgate.report.view_parts import Section, Table, fmt
+from qgate.report.view_parts import Section, Table, fmt, origin_lines
 
 __all__ = ["candidate_table", "headline_section", "multi_sections", "ratio_text"]
 
@@ -99,15 +99,7 @@ def headline_section(report: MultiReport) -> Section:
     for entry in report.candidates:
         if entry.error is not None:
             sec.lines.append(f"ERROR candidate {entry.name}: {entry.error}")
-    if report.signer is not None:
-        note = " (local development key)" if report.signer.source == "local-dev" else ""
-        sec.lines.append(
-            f"Signed by key {report.signer.keyid[:16]} ({report.signer.scheme}){note}."
-        )
-    sec.lines.append(
-        f"qgate {report.qgate_version}, created {report.created_at}, "
-        f"profile sha256 {report.profile_sha256[:16]}."
-    )
+    sec.lines += origin_lines(report)
     return sec
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from qgate.quality.records import SuiteRun
 from qgate.report.model import Report
 from qgate.report.verdict import verdict_label
-from qgate.report.view_parts import Section, Table, fmt
+from qgate.report.view_parts import Section, Table, fmt, origin_lines
 from qgate.runtime.scales import warning_lines
 
 
@@ -91,15 +91,7 @@ def _headline(report: Report) -> Section:
         sec.lines.append("WARNING: " + warning)
     for line in warning_lines(report.effective_configs):
         sec.lines.append(f"ENGINE WARNING {line}")
-    if report.signer is not None:
-        note = " (local development key)" if report.signer.source == "local-dev" else ""
-        sec.lines.append(
-            f"Signed by key {report.signer.keyid[:16]} ({report.signer.scheme}){note}."
-        )
-    sec.lines.append(
-        f"qgate {report.qgate_version}, created {report.created_at}, "
-        f"profile sha256 {report.profile_sha256[:16]}."
-    )
+    sec.lines += origin_lines(report)
     return sec
 
 

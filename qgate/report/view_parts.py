@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Section", "Table", "fmt"]
+__all__ = ["Section", "Table", "fmt", "origin_lines"]
 
 
 @dataclass
@@ -40,3 +40,16 @@ def fmt(value: Any, digits: int = 4) -> str:
             return str(value)
         return f"{value:.{digits}g}"
     return str(value)
+
+
+def origin_lines(report: Any) -> list[str]:
+    """Who signed a (single or multi) report, with which qgate, when, over which profile."""
+    lines = []
+    if report.signer is not None:
+        note = " (local development key)" if report.signer.source == "local-dev" else ""
+        lines.append(f"Signed by key {report.signer.keyid[:16]} ({report.signer.scheme}){note}.")
+    lines.append(
+        f"qgate {report.qgate_version}, created {report.created_at}, "
+        f"profile sha256 {report.profile_sha256[:16]}."
+    )
+    return lines
