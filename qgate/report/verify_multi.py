@@ -20,15 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pydantic_core
 from pydantic import ValidationError
 
-from qgate.errors import BadInput, VerificationFailed
+from qgate.errors import BadInput
 from qgate.profile import Profile
 from qgate.profile_multi import MultiProfile, expand_json, multi_from_json
-from qgate.report.dsse import check_signature, read_envelope
+from qgate.report.dsse import read_envelope
 from qgate.report.multi_model import MULTI_PREDICATE_TYPE, MultiReport
-from qgate.report.signing import PAYLOAD_TYPE, PROFILE_PREFIX, STATEMENT_TYPE
+from qgate.report.signing import PROFILE_PREFIX
 from qgate.report.verify import (
     Recompute,
     VerifyResult,
@@ -37,6 +36,7 @@ from qgate.report.verify import (
     cyclic_gc_paused,
     verify_bytes,
 )
+from qgate.report.verify_open import fail, open_signed, parse_predicate, subject_digests
 from qgate.report.verify_profile import first_difference
 
 __all__ = [
@@ -61,10 +61,6 @@ class MultiVerifyResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _fail(message: str) -> VerificationFailed:
-    return VerificationFailed(message)
-
-
 def is_multi_payload(payload: bytes) -> bool:
     """Does the Statement name the multi predicate type? (A guess; the parse decides.)"""
     match = _PREDICATE.search(payload)
@@ -80,33 +76,8 @@ def _envelope_is_multi(data: bytes, origin: str) -> bool:
 
 
 def parse_multi_statement(payload: bytes) -> tuple[dict[str, Any], MultiReport]:
-    try:
-        statement = pydantic_core.from_json(payload)
-    except ValueError as exc:
-        raise _fail(f"payload is not JSON ({exc})") from None
-    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
-        raise _fail(f"payload is not an in-toto Statement ({STATEMENT_TYPE})")
-    if statement.get("predicateType") != MULTI_PREDICATE_TYPE:
-        raise _fail(f"unexpected predicateType {statement.get('predicateType')!r}")
-    if not isinstance(statement.get("subject"), list) or not statement["subject"]:
-        raise _fail("Statement has no subjects")
-    try:
-        report = MultiReport.model_validate(statement.get("predicate"))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise _fail(f"report schema: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    return statement, report
-
-
-def _profile_digests(subjects: list[Any]) -> list[str]:
-    return [
-        s["digest"]["sha256"]
-        for s in subjects
-        if isinstance(s, dict)
-        and str(s.get("name", "")).startswith(PROFILE_PREFIX)
-        and isinstance(s.get("digest"), dict)
-        and isinstance(s["digest"].get("sha256"), str)
-    ]
+    """The Statement dict and its validated multi report predicate."""
+    return parse_predicate(payload, MULTI_PREDICATE_TYPE, MultiReport.model_validate)
 
 
 def _normal(data: dict[str, Any]) -> dict[str, Any]:
@@ -124,7 +95,7 @@ def _profile(
     try:
         embedded = multi_from_json(report.profile)
     except (ValidationError, ValueError) as exc:
-        raise _fail(f"embedded multi profile does not validate: {exc}") from None
+        raise fail(f"embedded multi profile does not validate: {exc}") from None
     if file is None:
         result.notes.append(
             "limits taken from the report's own embedded profile "
@@ -138,7 +109,7 @@ def _profile(
     diff = first_difference(embedded.to_json(), loaded.multi.to_json())
     if diff is not None:
         where, was, now = diff
-        raise _fail(
+        raise fail(
             f"the report's embedded profile differs from {file} at {where}: "
             f"report has {was!r:.60}, file has {now!r:.60}"
         )
@@ -146,8 +117,11 @@ def _profile(
         digest = sha256_file(file)
     except OSError as exc:
         raise BadInput(f"cannot read profile {file}: {exc.strerror}") from None
-    if digest != report.profile_sha256 or digest not in _profile_digests(statement["subject"]):
-        raise _fail(f"profile {file} does not match the report's profile subject")
+    if (
+        digest != report.profile_sha256
+        or digest not in subject_digests(statement["subject"], PROFILE_PREFIX).values()
+    ):
+        raise fail(f"profile {file} does not match the report's profile subject")
     result.checked.append(f"embedded profile equals {file.name}; gates use its limits")
     return loaded.multi
 
@@ -161,29 +135,25 @@ def _candidates(
 ) -> None:
     names = [c.name for c in report.candidates]
     if names != [c.name for c in multi.candidates]:
-        raise _fail(
-            f"candidates {names} are not the profile's {[c.name for c in multi.candidates]}"
-        )
+        raise fail(f"candidates {names} are not the profile's {[c.name for c in multi.candidates]}")
     expanded = expand_json(report.profile)
     for entry, cand in zip(report.candidates, multi.candidates, strict=True):
         where = f"candidate {entry.name}"
         if entry.required != cand.required:
-            raise _fail(f"{where}: required={entry.required} but the profile says {cand.required}")
+            raise fail(f"{where}: required={entry.required} but the profile says {cand.required}")
         if entry.report is None:
             if not entry.error:
-                raise _fail(f"{where}: neither a report nor the error that prevented one")
+                raise fail(f"{where}: neither a report nor the error that prevented one")
             result.notes.append(f"{where}: ERROR {entry.error}")
             continue
         if entry.error is not None:
-            raise _fail(f"{where}: has a report and an error")
+            raise fail(f"{where}: has a report and an error")
         rep = entry.report
         diff = first_difference(_normal(rep.profile), _normal(expanded[entry.name]))
         if diff is not None:
-            raise _fail(
-                f"{where}: its report's profile differs from the multi profile at {diff[0]}"
-            )
+            raise fail(f"{where}: its report's profile differs from the multi profile at {diff[0]}")
         if rep.profile_sha256 != report.profile_sha256 or rep.fingerprint != report.fingerprint:
-            raise _fail(f"{where}: its report names another profile file or machine")
+            raise fail(f"{where}: its report names another profile file or machine")
         sub = VerifyResult(report=rep, keyid=keyid, subjects=[])
         check_contents(rep, cand.profile, keyid, sub, recompute)
         result.checked += [f"{entry.name}: {line}" for line in sub.checked]
@@ -199,16 +169,16 @@ def _derived(report: MultiReport, result: MultiVerifyResult) -> None:
     rows = table(report.candidates)
     for stored, got in zip(report.table, rows, strict=False):
         if not _same(_dump(stored), _dump(got)):
-            raise _fail(f"table row {stored.candidate} does not follow from its report")
+            raise fail(f"table row {stored.candidate} does not follow from its report")
     if len(report.table) != len(rows):
-        raise _fail("the table does not have one row per candidate")
+        raise fail("the table does not have one row per candidate")
     verdict, optional = multi_verdict(report.candidates)
     if report.verdict != verdict:
-        raise _fail(
+        raise fail(
             f"overall verdict {report.verdict} does not follow from the candidates ({verdict})"
         )
     if report.optional_failures != optional:
-        raise _fail("the list of failed optional candidates does not follow from the candidates")
+        raise fail("the list of failed optional candidates does not follow from the candidates")
     result.checked.append(f"table of {len(rows)} candidates and overall verdict {verdict} follow")
 
 
@@ -222,24 +192,12 @@ def verify_multi_bytes(
 ) -> MultiVerifyResult:
     """Verify a multi report end to end; BadInput or VerificationFailed on the first problem."""
     with cyclic_gc_paused():
-        envelope = read_envelope(data, origin)
-        if envelope["payloadType"] != PAYLOAD_TYPE:
-            raise _fail(f"unknown payload type {envelope['payloadType']!r} (want {PAYLOAD_TYPE})")
-        payload, keyid = check_signature(envelope, pubkey_pem)
-        statement, report = parse_multi_statement(payload)
-        if _profile_digests(statement["subject"]) != [report.profile_sha256]:
-            raise _fail(
-                "the Statement's profile subject does not match the report's profile_sha256"
-            )
-        result = MultiVerifyResult(report=report, keyid=keyid, subjects=statement["subject"])
-        result.checked.append(f"signature by key {keyid}")
-        if report.signer is not None:
-            if report.signer.keyid != keyid:
-                raise _fail(
-                    "the report names a different signing key than the one that verified it"
-                )
-            if report.signer.source == "local-dev":
-                result.notes.append("signed with a local development key, not a managed one")
+        opened = open_signed(
+            data, pubkey_pem, origin, MULTI_PREDICATE_TYPE, MultiReport.model_validate
+        )
+        statement, report, keyid = opened.statement, opened.report, opened.keyid
+        result = MultiVerifyResult(report=report, keyid=keyid, subjects=statement["subject"],
+                                   checked=opened.checked, notes=opened.notes)  # fmt: skip
         multi = _profile(report, statement, profile, result)
         if model_dir is not None:
             count = check_model_dir(statement, model_dir)
