@@ -12,17 +12,9 @@ __all__ = ["render_multi", "render_multi_html", "render_multi_junit", "render_mu
 
 def render_multi_md(report: MultiReport) -> str:
     """The side-by-side table first, then each candidate's sections."""
-    from qgate.report.render_md import _table
+    from qgate.report.render_md import markdown_of
 
-    out: list[str] = []
-    for level, sec in multi_sections(report):
-        out += ["#" * level + " " + sec.title, ""]
-        for line in sec.lines:
-            out += [line, ""]
-        for table in sec.tables:
-            out += _table(table)
-            out.append("")
-    return "\n".join(out).rstrip("\n") + "\n"
+    return markdown_of(multi_sections(report))
 
 
 def _figure(caption: str, png: bytes) -> str:
@@ -42,7 +34,7 @@ def render_multi_html(report: MultiReport) -> str:
 
     from qgate.report.multi_plot import pareto_plot
     from qgate.report.plots import all_plots
-    from qgate.report.render_html import _CSS, _line, _table
+    from qgate.report.render_html import _line, _table, html_page
 
     parts: list[str] = []
     for i, (level, sec) in enumerate(multi_sections(report)):
@@ -65,13 +57,7 @@ def render_multi_html(report: MultiReport) -> str:
         )
         if level == 2 and entry is not None and entry.report is not None:
             parts += [_figure(caption, png) for caption, png in all_plots(entry.report)]
-    title = html.escape(f"qgate report: {report.profile.get('name', '?')} ({report.verdict})")
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{title}</title><style>{_CSS}</style></head><body>\n"
-        + "\n".join(parts)
-        + "\n</body></html>\n"
-    )
+    return html_page(report.profile, report.verdict, parts)
 
 
 def render_multi_junit(report: MultiReport) -> str:

@@ -6,6 +6,7 @@ import base64
 import html
 import re
 from dataclasses import replace
+from typing import Any
 
 from qgate.report.model import Report
 from qgate.report.plots import all_plots
@@ -73,7 +74,12 @@ def render_html(report: Report) -> str:
                         f"<figcaption>{html.escape(caption)}</figcaption></figure>"
                     )
                 parts.append("</div>")
-    title = html.escape(f"qgate report: {report.profile.get('name', '?')} ({report.verdict})")
+    return html_page(report.profile, report.verdict, parts)
+
+
+def html_page(profile: dict[str, Any], verdict: str, parts: list[str]) -> str:
+    """The whole HTML document around a (single or multi) report's rendered parts."""
+    title = html.escape(f"qgate report: {profile.get('name', '?')} ({verdict})")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{title}</title><style>{_CSS}</style></head><body>\n"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from qgate.report.model import Report
 from qgate.report.view import sections
-from qgate.report.view_parts import Table
+from qgate.report.view_parts import Section, Table
 
 
 def _cell(text: str) -> str:
@@ -26,10 +27,14 @@ def _table(table: Table) -> list[str]:
 
 def render_markdown(report: Report) -> str:
     """Verdict first, then gates, accuracy and flips, divergence, perf, environment."""
+    return markdown_of((1 if i == 0 else 2, sec) for i, sec in enumerate(sections(report)))
+
+
+def markdown_of(leveled: Iterable[tuple[int, Section]]) -> str:
+    """(heading level, section) pairs as one Markdown document."""
     out: list[str] = []
-    for i, sec in enumerate(sections(report)):
-        out.append(("# " if i == 0 else "## ") + sec.title)
-        out.append("")
+    for level, sec in leveled:
+        out += ["#" * level + " " + sec.title, ""]
         for line in sec.lines:
             out += [line, ""]
         for table in sec.tables:
