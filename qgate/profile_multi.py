@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import Field
 
 from qgate.profile import Profile, RuntimeSpec
+from qgate.profile_perf import PerfGate
 
 __all__ = [
     "CANDIDATE_NAME",
@@ -27,6 +28,9 @@ __all__ = [
     "NamedCandidate",
     "expand_json",
     "multi_from_json",
+    "json_gates",
+    "own_gates",
+    "shared_gates",
 ]
 
 CANDIDATE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -46,9 +50,14 @@ class CandidateSpec(RuntimeSpec):
         "one is listed in the report and does not.",
     )
     description: str = Field(default="", description="Free text for people.")
+    perf_gates: list[PerfGate] | None = Field(
+        default=None,
+        description="This candidate's speed gates, in place of `perf.gates` (a gate that suits "
+        "a serving-policy candidate can be noise for a precision one); needs `perf`.",
+    )
 
 
-META_KEYS = ("required", "description")
+META_KEYS = ("required", "description", "perf_gates")
 """The keys a `candidates:` entry has beyond a runtime's overrides."""
 
 
@@ -60,6 +69,8 @@ class NamedCandidate:
     required: bool
     description: str
     profile: Profile
+    perf_gates: list[dict[str, Any]] | None = None
+    """The candidate's own speed gates (JSON form), or None for the shared `perf.gates`."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,8 @@ class MultiProfile:
 
     name: str
     candidates: list[NamedCandidate]
+    shared_gates: list[dict[str, Any]] | None = None
+    """`perf.gates` as written (JSON form), for candidates without their own."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form: the shared part once, the candidates where `candidate` would be."""
@@ -82,9 +95,12 @@ class MultiProfile:
                         **c.profile.candidate.model_dump(mode="json"),
                         "required": c.required,
                         "description": c.description,
+                        **({"perf_gates": c.perf_gates} if c.perf_gates is not None else {}),
                     }
                     for c in self.candidates
                 }
+            elif key == "perf" and isinstance(value, dict) and self.shared_gates is not None:
+                out[key] = {**value, "gates": self.shared_gates}
             else:
                 out[key] = value
         return out
@@ -93,6 +109,17 @@ class MultiProfile:
 def sub_name(profile: str, candidate: str) -> str:
     """The name of one candidate's expanded profile."""
     return f"{profile}.{candidate}"
+
+
+def own_gates(spec: Any) -> Any:
+    """A `candidates:` entry's own speed gates (as written), or None."""
+    return spec.get("perf_gates") if isinstance(spec, dict) else None
+
+
+def shared_gates(data: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """`perf.gates` of a multi profile's JSON form, or None without a perf section."""
+    perf = data.get("perf")
+    return list(perf.get("gates", [])) if isinstance(perf, dict) else None
 
 
 def expand_json(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -112,6 +139,8 @@ def expand_json(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
                     if isinstance(spec, dict)
                     else spec
                 )
+            elif key == "perf" and isinstance(value, dict) and own_gates(spec) is not None:
+                sub[key] = {**value, "gates": own_gates(spec)}
             else:
                 sub[key] = value
         out[str(name)] = sub
@@ -126,7 +155,17 @@ def multi_from_json(data: dict[str, Any]) -> MultiProfile:
     out = []
     for name, sub in expand_json(data).items():
         meta = CandidateSpec.model_validate(entries[name])
-        out.append(
-            NamedCandidate(name, meta.required, meta.description, Profile.model_validate(sub))
-        )
-    return MultiProfile(name=str(data.get("name")), candidates=out)
+        profile = Profile.model_validate(sub)
+        gates = None
+        if meta.perf_gates is not None and profile.perf is not None:
+            gates = [g.model_dump(mode="json") for g in profile.perf.gates]
+        out.append(NamedCandidate(name, meta.required, meta.description, profile, gates))
+    return MultiProfile(str(data.get("name")), out, json_gates(data))
+
+
+def json_gates(data: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The shared gates in the form a validated profile dumps them (defaults filled)."""
+    gates = shared_gates(data)
+    if gates is None:
+        return None
+    return [PerfGate.model_validate(g).model_dump(mode="json") for g in gates]

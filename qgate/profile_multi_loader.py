@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from qgate.errors import ProfileError
 from qgate.files import sha256_bytes
 from qgate.profile_loader import (
@@ -32,6 +34,8 @@ from qgate.profile_multi import (
     MultiProfile,
     NamedCandidate,
     expand_json,
+    json_gates,
+    own_gates,
 )
 from qgate.yamlload import KeyPath, YamlDocument
 
@@ -48,31 +52,47 @@ class LoadedMulti:
     raw_text: str
 
 
+_OWN: KeyPath = ("perf", "gates")
+
+
 def _sub_document(doc: YamlDocument, name: str, data: dict[str, Any]) -> YamlDocument:
-    """One candidate's expansion, with the lines of `candidates.NAME` as `candidate`."""
+    """One candidate's expansion, with the lines of `candidates.NAME` as `candidate`.
+
+    A candidate's own `perf_gates` stand where `perf.gates` would.
+    """
+    own = own_gates(doc.data["candidates"].get(name)) is not None
     lines: dict[KeyPath, int] = {}
     for path, line in doc.lines.items():
-        if path[:2] == ("candidates", name):
+        if path[:3] == ("candidates", name, "perf_gates"):
+            lines[(*_OWN, *path[3:])] = line
+        elif path[:2] == ("candidates", name):
             lines[("candidate", *path[2:])] = line
+        elif own and path[:2] == _OWN:
+            continue
         elif not path or path[0] != "candidates":
             lines[path] = line
     lines.setdefault(("candidate",), doc.lines.get(("candidates",), 1))
     return YamlDocument(data=data, lines=lines)
 
 
-def _in_file(problem: Problem, name: str) -> Problem:
+def _in_file(problem: Problem, name: str, own: bool) -> Problem:
     path = problem.path
     if path[:1] == ("candidate",):
         path = ("candidates", name, *path[1:])
+    elif own and path[:2] == _OWN:
+        path = ("candidates", name, "perf_gates", *path[2:])
     return Problem(problem.line, path, problem.message)
 
 
 def _meta_problems(doc: YamlDocument, name: str, spec: dict[Any, Any]) -> list[Problem]:
     out = []
-    for key, kind in zip(META_KEYS, (bool, str), strict=True):
+    for key, kind in zip(META_KEYS, (bool, str, list), strict=True):
         if key in spec and not isinstance(spec[key], kind):
             path: KeyPath = ("candidates", name, key)
             out.append(Problem(doc.line_of(path), path, f"must be {kind.__name__}"))
+    if "perf_gates" in spec and not isinstance(doc.data.get("perf"), dict):
+        path = ("candidates", name, "perf_gates")
+        out.append(Problem(doc.line_of(path), path, "speed gates need a perf section"))
     return out
 
 
@@ -136,25 +156,36 @@ def parse_multi_text(text: str, shown: str, folder: Path, check_files: bool = Tr
     for name, data in expand_json(doc.data).items():
         if not CANDIDATE_NAME.fullmatch(name) or not isinstance(entries.get(name), dict):
             continue  # reported by _shape_problems
+        own = own_gates(entries[name]) is not None
         profile, found = doc_problems(_sub_document(doc, name, data), folder, check_files)
-        for problem in (_in_file(p, name) for p in found):
+        for problem in (_in_file(p, name, own) for p in found):
             key = f"{problem.line} {problem.path} {problem.message}"
             if key not in seen:  # a problem of the shared part shows once, not per candidate
                 seen.add(key)
                 problems.append(problem)
         if profile is not None:
             spec = entries[name]
+            gates = None
+            if own and profile.perf is not None:
+                gates = [g.model_dump(mode="json") for g in profile.perf.gates]
             candidates.append(
                 NamedCandidate(
                     name,
                     bool(spec.get("required", True)),
                     str(spec.get("description", "")),
                     profile,
+                    gates,
                 )
             )
+    shared = None
+    try:
+        shared = json_gates(doc.data)
+    except (ValidationError, TypeError, AttributeError):
+        if not problems:  # a candidate that uses them reports where; else say it here
+            problems.append(Problem(doc.line_of(_OWN), _OWN, "invalid speed gates"))
     if problems:
         raise _fail(shown, problems)
-    return MultiProfile(name=str(doc.data["name"]), candidates=candidates)
+    return MultiProfile(str(doc.data["name"]), candidates, shared)
 
 
 def _load(path: str | Path, check_files: bool) -> LoadedProfile | LoadedMulti:

@@ -133,3 +133,55 @@ def test_required_and_description_are_kept(tmp_path: Path) -> None:
     a, b = loaded.multi.candidates
     assert (a.required, a.description, b.required) == (True, "one", False)
     assert b.profile.candidate.args == {"x": 1} and b.profile.name == "multi.b"
+
+
+PERF = (
+    "perf:\n"
+    "  scenarios:\n"
+    "    - {name: chat, input_tokens: 16, output_tokens: 4}\n"
+    "  gates:\n"
+    "    - {metric: output_throughput, min_ratio: 0.9}\n"
+)
+
+
+def test_a_candidate_can_have_its_own_speed_gates(tmp_path: Path) -> None:
+    text = (
+        "candidates:\n"
+        "  precision: {args: {kv_cache_dtype: fp8}}\n"
+        "  policy:\n"
+        "    args: {enable_prefix_caching: true}\n"
+        "    perf_gates:\n"
+        "      - {metric: ttft_ms.p90, max_ratio: 0.5}\n"
+    )
+    loaded = load_any_profile_file(_write(tmp_path, text, QUALITY + PERF), check_files=False)
+    assert isinstance(loaded, LoadedMulti)
+    precision, policy = loaded.multi.candidates
+    assert precision.profile.perf is not None and policy.profile.perf is not None
+    assert [g.metric for g in precision.profile.perf.gates] == ["output_throughput"]
+    assert [g.metric for g in policy.profile.perf.gates] == ["ttft_ms.p90"]
+    assert precision.perf_gates is None and policy.perf_gates is not None
+    # the JSON form keeps the shared gates shared and the own ones with their candidate
+    data = loaded.multi.to_json()
+    assert [g["metric"] for g in data["perf"]["gates"]] == ["output_throughput"]
+    assert "perf_gates" not in data["candidates"]["precision"]
+    assert [g["metric"] for g in data["candidates"]["policy"]["perf_gates"]] == ["ttft_ms.p90"]
+    again = multi_from_json(data)
+    assert again.to_json() == data
+    assert [c.profile for c in again.candidates] == [precision.profile, policy.profile]
+
+
+def test_a_candidates_bad_speed_gate_names_its_own_key_and_line(tmp_path: Path) -> None:
+    text = (
+        "candidates:\n"
+        "  a: {}\n"
+        "  b:\n"
+        "    perf_gates:\n"
+        "      - {metric: ttft_ms.p91, max_ratio: 0.5}\n"
+    )
+    problems = _problems(_write(tmp_path, text, QUALITY + PERF))
+    assert len(problems) == 1, problems
+    assert ":11 candidates.b.perf_gates[0].metric:" in problems[0], problems
+    without_perf = "candidates:\n  a:\n    perf_gates: []\n"
+    problems = _problems(_write(tmp_path, without_perf))
+    assert any(":9 candidates.a.perf_gates: speed gates need a perf section" in p
+               for p in problems), problems  # fmt: skip

@@ -90,6 +90,13 @@ def test_errored_candidate(ecdsa_signer: LoadedSigner) -> None:
             "item",
         ),
         (lambda p: p.update(optional_failures=[]), "optional"),
+        # a candidate's own speed gate added to the multi profile after the run
+        (
+            lambda p: p["profile"]["candidates"]["policy"].update(
+                perf_gates=[{"metric": "output_throughput", "min_ratio": 2.0}]
+            ),
+            "policy: its report's profile differs from the multi profile at perf.gates",
+        ),
     ],
 )
 def test_tampered_and_resigned_is_rejected(
