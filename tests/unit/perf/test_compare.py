@@ -126,7 +126,7 @@ def test_pooled_resampled_quantiles_equal_numpy_percentile(q: float, window: str
         for row in idx:
             values = [v for j in row for v in groups[j]]
             want.append(float(np.percentile(values, q)) if values else float("nan"))
-        np.testing.assert_array_equal(got, np.array(want))
+        assert np.array_equal(got, np.array(want), equal_nan=True), (got, want)
 
 
 def test_every_compared_metric_is_a_row_in_table_order() -> None:
