@@ -29,8 +29,14 @@ from qgate.files import sha256_file
 from qgate.profile import Profile
 from qgate.profile_perf import is_preview
 from qgate.report.model import PREDICATE_TYPE, Report
-from qgate.report.signing import CHECKPOINT_PREFIX, PROFILE_PREFIX
-from qgate.report.verify_open import fail, open_signed, parse_predicate, subject_digests
+from qgate.report.signing import CHECKPOINT_PREFIX
+from qgate.report.verify_open import (
+    check_profile_file,
+    fail,
+    open_signed,
+    parse_predicate,
+    subject_digests,
+)
 from qgate.report.verify_recompute import (
     Recompute,
     check_status_and_verdict,
@@ -72,18 +78,6 @@ class VerifyResult:
 def parse_statement(payload: bytes) -> tuple[dict[str, Any], Report]:
     """The Statement dict and its validated report predicate."""
     return parse_predicate(payload, PREDICATE_TYPE, Report.model_validate)
-
-
-def check_profile_file(statement: dict[str, Any], report: Report, profile: Path) -> None:
-    """The given profile file is a subject of the Statement and the report's profile_sha256."""
-    try:
-        digest = sha256_file(profile)
-    except OSError as exc:
-        raise BadInput(f"cannot read profile {profile}: {exc.strerror}") from None
-    if digest not in subject_digests(statement["subject"], PROFILE_PREFIX).values():
-        raise fail(f"profile {profile} does not match the report's profile subject")
-    if digest != report.profile_sha256:
-        raise fail(f"profile {profile} does not match the report's profile_sha256")
 
 
 def check_model_dir(statement: dict[str, Any], model_dir: Path) -> int:
@@ -161,7 +155,7 @@ def _verify(
         matched = match_profile(report.profile, profile)
         prof = matched.profile
         result.notes += matched.notes
-        check_profile_file(statement, report, profile)
+        check_profile_file(statement, report.profile_sha256, profile)
         result.checked.append(f"embedded profile equals {profile.name}; gates use its limits")
     else:
         result.notes.append(

@@ -27,7 +27,6 @@ from qgate.profile import Profile
 from qgate.profile_multi import MultiProfile, expand_json, multi_from_json
 from qgate.report.dsse import read_envelope
 from qgate.report.multi_model import MULTI_PREDICATE_TYPE, MultiReport
-from qgate.report.signing import PROFILE_PREFIX
 from qgate.report.verify import (
     Recompute,
     VerifyResult,
@@ -36,7 +35,7 @@ from qgate.report.verify import (
     cyclic_gc_paused,
     verify_bytes,
 )
-from qgate.report.verify_open import fail, open_signed, parse_predicate, subject_digests
+from qgate.report.verify_open import check_profile_file, fail, open_signed, parse_predicate
 from qgate.report.verify_profile import first_difference
 
 __all__ = [
@@ -102,7 +101,6 @@ def _profile(
             "(pass --profile FILE to gate against a profile you trust)"
         )
         return embedded
-    from qgate.files import sha256_file
     from qgate.profile_multi_loader import load_multi_file
 
     loaded = load_multi_file(file, check_files=False)
@@ -113,15 +111,7 @@ def _profile(
             f"the report's embedded profile differs from {file} at {where}: "
             f"report has {was!r:.60}, file has {now!r:.60}"
         )
-    try:
-        digest = sha256_file(file)
-    except OSError as exc:
-        raise BadInput(f"cannot read profile {file}: {exc.strerror}") from None
-    if (
-        digest != report.profile_sha256
-        or digest not in subject_digests(statement["subject"], PROFILE_PREFIX).values()
-    ):
-        raise fail(f"profile {file} does not match the report's profile subject")
+    check_profile_file(statement, report.profile_sha256, file)
     result.checked.append(f"embedded profile equals {file.name}; gates use its limits")
     return loaded.multi
 

@@ -11,17 +11,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 import pydantic_core
 from pydantic import ValidationError
 
-from qgate.errors import VerificationFailed
+from qgate.errors import BadInput, VerificationFailed
+from qgate.files import sha256_file
 from qgate.report.dsse import check_signature, read_envelope
 from qgate.report.model import SignerInfo
 from qgate.report.signing import PAYLOAD_TYPE, PROFILE_PREFIX, STATEMENT_TYPE
 
-__all__ = ["Opened", "fail", "open_signed", "parse_predicate", "subject_digests"]
+__all__ = [
+    "Opened",
+    "check_profile_file",
+    "fail",
+    "open_signed",
+    "parse_predicate",
+    "subject_digests",
+]
 
 
 class Signed(Protocol):
@@ -83,6 +92,18 @@ def subject_digests(subjects: list[Any], prefix: str) -> dict[str, str]:
         if isinstance(name, str) and name.startswith(prefix) and isinstance(digest, str):
             out[name[len(prefix) :]] = digest
     return out
+
+
+def check_profile_file(statement: dict[str, Any], profile_sha256: str, profile: Path) -> None:
+    """The given profile file is a subject of the Statement and the report's profile_sha256."""
+    try:
+        digest = sha256_file(profile)
+    except OSError as exc:
+        raise BadInput(f"cannot read profile {profile}: {exc.strerror}") from None
+    if digest not in subject_digests(statement["subject"], PROFILE_PREFIX).values():
+        raise fail(f"profile {profile} does not match the report's profile subject")
+    if digest != profile_sha256:
+        raise fail(f"profile {profile} does not match the report's profile_sha256")
 
 
 def open_signed(
