@@ -45,25 +45,17 @@ def judge(gate: PerfGate, scenario: str, row: Mapping[str, Any] | None) -> Verdi
     hi = None if row is None else row.get("ci_high")
     bound = lo if kind == "min_ratio" else hi
     sign = ">=" if kind == "min_ratio" else "<="
-    if row is None or ratio is None:
+
+    def unjudged(reason: str) -> Verdict:
         return Verdict(
-            gate=name,
-            suite=suite,
-            observed=None,
-            limit=limit,
-            passed=False,
-            reason=f"{gate.metric}: no ratio (no completed requests on one side)",
+            gate=name, suite=suite, observed=None, limit=limit, passed=False, reason=reason
         )
+
+    if row is None or ratio is None:
+        return unjudged(f"{gate.metric}: no ratio (no completed requests on one side)")
     shown = f"{gate.metric} x{ratio:.3f} [95% CI {_fmt(lo)}, {_fmt(hi)}]"
     if bound is None:
-        return Verdict(
-            gate=name,
-            suite=suite,
-            observed=None,
-            limit=limit,
-            passed=False,
-            reason=f"{shown}: no interval to judge {sign} x{limit:g} on",
-        )
+        return unjudged(f"{shown}: no interval to judge {sign} x{limit:g} on")
     if kind == "min_ratio":
         passed = bound >= limit - _EPS
         which = "lower"
