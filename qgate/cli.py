@@ -91,15 +91,35 @@ class QgateGroup(click.Group):
     envvar="QGATE_DEBUG",
     help="Show tracebacks instead of one-line errors.",
 )
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
+@click.option("-v", "--verbose", count=True, help="More detail on stderr (debug lines).")
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+    default=None,
+    envvar="QGATE_LOG_LEVEL",
+    help="Level of the progress lines on stderr [default: info; --quiet: warning].",
+)
 @click.pass_context
-def main(ctx: click.Context, debug: bool) -> None:
+def main(
+    ctx: click.Context, debug: bool, quiet: bool, verbose: int, log_level: str | None
+) -> None:
     """Gate a faster precision configuration of an LLM server on answer quality,
     then measure its speed, in one signed report.
+
+    Progress goes to stderr as plain lines (one per stage, runtime start and
+    suite, with items done), so CI logs show where a run is.
 
     Exit codes: 0 every gate passed, 1 a gate failed, 2 bad input,
     3 infrastructure failure, 130 interrupted.
     """
+    from qgate import progress
+
     ctx.meta["qgate.debug"] = debug
+    if quiet and verbose:
+        raise click.UsageError("--quiet and --verbose contradict each other")
+    level = log_level or ("warning" if quiet else "debug" if verbose else "info")
+    progress.configure(level)
 
 
 @main.command()
@@ -131,6 +151,7 @@ main.add_lazy_command(
     "profile-reference", "qgate.profile_doc:profile_reference", "Print the profile reference."
 )
 main.add_lazy_command("models", "qgate.models_cli:models", "Prepare the embedded demo model.")
+main.add_lazy_command("init", "qgate.init_cli:init_cmd", "Print a short profile to start from.")
 main.add_lazy_command("keygen", "qgate.report.commands:keygen", "Create a signing key pair.")
 main.add_lazy_command(
     "verify", "qgate.report.commands:verify", "Verify a signed report and recompute its verdicts."

@@ -3,7 +3,8 @@
 The CPU engine cannot run FP8 or INT4 weights (`quantization=fp8` needs CUDA
 kernels), but the accuracy effect of a number format comes from rounding the
 weights, not from the kernel. So the weights are rounded to the format with
-the profile's scale granularity and stored back as bf16: the engine then
+the profile's scale granularity and stored back in the serving dtype (bf16, or
+float32 where the CPU serves float32, `engine.cpu_dtype: auto`): the engine then
 computes with exactly the values a real FP8/INT kernel would see (up to the
 kernel's own accumulation order). Reports must label such a candidate as
 emulated; `emulated_label` gives the wording.
@@ -124,10 +125,23 @@ def is_emulated_weight(name: str, ndim: int) -> bool:
     return any(p in BLOCK_PARENTS for p in parts[:-2])
 
 
-def emulated_label(spec: WeightEmulation) -> str:
+STORED_DTYPES = ("bfloat16", "float16", "float32")
+_DTYPE_ALIASES = {"bf16": "bfloat16", "half": "float16", "fp16": "float16", "float": "float32",
+                  "fp32": "float32"}  # fmt: skip
+
+
+def stored_dtype(serving_dtype: object) -> str:
+    """The dtype an emulated copy is stored in for an engine `dtype` arg (bf16 by default)."""
+    if not isinstance(serving_dtype, str):
+        return "bfloat16"
+    name = _DTYPE_ALIASES.get(serving_dtype.lower(), serving_dtype.lower())
+    return name if name in STORED_DTYPES else "bfloat16"
+
+
+def emulated_label(spec: WeightEmulation, dtype: str = "bfloat16") -> str:
     """How a report names an emulated weight format, e.g. 'weights fp8_e4m3/per_channel'."""
     grain = f"group{spec.group_size}" if spec.granularity == "group" else spec.granularity
-    return f"weights {spec.format}/{grain} (emulated: rounded and stored as bf16)"
+    return f"weights {spec.format}/{grain} (emulated: rounded and stored as {dtype})"
 
 
 def fake_quantize(
@@ -207,22 +221,27 @@ def _spec_key(spec: WeightEmulation) -> dict[str, Any]:
     return key
 
 
-def cache_key(src: Path, spec: WeightEmulation) -> str:
-    """The digest that names a cached copy: source fingerprint, spec, algorithm version."""
-    payload = {
+def cache_key(src: Path, spec: WeightEmulation, dtype: str = "bfloat16") -> str:
+    """The digest that names a cached copy: source fingerprint, spec, dtype, algorithm version."""
+    payload: dict[str, Any] = {
         "algorithm": ALGORITHM_VERSION,
         "source": str(src.resolve()),
         "files": _source_files(src),
         "spec": _spec_key(spec),
     }
+    if dtype != "bfloat16":  # bf16 copies keep the key they had before dtypes were choosable
+        payload["dtype"] = dtype
     return sha256_json(payload)
 
 
-def output_folder(src: Path, spec: WeightEmulation, cache_root: Path) -> Path:
-    """Where the emulated copy of `src` for `spec` lives (built or not)."""
+def output_folder(
+    src: Path, spec: WeightEmulation, cache_root: Path, dtype: str = "bfloat16"
+) -> Path:
+    """Where the emulated copy of `src` for `spec`, stored in `dtype`, lives (built or not)."""
     grain = f"group{spec.group_size}" if spec.granularity == "group" else spec.granularity
-    key = cache_key(src, spec)
-    return cache_root / f"{src.resolve().name}.{spec.format}-{grain}.{key[:16]}"
+    key = cache_key(src, spec, dtype)
+    tail = "" if dtype == "bfloat16" else f"-{dtype}"
+    return cache_root / f"{src.resolve().name}.{spec.format}-{grain}{tail}.{key[:16]}"
 
 
 def read_manifest(folder: Path) -> EmulationManifest:
@@ -255,7 +274,7 @@ def _fsync(path: Path) -> None:
 
 
 def _rewrite_shard(
-    src_file: Path, dst_file: Path, spec: WeightEmulation, rel: str
+    src_file: Path, dst_file: Path, spec: WeightEmulation, rel: str, dtype: str
 ) -> tuple[list[TensorEmulation], list[str]]:
     import torch
     from safetensors import safe_open
@@ -264,6 +283,7 @@ def _rewrite_shard(
     quantized: list[TensorEmulation] = []
     kept: list[str] = []
     tensors: dict[str, torch.Tensor] = {}
+    target = getattr(torch, dtype)
     with safe_open(str(src_file), framework="pt") as f:
         metadata = dict(f.metadata() or {})
         for name in f.keys():  # noqa: SIM118 (safe_open is not a mapping)
@@ -273,7 +293,7 @@ def _rewrite_shard(
                 kept.append(name)
                 continue
             restored = fake_quantize(tensor, spec.format, spec.granularity, spec.group_size)
-            out = restored.to(torch.bfloat16).contiguous()
+            out = restored.to(target).contiguous()
             mean_rel, max_rel, rel_l2 = tensor_errors(tensor, out)
             quantized.append(
                 TensorEmulation(
@@ -292,7 +312,7 @@ def _rewrite_shard(
     return quantized, kept
 
 
-def _build(src: Path, spec: WeightEmulation, tmp: Path, key: str) -> None:
+def _build(src: Path, spec: WeightEmulation, tmp: Path, key: str, dtype: str) -> None:
     shards = sorted(src.rglob("*.safetensors"))
     if not shards:
         raise BadInput(f"no .safetensors files in {src}; weight emulation needs them")
@@ -305,9 +325,11 @@ def _build(src: Path, spec: WeightEmulation, tmp: Path, key: str) -> None:
         dst = tmp / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         if path.suffix == ".safetensors":
-            q, k = _rewrite_shard(path, dst, spec, rel)
+            q, k = _rewrite_shard(path, dst, spec, rel, dtype)
             quantized += q
             kept += k
+        elif rel == "config.json" and dtype != "bfloat16":
+            _write_config_dtype(path, dst, dtype)
         else:
             shutil.copy2(path, dst)
     manifest = EmulationManifest(
@@ -323,6 +345,7 @@ def _build(src: Path, spec: WeightEmulation, tmp: Path, key: str) -> None:
         + {"per_tensor": "one per tensor", "per_channel": "one per output row"}.get(
             spec.granularity, f"one per {spec.group_size} inputs of a row"
         ),
+        output_dtype=dtype,
         selection_rule=SELECTION_RULE,
         quantized=quantized,
         kept=kept,
@@ -333,8 +356,21 @@ def _build(src: Path, spec: WeightEmulation, tmp: Path, key: str) -> None:
             _fsync(path)
 
 
-def emulate_checkpoint(src: Path, spec: WeightEmulation, cache_root: Path) -> Path:
-    """Return a folder holding `src` with its Linear weights rounded to `spec` (bf16).
+def _write_config_dtype(src: Path, dst: Path, dtype: str) -> None:
+    """config.json with the dtype the copy is stored in (so `dtype: auto` loads it as such)."""
+    import json
+
+    config = json.loads(src.read_text())
+    for key in ("torch_dtype", "dtype"):
+        if key in config:
+            config[key] = dtype
+    dst.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
+def emulate_checkpoint(
+    src: Path, spec: WeightEmulation, cache_root: Path, dtype: str = "bfloat16"
+) -> Path:
+    """Return a folder holding `src` with its Linear weights rounded to `spec`, stored in `dtype`.
 
     Cached: a second call with an unchanged source and the same spec returns
     the same folder without rewriting it. The copy is built in a temporary
@@ -344,7 +380,10 @@ def emulate_checkpoint(src: Path, spec: WeightEmulation, cache_root: Path) -> Pa
     src = Path(src)
     if not src.is_dir():
         raise BadInput(f"checkpoint folder not found: {src}")
-    final = output_folder(src, spec, cache_root)
+    if dtype not in STORED_DTYPES:
+        known = ", ".join(STORED_DTYPES)
+        raise BadInput(f"emulated weights cannot be stored as {dtype!r} (known: {known})")
+    final = output_folder(src, spec, cache_root, dtype)
     if (final / MANIFEST_FILE).is_file():
         return final
     cache_root.mkdir(parents=True, exist_ok=True)
@@ -352,7 +391,7 @@ def emulate_checkpoint(src: Path, spec: WeightEmulation, cache_root: Path) -> Pa
     tmp.mkdir()
     try:
         with _torch_threads(int(os.environ.get(THREADS_ENV, "1"))):
-            _build(src, spec, tmp, cache_key(src, spec))
+            _build(src, spec, tmp, cache_key(src, spec, dtype), dtype)
         try:
             os.rename(tmp, final)
         except OSError:

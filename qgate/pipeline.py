@@ -8,30 +8,12 @@ exist, so an interrupted or failed run keeps what it finished.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from qgate.perf.records import ScenarioRun
+from qgate.progress import StageClock
 from qgate.quality.stage import QualityOutput
 from qgate.run_options import RunOptions, RunOutcome
 
 __all__ = ["RunOptions", "RunOutcome", "StageClock", "run"]
-
-
-class StageClock:
-    """Wall time of each stage, for the report and for people."""
-
-    def __init__(self) -> None:
-        self.timings: dict[str, float] = {}
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timings[name] = round(time.perf_counter() - start, 3)
 
 
 def run(opts: RunOptions) -> RunOutcome:

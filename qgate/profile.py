@@ -195,6 +195,13 @@ class EngineSpec(EngineLaunch):
         "reference stage, so that a candidate that cannot start fails in about a minute, not "
         "after the reference: 'auto' when the reference is not cached.",
     )
+    cpu_dtype: Literal["auto", "as_written"] = Field(
+        default="as_written",
+        description="vLLM on the CPU: 'auto' serves both sides in the dtype this CPU computes "
+        "fastest (bfloat16 where it has bf16 instructions, avx512_bf16 or amx_bf16; float32 "
+        "elsewhere, where bf16 runs emulated), emulated weights stored in it, and says so in the "
+        "capability notes; 'as_written' keeps args.dtype (with a note where bf16 is emulated).",
+    )
     request_timeout_s: float = Field(default=600.0, gt=0, description="One HTTP request.")
     uncalibrated_kv_scales: Literal["warn", "fail"] = Field(
         default="warn",
@@ -332,6 +339,25 @@ class Profile(Strict):
                     "configure at least one suite (math, recall, divergence, lm_eval)",
                 )
             )
+        if self.engine.cpu_dtype == "auto":
+            issues += [
+                (path, "engine.cpu_dtype: auto sets dtype on both sides alike; remove this key "
+                 "(or set cpu_dtype: as_written)")
+                for path in self._side_dtype_keys()
+            ]  # fmt: skip
         if issues:
             raise KeyIssue(issues)
         return self
+
+    def _side_dtype_keys(self) -> list[KeyPath]:
+        """Key paths where one side sets its own dtype (a one-sided serving dtype)."""
+        paths: list[KeyPath] = []
+        for role in ("reference", "candidate"):
+            spec: RuntimeSpec = getattr(self, role)
+            if "dtype" in spec.args:
+                paths.append((role, "args", "dtype"))
+            if spec.fallback is not None and "dtype" in spec.fallback.args:
+                paths.append((role, "fallback", "args", "dtype"))
+            if spec.engine is not None and "dtype" in spec.engine.args:
+                paths.append((role, "engine", "args", "dtype"))
+        return paths

@@ -125,18 +125,25 @@ def signer_for(opts: RunOptions, profile: Profile) -> LoadedSigner:
 
 
 def model_paths(profile: Profile, source: Path) -> dict[str, Path]:
-    """The checkpoint each side serves: the source, or its emulated copy (cached by digest)."""
+    """The checkpoint each side serves: the source, or its emulated copy (cached by digest).
+
+    An emulated copy is stored in the side's serving dtype, so that float32 serving
+    (`engine.cpu_dtype: auto` on a CPU without bf16) computes with the rounded values exactly.
+    """
     from qgate.embedded import cache_root
+    from qgate.runtime.capabilities import runtime_args
 
     paths: dict[str, Path] = {}
     for role in ("reference", "candidate"):
-        spec = getattr(profile, role).emulate_weights
-        if spec is None:
+        side = getattr(profile, role)
+        if side.emulate_weights is None:
             paths[role] = source
         else:
-            from qgate.emulate import emulate_checkpoint
+            from qgate.emulate import emulate_checkpoint, stored_dtype
 
-            paths[role] = emulate_checkpoint(source, spec, cache_root() / "emulated")
+            dtype = stored_dtype(runtime_args(profile, side).get("dtype"))
+            paths[role] = emulate_checkpoint(source, side.emulate_weights,
+                                             cache_root() / "emulated", dtype)  # fmt: skip
     return paths
 
 

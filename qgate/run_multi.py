@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from qgate.perf.records import ScenarioRun
 from qgate.profile_multi_loader import LoadedMulti
+from qgate.progress import StageClock
 from qgate.quality.stage import QualityOutput
 from qgate.report.model import Report
 from qgate.run_context import RunContext
@@ -31,15 +30,6 @@ from qgate.run_options import RunOptions, RunOutcome
 __all__ = ["run_multi"]
 
 log = logging.getLogger("qgate")
-
-
-@contextmanager
-def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        timings[name] = round(time.perf_counter() - start, 3)
 
 
 def _candidate(ctx: RunContext, reference: QualityOutput, force_perf: bool) -> CandidateResult:
@@ -79,17 +69,18 @@ def run_multi(opts: RunOptions, loaded: LoadedMulti) -> RunOutcome:
     """The whole pipeline for a profile with several candidates."""
     from qgate import run_stages as stages
 
-    timings: dict[str, float] = {}
-    with _timed(timings, "load"):
+    clock = StageClock()
+    timings = clock.timings
+    with clock.stage("load"):
         mctx = prepare_multi(opts, loaded)
     ref_ctx = mctx.reference
-    with _timed(timings, "fingerprint"):
+    with clock.stage("fingerprint"):
         stages.fingerprint(ref_ctx)
     if ref_ctx.profile.engine.preflight == "always":
-        with _timed(timings, "candidate_preflight"):
+        with clock.stage("candidate_preflight"):
             for ctx in mctx.candidates:
                 stages.preflight_candidate(ctx)
-    with _timed(timings, "reference_quality"):
+    with clock.stage("reference_quality"):
         reference = stages.reference_quality(ref_ctx)
     results: list[CandidateResult] = []
     for ctx in mctx.candidates:
@@ -101,11 +92,11 @@ def run_multi(opts: RunOptions, loaded: LoadedMulti) -> RunOutcome:
         timings[f"candidate:{result.name}"] = result.seconds
         results.append(result)
     ref_perf: list[ScenarioRun] = []
-    with _timed(timings, "reference_perf"):
+    with clock.stage("reference_perf"):
         if any(r.perf_runs for r in results) and stages.compares_to_reference(ref_ctx):
             with stages.started(ref_ctx, "reference") as runtime:
                 ref_perf = stages.perf_on(ref_ctx, runtime, "reference", reference)
-    with _timed(timings, "report"):
+    with clock.stage("report"):
         reports = [_report(c, r, reference, ref_perf, timings)
                    for c, r in zip(mctx.candidates, results, strict=True)]  # fmt: skip
         from qgate.run_multi_report import write_multi

@@ -162,21 +162,28 @@ class SuiteClient:
         )
 
     async def chat_many(
-        self, prompts: list[str], *, max_tokens: int, seed: int
+        self, prompts: list[str], *, max_tokens: int, seed: int, what: str = "answers"
     ) -> list[Completion]:
-        """One single-turn chat completion per user prompt, in prompt order."""
+        """One single-turn chat completion per user prompt, in prompt order.
+
+        `what` names them in the progress lines (qgate/progress.py).
+        """
+        from qgate import progress
+
+        counter = progress.items(what, len(prompts))
+
+        async def counted(prompt: str) -> Completion:
+            out = await self.chat(
+                [{"role": "user", "content": prompt}], max_tokens=max_tokens, seed=seed
+            )
+            counter.advance()
+            return out
+
         # A TaskGroup cancels the remaining requests as soon as one fails; the
         # caller gets that first error itself, not an ExceptionGroup.
         try:
             async with asyncio.TaskGroup() as group:
-                tasks = [
-                    group.create_task(
-                        self.chat(
-                            [{"role": "user", "content": p}], max_tokens=max_tokens, seed=seed
-                        )
-                    )
-                    for p in prompts
-                ]
+                tasks = [group.create_task(counted(p)) for p in prompts]
         except BaseExceptionGroup as group_error:
             raise _first_leaf(group_error) from None
         return [t.result() for t in tasks]

@@ -30,6 +30,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from qgate import progress
 from qgate.errors import BadInput, InfrastructureError
 from qgate.models import Role
 from qgate.profile import DivergenceSuite
@@ -149,8 +150,15 @@ async def generate_continuations(
             id=p.id, prompt_sha256=sha256_text(p.prompt), prompt_ids=prompt_ids, token_ids=ids
         )
 
+    counter = progress.items("continuations", len(prompts))
+
+    async def counted(session: aiohttp.ClientSession, p: CorpusPrompt) -> Continuation:
+        out = await one(session, p)
+        counter.advance()
+        return out
+
     async with _session(timeout_s) as session:
-        return list(await asyncio.gather(*(one(session, p) for p in prompts)))
+        return list(await asyncio.gather(*(counted(session, p) for p in prompts)))
 
 
 def _parse_scores(c: Continuation, choice: dict[str, Any]) -> SequenceScores:
@@ -214,8 +222,17 @@ async def score(
             raise InfrastructureError(f"{what}: {len(choices)} choices for {len(chunk)} prompts")
         return [_parse_scores(c, ch) for c, ch in zip(chunk, choices, strict=True)]
 
+    counter = progress.items("scored sequences", len(seqs))
+
+    async def counted(
+        session: aiohttp.ClientSession, chunk: list[Continuation]
+    ) -> list[SequenceScores]:
+        out = await one(session, chunk)
+        counter.advance(len(chunk))
+        return out
+
     async with _session(timeout_s) as session:
-        parts = await asyncio.gather(*(one(session, ch) for ch in chunks))
+        parts = await asyncio.gather(*(counted(session, ch) for ch in chunks))
     return [s for part in parts for s in part]
 
 

@@ -221,7 +221,9 @@ async def run_math(
                 params["preamble_chars"] = len(preamble)
                 params["preamble_sizing"] = sizing
                 params["preamble_sha256"] = sha256_bytes(preamble.encode())
-            outputs = await client.chat_many(prompts, max_tokens=spec.max_tokens, seed=seed)
+            outputs = await client.chat_many(
+                prompts, max_tokens=spec.max_tokens, seed=seed, what=f"math.{form}"
+            )
             runs.append(
                 SuiteRun(
                     suite=f"math.{form}",

@@ -184,8 +184,9 @@ async def run_recall(
             built, clip_reason = clip_length(length, max_model_len, spec.max_tokens)
             items, sizes = await _recall_items(sizer, spec, length, built)
             outputs = await client.chat_many(
-                [i.prompt for i in items], max_tokens=spec.max_tokens, seed=seed
-            )
+                [i.prompt for i in items], max_tokens=spec.max_tokens, seed=seed,
+                what=f"recall.{length}",
+            )  # fmt: skip
             records = []
             for item, out in zip(items, outputs, strict=True):
                 answer = extract_symbol(out.text)

@@ -99,12 +99,15 @@ async def _evaluate(
     )
     runs: list[SuiteRun] = []
     scores: ScoreSet | None = None
+    from qgate import progress
+
     for entry, setting in configured(spec):
-        if entry.paired:  # divergence: the one step that needs the reference's results
-            scores = await _paired(entry.load(), setting, ctx, reference_scores)
-        else:
-            runner: SuiteRunner = entry.load()
-            runs += await runner.run(setting, ctx)
+        with progress.suite(f"{role} {entry.key}"):
+            if entry.paired:  # divergence: the one step that needs the reference's results
+                scores = await _paired(entry.load(), setting, ctx, reference_scores)
+            else:
+                runner: SuiteRunner = entry.load()
+                runs += await runner.run(setting, ctx)
         runtime.check_alive()
     return runs, scores
 

@@ -26,13 +26,16 @@ from qgate.profile import EngineArgValue, EngineLaunch, Profile, RuntimeSpec
 
 __all__ = [
     "CpuCaps",
+    "DtypeChoice",
     "FORCE_ENV",
     "Problem",
     "Rule",
     "Selection",
     "VLLM_CPU_RULES",
     "check_runtime",
+    "cpu_serving_dtype",
     "engine_on_cpu",
+    "native_bf16",
     "native_fp8_kv",
     "probe_cpu",
     "runtime_args",
@@ -115,6 +118,39 @@ def native_fp8_kv(cpu: CpuCaps) -> bool:
 
 def _never(cpu: CpuCaps) -> bool:
     return False
+
+
+def native_bf16(cpu: CpuCaps) -> bool:
+    """Whether this CPU has bf16 arithmetic instructions (else torch emulates bf16)."""
+    if cpu.arch.lower() in ("x86_64", "amd64"):
+        return bool(cpu.flags & {"avx512_bf16", "amx_bf16"})
+    return "bf16" in cpu.flags
+
+
+# Measured with perf/bench_cpu_dtype.py (vLLM-CPU 0.32, SmolLM2, eager): on an AVX2-only
+# AMD EPYC, bf16 emulated in software against float32, both sides bound to both cores.
+EMULATED_BF16_COST = "prefill ~4x slower than float32 (perf/bench_cpu_dtype.py)"
+HALF_DTYPES = frozenset({"bfloat16", "bf16", "float16", "half", "fp16"})
+
+
+@dataclass(frozen=True)
+class DtypeChoice:
+    """The serving dtype `engine.cpu_dtype: auto` picks on this CPU, and why."""
+
+    dtype: str
+    reason: str
+
+
+def cpu_serving_dtype(cpu: CpuCaps) -> DtypeChoice:
+    """bfloat16 where the CPU computes it natively, float32 where bf16 would be emulated."""
+    bf16 = sorted(cpu.flags & {"avx512_bf16", "amx_bf16", "bf16"})
+    if native_bf16(cpu):
+        return DtypeChoice("bfloat16", f"this CPU has bf16 instructions ({', '.join(bf16)})")
+    return DtypeChoice(
+        "float32",
+        "this CPU has no bf16 instructions (avx512_bf16, amx_bf16), so bf16 would run "
+        f"emulated: {EMULATED_BF16_COST}",
+    )
 
 
 # vLLM-CPU 0.32, as measured (shared ENVIRONMENT.md): its FP8 KV cache path
@@ -201,7 +237,8 @@ def _describe(spec: RuntimeSpec) -> str:
     parts = [f"{k}={v}" for k, v in sorted(spec.args.items())]
     if spec.emulate_weights is not None:
         w = spec.emulate_weights
-        parts.append(f"weights {w.format}/{w.granularity} emulated (rounded, stored as bf16)")
+        parts.append(f"weights {w.format}/{w.granularity} emulated "
+                     "(rounded, stored in the serving dtype)")  # fmt: skip
     return ", ".join(parts) or "engine defaults"
 
 
@@ -242,4 +279,42 @@ def select_runtimes(profile: Profile, cpu: CpuCaps) -> Selection:
         failures += [p.line for p in problems]
     if failures:
         raise BadInput(failures[0], details=failures[1:])
+    notes += _serving_dtype(profile, chosen, cpu)
     return Selection(chosen["reference"], chosen["candidate"], notes)
+
+
+def _dtype_on_cpu(profile: Profile, spec: RuntimeSpec) -> bool:
+    """A side whose serving dtype `engine.cpu_dtype` decides: vLLM on the CPU, or a CPU
+    target's `command` engine (its args follow as --KEY VALUE, so it gets `--dtype`)."""
+    if _launch(profile, spec).kind == "command":
+        return profile.target.accelerator.lower() == "cpu"
+    return engine_on_cpu(profile, spec)
+
+
+def _serving_dtype(profile: Profile, chosen: dict[Role, RuntimeSpec], cpu: CpuCaps) -> list[str]:
+    """Apply `engine.cpu_dtype: auto` to the CPU sides of `chosen`; the notes that say so.
+
+    With 'as_written', a half-precision dtype that this CPU only emulates gets a note.
+    """
+    sides: tuple[Role, Role] = ("reference", "candidate")
+    on_cpu = [r for r in sides if _dtype_on_cpu(profile, chosen[r])]
+    if not on_cpu:
+        return []
+    if profile.engine.cpu_dtype == "auto":
+        choice = cpu_serving_dtype(cpu)
+        for role in on_cpu:
+            spec = chosen[role]
+            chosen[role] = spec.model_copy(update={"args": {**spec.args, "dtype": choice.dtype}})
+        return [f"serving dtype: {choice.dtype} on {' and '.join(on_cpu)} (engine.cpu_dtype: auto), because "
+                f"{choice.reason}; emulated weights are stored in {choice.dtype}; this CPU: "
+                f"{cpu.describe()}"]  # fmt: skip
+    if native_bf16(cpu):
+        return []
+    notes = []
+    for role in on_cpu:
+        dtype = runtime_args(profile, chosen[role]).get("dtype")
+        if isinstance(dtype, str) and dtype.lower() in HALF_DTYPES:
+            notes.append(f"{role}: dtype {dtype} runs emulated on this CPU (no bf16/fp16 "
+                         f"instructions: {EMULATED_BF16_COST}); `engine.cpu_dtype: auto` "
+                         f"serves float32 here; this CPU: {cpu.describe()}")  # fmt: skip
+    return notes

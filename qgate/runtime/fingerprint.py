@@ -38,7 +38,7 @@ PACKAGES = (
     "flashinfer-python",
     "nvidia-nccl-cu12",
     "nvidia-nccl-cu13",
-    "qgate",
+    "qgate-llm",
 )
 # CPU features that decide which kernels vLLM-CPU uses.
 CPU_FLAGS = (
@@ -50,6 +50,7 @@ CPU_FLAGS = (
     "amx_tile",
     "amx_bf16",
     "amx_int8",
+    "bf16",  # aarch64 (the "Features" line)
 )
 
 
@@ -147,7 +148,7 @@ def cpu_info() -> CpuInfo:
         key = key.strip()
         if key == "model name" and value.strip():
             model = value.strip()
-        elif key == "flags" and not flags:
+        elif key in ("flags", "Features") and not flags:
             flags = set(value.split())
     return CpuInfo(
         model=model,

@@ -10,6 +10,7 @@ only what differs: its command line, how it reads its log, what it serves.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import subprocess
 import time
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ServerProcess"]
 
+log = logging.getLogger("qgate")
 _PORT_TAKEN_MARKERS = ("Address already in use", "address already in use", "Errno 98")
 _POLL_S = 0.1
 # After a fatal log line, how long a server may take to exit by itself.
@@ -74,6 +76,7 @@ class ServerProcess(EngineDecl, Lifecycle):
         self.stop_grace_s = stop_grace_s
         self.secret_names = list(secret_names)
         self.emulated = list(emulated)
+        self.accelerator = accelerator
         self.args, self.env_overlay = self.prepare_args(dict(args or {}), dict(env or {}),
                                                         accelerator)  # fmt: skip
         self.port: int | None = None
@@ -214,6 +217,7 @@ class ServerProcess(EngineDecl, Lifecycle):
         if self._proc is not None:
             raise RuntimeFailure(self.role, "already started")
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        log.info("starting %s runtime (%s, %s)", self.role, self.kind, self._served_model)
         if self.fixed_port is not None:
             if port_in_use(self.host, self.fixed_port):
                 raise RuntimeFailure(
@@ -235,6 +239,9 @@ class ServerProcess(EngineDecl, Lifecycle):
         try:
             self._wait_health()
             self.ready_at = time.monotonic()
+            assert self.spawned_at is not None
+            log.info("%s runtime ready in %.0f s (log: %s)", self.role,
+                     self.ready_at - self.spawned_at, self.log_path)  # fmt: skip
             self._effective = self._probe_effective()
             problems = self.applied_problems(self._effective)
             if problems:

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from qgate.perf import counters
 from qgate.profile_base import EngineArgValue
 from qgate.runtime import command as cmd
-from qgate.runtime import effective, server
+from qgate.runtime import cores, effective, server
 from qgate.runtime.base import EffectiveConfig
 from qgate.runtime.engines import MetricNames
 from qgate.runtime.features import FEATURES, Feature
@@ -39,6 +39,43 @@ class VllmServer(ServerProcess):
     kind: ClassVar[str] = "vllm"
     features: ClassVar[frozenset[Feature]] = frozenset(FEATURES)
     metrics: ClassVar[MetricNames | None] = VLLM_METRICS
+
+    # Cores to lease on the CPU (None: every free one); servers meant to run side by side ask
+    # for their share.
+    cores_wanted: int | None = None
+    _lease: cores.CoreLease | None = None
+
+    def start(self) -> None:
+        self._place_threads()
+        try:
+            super().start()
+        except BaseException:
+            self._release_cores()
+            raise
+
+    def stop(self) -> None:
+        try:
+            super().stop()
+        finally:
+            self._release_cores()
+
+    def _place_threads(self) -> None:
+        """Bind the CPU engine's threads to leased cores, unless the profile or shell binds them.
+
+        vLLM-CPU's `auto` binding leaves all but one core of a small machine idle (cores.py).
+        """
+        bind = cores.BIND_ENV
+        if self.accelerator.lower() != "cpu" or bind in self.env_overlay or bind in os.environ:
+            return
+        self._lease = cores.lease_cores(self.cores_wanted)
+        self.env_overlay[bind] = self._lease.spec
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        lease = self._lease
+        self._log_note(f"engine threads bound to {lease.describe()} ({bind}={lease.spec})")
+
+    def _release_cores(self) -> None:
+        if self._lease is not None:
+            self._lease.release()
 
     def prepare_args(
         self, args: dict[str, EngineArgValue], env: dict[str, str], accelerator: str

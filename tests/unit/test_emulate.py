@@ -225,3 +225,29 @@ def test_caller_thread_setting_is_restored(checkpoint: Path, tmp_path: Path) -> 
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_float32_copy_holds_the_rounded_values_exactly(checkpoint: Path, tmp_path: Path) -> None:
+    spec = WeightEmulation(format="fp8_e4m3", granularity="per_channel")
+    config = {"architectures": ["LlamaForCausalLM"], "torch_dtype": "bfloat16"}
+    (checkpoint / "config.json").write_text(json.dumps(config))
+    bf16 = emulate_checkpoint(checkpoint, spec, tmp_path / "cache")
+    fp32 = emulate_checkpoint(checkpoint, spec, tmp_path / "cache", "float32")
+    assert bf16 != fp32 and fp32.name.split(".")[-2].endswith("-float32")
+    source = _load(checkpoint)
+    out = _load(fp32)
+    assert out[Q].dtype == torch.float32
+    assert torch.equal(out[Q], fake_quantize(source[Q], "fp8_e4m3", "per_channel"))
+    assert torch.equal(out[KEPT[0]], source[KEPT[0]])  # kept tensors bit for bit
+    assert read_manifest(fp32).output_dtype == "float32"
+    assert read_manifest(bf16).output_dtype == "bfloat16"
+    assert json.loads((fp32 / "config.json").read_text())["torch_dtype"] == "float32"
+    assert json.loads((bf16 / "config.json").read_text()) == config
+
+
+def test_stored_dtype_follows_the_serving_dtype() -> None:
+    given = ("float32", "float", "half", "bf16", "auto", None)
+    assert [emulate.stored_dtype(d) for d in given] == [
+        "float32", "float32", "float16", "bfloat16", "bfloat16", "bfloat16"]  # fmt: skip
+    with pytest.raises(BadInput, match="cannot be stored as 'int8'"):
+        emulate_checkpoint(Path("."), WeightEmulation(format="int8"), Path("/nonexistent"), "int8")

@@ -42,21 +42,23 @@ def test_unforced_probe_reads_this_machine() -> None:
 
 def test_demo_runs_native_fp8_kv_on_avx512() -> None:
     sel = select_runtimes(load_profile(DEMO), AVX512)
-    assert sel.candidate.args == {"kv_cache_dtype": "fp8"}
+    assert sel.candidate.args == {"kv_cache_dtype": "fp8", "dtype": "bfloat16"}
     assert sel.candidate.emulate_weights is None
     assert any(n.startswith("candidate: native") and "kv_cache_dtype=fp8" in n for n in sel.notes)
+    assert any(n.startswith("serving dtype: bfloat16") for n in sel.notes)
 
 
 def test_demo_falls_back_to_emulated_fp8_weights_without_avx512() -> None:
     sel = select_runtimes(load_profile(DEMO), AVX2)
-    assert sel.candidate.args == {"kv_cache_dtype": "auto"}
+    assert sel.candidate.args == {"kv_cache_dtype": "auto", "dtype": "float32"}
     assert sel.candidate.emulate_weights is not None
     assert sel.candidate.emulate_weights.format == "fp8_e4m3"
-    (note,) = sel.notes
+    note, dtype_note = sel.notes
     assert note.startswith("candidate: ran its fallback")
     assert "emulated" in note and "AVX-512 or AMX" in note and "AMD EPYC 7B13" in note
     assert "way out" not in note
-    assert sel.reference.args == {"kv_cache_dtype": "auto"}
+    assert dtype_note.startswith("serving dtype: float32 on reference and candidate")
+    assert sel.reference.args == {"kv_cache_dtype": "auto", "dtype": "float32"}
 
 
 def test_fp8_kv_without_fallback_names_setting_cpu_and_way_out() -> None:
@@ -122,3 +124,77 @@ def test_run_fails_fast_with_exit_2_before_anything_starts(tmp_path: Path) -> No
     assert "candidate.args.kv_cache_dtype: fp8 cannot run here" in lines[0]
     assert "forced by QGATE_CPU_FLAGS" in lines[0] and "Traceback" not in done.stderr
     assert not (tmp_path / "runs").exists()
+
+
+ZEN4 = CpuCaps("AMD EPYC 9B14", "x86_64", frozenset({"avx2", "avx512f", "avx512_bf16"}))
+AVX512_NO_BF16 = CpuCaps("Intel Xeon Skylake", "x86_64", frozenset({"avx2", "avx512f"}))
+ARM_BF16 = CpuCaps("Neoverse-V2", "aarch64", frozenset({"bf16"}))
+
+
+def _dtype_profile(cpu_dtype: str, dtype: str = "bfloat16", **candidate: object) -> Profile:
+    return Profile.model_validate({
+        "name": "t", "model": {"embedded": "smollm2"}, "target": {"accelerator": "cpu"},
+        "engine": {"cpu_dtype": cpu_dtype, "args": {"dtype": dtype}},
+        "candidate": candidate or {"emulate_weights": {"format": "fp8_e4m3"}},
+        "quality": {"math": {}},
+    })  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("cpu", "native"), [(AVX2, False), (AVX512_NO_BF16, False), (AVX512, True), (ZEN4, True),
+                        (ARM, False), (ARM_BF16, True)],
+)  # fmt: skip
+def test_bf16_is_native_only_with_bf16_instructions(cpu: CpuCaps, native: bool) -> None:
+    assert capabilities.native_bf16(cpu) is native
+    assert capabilities.cpu_serving_dtype(cpu).dtype == ("bfloat16" if native else "float32")
+
+
+def test_auto_dtype_serves_float32_on_both_sides_without_bf16() -> None:
+    sel = select_runtimes(_dtype_profile("auto"), AVX2)
+    assert sel.reference.args["dtype"] == "float32" and sel.candidate.args["dtype"] == "float32"
+    (note,) = sel.notes
+    assert note.startswith("serving dtype: float32 on reference and candidate")
+    assert "no bf16 instructions" in note and "AMD EPYC 7B13" in note
+    assert "emulated weights are stored in float32" in note
+
+
+def test_auto_dtype_keeps_bf16_where_the_cpu_has_it() -> None:
+    for cpu in (AVX512, ZEN4):
+        sel = select_runtimes(_dtype_profile("auto"), cpu)
+        assert sel.reference.args["dtype"] == sel.candidate.args["dtype"] == "bfloat16"
+        (note,) = sel.notes
+        assert "bf16 instructions (" in note
+
+
+def test_auto_dtype_applies_to_a_fallback_too() -> None:
+    profile = _dtype_profile(
+        "auto", args={"kv_cache_dtype": "fp8"},
+        fallback={"args": {"kv_cache_dtype": "auto"}, "emulate_weights": {"format": "fp8_e4m3"}},
+    )  # fmt: skip
+    sel = select_runtimes(profile, AVX2)
+    assert sel.candidate.args == {"kv_cache_dtype": "auto", "dtype": "float32"}
+    assert sel.reference.args == {"dtype": "float32"}
+    assert [n.split(":")[0] for n in sel.notes] == ["candidate", "serving dtype"]
+
+
+def test_bf16_as_written_on_a_cpu_without_it_gets_a_note_per_side() -> None:
+    sel = select_runtimes(_dtype_profile("as_written"), AVX2)
+    assert "dtype" not in sel.reference.args  # nothing changed: args.dtype stays bfloat16
+    assert [n.split(":")[0] for n in sel.notes] == ["reference", "candidate"]
+    assert all("dtype bfloat16 runs emulated" in n and "cpu_dtype: auto" in n for n in sel.notes)
+    assert select_runtimes(_dtype_profile("as_written"), AVX512).notes == []
+    assert select_runtimes(_dtype_profile("as_written", "float32"), AVX2).notes == []
+
+
+def test_auto_dtype_refuses_a_side_of_its_own() -> None:
+    from qgate.profile_loader import parse_profile_text
+
+    text = (
+        "name: t\nmodel: {embedded: smollm2}\nengine: {cpu_dtype: auto}\n"
+        "candidate:\n  args: {dtype: float16}\nquality: {math: {}}\n"
+    )
+    with pytest.raises(BadInput) as err:
+        parse_profile_text(text, "p.yaml", Path("."), check_files=False)
+    (detail,) = err.value.details
+    assert detail.startswith("p.yaml:5") and "candidate.args.dtype" in detail
+    assert "cpu_dtype: auto sets dtype on both sides" in detail

@@ -68,7 +68,7 @@ def test_collect_fingerprint_on_this_machine(tmp_path: Path) -> None:
     assert fp.cpu.logical_cores >= 1
     assert [f.path for f in fp.checkpoint] == ["config.json"]
     assert fp.checkpoint_sha256 is not None and len(fp.checkpoint_sha256) == 64
-    assert "qgate" in fp.packages
+    assert "qgate-llm" in fp.packages
     assert (tmp_path / "cache.json").is_file()
     assert collect_fingerprint(None, tmp_path / "cache2.json").checkpoint == []
 
