@@ -305,7 +305,8 @@ def _serving_dtype(profile: Profile, chosen: dict[Role, RuntimeSpec], cpu: CpuCa
         for role in on_cpu:
             spec = chosen[role]
             chosen[role] = spec.model_copy(update={"args": {**spec.args, "dtype": choice.dtype}})
-        return [f"serving dtype: {choice.dtype} on {' and '.join(on_cpu)} (engine.cpu_dtype: auto), because "
+        where = " and ".join(on_cpu)
+        return [f"serving dtype: {choice.dtype} on {where} (engine.cpu_dtype: auto), because "
                 f"{choice.reason}; emulated weights are stored in {choice.dtype}; this CPU: "
                 f"{cpu.describe()}"]  # fmt: skip
     if native_bf16(cpu):
