@@ -27,7 +27,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -54,24 +54,26 @@ THREADS_ENV = "QGATE_EMULATE_THREADS"
 
 QMAX: dict[str, float] = {"fp8_e4m3": 448.0, "fp8_e5m2": 57344.0, "int8": 127.0, "int4": 7.0}
 
-BLOCK_PARENTS = frozenset(
-    {
-        "self_attn",
-        "attn",
-        "attention",
-        "self_attention",
-        "cross_attn",
-        "mlp",
-        "feed_forward",
-        "ffn",
-        "block_sparse_moe",
-        "experts",
-        "shared_experts",
-        "shared_expert",
-    }
+ATTENTION_PARENTS = frozenset(
+    {"self_attn", "attn", "attention", "self_attention", "cross_attn"}
 )
+MLP_PARENTS = frozenset(
+    {"mlp", "feed_forward", "ffn", "block_sparse_moe", "experts", "shared_experts",
+     "shared_expert"}
+)  # fmt: skip
+BLOCK_PARENTS = ATTENTION_PARENTS | MLP_PARENTS
+PARENTS_OF = {"attention": ATTENTION_PARENTS, "mlp": MLP_PARENTS}
 KEPT_MODULES = frozenset({"gate", "router"})
 KEPT_FRAGMENTS = ("norm", "embed", "lm_head")
+
+def selection_rule(modules: Sequence[str] = ("attention", "mlp")) -> str:
+    """Which tensors are rounded, in words (recorded in the manifest)."""
+    if sorted(modules) == ["attention", "mlp"]:
+        return SELECTION_RULE
+    parents = sorted(frozenset().union(*(PARENTS_OF[m] for m in modules)))
+    return (f"2-D '.weight' tensors of Linear layers inside {' and '.join(sorted(modules))} "
+            f"blocks only (parents {', '.join(parents)}); everything else unchanged")
+
 
 SELECTION_RULE = (
     "2-D '.weight' tensors of Linear layers inside attention/MLP blocks "
@@ -115,14 +117,21 @@ class EmulationManifest(Record):
     kept: list[str] = Field(description="Tensors copied bit for bit.")
 
 
-def is_emulated_weight(name: str, ndim: int) -> bool:
-    """Whether a tensor is a Linear weight of an attention/MLP block (see the module doc)."""
+def is_emulated_weight(
+    name: str, ndim: int, modules: Sequence[str] = ("attention", "mlp")
+) -> bool:
+    """Whether a tensor is a Linear weight of an attention/MLP block (see the module doc).
+
+    `modules` narrows it to those blocks (e.g. `["mlp"]`: the MLP/expert weights only, as
+    checkpoints that quantize experts and keep attention in high precision do).
+    """
     parts = name.split(".")
     if ndim != 2 or len(parts) < 3 or parts[-1] != "weight":
         return False
     if parts[-2] in KEPT_MODULES or any(f in name for f in KEPT_FRAGMENTS):
         return False
-    return any(p in BLOCK_PARENTS for p in parts[:-2])
+    parents = frozenset().union(*(PARENTS_OF[m] for m in modules))
+    return any(p in parents for p in parts[:-2])
 
 
 STORED_DTYPES = ("bfloat16", "float16", "float32")
@@ -141,7 +150,8 @@ def stored_dtype(serving_dtype: object) -> str:
 def emulated_label(spec: WeightEmulation, dtype: str = "bfloat16") -> str:
     """How a report names an emulated weight format, e.g. 'weights fp8_e4m3/per_channel'."""
     grain = f"group{spec.group_size}" if spec.granularity == "group" else spec.granularity
-    return f"weights {spec.format}/{grain} (emulated: rounded and stored as {dtype})"
+    only = "" if spec.all_blocks else f" ({'/'.join(spec.modules)} only)"
+    return f"weights {spec.format}/{grain}{only} (emulated: rounded and stored as {dtype})"
 
 
 def fake_quantize(
@@ -214,10 +224,13 @@ def _source_files(src: Path) -> dict[str, list[int]]:
 
 
 def _spec_key(spec: WeightEmulation) -> dict[str, Any]:
-    # group_size only matters for 'group'; leaving it out elsewhere shares the cache.
+    # group_size only matters for 'group'; leaving it out elsewhere shares the cache, and
+    # the default modules keep the key copies had before modules were choosable.
     key: dict[str, Any] = {"format": spec.format, "granularity": spec.granularity}
     if spec.granularity == "group":
         key["group_size"] = spec.group_size
+    if not spec.all_blocks:
+        key["modules"] = sorted(spec.modules)
     return key
 
 
@@ -241,6 +254,8 @@ def output_folder(
     grain = f"group{spec.group_size}" if spec.granularity == "group" else spec.granularity
     key = cache_key(src, spec, dtype)
     tail = "" if dtype == "bfloat16" else f"-{dtype}"
+    if not spec.all_blocks:
+        tail = f"-{'-'.join(sorted(spec.modules))}{tail}"
     return cache_root / f"{src.resolve().name}.{spec.format}-{grain}{tail}.{key[:16]}"
 
 
@@ -288,7 +303,8 @@ def _rewrite_shard(
         metadata = dict(f.metadata() or {})
         for name in f.keys():  # noqa: SIM118 (safe_open is not a mapping)
             tensor = f.get_tensor(name)
-            if not (is_emulated_weight(name, tensor.ndim) and tensor.is_floating_point()):
+            chosen = is_emulated_weight(name, tensor.ndim, spec.modules)
+            if not (chosen and tensor.is_floating_point()):
                 tensors[name] = tensor
                 kept.append(name)
                 continue
@@ -346,7 +362,7 @@ def _build(src: Path, spec: WeightEmulation, tmp: Path, key: str, dtype: str) ->
             spec.granularity, f"one per {spec.group_size} inputs of a row"
         ),
         output_dtype=dtype,
-        selection_rule=SELECTION_RULE,
+        selection_rule=selection_rule(spec.modules),
         quantized=quantized,
         kept=kept,
     )

@@ -221,6 +221,17 @@ class WeightEmulation(Strict):
         default="per_channel", description="Scale granularity ('group' for INT formats)."
     )
     group_size: int = Field(default=128, ge=8, description="Group size for 'group' granularity.")
+    modules: list[Literal["attention", "mlp"]] = Field(
+        default_factory=lambda: ["attention", "mlp"],
+        min_length=1,
+        description="Which blocks' Linear weights are rounded: ['mlp'] keeps attention in the "
+        "serving dtype (as checkpoints that quantize only MLP/expert weights do).",
+    )
+
+    @property
+    def all_blocks(self) -> bool:
+        """Attention and MLP weights both (the default)."""
+        return set(self.modules) == {"attention", "mlp"}
 
 
 class RuntimeFallback(Strict):

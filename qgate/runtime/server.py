@@ -134,7 +134,10 @@ class ServerProcess(EngineDecl, Lifecycle):
         emulated = []
         if spec.emulate_weights is not None:
             w = spec.emulate_weights
-            emulated.append(f"weights: {w.format} {w.granularity} (dequantized copy, emulated)")
+            only = "" if w.all_blocks else f", {'/'.join(w.modules)} only"
+            emulated.append(
+                f"weights: {w.format} {w.granularity}{only} (dequantized copy, emulated)"
+            )
         server = cls(
             role=role,
             model_path=model_path,

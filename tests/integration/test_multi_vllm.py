@@ -26,7 +26,8 @@ name: it-multi
 model: {embedded: smollm2}
 target: {accelerator: cpu}
 engine:
-  args: {dtype: bfloat16, max_model_len: 1024, enforce_eager: true}
+  cpu_dtype: auto
+  args: {max_model_len: 1024, enforce_eager: true}
   startup_timeout_s: 600
   preflight: never
 reference:

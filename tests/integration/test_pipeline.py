@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from qgate.runtime.capabilities import native_fp8_kv, probe_cpu
+from qgate.runtime.capabilities import cpu_serving_dtype, native_fp8_kv, probe_cpu
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +32,8 @@ name: {name}
 model: {{embedded: smollm2}}
 target: {{accelerator: cpu}}
 engine:
-  args: {{dtype: bfloat16, max_model_len: 2048, enforce_eager: true, enable_prefix_caching: true}}
+  cpu_dtype: auto
+  args: {{max_model_len: 2048, enforce_eager: true, enable_prefix_caching: true}}
   startup_timeout_s: 600
   preflight: {preflight}
 reference:
@@ -57,6 +58,7 @@ FP8KV = (
     "  fallback: {args: {kv_cache_dtype: auto}, emulate_weights: {format: fp8_e4m3}}"
 )
 NATIVE_FP8_KV = native_fp8_kv(probe_cpu())
+SERVING_DTYPE = cpu_serving_dtype(probe_cpu()).dtype
 # The failing demo's candidate: INT4 weights, one scale per 128 inputs (mean KL ~0.8 against
 # bf16, ~40x FP8-KV's), sharing its emulated checkpoint copy through the cache.
 INT4 = (
@@ -135,6 +137,10 @@ def test_passing_run_writes_a_report_that_verifies(
     done, profile = passing_run
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("PASS"), done.stdout
+    # stderr is a pipe here, as in CI: plain progress lines, one per stage and suite
+    for line in ("qgate: stage reference_quality: started", "qgate: reference runtime ready in",
+                 "qgate: candidate math.long: ", "qgate: stage candidate: done in"):  # fmt: skip
+        assert line in done.stderr, done.stderr
     assert "perf ran" in done.stdout
     assert re.search(r"perf fixed@c2: .*output tok/s x\d", done.stdout), done.stdout
     run_dir = run_dir_of(done.stdout)
@@ -159,15 +165,22 @@ def test_report_holds_both_runtimes_and_fp8_kv(
     assert shown.returncode == 0, shown.stderr
     report = json.loads(shown.stdout)
     configs = {c["role"]: c for c in report["effective_configs"]}
+    notes = report["capability_notes"]
     if NATIVE_FP8_KV:
         assert configs["candidate"]["kv_cache_dtype"] == "fp8"
-        assert report["capability_notes"][0].startswith("candidate: native")
+        assert notes[0].startswith("candidate: native")
     else:
         assert configs["candidate"]["kv_cache_dtype"] in ("auto", "bfloat16")
         assert any("fp8_e4m3" in e for e in configs["candidate"]["emulated"])
-        (note,) = report["capability_notes"]
+        note = notes[0]
         assert note.startswith("candidate: ran its fallback") and "AVX-512 or AMX" in note
         assert f"machine: {note}" in done.stdout
+    # Both sides serve the dtype this CPU computes fastest, and every view says why.
+    dtype = SERVING_DTYPE
+    assert notes[-1].startswith(f"serving dtype: {dtype} on reference and candidate")
+    assert {c["dtype"] for c in configs.values()} == {dtype}
+    md = (run_dir_of(done.stdout) / "report.md").read_text()
+    assert f"serving dtype: {dtype}" in md
     assert configs["reference"]["kv_cache_dtype"] in ("auto", "bfloat16")
     suites = {(r["suite"], r["role"]) for r in report["quality"]["runs"]}
     for suite in ("math.short", "math.long", "recall.512"):

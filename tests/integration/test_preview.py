@@ -24,7 +24,8 @@ name: it-preview
 model: {{path: {model}, served_name: smollm2-shape}}
 target: {{accelerator: cpu}}
 engine:
-  args: {{load_format: dummy, dtype: bfloat16, max_model_len: 1024, enforce_eager: true}}
+  cpu_dtype: auto
+  args: {{load_format: dummy, max_model_len: 1024, enforce_eager: true}}
   env: {{VLLM_CPU_KVCACHE_SPACE: "1"}}
   startup_timeout_s: 600
 reference:

@@ -45,7 +45,7 @@ def test_reference_answers_a_completion(reference_server: VllmServer) -> None:
 
 
 def test_effective_config_reports_what_the_server_applied(
-    reference_server: VllmServer, fp8kv_server: VllmServer
+    reference_server: VllmServer, fp8kv_server: VllmServer, serving_dtype: str
 ) -> None:
     ref = reference_server.effective_config()
     cand = fp8kv_server.effective_config()
@@ -53,7 +53,7 @@ def test_effective_config_reports_what_the_server_applied(
     assert ref.kv_cache_dtype == "auto"
     for eff in (ref, cand):
         assert eff.kind == "vllm"
-        assert eff.dtype == "bfloat16"
+        assert eff.dtype == serving_dtype
         assert eff.max_model_len == 4096
         assert eff.tensor_parallel_size == 1
         assert eff.engine_version and eff.engine_version[0].isdigit()

@@ -251,3 +251,19 @@ def test_stored_dtype_follows_the_serving_dtype() -> None:
         "float32", "float32", "float16", "bfloat16", "bfloat16", "bfloat16"]  # fmt: skip
     with pytest.raises(BadInput, match="cannot be stored as 'int8'"):
         emulate_checkpoint(Path("."), WeightEmulation(format="int8"), Path("/nonexistent"), "int8")
+
+
+def test_mlp_only_rounds_the_mlp_and_keeps_attention(checkpoint: Path, tmp_path: Path) -> None:
+    every = WeightEmulation(format="int8")
+    mlp = WeightEmulation(format="int8", modules=["mlp"])
+    assert every.all_blocks and not mlp.all_blocks
+    assert "modules" not in emulate._spec_key(every)  # the default keeps older cache keys
+    out = emulate_checkpoint(checkpoint, mlp, tmp_path / "cache")
+    assert out != output_folder(checkpoint, every, tmp_path / "cache") and "-mlp." in out.name
+    source, got = _load(checkpoint), _load(out)
+    assert torch.equal(got[Q], source[Q])  # attention untouched
+    assert not torch.equal(got[DOWN], source[DOWN])
+    manifest = read_manifest(out)
+    assert [t.name for t in manifest.quantized] == [DOWN]
+    assert "inside mlp blocks only" in manifest.selection_rule
+    assert "(mlp only)" in emulate.emulated_label(mlp)

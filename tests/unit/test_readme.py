@@ -10,8 +10,10 @@ from qgate.profile_doc import BEGIN, END, render
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_readme_starts_with_the_two_commands() -> None:
-    head = (ROOT / "README.md").read_text().splitlines()[:6]
+def test_readme_starts_with_what_qgate_is_then_the_two_commands() -> None:
+    head = (ROOT / "README.md").read_text().splitlines()[:10]
+    intro = " ".join(head[2:5])
+    assert "qgate" in intro and "rollout" in intro and "CI" in intro
     assert any(line.startswith("make demo") for line in head)
     assert any(line.startswith("make test ") or line == "make test" for line in head)
 
