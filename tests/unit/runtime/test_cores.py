@@ -92,3 +92,48 @@ def test_the_default_folder_is_per_user(monkeypatch: pytest.MonkeyPatch) -> None
     assert lease_dir().name == f"qgate-core-leases-{os.getuid()}"
     monkeypatch.setenv("QGATE_CORE_LEASES", "/x/y")
     assert lease_dir() == Path("/x/y")
+
+
+def _server(tmp_path: Path, **kw: object) -> object:
+    from qgate.runtime.vllm_server import VllmServer
+
+    return VllmServer(role="reference", model_path=tmp_path, served_model="m",
+                      run_dir=tmp_path / "run", **kw)  # type: ignore[arg-type]  # fmt: skip
+
+
+def test_a_cpu_server_binds_its_engine_to_leased_cores_and_gives_them_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from qgate.runtime import cores
+
+    monkeypatch.setenv("QGATE_CORE_LEASES", str(tmp_path / "leases"))
+    monkeypatch.delenv(cores.BIND_ENV, raising=False)
+    monkeypatch.setattr(cores, "usable_cores", lambda: [0, 1])
+    server = _server(tmp_path)
+    server._place_threads()  # type: ignore[attr-defined]
+    assert server.env_overlay[cores.BIND_ENV] == "0-1"  # type: ignore[attr-defined]
+    assert "engine threads bound to cores 0-1" in (tmp_path / "run" / "reference.log").read_text()
+    assert lease_cores(usable=[0, 1], folder=tmp_path / "leases").shared  # held meanwhile
+    server._release_cores()  # type: ignore[attr-defined]
+    again = lease_cores(usable=[0, 1], folder=tmp_path / "leases")
+    assert not again.shared
+    again.release()
+
+
+def test_a_binding_from_the_profile_shell_or_a_gpu_target_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from qgate.runtime import cores
+
+    monkeypatch.setenv("QGATE_CORE_LEASES", str(tmp_path / "leases"))
+    monkeypatch.delenv(cores.BIND_ENV, raising=False)
+    profile = _server(tmp_path, env={cores.BIND_ENV: "1"})
+    gpu = _server(tmp_path, accelerator="H200")
+    for server in (profile, gpu):
+        server._place_threads()  # type: ignore[attr-defined]
+    assert profile.env_overlay[cores.BIND_ENV] == "1"  # type: ignore[attr-defined]
+    assert cores.BIND_ENV not in gpu.env_overlay  # type: ignore[attr-defined]
+    monkeypatch.setenv(cores.BIND_ENV, "nobind")
+    shell = _server(tmp_path)
+    shell._place_threads()  # type: ignore[attr-defined]
+    assert cores.BIND_ENV not in shell.env_overlay  # type: ignore[attr-defined]
