@@ -19,7 +19,7 @@ setup: $(STAMP)
 	$(VENV)/bin/qgate models prepare smollm2
 
 demo: setup
-	$(VENV)/bin/qgate run precision_profiles/smollm2-cpu-fp8.yaml
+	$(VENV)/bin/qgate run precision_profiles/smollm2-cpu-int8.yaml
 
 # Expected to fail: succeeds only when qgate exits 1 (a gate failed), not 0, 2 or 3.
 demo-fail: setup

@@ -77,7 +77,7 @@ def test_json_form_round_trips() -> None:
 
 
 def test_single_candidate_profiles_load_as_before() -> None:
-    path = ROOT / "precision_profiles" / "smollm2-cpu-fp8.yaml"
+    path = ROOT / "precision_profiles" / "smollm2-cpu-int8.yaml"
     loaded = load_any_profile_file(path)
     assert isinstance(loaded, Single)
     assert loaded.profile == load_profile_file(path).profile

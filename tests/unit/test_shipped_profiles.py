@@ -15,7 +15,7 @@ PROFILES = sorted((Path(__file__).resolve().parents[2] / "precision_profiles").g
 
 def test_profiles_are_shipped() -> None:
     names = {p.stem for p in PROFILES}
-    shipped = {"smollm2-cpu-fp8", "smollm2-cpu-fp8kv", "glm-5.2-fp8-aiter-mi325x",
+    shipped = {"smollm2-cpu-int8", "smollm2-cpu-fp8", "smollm2-cpu-fp8kv", "glm-5.2-fp8-aiter-mi325x",
                "kimi-k3-fp8kv-aiter-mi325x", "kimi-k3-three-way-mi325x"}  # fmt: skip
     assert shipped <= names
 
