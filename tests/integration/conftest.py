@@ -65,7 +65,8 @@ def smollm2_checkpoint() -> Path:
 
 
 def _serve(
-    role: str, checkpoint: Path, run_dir: Path, extra: dict[str, EngineArgValue]
+    role: str, checkpoint: Path, run_dir: Path, extra: dict[str, EngineArgValue],
+    env: dict[str, str],
 ) -> Iterator[VllmServer]:
     server = VllmServer(
         role="reference" if role == "reference" else "candidate",
@@ -73,23 +74,28 @@ def _serve(
         served_model=SERVED_MODEL,
         run_dir=run_dir,
         args={**SERVER_ARGS, **extra},
-        # Half the CPU default: several sessions share a 24 GiB machine, and
-        # the tests never need more than a few thousand tokens in flight.
-        env={"VLLM_CPU_KVCACHE_SPACE": "1"},
+        env=env,
         startup_timeout_s=900,
     )
     with server:
         pgid = server.pid
         yield server
+    # Stopping is checked here, once per shared server: the whole group is gone and the log
+    # says so once.
     assert pgid is not None
     assert not group_alive(pgid), f"{role} server left processes in group {pgid}"
+    assert server.log_path.read_text().count("# qgate: stopped") == 1
 
 
 @pytest.fixture(scope="session")
 def reference_server(smollm2_checkpoint: Path, runtime_root: Path) -> Iterator[VllmServer]:
-    """SmolLM2 on vLLM-CPU in SERVING_DTYPE, KV cache `auto`, eager, max_model_len 4096."""
+    """SmolLM2 on vLLM-CPU in SERVING_DTYPE, KV cache `auto`, eager, max_model_len 4096.
+
+    It runs with qgate's CPU defaults (KV cache space, memory share, core binding), which
+    test_runtime_vllm.py checks on it.
+    """
     run_dir = runtime_root / "reference-server"
-    yield from _serve("reference", smollm2_checkpoint, run_dir, {"kv_cache_dtype": "auto"})
+    yield from _serve("reference", smollm2_checkpoint, run_dir, {"kv_cache_dtype": "auto"}, {})
 
 
 @pytest.fixture(scope="session")
@@ -101,7 +107,9 @@ def fp8kv_server(smollm2_checkpoint: Path, runtime_root: Path) -> Iterator[VllmS
                     f"{cpu.describe()} (the fallback path is covered by test_pipeline.py and "
                     f"tests/unit/runtime/test_capabilities.py)")  # fmt: skip
     run_dir = runtime_root / "fp8kv-server"
-    yield from _serve("candidate", smollm2_checkpoint, run_dir, {"kv_cache_dtype": "fp8"})
+    # Half the CPU default: the profile's value wins over qgate's (test_runtime_vllm.py).
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1"}
+    yield from _serve("candidate", smollm2_checkpoint, run_dir, {"kv_cache_dtype": "fp8"}, env)
 
 
 @pytest.fixture(scope="session")

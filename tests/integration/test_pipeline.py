@@ -281,7 +281,11 @@ def test_candidate_that_cannot_start_fails_before_the_reference(
         "--cache-dir", str(workspace / "empty-cache"), "--no-progress", env=env,
     )  # fmt: skip
     assert done.returncode == 3, done.stdout + done.stderr
-    first = done.stderr.strip().splitlines()[0]
+    # progress lines come first (stderr is a pipe), then the one-line error
+    lines = done.stderr.strip().splitlines()
+    errors = [i for i, ln in enumerate(lines) if ln.startswith("error:")]
+    assert errors and all(" qgate: " in ln for ln in lines[: errors[0]]), done.stderr
+    first = lines[errors[0]]
     assert first.startswith("error: candidate runtime: server exited during startup"), first
     assert "unrecognized arguments: --no-such-engine-flag" in first, first
     assert "candidate.log" in first
