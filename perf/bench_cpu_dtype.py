@@ -40,7 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from qgate.embedded import checkpoint_path  # noqa: E402
+from qgate.checkpoint.embedded import checkpoint_path  # noqa: E402
 from qgate.runtime.capabilities import probe_cpu  # noqa: E402
 from qgate.runtime.vllm_server import VllmServer  # noqa: E402
 

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from qgate.emulate import emulate_checkpoint, read_manifest
+from qgate.checkpoint.emulate import emulate_checkpoint, read_manifest
 from qgate.profile import WeightEmulation
 
 DEFAULT = "fp8_e4m3:per_channel,fp8_e5m2:per_channel,int8:per_channel,int4:group"
@@ -27,7 +27,7 @@ def main() -> None:
     parser.add_argument("--formats", default=DEFAULT, help="format:granularity,...")
     args = parser.parse_args()
     if args.checkpoint is None:
-        from qgate.embedded import require_checkpoint
+        from qgate.checkpoint.embedded import require_checkpoint
 
         args.checkpoint = require_checkpoint("smollm2")
     print(

@@ -59,7 +59,7 @@ def _server(base_url: str | None) -> Iterator[tuple[str, str]]:
         models = json.load(urllib.request.urlopen(f"{base_url}/models", timeout=30))
         yield base_url, models["data"][0]["id"]
         return
-    from qgate.embedded import checkpoint_path
+    from qgate.checkpoint.embedded import checkpoint_path
 
     port = _free_port()
     env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="2")
@@ -195,7 +195,7 @@ def main() -> None:
         recompute, scores = _timed(reference_scores(spec, url, model, concurrency=args.concurrency))
 
     with tempfile.TemporaryDirectory() as tmp:
-        from qgate.report.keys import (
+        from qgate.attest.keys import (
             LoadedSigner,
             generate_private_pem,
             public_pem_of,

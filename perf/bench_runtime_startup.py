@@ -135,7 +135,7 @@ def main() -> None:
     if opts.fake:
         model = Path("/nonexistent/model")
     else:
-        from qgate.embedded import checkpoint_path
+        from qgate.checkpoint.embedded import checkpoint_path
 
         model = checkpoint_path("smollm2")
         if not (model / "config.json").is_file():

@@ -22,20 +22,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from qgate.attest.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
+from qgate.attest.statement import Subject
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.profile import Profile
+from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord, SuiteRun
-from qgate.report.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
-from qgate.report.model import (
-    PerfSection,
-    QualitySection,
-    ReferenceProvenance,
-    Report,
-    ScenarioResult,
-)
-from qgate.report.signing import Subject, sign_report
+from qgate.report.model import PerfSection, QualitySection, Report, ScenarioResult
+from qgate.report.signing import sign_report
 from qgate.report.verdict import overall
-from qgate.report.verify import default_recompute, verify_bytes
+from qgate.report.verify.single import default_recompute, verify_bytes
 
 
 def _sha(text: str) -> str:
@@ -203,8 +199,7 @@ def build(items: int, requests: int, resamples: int) -> Report:
 
 def breakdown(data: bytes, public_pem: str, resamples: int) -> tuple[float, ...]:
     """Seconds spent parsing, in evaluate_quality, in summarize (both runs) and in compare."""
-    from qgate.report import verify as v
-
+    from qgate.report.verify import single as v
     fns = default_recompute()
     t = time.perf_counter()
     payload, _ = v.check_signature(v.read_envelope(data), public_pem)
@@ -263,8 +258,7 @@ def main() -> None:
     # where the time goes: envelope/signature/schema (qgate.report), then the
     # team's recomputation functions (quality gates, perf summaries, bootstrap),
     # with the garbage collector paused as verify_bytes pauses it
-    from qgate.report import verify as v
-
+    from qgate.report.verify import single as v
     with v.cyclic_gc_paused():
         t_parse, t_red, t_quality, t_summ, t_cmp = breakdown(
             data, signer.public_pem, args.resamples

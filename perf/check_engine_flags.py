@@ -21,7 +21,7 @@ def check(path: Path) -> bool:
     from vllm.entrypoints.launchers.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
-    from qgate.profile_loader import load_profile
+    from qgate.profile.load import load_profile
     from qgate.runtime.command import engine_args_to_flags, merge_args
 
     profile = load_profile(path, check_files=False)

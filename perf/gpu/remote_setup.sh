@@ -29,7 +29,7 @@ if [ ! -f /tmp/site/.base ] && whole base b; then
   # The __main__ guard matters: vLLM spawns its engine core with multiprocessing "spawn", which
   # re-imports the launching script; without it the child re-runs main() (seen on the H200).
   printf '#!%s\nimport sys\nfrom vllm.entrypoints.cli.main import main\nif __name__ == "__main__":\n    sys.exit(main())\n' "$(command -v python3)" > /tmp/site/bin/vllm
-  printf '#!%s\nimport sys\nsys.path.insert(0, "/tmp/qgate-src")\nfrom qgate.cli import main\nif __name__ == "__main__":\n    sys.exit(main())\n' "$(command -v python3)" > /tmp/site/bin/qgate
+  printf '#!%s\nimport sys\nsys.path.insert(0, "/tmp/qgate-src")\nfrom qgate.cli.main import main\nif __name__ == "__main__":\n    sys.exit(main())\n' "$(command -v python3)" > /tmp/site/bin/qgate
   chmod +x /tmp/site/bin/vllm /tmp/site/bin/qgate && rm -rf /tmp/base && touch /tmp/site/.base
 fi
 if [ -f /tmp/site/.base ] && [ ! -f /tmp/site/.model ] && whole model m; then

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from qgate.lazy import lazy_getattr
+from qgate.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from qgate.perf.checks import scenario_verdicts

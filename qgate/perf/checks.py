@@ -6,10 +6,10 @@
 
 from __future__ import annotations
 
+from qgate.core.verdict import Verdict
 from qgate.perf.metrics import workload_requests
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.profile import PerfSpec
-from qgate.quality.records import Verdict
 
 
 def check_request(r: RequestRecord) -> list[str]:

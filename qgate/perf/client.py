@@ -25,7 +25,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from qgate.http_errors import TransportError, map_exceptions
+from qgate.core.http_errors import TransportError, map_exceptions
 
 if TYPE_CHECKING:
     import aiohttp

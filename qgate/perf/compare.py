@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field
 
-from qgate.models import Record
+from qgate.core.records import Record
 from qgate.perf.metrics import (
     e2e_ms,
     itl_gaps_ms,
@@ -44,7 +44,7 @@ from qgate.perf.metrics import (
     workload_requests,
 )
 from qgate.perf.records import RequestRecord, ScenarioRun
-from qgate.profile_perf import COMPARED
+from qgate.profile.perf import COMPARED
 
 
 class MetricComparison(Record):
@@ -98,7 +98,7 @@ def _per_request() -> list[tuple[str, str, Literal["lower", "higher"], PerReques
 
 
 # name, unit, better, values per request (ITL pools several values per request), percentile;
-# in the order of qgate.profile_perf.COMPARED (what perf gates may name)
+# in the order of qgate.profile.perf.COMPARED (what perf gates may name)
 PER_REQUEST = _per_request()
 THROUGHPUTS = [n for n in COMPARED if n.partition(".")[0] not in _VALUES]
 

@@ -11,11 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-PREFIX_HITS = "vllm:prefix_cache_hits_total"
-PREFIX_QUERIES = "vllm:prefix_cache_queries_total"
-PREEMPTIONS = "vllm:num_preemptions_total"
-PROMPT_TOKENS = "vllm:prompt_tokens_total"
-GENERATION_TOKENS = "vllm:generation_tokens_total"
+from qgate.core.serving import MetricNames
+
+
+def names_of(recorded: MetricNames | None) -> MetricNames:
+    """The counter names a scenario's records are read with: those its engine declared, or
+    vLLM's for records made before engines declared theirs (all of them came from vLLM)."""
+    if recorded is not None:
+        return recorded
+    from qgate.runtime.vllm_server import VLLM_METRICS
+
+    return VLLM_METRICS
+
 
 
 def metrics_url(base_url: str) -> str:
@@ -72,10 +79,14 @@ def deltas(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str,
     return out
 
 
-def prefix_cache_hit_rate(before: Mapping[str, float], after: Mapping[str, float]) -> float | None:
+def prefix_cache_hit_rate(
+    before: Mapping[str, float], after: Mapping[str, float], names: MetricNames
+) -> float | None:
     """Prefix-cache hits / queries (in tokens) during the scenario; None if not reported."""
+    if names.prefix_queries is None:
+        return None
     d = deltas(before, after)
-    q = d.get(PREFIX_QUERIES)
+    q = d.get(names.prefix_queries)
     if not q:
         return None
-    return d.get(PREFIX_HITS, 0.0) / q
+    return d.get(names.prefix_hits or "", 0.0) / q

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from qgate.core.verdict import Verdict
 from qgate.profile import PerfSpec
-from qgate.profile_perf import PerfGate, matches
-from qgate.quality.records import Verdict
+from qgate.profile.perf import PerfGate, matches
 
 # Interval bounds are ratios of floats; this absorbs rounding so a bound
 # exactly at the limit passes.

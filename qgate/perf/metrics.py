@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from qgate.models import Record
+from qgate.core.records import Record
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.perf.series import TimeSeries, bucket_series, bucket_width
 from qgate.profile import Slo
@@ -296,7 +296,7 @@ def time_series(run: ScenarioRun) -> TimeSeries | None:
 
 def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
     """All scenario metrics from the raw records (pure; `qgate verify` calls it too)."""
-    from qgate.perf.counters import PREEMPTIONS, deltas, prefix_cache_hit_rate
+    from qgate.perf.counters import deltas, names_of, prefix_cache_hit_rate
     from qgate.perf.probes import probe_agreement
 
     reqs = workload_requests(run)
@@ -315,6 +315,7 @@ def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
     out_rate, out_rate_per_gpu, req_rate = throughputs(run)
     agree, total = probe_agreement(run)
     d = deltas(run.counters_before, run.counters_after)
+    names = names_of(run.metric_names)
     return ScenarioMetrics(
         scenario=run.scenario,
         role=run.role,
@@ -343,8 +344,10 @@ def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
         queue_ms=distribution([(r.sent_ns - r.scheduled_ns) / NS_PER_MS for r in reqs]),
         peak_concurrency=peak_concurrency(reqs),
         max_output_tokens_per_s=max_tokens_per_second(ok),
-        prefix_cache_hit_rate=prefix_cache_hit_rate(run.counters_before, run.counters_after),
-        preemptions=d.get(PREEMPTIONS),
+        prefix_cache_hit_rate=prefix_cache_hit_rate(
+            run.counters_before, run.counters_after, names
+        ),
+        preemptions=d.get(names.preemptions) if names.preemptions else None,
         server_counters=d,
         probe_agree=agree,
         probe_total=total,

@@ -8,31 +8,23 @@ stage; disagreement under load points at batching or scheduling bugs.
 
 from __future__ import annotations
 
-import importlib
-import re
 from typing import Any
 
 from qgate.perf.records import ScenarioRun
+from qgate.quality.extract import extract_number
 
 # (item id, chat messages or a prompt string, the quality stage's answer)
 Probe = tuple[str, list[dict[str, Any]] | str, str | None]
 
-_INT = re.compile(r"-?\d[\d,]*")
 
 
 def extract_answer(text: str) -> str | None:
     """The final number of an answer, by the quality stage's own extractor.
 
     The same function the quality stage used, so a probe agrees exactly when the
-    runtime gave the same answer under load; a last-integer regex if the quality
-    package is not importable.
+    runtime gave the same answer under load.
     """
-    try:
-        extract = importlib.import_module("qgate.quality.extract")
-    except ImportError:
-        found = _INT.findall(text)
-        return found[-1].replace(",", "") if found else None
-    got = extract.extract_number(text)
+    got = extract_number(text)
     return None if got is None else str(got)
 
 

@@ -1,6 +1,6 @@
 """Published figures beside the measured ones: pure display logic, never a gate.
 
-A profile's `perf.published` rows (qgate.profile_perf.PublishedFigure) are
+A profile's `perf.published` rows (qgate.profile.perf.PublishedFigure) are
 matched to the report's scenario runs (by `scenario`, else by the run's
 concurrency, else every run) and set beside the candidate's and the
 reference's measured value of the same metric, with measured / published.
@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import Field
 
-from qgate.models import Record
-from qgate.profile_perf import PublishedFigure, matches
+from qgate.core.records import Record
+from qgate.profile.perf import PublishedFigure, matches
 
 CAVEAT = (
     "Published figures come from other runs: hardware, software versions, model revision, "

@@ -10,7 +10,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from qgate.models import Record
+from qgate.core.records import Record
+from qgate.core.serving import MetricNames
 
 # A perf run is one of the two runtimes of `qgate run`, or `qgate perf` on its own.
 PerfRole = Literal["reference", "candidate", "standalone"]
@@ -85,6 +86,11 @@ class ScenarioRun(Record):
     requests: list[RequestRecord] = Field(description="Measured requests (warmups excluded).")
     counters_before: dict[str, float] = Field(default_factory=dict, description="/metrics.")
     counters_after: dict[str, float] = Field(default_factory=dict, description="/metrics.")
+    metric_names: MetricNames | None = Field(
+        default=None,
+        description="The counter names the serving engine declared (its class's `metrics`); "
+        "None in records made before engines declared them (vLLM's names apply).",
+    )
     t0_unix_ns: int | None = Field(
         default=None,
         description="Wall-clock time (ns since the Unix epoch) of the scenario's zero, the "

@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from qgate.core.http import root_url
+from qgate.core.serving import MetricNames
 from qgate.errors import InfrastructureError
 from qgate.perf.client import make_session, post_json
 from qgate.perf.counters import scrape
@@ -35,8 +37,7 @@ from qgate.perf.workloads import (
     run_trace,
 )
 from qgate.profile import FixedScenario, MultiTurnScenario, PerfSpec, TraceScenario
-from qgate.profile_quality import ANSWER_MAX_TOKENS
-from qgate.runtime.http import root_url
+from qgate.profile.quality import ANSWER_MAX_TOKENS
 
 AnyScenario = FixedScenario | MultiTurnScenario | TraceScenario
 Role = PerfRole
@@ -93,6 +94,7 @@ async def run_scenarios(
     progress: bool = False,
     timeout_s: float = 600.0,
     tokenize: Tokenize | None = None,
+    metric_names: MetricNames | None = None,
 ) -> list[ScenarioRun]:
     """Run every scenario of `spec` against one server; one ScenarioRun per run/level.
 
@@ -101,7 +103,8 @@ async def run_scenarios(
     workload completions, with `probe_params` (default greedy, ANSWER_MAX_TOKENS tokens).
     Prompts are tokenized by the server's /tokenize unless `tokenize` is
     given (a local tokenizer, see qgate.perf.tokenizer). Failures of single
-    requests are recorded, never raised.
+    requests are recorded, never raised. `metric_names` are the serving engine's counter
+    names (its class's `metrics`), recorded with every run for the metrics to read.
     """
     out: list[ScenarioRun] = []
     for s in (e for scenario in spec.scenarios for e in expand_inputs(scenario)):
@@ -124,6 +127,7 @@ async def run_scenarios(
                     tokenize,
                 )
             )
+            out[-1].metric_names = metric_names
     return out
 
 

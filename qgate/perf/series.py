@@ -37,13 +37,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from qgate.models import Record
+from qgate.core.records import Record
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
     Ints = Sequence[int] | npt.NDArray[np.int64]
+
+from qgate.profile.scenarios import DEFAULT_BUCKET_S, MAX_BUCKETS
 
 __all__ = [
     "DEFAULT_BUCKET_S",
@@ -56,9 +58,6 @@ __all__ = [
     "bucket_width",
 ]
 
-DEFAULT_BUCKET_S = 60.0
-# A week at the default width; wider buckets for longer runs (profile_checks refuses more).
-MAX_BUCKETS = 20_000
 # The run parameter that asks for a series (ScenarioRun.params), so verify needs only the run.
 PARAM = "series_bucket_s"
 NS_PER_S = 1_000_000_000

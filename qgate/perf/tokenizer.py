@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from qgate.core.http import root_url
 from qgate.errors import BadInput, InfrastructureError
-from qgate.runtime.http import root_url
 
 Tokenize = Callable[[str], Awaitable[list[int]]]
 

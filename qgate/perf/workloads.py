@@ -308,7 +308,7 @@ def load_trace(path: Path) -> list[tuple[float, int, int]]:
         raise BadInput(f"trace {path}: {e.strerror}") from e
     except UnicodeDecodeError as e:
         raise BadInput(f"trace {path}: not UTF-8 text ({e.reason})") from None
-    from qgate.jsonl_checks import JsonlLineError, jsonl_values
+    from qgate.core.jsonl_checks import JsonlLineError, jsonl_values
 
     need = "need timestamp, input_tokens, output_tokens"
     try:

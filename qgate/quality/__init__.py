@@ -1,17 +1,14 @@
 """Quality suites (math, recall, divergence, lm-eval), statistics and gates.
 
-The plug-in surface is the suite registry (qgate/quality/registry.py): a suite
+The plug-in surface is the suite registry (qgate/profile/suites.py): a suite
 is a `SuiteEntry` naming a `SuiteRunner`; the stage, the gates and the
 reference cache loop over `registered()`.
 """
 
 from __future__ import annotations
 
-from qgate.quality.registry import (
-    PairedRunner,
-    SuiteContext,
+from qgate.profile.suites import (
     SuiteEntry,
-    SuiteRunner,
     features_needed,
     features_used,
     register,
@@ -19,6 +16,7 @@ from qgate.quality.registry import (
     suite_entry,
     unregister,
 )
+from qgate.quality.runner import PairedRunner, SuiteContext, SuiteRunner
 
 __all__ = [
     "PairedRunner",

@@ -33,15 +33,18 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, ValidationError
 
+from qgate.core.files import atomic_write, sha256_bytes
+from qgate.core.records import Record
+from qgate.core.serving import EffectiveConfig
 from qgate.errors import BadInput, VerificationFailed
-from qgate.files import atomic_write, sha256_bytes
-from qgate.models import Record
 from qgate.profile import QualitySpec
+from qgate.profile.suites import gate_fields
 from qgate.quality.cache_auth import (
     CACHE_FORMAT,
     ENVELOPE,
     PAYLOAD,
     EntryStatement,
+    ReferenceProvenance,
     entry_statement,
     provenance_of,
     record_provenance,
@@ -49,12 +52,9 @@ from qgate.quality.cache_auth import (
 )
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.records import SuiteRun
-from qgate.quality.registry import gate_fields
-from qgate.report.model import ReferenceProvenance
-from qgate.runtime.base import EffectiveConfig
 
 if TYPE_CHECKING:
-    from qgate.report.keys import LoadedSigner
+    from qgate.attest.keys import LoadedSigner
 
 __all__ = [
     "CachedReference",

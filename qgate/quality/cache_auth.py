@@ -13,19 +13,34 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
+from qgate.core.files import sha256_bytes
+from qgate.core.records import Record
 from qgate.errors import BadInput, VerificationFailed
-from qgate.files import sha256_bytes
-from qgate.models import Record
-from qgate.report.model import ReferenceProvenance
 
 if TYPE_CHECKING:
-    from qgate.report.keys import LoadedSigner
+    from qgate.attest.keys import LoadedSigner
 
 # 2: signed entries. The format is part of the cache key, so older unsigned entries are never read.
 CACHE_FORMAT = 2
 PAYLOAD = "reference.json"
 ENVELOPE = "reference.json.dsse"
 ENTRY_PREDICATE_TYPE = "https://qgate.dev/reference-cache/v1"
+
+
+class ReferenceProvenance(Record):
+    """Where the reference's quality results came from: a signed cache entry or this run."""
+
+    source: Literal["cache", "fresh"] = Field(
+        description="'cache': read from a reference cache entry; 'fresh': computed by this run."
+    )
+    cache_key: str = Field(description="The reference cache key (sha256 hex).")
+    entry_sha256: str = Field(description="sha256 of the cache entry's payload (reference.json).")
+    signer_keyid: str = Field(description="Key id of the key that signed the cache entry.")
+    signer_public_key_pem: str = Field(description="Public key (PEM) that verified the entry.")
+    created_at: str = Field(description="UTC time the entry was made, ISO 8601.")
+    envelope: str = Field(
+        description="The entry's DSSE envelope (JSON), so verify can check the signature itself."
+    )
 
 
 class EntryStatement(Record):
@@ -40,8 +55,8 @@ class EntryStatement(Record):
 
 def entry_statement(envelope: bytes, trusted_pems: Iterable[str]) -> EntryStatement:
     """Verify a cache entry envelope with the trusted keys; VerificationFailed with the reason."""
-    from qgate.report.dsse import check_signature, read_envelope
-    from qgate.report.signing import PAYLOAD_TYPE, STATEMENT_TYPE
+    from qgate.attest.dsse import check_signature, read_envelope
+    from qgate.attest.statement import PAYLOAD_TYPE, STATEMENT_TYPE
 
     try:
         env = read_envelope(envelope, "cache entry envelope")
@@ -83,7 +98,7 @@ def sign_entry(
 ) -> bytes:
     """The DSSE envelope (one JSON line) that signs a cache entry's payload under `key`."""
     from qgate import __version__
-    from qgate.report.signing import STATEMENT_TYPE, sign_statement
+    from qgate.attest.statement import STATEMENT_TYPE, sign_statement
 
     created = created_at or datetime.now(UTC).isoformat(timespec="seconds")
     statement = {

@@ -17,9 +17,9 @@ from typing import Any, Self
 
 import aiohttp
 
+from qgate.core.http import root_url as server_root
+from qgate.core.http_errors import TransportError, map_exceptions
 from qgate.errors import InfrastructureError
-from qgate.http_errors import TransportError, map_exceptions
-from qgate.runtime.http import root_url as server_root
 
 __all__ = ["CONNECT_RETRIES", "Completion", "HttpError", "RETRY_DELAY_S", "SuiteClient"]
 
@@ -166,10 +166,9 @@ class SuiteClient:
     ) -> list[Completion]:
         """One single-turn chat completion per user prompt, in prompt order.
 
-        `what` names them in the progress lines (qgate/progress.py).
+        `what` names them in the progress lines (qgate/core/progress.py).
         """
-        from qgate import progress
-
+        from qgate.core import progress
         counter = progress.items(what, len(prompts))
 
         async def counted(prompt: str) -> Completion:

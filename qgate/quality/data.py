@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from qgate.core.files import atomic_write, sha256_file
+from qgate.core.files import sha256_bytes as sha256_bytes
 from qgate.errors import BadInput
-from qgate.files import atomic_write, sha256_file
-from qgate.files import sha256_bytes as sha256_bytes
 from qgate.quality import data_corpus, data_math, data_recall
 
 MANIFEST_NAME = "MANIFEST.json"

@@ -15,7 +15,7 @@ import json
 import random
 from dataclasses import dataclass
 
-from qgate.files import jsonl_bytes
+from qgate.core.files import jsonl_bytes
 
 GENERATOR_VERSION = "2"
 RECALL_CHARS_SEED = 4242

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from pydantic import Field
 
-from qgate.models import Record
+from qgate.core.records import Record
 from qgate.quality.records import DivergenceRun
 
 FLOOR = 1e-10

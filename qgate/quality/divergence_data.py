@@ -11,10 +11,10 @@ from pathlib import Path
 
 from pydantic import Field
 
+from qgate.core.files import sha256_bytes, sha256_text
+from qgate.core.jsonl_checks import JsonlLineError, jsonl_values
+from qgate.core.records import Record, Role
 from qgate.errors import BadInput
-from qgate.files import sha256_bytes, sha256_text
-from qgate.jsonl_checks import JsonlLineError, jsonl_values
-from qgate.models import Record, Role
 
 __all__ = [
     "Continuation",

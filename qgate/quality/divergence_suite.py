@@ -30,9 +30,10 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from qgate import progress
+from qgate.core import progress
+from qgate.core.http import root_url
+from qgate.core.records import Role
 from qgate.errors import BadInput, InfrastructureError
-from qgate.models import Role
 from qgate.profile import DivergenceSuite
 from qgate.quality.divergence import position_divergence
 from qgate.quality.divergence_data import (
@@ -45,7 +46,6 @@ from qgate.quality.divergence_data import (
     sha256_text,
 )
 from qgate.quality.records import DivergenceRun, DivergenceSequence
-from qgate.runtime.http import root_url
 
 __all__ = [
     "SUITE",
@@ -68,7 +68,7 @@ __all__ = [
 if TYPE_CHECKING:
     import aiohttp
 
-    from qgate.quality.registry import SuiteContext
+    from qgate.quality.runner import SuiteContext
 
 
 async def _post(
@@ -381,7 +381,7 @@ def build_divergence_run(reference: ScoreSet, candidate: ScoreSet) -> Divergence
 
 
 class DivergenceRunner:
-    """The paired divergence step in the quality stage (entry: qgate/quality/registry.py)."""
+    """The paired divergence step in the quality stage (entry: qgate/profile/suites.py)."""
 
     def data_digests(self, setting: DivergenceSuite, max_model_len: int | None) -> dict[str, str]:
         return {"divergence": load_corpus(setting.corpus, setting.sequences)[1]}

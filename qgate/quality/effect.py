@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from qgate.core.verdict import Verdict
 from qgate.profile import QualitySpec
-from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
+from qgate.quality.records import DivergenceRun, SuiteRun
 
 GATE = "candidate.no_effect"
 MESSAGE = (

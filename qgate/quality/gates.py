@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from qgate.core.verdict import Verdict
 from qgate.profile import AccuracyPolicy, DivergenceSuite, QualitySpec
+from qgate.profile.suites import exact_results
 from qgate.quality.divergence import DivergenceSummary, summarize_divergence
 from qgate.quality.effect import effect_verdicts
-from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
-from qgate.quality.registry import exact_results
+from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.stats import count_flips, mcnemar_p, min_detectable_drop, pct, wilson
 
 __all__ = [

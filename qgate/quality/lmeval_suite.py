@@ -27,15 +27,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from qgate.core.files import sha256_file, sha256_json
+from qgate.core.records import Role
 from qgate.errors import BadInput, InfrastructureError
-from qgate.files import sha256_file, sha256_json
-from qgate.models import Role
 from qgate.profile import LmEvalTask
 from qgate.quality.data import evals_root
 from qgate.quality.records import ItemRecord, SuiteRun
 
 if TYPE_CHECKING:
-    from qgate.quality.registry import SuiteContext
+    from qgate.quality.runner import SuiteContext
 
 __all__ = [
     "SUITE",
@@ -86,7 +86,7 @@ def _data_files(yaml_path: Path) -> dict[str, Path]:
     import yaml
 
     try:
-        config = yaml.load(yaml_path.read_text(encoding="utf-8"), Loader=_LenientLoader)
+        config = yaml.load(yaml_path.read_text(encoding="utf-8"), Loader=LenientLoader)
     except yaml.YAMLError:
         return {}
     if not isinstance(config, dict):
@@ -112,7 +112,7 @@ def _lenient_loader() -> type[Any]:
     return Loader
 
 
-_LenientLoader = _lenient_loader()
+LenientLoader = _lenient_loader()
 
 
 def lm_eval_data_sha256(task: LmEvalTask) -> str:
@@ -170,7 +170,7 @@ def _resolved_include_dir(task: LmEvalTask) -> Iterator[list[str]]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _split_metric(metric: str) -> tuple[str, str | None]:
+def split_metric(metric: str) -> tuple[str, str | None]:
     name, _, filt = metric.partition(",")
     return name.strip(), (filt.strip() or None)
 
@@ -188,7 +188,7 @@ def samples_to_records(
 
     Pure, so that tests (and a reader) can check the mapping without lm-eval.
     """
-    name, wanted = _split_metric(metric)
+    name, wanted = split_metric(metric)
     filters = sorted({str(s.get("filter")) for s in samples})
     if wanted is None:
         if len(filters) > 1:
@@ -305,7 +305,7 @@ def run_lm_eval(
 
 
 class LmEvalRunner:
-    """The lm-eval tasks in the quality stage (their entry is in qgate/quality/registry.py)."""
+    """The lm-eval tasks in the quality stage (their entry is in qgate/profile/suites.py)."""
 
     def data_digests(self, setting: list[LmEvalTask], max_model_len: int | None) -> dict[str, str]:
         return {f"lm_eval.{task.task}": lm_eval_data_sha256(task) for task in setting}

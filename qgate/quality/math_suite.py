@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from qgate.core.files import sha256_bytes, sha256_json, sha256_text
+from qgate.core.jsonl_checks import JsonlLineError, jsonl_values
+from qgate.core.records import Role
 from qgate.errors import BadInput
-from qgate.files import sha256_bytes, sha256_json, sha256_text
-from qgate.jsonl_checks import JsonlLineError, jsonl_values
-from qgate.models import Role
 from qgate.profile import MathSuite
 from qgate.quality.data import evals_root, read_eval_file
 from qgate.quality.extract import answer_matches, extract_number
@@ -27,7 +27,7 @@ from qgate.quality.records import ItemRecord, SuiteRun
 if TYPE_CHECKING:
     # aiohttp is slow to import; `qgate verify` reads the math set without it
     from qgate.quality.client import Completion, SuiteClient
-    from qgate.quality.registry import SuiteContext
+    from qgate.quality.runner import SuiteContext
 
 __all__ = [
     "SUITE",
@@ -240,7 +240,7 @@ async def run_math(
 
 
 class MathRunner:
-    """The math suite in the quality stage (its entry is in qgate/quality/registry.py)."""
+    """The math suite in the quality stage (its entry is in qgate/profile/suites.py)."""
 
     def data_digests(self, setting: MathSuite, max_model_len: int | None) -> dict[str, str]:
         return {

@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from qgate.core.files import sha256_bytes, sha256_json, sha256_text
+from qgate.core.records import Role
 from qgate.errors import BadInput
-from qgate.files import sha256_bytes, sha256_json, sha256_text
-from qgate.models import Role
 from qgate.profile import RecallSuite
 from qgate.quality import data_recall
 from qgate.quality.client import HttpError, SuiteClient
@@ -24,7 +24,7 @@ from qgate.quality.extract import extract_symbol
 from qgate.quality.records import ItemRecord, SuiteRun
 
 if TYPE_CHECKING:
-    from qgate.quality.registry import SuiteContext
+    from qgate.quality.runner import SuiteContext
 
 __all__ = [
     "SUITE",
@@ -227,7 +227,7 @@ async def run_recall(
 
 
 class RecallRunner:
-    """The recall suite in the quality stage (its entry is in qgate/quality/registry.py)."""
+    """The recall suite in the quality stage (its entry is in qgate/profile/suites.py)."""
 
     def data_digests(self, setting: RecallSuite, max_model_len: int | None) -> dict[str, str]:
         return {

@@ -1,4 +1,4 @@
-"""Per-item records of the quality suites and the verdicts computed from them.
+"""Per-item records of the quality suites (their verdicts: qgate/core/verdict.py).
 
 These are the raw data that `qgate verify` recomputes every verdict from, so
 they hold everything a gate reads and nothing a gate does not need.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from qgate.models import Record, Role
+from qgate.core.records import Record, Role
 
 
 class ItemRecord(Record):
@@ -74,18 +74,3 @@ class DivergenceRun(Record):
     tokens: int = Field(description="Continuation length requested.")
     sequences: list[DivergenceSequence] = Field(description="Per-sequence values.")
     wall_s: float = Field(default=0.0, description="Wall time of the suite.")
-
-
-class Verdict(Record):
-    """The outcome of one gate: what was observed, the limit, and why it passed or failed."""
-
-    gate: str = Field(description="Gate id, e.g. 'math.short.max_drop'.")
-    suite: str = Field(description="Suite the gate reads.")
-    observed: float | None = Field(description="Observed value (None when not computable).")
-    limit: float | None = Field(description="Limit from the profile.")
-    passed: bool = Field(description="Whether the gate holds.")
-    underpowered: bool = Field(
-        default=False,
-        description="The sample is too small to detect the violation this gate forbids.",
-    )
-    reason: str = Field(description="One line for people.")

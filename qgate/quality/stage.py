@@ -1,6 +1,6 @@
 """The quality stage on one runtime: every configured suite, and the reference cache around it.
 
-The suites are those of the registry (qgate/quality/registry.py), run in its
+The suites are those of the registry (qgate/profile/suites.py), run in its
 order. The reference runs every suite and, for divergence (the one paired
 step), generates and scores the continuations; the candidate runs the same
 suites and scores the reference's continuations. Reference results are
@@ -16,12 +16,13 @@ from pathlib import Path
 
 from pydantic import Field
 
-from qgate.models import Record, Role
+from qgate.core.records import Record, Role
+from qgate.core.serving import EffectiveConfig, Runtime
 from qgate.profile import Profile, QualitySpec
+from qgate.profile.suites import configured
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.records import SuiteRun
-from qgate.quality.registry import PairedRunner, SuiteContext, SuiteRunner, configured
-from qgate.runtime.base import EffectiveConfig, Runtime
+from qgate.quality.runner import PairedRunner, SuiteContext, SuiteRunner
 
 __all__ = [
     "QualityOutput",
@@ -99,8 +100,7 @@ async def _evaluate(
     )
     runs: list[SuiteRun] = []
     scores: ScoreSet | None = None
-    from qgate import progress
-
+    from qgate.core import progress
     for entry, setting in configured(spec):
         with progress.suite(role, entry.key):
             if entry.paired:  # divergence: the one step that needs the reference's results

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field
 
-from qgate.models import Record
+from qgate.core.records import Record
 
 
 class FlipCounts(Record):

@@ -1,9 +1,9 @@
 """The signed report: model, DSSE/in-toto signing, verification, rendered views.
 
-How a run produces its report (what `qgate.run_report.report` does)::
+How a run produces its report (what `qgate.run.report.report` does)::
 
     from qgate.report.files import new_run_dir, atomic_write, artifact_digests
-    from qgate.report.keys import load_signer, signer_notice      # -> LoadedSigner
+    from qgate.attest.keys import load_signer, signer_notice      # -> LoadedSigner
     from qgate.report.verdict import overall, perf_status         # the same logic verify uses
     from qgate.report.assemble import build_report                # summaries, ratios, checks
     from qgate.report.signing import subjects_for                 # profile + checkpoint subjects
@@ -19,7 +19,7 @@ How a run produces its report (what `qgate.run_report.report` does)::
     # junit.xml; written.report is the redacted, signed Report; signer_notice(signer)
     # says where the dev key's public key is.
 
-`qgate verify` (verify.py) re-derives every verdict with the same functions.
+`qgate verify` (verify/) re-derives every verdict with the same functions.
 The names below are the package's surface, loaded lazily (importing
 `qgate.report` imports none of them).
 """
@@ -28,15 +28,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from qgate.lazy import lazy_getattr
+from qgate.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from qgate.attest.keys import LoadedSigner, load_signer
     from qgate.report.assemble import build_report
-    from qgate.report.keys import LoadedSigner, load_signer
     from qgate.report.model import Report
     from qgate.report.signing import subjects_for
     from qgate.report.verdict import overall, perf_status
-    from qgate.report.verify import VerifyResult, verify_bytes, verify_file
+    from qgate.report.verify.single import VerifyResult, verify_bytes, verify_file
     from qgate.report.writer import WrittenReport, write_report
 
 __all__ = [
@@ -56,15 +56,15 @@ __all__ = [
 
 _HOME = {
     "build_report": "assemble",
-    "LoadedSigner": "keys",
-    "load_signer": "keys",
+    "LoadedSigner": "qgate.attest.keys",
+    "load_signer": "qgate.attest.keys",
     "Report": "model",
     "subjects_for": "signing",
     "overall": "verdict",
     "perf_status": "verdict",
-    "VerifyResult": "verify",
-    "verify_bytes": "verify",
-    "verify_file": "verify",
+    "VerifyResult": "verify.single",
+    "verify_bytes": "verify.single",
+    "verify_file": "verify.single",
     "WrittenReport": "writer",
     "write_report": "writer",
 }

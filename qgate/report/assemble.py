@@ -7,20 +7,21 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from qgate import __version__
+from qgate.core.serving import EffectiveConfig
+from qgate.core.verdict import Verdict
 from qgate.perf.records import ScenarioRun
 from qgate.profile import PerfSpec, Profile
-from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
+from qgate.quality.cache_auth import ReferenceProvenance
+from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.report.model import (
     PERF_DERIVATION,
     PerfSection,
     PerfStatus,
     QualitySection,
-    ReferenceProvenance,
     Report,
     ScenarioResult,
 )
 from qgate.report.verdict import overall
-from qgate.runtime.base import EffectiveConfig
 from qgate.runtime.fingerprint import Fingerprint
 
 
@@ -75,7 +76,7 @@ def build_report(
 ) -> Report:
     """The unsigned report; `write_report` redacts, digests artifacts and signs it."""
     from qgate.perf.gates import report_gates
-    from qgate.profile_perf import is_preview
+    from qgate.profile.perf import is_preview
 
     resamples = profile.perf.bootstrap if profile.perf else 0
     results = perf_results(profile.perf, perf_runs, resamples=resamples, seed=bootstrap_seed)

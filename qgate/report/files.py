@@ -1,6 +1,6 @@
 """Run folders and artifact digests.
 
-The pipeline writes every file of a run through `atomic_write` (qgate/files.py,
+The pipeline writes every file of a run through `atomic_write` (qgate/core/files.py,
 re-exported here) so that a crash never leaves a half-written report, and lists
 every file with its digest.
 """
@@ -11,9 +11,9 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
+from qgate.core.files import atomic_write as atomic_write
+from qgate.core.files import sha256_file_sized
 from qgate.errors import BadInput
-from qgate.files import atomic_write as atomic_write
-from qgate.files import sha256_file_sized
 from qgate.report.model import Artifact
 
 

@@ -17,10 +17,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from qgate.models import Record
+from qgate.attest.keys import SignerSource
+from qgate.core.records import Record
+from qgate.core.serving import EffectiveConfig
+from qgate.core.verdict import Verdict
 from qgate.perf.records import ScenarioRun
-from qgate.quality.records import DivergenceRun, SuiteRun, Verdict
-from qgate.runtime.base import EffectiveConfig
+from qgate.quality.cache_auth import ReferenceProvenance
+from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.runtime.fingerprint import Fingerprint
 
 # "2": reference provenance, per-position divergence logprobs (verify re-derives from them).
@@ -31,9 +34,6 @@ PREDICATE_TYPE = "https://qgate.dev/report/v1"
 
 PerfStatus = Literal["ran", "skipped: gates failed", "skipped: --skip-perf", "ungated"]
 OverallVerdict = Literal["PASS", "FAIL", "UNGATED", "PREVIEW"]
-SignerSource = Literal["local-dev", "file", "env", "kms"]
-
-
 class Artifact(Record):
     """One file the run wrote, by digest."""
 
@@ -52,22 +52,6 @@ class SignerInfo(Record):
     )
     public_key_pem: str | None = Field(
         default=None, description="The public key (PEM), for convenience; never trust it alone."
-    )
-
-
-class ReferenceProvenance(Record):
-    """Where the reference's quality results came from: a signed cache entry or this run."""
-
-    source: Literal["cache", "fresh"] = Field(
-        description="'cache': read from a reference cache entry; 'fresh': computed by this run."
-    )
-    cache_key: str = Field(description="The reference cache key (sha256 hex).")
-    entry_sha256: str = Field(description="sha256 of the cache entry's payload (reference.json).")
-    signer_keyid: str = Field(description="Key id of the key that signed the cache entry.")
-    signer_public_key_pem: str = Field(description="Public key (PEM) that verified the entry.")
-    created_at: str = Field(description="UTC time the entry was made, ISO 8601.")
-    envelope: str = Field(
-        description="The entry's DSSE envelope (JSON), so verify can check the signature itself."
     )
 
 

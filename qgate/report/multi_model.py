@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from qgate.models import Record
+from qgate.core.records import Record
 from qgate.report.model import Artifact, OverallVerdict, Report, SignerInfo
 from qgate.runtime.fingerprint import Fingerprint
 

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from qgate import __version__
-from qgate.files import atomic_write
-from qgate.report.keys import LoadedSigner
+from qgate.attest.keys import LoadedSigner
+from qgate.attest.statement import STATEMENT_TYPE, Subject
+from qgate.core.files import atomic_write
 from qgate.report.model import SignerInfo
 from qgate.report.multi_model import MULTI_PREDICATE_TYPE, CandidateEntry, MultiReport
-from qgate.report.signing import STATEMENT_TYPE, Subject
 from qgate.runtime.fingerprint import Fingerprint
 
 __all__ = ["WrittenMulti", "build_multi_report", "multi_statement", "write_multi_report"]
@@ -102,10 +102,10 @@ def write_multi_report(
     step_summary: bool = False,
 ) -> WrittenMulti:
     """Redact, digest every file in `run_dir` (candidate folders included), sign, write views."""
+    from qgate.attest.statement import sign_statement
     from qgate.report.files import artifact_digests
-    from qgate.report.multi_render import render_multi_html, render_multi_junit, render_multi_md
-    from qgate.report.render_md import write_step_summary
-    from qgate.report.signing import sign_statement
+    from qgate.report.render.md import write_step_summary
+    from qgate.report.render.multi import render_multi_html, render_multi_junit, render_multi_md
     from qgate.report.writer import (
         ENVELOPE_NAME,
         HTML_NAME,

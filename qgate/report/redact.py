@@ -1,6 +1,6 @@
 """Secret redaction of everything that goes into a report.
 
-The rules of what is secret live in `qgate.runtime.redact` (shared with the
+The rules of what is secret live in `qgate.core.redact` (shared with the
 runtime's logs and command lines). Here they are applied to a whole report:
 environment maps anywhere in it (keys env, env_flags, environment), command
 lines (secret flag values), credential-shaped strings, and every string that
@@ -14,8 +14,8 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from qgate.core.redact import REDACTED, redact_argv, redact_env, redact_text
 from qgate.report.model import Report
-from qgate.runtime.redact import REDACTED, redact_argv, redact_env, redact_text
 
 __all__ = ["REDACTED", "redact_report", "redact_sections"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from qgate.quality.records import Verdict
+from qgate.core.verdict import Verdict
 from qgate.report.model import OverallVerdict, PerfStatus
 
 

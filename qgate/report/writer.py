@@ -10,12 +10,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from qgate.files import atomic_write
+from qgate.attest.keys import LoadedSigner
+from qgate.attest.statement import Subject
+from qgate.core.files import atomic_write
 from qgate.report.files import artifact_digests
-from qgate.report.keys import LoadedSigner
 from qgate.report.model import Report
 from qgate.report.redact import redact_report
-from qgate.report.signing import Subject, sign_report, with_signer
+from qgate.report.signing import sign_report, with_signer
 
 ENVELOPE_NAME = "report.intoto.jsonl"
 MARKDOWN_NAME = "report.md"
@@ -47,8 +48,8 @@ def write_report(
     step_summary: bool = True,
 ) -> WrittenReport:
     """Redact, digest every file already in `run_dir`, sign, and write envelope + views."""
-    from qgate.report.render_junit import render_junit
-    from qgate.report.render_md import render_markdown, write_step_summary
+    from qgate.report.render.junit import render_junit
+    from qgate.report.render.md import render_markdown, write_step_summary
 
     clean = redact_report(report, extra_secret_names)
     clean.artifacts = artifact_digests(run_dir, exclude=REPORT_FILES)
@@ -59,7 +60,7 @@ def write_report(
     junit_path = atomic_write(run_dir / JUNIT_NAME, render_junit(signed).encode())
     html_path = None
     if html:
-        from qgate.report.render_html import render_html
+        from qgate.report.render.html import render_html
 
         html_path = atomic_write(run_dir / HTML_NAME, render_html(signed).encode())
     summary = write_step_summary(md) if step_summary else None

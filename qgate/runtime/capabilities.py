@@ -21,7 +21,7 @@ import platform
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from qgate.models import Role
+from qgate.core.records import Role
 from qgate.profile import EngineArgValue, EngineLaunch, Profile, RuntimeSpec
 
 __all__ = [

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from qgate.errors import InfrastructureError, RuntimeFailure
 
 if TYPE_CHECKING:
-    from qgate.runtime.base import Runtime
+    from qgate.core.serving import Runtime
 
 # Most specific first: the first pattern with a match wins.
 _PATTERNS: tuple[re.Pattern[str], ...] = (

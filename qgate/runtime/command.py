@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from qgate.errors import BadInput
-from qgate.profile_base import EngineArgValue
+from qgate.profile.base import RESERVED_ARGS, EngineArgValue
 
 __all__ = [
     "API_SERVER_MODULE",
@@ -53,13 +53,6 @@ STORE_TRUE_FLAGS = frozenset(
 # Flags that take repeated occurrences (argparse "append"), not one list.
 APPEND_FLAGS = frozenset({"middleware"})
 
-# Set by qgate from other parts of the profile; an engine arg for them would conflict.
-RESERVED_ARGS = {
-    "model": "model.path",
-    "host": "engine.host",
-    "port": "engine.port",
-    "served_model_name": "model.served_name",
-}
 
 CPU_KVCACHE_ENV = "VLLM_CPU_KVCACHE_SPACE"
 CPU_KVCACHE_DEFAULT = "2"

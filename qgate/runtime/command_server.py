@@ -17,16 +17,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from qgate.core.features import Feature
+from qgate.core.records import Role
 from qgate.errors import BadInput
-from qgate.models import Role
-from qgate.profile_base import EngineArgValue
-from qgate.runtime.features import Feature
+from qgate.profile.base import EngineArgValue
 from qgate.runtime.flags import plain_flags
 from qgate.runtime.server import ServerProcess
 
 if TYPE_CHECKING:
     from qgate.profile import EngineLaunch, Profile
-    from qgate.profile_base import KeyPath
+    from qgate.profile.base import KeyPath
 
 __all__ = ["PLACEHOLDERS", "CommandServer", "fill"]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import Field
 
-from qgate.models import Record
-from qgate.profile_base import EngineArgValue
+from qgate.core.records import Record
+from qgate.profile.base import EngineArgValue
 
 __all__ = [
     "ENGINE_ENV_PREFIXES",
@@ -323,7 +323,7 @@ def recorded_env(
 ) -> dict[str, str]:
     """The environment a server ran with, as recorded: engine variables it inherited, the
     profile's overlay, secrets redacted."""
-    from qgate.runtime.redact import redact_env
+    from qgate.core.redact import redact_env
 
     env = os.environ if inherited is None else inherited
     kept = {k: v for k, v in env.items() if k.startswith(ENGINE_ENV_PREFIXES)}

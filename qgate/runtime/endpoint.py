@@ -10,19 +10,20 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from qgate.env_names import shown_env_name
+from qgate.core import http
+from qgate.core.env_names import shown_env_name
+from qgate.core.features import FEATURES, Feature
+from qgate.core.records import Role
+from qgate.core.redact import redact_text
+from qgate.core.serving import EffectiveConfig, Lifecycle
 from qgate.errors import BadInput, RuntimeFailure
-from qgate.models import Role
 from qgate.profile import EndpointSpec, Profile
-from qgate.runtime import effective, http
-from qgate.runtime.base import EffectiveConfig, Lifecycle
-from qgate.runtime.engines import EngineDecl
-from qgate.runtime.features import FEATURES, Feature
-from qgate.runtime.redact import redact_text
+from qgate.profile.engines import EngineDecl
+from qgate.runtime import effective
 
 if TYPE_CHECKING:
     from qgate.profile import EngineLaunch
-    from qgate.profile_base import KeyPath
+    from qgate.profile.base import KeyPath
 
 __all__ = ["Endpoint"]
 

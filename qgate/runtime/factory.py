@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qgate.models import Role
+from qgate.core.records import Role
+from qgate.core.serving import Runtime
 from qgate.profile import Profile
-from qgate.runtime.base import Runtime
-from qgate.runtime.engines import engine_class
+from qgate.profile.engines import engine_class
 
 __all__ = ["make_runtime"]
 

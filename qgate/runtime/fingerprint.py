@@ -18,10 +18,10 @@ from typing import Any
 
 from pydantic import Field
 
+from qgate.checkpoint.digests import FileDigest, checkpoint_digests, tree_digest
+from qgate.core.records import Record
 from qgate.errors import BadInput
-from qgate.models import Record
 from qgate.profile import Target
-from qgate.runtime.digests import FileDigest, checkpoint_digests, tree_digest
 
 # Distributions whose versions decide numerics or serving behaviour.
 PACKAGES = (
@@ -335,7 +335,7 @@ def accelerators(facts: dict[str, Any] | None = None) -> list[Accelerator]:
 
 def default_cache_path() -> Path:
     """Where checkpoint digests are cached: `<qgate cache>/checkpoint-digests.json`."""
-    from qgate.embedded import cache_root
+    from qgate.checkpoint.embedded import cache_root
 
     return cache_root() / "checkpoint-digests.json"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from qgate.errors import BadInput
-from qgate.profile_base import EngineArgValue
+from qgate.profile.base import EngineArgValue
 from qgate.runtime.command import flag_value
 
 __all__ = ["plain_flags"]

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from qgate.quality.records import Verdict
-from qgate.runtime.base import EffectiveConfig
+from qgate.core.serving import EffectiveConfig
+from qgate.core.verdict import Verdict
 
 Policy = Literal["warn", "fail"]
 

@@ -18,15 +18,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from qgate.core import http
+from qgate.core.records import Role
+from qgate.core.redact import redact_argv, redact_text, secret_values
+from qgate.core.serving import EffectiveConfig, Lifecycle
 from qgate.errors import RuntimeFailure
-from qgate.models import Role
-from qgate.profile_base import EngineArgValue
-from qgate.runtime import effective, http, process
-from qgate.runtime.base import EffectiveConfig, Lifecycle
+from qgate.profile.base import EngineArgValue
+from qgate.profile.engines import EngineDecl
+from qgate.runtime import effective, process
 from qgate.runtime.causes import root_cause_in
-from qgate.runtime.engines import EngineDecl
 from qgate.runtime.ports import free_port, port_in_use
-from qgate.runtime.redact import redact_argv, redact_text, secret_values
 from qgate.runtime.waiting import startup_progress
 
 if TYPE_CHECKING:

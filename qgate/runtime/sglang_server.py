@@ -18,11 +18,10 @@ import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from qgate.profile_base import EngineArgValue
-from qgate.runtime import http
-from qgate.runtime.base import EffectiveConfig
-from qgate.runtime.engines import MetricNames
-from qgate.runtime.features import Feature
+from qgate.core import http
+from qgate.core.features import Feature
+from qgate.core.serving import EffectiveConfig, MetricNames
+from qgate.profile.base import EngineArgValue
 from qgate.runtime.flags import plain_flags
 from qgate.runtime.server import ServerProcess
 

@@ -10,24 +10,22 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from qgate.perf import counters
-from qgate.profile_base import EngineArgValue
+from qgate.core.features import FEATURES, Feature
+from qgate.core.serving import EffectiveConfig, MetricNames
+from qgate.profile.base import EngineArgValue
 from qgate.runtime import command as cmd
 from qgate.runtime import cores, effective, server
-from qgate.runtime.base import EffectiveConfig
-from qgate.runtime.engines import MetricNames
-from qgate.runtime.features import FEATURES, Feature
 from qgate.runtime.ports import free_port, port_in_use
 from qgate.runtime.server import ServerProcess
 
 __all__ = ["VLLM_METRICS", "VllmServer", "free_port", "port_in_use"]
 
 VLLM_METRICS = MetricNames(
-    prefix_hits=counters.PREFIX_HITS,
-    prefix_queries=counters.PREFIX_QUERIES,
-    preemptions=counters.PREEMPTIONS,
-    prompt_tokens=counters.PROMPT_TOKENS,
-    generation_tokens=counters.GENERATION_TOKENS,
+    prefix_hits="vllm:prefix_cache_hits_total",
+    prefix_queries="vllm:prefix_cache_queries_total",
+    preemptions="vllm:num_preemptions_total",
+    prompt_tokens="vllm:prompt_tokens_total",
+    generation_tokens="vllm:generation_tokens_total",
 )
 # Tests shorten it; read at each start-up.
 _FATAL_EXIT_GRACE_S = server.FATAL_EXIT_GRACE_S

@@ -56,7 +56,7 @@ def runtime_dir(runtime_root: Path, request: pytest.FixtureRequest) -> Path:
 @pytest.fixture(scope="session")
 def smollm2_checkpoint() -> Path:
     """The embedded SmolLM2 checkpoint; tests that need it are skipped until it is prepared."""
-    from qgate.embedded import checkpoint_path
+    from qgate.checkpoint.embedded import checkpoint_path
 
     path = checkpoint_path("smollm2")
     if not (path / "config.json").is_file():

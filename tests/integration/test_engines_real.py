@@ -14,8 +14,8 @@ import sys
 import urllib.request
 from pathlib import Path
 
+from qgate.core.serving import Runtime
 from qgate.profile import Profile
-from qgate.runtime.base import Runtime
 from qgate.runtime.command_server import CommandServer
 from qgate.runtime.factory import make_runtime
 from qgate.runtime.process import group_alive

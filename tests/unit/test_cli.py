@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from qgate import __version__
-from qgate.cli import QgateGroup, main
-from qgate.cliutil import run_command
+from qgate.cli.main import QgateGroup, main
+from qgate.cli.util import run_command
 from qgate.errors import InfrastructureError, ProfileError, RuntimeFailure
 
 HEAVY = ["torch", "vllm", "transformers", "lm_eval", "matplotlib", "securesystemslib"]
@@ -156,7 +156,7 @@ def test_lazy_command_is_imported_on_use(tmp_path: Path, monkeypatch: pytest.Mon
 def test_light_commands_import_no_heavy_library(argv: list[str]) -> None:
     code = (
         "import sys, json\n"
-        "from qgate.cli import main\n"
+        "from qgate.cli.main import main\n"
         "try:\n"
         f"    main.main({argv!r}, standalone_mode=True)\n"
         "except SystemExit as e:\n"

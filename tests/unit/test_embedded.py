@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qgate import embedded
+from qgate.checkpoint import embedded
 from qgate.errors import BadInput
 
 gguf = pytest.importorskip("gguf")

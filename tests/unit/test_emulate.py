@@ -10,8 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 safetensors_torch = pytest.importorskip("safetensors.torch")
 
-from qgate import emulate  # noqa: E402
-from qgate.emulate import (  # noqa: E402
+from qgate.checkpoint import emulate  # noqa: E402
+from qgate.checkpoint.emulate import (  # noqa: E402
     MANIFEST_FILE,
     emulate_checkpoint,
     fake_quantize,

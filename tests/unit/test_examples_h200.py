@@ -13,7 +13,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from qgate.cli import main
+from qgate.cli.main import main
 
 H200 = Path(__file__).resolve().parents[2] / "examples" / "h200"
 PUBKEY = H200 / "signing-key.pub.pem"

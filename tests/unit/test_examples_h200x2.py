@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from qgate.cli import main
+from qgate.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 H200X2 = ROOT / "examples" / "h200x2"

@@ -9,8 +9,8 @@ import urllib.error
 import aiohttp
 import pytest
 
-from qgate.http_errors import TransportError, classify, map_exceptions
-from qgate.runtime import http
+from qgate.core import http
+from qgate.core.http_errors import TransportError, classify, map_exceptions
 
 
 def _refused_connector() -> aiohttp.ClientConnectorError:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from qgate.cli import main
-from qgate.init_cli import CPU_PROFILE, GPU_PROFILE
-from qgate.profile_loader import parse_profile_text
+from qgate.cli.init import CPU_PROFILE, GPU_PROFILE
+from qgate.cli.main import main
+from qgate.profile.load import parse_profile_text
 
 ROOT = Path(__file__).resolve().parents[2]
 

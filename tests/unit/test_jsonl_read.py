@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from qgate.core.jsonl_checks import JsonlLineError, jsonl_values
 from qgate.errors import BadInput
-from qgate.jsonl_checks import JsonlLineError, jsonl_values
 
 DEEP = "[" * 100_000 + "]" * 100_000
 

@@ -18,7 +18,7 @@ def _name(requirement: str) -> str:
 
 def test_the_distribution_is_not_the_unrelated_qgate_on_pypi() -> None:
     assert PROJECT["name"] == "qgate-llm"
-    assert PROJECT["scripts"] == {"qgate": "qgate.cli:main"}
+    assert PROJECT["scripts"] == {"qgate": "qgate.cli.main:main"}
 
 
 def test_core_and_gpu_extra_pin_no_engine_and_no_cpu_wheel() -> None:

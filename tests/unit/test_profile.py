@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from qgate.cli import main
+from qgate.cli.main import main
 from qgate.errors import BadInput, ProfileError
 from qgate.profile import Profile
-from qgate.profile_loader import format_path, load_profile, load_profile_file, profile_sha256
+from qgate.profile.load import format_path, load_profile, load_profile_file, profile_sha256
 
 PROFILES = Path(__file__).parent / "profiles"
 
@@ -789,7 +789,7 @@ def test_alias_expansion_bomb_is_reported_not_expanded(tmp_path: Path) -> None:
 
 
 def test_nesting_just_below_the_limit_is_accepted(tmp_path: Path) -> None:
-    from qgate.yamlload import MAX_DEPTH, load_yaml
+    from qgate.core.yamlload import MAX_DEPTH, load_yaml
 
     # root mapping + `x` value + lists: exactly MAX_DEPTH levels.
     deep = "[" * (MAX_DEPTH - 2) + "]" * (MAX_DEPTH - 2)
@@ -952,7 +952,7 @@ def test_a_huge_profile_is_refused_without_reading_it_all(tmp_path: Path, source
     ],
 )
 def test_looks_like_key(value: str, is_key: bool) -> None:
-    from qgate.env_names import key_env_problem, looks_like_key
+    from qgate.core.env_names import key_env_problem, looks_like_key
 
     assert looks_like_key(value) is is_key
     problem = key_env_problem(value)

@@ -8,14 +8,14 @@ import pytest
 
 from qgate.errors import ProfileError
 from qgate.profile import Profile
-from qgate.profile_loader import load_profile_file
-from qgate.profile_multi import expand_json, multi_from_json
-from qgate.profile_multi_loader import (
+from qgate.profile.load import load_profile_file
+from qgate.profile.load_multi import (
     LoadedMulti,
     load_any_profile_file,
     load_multi_file,
 )
-from qgate.profile_multi_loader import LoadedProfile as Single
+from qgate.profile.load_multi import LoadedProfile as Single
+from qgate.profile.multi import expand_json, multi_from_json
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "precision_profiles" / "smollm2-cpu-multi.yaml"

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from qgate.cli import main
-from qgate.profile_loader import load_profile
-from qgate.profile_perf import COMPARED, GateMetric, is_preview, run_names
+from qgate.cli.main import main
+from qgate.profile.load import load_profile
+from qgate.profile.perf import COMPARED, GateMetric, is_preview, run_names
 
 BASE = """\
 name: t

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from qgate.yamlload import YamlSyntaxError, load_yaml, tab_problems
+from qgate.core.yamlload import YamlSyntaxError, load_yaml, tab_problems
 
 
 def test_lines_of_every_key_path() -> None:

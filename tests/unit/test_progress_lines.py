@@ -8,7 +8,7 @@ import logging
 import pytest
 from click.testing import CliRunner
 
-from qgate import progress
+from qgate.core import progress
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_configure_installs_one_handler_and_sets_the_level() -> None:
 
 
 def test_quiet_and_verbose_set_the_level_and_contradict_each_other() -> None:
-    from qgate.cli import main
+    from qgate.cli.main import main
 
     runner = CliRunner()
     assert runner.invoke(main, ["-q", "init"]).exit_code == 0

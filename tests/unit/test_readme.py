@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qgate.profile_doc import BEGIN, END, render
+from qgate.profile.doc import BEGIN, END, render
 
 ROOT = Path(__file__).resolve().parents[2]
 

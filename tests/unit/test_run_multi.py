@@ -15,14 +15,15 @@ from typing import Any
 
 import pytest
 
-from qgate import run_multi, run_stages
 from qgate.errors import RuntimeFailure
-from qgate.profile_multi_loader import load_multi_file
+from qgate.profile.load_multi import load_multi_file
 from qgate.quality import gates
 from qgate.quality.stage import QualityOutput
-from qgate.run_context import RunContext
-from qgate.run_multi_context import MultiContext
-from qgate.run_options import RunOptions
+from qgate.run import multi as run_multi
+from qgate.run import stages as run_stages
+from qgate.run.context import RunContext
+from qgate.run.multi_context import MultiContext
+from qgate.run.options import RunOptions
 
 SHIPPED = Path(__file__).resolve().parents[2] / "precision_profiles" / "smollm2-cpu-multi.yaml"
 
@@ -77,7 +78,7 @@ def test_failing_candidate_does_not_stop_the_others(
     monkeypatch.setattr(run_stages, "perf_on", perf_on)
     monkeypatch.setattr(gates, "evaluate_quality", lambda spec, runs, div: [])
     monkeypatch.setattr(run_multi, "_report", lambda *a: None)
-    import qgate.run_multi_report as report_stage
+    import qgate.run.multi_report as report_stage
 
     monkeypatch.setattr(report_stage, "write_multi", write_multi)
 
@@ -100,7 +101,7 @@ def test_failing_candidate_does_not_stop_the_others(
 
 
 def test_capability_notes_name_their_candidate(tmp_path: Path) -> None:
-    from qgate.run_multi_report import _capability_notes
+    from qgate.run.multi_report import _capability_notes
 
     mctx = _contexts(tmp_path)
     for ctx in mctx.candidates:

@@ -7,16 +7,17 @@ from pathlib import Path
 import pytest
 
 from qgate.profile import Profile
-from qgate.profile_loader import load_profile
-from qgate.profile_multi_loader import LoadedMulti, load_any_profile_file
+from qgate.profile.load import load_profile
+from qgate.profile.load_multi import LoadedMulti, load_any_profile_file
 
 PROFILES = sorted((Path(__file__).resolve().parents[2] / "precision_profiles").glob("*.yaml"))
 
 
 def test_profiles_are_shipped() -> None:
     names = {p.stem for p in PROFILES}
-    shipped = {"smollm2-cpu-int8", "smollm2-cpu-fp8", "smollm2-cpu-fp8kv", "glm-5.2-fp8-aiter-mi325x",
-               "kimi-k3-fp8kv-aiter-mi325x", "kimi-k3-three-way-mi325x"}  # fmt: skip
+    shipped = {"smollm2-cpu-int8", "smollm2-cpu-fp8", "smollm2-cpu-fp8kv", "minimal",
+               "glm-5.2-fp8-aiter-mi325x", "kimi-k3-fp8kv-aiter-mi325x",
+               "kimi-k3-three-way-mi325x"}  # fmt: skip
     assert shipped <= names
 
 
@@ -47,7 +48,7 @@ def test_kimi_long_prefill_is_three_lines() -> None:
 
 
 def test_kimi_three_way_runs_atom_and_a_custom_launcher() -> None:
-    from qgate.engine_checks import engine_problems, feature_notes
+    from qgate.profile.engine_checks import engine_problems, feature_notes
 
     path = next(p for p in PROFILES if p.stem == "kimi-k3-three-way-mi325x")
     loaded = load_any_profile_file(path, check_files=False)
@@ -106,7 +107,7 @@ def test_cpu_profiles_validate_with_their_files() -> None:
     "stem", ["llama3-8b-shape-h200-preview", "qwen3-moe-30b-a3b-shape-h200-preview"]
 )
 def test_preview_profiles_use_config_only_models(stem: str) -> None:
-    from qgate.profile_perf import is_preview
+    from qgate.profile.perf import is_preview
 
     profile = load_profile(next(p for p in PROFILES if p.stem == stem))
     assert is_preview(profile) and not profile.quality.has_suites()

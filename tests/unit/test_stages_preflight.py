@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from qgate import run_reference as stages
+from qgate.attest.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
 from qgate.profile import Profile
-from qgate.report.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
+from qgate.run import reference as stages
 
 
 def _ctx(tmp_path: Path, preflight: str, refresh: bool = False) -> SimpleNamespace:

@@ -130,7 +130,7 @@ def test_pooled_resampled_quantiles_equal_numpy_percentile(q: float, window: str
 
 
 def test_every_compared_metric_is_a_row_in_table_order() -> None:
-    from qgate.profile_perf import COMPARED
+    from qgate.profile.perf import COMPARED
 
     got = compare(REF, CAND, resamples=100, seed=2)
     assert [x.metric for x in got] == list(COMPARED)

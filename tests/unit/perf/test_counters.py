@@ -3,7 +3,16 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from qgate.perf.counters import deltas, metrics_url, parse_counters, prefix_cache_hit_rate, scrape
+from qgate.core.serving import MetricNames
+from qgate.perf.counters import (
+    deltas,
+    metrics_url,
+    names_of,
+    parse_counters,
+    prefix_cache_hit_rate,
+    scrape,
+)
+from qgate.runtime.vllm_server import VLLM_METRICS
 
 TEXT = """# HELP vllm:prefix_cache_queries_total Prefix cache queries.
 # TYPE vllm:prefix_cache_queries_total counter
@@ -35,8 +44,19 @@ def test_hit_rate_from_deltas() -> None:
     before = {"vllm:prefix_cache_queries_total": 1000.0, "vllm:prefix_cache_hits_total": 250.0}
     after = {"vllm:prefix_cache_queries_total": 1400.0, "vllm:prefix_cache_hits_total": 550.0}
     assert deltas(before, after)["vllm:prefix_cache_hits_total"] == 300.0
-    assert prefix_cache_hit_rate(before, after) == 0.75
-    assert prefix_cache_hit_rate({}, {}) is None
+    assert prefix_cache_hit_rate(before, after, VLLM_METRICS) == 0.75
+    assert prefix_cache_hit_rate({}, {}, VLLM_METRICS) is None
+
+
+def test_the_engines_declared_names_are_the_ones_read() -> None:
+    mine = MetricNames(prefix_hits="x:hits_total", prefix_queries="x:queries_total")
+    before = {"x:queries_total": 10.0, "x:hits_total": 0.0, "vllm:prefix_cache_queries_total": 5}
+    after = {"x:queries_total": 30.0, "x:hits_total": 5.0, "vllm:prefix_cache_queries_total": 9}
+    assert prefix_cache_hit_rate(before, after, mine) == 0.25
+    # an engine that declares no prefix-cache counters has no hit rate, whatever else it serves
+    assert prefix_cache_hit_rate(before, after, MetricNames(prompt_tokens="x:p")) is None
+    # records made before engines declared names were vLLM's
+    assert names_of(None) == VLLM_METRICS and names_of(mine) is mine
 
 
 def test_metrics_url_is_the_server_root() -> None:

@@ -95,7 +95,7 @@ def test_a_dead_server_stops_each_worker_after_failures_in_a_row() -> None:
 def test_qgate_perf_prints_the_series_of_a_duration_scenario(mock_url: str, tmp_path: Any) -> None:
     from click.testing import CliRunner
 
-    from qgate.perf.commands import perf
+    from qgate.cli.perf import perf
 
     profile = tmp_path / "agent.yaml"
     profile.write_text(

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from qgate.cli import main
+from qgate.cli.main import main
 from qgate.perf.runner import series_bucket_s
-from qgate.profile_loader import load_profile
+from qgate.profile.load import load_profile
 
 BASE = """\
 name: t

@@ -8,7 +8,7 @@ from qgate.perf.metrics import summarize
 from qgate.perf.runner import run_scenarios
 from qgate.perf.workloads import expand_inputs
 from qgate.profile import FixedScenario, PerfSpec
-from qgate.profile_perf import run_names
+from qgate.profile.perf import run_names
 
 
 def test_expand_inputs_gives_one_scenario_per_length() -> None:

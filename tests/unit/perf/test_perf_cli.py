@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from qgate.cli.perf import THIN_P99, perf
 from qgate.errors import BadInput, InfrastructureError
-from qgate.perf.commands import THIN_P99, perf
 from qgate.perf.tokenizer import choose_tokenizer, local_tokenizer
 
 

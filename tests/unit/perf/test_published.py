@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from qgate.perf.published import better, compare_published, measured
-from qgate.profile_perf import PublishedFigure
+from qgate.profile.perf import PublishedFigure
 
 
 @dataclass

@@ -6,7 +6,7 @@ from typing import Any
 
 from qgate.perf.metrics import ScenarioMetrics
 from qgate.perf.table import metrics_table
-from qgate.report.view import _distribution_rows
+from qgate.report.render.view import _distribution_rows
 
 
 def dist(p: float) -> dict[str, Any]:

@@ -174,7 +174,7 @@ def test_qgate_run_perf_stage_uses_the_same_loop(monkeypatch: pytest.MonkeyPatch
     import qgate.perf.client as client
     import qgate.perf.runner as runner
     import qgate.quality.stage as quality_stage
-    import qgate.run_stages as stages
+    import qgate.run.stages as stages
 
     used: list[str] = []
     real = client.run_loop

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
+from qgate.attest.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
 from qgate.errors import BadInput
 from qgate.profile import DivergenceSuite, MathSuite, QualitySpec, RecallSuite
 from qgate.quality.cache import CachedReference, ReferenceCache, reference_cache_key
 from qgate.quality.cache_auth import ENVELOPE, PAYLOAD, sign_entry
 from qgate.quality.divergence_suite import ScoreSet, SequenceScores
 from qgate.quality.records import ItemRecord, SuiteRun
-from qgate.report.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
 
 
 def _inputs(**override: Any) -> dict[str, Any]:

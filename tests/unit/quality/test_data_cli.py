@@ -6,7 +6,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from qgate.cli import main
+from qgate.cli.main import main
 
 
 def test_build_then_check_passes_and_an_edit_exits_2(tmp_path: Path) -> None:

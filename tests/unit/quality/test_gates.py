@@ -2,15 +2,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from qgate.core.verdict import Verdict
 from qgate.profile import DivergenceSuite, LmEvalTask, MathSuite, QualitySpec, RecallSuite
 from qgate.quality.gates import evaluate_quality, overall_passed, policy_for
-from qgate.quality.records import (
-    DivergenceRun,
-    DivergenceSequence,
-    ItemRecord,
-    SuiteRun,
-    Verdict,
-)
+from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord, SuiteRun
 
 
 def _run(

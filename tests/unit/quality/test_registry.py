@@ -8,8 +8,10 @@ import typing
 
 import pytest
 
+from qgate.core.features import FEATURES
 from qgate.errors import BadInput
-from qgate.profile_quality import (
+from qgate.profile import suites as registry
+from qgate.profile.quality import (
     NON_SUITE_SETTINGS,
     DivergenceSuite,
     LmEvalTask,
@@ -17,8 +19,7 @@ from qgate.profile_quality import (
     QualitySpec,
     RecallSuite,
 )
-from qgate.quality import registry
-from qgate.quality.registry import (
+from qgate.profile.suites import (
     SuiteEntry,
     features_needed,
     features_used,
@@ -27,7 +28,6 @@ from qgate.quality.registry import (
     registered,
     suite_entry,
 )
-from qgate.runtime.features import FEATURES
 
 
 def _models_in(annotation: object) -> set[object]:
@@ -41,7 +41,7 @@ def test_every_quality_field_is_a_registered_suite_or_a_listed_setting() -> None
     unaccounted = fields - suites - NON_SUITE_SETTINGS
     assert not unaccounted, (
         f"quality fields {sorted(unaccounted)} are neither a registered suite "
-        "(qgate/quality/registry.py) nor in NON_SUITE_SETTINGS (qgate/profile_quality.py)"
+        "(qgate/profile/suites.py) nor in NON_SUITE_SETTINGS (qgate/profile/quality.py)"
     )
     assert not suites & NON_SUITE_SETTINGS
     assert suites <= fields, f"registered suites without a profile field: {suites - fields}"
@@ -113,7 +113,7 @@ def test_every_runner_loads_and_has_the_protocol_methods() -> None:
 def test_registry_imports_no_suite_module() -> None:
     # validate and verify read the registry; a suite's HTTP client must stay unimported.
     code = (
-        "import sys, qgate.quality.registry, qgate.quality.gates\n"
+        "import sys, qgate.profile.suites, qgate.quality.gates\n"
         "print(sorted(m for m in sys.modules if m.endswith('_suite') or m == 'aiohttp'))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

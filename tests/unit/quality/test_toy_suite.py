@@ -18,28 +18,22 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from qgate.files import sha256_json, sha256_text
-from qgate.models import Role
+from qgate.core.files import sha256_json, sha256_text
+from qgate.core.records import Role
+from qgate.core.serving import EffectiveConfig
 from qgate.profile import Profile
-from qgate.profile_quality import AccuracyPolicy, MathSuite, QualitySpec
+from qgate.profile.quality import AccuracyPolicy, MathSuite, QualitySpec
+from qgate.profile.suites import SuiteEntry, features_needed, register, registered, unregister
 from qgate.quality import stage
 from qgate.quality.cache import generation_view
 from qgate.quality.gates import evaluate_quality, policy_for
 from qgate.quality.records import ItemRecord, SuiteRun
-from qgate.quality.registry import (
-    SuiteContext,
-    SuiteEntry,
-    features_needed,
-    register,
-    registered,
-    unregister,
-)
-from qgate.runtime.base import EffectiveConfig
+from qgate.quality.runner import SuiteContext
 
 MOCK = Path(__file__).resolve().parents[2] / "mockserver" / "mock_openai.py"
 
 
-# What would be the suite's module (its profile model would join qgate/profile_quality.py).
+# What would be the suite's module (its profile model would join qgate/profile/quality.py).
 class WordCountSuite(AccuracyPolicy):
     """Token counts of plain sentences, checked against their word counts."""
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from report_synthetic import build_report, make_signer
 
-from qgate.report.keys import LoadedSigner
+from qgate.attest.keys import LoadedSigner
 from qgate.report.model import Report
 
 

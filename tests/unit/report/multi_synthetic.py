@@ -7,12 +7,12 @@ from typing import Any
 
 from report_synthetic import PROFILE, build_report
 
+from qgate.attest.keys import LoadedSigner
+from qgate.attest.statement import Subject, sign_statement
 from qgate.profile import Profile
-from qgate.profile_multi import expand_json
-from qgate.report.keys import LoadedSigner
+from qgate.profile.multi import expand_json
 from qgate.report.multi_model import CandidateEntry, MultiReport
 from qgate.report.multi_writer import build_multi_report, multi_statement, with_multi_signer
-from qgate.report.signing import Subject, sign_statement
 
 MULTI_PROFILE: dict[str, Any] = {
     **{k: v for k, v in PROFILE.items() if k != "candidate"},
@@ -25,7 +25,7 @@ MULTI_PROFILE: dict[str, Any] = {
 
 def multi_json() -> dict[str, Any]:
     """The multi profile's JSON form as a run embeds it (defaults filled in)."""
-    from qgate.profile_multi import multi_from_json
+    from qgate.profile.multi import multi_from_json
 
     return multi_from_json(copy.deepcopy(MULTI_PROFILE)).to_json()
 

@@ -12,28 +12,17 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from qgate.attest.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
+from qgate.checkpoint.digests import FileDigest
+from qgate.core.serving import EffectiveConfig
+from qgate.core.verdict import Verdict
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.profile import Profile
-from qgate.quality.records import (
-    DivergenceRun,
-    DivergenceSequence,
-    ItemRecord,
-    SuiteRun,
-    Verdict,
-)
-from qgate.report.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
-from qgate.report.model import (
-    PERF_DERIVATION,
-    PerfSection,
-    QualitySection,
-    ReferenceProvenance,
-    Report,
-    ScenarioResult,
-)
+from qgate.quality.cache_auth import ReferenceProvenance
+from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord, SuiteRun
+from qgate.report.model import PERF_DERIVATION, PerfSection, QualitySection, Report, ScenarioResult
 from qgate.report.verdict import overall
-from qgate.report.verify import Recompute
-from qgate.runtime.base import EffectiveConfig
-from qgate.runtime.digests import FileDigest
+from qgate.report.verify.single import Recompute
 from qgate.runtime.fingerprint import CpuInfo, Fingerprint
 
 PROFILE: dict[str, Any] = {

@@ -6,7 +6,7 @@ from report_synthetic import build_report
 
 from qgate.profile import Profile
 from qgate.report.model import Report
-from qgate.report.verify import default_recompute
+from qgate.report.verify.single import default_recompute
 
 
 def series_report(bucket_s: float = 0.05, requests: int = 6) -> Report:

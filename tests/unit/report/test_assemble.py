@@ -12,7 +12,7 @@ from qgate.profile import Profile
 from qgate.quality.gates import evaluate_quality
 from qgate.report.assemble import build_report as assemble
 from qgate.report.signing import subjects_for
-from qgate.report.verify import verify_bytes
+from qgate.report.verify.single import verify_bytes
 from qgate.report.writer import write_report
 
 

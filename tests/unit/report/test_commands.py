@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 from report_synthetic import build_report
 
-from qgate.cli import main
-from qgate.report.keys import load_signer
-from qgate.report.signing import Subject
-from qgate.report.verify import default_recompute
+from qgate.attest.keys import load_signer
+from qgate.attest.statement import Subject
+from qgate.cli.main import main
+from qgate.report.verify.single import default_recompute
 from qgate.report.writer import ENVELOPE_NAME, write_report
 
 

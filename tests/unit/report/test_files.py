@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from report_synthetic import build_report
 
+from qgate.core.verdict import Verdict
 from qgate.errors import BadInput
-from qgate.quality.records import Verdict
 from qgate.report.files import artifact_digests, atomic_write, new_run_dir
 from qgate.report.redact import REDACTED, redact_report
 from qgate.report.verdict import overall, perf_status

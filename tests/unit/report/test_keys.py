@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from qgate.errors import BadInput
-from qgate.report.keys import (
+from qgate.attest.keys import (
     generate_private_pem,
     load_signer,
     public_pem_of,
     signer_notice,
     write_keypair,
 )
+from qgate.errors import BadInput
 
 
 @pytest.mark.parametrize(

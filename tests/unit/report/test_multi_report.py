@@ -12,14 +12,14 @@ import pytest
 from multi_synthetic import FAILING, build_multi, sign_multi, subjects
 from report_synthetic import FAKES
 
+from qgate.attest.keys import LoadedSigner
+from qgate.attest.statement import sign_statement
 from qgate.errors import ExitCode, VerificationFailed
-from qgate.report.keys import LoadedSigner
 from qgate.report.multi_model import MultiReport
-from qgate.report.multi_render import render_multi_html, render_multi_junit, render_multi_md
 from qgate.report.multi_writer import multi_statement, with_multi_signer
-from qgate.report.signing import sign_statement
-from qgate.report.verify_multi import is_multi_payload, verify_multi_bytes
-from qgate.run_multi_report import exit_code_of
+from qgate.report.render.multi import render_multi_html, render_multi_junit, render_multi_md
+from qgate.report.verify.multi import is_multi_payload, verify_multi_bytes
+from qgate.run.multi_report import exit_code_of
 
 
 def _verify(data: bytes, signer: LoadedSigner) -> MultiReport:
@@ -145,7 +145,7 @@ def test_show_and_compare_pick_a_candidate(
 ) -> None:
     from click.testing import CliRunner
 
-    from qgate.cli import main
+    from qgate.cli.main import main
 
     path = write_file("multi.intoto.jsonl", sign_multi(build_multi(), ecdsa_signer))
     runner = CliRunner()
@@ -159,7 +159,7 @@ def test_show_and_compare_pick_a_candidate(
 
 
 def test_frontier_keeps_the_undominated() -> None:
-    from qgate.report.multi_plot import frontier
+    from qgate.report.render.multi_plot import frontier
 
     # (speed ratio, worst accuracy delta): b dominates a; c is faster but worse than b
     assert frontier([(1.0, -0.1), (1.2, 0.0), (2.0, -0.2)]) == [1, 2]
@@ -170,8 +170,8 @@ def test_verify_against_the_profile_file(ecdsa_signer: LoadedSigner, tmp_path: P
     import yaml
     from multi_synthetic import MULTI_PROFILE
 
-    from qgate.files import sha256_file
-    from qgate.report.signing import Subject
+    from qgate.attest.statement import Subject
+    from qgate.core.files import sha256_file
 
     path = tmp_path / "multi.yaml"
     path.write_text(yaml.safe_dump(MULTI_PROFILE, sort_keys=False))

@@ -8,17 +8,18 @@ from typing import Any
 import pytest
 from report_synthetic import PROFILE, _requests, build_report, cache_provenance, make_signer
 
+from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
 from qgate.quality.gates import evaluate_quality
 from qgate.report.assemble import build_report as assemble
 from qgate.report.model import Report
-from qgate.report.render_html import render_html
-from qgate.report.render_junit import render_junit
-from qgate.report.render_md import render_markdown
-from qgate.report.signing import Subject, sign_report
-from qgate.report.verify import verify_bytes
+from qgate.report.render.html import render_html
+from qgate.report.render.junit import render_junit
+from qgate.report.render.md import render_markdown
+from qgate.report.signing import sign_report
+from qgate.report.verify.single import verify_bytes
 
 GATES = [
     {"metric": "tpot_ms.p50", "max_ratio": 1.1},

@@ -12,7 +12,7 @@ from qgate.errors import VerificationFailed
 from qgate.profile import LmEvalTask, Profile
 from qgate.quality.lmeval_suite import lm_eval_data_sha256, samples_to_records
 from qgate.quality.records import DivergenceRun, ItemRecord, SuiteRun
-from qgate.report.rederive import (
+from qgate.report.verify.rederive import (
     Rederived,
     check_questions,
     exact_match,

@@ -14,15 +14,16 @@ import pytest
 from click.testing import CliRunner
 from report_synthetic import PROFILE, build_report, make_signer
 
-from qgate.cli import main
+from qgate.attest.statement import profile_subject
+from qgate.cli.main import main
 from qgate.perf.gates import report_gates
 from qgate.perf.runner import run_scenarios
 from qgate.profile import Profile
 from qgate.report.assemble import perf_results
 from qgate.report.model import Report
-from qgate.report.signing import profile_subject, sign_report
+from qgate.report.signing import sign_report
 from qgate.report.verdict import overall
-from qgate.report.verify import default_recompute
+from qgate.report.verify.single import default_recompute
 from qgate.report.writer import write_report
 
 MOCK = Path(__file__).resolve().parents[2] / "mockserver" / "mock_openai.py"

@@ -9,20 +9,18 @@ from pathlib import Path
 import pytest
 from report_synthetic import FAKES, PROFILE, build_report, make_signer
 
-from qgate.errors import BadInput, VerificationFailed
-from qgate.report.keys import LoadedSigner
-from qgate.report.model import Report
-from qgate.report.signing import (
+from qgate.attest.keys import LoadedSigner
+from qgate.attest.statement import (
     PAYLOAD_TYPE,
     Subject,
-    build_statement,
     checkpoint_subjects,
     profile_subject,
-    sign_report,
     sign_statement,
-    with_signer,
 )
-from qgate.report.verify import verify_bytes
+from qgate.errors import BadInput, VerificationFailed
+from qgate.report.model import Report
+from qgate.report.signing import build_statement, sign_report, with_signer
+from qgate.report.verify.single import verify_bytes
 
 SUBJECTS = [Subject(name="profile/p.yaml", sha256=build_report().profile_sha256)]
 
@@ -208,7 +206,7 @@ def test_independent_dsse_verifier_accepts(report: Report, ecdsa_signer: LoadedS
 
 
 def test_round_trip_with_the_team_functions(ecdsa_signer: LoadedSigner) -> None:
-    from qgate.report.verify import default_recompute
+    from qgate.report.verify.single import default_recompute
 
     fns = default_recompute()
     report = build_report(items=12, requests=4, fns=fns)
@@ -239,7 +237,7 @@ def test_subjects_for_uses_fingerprint_digests(tmp_path: Path) -> None:
 
 
 def test_edited_item_with_the_team_gates_is_rejected(ecdsa_signer: LoadedSigner) -> None:
-    from qgate.report.verify import default_recompute
+    from qgate.report.verify.single import default_recompute
 
     report = build_report(items=12, requests=4, fns=default_recompute())
     assert verify_bytes(_sign(report, ecdsa_signer), ecdsa_signer.public_pem).report
@@ -261,7 +259,7 @@ def test_profile_subject_must_match_profile_sha256(
 def test_nan_figures_are_null_and_verify(ecdsa_signer: LoadedSigner) -> None:
     import math
 
-    from qgate.report.verify import Recompute
+    from qgate.report.verify.single import Recompute
 
     def nan_gates(policy: object, runs: object, div: object) -> list:  # type: ignore[type-arg]
         out = FAKES.evaluate_quality(policy, runs, div)  # type: ignore[arg-type]

@@ -20,13 +20,14 @@ import pytest
 from click.testing import CliRunner, Result
 from report_synthetic import PROFILE, build_report, cache_provenance, make_signer
 
-from qgate.cli import main
+from qgate.attest.keys import LoadedSigner
+from qgate.attest.statement import Subject, profile_subject
+from qgate.cli.main import main
 from qgate.profile import Profile
-from qgate.report.keys import LoadedSigner
 from qgate.report.model import Report
-from qgate.report.signing import Subject, profile_subject, sign_report
+from qgate.report.signing import sign_report
 from qgate.report.verdict import overall
-from qgate.report.verify import default_recompute
+from qgate.report.verify.single import default_recompute
 from qgate.report.writer import write_report
 
 
@@ -379,7 +380,7 @@ def test_redacted_values_match_the_profile_they_came_from(case: Case) -> None:
     res = case.verify(case.envelope, "--profile", str(case.profile))
     assert res.exit_code == 0, res.output
     # but a redacted marker matches only what it could have hidden
-    from qgate.report.verify_profile import first_difference
+    from qgate.report.verify.profile import first_difference
 
     assert first_difference({"a": "x-***REDACTED***"}, {"a": "x-secret"}) is None
     assert first_difference({"a": "x-***REDACTED***"}, {"a": "y-secret"}) is not None
@@ -389,7 +390,7 @@ def test_redacted_values_match_the_profile_they_came_from(case: Case) -> None:
 def test_profile_with_relative_paths_moved_to_another_folder(
     case: Case, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from qgate.profile_loader import load_profile_file
+    from qgate.profile.load import load_profile_file
 
     data = json.loads(json.dumps(PROFILE))
     data["quality"]["math"]["set"] = "sets/math.jsonl"
@@ -456,7 +457,8 @@ def test_schema_1_report_is_still_readable(case: Case) -> None:
 
 
 def test_unknown_schema_version_is_named(case: Case) -> None:
-    from qgate.report.signing import build_statement, sign_statement, with_signer
+    from qgate.attest.statement import sign_statement
+    from qgate.report.signing import build_statement, with_signer
 
     statement = build_statement(with_signer(case.report(), case.signer), case.subjects)
     statement["predicate"]["schema_version"] = "3"

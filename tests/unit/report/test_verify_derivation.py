@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from qgate.report.verify_recompute import _covers
+from qgate.report.verify.recompute import _covers
 
 ROW = {"metric": "tpot_ms.p50", "ratio": 0.71, "ci_low": 0.6, "ci_high": 0.8, "resamples": 2000,
        "seed": 0}  # fmt: skip
@@ -41,10 +41,11 @@ def test_a_newer_derivation_is_refused_by_name() -> None:
     import pytest
     from report_synthetic import FAKES, build_report, make_signer
 
+    from qgate.attest.statement import Subject
     from qgate.errors import VerificationFailed
     from qgate.report.model import PERF_DERIVATION
-    from qgate.report.signing import Subject, sign_report
-    from qgate.report.verify import verify_bytes
+    from qgate.report.signing import sign_report
+    from qgate.report.verify.single import verify_bytes
 
     signer = make_signer("ecdsa")
     report = build_report()

@@ -7,10 +7,11 @@ import pytest
 from report_synthetic import build_report, make_signer
 from series_synthetic import series_report
 
+from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
 from qgate.report.model import PERF_DERIVATION, Report
-from qgate.report.signing import Subject, sign_report
-from qgate.report.verify import default_recompute, verify_bytes
+from qgate.report.signing import sign_report
+from qgate.report.verify.single import default_recompute, verify_bytes
 
 SIGNER = make_signer("ecdsa")
 

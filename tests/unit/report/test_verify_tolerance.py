@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from qgate.report.verify_recompute import _same
+from qgate.report.verify.recompute import same_value
 
 
 def test_last_bit_differences_pass() -> None:
     # seen: one numerically equivalent refactor of the request-rate interval moved these
     stored = {"metric": "request_throughput", "ci_low": 1.3595471458451676, "n": 24}
     recomputed = {"metric": "request_throughput", "ci_low": 1.3595471458451673, "n": 24}
-    assert _same(stored, recomputed)
-    assert _same([0.0, 1e-300], [1e-13, 0.0])  # near zero: absolute 1e-12
+    assert same_value(stored, recomputed)
+    assert same_value([0.0, 1e-300], [1e-13, 0.0])  # near zero: absolute 1e-12
 
 
 def test_edits_and_type_changes_fail() -> None:
-    assert not _same({"ratio": 1.36}, {"ratio": 1.36 * (1 + 1e-6)})
-    assert not _same({"passed": True}, {"passed": 1})
-    assert not _same({"x": None}, {"x": 0.0})
-    assert not _same({"a": 1.0}, {"a": 1.0, "b": 2.0})
-    assert not _same([1.0, 2.0], [1.0])
-    assert not _same({"n": 24}, {"n": 25})
-    assert not _same({"gate": "a"}, {"gate": "b"})
+    assert not same_value({"ratio": 1.36}, {"ratio": 1.36 * (1 + 1e-6)})
+    assert not same_value({"passed": True}, {"passed": 1})
+    assert not same_value({"x": None}, {"x": 0.0})
+    assert not same_value({"a": 1.0}, {"a": 1.0, "b": 2.0})
+    assert not same_value([1.0, 2.0], [1.0])
+    assert not same_value({"n": 24}, {"n": 25})
+    assert not same_value({"gate": "a"}, {"gate": "b"})

@@ -5,9 +5,9 @@ from __future__ import annotations
 from report_synthetic import build_report
 from series_synthetic import series_report
 
-from qgate.report.render_html import render_html
-from qgate.report.render_md import render_markdown
-from qgate.report.view_series import MAX_ROWS, bucket_label
+from qgate.report.render.html import render_html
+from qgate.report.render.md import render_markdown
+from qgate.report.render.series import MAX_ROWS, bucket_label
 
 
 def test_markdown_has_a_row_per_bucket_and_says_where_the_series_is() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from report_synthetic import build_report
 
-from qgate.report.compare import compare_html, compare_table, headline_ratio
-from qgate.report.render_html import render_html
-from qgate.report.render_junit import render_junit
-from qgate.report.render_md import render_markdown, write_step_summary
+from qgate.report.render.compare import compare_html, compare_table, headline_ratio
+from qgate.report.render.html import render_html
+from qgate.report.render.junit import render_junit
+from qgate.report.render.md import render_markdown, write_step_summary
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("QGATE_UPDATE_GOLDEN") == "1"
@@ -89,7 +89,7 @@ def test_compare_table_and_html() -> None:
 
 
 def test_html_and_markdown_with_the_team_functions() -> None:
-    from qgate.report.verify import default_recompute
+    from qgate.report.verify.single import default_recompute
 
     report = build_report(items=10, requests=4, fns=default_recompute())
     html = render_html(report)
@@ -100,7 +100,7 @@ def test_html_and_markdown_with_the_team_functions() -> None:
 
 def test_accuracy_plot_at_zero_and_full_accuracy() -> None:
     # Wilson bounds at p=0 and p=1 differ from p by float noise; the plot must not choke on it.
-    from qgate.report.plots import accuracy_plot
+    from qgate.report.render.plots import accuracy_plot
 
     report = build_report()
     for run in report.quality.runs:  # 0/3 and 0/7 are such cases

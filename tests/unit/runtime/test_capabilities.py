@@ -11,7 +11,7 @@ import pytest
 
 from qgate.errors import BadInput
 from qgate.profile import Profile
-from qgate.profile_loader import load_profile
+from qgate.profile.load import load_profile
 from qgate.runtime import capabilities
 from qgate.runtime.capabilities import CpuCaps, probe_cpu, select_runtimes
 
@@ -187,7 +187,7 @@ def test_bf16_as_written_on_a_cpu_without_it_gets_a_note_per_side() -> None:
 
 
 def test_auto_dtype_refuses_a_side_of_its_own() -> None:
-    from qgate.profile_loader import parse_profile_text
+    from qgate.profile.load import parse_profile_text
 
     text = (
         "name: t\nmodel: {embedded: smollm2}\nengine: {cpu_dtype: auto}\n"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from qgate.runtime import digests
-from qgate.runtime.digests import checkpoint_digests, tree_digest
+from qgate.checkpoint import digests
+from qgate.checkpoint.digests import checkpoint_digests, tree_digest
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qgate.runtime.base import EffectiveConfig
+from qgate.core.serving import EffectiveConfig
 from qgate.runtime.effective import check_applied, engine_facts, parse_engine_log
 
 FIXTURES = Path(__file__).with_name("fixtures")

@@ -11,15 +11,14 @@ from typing import Any, ClassVar
 import pytest
 from click.testing import CliRunner
 
-from qgate.cli import main
-from qgate.engine_checks import engine_problems, feature_notes
+from qgate.cli.main import main
+from qgate.core.features import Feature
 from qgate.errors import BadInput
-from qgate.profile import Profile
-from qgate.runtime import engines
+from qgate.profile import Profile, engines
+from qgate.profile.engine_checks import engine_problems, feature_notes
+from qgate.profile.engines import UnknownEngine, engine_class, engine_kinds, register
 from qgate.runtime.command_server import CommandServer, fill
-from qgate.runtime.engines import UnknownEngine, engine_class, engine_kinds, register
 from qgate.runtime.factory import make_runtime
-from qgate.runtime.features import Feature
 from qgate.runtime.process import group_alive
 from qgate.runtime.server import ServerProcess
 from qgate.runtime.sglang_server import SglangServer

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from qgate.runtime.http import root_url
+from qgate.core.http import root_url
 from qgate.runtime.process import describe_status, tail_lines
 from qgate.runtime.waiting import startup_progress
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from qgate.runtime.redact import (
+from qgate.core.redact import (
     REDACTED,
     is_secret_name,
     looks_like_token,

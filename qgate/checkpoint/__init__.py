@@ -1,0 +1,1 @@
+"""Checkpoints: the embedded demo model, emulated weight precisions, file digests."""

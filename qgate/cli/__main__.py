@@ -1,0 +1,5 @@
+"""`python -m qgate.cli`."""
+
+from qgate.cli.main import main
+
+main()

@@ -1,0 +1,169 @@
+"""The `qgate` command line: a click group with one small function per subcommand.
+
+Subcommands that live in other packages are registered lazily, one line each
+at the bottom of this file:
+
+    main.add_lazy_command("verify", "qgate.cli.report:verify", "Check a report.")
+
+The module is imported only when the command runs (or when `qgate --help`
+lists it and no short help was given here), so it must not import heavy
+libraries (torch, vllm, transformers, lm_eval, matplotlib, securesystemslib)
+at import time; giving the short help keeps `qgate --help` from importing it.
+Every subcommand gets the error mapping of `qgate.cli.util` (exit codes,
+`--debug`) from the group.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import click
+
+from qgate import __version__
+from qgate.cli.util import handle
+from qgate.errors import ExitCode, ProfileError
+
+
+class QgateGroup(click.Group):
+    """A click group with lazily imported subcommands and qgate's error mapping."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy_commands: dict[str, str] = {}
+        self.lazy_help: dict[str, str] = {}
+
+    def add_lazy_command(self, name: str, target: str, short_help: str | None = None) -> None:
+        """Register `name` as the click command at `target` ("package.module:attribute").
+
+        `short_help` is what `qgate --help` shows for it without importing the module.
+        """
+        self.lazy_commands[name] = target
+        if short_help is not None:
+            self.lazy_help[name] = short_help
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy_commands and cmd_name not in self.commands:
+            module_name, _, attribute = self.lazy_commands[cmd_name].partition(":")
+            command = getattr(importlib.import_module(module_name), attribute)
+            if not isinstance(command, click.Command):
+                raise TypeError(f"{self.lazy_commands[cmd_name]} is not a click command")
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max((len(n) for n in names), default=0)
+        rows = []
+        for name in names:
+            if name not in self.commands and name in self.lazy_help:
+                rows.append((name, self.lazy_help[name]))
+                continue
+            try:
+                command = self.get_command(ctx, name)
+            except Exception as exc:  # one broken plugin module must not break --help
+                rows.append((name, f"(cannot load: {exc})"))
+                continue
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except (Exception, KeyboardInterrupt) as exc:
+            ctx.exit(handle(exc, bool(ctx.meta.get("qgate.debug"))))
+
+
+@click.group(cls=QgateGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", "-V", prog_name="qgate")
+@click.option(
+    "--debug",
+    is_flag=True,
+    envvar="QGATE_DEBUG",
+    help="Show tracebacks instead of one-line errors.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
+@click.option("-v", "--verbose", count=True, help="More detail on stderr (debug lines).")
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+    default=None,
+    envvar="QGATE_LOG_LEVEL",
+    help="Level of the progress lines on stderr [default: info; --quiet: warning].",
+)
+@click.pass_context
+def main(
+    ctx: click.Context, debug: bool, quiet: bool, verbose: int, log_level: str | None
+) -> None:
+    """Gate a faster precision configuration of an LLM server on answer quality,
+    then measure its speed, in one signed report.
+
+    Progress goes to stderr as plain lines (one per stage, runtime start and
+    suite, with items done), so CI logs show where a run is.
+
+    Exit codes: 0 every gate passed, 1 a gate failed, 2 bad input,
+    3 infrastructure failure, 130 interrupted.
+    """
+    from qgate.core import progress
+    ctx.meta["qgate.debug"] = debug
+    if quiet and verbose:
+        raise click.UsageError("--quiet and --verbose contradict each other")
+    level = log_level or ("warning" if quiet else "debug" if verbose else "info")
+    progress.configure(level)
+
+
+@main.command()
+@click.argument("profiles", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--skip-files", is_flag=True,
+              help="Do not check that the model, data and other local files named exist "
+              "(for profiles meant for another machine).")  # fmt: skip
+def validate(profiles: tuple[Path, ...], skip_files: bool) -> None:
+    """Check profile files without running anything; exit 2 if any is invalid."""
+    from qgate.cli.util import echo_error
+    from qgate.profile.load_multi import load_any_profile_file
+
+    bad = 0
+    for path in profiles:
+        try:
+            load_any_profile_file(path, check_files=not skip_files)
+        except ProfileError as exc:
+            echo_error(exc)
+            bad += 1
+        else:
+            click.echo(f"ok {path}")
+    if bad:
+        raise click.exceptions.Exit(int(ExitCode.BAD_INPUT))
+
+
+# Subcommands from other packages (one line each; see the module docstring).
+main.add_lazy_command("run", "qgate.cli.run:run_cmd", "Gate a candidate config, then measure it.")
+main.add_lazy_command(
+    "profile-reference", "qgate.profile.doc:profile_reference", "Print the profile reference."
+)
+main.add_lazy_command("models", "qgate.cli.models:models", "Prepare the embedded demo model.")
+main.add_lazy_command("init", "qgate.cli.init:init_cmd", "Print a short profile to start from.")
+main.add_lazy_command("keygen", "qgate.cli.report:keygen", "Create a signing key pair.")
+main.add_lazy_command(
+    "verify", "qgate.cli.report:verify", "Verify a signed report and recompute its verdicts."
+)
+main.add_lazy_command(
+    "show", "qgate.cli.report:show", "Render a report (md, html, json, junit)."
+)
+main.add_lazy_command(
+    "compare", "qgate.cli.report:compare_cmd", "Compare several reports side by side."
+)
+main.add_lazy_command("perf", "qgate.cli.perf:perf", "Run perf scenarios against an endpoint.")
+main.add_lazy_command("evals", "qgate.cli.evals:evals", "Build or check the eval data.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""CLI subcommands of the report package: keygen, verify, show, compare.
+
+Registered lazily in qgate/cli/main.py; heavy imports (securesystemslib,
+matplotlib) happen inside the command functions.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from qgate.errors import BadInput, VerificationFailed
+from qgate.report.model import Report
+from qgate.report.multi_model import MultiReport
+
+_PATH = click.Path(path_type=Path)
+
+
+def _load_any_unverified(path: Path) -> Report | MultiReport:
+    """The report inside an envelope, single or multi, without checking the signature."""
+    import base64
+    import binascii
+
+    from qgate.attest.dsse import read_envelope
+    from qgate.report.verify.single import parse_statement
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror}") from None
+    envelope = read_envelope(data, str(path))
+    try:
+        payload = base64.b64decode(envelope["payload"], validate=True)
+    except (binascii.Error, TypeError, ValueError):
+        raise BadInput(f"{path}: payload is not valid base64") from None
+    try:
+        from qgate.report.verify.multi import is_multi_payload, parse_multi_statement
+
+        if is_multi_payload(payload):
+            return parse_multi_statement(payload)[1]
+        return parse_statement(payload)[1]
+    except VerificationFailed as exc:
+        # Nothing was verified here: a payload that is no report is unusable input.
+        raise BadInput(f"{path}: {exc.message}") from None
+
+
+def _load_any(path: Path, pubkey: Path | None) -> Report | MultiReport:
+    if pubkey is None:
+        return _load_any_unverified(path)
+    from qgate.report.verify.multi import verify_any_file
+
+    return verify_any_file(path, pubkey).report
+
+
+def _load(path: Path, pubkey: Path | None) -> Report:
+    """A single report; `REPORT#NAME` picks candidate NAME of a multi report."""
+    name = None
+    if not path.exists() and "#" in path.name:
+        base, _, name = path.name.rpartition("#")
+        path = path.with_name(base)
+    rep = _load_any(path, pubkey)
+    if isinstance(rep, Report):
+        if name is not None:
+            raise BadInput(f"{path} holds one candidate: drop '#{name}'")
+        return rep
+    names = ", ".join(c.name for c in rep.candidates)
+    if name is None:
+        raise BadInput(f"{path} holds several candidates; name one: {path}#CANDIDATE ({names})")
+    entry = rep.entry(name)
+    if entry is None:
+        raise BadInput(f"{path} has no candidate {name!r} ({names})")
+    if entry.report is None:
+        raise BadInput(f"{path}#{name}: the candidate has no report ({entry.error})")
+    return entry.report
+
+
+def _emit(text: str, out: Path | None) -> None:
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    from qgate.core.files import atomic_write
+
+    atomic_write(out, text.encode())
+    click.echo(f"wrote {out}", err=True)
+
+
+@click.command()
+@click.option(
+    "--type",
+    "key_type",
+    type=click.Choice(["ecdsa", "ed25519"]),
+    default="ecdsa",
+    show_default=True,
+    help="ECDSA P-256 (cosign-compatible) or Ed25519.",
+)
+@click.option(
+    "--out",
+    "prefix",
+    type=_PATH,
+    required=True,
+    help="Writes PREFIX.pem (private, 0600) and PREFIX.pub.pem.",
+)
+def keygen(key_type: str, prefix: Path) -> None:
+    """Create a signing key pair as PEM files (the private key is never printed)."""
+    from qgate.attest.keys import write_keypair
+    from qgate.core.outpaths import check_out_file
+
+    check_out_file(Path(f"{prefix}.pem"), "--out")
+    priv, pub = write_keypair(prefix, key_type)
+    click.echo(f"private key: {priv} (mode 0600; keep it secret)")
+    click.echo(f"public key:  {pub} (give this to verifiers)")
+
+
+@click.command()
+@click.argument("report", type=_PATH)
+@click.option("--pubkey", type=_PATH, required=True, help="PEM public key of the signer.")
+@click.option(
+    "--profile",
+    type=_PATH,
+    default=None,
+    help="Gate against this profile: the report must embed it (loaded as `run` loads it) "
+    "and its limits decide every verdict. Without it the report's own copy is used.",
+)
+@click.option(
+    "--model",
+    "model_dir",
+    type=_PATH,
+    default=None,
+    help="Check every checkpoint file against the subjects.",
+)
+def verify(report: Path, pubkey: Path, profile: Path | None, model_dir: Path | None) -> None:
+    """Check signature, subjects and schema, and recompute every verdict from the records.
+
+    Exit 0 when everything holds, 1 with the first reason otherwise, 2 for an
+    unreadable file or profile, 3 when this environment cannot run the checks.
+    """
+    from qgate.core.outpaths import check_in_file
+    from qgate.report.verify.multi import verify_any_file
+
+    # Checked before the signature and the recomputation, which take a while on big reports.
+    if profile is not None:
+        check_in_file(profile, "--profile")
+    if model_dir is not None and not model_dir.is_dir():
+        raise BadInput(f"--model {model_dir}: not a folder")
+    result = verify_any_file(report, pubkey, profile, model_dir)
+    for line in result.checked:
+        click.echo(f"ok  {line}")
+    for note in result.notes:
+        click.echo(f"note {note}")
+    click.echo(f"VERIFIED {report} (verdict {result.report.verdict})")
+
+
+@click.command()
+@click.argument("report", type=_PATH)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "html", "json", "junit"]),
+    default="md",
+    show_default=True,
+)
+@click.option("--out", type=_PATH, default=None, help="Write to a file instead of stdout.")
+@click.option("--pubkey", type=_PATH, default=None, help="Verify the report first.")
+def show(report: Path, fmt: str, out: Path | None, pubkey: Path | None) -> None:
+    """Render a report as Markdown, HTML, JSON or JUnit XML."""
+    if out is not None:
+        from qgate.core.outpaths import check_out_file
+
+        check_out_file(out, "--out")
+    rep = _load_any(report, pubkey)
+    if pubkey is None:
+        click.echo("note: not verified (pass --pubkey, or run `qgate verify`)", err=True)
+    if isinstance(rep, MultiReport):
+        from qgate.report.render.multi import render_multi
+
+        text = render_multi(rep, fmt)
+    elif fmt == "md":
+        from qgate.report.render.md import render_markdown
+
+        text = render_markdown(rep)
+    elif fmt == "html":
+        from qgate.report.render.html import render_html
+
+        text = render_html(rep)
+    elif fmt == "junit":
+        from qgate.report.render.junit import render_junit
+
+        text = render_junit(rep)
+    else:
+        text = json.dumps(rep.model_dump(mode="json"), indent=2) + "\n"
+    _emit(text, out)
+
+
+@click.command(name="compare")
+@click.argument("reports", type=_PATH, nargs=-1, required=True)
+@click.option("--pubkey", type=_PATH, default=None, help="Verify every report first.")
+@click.option("--html", "html_out", type=_PATH, default=None, help="Also write an HTML page.")
+def compare_cmd(reports: tuple[Path, ...], pubkey: Path | None, html_out: Path | None) -> None:
+    """Several reports side by side: verdict, accuracy deltas, mean KLD, perf ratio.
+
+    REPORT#NAME picks candidate NAME of a report with several candidates.
+    """
+    from qgate.report.render.compare import compare_html, compare_table
+    from qgate.report.render.md import md_table
+
+    if html_out is not None:
+        from qgate.core.outpaths import check_out_file
+
+        check_out_file(html_out, "--html")
+    loaded = [
+        (p.name if len(set(r.name for r in reports)) == len(reports) else str(p), _load(p, pubkey))
+        for p in reports
+    ]
+    if pubkey is None:
+        click.echo("note: not verified (pass --pubkey to verify each report)", err=True)
+    click.echo("\n".join(md_table(compare_table(loaded))))
+    if html_out is not None:
+        from qgate.core.files import atomic_write
+
+        atomic_write(html_out, compare_html(loaded).encode())
+        click.echo(f"wrote {html_out}", err=True)
+
+
+__all__ = ["compare_cmd", "keygen", "show", "verify"]

@@ -1,0 +1,94 @@
+"""`qgate run PROFILE`: the whole pipeline, a short summary, and the exit code."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+import click
+
+
+def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
+    # CI runners stop jobs with SIGTERM; unwinding as Ctrl-C stops every server
+    # and keeps what the run folder already holds.
+    raise KeyboardInterrupt
+
+
+@click.command("run")
+@click.argument("profile", type=click.Path(path_type=Path))
+@click.option("--out", "out_root", type=click.Path(path_type=Path), default=Path("qgate-runs"),
+              show_default=True, help="Folder that receives one new run folder per run.")
+@click.option("--key", type=click.Path(path_type=Path), default=None,
+              help="PEM private key to sign with (else the profile's signing section, "
+              "$QGATE_SIGNING_KEY, or a local development key).")
+@click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
+              help="Reference cache folder [default: the qgate cache folder].")
+@click.option("--refresh-reference", is_flag=True,
+              help="Recompute the reference, ignore the cache.")
+@click.option("--trust-cache-key", "trust_cache_keys", multiple=True,
+              type=click.Path(path_type=Path),
+              help="PEM public key whose signed reference cache entries are trusted besides "
+              "this run's own signing key (repeatable).")
+@click.option("--strict-cache", is_flag=True,
+              help="Refuse (exit 2) a reference cache entry that fails authentication "
+              "instead of recomputing it.")
+@click.option("--skip-perf", is_flag=True, help="Gate only; do not run the perf stage.")
+@click.option("--force-perf", is_flag=True,
+              help="Run perf even when a gate failed; the report is marked UNGATED.")
+@click.option("--no-progress", is_flag=True, help="No progress display.")
+def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | None,
+            refresh_reference: bool, trust_cache_keys: tuple[Path, ...], strict_cache: bool,
+            skip_perf: bool, force_perf: bool, no_progress: bool) -> None:  # fmt: skip
+    """Gate a candidate precision config against its reference, then measure it."""
+    from qgate.core.outpaths import check_in_file, check_out_dir
+    from qgate.errors import BadInput
+    from qgate.run.pipeline import RunOptions, run
+
+    if skip_perf and force_perf:
+        raise BadInput("--skip-perf and --force-perf contradict each other")
+    check_out_dir(out_root, "--out")
+    if cache_dir is not None:
+        check_out_dir(cache_dir, "--cache-dir")
+    if key is not None:
+        check_in_file(key, "--key")
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    try:
+        outcome = run(
+            RunOptions(
+                profile=profile, out_root=out_root, key=key, cache_dir=cache_dir,
+                refresh_reference=refresh_reference, trust_cache_keys=trust_cache_keys,
+                strict_cache=strict_cache, skip_perf=skip_perf,
+                force_perf=force_perf, progress=not no_progress and sys.stderr.isatty(),
+            )
+        )  # fmt: skip
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    from qgate.report.verdict import verdict_label
+
+    failed = [v for v in outcome.verdicts if not v.passed]
+    click.echo(f"{verdict_label(outcome.verdict)}: {len(outcome.verdicts) - len(failed)}/"
+               f"{len(outcome.verdicts)} gates passed; perf {outcome.perf_status}"
+               + ("; reference from cache" if outcome.reference_cached else ""))  # fmt: skip
+    for line in outcome.candidates:
+        click.echo(f"  candidate {line}")
+    for v in failed:
+        click.echo(f"  FAIL {v.gate}: {v.reason}")
+    for line in outcome.capability_notes:
+        click.echo(f"  machine: {line}")
+    for line in outcome.warnings:
+        click.echo(f"  WARNING: {line}")
+    weak = [v.gate for v in outcome.verdicts if v.passed and v.underpowered]
+    if weak:
+        click.echo(f"  note: {len(weak)} passing gates are underpowered (the sample cannot detect "
+                   f"the drop they forbid): {', '.join(weak)}")  # fmt: skip
+    for line in outcome.engine_warnings:
+        click.echo(f"  engine warning: {line}")
+    for line in outcome.headline:
+        click.echo(f"  perf {line}")
+    click.echo(f"report: {outcome.envelope}")
+    click.echo(f"views:  {outcome.run_dir / 'report.md'}  {outcome.run_dir / 'report.html'}")
+    if outcome.public_key is not None:
+        click.echo(f"signed with the local development key; public key: {outcome.public_key}")
+    click.get_current_context().exit(int(outcome.exit_code))

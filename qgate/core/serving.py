@@ -1,0 +1,149 @@
+"""The runtime protocol: one class per engine kind, two instances per run."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol, Self
+
+from pydantic import Field
+
+from qgate.core.records import Record, Role
+
+__all__ = ["EffectiveConfig", "Lifecycle", "MetricNames", "Runtime"]
+
+
+class MetricNames(Record):
+    """An engine's Prometheus counter names for what qgate derives from /metrics.
+
+    Declared by each engine (its class's `metrics`), recorded with every perf scenario it
+    served, and read by the perf metrics from there (qgate/perf/metrics.py).
+    """
+
+    prefix_hits: str | None = Field(default=None, description="Prefix-cache hits, in tokens.")
+    prefix_queries: str | None = Field(
+        default=None, description="Prefix-cache lookups, in tokens."
+    )
+    preemptions: str | None = Field(default=None, description="Preempted requests.")
+    prompt_tokens: str | None = Field(default=None, description="Prompt tokens processed.")
+    generation_tokens: str | None = Field(default=None, description="Tokens generated.")
+
+
+class EffectiveConfig(Record):
+    """What a running server reports about itself, not what was asked of it."""
+
+    role: Role = Field(description="Runtime role.")
+    kind: str = Field(
+        description="The engine that ran this side (engine registry kind: 'vllm', 'sglang', "
+        "'command', 'endpoint', ...)."
+    )
+    base_url: str = Field(description="OpenAI-compatible base URL, ending in /v1.")
+    served_model: str = Field(description="Model name the server answers to.")
+    engine_version: str | None = Field(default=None, description="From /version or the log.")
+    dtype: str | None = Field(default=None, description="Model dtype the engine used.")
+    quantization: str | None = Field(default=None, description="Weight quantization applied.")
+    kv_cache_dtype: str | None = Field(default=None, description="KV cache dtype applied.")
+    attention_backend: str | None = Field(default=None, description="Attention backend selected.")
+    flash_attn_version: int | None = Field(
+        default=None, description="FlashAttention version the engine announced (e.g. 3 on Hopper)."
+    )
+    linear_kernels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Quantized linear method -> GEMM kernel the engine selected, e.g. "
+        "Fp8PerTensorOnlineLinearMethod -> CutlassFP8ScaledMMLinearKernel.",
+    )
+    uncalibrated_scales: list[str] = Field(
+        default_factory=list,
+        description="FP8 KV-cache/attention scales the engine left at 1.0 ('k', 'v', 'q', 'prob').",
+    )
+    engine_warnings: list[str] = Field(
+        default_factory=list,
+        description="Engine warnings qgate surfaces in the report (e.g. uncalibrated FP8 scales).",
+    )
+    max_model_len: int | None = Field(default=None, description="Context length served.")
+    tensor_parallel_size: int | None = Field(default=None)
+    pipeline_parallel_size: int | None = Field(default=None)
+    env_flags: dict[str, str] = Field(
+        default_factory=dict, description="VLLM_*/engine env flags set for the server (redacted)."
+    )
+    args: dict[str, str | int | float | bool | None | list[str | int | float | bool]] = Field(
+        default_factory=dict, description="Engine arguments qgate passed."
+    )
+    command: list[str] = Field(default_factory=list, description="Launch command (redacted).")
+    emulated: list[str] = Field(
+        default_factory=list, description="Components that are emulated, not native."
+    )
+
+
+class Runtime(Protocol):
+    """A serving process (or endpoint) the suites talk to over HTTP."""
+
+    role: Role
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def served_model(self) -> str: ...
+
+    @property
+    def log_path(self) -> Path | None: ...
+
+    def start(self) -> None: ...
+
+    def wait_ready(self) -> None: ...
+
+    def effective_config(self) -> EffectiveConfig: ...
+
+    def check_alive(self) -> None:
+        """Raise RuntimeFailure if the server has exited or stopped answering."""
+        ...
+
+    def stop(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
+class Lifecycle(ABC):
+    """The context-manager lifecycle every engine kind shares.
+
+    `with runtime:` starts it and waits until it is ready; a start that fails
+    half-way stops what was started; leaving the block always stops it.
+    """
+
+    @abstractmethod
+    def start(self) -> None:
+        """Launch (or find) the server."""
+
+    @abstractmethod
+    def wait_ready(self) -> None:
+        """Block until the server answers, or raise RuntimeFailure."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop what was started; safe to call more than once."""
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,92 @@
+"""What each side's engine must serve for the profile's suites, checked at validate time.
+
+A suite that NEEDS a feature the side's engine lacks is refused (exit 2)
+with one line, e.g. `candidate.engine.kind: sglang does not serve
+prompt_logprobs, which quality.divergence needs`. A check that only profits
+from a feature (exact stream token counts, the prefix-cache hit rate) runs
+without it and the report says "not available for ENGINE" (`feature_notes`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from qgate.core.features import FEATURES, Feature
+from qgate.profile.engines import engine_class, engine_kinds, unknown_engine_message
+from qgate.profile.suites import features_needed, features_used
+
+if TYPE_CHECKING:
+    from qgate.profile import EngineLaunch, Profile
+    from qgate.profile.base import KeyPath
+
+__all__ = ["PERF_PROFITS", "engine_problems", "feature_notes", "starts_process"]
+
+ROLES = ("reference", "candidate")
+
+# Perf checks that only profit from a feature: (feature, what is not available without it).
+PERF_PROFITS: tuple[tuple[Feature, str], ...] = (
+    ("token_ids", "exact stream token counts (the stream check counts chunks instead)"),
+    ("engine_metrics", "prefix-cache hit rate and the other server counters"),
+)
+
+
+def starts_process(kind: str) -> bool:
+    """Whether qgate starts a server process for this kind (and needs the checkpoint)."""
+    return kind in engine_kinds() and engine_class(kind).starts_process
+
+
+def _where(profile: Profile, role: str) -> KeyPath:
+    return (role, "engine") if getattr(profile, role).engine is not None else ("engine",)
+
+
+def served(launch: EngineLaunch) -> frozenset[Feature]:
+    """The features an engine block's server serves."""
+    return engine_class(launch.kind).served_features(launch)
+
+
+def engine_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
+    """Each side's engine block problems, and suites that need what its engine lacks."""
+    found: list[tuple[KeyPath, str]] = []
+    for role in ROLES:
+        launch = profile.engine_of(role)
+        where = _where(profile, role)
+        if launch.kind not in engine_kinds():  # the registry, not the schema, knows the kinds
+            found.append(((*where, "kind"), unknown_engine_message(launch.kind)))
+            continue
+        engine = engine_class(launch.kind)
+        for path, message in engine.spec_issues(launch):
+            found.append(((*where, *path), message))
+        have = served(launch)
+        for suite, needs in features_needed(profile.quality).items():
+            for feature in (f for f in FEATURES if f in needs):
+                if feature not in have:
+                    found.append(((*where, "kind"), f"{launch.kind} does not serve {feature}, "
+                                  f"which quality.{suite} needs"))  # fmt: skip
+    unique: list[tuple[KeyPath, str]] = []
+    for item in found:
+        if item not in unique:
+            unique.append(item)
+    return unique
+
+
+def feature_notes(profile: Profile) -> list[str]:
+    """One note per side and suite or perf check that runs without a feature its engine lacks."""
+    notes: list[str] = []
+    for role in ROLES:
+        launch = profile.engine_of(role)
+        if launch.kind not in engine_kinds():
+            continue
+        have = served(launch)
+        for suite, uses in features_used(profile.quality).items():
+            for feature in (f for f in FEATURES if f in uses - have):
+                notes.append(
+                    f"{role}: quality.{suite}: exact token sizes not available for "
+                    f"{launch.kind} (it does not serve {feature}; sized from characters)"
+                )
+        if profile.perf is None:
+            continue
+        for feature, what in PERF_PROFITS:
+            if feature not in have:
+                notes.append(f"{role}: {what}: not available for {launch.kind} "
+                             f"(it does not serve {feature})")  # fmt: skip
+    return notes

@@ -1,0 +1,400 @@
+"""Reading a profile file into a `Profile`, with every problem reported for people.
+
+Each problem becomes one line `FILE:LINE KEY.PATH: message`. Pydantic's
+error locations are mapped back to the YAML lines recorded by
+`qgate.core.yamlload`; unknown keys get a "did you mean" from the model's field
+names; pydantic's wording is trimmed to plain English (no URLs, no
+"Value error,"). The checks that the schema alone words badly (engine
+argument values, file-level trouble) are done here first.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+from qgate.core.files import sha256_bytes, sha256_file
+from qgate.core.yamlload import KeyPath, YamlDocument, YamlSyntaxError, load_yaml, tab_problems
+from qgate.errors import ProfileError
+from qgate.profile import KeyIssue, Profile
+from qgate.profile.checks import file_problems, profile_problems, raw_problems
+
+ENGINE_ARG_BLOCKS: tuple[KeyPath, ...] = (
+    ("engine", "args"),
+    ("reference", "args"),
+    ("candidate", "args"),
+)
+
+
+@dataclass(frozen=True)
+class LoadedProfile:
+    """A validated profile and the exact file it came from."""
+
+    profile: Profile
+    path: Path
+    """Absolute path of the file."""
+    sha256: str
+    """sha256 (hex) of the bytes that were parsed; the report's subject digest."""
+    raw_text: str
+    """The text that was parsed."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    line: int | None
+    path: KeyPath
+    message: str
+
+
+def profile_sha256(path: str | Path) -> str:
+    """sha256 (hex) of a profile file's bytes, as `load_profile_file` records it."""
+    return sha256_file(path)
+
+
+def format_path(path: KeyPath) -> str:
+    """`("perf", "scenarios", 0, "name")` -> `perf.scenarios[0].name`."""
+    out = ""
+    for part in path:
+        if isinstance(part, int) and not isinstance(part, bool):
+            out += f"[{part}]"
+        else:
+            text = str(part)
+            # A key with a newline or NUL in it must not break the one-line message.
+            text = text if text.isprintable() else text.encode("unicode_escape").decode()
+            out += f".{text}" if out else text
+    return out
+
+
+def _format(shown: str, problem: Problem) -> str:
+    where = shown if problem.line is None else f"{shown}:{problem.line}"
+    key = format_path(problem.path)
+    return f"{where} {key}: {problem.message}" if key else f"{where}: {problem.message}"
+
+
+def profile_error(shown: str, problems: list[Problem]) -> ProfileError:
+    ordered = sorted(problems, key=lambda p: p.line or 0)
+    count = f"{len(ordered)} problem" + ("s" if len(ordered) != 1 else "")
+    return ProfileError(f"invalid profile {shown} ({count})", [_format(shown, p) for p in ordered])
+
+
+MAX_PROFILE_BYTES = 1 << 20
+"""A profile is a few kilobytes; reading more (say /dev/zero) would only exhaust memory."""
+
+
+def read_profile_bytes(path: Path, shown: str) -> bytes:
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_PROFILE_BYTES + 1)
+        if len(raw) <= MAX_PROFILE_BYTES:
+            return raw
+        message = "larger than 1 MiB; a profile is a few kilobytes of YAML"
+    except IsADirectoryError:
+        message = "is a directory, not a profile file"
+    except FileNotFoundError:
+        message = "broken symbolic link" if path.is_symlink() else "no such file"
+    except PermissionError:
+        message = "cannot read the file (permission denied)"
+    except OSError as exc:
+        message = f"cannot read the file ({exc.strerror or exc})"
+    raise profile_error(shown, [Problem(None, (), message)])
+
+
+def decode_text(raw: bytes, shown: str) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        byte = raw[exc.start]
+        raise profile_error(
+            shown, [Problem(line, (), f"not UTF-8 text (byte 0x{byte:02x}); save it as UTF-8")]
+        ) from None
+
+
+def _scalar_problem(value: Any) -> str | None:
+    if value is None or isinstance(value, str | int | float | bool):
+        return None
+    if isinstance(value, dict):
+        return (
+            "must be a scalar or a list of scalars, not a mapping "
+            """(pass nested settings as a JSON string, e.g. '{"level": 0}')"""
+        )
+    if isinstance(value, list):
+        return "must be a scalar or a list of scalars, not a nested list"
+    return f"must be a scalar or a list of scalars; YAML read a {type(value).__name__}, quote it"
+
+
+def _engine_arg_problems(data: dict[Any, Any]) -> list[tuple[KeyPath, str]]:
+    """Engine args are a free mapping, but only of values a command line can carry."""
+    found: list[tuple[KeyPath, str]] = []
+    for block in ENGINE_ARG_BLOCKS:
+        parent = data.get(block[0])
+        args = parent.get(block[1]) if isinstance(parent, dict) else None
+        if not isinstance(args, dict):
+            continue
+        for key, value in args.items():
+            if isinstance(value, list):
+                for index, item in enumerate(value):
+                    message = None if item is not None else "list items must not be null"
+                    message = message or _scalar_problem(item)
+                    if message:
+                        found.append(((*block, key, index), message))
+            else:
+                message = _scalar_problem(value)
+                if message:
+                    found.append(((*block, key), message))
+    return found
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _models_in(get_args(annotation)[0])
+    if origin in (Union, types.UnionType, list, dict, tuple):
+        return [m for arg in get_args(annotation) for m in _models_in(arg)]
+    return []
+
+
+def _kind_tags(model: type[BaseModel]) -> tuple[Any, ...]:
+    field = model.model_fields.get("kind")
+    if field is None or get_origin(field.annotation) is not Literal:
+        return ()
+    return get_args(field.annotation)
+
+
+def _field_names_at(loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the model(s) that a pydantic location points into."""
+    models: list[type[BaseModel]] = [Profile]
+    for part in loc:
+        if not isinstance(part, str):
+            continue
+        owners = [m for m in models if part in m.model_fields]
+        if owners:
+            models = [x for m in owners for x in _models_in(m.model_fields[part].annotation)]
+            continue
+        tagged = [m for m in models if part in _kind_tags(m)]
+        if tagged:
+            models = tagged
+    return sorted({name for m in models for name in m.model_fields})
+
+
+def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[KeyPath, bool]:
+    """Map a pydantic location to a path in the data; True if union branch names were skipped."""
+    path: list[Any] = []
+    skipped = False
+    node = data
+    for part in loc:
+        in_dict = isinstance(node, dict) and part in node
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if in_dict or in_list:
+            node = node[part]
+            path.append(part)
+        else:
+            skipped = True
+    return tuple(path), skipped
+
+
+def _did_you_mean(word: Any, choices: list[str]) -> str | None:
+    match = difflib.get_close_matches(str(word), choices, n=1, cutoff=0.6)
+    return f"did you mean {match[0]!r}?" if match else None
+
+
+def _show(value: Any) -> str:
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_PHRASES: tuple[tuple[str, str], ...] = (
+    (r"^(Value error|Assertion failed), ", ""),
+    (r"^Field required$", "required key is missing"),
+    (r"^Input should be ", "must be "),
+    (r"a valid dictionary( or instance of \w+)?", "a mapping"),
+    (r"^List should have at least (\d+) items? after .*", r"must list at least \1 item(s)"),
+    (r"^List should have at most (\d+) items? after .*", r"must list at most \1 item(s)"),
+    (r"^String should have at least 1 character$", "must not be empty"),
+    (r"^String should have at least (\d+) characters$", r"must have at least \1 characters"),
+)
+
+
+def _human(error: dict[str, Any]) -> str:
+    message = str(error["msg"])
+    for pattern, replacement in _PHRASES:
+        message = re.sub(pattern, replacement, message)
+    value = error.get("input")
+    shows_value = error["type"] not in ("missing", "value_error", "union_tag_invalid")
+    if error["type"] == "string_type" and isinstance(value, int | float | bool):
+        return f'{message}; quote it, e.g. "{value}"'
+    if error["type"] == "literal_error" and isinstance(value, str):
+        expected = re.findall(r"'([^']*)'", str(error.get("ctx", {}).get("expected", "")))
+        hint = _did_you_mean(value, expected)
+        return f"{message} (got {_show(value)}" + (f"; {hint})" if hint else ")")
+    if shows_value and (value is None or isinstance(value, str | int | float | bool)):
+        return f"{message} (got {_show(value)})"
+    return message
+
+
+def _problems_from(exc: ValidationError, doc: YamlDocument, skip: list[KeyPath]) -> list[Problem]:
+    problems: list[Problem] = []
+    grouped: dict[KeyPath, list[dict[str, Any]]] = {}
+    errors: list[dict[str, Any]] = [dict(e) for e in exc.errors(include_url=False)]
+    for error in errors:
+        loc = tuple(error["loc"])
+        kind = error["type"]
+        if kind == "missing":
+            path = (*_data_path(doc.data, loc[:-1])[0], loc[-1])
+            skipped = False
+        else:
+            path, skipped = _data_path(doc.data, loc)
+        if any(path[: len(s)] == s for s in skip):
+            continue
+        line = doc.line_of(path)
+        if "[key]" in loc:
+            problems.append(Problem(line, path, "keys here must be strings"))
+        elif kind == "extra_forbidden":
+            hint = _did_you_mean(loc[-1], _field_names_at(loc[:-1]))
+            names = ", ".join(_field_names_at(loc[:-1]))
+            hint = hint or f"expected one of: {names}"
+            problems.append(Problem(line, path, f"unknown key; {hint}"))
+        elif kind == "union_tag_invalid":
+            tag = error.get("ctx", {}).get("tag")
+            expected = re.findall(r"'([^']*)'", str(error.get("ctx", {}).get("expected_tags", "")))
+            hint = _did_you_mean(tag, expected) or "expected one of: " + ", ".join(expected)
+            kind_path = (*path, "kind")
+            problems.append(
+                Problem(doc.line_of(kind_path), kind_path, f"unknown scenario kind {tag!r}; {hint}")
+            )
+        elif kind == "value_error" and isinstance(error.get("ctx", {}).get("error"), KeyIssue):
+            for rel, message in error["ctx"]["error"].issues:
+                full = (*path, *rel)
+                problems.append(Problem(doc.line_of(full), full, message))
+        elif skipped:
+            grouped.setdefault(path, []).append(error)
+        else:
+            problems.append(Problem(line, path, _human(error)))
+    for path, branches in grouped.items():
+        if len(branches) == 1:
+            problems.append(Problem(doc.line_of(path), path, _human(branches[0])))
+            continue
+        # One value failed every branch of a union: say what would have been accepted.
+        wanted = []
+        for error in branches:
+            text = _human({**error, "input": ...}).split(",")[0].removeprefix("must be ")
+            if text not in wanted:
+                wanted.append(text)
+        value = branches[0].get("input")
+        got = f" (got {_show(value)})" if isinstance(value, str | int | float | bool) else ""
+        problems.append(Problem(doc.line_of(path), path, f"must be {' or '.join(wanted)}{got}"))
+    return problems
+
+
+def _resolve(path: Path | None, folder: Path) -> Path | None:
+    if path is None:
+        return None
+    path = path.expanduser()
+    return path if path.is_absolute() else folder / path
+
+
+def resolve_paths(profile: Profile, folder: Path) -> None:
+    """Make every relative path in the profile absolute against `folder` (in place)."""
+    profile.model.path = _resolve(profile.model.path, folder)
+    profile.model.tokenizer = _resolve(profile.model.tokenizer, folder)
+    if profile.quality.math is not None:
+        profile.quality.math.set = _resolve(profile.quality.math.set, folder)
+    if profile.quality.divergence is not None:
+        profile.quality.divergence.corpus = _resolve(profile.quality.divergence.corpus, folder)
+    for task in profile.quality.lm_eval:
+        task.include_path = _resolve(task.include_path, folder)
+    for scenario in profile.perf.scenarios if profile.perf is not None else []:
+        if scenario.kind == "trace":
+            scenario.path = _resolve(scenario.path, folder) or scenario.path
+    profile.signing.key = _resolve(profile.signing.key, folder)
+
+
+def parse_profile_text(text: str, shown: str, folder: Path, check_files: bool = True) -> Profile:
+    """Validate profile text; `shown` names the file in messages, `folder` anchors paths.
+
+    With `check_files`, every local file and folder the profile names must exist.
+    """
+    doc = read_document(text, shown)
+    profile, problems = doc_problems(doc, folder, check_files)
+    if problems or profile is None:
+        raise profile_error(shown, problems or [Problem(None, (), "invalid profile")])
+    return profile
+
+
+def read_document(text: str, shown: str) -> YamlDocument:
+    """The YAML mapping of a profile's text (tabs, syntax, empty or non-mapping: ProfileError)."""
+    tabs = tab_problems(text)
+    if tabs:
+        raise profile_error(shown, [Problem(t.line, t.path, t.message) for t in tabs])
+    try:
+        doc = load_yaml(text)
+    except YamlSyntaxError as exc:
+        raise profile_error(shown, [Problem(exc.line, exc.path, exc.message)]) from None
+    if doc.data is None:
+        raise profile_error(
+            shown,
+            [Problem(1, (), "empty profile; expected keys such as name, model, quality")],
+        )
+    if not isinstance(doc.data, dict):
+        found = "a list" if isinstance(doc.data, list) else f"a {type(doc.data).__name__}"
+        message = f"a profile must be a mapping of keys, not {found}"
+        raise profile_error(shown, [Problem(doc.line_of(()), (), message)])
+    return doc
+
+
+def doc_problems(doc: YamlDocument, at: Path, files: bool) -> tuple[Profile | None, list[Problem]]:
+    """The profile of one YAML mapping (paths resolved against `at`) and every problem in it."""
+    problems = [Problem(p.line, p.path, p.message) for p in doc.problems]
+    arg_problems = _engine_arg_problems(doc.data)
+    problems += [Problem(doc.line_of(path), path, message) for path, message in arg_problems]
+    raw = raw_problems(doc.data)
+    problems += [Problem(doc.line_of(path), path, message) for path, message in raw]
+    profile: Profile | None = None
+    try:
+        profile = Profile.model_validate(doc.data)
+    except ValidationError as exc:
+        # A bad engine arg is reported once, by the check above, not per union branch.
+        skip = [path[:3] for path, _ in arg_problems] + [path for path, _ in raw]
+        problems += _problems_from(exc, doc, skip)
+    if profile is not None:
+        resolve_paths(profile, at)
+        checks = profile_problems(profile) + (file_problems(profile) if files else [])
+        problems += [Problem(doc.line_of(path), path, message) for path, message in checks]
+    return profile, problems
+
+
+def load_profile_file(path: str | Path, check_files: bool = True) -> LoadedProfile:
+    """Read, validate and resolve a profile file; raise ProfileError listing every problem.
+
+    `check_files=False` skips the checks of local files (model, data sets,
+    traces...), for a profile meant for another machine.
+    """
+    shown = str(path)
+    file = Path(path)
+    raw = read_profile_bytes(file, shown)
+    text = decode_text(raw, shown)
+    absolute = Path(os.path.normpath(file.absolute()))
+    profile = parse_profile_text(text, shown, absolute.parent, check_files)
+    return LoadedProfile(
+        profile=profile, path=absolute, sha256=sha256_bytes(raw), raw_text=text
+    )
+
+
+def load_profile(path: str | Path, check_files: bool = True) -> Profile:
+    """Load and validate a profile file; raise ProfileError listing every problem.
+
+    Each problem is one line `FILE:LINE KEY.PATH: message`. Relative paths in
+    the profile are resolved against the profile file's folder. Use
+    `load_profile_file` to also get the absolute path, the sha256 of the exact
+    bytes read and the text.
+    """
+    return load_profile_file(path, check_files).profile

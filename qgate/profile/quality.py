@@ -1,0 +1,151 @@
+"""The quality block of a profile: the suites and their gate policies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from qgate.profile.base import Fraction, Strict
+
+__all__ = [
+    "ANSWER_MAX_TOKENS",
+    "NON_SUITE_SETTINGS",
+    "AccuracyPolicy",
+    "DivergenceSuite",
+    "LmEvalTask",
+    "MathSuite",
+    "QualitySpec",
+    "RecallSuite",
+]
+
+
+class AccuracyPolicy(Strict):
+    """Gate policy shared by every exact-answer suite."""
+
+    min_accuracy: Fraction | None = Field(
+        default=None, description="Floor on the candidate's accuracy."
+    )
+    max_drop: Fraction | None = Field(
+        default=None, description="Largest allowed accuracy drop, reference minus candidate."
+    )
+    max_flips: int | None = Field(
+        default=None, ge=0, description="Largest allowed count of reference-correct items lost."
+    )
+    significance: bool = Field(
+        default=True,
+        description="Fail when a one-sided exact McNemar test finds the candidate worse at alpha.",
+    )
+    alpha: float = Field(default=0.05, gt=0, lt=1, description="Test level.")
+    power: float = Field(default=0.8, gt=0, lt=1, description="Power for the detectable drop.")
+
+
+def _both_prompt_forms() -> list[Literal["short", "long"]]:
+    return ["short", "long"]
+
+
+ANSWER_MAX_TOKENS = 48
+"""Generation budget of one exact-answer reply (math items, perf probes)."""
+
+
+class MathSuite(AccuracyPolicy):
+    """Exact-answer arithmetic and word problems, short and long prompt forms."""
+
+    set: Path | None = Field(
+        default=None, description="JSONL set; the shipped core set if omitted."
+    )
+    prompts: list[Literal["short", "long"]] = Field(
+        default_factory=_both_prompt_forms, min_length=1, description="Prompt forms."
+    )
+    limit: int | None = Field(default=None, ge=1, description="Use only the first N items.")
+    max_tokens: int = Field(
+        default=ANSWER_MAX_TOKENS, ge=1, description="Generation budget per answer."
+    )
+    long_tokens: int = Field(
+        default=3072,
+        ge=256,
+        description="Preamble length in tokens for the long form; clipped to fit max_model_len.",
+    )
+
+
+class RecallSuite(AccuracyPolicy):
+    """Symbols planted at several depths of a haystack; recall by exact match."""
+
+    context_tokens: list[Annotated[int, Field(ge=64)]] = Field(
+        default_factory=lambda: [1024], min_length=1, description="Haystack lengths in tokens."
+    )
+    depths: list[Fraction] = Field(
+        default_factory=lambda: [0.1, 0.3, 0.5, 0.7, 0.9],
+        min_length=1,
+        description="Where symbols are planted, as a fraction of the haystack.",
+    )
+    haystacks: int = Field(default=4, ge=1, description="Haystacks per length.")
+    seed: int = Field(default=1234, description="Seed of the generated haystacks.")
+    max_tokens: int = Field(
+        default=32,
+        ge=1,
+        description="Generation budget per answer; models restate the question "
+        "('The access code for locker 497 is XW-1830.', about 18 tokens).",
+    )
+
+
+class DivergenceSuite(Strict):
+    """Teacher-forced logit divergence of the candidate from the reference."""
+
+    sequences: int = Field(default=64, ge=1, description="Prompts from the corpus.")
+    tokens: int = Field(default=128, ge=1, description="Reference continuation length scored.")
+    top_k: int = Field(default=20, ge=1, le=100, description="prompt_logprobs per position.")
+    corpus: Path | None = Field(
+        default=None, description="JSONL corpus; the shipped one if omitted."
+    )
+    max_mean_kld: float | None = Field(default=None, gt=0, description="Limit on mean KL.")
+    max_p99_kld: float | None = Field(default=None, gt=0, description="Limit on p99 KL.")
+    max_max_kld: float | None = Field(default=None, gt=0, description="Limit on the largest KL.")
+    min_top1_agreement: Fraction | None = Field(
+        default=None, description="Floor on top-1 token agreement."
+    )
+
+
+class LmEvalTask(AccuracyPolicy):
+    """Any lm-eval task, run against the server through lm-eval's OpenAI-compatible backend."""
+
+    task: str = Field(description="lm-eval task name.")
+    metric: str = Field(
+        default="exact_match", description="Metric and filter, e.g. 'exact_match,flexible-extract'."
+    )
+    include_path: Path | None = Field(default=None, description="Folder of task YAMLs.")
+    limit: int | None = Field(default=None, ge=1, description="Use only the first N documents.")
+    num_fewshot: int | None = Field(default=None, ge=0, description="Few-shot examples.")
+    chat: bool = Field(default=False, description="Use the chat completions backend.")
+
+
+NON_SUITE_SETTINGS = frozenset({"concurrency", "seed", "on_no_effect"})
+"""Fields of `quality:` that are settings of every suite, not suites; every other field is a
+suite registered in qgate/profile/suites.py (a unit test holds the two lists together)."""
+
+
+class QualitySpec(Strict):
+    """The quality suites; every configured suite gates the perf stage."""
+
+    math: MathSuite | None = Field(default=None, description="Exact-answer math suite.")
+    recall: RecallSuite | None = Field(default=None, description="Symbol recall suite.")
+    divergence: DivergenceSuite | None = Field(
+        default=None, description="Teacher-forced logit divergence suite."
+    )
+    lm_eval: list[LmEvalTask] = Field(
+        default_factory=list, description="lm-eval tasks, each with its own gate policy."
+    )
+    concurrency: int = Field(default=8, ge=1, description="Requests in flight per suite.")
+    seed: int = Field(default=0, description="Sampling seed sent with every request.")
+    on_no_effect: Literal["warn", "fail"] = Field(
+        default="warn",
+        description="When every answer and every logprob of the candidate is bit-identical to "
+        "the reference's (its change had no measurable effect: was it applied?): 'warn' in the "
+        "report and on the console, or 'fail' the run (for CI).",
+    )
+
+    def has_suites(self) -> bool:
+        """Whether any suite is configured (a profile needs one unless it is a preview)."""
+        names = type(self).model_fields.keys() - NON_SUITE_SETTINGS
+        return any(getattr(self, name) for name in names)

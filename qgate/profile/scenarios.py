@@ -1,0 +1,177 @@
+"""The perf block of a profile: workload scenarios, SLOs and `PerfSpec`.
+
+Speed gates and published figures (`PerfGate`, `PublishedFigure`) and their
+cross-checks live in qgate/profile/perf.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+
+from qgate.profile.base import Fraction, KeyIssue, KeyPath, Strict
+from qgate.profile.perf import PerfGate, PublishedFigure, check_selectors
+
+__all__ = [
+    "FixedScenario",
+    "MultiTurnScenario",
+    "PerfSpec",
+    "Scenario",
+    "ScenarioBase",
+    "Slo",
+    "TraceScenario",
+]
+
+DEFAULT_BUCKET_S = 60.0
+"""Width of a time-series bucket when a scenario asks for a series without one."""
+# A week at the default width; wider buckets for longer runs (profile/checks.py refuses more).
+MAX_BUCKETS = 20_000
+
+
+
+class ScenarioBase(Strict):
+    name: str = Field(min_length=1, description="Unique scenario name.")
+    warmup: int = Field(default=2, ge=0, description="Requests sent first and not measured.")
+    requests: int | None = Field(default=None, ge=1, description="Measured requests.")
+    duration_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Or: measure this long (seconds; requests in flight at the end are "
+        "finished and counted). Not together with requests.",
+    )
+    series_bucket_s: float | None = Field(
+        default=None,
+        ge=1,
+        description="Bucket width in seconds of the time series (output tok/s, requests, TTFT "
+        "p50/p90 per bucket) in the report; default 60 for a duration-bound scenario, no "
+        "series for a counted one.",
+    )
+
+    @model_validator(mode="after")
+    def _count_or_duration(self) -> Self:
+        if self.requests is None and self.duration_s is None:
+            self.requests = 5
+        return self
+
+
+class FixedScenario(ScenarioBase):
+    """Fixed input/output token counts (exact: ignore_eos + min_tokens)."""
+
+    kind: Literal["fixed"] = Field(default="fixed", description="Scenario kind.")
+    input_tokens: int | list[Annotated[int, Field(ge=1)]] = Field(
+        description="Prompt length in tokens, exact; a list is an input-length matrix: one run "
+        "per length (named name@inN), each with its own warm-ups and measured requests."
+    )
+    output_tokens: int = Field(ge=1, description="Output length in tokens, exact.")
+    concurrency: int | list[Annotated[int, Field(ge=1)]] = Field(
+        default=1, description="Requests in flight; a list sweeps levels."
+    )
+    request_rate: float | None = Field(
+        default=None, gt=0, description="Open loop: arrivals per second (Poisson/gamma)."
+    )
+    burstiness: float = Field(default=1.0, gt=0, description="Gamma shape; 1.0 is Poisson.")
+
+    @field_validator("concurrency", "input_tokens")
+    @classmethod
+    def _positive(cls, v: int | list[int]) -> int | list[int]:
+        if isinstance(v, int) and v < 1:
+            raise ValueError("must be at least 1")
+        if isinstance(v, list) and not v:
+            raise ValueError("must list at least one level")
+        return v
+
+
+class MultiTurnScenario(ScenarioBase):
+    """Agent-like conversations that reuse a long shared prefix and a growing history.
+
+    Counted: `conversations` x `turns` requests. With `duration_s`: `conversations`
+    at a time until the time is up, a new one (from the shared prefix) as one ends.
+    """
+
+    kind: Literal["multi_turn"] = Field(description="Scenario kind.")
+    conversations: int = Field(
+        default=4,
+        ge=1,
+        description="Concurrent conversations (with duration_s: kept going, a new one "
+        "starting as one ends).",
+    )
+    turns: int = Field(default=4, ge=1, description="Turns per conversation.")
+    shared_prefix_tokens: int = Field(default=1024, ge=0, description="Shared system prefix.")
+    turn_input_tokens: int = Field(default=64, ge=1, description="New user/tool tokens a turn.")
+    output_tokens: int = Field(default=32, ge=1, description="Output tokens a turn, exact.")
+    think_time_s: float = Field(default=0.0, ge=0, description="Pause between turns.")
+
+
+class TraceScenario(ScenarioBase):
+    """Replay of a JSONL trace of (timestamp, input_tokens, output_tokens)."""
+
+    kind: Literal["trace"] = Field(description="Scenario kind.")
+    path: Path = Field(description="JSONL trace file.")
+    time_scale: float = Field(default=1.0, gt=0, description="Multiply trace timestamps.")
+
+
+def _scenario_kind(v: Any) -> str:
+    if isinstance(v, dict):
+        return str(v.get("kind", "fixed"))
+    return str(getattr(v, "kind", "fixed"))
+
+
+Scenario = Annotated[
+    Annotated[FixedScenario, Tag("fixed")]
+    | Annotated[MultiTurnScenario, Tag("multi_turn")]
+    | Annotated[TraceScenario, Tag("trace")],
+    Discriminator(_scenario_kind),
+]
+
+
+class Slo(Strict):
+    """Service-level objectives for goodput."""
+
+    ttft_ms: float | None = Field(default=None, gt=0, description="Time to first token, ms.")
+    tpot_ms: float | None = Field(default=None, gt=0, description="Time per output token, ms.")
+    e2e_ms: float | None = Field(default=None, gt=0, description="End-to-end latency, ms.")
+
+
+class PerfSpec(Strict):
+    """The perf stage; it runs only when every quality gate passed."""
+
+    scenarios: list[Scenario] = Field(min_length=1, description="Workloads, run in order.")
+    compare_to: Literal["reference", "none"] = Field(
+        default="reference", description="Run the same scenarios on the reference as baseline."
+    )
+    slo: Slo | None = Field(default=None, description="SLOs for goodput.")
+    max_error_rate: Fraction = Field(
+        default=0.0, description="Share of failed or short responses a scenario may have."
+    )
+    probe_share: Fraction = Field(
+        default=0.05, description="Share of perf requests that are quality probes (TEST01)."
+    )
+    bootstrap: int = Field(default=2000, ge=100, description="Bootstrap resamples for ratio CIs.")
+    gates: list[PerfGate] = Field(
+        default_factory=list,
+        description="Speed gates on candidate/reference ratios, judged on their bootstrap 95% "
+        "interval (min_ratio: lower bound >= limit; max_ratio: upper bound <= limit); a "
+        "failed one fails the run like a quality gate.",
+    )
+    published: list[PublishedFigure] = Field(
+        default_factory=list,
+        description="Published figures shown beside the measured ones, with the ratio "
+        "(display only; conditions may differ).",
+    )
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Self:
+        seen: set[str] = set()
+        issues: list[tuple[KeyPath, str]] = []
+        for index, scenario in enumerate(self.scenarios):
+            if scenario.name in seen:
+                issues.append(
+                    (("scenarios", index, "name"), f"duplicate scenario name {scenario.name!r}")
+                )
+            seen.add(scenario.name)
+        issues += check_selectors(self.scenarios, self.gates, self.published, self.compare_to)
+        if issues:
+            raise KeyIssue(issues)
+        return self

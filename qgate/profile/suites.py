@@ -1,0 +1,221 @@
+"""The quality suites a profile can configure: one lazy entry per suite key under `quality:`.
+
+An entry declares what is known without running anything: the profile key
+and model, the result ids and gate policies a configuration produces, the
+policy fields that decide verdicts (left out of the reference cache key), and
+the engine features the suite needs (a suite whose engine lacks one is refused
+at validate time) or uses when the engine has them. How a suite runs on one
+runtime, and the digest of its data, live in the suite's own module, named by
+a "module:attribute" string and imported on first use, so `qgate validate`
+and `qgate verify` never import a suite's HTTP client.
+
+Adding a suite is one module (a `SuiteRunner`) plus one `register(SuiteEntry(...))`,
+plus its profile model as a field of `QualitySpec`. Divergence is the one
+paired suite (the reference generates and scores, the candidate scores the
+reference's tokens): its entry declares its features and data digest, and the
+quality stage runs it as an explicit step (`PairedRunner`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any, get_origin
+
+from pydantic import BaseModel
+
+from qgate.core.features import Feature
+from qgate.errors import BadInput
+from qgate.profile.quality import (
+    AccuracyPolicy,
+    DivergenceSuite,
+    LmEvalTask,
+    MathSuite,
+    QualitySpec,
+    RecallSuite,
+)
+
+__all__ = [
+    "ACCURACY_GATE_FIELDS",
+    "Results",
+    "SuiteEntry",
+    "configured",
+    "exact_results",
+    "features_needed",
+    "features_used",
+    "gate_fields",
+    "profile_sections",
+    "register",
+    "registered",
+    "suite_entry",
+    "unregister",
+]
+
+Results = list[tuple[str, AccuracyPolicy]]
+"""Result ids ('math.short', 'lm_eval.gsm8k') with the accuracy policy that gates each."""
+
+ACCURACY_GATE_FIELDS = frozenset(AccuracyPolicy.model_fields)
+"""Policy fields of every exact-answer suite: they decide verdicts, never what is generated."""
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    """One suite: the declarations, and where its runner lives ("module:attribute")."""
+
+    key: str
+    """Field of `QualitySpec` (the profile's `quality.<key>`) that configures it."""
+    model: type[BaseModel]
+    """Its profile model (of one item, when the field is a list)."""
+    runner: str
+    """"module:attribute" of its `SuiteRunner` (or `PairedRunner`), imported on first use."""
+    results: Callable[[Any], Results] | None = None
+    """Result ids and policies of a configuration; None: the single id `key`, gated by it."""
+    gate_fields: frozenset[str] = ACCURACY_GATE_FIELDS
+    """Policy fields that decide verdicts only (left out of the reference cache key)."""
+    needs: frozenset[Feature] = frozenset()
+    """Engine features it cannot run without."""
+    uses: frozenset[Feature] = frozenset()
+    """Engine features it uses when present (with a fallback when not)."""
+    paired: bool = False
+    """The divergence step: runs on the reference, then on the candidate with its scores."""
+
+    def load(self) -> Any:
+        """The runner object, imported now."""
+        module, _, attr = self.runner.partition(":")
+        return getattr(import_module(module), attr)
+
+    def results_of(self, setting: Any) -> Results:
+        """Result ids and gate policies of a configuration (none for the paired suite)."""
+        if self.paired:
+            return []
+        if self.results is not None:
+            return self.results(setting)
+        return [(self.key, setting)]
+
+
+def _math_results(spec: MathSuite) -> Results:
+    return [(f"math.{form}", spec) for form in spec.prompts]
+
+
+def _recall_results(spec: RecallSuite) -> Results:
+    return [(f"recall.{n}", spec) for n in spec.context_tokens]
+
+
+def _lm_eval_results(tasks: Sequence[LmEvalTask]) -> Results:
+    return [(f"lm_eval.{task.task}", task) for task in tasks]
+
+
+_SUITES: dict[str, SuiteEntry] = {}
+
+
+def register(entry: SuiteEntry) -> SuiteEntry:
+    """Add a suite; suites run in registration order. ValueError on a taken key."""
+    if entry.key in _SUITES:
+        raise ValueError(f"suite {entry.key!r} is already registered")
+    if entry.paired and any(e.paired for e in _SUITES.values()):
+        raise ValueError("divergence is the one paired suite; register exact-answer suites")
+    _SUITES[entry.key] = entry
+    return entry
+
+
+def unregister(key: str) -> None:
+    """Remove a suite (tests that register a toy suite)."""
+    suite_entry(key)
+    del _SUITES[key]
+
+
+def registered() -> tuple[SuiteEntry, ...]:
+    """Every suite, in the order they run."""
+    return tuple(_SUITES.values())
+
+
+def suite_entry(key: str) -> SuiteEntry:
+    """The entry of `key`; BadInput naming the registered suites when there is none."""
+    try:
+        return _SUITES[key]
+    except KeyError:
+        available = ", ".join(sorted(_SUITES))
+        raise BadInput(f"Unknown suite '{key}'. Available: {available}") from None
+
+
+def configured(spec: QualitySpec) -> list[tuple[SuiteEntry, Any]]:
+    """The suites a profile configures (field set and not empty), each with its setting."""
+    out = []
+    for entry in _SUITES.values():
+        setting = getattr(spec, entry.key, None)
+        if setting:
+            out.append((entry, setting))
+    return out
+
+
+def exact_results(spec: QualitySpec) -> Results:
+    """Every exact-answer result id the profile asks for, with its policy, in a stable order."""
+    return [pair for entry, setting in configured(spec) for pair in entry.results_of(setting)]
+
+
+def gate_fields() -> frozenset[str]:
+    """Every registered suite's policy fields (what the reference cache key leaves out)."""
+    return frozenset().union(*(e.gate_fields for e in _SUITES.values()))
+
+
+def profile_sections() -> list[tuple[str, type[BaseModel]]]:
+    """(key path, model) of every suite, for the generated profile reference."""
+    fields = QualitySpec.model_fields
+    return [
+        (
+            f"quality.{e.key}" + ("[]" if get_origin(fields[e.key].annotation) is list else ""),
+            e.model,
+        )
+        for e in _SUITES.values()
+        if e.key in fields
+    ]
+
+
+def features_needed(spec: QualitySpec) -> dict[str, frozenset[Feature]]:
+    """Suite key -> the engine features it cannot run without, for every configured suite."""
+    return {entry.key: entry.needs for entry, _ in configured(spec)}
+
+
+def features_used(spec: QualitySpec) -> dict[str, frozenset[Feature]]:
+    """Suite key -> the engine features it uses when present (it falls back without them)."""
+    return {entry.key: entry.uses for entry, _ in configured(spec)}
+
+
+register(
+    SuiteEntry(
+        key="math",
+        model=MathSuite,
+        runner="qgate.quality.math_suite:SUITE",
+        results=_math_results,
+        uses=frozenset({"tokenize"}),  # the long form's preamble; sized by characters without
+    )
+)
+register(
+    SuiteEntry(
+        key="recall",
+        model=RecallSuite,
+        runner="qgate.quality.recall_suite:SUITE",
+        results=_recall_results,
+        uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
+    )
+)
+register(
+    SuiteEntry(
+        key="divergence",
+        model=DivergenceSuite,
+        runner="qgate.quality.divergence_suite:SUITE",
+        gate_fields=frozenset({"max_mean_kld", "max_p99_kld", "max_max_kld", "min_top1_agreement"}),
+        # /tokenize for the prompt ids, forced continuation lengths, teacher-forced top-k
+        needs=frozenset({"prompt_logprobs", "tokenize", "min_tokens"}),
+        paired=True,
+    )
+)
+register(
+    SuiteEntry(
+        key="lm_eval",
+        model=LmEvalTask,
+        runner="qgate.quality.lmeval_suite:SUITE",
+        results=_lm_eval_results,
+    )
+)

@@ -1,0 +1,117 @@
+"""`qgate compare`: several reports side by side, for weighing trade-offs across profiles."""
+
+from __future__ import annotations
+
+import math
+
+from qgate.report.model import Report
+from qgate.report.render.parts import Table, fmt
+from qgate.report.render.view import accuracy, kld_values, suite_pairs
+
+HEADLINE_METRIC = "output_throughput"
+
+
+def accuracy_deltas(report: Report) -> dict[str, float]:
+    """Candidate minus reference accuracy per suite."""
+    out: dict[str, float] = {}
+    for suite, ref, cand in suite_pairs(report.quality.runs):
+        (rc, rn), (cc, cn) = accuracy(ref), accuracy(cand)
+        if rn and cn:
+            out[suite] = cc / cn - rc / rn
+    return out
+
+
+def mean_kld(report: Report) -> float | None:
+    vals = kld_values(report)
+    return sum(vals) / len(vals) if vals else None
+
+
+def headline_ratio(report: Report) -> float | None:
+    """Geometric mean over scenarios of the candidate/reference output tokens/s ratio."""
+    ratios = [
+        float(c["ratio"])
+        for r in report.perf.results
+        for c in r.comparisons
+        if c.get("metric") == HEADLINE_METRIC
+        and isinstance(c.get("ratio"), int | float)
+        and c["ratio"] > 0
+    ]
+    if not ratios:
+        return None
+    return math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+
+
+def compare_table(reports: list[tuple[str, Report]]) -> Table:
+    """One row per report: profile, verdict, per-suite accuracy deltas, mean KLD, perf ratio."""
+    suites: list[str] = []
+    for _, rep in reports:
+        for s in accuracy_deltas(rep):
+            if s not in suites:
+                suites.append(s)
+    header = [
+        "Report",
+        "Profile",
+        "Verdict",
+        *[f"Δacc {s}" for s in suites],
+        "Mean KLD",
+        "Output tok/s ratio",
+        "Perf",
+    ]
+    rows = []
+    for label, rep in reports:
+        deltas = accuracy_deltas(rep)
+        rows.append(
+            [
+                label,
+                str(rep.profile.get("name", "?")),
+                rep.verdict,
+                *[fmt(deltas.get(s)) for s in suites],
+                fmt(mean_kld(rep)),
+                fmt(headline_ratio(rep)),
+                rep.perf.status,
+            ]
+        )
+    return Table(header, rows)
+
+
+def compare_plot(reports: list[tuple[str, Report]]) -> bytes:
+    """Scatter: mean accuracy delta against output tokens/s ratio, one point per report."""
+    from qgate.report.render.plots import load_pyplot, png_bytes
+
+    plt = load_pyplot()
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    for _label, rep in reports:
+        deltas = list(accuracy_deltas(rep).values())
+        x = headline_ratio(rep)
+        y = sum(deltas) / len(deltas) if deltas else 0.0
+        color = {"PASS": "#1a7f37", "FAIL": "#cf222e"}.get(rep.verdict, "#9a6700")
+        ax.scatter([x if x is not None else 0.0], [y], color=color, s=40)
+        ax.annotate(
+            f"{rep.profile.get('name', '?')} ({rep.verdict})",
+            (x if x is not None else 0.0, y),
+            fontsize=8,
+            xytext=(4, 4),
+            textcoords="offset points",
+        )
+    ax.axhline(0, color="#999", lw=0.8)
+    ax.axvline(1, color="#999", lw=0.8)
+    ax.set_xlabel("candidate / reference output tokens/s (0: no perf)")
+    ax.set_ylabel("mean accuracy delta (candidate - reference)")
+    ax.set_title("Quality against speed")
+    return png_bytes(fig)
+
+
+def compare_html(reports: list[tuple[str, Report]]) -> str:
+    """A self-contained HTML page with the comparison table and the scatter plot."""
+    import base64
+    import html
+
+    from qgate.report.render.html import html_table
+
+    png = base64.b64encode(compare_plot(reports)).decode("ascii")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape('qgate compare')}</title></head><body><h1>qgate compare</h1>"
+        + html_table(compare_table(reports))
+        + f'<img alt="quality against speed" src="data:image/png;base64,{png}"/></body></html>\n'
+    )

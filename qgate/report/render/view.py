@@ -1,0 +1,336 @@
+"""What a person reads in a report, as plain tables; Markdown and HTML serialize it.
+
+Figures here are for display only (verify never reads them); the gates and
+perf summaries come from the report as stored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from qgate.quality.records import SuiteRun
+from qgate.report.model import Report
+from qgate.report.render.parts import Section, Table, fmt, origin_lines
+from qgate.report.verdict import verdict_label
+from qgate.runtime.scales import warning_lines
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (numpy's default) of sorted values; q in [0, 100]."""
+    if not sorted_values:
+        return math.nan
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def wilson(correct: int, n: int) -> tuple[float, float]:
+    """95% Wilson interval, the very function the gates report (qgate.quality.stats)."""
+    from qgate.quality.stats import wilson as stats_wilson
+
+    return stats_wilson(correct, n)
+
+
+def suite_pairs(runs: Iterable[SuiteRun]) -> list[tuple[str, SuiteRun | None, SuiteRun | None]]:
+    """(suite, reference run, candidate run) in first-seen order."""
+    order: list[str] = []
+    pairs: dict[str, dict[str, SuiteRun]] = {}
+    for run in runs:
+        if run.suite not in pairs:
+            order.append(run.suite)
+            pairs[run.suite] = {}
+        pairs[run.suite][run.role] = run
+    return [(s, pairs[s].get("reference"), pairs[s].get("candidate")) for s in order]
+
+
+def accuracy(run: SuiteRun | None) -> tuple[int, int]:
+    """(correct, total) of a suite run."""
+    if run is None:
+        return (0, 0)
+    return (sum(1 for i in run.items if i.correct), len(run.items))
+
+
+def flips(ref: SuiteRun, cand: SuiteRun) -> tuple[list[str], list[str]]:
+    """Item ids lost (reference right, candidate wrong) and gained (the reverse)."""
+    cand_by_id = {i.id: i.correct for i in cand.items}
+    lost = [i.id for i in ref.items if i.correct and cand_by_id.get(i.id) is False]
+    gained = [i.id for i in ref.items if not i.correct and cand_by_id.get(i.id) is True]
+    return lost, gained
+
+
+def kld_values(report: Report) -> list[float]:
+    """Every position's KL(reference || candidate), sorted."""
+    div = report.quality.divergence
+    return sorted(k for s in div.sequences for k in s.kld) if div else []
+
+
+def _ids(ids: list[str], limit: int = 20) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f" … (+{len(ids) - limit})" if len(ids) > limit else "") if ids else "–"
+
+
+def _headline(report: Report) -> Section:
+    profile_name = str(report.profile.get("name", "?"))
+    sec = Section(f"qgate report: {profile_name}")
+    sec.lines.append(f"**Verdict: {verdict_label(report.verdict)}**")
+    failed = [v for v in report.all_verdicts() if not v.passed]
+    total = len(report.all_verdicts())
+    sec.lines.append(f"Gates: {total - len(failed)} of {total} passed; perf: {report.perf.status}.")
+    for v in failed:
+        sec.lines.append(f"FAILED {v.gate}: {v.reason}")
+    if report.emulated:
+        sec.lines.append("EMULATED components: " + "; ".join(report.emulated))
+    if report.target_mismatches:
+        sec.lines.append("TARGET MISMATCH: " + "; ".join(report.target_mismatches))
+    for note in report.capability_notes:
+        sec.lines.append("MACHINE: " + note)
+    for warning in report.warnings:
+        sec.lines.append("WARNING: " + warning)
+    for line in warning_lines(report.effective_configs):
+        sec.lines.append(f"ENGINE WARNING {line}")
+    sec.lines += origin_lines(report)
+    return sec
+
+
+def _gates(report: Report) -> Section:
+    sec = Section("Gates")
+    rows = [
+        [
+            v.gate,
+            fmt(v.observed),
+            fmt(v.limit),
+            "pass" if v.passed else "FAIL",
+            v.reason + (" (underpowered)" if v.underpowered else ""),
+        ]
+        for v in report.all_verdicts()
+    ]
+    sec.tables.append(Table(["Gate", "Observed", "Limit", "Result", "Reason"], rows))
+    return sec
+
+
+def _quality(report: Report) -> Section:
+    sec = Section("Accuracy and flips")
+    acc_rows: list[list[str]] = []
+    flip_rows: list[list[str]] = []
+    for suite, ref, cand in suite_pairs(report.quality.runs):
+        rc, rn = accuracy(ref)
+        cc, cn = accuracy(cand)
+        acc_rows.append(
+            [
+                suite,
+                f"{fmt(rc / rn if rn else None)} ({rc}/{rn})",
+                f"{fmt(cc / cn if cn else None)} ({cc}/{cn})",
+                fmt((cc / cn - rc / rn) if rn and cn else None),
+            ]
+        )
+        if ref is not None and cand is not None:
+            lost, gained = flips(ref, cand)
+            flip_rows.append([suite, str(len(lost)), _ids(lost), str(len(gained)), _ids(gained)])
+    sec.tables.append(Table(["Suite", "Reference", "Candidate", "Delta"], acc_rows))
+    sec.tables.append(Table(["Suite", "Lost", "Lost ids", "Gained", "Gained ids"], flip_rows))
+    return sec
+
+
+def _divergence(report: Report) -> Section | None:
+    div = report.quality.divergence
+    if div is None:
+        return None
+    vals = kld_values(report)
+    agree = [a for s in div.sequences for a in s.top1_agree]
+    dps = [d for s in div.sequences for d in s.delta_p]
+    sec = Section("Logit divergence (KL reference || candidate)")
+    sec.lines.append(
+        f"{len(div.sequences)} sequences, {len(vals)} positions, top-{div.top_k} logprobs."
+    )
+    row = [
+        fmt(sum(vals) / len(vals) if vals else None),
+        fmt(percentile(vals, 50)),
+        fmt(percentile(vals, 90)),
+        fmt(percentile(vals, 99)),
+        fmt(percentile(vals, 99.9)),
+        fmt(vals[-1] if vals else None),
+        fmt(sum(agree) / len(agree) if agree else None),
+        fmt(sum(dps) / len(dps) if dps else None),
+    ]
+    header = ["Mean", "Median", "p90", "p99", "p99.9", "Max", "Top-1 agree", "Mean Δp"]
+    sec.tables.append(Table(header, [row]))
+    return sec
+
+
+def _perf(report: Report) -> Section:
+    sec = Section("Performance")
+    sec.lines.append(f"Status: {report.perf.status}.")
+    for result in report.perf.results:
+        rows = []
+        for c in result.comparisons:
+            ci = (
+                f"[{fmt(c.get('ci_low'))}, {fmt(c.get('ci_high'))}]"
+                if c.get("ci_low") is not None
+                else "–"
+            )
+            rows.append(
+                [
+                    str(c.get("metric", "?")),
+                    str(c.get("unit", "")),
+                    fmt(c.get("reference")),
+                    fmt(c.get("candidate")),
+                    fmt(c.get("ratio")),
+                    ci,
+                ]
+            )
+        if not rows and result.candidate is not None:
+            for key in ("output_throughput", "request_throughput"):
+                if key in result.candidate:
+                    rows.append([key, "", "–", fmt(result.candidate[key]), "–", "–"])
+        sec.tables.append(
+            Table(
+                ["Metric", "Unit", "Reference", "Candidate", "Ratio", "95% CI"],
+                rows,
+                caption=f"Scenario {result.scenario}",
+            )
+        )
+        rates = _rate_rows(result.reference, result.candidate)
+        if rates:
+            header = ["Runtime", "Out tok/s", "Out tok/s/GPU", "Req/s", "Req out tok/s p50",
+                      "Decode tok/s p50", "TTFT p90 ms"]  # fmt: skip
+            sec.tables.append(Table(header, rates))
+        dist = _distribution_rows(result.reference, result.candidate)
+        if dist:
+            header = [
+                "Latency (ms)",
+                "Ref p50",
+                "Ref p90",
+                "Ref p99",
+                "Cand p50",
+                "Cand p90",
+                "Cand p99",
+            ]
+            sec.tables.append(Table(header, dist))
+    return sec
+
+
+def _rate_rows(ref: dict[str, Any] | None, cand: dict[str, Any] | None) -> list[list[str]]:
+    """Per runtime: throughputs (in total and per GPU), per-request rates, TTFT p90."""
+
+    def stat(summary: dict[str, Any], key: str, q: str) -> Any:
+        dist = summary.get(key)
+        return dist.get(q) if isinstance(dist, dict) else None
+
+    rows = []
+    for role, summary in (("reference", ref), ("candidate", cand)):
+        if not summary or "request_output_tok_s" not in summary:
+            continue
+        rows.append(
+            [
+                role,
+                fmt(summary.get("output_throughput")),
+                fmt(summary.get("output_throughput_per_gpu")),
+                fmt(summary.get("request_throughput")),
+                fmt(stat(summary, "request_output_tok_s", "p50")),
+                fmt(stat(summary, "request_decode_tok_s", "p50")),
+                fmt(stat(summary, "ttft_ms", "p90")),
+            ]
+        )
+    return rows
+
+
+QUEUE_SHOWN_MS = 0.05
+PCTS = ("p50", "p90", "p99")
+
+
+def _distribution_rows(ref: dict[str, Any] | None, cand: dict[str, Any] | None) -> list[list[str]]:
+    rows = []
+    for metric in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
+        cells = [metric]
+        for summary in (ref, cand):
+            dist = (summary or {}).get(metric)
+            for q in ("p50", "p90", "p99"):
+                cells.append(fmt(dist.get(q)) if isinstance(dist, dict) else "–")
+        if any(c != "–" for c in cells[1:]):
+            rows.append(cells)
+    # Client queueing (scheduled -> sent, connection set-up included) is outside TTFT;
+    # shown when it is not negligible, since then the client limited the offered load.
+    queues = [(s or {}).get("queue_ms") for s in (ref, cand)]
+    if any(isinstance(q, dict) and (q.get("p99") or 0) >= QUEUE_SHOWN_MS for q in queues):
+        rows.append(
+            ["queue_ms (client)"]
+            + [fmt(q.get(k)) if isinstance(q, dict) else "–" for q in queues for k in PCTS]
+        )
+    return rows
+
+
+def _environment(report: Report) -> Section:
+    sec = Section("Environment")
+    rows = []
+    for cfg in report.effective_configs:
+        rows.append(
+            [
+                cfg.role,
+                cfg.kind,
+                fmt(cfg.engine_version),
+                fmt(cfg.dtype),
+                fmt(cfg.quantization),
+                fmt(cfg.kv_cache_dtype),
+                fmt(cfg.attention_backend)
+                + (f" (FA{cfg.flash_attn_version})" if cfg.flash_attn_version else ""),
+                "; ".join(f"{k} ({m})" for m, k in cfg.linear_kernels.items()) or "–",
+                ", ".join(cfg.uncalibrated_scales) or "–",
+                "; ".join(f"EMULATED {e}" for e in cfg.emulated) or "–",
+            ]
+        )
+    header = ["Role", "Kind", "Engine", "dtype", "Quant", "KV cache", "Attention",
+              "Linear kernel", "Scales at 1.0", "Emulated"]  # fmt: skip
+    sec.tables.append(Table(header, rows))
+    fp = (
+        report.fingerprint.model_dump(mode="json", exclude={"checkpoint"})
+        if report.fingerprint
+        else {}
+    )
+    fp_rows = [[k, v] for k, v in _flatten(fp)]
+    if report.fingerprint is not None:
+        fp_rows.append(["checkpoint files", str(len(report.fingerprint.checkpoint))])
+    if fp_rows:
+        sec.tables.append(Table(["Fingerprint", "Value"], fp_rows))
+    timing_rows = [[k, fmt(v)] for k, v in report.stage_timings.items()]
+    if timing_rows:
+        sec.tables.append(Table(["Stage", "Seconds"], timing_rows))
+    sec.lines.append(f"{len(report.artifacts)} artifacts listed with sha256.")
+    return sec
+
+
+def _flatten(node: Any, prefix: str = "", limit: int = 60) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += _flatten(v, f"{prefix}.{k}" if prefix else str(k), limit)
+    elif isinstance(node, list) and node and all(isinstance(v, dict) for v in node):
+        for i, v in enumerate(node):
+            out += _flatten(v, f"{prefix}[{i}]", limit)
+    else:
+        text = ", ".join(map(fmt, node)) if isinstance(node, list) else fmt(node)
+        out.append((prefix, text if len(text) <= 120 else text[:117] + "..."))
+    return out[:limit]
+
+
+def sections(report: Report) -> list[Section]:
+    """The report as titled sections: verdict first, then gates, quality, perf, environment."""
+    out = [_headline(report), _gates(report), _quality(report)]
+    div = _divergence(report)
+    if div is not None:
+        out.append(div)
+    out.append(_perf(report))
+    from qgate.report.render.series import series_section
+
+    series = series_section(report)
+    if series is not None:
+        out.append(series)
+    from qgate.report.render.published import published_section
+
+    published = published_section(report)
+    if published is not None:
+        out.append(published)
+    out.append(_environment(report))
+    return out

@@ -1,0 +1,1 @@
+"""`qgate verify`: open the envelope, check the profile and provenance, recompute every verdict."""

@@ -1,0 +1,218 @@
+"""`qgate verify` of a multi-candidate report, and the dispatch on the predicate type.
+
+A multi report is checked like a single one, once for the envelope and
+once per candidate for the rest: signature -> Statement and schema ->
+profile subject -> the embedded multi profile (with `--profile FILE`: it must
+equal FILE loaded as `run` loads it, and FILE's limits gate) -> checkpoint
+files -> candidate names, order and `required` as the profile says -> each
+candidate's embedded report is the profile's expansion for that candidate
+and passes every check of a single report but the envelope
+(verify.check_contents) -> the side-by-side table and the overall verdict
+re-derived. The first failure raises VerificationFailed (exit 1).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from qgate.attest.dsse import read_envelope
+from qgate.errors import BadInput
+from qgate.profile import Profile
+from qgate.profile.multi import MultiProfile, expand_json, multi_from_json
+from qgate.report.multi_model import MULTI_PREDICATE_TYPE, MultiReport
+from qgate.report.verify.envelope import check_profile_file, fail, open_signed, parse_predicate
+from qgate.report.verify.profile import first_difference
+from qgate.report.verify.single import (
+    Recompute,
+    VerifyResult,
+    check_contents,
+    check_model_dir,
+    cyclic_gc_paused,
+    verify_bytes,
+)
+
+__all__ = [
+    "MultiVerifyResult",
+    "is_multi_payload",
+    "parse_multi_statement",
+    "verify_any_file",
+    "verify_multi_bytes",
+]
+
+_PREDICATE = re.compile(rb'"predicateType"\s*:\s*"([^"\\]*)"')
+
+
+@dataclass
+class MultiVerifyResult:
+    """What verification of a multi report established, for the CLI to print."""
+
+    report: MultiReport
+    keyid: str
+    subjects: list[dict[str, Any]]
+    checked: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def is_multi_payload(payload: bytes) -> bool:
+    """Does the Statement name the multi predicate type? (A guess; the parse decides.)"""
+    match = _PREDICATE.search(payload)
+    return match is not None and match.group(1).decode() == MULTI_PREDICATE_TYPE
+
+
+def _envelope_is_multi(data: bytes, origin: str) -> bool:
+    try:
+        envelope = read_envelope(data, origin)
+        return is_multi_payload(base64.b64decode(envelope["payload"], validate=True))
+    except (BadInput, binascii.Error, TypeError, ValueError):
+        return False  # the single verification reports it
+
+
+def parse_multi_statement(payload: bytes) -> tuple[dict[str, Any], MultiReport]:
+    """The Statement dict and its validated multi report predicate."""
+    return parse_predicate(payload, MULTI_PREDICATE_TYPE, MultiReport.model_validate)
+
+
+def _normal(data: dict[str, Any]) -> dict[str, Any]:
+    try:
+        out: dict[str, Any] = Profile.model_validate(data).model_dump(mode="json")
+    except ValidationError:
+        return data
+    return out
+
+
+def _profile(
+    report: MultiReport, statement: dict[str, Any], file: Path | None, result: MultiVerifyResult
+) -> MultiProfile:
+    """The multi profile whose limits gate: the embedded one, or FILE when it equals it."""
+    try:
+        embedded = multi_from_json(report.profile)
+    except (ValidationError, ValueError) as exc:
+        raise fail(f"embedded multi profile does not validate: {exc}") from None
+    if file is None:
+        result.notes.append(
+            "limits taken from the report's own embedded profile "
+            "(pass --profile FILE to gate against a profile you trust)"
+        )
+        return embedded
+    from qgate.profile.load_multi import load_multi_file
+
+    loaded = load_multi_file(file, check_files=False)
+    diff = first_difference(embedded.to_json(), loaded.multi.to_json())
+    if diff is not None:
+        where, was, now = diff
+        raise fail(
+            f"the report's embedded profile differs from {file} at {where}: "
+            f"report has {was!r:.60}, file has {now!r:.60}"
+        )
+    check_profile_file(statement, report.profile_sha256, file)
+    result.checked.append(f"embedded profile equals {file.name}; gates use its limits")
+    return loaded.multi
+
+
+def _candidates(
+    report: MultiReport,
+    multi: MultiProfile,
+    keyid: str,
+    result: MultiVerifyResult,
+    recompute: Recompute | None,
+) -> None:
+    names = [c.name for c in report.candidates]
+    if names != [c.name for c in multi.candidates]:
+        raise fail(f"candidates {names} are not the profile's {[c.name for c in multi.candidates]}")
+    expanded = expand_json(report.profile)
+    for entry, cand in zip(report.candidates, multi.candidates, strict=True):
+        where = f"candidate {entry.name}"
+        if entry.required != cand.required:
+            raise fail(f"{where}: required={entry.required} but the profile says {cand.required}")
+        if entry.report is None:
+            if not entry.error:
+                raise fail(f"{where}: neither a report nor the error that prevented one")
+            result.notes.append(f"{where}: ERROR {entry.error}")
+            continue
+        if entry.error is not None:
+            raise fail(f"{where}: has a report and an error")
+        rep = entry.report
+        diff = first_difference(_normal(rep.profile), _normal(expanded[entry.name]))
+        if diff is not None:
+            raise fail(f"{where}: its report's profile differs from the multi profile at {diff[0]}")
+        if rep.profile_sha256 != report.profile_sha256 or rep.fingerprint != report.fingerprint:
+            raise fail(f"{where}: its report names another profile file or machine")
+        sub = VerifyResult(report=rep, keyid=keyid, subjects=[])
+        check_contents(rep, cand.profile, keyid, sub, recompute)
+        result.checked += [f"{entry.name}: {line}" for line in sub.checked]
+        result.notes += [
+            f"{entry.name}: {line}" for line in sub.notes if not line.startswith("limits taken")
+        ]
+
+
+def _derived(report: MultiReport, result: MultiVerifyResult) -> None:
+    from qgate.report.multi_table import multi_verdict, table
+    from qgate.report.verify.recompute import dump, same_value
+
+    rows = table(report.candidates)
+    for stored, got in zip(report.table, rows, strict=False):
+        if not same_value(dump(stored), dump(got)):
+            raise fail(f"table row {stored.candidate} does not follow from its report")
+    if len(report.table) != len(rows):
+        raise fail("the table does not have one row per candidate")
+    verdict, optional = multi_verdict(report.candidates)
+    if report.verdict != verdict:
+        raise fail(
+            f"overall verdict {report.verdict} does not follow from the candidates ({verdict})"
+        )
+    if report.optional_failures != optional:
+        raise fail("the list of failed optional candidates does not follow from the candidates")
+    result.checked.append(f"table of {len(rows)} candidates and overall verdict {verdict} follow")
+
+
+def verify_multi_bytes(
+    data: bytes,
+    pubkey_pem: str | bytes,
+    profile: Path | None = None,
+    model_dir: Path | None = None,
+    recompute: Recompute | None = None,
+    origin: str = "report",
+) -> MultiVerifyResult:
+    """Verify a multi report end to end; BadInput or VerificationFailed on the first problem."""
+    with cyclic_gc_paused():
+        opened = open_signed(
+            data, pubkey_pem, origin, MULTI_PREDICATE_TYPE, MultiReport.model_validate
+        )
+        statement, report, keyid = opened.statement, opened.report, opened.keyid
+        result = MultiVerifyResult(report=report, keyid=keyid, subjects=statement["subject"],
+                                   checked=opened.checked, notes=opened.notes)  # fmt: skip
+        multi = _profile(report, statement, profile, result)
+        if model_dir is not None:
+            count = check_model_dir(statement, model_dir)
+            result.checked.append(f"{count} checkpoint files match their subjects")
+        _candidates(report, multi, keyid, result, recompute)
+        _derived(report, result)
+        return result
+
+
+def verify_any_file(
+    path: Path,
+    pubkey: Path,
+    profile: Path | None = None,
+    model_dir: Path | None = None,
+    recompute: Recompute | None = None,
+) -> VerifyResult | MultiVerifyResult:
+    """Verify a single or a multi report, by its predicate type (what `qgate verify` calls)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        pem = pubkey.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read public key {pubkey}: {exc.strerror}") from None
+    if _envelope_is_multi(data, str(path)):
+        return verify_multi_bytes(data, pem, profile, model_dir, recompute, origin=str(path))
+    return verify_bytes(data, pem, profile, model_dir, recompute, origin=str(path))

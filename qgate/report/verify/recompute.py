@@ -1,0 +1,233 @@
+"""Re-derive what a report states from its own records, with the functions `run` used.
+
+Every gate verdict and perf figure is recomputed (`Recompute` holds the very
+functions `run` called) and compared with the stored one: floats up to a
+relative 1e-9, a report of an older perf derivation by the figures it holds.
+`qgate verify` (verify.py) calls these after the envelope, the subjects and
+the raw responses have been checked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic_core
+
+from qgate.core.verdict import Verdict
+from qgate.errors import InfrastructureError, VerificationFailed
+from qgate.perf.gates import report_gates
+from qgate.perf.records import ScenarioRun
+from qgate.profile import Profile
+from qgate.quality.records import DivergenceRun, SuiteRun
+from qgate.report.model import PERF_DERIVATION, Report
+from qgate.report.verdict import overall
+
+__all__ = [
+    "Compare",
+    "EvaluateQuality",
+    "Recompute",
+    "ScenarioVerdicts",
+    "Summarize",
+    "check_status_and_verdict",
+    "default_recompute",
+    "recompute_perf",
+    "recompute_perf_gates",
+    "recompute_quality",
+]
+
+
+def _fail(message: str) -> VerificationFailed:
+    return VerificationFailed(message)
+
+
+EvaluateQuality = Callable[[Any, list[SuiteRun], DivergenceRun | None], list[Verdict]]
+Summarize = Callable[[ScenarioRun, Any], Any]
+Compare = Callable[..., Any]
+# scenario_verdicts(profile.perf, candidate_run): the PerfSpec holds max_error_rate
+ScenarioVerdicts = Callable[[Any, ScenarioRun], list[Verdict]]
+
+
+@dataclass(frozen=True)
+class Recompute:
+    """The pure functions `run` used; verify calls the very same ones."""
+
+    evaluate_quality: EvaluateQuality
+    summarize: Summarize
+    compare: Compare
+    scenario_verdicts: ScenarioVerdicts
+
+
+def default_recompute() -> Recompute:
+    """The team's gate and perf functions, imported on demand."""
+    try:
+        from qgate.perf.checks import scenario_verdicts
+        from qgate.perf.compare import compare
+        from qgate.perf.metrics import summarize
+        from qgate.quality.gates import evaluate_quality
+    except ImportError as exc:
+        # the environment, not the report: exit 3, never 1
+        raise InfrastructureError(f"cannot recompute verdicts: {exc}") from None
+    return Recompute(evaluate_quality, summarize, compare, scenario_verdicts)
+
+
+def dump(value: Any) -> Any:
+    # the same JSON form the signer wrote (NaN/inf as null), so equal data compares equal
+    return json.loads(pydantic_core.to_json(value, inf_nan_mode="null"))
+
+
+# Recomputed floats may differ from the stored ones in the last bits when the same formula is
+# evaluated in another order (a numerically equivalent refactor, another numpy); any edit of a
+# figure moves it by far more than this.
+_REL_TOL = 1e-9
+_ABS_TOL = 1e-12
+
+
+def same_value(stored: Any, recomputed: Any) -> bool:
+    """JSON values equal, floats up to a relative 1e-9 (booleans, strings, ints exactly)."""
+    if isinstance(stored, bool) or isinstance(recomputed, bool):
+        return stored is recomputed
+    if isinstance(stored, float) or isinstance(recomputed, float):
+        if not isinstance(stored, int | float) or not isinstance(recomputed, int | float):
+            return False
+        return math.isclose(stored, recomputed, rel_tol=_REL_TOL, abs_tol=_ABS_TOL)
+    if isinstance(stored, dict) and isinstance(recomputed, dict):
+        return stored.keys() == recomputed.keys() and all(
+            same_value(v, recomputed[k]) for k, v in stored.items()
+        )
+    if isinstance(stored, list) and isinstance(recomputed, list):
+        return len(stored) == len(recomputed) and all(
+            same_value(a, b) for a, b in zip(stored, recomputed, strict=True)
+        )
+    return bool(stored == recomputed)
+
+
+def _covers(stored: Any, recomputed: Any) -> bool:
+    """Every figure a report of an older derivation stores equals its recomputation.
+
+    Newer qgate derives more figures from the same records (more keys, more
+    comparison rows, intervals on throughput ratios); those the older report
+    lacks are not held against it. Comparison rows are matched by metric.
+    """
+    if isinstance(stored, dict) and isinstance(recomputed, dict):
+        if stored.get("resamples") == 0 and stored.get("ci_low") is stored.get("ci_high") is None:
+            # a ratio stored without an interval (derivation 1 gave throughput none)
+            ignored = ("ci_low", "ci_high", "resamples", "seed")
+            stored = {k: v for k, v in stored.items() if k not in ignored}
+        return all(k in recomputed and _covers(v, recomputed[k]) for k, v in stored.items())
+    if isinstance(stored, list) and isinstance(recomputed, list):
+        if all(isinstance(x, dict) and "metric" in x for x in stored + recomputed):
+            by_metric = {x["metric"]: x for x in recomputed}
+            return len(by_metric) == len(recomputed) and all(
+                x["metric"] in by_metric and _covers(x, by_metric[x["metric"]]) for x in stored
+            )
+        return len(stored) == len(recomputed) and all(
+            _covers(a, b) for a, b in zip(stored, recomputed, strict=True)
+        )
+    return same_value(stored, recomputed)
+
+
+def _first_verdict_difference(stored: Sequence[Verdict], recomputed: Sequence[Verdict]) -> str:
+    by_gate = {v.gate: v for v in recomputed}
+    for v in stored:
+        r = by_gate.get(v.gate)
+        if r is None:
+            return f"gate {v.gate} is not produced by the profile's policy"
+        if r != v:
+            return (
+                f"gate {v.gate}: stored passed={v.passed} observed={v.observed} but "
+                f"records give passed={r.passed} observed={r.observed}"
+            )
+    missing = [r.gate for r in recomputed if r.gate not in {v.gate for v in stored}]
+    if missing:
+        return f"gate {missing[0]} is missing from the report"
+    return "gate verdicts are out of order"
+
+
+def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
+    """The stored quality verdicts equal evaluate_quality over the stored records."""
+    from qgate.runtime.scales import kv_scale_verdicts
+
+    recomputed = list(
+        fns.evaluate_quality(profile.quality, list(report.quality.runs), report.quality.divergence)
+    )
+    recomputed += kv_scale_verdicts(profile.engine.uncalibrated_kv_scales, report.effective_configs)
+    if not same_value(dump(report.quality.verdicts), dump(recomputed)):
+        raise _fail(_first_verdict_difference(report.quality.verdicts, recomputed))
+
+
+def _scenario_spec(profile: Profile, name: str) -> None:
+    if profile.perf is None:
+        raise _fail(f"perf scenario {name} but the profile has no perf section")
+    base = name.split("@", 1)[0]
+    for spec in profile.perf.scenarios:
+        if spec.name == base:
+            return
+    raise _fail(f"perf scenario {name} is not in the profile")
+
+
+def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
+    """Every stored perf summary, comparison and check equals its recomputation."""
+    perf = report.perf
+    runs = {(r.scenario, r.role): r for r in perf.runs}
+    if len(runs) != len(perf.runs):
+        raise _fail("perf: two runs share a scenario name and role")
+    results = {r.scenario: r for r in perf.results}
+    run_names = {s for s, _ in runs}
+    if set(results) != run_names:
+        odd = sorted(set(results) ^ run_names)[0]
+        raise _fail(f"perf: scenario {odd} has records without results or results without records")
+    perf_spec = profile.perf
+    slo = perf_spec.slo if perf_spec else None
+    if perf.derivation > PERF_DERIVATION:
+        raise _fail(
+            f"perf figures of derivation {perf.derivation}: made by a newer qgate "
+            f"(this one derives version {PERF_DERIVATION}); verify it with that one"
+        )
+    same = same_value if perf.derivation == PERF_DERIVATION else _covers
+    for name, result in results.items():
+        _scenario_spec(profile, name)
+        ref, cand = runs.get((name, "reference")), runs.get((name, "candidate"))
+        pairs = (("reference", ref, result.reference), ("candidate", cand, result.candidate))
+        for role, run, stored in pairs:
+            got = dump(fns.summarize(run, slo)) if run is not None else None
+            if not same(stored, got):
+                raise _fail(f"perf {name}: {role} summary does not follow from its request records")
+        if ref is not None and cand is not None:
+            got_cmp = dump(
+                fns.compare(ref, cand, resamples=perf.bootstrap_resamples, seed=perf.bootstrap_seed)
+            )
+        else:
+            got_cmp = []
+        if not same(result.comparisons, got_cmp):
+            raise _fail(f"perf {name}: comparisons do not follow from the request records")
+        got_verdicts = list(fns.scenario_verdicts(perf_spec, cand)) if cand is not None else []
+        if not same_value(dump(result.verdicts), dump(got_verdicts)):
+            raise _fail(f"perf {name}: " + _first_verdict_difference(result.verdicts, got_verdicts))
+    return len(results)
+
+
+def recompute_perf_gates(report: Report, profile: Profile) -> int:
+    """The stored speed-gate verdicts equal report_gates over the stored perf results."""
+    gates = report_gates(profile.perf, report.perf.status, report.perf.results)
+    if not same_value(dump(report.perf.gates), dump(gates)):
+        raise _fail("perf gates: " + _first_verdict_difference(report.perf.gates, gates))
+    return len(gates)
+
+
+def check_status_and_verdict(report: Report, preview: bool = False) -> None:
+    """Perf status agrees with the quality gates; the overall verdict follows from both."""
+    quality_ok = all(v.passed for v in report.quality.verdicts)
+    status = report.perf.status
+    if status == "ran" and not quality_ok:
+        raise _fail("perf status 'ran' although a quality gate failed (should be 'ungated')")
+    if status == "skipped: gates failed" and quality_ok:
+        raise _fail("perf status 'skipped: gates failed' although every quality gate passed")
+    if status.startswith("skipped") and (report.perf.runs or report.perf.results):
+        raise _fail(f"perf status {status!r} but the report holds perf records")
+    expected = overall(report.all_verdicts(), status, preview)
+    if report.verdict != expected:
+        raise _fail(f"overall verdict {report.verdict} does not follow from the gates ({expected})")

@@ -1,0 +1,316 @@
+"""Re-derive what a report's raw records imply: each item's correctness, each KL value.
+
+`qgate verify` must not trust a stored `correct` flag or a stored per-position
+KL: a key holder could forge them and re-sign. Here they are recomputed from
+the raw data next to them with the very functions `run` used:
+
+- math items: `extract_number` on the stored response, `answer_matches` with
+  the expected answer;
+- recall items: `extract_symbol`, exact equality with the planted code;
+- lm-eval items: lm-eval's `exact_match` (its regexes_to_ignore, ignore_case,
+  ignore_punctuation and ignore_numbers options, read from the task's local
+  YAML) on the logged filtered response and target, when the task is local,
+  its YAML and data still have the digest the run recorded and its metric is
+  exact_match; other items are listed as not re-derived;
+- divergence: `position_divergence` on both sides' stored top-k logprobs
+  (within 1e-9 relative: transcendental functions may round differently on
+  the auditor's CPU).
+
+A disagreement raises VerificationFailed naming the item.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from qgate.errors import InfrastructureError, VerificationFailed
+from qgate.profile import LmEvalTask, Profile
+from qgate.quality.records import DivergenceRun, ItemRecord, SuiteRun
+
+# answer extractor, then the correctness rule on (answer, expected)
+Extractor = Callable[[str], "str | None"]
+Judge = Callable[["str | None", str], bool]
+
+
+@dataclass
+class Rederived:
+    """What could be re-derived, and what could not (one line per suite) for the output."""
+
+    items: int = 0
+    positions: int = 0
+    data_checked: int = 0
+    not_rederived: list[str] = field(default_factory=list)
+
+
+def _extractors() -> dict[str, tuple[Extractor, Judge]]:
+    try:
+        from qgate.quality.extract import answer_matches, extract_number, extract_symbol
+    except ImportError as exc:
+        raise InfrastructureError(f"cannot re-derive correctness: {exc}") from None
+    return {
+        "math": (extract_number, answer_matches),
+        "recall": (extract_symbol, lambda answer, expected: answer == expected),
+    }
+
+
+def _check_item(run: SuiteRun, item: ItemRecord, answer: str | None, correct: bool) -> None:
+    where = f"{run.suite} {run.role} item {item.id}"
+    if correct != item.correct:
+        raise VerificationFailed(
+            f"{where}: stored correct={item.correct} but its response gives answer {answer!r} "
+            f"against expected {item.expected!r} (correct={correct})"
+        )
+    if answer != item.answer:
+        raise VerificationFailed(
+            f"{where}: stored answer {item.answer!r} but its response gives {answer!r}"
+        )
+
+
+def _few(ids: list[str], n: int = 3) -> str:
+    return ", ".join(ids[:n]) + (f", ... ({len(ids)} items)" if len(ids) > n else "")
+
+
+def rederive_correctness(runs: list[SuiteRun], profile: Profile, out: Rederived) -> None:
+    """Every item's answer and correctness from its stored response; raise on a difference."""
+    extractors = _extractors()
+    for run in runs:
+        family, _, rest = run.suite.partition(".")
+        if family in extractors:
+            extract, judge = extractors[family]
+            for item in run.items:
+                answer = extract(item.output)
+                _check_item(run, item, answer, judge(answer, item.expected))
+            out.items += len(run.items)
+        elif family == "lm_eval":
+            _rederive_lm_eval(run, _task_of(profile, rest), out)
+        elif run.items:
+            out.not_rederived.append(
+                f"{run.suite} ({run.role}): unknown suite; items {_few([i.id for i in run.items])}"
+            )
+
+
+def check_questions(runs: list[SuiteRun], profile: Profile, out: Rederived) -> None:
+    """Both runtimes expected the same answers; math items match the local math set.
+
+    The expected answer is stored beside the response, so a forger could
+    change both; the reference's copy and, for math, the data set the run's
+    digest names pin it down.
+    """
+    reference = {
+        (r.suite, i.id): i.expected for r in runs if r.role == "reference" for i in r.items
+    }
+    for run in runs:
+        if run.role != "candidate":
+            continue
+        for item in run.items:
+            want = reference.get((run.suite, item.id))
+            if want is not None and want != item.expected:
+                raise VerificationFailed(
+                    f"{run.suite} item {item.id}: the reference expected {want!r} "
+                    f"but the candidate {item.expected!r}"
+                )
+    if profile.quality.math is not None:
+        for run in runs:
+            if run.suite.startswith("math."):
+                _check_math_set(run, profile, out)
+
+
+def _check_math_set(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    from qgate.errors import BadInput
+    from qgate.quality.math_suite import load_math_set, math_data_sha256, short_prompt
+
+    spec = profile.quality.math
+    assert spec is not None
+    form = run.suite.partition(".")[2]
+    budget = run.params.get("preamble_tokens_budget")
+    try:
+        # the budget the run used stands in for max_model_len, which the digest only clips by
+        digest = math_data_sha256(
+            spec, form, max_model_len=None, long_tokens=budget if isinstance(budget, int) else None
+        )
+        items = {i.id: i for i in load_math_set(spec.set, spec.limit)[0]}
+    except BadInput as exc:
+        out.not_rederived.append(f"{run.suite} ({run.role}): math set not checked ({exc.message})")
+        return
+    if digest != run.data_sha256:
+        out.not_rederived.append(
+            f"{run.suite} ({run.role}): the local math set differs from the run's; "
+            "expected answers not checked against it"
+        )
+        return
+    for record in run.items:
+        item = items.get(record.id)
+        where = f"{run.suite} {run.role} item {record.id}"
+        if item is None:
+            raise VerificationFailed(f"{where}: not in the math set the run's digest names")
+        if record.expected != str(item.answer):
+            raise VerificationFailed(
+                f"{where}: expected {record.expected!r} but the math set says {item.answer}"
+            )
+        if form == "short" and record.prompt_sha256 != _sha256(short_prompt(item.question)):
+            raise VerificationFailed(f"{where}: prompt digest does not match the math set")
+    out.data_checked += len(run.items)
+
+
+def _sha256(text: str) -> str:
+    from qgate.core.files import sha256_text
+
+    return sha256_text(text)
+
+
+def _task_of(profile: Profile, name: str) -> LmEvalTask | None:
+    return next((t for t in profile.quality.lm_eval if t.task == name), None)
+
+
+def exact_match(prediction: str, reference: str, options: dict[str, Any]) -> bool:
+    """lm-eval's exact_match (lm_eval/api/metrics.py exact_match_hf_evaluate) on one pair."""
+    pred, ref = prediction, reference
+    for pattern in options.get("regexes_to_ignore") or []:
+        pred, ref = re.sub(pattern, "", pred), re.sub(pattern, "", ref)
+    if options.get("ignore_case"):
+        pred, ref = pred.lower(), ref.lower()
+    if options.get("ignore_punctuation"):
+        table = str.maketrans("", "", string.punctuation)
+        pred, ref = pred.translate(table), ref.translate(table)
+    if options.get("ignore_numbers"):
+        table = str.maketrans("", "", string.digits)
+        pred, ref = pred.translate(table), ref.translate(table)
+    # numpy string arrays, which lm-eval compares, ignore trailing NUL characters
+    return pred.rstrip("\x00") == ref.rstrip("\x00")
+
+
+_EXACT_MATCH_OPTIONS = frozenset(
+    {"metric", "aggregation", "higher_is_better", "regexes_to_ignore", "ignore_case",
+     "ignore_punctuation", "ignore_numbers"}
+)  # fmt: skip
+
+
+def lm_eval_exact_match_options(task: LmEvalTask, data_sha256: str) -> dict[str, Any] | str:
+    """exact_match options of a local task whose definition has the recorded digest, or why not."""
+    from qgate.quality.lmeval_suite import (
+        LenientLoader,
+        find_task_yaml,
+        lm_eval_data_sha256,
+        split_metric,
+    )
+
+    metric = split_metric(task.metric)[0]
+    if metric != "exact_match":
+        return f"metric {metric} is not exact_match"
+    yaml_path = find_task_yaml(task)
+    if yaml_path is None:
+        return "not a local task YAML (a task lm-eval ships)"
+    if lm_eval_data_sha256(task) != data_sha256:
+        return f"{yaml_path.name} or its data differ from what the run used"
+    import yaml
+
+    config = yaml.load(yaml_path.read_text(encoding="utf-8"), Loader=LenientLoader)
+    if not isinstance(config, dict):
+        return f"{yaml_path.name} is not a mapping"
+    odd = sorted(
+        k for k in ("include", "process_results", "doc_to_choice", "multiple_target")
+        if config.get(k)
+    )  # fmt: skip
+    if odd or config.get("output_type", "generate_until") != "generate_until":
+        return f"{yaml_path.name} uses {', '.join(odd) or 'a non-generate_until output type'}"
+    entries = [m for m in config.get("metric_list") or [] if isinstance(m, dict)]
+    entry = next((m for m in entries if m.get("metric") == "exact_match"), None)
+    if entry is None or set(entry) - _EXACT_MATCH_OPTIONS:
+        return f"{yaml_path.name}: exact_match has options qgate does not re-implement"
+    return dict(entry)
+
+
+def _rederive_lm_eval(run: SuiteRun, task: LmEvalTask | None, out: Rederived) -> None:
+    ids = [i.id for i in run.items]
+    if not ids:
+        return
+    if task is None:
+        out.not_rederived.append(f"{run.suite} ({run.role}): task not in the profile; {_few(ids)}")
+        return
+    options = lm_eval_exact_match_options(task, run.data_sha256)
+    if isinstance(options, str):
+        out.not_rederived.append(f"{run.suite} ({run.role}): {options}; items {_few(ids)}")
+        return
+    skipped: list[str] = []
+    for item in run.items:
+        if item.answer is None:
+            skipped.append(item.id)
+            continue
+        correct = exact_match(item.answer, item.expected, options)
+        _check_item(run, item, item.answer, correct)
+        out.items += 1
+    if skipped:
+        out.not_rederived.append(
+            f"{run.suite} ({run.role}): no filtered response logged; items {_few(skipped)}"
+        )
+
+
+# exp and log may differ in the last bits between machines (numpy and libm pick
+# CPU-specific code paths), so values re-derived on the auditor's machine are
+# compared within a tolerance far below any meaningful KL limit.
+_REL_TOL = 1e-9
+_ABS_TOL = 1e-12
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=_REL_TOL, abs_tol=_ABS_TOL)
+
+
+def rederive_divergence(run: DivergenceRun, out: Rederived, *, required: bool) -> None:
+    """Every per-position KL, top-1 agreement and delta-p from the stored logprobs.
+
+    `required`: a report of the current schema must carry the logprobs; an
+    older one without them is listed as not re-derived.
+    """
+    try:
+        from qgate.quality.divergence import position_divergence
+    except ImportError as exc:
+        raise InfrastructureError(f"cannot re-derive divergence: {exc}") from None
+    for seq in run.sequences:
+        r_ids, r_lps = seq.reference_top_ids, seq.reference_top_logprobs
+        c_ids, c_lps = seq.candidate_top_ids, seq.candidate_top_logprobs
+        if r_ids is None or r_lps is None or c_ids is None or c_lps is None:
+            if required:
+                raise VerificationFailed(
+                    f"divergence sequence {seq.id}: per-position logprobs are missing"
+                )
+            out.not_rederived.append(
+                f"divergence: {len(run.sequences)} sequences predate stored logprobs"
+            )
+            return
+        n = len(seq.token_ids)
+        lengths = {
+            len(x) for x in (seq.kld, seq.top1_agree, seq.delta_p, r_ids, r_lps, c_ids, c_lps)
+        }
+        if lengths != {n}:
+            raise VerificationFailed(
+                f"divergence sequence {seq.id}: per-position lists differ in length"
+            )
+        for i, token in enumerate(seq.token_ids):
+            try:
+                pos = position_divergence(
+                    dict(zip(r_ids[i], r_lps[i], strict=True)),
+                    dict(zip(c_ids[i], c_lps[i], strict=True)),
+                    token,
+                    run.top_k,
+                )
+            except ValueError as exc:
+                raise VerificationFailed(
+                    f"divergence sequence {seq.id} position {i}: logprobs unusable ({exc})"
+                ) from None
+            if not (
+                pos.top1_agree == seq.top1_agree[i]
+                and _close(pos.kld, seq.kld[i])
+                and _close(pos.delta_p, seq.delta_p[i])
+            ):
+                raise VerificationFailed(
+                    f"divergence sequence {seq.id} position {i}: stored kld={seq.kld[i]} "
+                    f"top1_agree={seq.top1_agree[i]} delta_p={seq.delta_p[i]} but its logprobs "
+                    f"give kld={pos.kld} top1_agree={pos.top1_agree} delta_p={pos.delta_p}"
+                )
+        out.positions += n

@@ -1,0 +1,235 @@
+"""`qgate verify`: check the envelope, the subjects, and re-derive every verdict.
+
+Order: readable JSON (else BadInput, exit 2) -> payload type -> signature over
+the DSSE PAE -> Statement -> report schema -> subjects -> profile (with
+`--profile`: the embedded profile must equal FILE loaded as `run` loads it,
+and FILE's limits gate; see verify_profile.py) -> checkpoint files -> each
+item's correctness and each divergence value re-derived from the raw
+responses and logprobs (rederive.py) -> reference provenance
+(verify_provenance.py) -> every gate verdict and perf figure recomputed with
+the same functions `run` used -> perf status and overall verdict. The first
+failure raises VerificationFailed (exit 1); an environment that cannot
+import what verification needs raises InfrastructureError (exit 3). The
+recomputation itself lives in verify_recompute.py.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from qgate.attest.statement import CHECKPOINT_PREFIX
+from qgate.core.files import sha256_file
+from qgate.errors import BadInput
+from qgate.profile import Profile
+from qgate.profile.perf import is_preview
+from qgate.report.model import PREDICATE_TYPE, Report
+from qgate.report.verify.envelope import (
+    check_profile_file,
+    fail,
+    open_signed,
+    parse_predicate,
+    subject_digests,
+)
+from qgate.report.verify.recompute import (
+    Recompute,
+    check_status_and_verdict,
+    default_recompute,
+    recompute_perf,
+    recompute_perf_gates,
+    recompute_quality,
+)
+
+__all__ = [
+    "Recompute",
+    "VerifyResult",
+    "check_contents",
+    "check_model_dir",
+    "check_profile_file",
+    "check_status_and_verdict",
+    "cyclic_gc_paused",
+    "default_recompute",
+    "parse_statement",
+    "recompute_perf",
+    "recompute_perf_gates",
+    "recompute_quality",
+    "verify_bytes",
+    "verify_file",
+]
+
+
+@dataclass
+class VerifyResult:
+    """What verification established, for the CLI to print."""
+
+    report: Report
+    keyid: str
+    subjects: list[dict[str, Any]]
+    checked: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_statement(payload: bytes) -> tuple[dict[str, Any], Report]:
+    """The Statement dict and its validated report predicate."""
+    return parse_predicate(payload, PREDICATE_TYPE, Report.model_validate)
+
+
+def check_model_dir(statement: dict[str, Any], model_dir: Path) -> int:
+    """Every checkpoint file matches its subject and no subject is missing; returns the count."""
+    expected = subject_digests(statement["subject"], CHECKPOINT_PREFIX)
+    if not model_dir.is_dir():
+        raise BadInput(f"--model {model_dir}: not a folder")
+    found = {
+        p.relative_to(model_dir).as_posix(): p for p in sorted(model_dir.rglob("*")) if p.is_file()
+    }
+    for name, digest in sorted(expected.items()):
+        path = found.get(name)
+        if path is None:
+            raise fail(f"checkpoint file {name} named in the report is missing from {model_dir}")
+        if sha256_file(path) != digest:
+            raise fail(f"checkpoint file {name} does not match its sha256 in the report")
+    extra = sorted(set(found) - set(expected))
+    if extra:
+        raise fail(f"checkpoint file {extra[0]} is not among the report's subjects")
+    return len(expected)
+
+
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for the duration (restored after).
+
+    A large report is millions of small objects, built at once and kept to
+    the end; the collections their allocation triggers walk all of them again
+    and again (about a sixth of verifying 10,000 records) and free nothing.
+    Reference counting still frees everything as usual.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def verify_bytes(
+    data: bytes,
+    pubkey_pem: str | bytes,
+    profile: Path | None = None,
+    model_dir: Path | None = None,
+    recompute: Recompute | None = None,
+    origin: str = "report",
+) -> VerifyResult:
+    """Verify an envelope end to end; raise BadInput or VerificationFailed on the first problem."""
+    with cyclic_gc_paused():
+        return _verify(data, pubkey_pem, profile, model_dir, recompute, origin)
+
+
+def _verify(
+    data: bytes,
+    pubkey_pem: str | bytes,
+    profile: Path | None,
+    model_dir: Path | None,
+    recompute: Recompute | None,
+    origin: str,
+) -> VerifyResult:
+    opened = open_signed(data, pubkey_pem, origin, PREDICATE_TYPE, Report.model_validate)
+    statement, report, keyid = opened.statement, opened.report, opened.keyid
+    result = VerifyResult(report=report, keyid=keyid, subjects=statement["subject"],
+                          checked=opened.checked, notes=opened.notes)  # fmt: skip
+    try:
+        prof = Profile.model_validate(report.profile)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise fail(f"embedded profile does not validate: {where}: {first['msg']}") from None
+    if profile is not None:
+        from qgate.report.verify.profile import match_profile
+
+        matched = match_profile(report.profile, profile)
+        prof = matched.profile
+        result.notes += matched.notes
+        check_profile_file(statement, report.profile_sha256, profile)
+        result.checked.append(f"embedded profile equals {profile.name}; gates use its limits")
+    else:
+        result.notes.append(
+            "limits taken from the report's own embedded profile "
+            "(pass --profile FILE to gate against a profile you trust)"
+        )
+    if model_dir is not None:
+        count = check_model_dir(statement, model_dir)
+        result.checked.append(f"{count} checkpoint files match their subjects")
+    check_contents(report, prof, keyid, result, recompute)
+    return result
+
+
+def check_contents(
+    report: Report, prof: Profile, keyid: str, result: VerifyResult, recompute: Recompute | None
+) -> None:
+    """Everything but the envelope: records re-derived, every verdict and figure recomputed.
+
+    Also what a multi report's verification runs on each candidate's embedded report.
+    """
+    _rederive(report, prof, keyid, result)
+    fns = recompute or default_recompute()
+    recompute_quality(report, prof, fns)
+    result.checked.append(f"{len(report.quality.verdicts)} quality verdicts recomputed")
+    scenarios = recompute_perf(report, prof, fns)
+    result.checked.append(f"{scenarios} perf scenarios recomputed")
+    gates = recompute_perf_gates(report, prof)
+    result.checked.append(f"{gates} perf gates recomputed")
+    check_status_and_verdict(report, is_preview(prof))
+    result.checked.append(f"overall verdict {report.verdict} follows")
+
+
+def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult) -> None:
+    """Correctness, divergence and reference provenance from the raw records."""
+    from qgate.report.verify.provenance import check_provenance
+    from qgate.report.verify.rederive import (
+        Rederived,
+        check_questions,
+        rederive_correctness,
+        rederive_divergence,
+    )
+
+    done = Rederived()
+    rederive_correctness(list(report.quality.runs), prof, done)
+    result.checked.append(f"{done.items} item answers and correctness re-derived from responses")
+    check_questions(list(report.quality.runs), prof, done)
+    if done.data_checked:
+        result.checked.append(f"{done.data_checked} math items match the math set the run used")
+    if report.quality.divergence is not None:
+        required = report.schema_version != "1"
+        rederive_divergence(report.quality.divergence, done, required=required)
+        if done.positions:
+            result.checked.append(f"{done.positions} divergence positions re-derived from logprobs")
+    if done.not_rederived:
+        result.notes.append("not checked: " + "; ".join(done.not_rederived))
+    line = check_provenance(report, keyid, result.notes)
+    if line:
+        result.checked.append(line)
+
+
+def verify_file(
+    path: Path,
+    pubkey: Path,
+    profile: Path | None = None,
+    model_dir: Path | None = None,
+    recompute: Recompute | None = None,
+) -> VerifyResult:
+    """verify_bytes for files on disk (what `qgate verify` calls)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        pem = pubkey.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read public key {pubkey}: {exc.strerror}") from None
+    return verify_bytes(data, pem, profile, model_dir, recompute, origin=str(path))

@@ -1,0 +1,1 @@
+"""`qgate run`: the pipeline (pipeline.py) and the stages, context and report it is made of."""

@@ -1,0 +1,205 @@
+"""The state a run shares across its stages, and the steps every stage uses.
+
+`prepare` loads the profile, resolves (and where asked, emulates) the
+checkpoint, loads the signer and makes the run folder; `save_raw` writes a
+stage's raw results into it at once; `started` and `quality_on` start one
+runtime and run every suite on it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from qgate.attest.keys import LoadedSigner
+from qgate.core.records import Role
+from qgate.core.serving import Runtime
+from qgate.errors import BadInput
+from qgate.profile import Profile
+from qgate.quality.cache_auth import ReferenceProvenance
+from qgate.quality.stage import QualityOutput
+from qgate.run.options import RunOptions
+from qgate.runtime.capabilities import CpuCaps, Selection
+from qgate.runtime.fingerprint import Fingerprint
+
+__all__ = [
+    "RAW",
+    "RunContext",
+    "model_paths",
+    "prepare",
+    "quality_on",
+    "resolve_model",
+    "save_raw",
+    "select",
+    "signer_for",
+    "started",
+]
+
+log = logging.getLogger("qgate")
+
+
+RAW = "raw"
+
+
+@dataclass
+class RunContext:
+    """Everything the stages share: the profile, paths, the machine, the signer."""
+
+    opts: RunOptions
+    profile: Profile
+    profile_path: Path
+    profile_sha256: str
+    run_dir: Path
+    source_model: Path
+    model_paths: dict[str, Path]
+    tokenizer_path: Path | None
+    signer: LoadedSigner
+    declared_profile: Profile
+    selection: Selection
+    fingerprint: Fingerprint | None = None
+    target_mismatches: list[str] = field(default_factory=list)
+    reference_cached: bool = False
+    reference_provenance: ReferenceProvenance | None = None
+
+    @property
+    def no_perf(self) -> bool:
+        return self.opts.skip_perf or self.profile.perf is None
+
+
+def save_raw(ctx: RunContext, name: str, model: BaseModel | Sequence[BaseModel]) -> None:
+    """Write one stage's raw results into the run folder (atomic)."""
+    from qgate.core.files import atomic_write
+
+    if isinstance(model, BaseModel):
+        data = model.model_dump_json(indent=1)
+    else:
+        data = "[" + ",\n".join(m.model_dump_json() for m in model) + "]"
+    atomic_write(ctx.run_dir / RAW / name, data.encode())
+
+
+def resolve_model(profile: Profile) -> Path:
+    if profile.model.embedded is not None:
+        from qgate.checkpoint.embedded import require_checkpoint
+
+        return require_checkpoint(profile.model.embedded)
+    assert profile.model.path is not None
+    path = profile.model.path
+    from qgate.profile.engine_checks import starts_process
+
+    if any(starts_process(profile.engine_of(r).kind) for r in ("reference", "candidate")) and (
+        not path.is_dir()
+    ):
+        raise BadInput(f"model.path: {path} is not a folder")
+    return path
+
+
+def select(profile: Profile, cpu: CpuCaps) -> tuple[Profile, Selection]:
+    """The profile as this machine runs it (declared fallbacks applied), and the notes why.
+
+    Fail fast: a setting this machine's engine cannot run is exit 2 now, not an
+    engine traceback after the reference stage; a declared fallback runs instead.
+    """
+    from qgate.profile.engine_checks import feature_notes
+    from qgate.runtime.capabilities import select_runtimes
+
+    selection = select_runtimes(profile, cpu)
+    selection.notes.extend(feature_notes(profile))
+    update = {"reference": selection.reference, "candidate": selection.candidate}
+    return profile.model_copy(update=update), selection
+
+
+def signer_for(opts: RunOptions, profile: Profile) -> LoadedSigner:
+    """The signing key, read before the (minutes long) weight emulation so a bad key fails fast."""
+    from qgate.attest.keys import load_signer
+
+    signing = profile.signing
+    return load_signer(
+        opts.key or signing.key, signing.key_env, signing.kms_uri,
+        "ed25519" if signing.scheme == "ed25519" else "ecdsa",
+    )  # fmt: skip
+
+
+def model_paths(profile: Profile, source: Path) -> dict[str, Path]:
+    """The checkpoint each side serves: the source, or its emulated copy (cached by digest).
+
+    An emulated copy is stored in the side's serving dtype, so that float32 serving
+    (`engine.cpu_dtype: auto` on a CPU without bf16) computes with the rounded values exactly.
+    """
+    from qgate.checkpoint.embedded import cache_root
+    from qgate.runtime.capabilities import runtime_args
+
+    paths: dict[str, Path] = {}
+    for role in ("reference", "candidate"):
+        side = getattr(profile, role)
+        if side.emulate_weights is None:
+            paths[role] = source
+        else:
+            from qgate.checkpoint.emulate import emulate_checkpoint, stored_dtype
+
+            dtype = stored_dtype(runtime_args(profile, side).get("dtype"))
+            paths[role] = emulate_checkpoint(source, side.emulate_weights,
+                                             cache_root() / "emulated", dtype)  # fmt: skip
+    return paths
+
+
+def prepare(opts: RunOptions) -> RunContext:
+    """Load the profile, resolve (and where asked, emulate) the checkpoint, make the run folder."""
+    from qgate.profile.load import load_profile_file
+    from qgate.report.files import new_run_dir
+    from qgate.runtime.capabilities import probe_cpu
+
+    loaded = load_profile_file(opts.profile)
+    profile, selection = select(loaded.profile, probe_cpu())
+    for note in selection.notes:
+        log.info("%s", note)
+    source = resolve_model(profile)
+    signer = signer_for(opts, profile)
+    paths = model_paths(profile, source)
+    run_dir = new_run_dir(opts.out_root, profile.name)
+    ctx = RunContext(
+        opts=opts,
+        profile=profile,
+        profile_path=loaded.path,
+        profile_sha256=loaded.sha256,
+        run_dir=run_dir,
+        source_model=source,
+        model_paths=paths,
+        tokenizer_path=profile.model.tokenizer or source,
+        signer=signer,
+        declared_profile=loaded.profile,
+        selection=selection,
+    )
+    log.info("run folder %s", run_dir)
+    return ctx
+
+
+@contextmanager
+def started(ctx: RunContext, role: Role) -> Iterator[Runtime]:
+    """A started, ready runtime for `role`; always stopped on the way out."""
+    from qgate.runtime.factory import make_runtime
+
+    runtime = make_runtime(ctx.profile, role, ctx.model_paths[role], ctx.run_dir / "logs")
+    with runtime:
+        yield runtime
+
+
+def quality_on(
+    ctx: RunContext, runtime: Runtime, role: Role, reference: QualityOutput | None
+) -> QualityOutput:
+    """Every suite on one started runtime; raw results saved at once."""
+    from qgate.quality.stage import evaluate
+
+    out = evaluate(
+        runtime,
+        ctx.profile,
+        role,
+        tokenizer_path=ctx.tokenizer_path,
+        reference_scores=reference.scores if reference else None,
+    )
+    save_raw(ctx, f"{role}-quality.json", out)
+    return out

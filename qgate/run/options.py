@@ -1,0 +1,53 @@
+"""What `qgate run` is asked to do, and what it hands back.
+
+Its own module so that the pipeline and its stages both read it without
+importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from qgate.core.verdict import Verdict
+from qgate.errors import ExitCode
+from qgate.report.model import PerfStatus
+from qgate.report.multi_model import CandidateVerdict
+
+__all__ = ["RunOptions", "RunOutcome"]
+
+
+@dataclass
+class RunOptions:
+    """What `qgate run` was asked to do."""
+
+    profile: Path
+    out_root: Path = Path("qgate-runs")
+    key: Path | None = None
+    cache_dir: Path | None = None
+    refresh_reference: bool = False
+    trust_cache_keys: tuple[Path, ...] = ()
+    strict_cache: bool = False
+    skip_perf: bool = False
+    force_perf: bool = False
+    progress: bool = True
+
+
+@dataclass
+class RunOutcome:
+    """Where the report is, the verdict, and what to tell people."""
+
+    run_dir: Path
+    envelope: Path
+    verdict: CandidateVerdict
+    exit_code: ExitCode
+    verdicts: list[Verdict]
+    perf_status: PerfStatus
+    headline: list[str] = field(default_factory=list)
+    engine_warnings: list[str] = field(default_factory=list)
+    public_key: Path | None = None
+    reference_cached: bool = False
+    warnings: list[str] = field(default_factory=list)
+    capability_notes: list[str] = field(default_factory=list)
+    candidates: list[str] = field(default_factory=list)
+    """A profile with several candidates: one line per candidate (name, verdict, perf)."""

@@ -1,0 +1,124 @@
+"""The glue of each pipeline stage: resolve, start, evaluate, save raw results, report.
+
+`pipeline.run()` tells the story; each function here does one step of it by
+calling into the stage packages (runtime, quality, perf, report), and writes
+what it produced into the run folder at once so that nothing finished is lost
+when a later stage fails or is interrupted. Preparing a run and starting a
+runtime live in qgate/run/context.py, the reference stage in
+qgate/run/reference.py, the report stage in qgate/run/report.py; this module
+is the one surface the pipeline calls.
+"""
+
+from __future__ import annotations
+
+from qgate.core.records import Role
+from qgate.core.serving import Runtime
+from qgate.perf.probes import Probe
+from qgate.perf.records import ScenarioRun
+from qgate.profile import ANSWER_MAX_TOKENS
+from qgate.quality.records import DivergenceRun
+from qgate.quality.stage import QualityOutput
+from qgate.run.context import RunContext, prepare, quality_on, started
+from qgate.run.context import save_raw as _save
+from qgate.run.reference import preflight_candidate, reference_quality, wants_preflight
+from qgate.run.report import headline, report
+
+__all__ = [
+    "RunContext",
+    "compares_to_reference",
+    "divergence_of",
+    "fingerprint",
+    "headline",
+    "perf_on",
+    "preflight_candidate",
+    "prepare",
+    "quality_on",
+    "reference_quality",
+    "report",
+    "started",
+    "wants_preflight",
+]
+
+PROBES_MAX = 16
+
+
+def fingerprint(ctx: RunContext) -> None:
+    """Fingerprint the machine and the checkpoint; check the profile's target."""
+    from qgate.checkpoint.embedded import cache_root
+    from qgate.runtime.fingerprint import check_target, collect_fingerprint
+
+    model_dir = ctx.source_model if ctx.source_model.is_dir() else None
+    ctx.fingerprint = collect_fingerprint(model_dir, cache_root() / "digests.json")
+    ctx.target_mismatches = check_target(ctx.profile.target, ctx.fingerprint)
+    _save(ctx, "fingerprint.json", ctx.fingerprint)
+
+
+def divergence_of(reference: QualityOutput, candidate: QualityOutput) -> DivergenceRun | None:
+    """Per-position divergence of the candidate's scores from the reference's."""
+    if reference.scores is None or candidate.scores is None:
+        return None
+    from qgate.quality.divergence_suite import build_divergence_run
+
+    return build_divergence_run(reference.scores, candidate.scores)
+
+
+def _probes(ctx: RunContext, quality: QualityOutput) -> list[Probe]:
+    """Math items for correctness under load, with this runtime's quality-stage answers."""
+    spec = ctx.profile.quality.math
+    run = next((r for r in quality.runs if r.suite == "math.short"), None)
+    if spec is None or run is None:
+        return []
+    from qgate.quality.math_suite import load_math_set, short_prompt
+
+    items = {i.id: i for i in load_math_set(spec.set, spec.limit)[0]}
+    out: list[Probe] = []
+    for rec in run.items[:PROBES_MAX]:
+        item = items.get(rec.id)
+        if item is not None:
+            out.append((rec.id, [{"role": "user", "content": short_prompt(item.question)}],
+                        rec.answer))  # fmt: skip
+    return out
+
+
+def perf_on(
+    ctx: RunContext, runtime: Runtime, role: Role, quality: QualityOutput
+) -> list[ScenarioRun]:
+    """Every perf scenario on one started runtime; raw records saved at once."""
+    from qgate.perf.client import run_loop
+    from qgate.perf.runner import run_scenarios
+    from qgate.quality.stage import runtime_headers
+    from qgate.runtime.causes import blamed_on
+
+    spec = ctx.profile.perf
+    assert spec is not None
+    if quality.effective_config is None:  # a preview's reference starts only for perf
+        quality.effective_config = runtime.effective_config()
+    math = ctx.profile.quality.math
+    # The same event loop (uvloop when installed) as `qgate perf`: the fidelity measured
+    # by perf/bench_client_fidelity.py is the fidelity shipped.
+    with blamed_on(runtime):
+        runs = run_loop(
+            run_scenarios(
+                runtime.base_url,
+                runtime.served_model,
+                spec,
+                role,
+                gpus=ctx.profile.target.count,
+                headers=runtime_headers(runtime),
+                metric_names=getattr(runtime, "metrics", None),
+                probes=_probes(ctx, quality),
+                probe_params={
+                    "temperature": 0.0,
+                    "seed": ctx.profile.quality.seed,
+                    "max_tokens": math.max_tokens if math else ANSWER_MAX_TOKENS,
+                },
+                progress=ctx.opts.progress,
+                timeout_s=ctx.profile.engine.request_timeout_s,
+            )
+        )
+    _save(ctx, f"{role}-perf.json", runs)
+    return runs
+
+
+def compares_to_reference(ctx: RunContext) -> bool:
+    return ctx.profile.perf is not None and ctx.profile.perf.compare_to == "reference"

@@ -1,0 +1,79 @@
+"""The package layers hold: every import points down (or within its own package), no module
+imports another's private names, and at most a handful of modules sit at the top of qgate/.
+
+Layers, bottom first (README "Layout"): errors, core, profile, attest, checkpoint,
+runtime, quality, perf, report, run, cli. Imports made only for type checking count too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2] / "qgate"
+LAYERS = ["errors", "core", "profile", "attest", "checkpoint", "runtime", "quality", "perf",
+          "report", "run", "cli"]  # fmt: skip
+RANK = {name: i for i, name in enumerate(LAYERS)}
+
+
+def _package(module: str) -> str:
+    """`qgate.report.verify.single` -> `report`; `qgate` itself -> `errors` (the bottom)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "errors"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in ROOT.rglob("*.py"):
+        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, module, names) of every `qgate` import in the file, lazy ones included."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("qgate"):
+            found.append((node.lineno, node.module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name, []) for a in node.names if a.name.startswith("qgate")]
+    return found
+
+
+MODULES = _modules()
+
+
+def test_every_package_is_on_a_layer() -> None:
+    packages = {_package(m) for m in MODULES}
+    assert packages <= set(RANK), packages - set(RANK)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_point_down(module: str) -> None:
+    own = _package(module)
+    upward = [
+        f"{MODULES[module].name}:{line} imports {target}"
+        for line, target, _ in _imports(MODULES[module])
+        if RANK[_package(target)] > RANK[own]
+    ]
+    assert not upward, upward
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_private_names_from_other_modules(module: str) -> None:
+    taken = [
+        f"{MODULES[module].name}:{line} takes {target}.{name}"
+        for line, target, names in _imports(MODULES[module])
+        for name in names
+        if name.startswith("_") and not name.startswith("__") and target != module
+    ]
+    assert not taken, taken
+
+
+def test_few_modules_at_the_top() -> None:
+    top = sorted(p.name for p in ROOT.glob("*.py"))
+    assert top == ["__init__.py", "errors.py"], top
