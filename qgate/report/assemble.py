@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from qgate import __version__
 from qgate.core.serving import EffectiveConfig
@@ -21,6 +22,7 @@ from qgate.report.model import (
     Report,
     ScenarioResult,
 )
+from qgate.report.multi_model import CandidateEntry, MultiReport
 from qgate.report.verdict import overall
 from qgate.runtime.fingerprint import Fingerprint
 
@@ -110,4 +112,31 @@ def build_report(
         warnings=list(warnings),
         stage_timings=dict(stage_timings),
         reference_provenance=reference_provenance,
+    )
+
+
+def build_multi_report(
+    *,
+    profile: dict[str, Any],
+    profile_sha256: str,
+    fingerprint: Fingerprint | None,
+    candidates: Sequence[CandidateEntry],
+    stage_timings: dict[str, float],
+) -> MultiReport:
+    """The unsigned multi report; the table and the verdict derived from the entries."""
+    from qgate.report.multi_table import multi_verdict, table
+
+    verdict, optional = multi_verdict(candidates)
+    return MultiReport(
+        qgate_version=__version__,
+        command_line=list(sys.argv),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        profile=profile,
+        profile_sha256=profile_sha256,
+        fingerprint=fingerprint,
+        candidates=list(candidates),
+        table=table(candidates),
+        verdict=verdict,
+        optional_failures=optional,
+        stage_timings=dict(stage_timings),
     )

@@ -16,8 +16,9 @@ from typing import Any
 
 from qgate.core.redact import REDACTED, redact_argv, redact_env, redact_text
 from qgate.report.model import Report
+from qgate.report.multi_model import MultiReport
 
-__all__ = ["REDACTED", "redact_report", "redact_sections"]
+__all__ = ["REDACTED", "redact_multi", "redact_report", "redact_sections"]
 
 _ENV_KEYS = frozenset({"env", "env_flags", "environment"})
 _ARGV_KEYS = frozenset({"command", "command_line", "launcher"})
@@ -89,3 +90,16 @@ def redact_sections(data: dict[str, Any], sections: list[str], extra: list[str])
     data.update(
         _strings(config, lambda a: redact_argv(a, secrets), lambda t: redact_text(t, secrets))
     )
+
+
+def redact_multi(report: MultiReport, extra_secret_names: Iterable[str] = ()) -> MultiReport:
+    """Secrets hidden in every embedded report and in the multi report's own configuration."""
+    extra = list(extra_secret_names) + [str(s) for s in report.profile.get("secrets", [])]
+    entries = [
+        e.model_copy(update={"report": redact_report(e.report, extra) if e.report else None})
+        for e in report.candidates
+    ]
+    data = report.model_copy(update={"candidates": []}).model_dump(mode="json")
+    redact_sections(data, [k for k in data if k not in ("candidates", "table")], extra)
+    data["candidates"] = [e.model_dump(mode="json") for e in entries]
+    return MultiReport.model_validate(data)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from qgate.attest.keys import LoadedSigner
 from qgate.attest.statement import (
@@ -18,7 +18,10 @@ from qgate.attest.statement import (
     sign_statement,
 )
 from qgate.report.model import PREDICATE_TYPE, Report, SignerInfo
+from qgate.report.multi_model import MULTI_PREDICATE_TYPE, MultiReport
 from qgate.runtime.fingerprint import Fingerprint
+
+R = TypeVar("R", Report, MultiReport)
 
 
 def subjects_for(profile_path: str | Path, fingerprint: Fingerprint | None) -> list[Subject]:
@@ -32,17 +35,18 @@ def subjects_for(profile_path: str | Path, fingerprint: Fingerprint | None) -> l
     return out
 
 
-def build_statement(report: Report, subjects: Iterable[Subject]) -> dict[str, Any]:
-    """The in-toto Statement v1 dict whose predicate is the report."""
+def build_statement(report: Report | MultiReport, subjects: Iterable[Subject]) -> dict[str, Any]:
+    """The in-toto Statement v1 dict whose predicate is the report (single or multi)."""
+    kind = MULTI_PREDICATE_TYPE if isinstance(report, MultiReport) else PREDICATE_TYPE
     return {
         "_type": STATEMENT_TYPE,
         "subject": [s.to_statement() for s in subjects],
-        "predicateType": PREDICATE_TYPE,
+        "predicateType": kind,
         "predicate": report.model_dump(mode="json"),
     }
 
 
-def with_signer(report: Report, loaded: LoadedSigner) -> Report:
+def with_signer(report: R, loaded: LoadedSigner) -> R:
     """The report with its `signer` field set to describe `loaded` (before signing)."""
     key = loaded.signer.public_key
     info = SignerInfo(
@@ -51,10 +55,10 @@ def with_signer(report: Report, loaded: LoadedSigner) -> Report:
     return report.model_copy(update={"signer": info})
 
 
-def sign_report(report: Report, subjects: Iterable[Subject], loaded: LoadedSigner) -> bytes:
+def sign_report(report: R, subjects: Iterable[Subject], loaded: LoadedSigner) -> bytes:
     """Set the signer info, wrap the report in a Statement and sign it: envelope JSON bytes.
 
-    The caller redacts first (`qgate.report.redact.redact_report`); the
-    one-stop `qgate.report.writer.write_report` does both.
+    The caller redacts first (`qgate.report.redact`); the one-stop
+    `qgate.report.writer.write_report` does both.
     """
     return sign_statement(build_statement(with_signer(report, loaded), subjects), loaded)

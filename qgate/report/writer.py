@@ -9,14 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic
 
 from qgate.attest.keys import LoadedSigner
 from qgate.attest.statement import Subject
 from qgate.core.files import atomic_write
 from qgate.report.files import artifact_digests
 from qgate.report.model import Report
-from qgate.report.redact import redact_report
-from qgate.report.signing import sign_report, with_signer
+from qgate.report.multi_model import MultiReport
+from qgate.report.redact import redact_multi, redact_report
+from qgate.report.signing import R, sign_report, with_signer
 
 ENVELOPE_NAME = "report.intoto.jsonl"
 MARKDOWN_NAME = "report.md"
@@ -27,10 +29,10 @@ REPORT_FILES = (ENVELOPE_NAME, MARKDOWN_NAME, HTML_NAME, JUNIT_NAME)
 
 
 @dataclass(frozen=True)
-class WrittenReport:
+class WrittenReport(Generic[R]):
     """Where the signed report and its views went, and the report as signed."""
 
-    report: Report
+    report: R
     envelope: Path
     markdown: Path
     junit: Path
@@ -40,28 +42,48 @@ class WrittenReport:
 
 def write_report(
     run_dir: Path,
-    report: Report,
+    report: R,
     subjects: Iterable[Subject],
     signer: LoadedSigner,
     extra_secret_names: Iterable[str] = (),
     html: bool = True,
     step_summary: bool = True,
-) -> WrittenReport:
-    """Redact, digest every file already in `run_dir`, sign, and write envelope + views."""
-    from qgate.report.render.junit import render_junit
-    from qgate.report.render.md import render_markdown, write_step_summary
+) -> WrittenReport[R]:
+    """Redact, digest every file already in `run_dir`, sign, and write envelope + views.
 
-    clean = redact_report(report, extra_secret_names)
+    The same for a single report and a multi report (whose artifacts include every
+    candidate's folder); only the redaction and the views differ by kind.
+    """
+    from qgate.report.render.md import write_step_summary
+
+    clean: R
+    if isinstance(report, MultiReport):
+        clean = redact_multi(report, extra_secret_names)
+    else:
+        clean = redact_report(report, extra_secret_names)
     clean.artifacts = artifact_digests(run_dir, exclude=REPORT_FILES)
     signed = with_signer(clean, signer)
     envelope = atomic_write(run_dir / ENVELOPE_NAME, sign_report(signed, subjects, signer))
-    md = render_markdown(signed)
+    md, junit, page = _views(signed, html)
     md_path = atomic_write(run_dir / MARKDOWN_NAME, md.encode())
-    junit_path = atomic_write(run_dir / JUNIT_NAME, render_junit(signed).encode())
-    html_path = None
+    junit_path = atomic_write(run_dir / JUNIT_NAME, junit.encode())
+    html_path = atomic_write(run_dir / HTML_NAME, page.encode()) if page is not None else None
+    summary = write_step_summary(md) if step_summary else None
+    return WrittenReport(signed, envelope, md_path, junit_path, html_path, summary)
+
+
+def _views(report: Report | MultiReport, html: bool) -> tuple[str, str, str | None]:
+    """Markdown, JUnit and (when asked) HTML of a report of either kind."""
+    if isinstance(report, MultiReport):
+        from qgate.report.render.multi import render_multi_html, render_multi_junit, render_multi_md
+
+        page = render_multi_html(report) if html else None
+        return render_multi_md(report), render_multi_junit(report), page
+    from qgate.report.render.junit import render_junit
+    from qgate.report.render.md import render_markdown
+
     if html:
         from qgate.report.render.html import render_html
 
-        html_path = atomic_write(run_dir / HTML_NAME, render_html(signed).encode())
-    summary = write_step_summary(md) if step_summary else None
-    return WrittenReport(signed, envelope, md_path, junit_path, html_path, summary)
+        return render_markdown(report), render_junit(report), render_html(report)
+    return render_markdown(report), render_junit(report), None

@@ -1,6 +1,7 @@
 """The state a run shares across its stages, and the steps every stage uses.
 
-`prepare` loads the profile, resolves (and where asked, emulates) the
+`prepare` turns the profile, read once, into a `RunSet` (the reference's
+context and one per candidate): it resolves (and where asked, emulates) the
 checkpoint, loads the signer and makes the run folder; `save_raw` writes a
 stage's raw results into it at once; `started` and `quality_on` start one
 runtime and run every suite on it.
@@ -21,6 +22,8 @@ from qgate.core.records import Role
 from qgate.core.serving import Runtime
 from qgate.errors import BadInput
 from qgate.profile import Profile
+from qgate.profile.load import LoadedProfile
+from qgate.profile.load_multi import LoadedMulti
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.stage import QualityOutput
 from qgate.run.options import RunOptions
@@ -28,8 +31,10 @@ from qgate.runtime.capabilities import CpuCaps, Selection
 from qgate.runtime.fingerprint import Fingerprint
 
 __all__ = [
+    "CANDIDATES_DIR",
     "RAW",
     "RunContext",
+    "RunSet",
     "model_paths",
     "prepare",
     "quality_on",
@@ -44,6 +49,7 @@ log = logging.getLogger("qgate")
 
 
 RAW = "raw"
+CANDIDATES_DIR = "candidates"
 
 
 @dataclass
@@ -147,35 +153,79 @@ def model_paths(profile: Profile, source: Path) -> dict[str, Path]:
     return paths
 
 
-def prepare(opts: RunOptions) -> RunContext:
-    """Load the profile, resolve (and where asked, emulate) the checkpoint, make the run folder."""
-    from qgate.profile.load import load_profile_file
+@dataclass
+class RunSet:
+    """One run: the reference's context and one context per candidate.
+
+    A profile with one `candidate:` is a run with one candidate, whose context is the
+    reference's (one run folder). With `candidates:`, each candidate's run folder is
+    `candidates/NAME` inside the run's, so raw results and logs never collide.
+    """
+
+    loaded: LoadedProfile | LoadedMulti
+    reference: RunContext
+    candidates: list[RunContext]
+    names: list[str]
+
+    @property
+    def multi(self) -> LoadedMulti | None:
+        """The multi profile, for a run of several candidates."""
+        return self.loaded if isinstance(self.loaded, LoadedMulti) else None
+
+    def stage_of(self, index: int) -> str:
+        """The stage-timing key of candidate `index` ('candidate', or 'candidate:NAME')."""
+        return "candidate" if self.multi is None else f"candidate:{self.names[index]}"
+
+    def share_reference(self) -> None:
+        """Hand what the fingerprint and reference stages found to every candidate."""
+        ref = self.reference
+        for ctx in self.candidates:
+            ctx.fingerprint, ctx.target_mismatches = ref.fingerprint, ref.target_mismatches
+            ctx.reference_cached = ref.reference_cached
+            ctx.reference_provenance = ref.reference_provenance
+
+
+def prepare(opts: RunOptions, loaded: LoadedProfile | LoadedMulti) -> RunSet:
+    """Resolve (and where asked, emulate) the checkpoint, load the signer, make the run folder.
+
+    `loaded` is the profile as read once by the pipeline; each candidate's profile is
+    selected for this machine (fallbacks, serving dtype) and its weights emulated once per
+    distinct setting (the emulation cache).
+    """
+    import dataclasses
+
     from qgate.report.files import new_run_dir
     from qgate.runtime.capabilities import probe_cpu
 
-    loaded = load_profile_file(opts.profile)
-    profile, selection = select(loaded.profile, probe_cpu())
-    for note in selection.notes:
+    cpu = probe_cpu()
+    if isinstance(loaded, LoadedMulti):
+        declared = [(c.name, c.profile) for c in loaded.multi.candidates]
+        run_name = loaded.multi.name
+    else:
+        declared = [("candidate", loaded.profile)]
+        run_name = loaded.profile.name
+    first = declared[0][1]
+    source = resolve_model(first)
+    signer = signer_for(opts, first)
+    chosen = [(name, profile, *select(profile, cpu)) for name, profile in declared]
+    for note in dict.fromkeys(n for *_, selection in chosen for n in selection.notes):
         log.info("%s", note)
-    source = resolve_model(profile)
-    signer = signer_for(opts, profile)
-    paths = model_paths(profile, source)
-    run_dir = new_run_dir(opts.out_root, profile.name)
-    ctx = RunContext(
-        opts=opts,
-        profile=profile,
-        profile_path=loaded.path,
-        profile_sha256=loaded.sha256,
-        run_dir=run_dir,
-        source_model=source,
-        model_paths=paths,
-        tokenizer_path=profile.model.tokenizer or source,
-        signer=signer,
-        declared_profile=loaded.profile,
-        selection=selection,
-    )
-    log.info("run folder %s", run_dir)
-    return ctx
+    paths = [model_paths(profile, source) for _, _, profile, _ in chosen]
+    run_dir = new_run_dir(opts.out_root, run_name)
+    multi = isinstance(loaded, LoadedMulti)
+    contexts = [
+        RunContext(
+            opts=opts, profile=profile, profile_path=loaded.path, profile_sha256=loaded.sha256,
+            run_dir=run_dir / CANDIDATES_DIR / name if multi else run_dir, source_model=source,
+            model_paths=own, tokenizer_path=profile.model.tokenizer or source, signer=signer,
+            declared_profile=declared_profile, selection=selection,
+        )
+        for (name, declared_profile, profile, selection), own in zip(chosen, paths, strict=True)
+    ]  # fmt: skip
+    reference = dataclasses.replace(contexts[0], run_dir=run_dir) if multi else contexts[0]
+    count = f" ({len(contexts)} candidates)" if multi else ""
+    log.info("run folder %s%s", run_dir, count)
+    return RunSet(loaded, reference, contexts, [name for name, _ in declared])
 
 
 @contextmanager

@@ -1,16 +1,16 @@
-"""`qgate run`: the story of DESIGN.md, one call per stage.
+"""`qgate run`: the story of DESIGN.md, one call per stage, for one candidate or several.
 
-load -> fingerprint -> reference (or its cached results) -> candidate ->
-gates -> perf (only when every gate passed) -> report -> sign -> write.
-Every stage's raw results are written into the run folder as soon as they
-exist, so an interrupted or failed run keeps what it finished.
+load -> fingerprint -> [candidate preflight] -> reference (or its cached
+results) -> each candidate: start, quality, gates, perf only when every gate
+passed -> the reference's perf baseline -> report -> sign -> write. A profile
+with one `candidate:` is a run with one candidate. Every stage's raw results
+are written into the run folder as soon as they exist, so an interrupted or
+failed run keeps what it finished.
 """
 
 from __future__ import annotations
 
 from qgate.core.progress import StageClock
-from qgate.perf.records import ScenarioRun
-from qgate.quality.stage import QualityOutput
 from qgate.run.options import RunOptions, RunOutcome
 
 __all__ = ["RunOptions", "RunOutcome", "StageClock", "run"]
@@ -18,46 +18,29 @@ __all__ = ["RunOptions", "RunOutcome", "StageClock", "run"]
 
 def run(opts: RunOptions) -> RunOutcome:
     """Run the whole pipeline for one profile."""
-    from qgate.profile.load_multi import LoadedMulti, load_any_profile_file
-    from qgate.quality.gates import evaluate_quality, overall_passed
-    from qgate.report.verdict import perf_status
+    from qgate.profile.load_multi import load_any_profile_file
     from qgate.run import stages
-    from qgate.runtime.scales import kv_scale_verdicts
 
-    loaded = load_any_profile_file(opts.profile)
-    if isinstance(loaded, LoadedMulti):  # several candidates: qgate/run/multi.py
-        from qgate.run.multi import run_multi
-
-        return run_multi(opts, loaded)
     clock = StageClock()
     with clock.stage("load"):
-        ctx = stages.prepare(opts)
+        runs = stages.prepare(opts, load_any_profile_file(opts.profile))
     with clock.stage("fingerprint"):
-        stages.fingerprint(ctx)
-    if stages.wants_preflight(ctx):
+        stages.fingerprint(runs.reference)
+    runs.share_reference()
+    preflight = [ctx for ctx in runs.candidates if stages.wants_preflight(ctx)]
+    if preflight:
         with clock.stage("candidate_preflight"):
-            stages.preflight_candidate(ctx)
+            for ctx in preflight:
+                stages.preflight_candidate(ctx)
     with clock.stage("reference_quality"):
-        reference = stages.reference_quality(ctx)
-    candidate: QualityOutput
-    perf_runs: list[ScenarioRun] = []
-    with clock.stage("candidate"), stages.started(ctx, "candidate") as runtime:
-        candidate = stages.quality_on(ctx, runtime, "candidate", reference)
-        divergence = stages.divergence_of(reference, candidate)
-        runs = reference.runs + candidate.runs
-        verdicts = evaluate_quality(ctx.profile.quality, runs, divergence)
-        verdicts += kv_scale_verdicts(
-            ctx.profile.engine.uncalibrated_kv_scales,
-            [c for c in (reference.effective_config, candidate.effective_config) if c],
-        )
-        status = perf_status(overall_passed(verdicts), ctx.no_perf, opts.force_perf)
-        if status in ("ran", "ungated"):
-            perf_runs += stages.perf_on(ctx, runtime, "candidate", candidate)
+        reference = stages.reference_quality(runs.reference)
+    runs.share_reference()
+    results = []
+    for index, ctx in enumerate(runs.candidates):
+        with clock.stage(runs.stage_of(index)):
+            results.append(stages.candidate(ctx, runs.names[index], reference, opts.force_perf,
+                                            keep_going=runs.multi is not None))  # fmt: skip
     with clock.stage("reference_perf"):
-        if perf_runs and stages.compares_to_reference(ctx):
-            with stages.started(ctx, "reference") as runtime:
-                perf_runs += stages.perf_on(ctx, runtime, "reference", reference)
+        ref_perf = stages.reference_perf(runs.reference, reference, results)
     with clock.stage("report"):
-        return stages.report(ctx, reference, candidate, divergence, verdicts, status, perf_runs,
-                             clock.timings)  # fmt: skip
-
+        return stages.report(runs, reference, results, ref_perf, clock.timings)

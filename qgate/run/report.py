@@ -1,8 +1,13 @@
-"""The last stage of a run: build, redact, sign and write the report; the outcome for the CLI."""
+"""The last stage of a run: build, redact, sign and write the report; the outcome for the CLI.
+
+One candidate: the single report (its predicate type and format as ever); several: the
+multi report, which holds each candidate's single report and the table across them.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from qgate.core.verdict import Verdict
 from qgate.errors import ExitCode
@@ -10,13 +15,35 @@ from qgate.perf.records import ScenarioRun
 from qgate.quality.records import DivergenceRun
 from qgate.quality.stage import QualityOutput
 from qgate.report.model import PerfStatus, Report
-from qgate.run.context import RunContext
+from qgate.report.multi_model import CandidateEntry, CandidateVerdict
+from qgate.run.candidate import CandidateResult, perf_with_baseline, report_of
+from qgate.run.context import RunContext, RunSet
 from qgate.run.options import RunOutcome
 
-__all__ = ["build", "headline", "report"]
+__all__ = ["build", "capability_notes", "exit_code_of", "headline", "report", "write_multi",
+           "write_single"]
 
 
 def report(
+    runs: RunSet,
+    reference: QualityOutput,
+    results: Sequence[CandidateResult],
+    ref_perf: list[ScenarioRun],
+    timings: dict[str, float],
+) -> RunOutcome:
+    """The report of the run, single or multi, and the outcome for the CLI."""
+    if runs.multi is None:
+        (result,) = results
+        assert result.quality is not None  # one candidate: its runtime failure ended the run
+        return write_single(runs.reference, reference, result.quality, result.divergence,
+                            result.verdicts, result.status,
+                            perf_with_baseline(result, ref_perf), timings)  # fmt: skip
+    reports = [report_of(ctx, result, reference, ref_perf, timings)
+               for ctx, result in zip(runs.candidates, results, strict=True)]  # fmt: skip
+    return write_multi(runs, results, reports, timings)
+
+
+def write_single(
     ctx: RunContext,
     reference: QualityOutput,
     candidate: QualityOutput,
@@ -111,3 +138,97 @@ def headline(rep: Report) -> list[str]:
         if parts:
             lines.append(f"{result.scenario}: " + ", ".join(parts))
     return lines
+
+
+def exit_code_of(verdict: CandidateVerdict) -> ExitCode:
+    """ERROR (a required candidate's runtime failed): 3; FAIL or UNGATED: 1; else 0."""
+    if verdict == "ERROR":
+        return ExitCode.INFRASTRUCTURE
+    return ExitCode.GATE_FAILED if verdict in ("FAIL", "UNGATED") else ExitCode.PASS
+
+
+def write_multi(
+    runs: RunSet,
+    results: Sequence[CandidateResult],
+    reports: Sequence[Report | None],
+    timings: dict[str, float],
+) -> RunOutcome:
+    """Build, redact, sign and write the multi report; the outcome for the CLI."""
+    from qgate.report.assemble import build_multi_report
+    from qgate.report.signing import subjects_for
+    from qgate.report.writer import write_report
+    from qgate.runtime.scales import warning_lines
+
+    ref = runs.reference
+    assert runs.multi is not None
+    loaded = runs.multi
+    multi = loaded.multi
+    entries = [
+        CandidateEntry(
+            name=c.name, required=c.required, description=c.description, report=rep, error=res.error
+        )
+        for c, res, rep in zip(multi.candidates, results, reports, strict=True)
+    ]
+    unsigned = build_multi_report(
+        profile=multi.to_json(),
+        profile_sha256=loaded.sha256,
+        fingerprint=ref.fingerprint,
+        candidates=entries,
+        stage_timings=timings,
+    )
+    secrets = sorted({s for c in multi.candidates for s in c.profile.secrets})
+    written = write_report(
+        ref.run_dir,
+        unsigned,
+        subjects_for(ref.profile_path, ref.fingerprint),
+        ref.signer,
+        extra_secret_names=secrets,
+        step_summary="GITHUB_STEP_SUMMARY" in os.environ,
+    )
+    rep = written.report
+    verdicts = []
+    lines: list[str] = []
+    heads: list[str] = []
+    configs = []
+    for entry in rep.candidates:
+        kind = "required" if entry.required else "optional"
+        if entry.report is None:
+            lines.append(f"{entry.name} ({kind}): ERROR {entry.error}")
+            continue
+        r = entry.report
+        verdicts += [
+            v.model_copy(update={"gate": f"{entry.name}: {v.gate}"}) for v in r.all_verdicts()
+        ]
+        lines.append(f"{entry.name} ({kind}): {r.verdict}; perf {r.perf.status}")
+        heads += [f"{entry.name} {line}" for line in headline(r)]
+        configs += r.effective_configs
+    statuses = {e.report.perf.status for e in rep.candidates if e.report is not None}
+    status: PerfStatus = (
+        "ran" if "ran" in statuses else next(iter(statuses), "skipped: gates failed")
+    )
+    return RunOutcome(
+        run_dir=ref.run_dir,
+        envelope=written.envelope,
+        verdict=rep.verdict,
+        exit_code=exit_code_of(rep.verdict),
+        verdicts=verdicts,
+        perf_status=status,
+        headline=heads,
+        engine_warnings=list(dict.fromkeys(warning_lines(configs))),
+        public_key=ref.signer.public_key_path,
+        reference_cached=ref.reference_cached,
+        warnings=[f"{e.name}: {w}" for e in rep.candidates if e.report for w in e.report.warnings],
+        capability_notes=capability_notes(runs),
+        candidates=lines,
+    )
+
+
+def capability_notes(runs: RunSet) -> list[str]:
+    """Each side's notes once; a candidate's are named ('candidate NAME: ...')."""
+    notes: list[str] = []
+    for name, ctx in zip(runs.names, runs.candidates, strict=True):
+        for note in ctx.selection.notes:
+            if note.startswith("candidate:"):
+                note = f"candidate {name}:" + note[len("candidate:") :]
+            notes.append(note)
+    return list(dict.fromkeys(notes))

@@ -18,13 +18,18 @@ from qgate.perf.records import ScenarioRun
 from qgate.profile import ANSWER_MAX_TOKENS
 from qgate.quality.records import DivergenceRun
 from qgate.quality.stage import QualityOutput
-from qgate.run.context import RunContext, prepare, quality_on, started
+from qgate.run.candidate import CandidateResult
+from qgate.run.candidate import evaluate as candidate
+from qgate.run.context import RunContext, RunSet, prepare, quality_on, started
 from qgate.run.context import save_raw as _save
 from qgate.run.reference import preflight_candidate, reference_quality, wants_preflight
 from qgate.run.report import headline, report
 
 __all__ = [
+    "CandidateResult",
     "RunContext",
+    "RunSet",
+    "candidate",
     "compares_to_reference",
     "divergence_of",
     "fingerprint",
@@ -33,6 +38,7 @@ __all__ = [
     "preflight_candidate",
     "prepare",
     "quality_on",
+    "reference_perf",
     "reference_quality",
     "report",
     "started",
@@ -122,3 +128,13 @@ def perf_on(
 
 def compares_to_reference(ctx: RunContext) -> bool:
     return ctx.profile.perf is not None and ctx.profile.perf.compare_to == "reference"
+
+
+def reference_perf(
+    ctx: RunContext, reference: QualityOutput, results: list[CandidateResult]
+) -> list[ScenarioRun]:
+    """The reference's perf baseline, once, when some candidate's perf ran and compares to it."""
+    if not any(r.perf_runs for r in results) or not compares_to_reference(ctx):
+        return []
+    with started(ctx, "reference") as runtime:
+        return perf_on(ctx, runtime, "reference", reference)

@@ -11,8 +11,10 @@ from qgate.attest.keys import LoadedSigner
 from qgate.attest.statement import Subject, sign_statement
 from qgate.profile import Profile
 from qgate.profile.multi import expand_json
+from qgate.report.assemble import build_multi_report
 from qgate.report.multi_model import CandidateEntry, MultiReport
-from qgate.report.multi_writer import build_multi_report, multi_statement, with_multi_signer
+from qgate.report.signing import build_statement as multi_statement
+from qgate.report.signing import with_signer as with_multi_signer
 
 MULTI_PROFILE: dict[str, Any] = {
     **{k: v for k, v in PROFILE.items() if k != "candidate"},

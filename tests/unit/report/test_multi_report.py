@@ -16,10 +16,11 @@ from qgate.attest.keys import LoadedSigner
 from qgate.attest.statement import sign_statement
 from qgate.errors import ExitCode, VerificationFailed
 from qgate.report.multi_model import MultiReport
-from qgate.report.multi_writer import multi_statement, with_multi_signer
 from qgate.report.render.multi import render_multi_html, render_multi_junit, render_multi_md
+from qgate.report.signing import build_statement as multi_statement
+from qgate.report.signing import with_signer as with_multi_signer
 from qgate.report.verify.multi import is_multi_payload, verify_multi_bytes
-from qgate.run.multi_report import exit_code_of
+from qgate.run.report import exit_code_of
 
 
 def _verify(data: bytes, signer: LoadedSigner) -> MultiReport:

@@ -1,0 +1,103 @@
+"""One candidate's part of a run: start it, gate it against the reference, measure it.
+
+The same routine for a profile with one candidate and one with several. With
+several (`keep_going`), a candidate whose runtime fails (does not start,
+crashes, hangs) is recorded with its root cause as ERROR and the others still
+run; with one, the failure ends the run (exit 3), as nothing is left to
+compare.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from qgate.core.verdict import Verdict
+from qgate.perf.records import ScenarioRun
+from qgate.quality.records import DivergenceRun
+from qgate.quality.stage import QualityOutput
+from qgate.report.model import PerfStatus, Report
+from qgate.run.context import RunContext
+
+__all__ = ["CandidateResult", "evaluate", "perf_with_baseline", "report_of"]
+
+log = logging.getLogger("qgate")
+
+
+@dataclass
+class CandidateResult:
+    """What one candidate produced: its quality, gates and perf, or why it could not."""
+
+    name: str
+    quality: QualityOutput | None = None
+    divergence: DivergenceRun | None = None
+    verdicts: list[Verdict] = field(default_factory=list)
+    status: PerfStatus = "skipped: --skip-perf"
+    perf_runs: list[ScenarioRun] = field(default_factory=list)
+    seconds: float = 0.0
+    error: str | None = None
+
+
+def evaluate(
+    ctx: RunContext, name: str, reference: QualityOutput, force_perf: bool, keep_going: bool
+) -> CandidateResult:
+    """Start the candidate, run its quality, gate it, run its perf when every gate passed."""
+    from qgate.errors import InfrastructureError
+    from qgate.quality.gates import evaluate_quality, overall_passed
+    from qgate.report.verdict import perf_status
+    from qgate.run import stages
+    from qgate.runtime.scales import kv_scale_verdicts
+
+    out = CandidateResult(name=name)
+    start = time.perf_counter()
+    try:
+        with stages.started(ctx, "candidate") as runtime:
+            out.quality = stages.quality_on(ctx, runtime, "candidate", reference)
+            out.divergence = stages.divergence_of(reference, out.quality)
+            runs = reference.runs + out.quality.runs
+            out.verdicts = evaluate_quality(ctx.profile.quality, runs, out.divergence)
+            out.verdicts += kv_scale_verdicts(
+                ctx.profile.engine.uncalibrated_kv_scales,
+                [c for c in (reference.effective_config, out.quality.effective_config) if c],
+            )
+            out.status = perf_status(overall_passed(out.verdicts), ctx.no_perf, force_perf)
+            if out.status in ("ran", "ungated"):
+                out.perf_runs = stages.perf_on(ctx, runtime, "candidate", out.quality)
+    except InfrastructureError as exc:
+        if not keep_going:
+            raise
+        # This candidate's runtime failed: record the root cause; the others still run.
+        tail = "; ".join(exc.details[-3:])
+        out.error = exc.message + (f" ({tail})" if tail else "")
+        log.error("candidate %s: %s", name, out.error)
+    out.seconds = round(time.perf_counter() - start, 3)
+    return out
+
+
+def perf_with_baseline(result: CandidateResult, ref_perf: list[ScenarioRun]) -> list[ScenarioRun]:
+    """The candidate's perf runs and the reference's runs of the same scenarios."""
+    scenarios = {r.scenario for r in result.perf_runs}
+    return result.perf_runs + [r for r in ref_perf if r.scenario in scenarios]
+
+
+def report_of(
+    ctx: RunContext,
+    result: CandidateResult,
+    reference: QualityOutput,
+    ref_perf: list[ScenarioRun],
+    timings: dict[str, float],
+) -> Report | None:
+    """The single-candidate report of this candidate; None when its runtime failed."""
+    from qgate.run.report import build
+
+    if result.quality is None or result.error is not None:
+        return None
+    single: dict[str, float] = {}
+    for key, seconds in timings.items():  # in stage order; every candidate's time is its own
+        if key.startswith("candidate:"):
+            single.setdefault("candidate", result.seconds)
+        else:
+            single[key] = seconds
+    return build(ctx, reference, result.quality, result.divergence, result.verdicts,
+                 result.status, perf_with_baseline(result, ref_perf), single)  # fmt: skip

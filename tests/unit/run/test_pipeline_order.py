@@ -1,0 +1,199 @@
+"""The pipeline's order of stages for several candidates, every stage replaced by a stand-in.
+
+One reference quality stage, each candidate in turn, a failing candidate's
+runtime recorded with its root cause while the others still run, and one
+reference perf stage shared by every candidate whose perf ran. One pipeline
+for one candidate or several (qgate/run/pipeline.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from qgate.errors import RuntimeFailure
+from qgate.profile.load_multi import load_multi_file
+from qgate.quality import gates
+from qgate.quality.stage import QualityOutput
+from qgate.run import pipeline
+from qgate.run import report as report_stage
+from qgate.run import stages as run_stages
+from qgate.run.context import RunContext, RunSet
+from qgate.run.options import RunOptions
+
+SHIPPED = Path(__file__).resolve().parents[3] / "precision_profiles" / "smollm2-cpu-multi.yaml"
+
+
+def _contexts(tmp_path: Path) -> RunSet:
+    loaded = load_multi_file(SHIPPED)
+    opts = RunOptions(profile=SHIPPED, out_root=tmp_path)
+    contexts = [
+        RunContext(
+            opts=opts, profile=c.profile, profile_path=SHIPPED, profile_sha256="0" * 64,
+            run_dir=tmp_path / "candidates" / c.name, source_model=tmp_path, model_paths={},
+            tokenizer_path=None, signer=Any, declared_profile=c.profile,  # type: ignore[arg-type]
+            selection=SimpleNamespace(notes=[]),  # type: ignore[arg-type]
+        )  # fmt: skip
+        for c in loaded.multi.candidates
+    ]
+    ref = RunContext(**{**contexts[0].__dict__, "run_dir": tmp_path})
+    return RunSet(loaded, ref, contexts, [c.name for c in loaded.multi.candidates])
+
+
+def test_failing_candidate_does_not_stop_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    captured: dict[str, Any] = {}
+    mctx = _contexts(tmp_path)
+
+    @contextmanager
+    def started(ctx: RunContext, role: str) -> Iterator[str]:
+        name = ctx.run_dir.name if role == "candidate" else "reference"
+        calls.append(("start", name))
+        if name == "prefix-cache":
+            raise RuntimeFailure("candidate", "exited with status 1", ["RuntimeError: no KV space"])
+        yield name
+
+    def perf_on(ctx: RunContext, runtime: str, role: str, quality: QualityOutput) -> list[str]:
+        calls.append(("perf", runtime))
+        return [f"{runtime}-run"]
+
+    def write_multi(*args: Any) -> str:
+        captured["args"] = args
+        return "outcome"
+
+    monkeypatch.setattr(run_stages, "prepare", lambda opts, loaded: mctx)
+    monkeypatch.setattr(run_stages, "fingerprint", lambda ctx: None)
+    monkeypatch.setattr(run_stages, "reference_quality",
+                        lambda ctx: QualityOutput(role="reference"))  # fmt: skip
+    monkeypatch.setattr(run_stages, "started", started)
+    monkeypatch.setattr(run_stages, "quality_on",
+                        lambda ctx, rt, role, ref: QualityOutput(role="candidate"))  # fmt: skip
+    monkeypatch.setattr(run_stages, "divergence_of", lambda ref, cand: None)
+    monkeypatch.setattr(run_stages, "perf_on", perf_on)
+    monkeypatch.setattr(gates, "evaluate_quality", lambda spec, runs, div: [])
+    monkeypatch.setattr(report_stage, "report_of", lambda *a: None)
+    monkeypatch.setattr(report_stage, "write_multi", write_multi)
+    monkeypatch.setattr(run_stages, "wants_preflight", lambda ctx: False)
+
+    assert pipeline.run(mctx.reference.opts) == "outcome"  # type: ignore[comparison-overlap]
+    assert calls == [
+        ("start", "fp8-weights"), ("perf", "fp8-weights"),
+        ("start", "prefix-cache"),
+        ("start", "max-seqs-2"), ("perf", "max-seqs-2"),
+        ("start", "api-server"), ("perf", "api-server"),
+        ("start", "reference"), ("perf", "reference"),
+    ]  # fmt: skip
+    _, results, _, timings = captured["args"]
+    assert [r.name for r in results] == ["fp8-weights", "prefix-cache", "max-seqs-2", "api-server"]
+    failed = results[1]
+    assert failed.quality is None and failed.error is not None
+    assert "exited with status 1" in failed.error and "no KV space" in failed.error
+    assert results[0].perf_runs == ["fp8-weights-run"] and results[0].status == "ran"
+    assert list(timings)[:3] == ["load", "fingerprint", "reference_quality"]
+    assert "candidate:prefix-cache" in timings and "reference_perf" in timings
+
+
+def test_capability_notes_name_their_candidate(tmp_path: Path) -> None:
+    from qgate.run.report import capability_notes
+
+    mctx = _contexts(tmp_path)
+    for ctx in mctx.candidates:
+        ctx.selection = SimpleNamespace(  # type: ignore[assignment]
+            notes=["reference: native on this CPU", "candidate: ran its fallback"]
+        )
+    names = mctx.names
+    assert capability_notes(mctx) == [
+        "reference: native on this CPU",
+        *(f"candidate {name}: ran its fallback" for name in names),
+    ]
+
+
+def _stand_ins(monkeypatch: pytest.MonkeyPatch, runs: RunSet, calls: list[tuple[str, str]],
+               broken: str | None = None) -> None:  # fmt: skip
+    @contextmanager
+    def started(ctx: RunContext, role: str) -> Iterator[str]:
+        name = ctx.run_dir.name if role == "candidate" else "reference"
+        calls.append(("start", name))
+        if name == broken:
+            raise RuntimeFailure("candidate", "exited with status 1", ["RuntimeError: boom"])
+        yield name
+
+    monkeypatch.setattr(run_stages, "prepare", lambda opts, loaded: runs)
+    monkeypatch.setattr(run_stages, "fingerprint", lambda ctx: None)
+    monkeypatch.setattr(run_stages, "wants_preflight", lambda ctx: True)
+    monkeypatch.setattr(run_stages, "preflight_candidate",
+                        lambda ctx: calls.append(("preflight", ctx.run_dir.name)))  # fmt: skip
+    monkeypatch.setattr(run_stages, "reference_quality",
+                        lambda ctx: QualityOutput(role="reference"))  # fmt: skip
+    monkeypatch.setattr(run_stages, "started", started)
+    monkeypatch.setattr(run_stages, "quality_on",
+                        lambda ctx, rt, role, ref: QualityOutput(role="candidate"))  # fmt: skip
+    monkeypatch.setattr(run_stages, "divergence_of", lambda ref, cand: None)
+    monkeypatch.setattr(run_stages, "perf_on",
+                        lambda ctx, rt, role, q: [SimpleNamespace(scenario="s", rt=rt)])  # fmt: skip
+    monkeypatch.setattr(gates, "evaluate_quality", lambda spec, runs, div: [])
+
+
+def _single(tmp_path: Path) -> RunSet:
+    from qgate.profile.load import load_profile_file
+
+    path = SHIPPED.with_name("smollm2-cpu-int8.yaml")
+    loaded = load_profile_file(path)
+    ctx = RunContext(
+        opts=RunOptions(profile=path, out_root=tmp_path), profile=loaded.profile,
+        profile_path=path, profile_sha256="0" * 64, run_dir=tmp_path / "run",
+        source_model=tmp_path, model_paths={}, tokenizer_path=None, signer=Any,  # type: ignore[arg-type]
+        declared_profile=loaded.profile, selection=SimpleNamespace(notes=[]),  # type: ignore[arg-type]
+    )  # fmt: skip
+    return RunSet(loaded, ctx, [ctx], ["candidate"])
+
+
+def test_one_candidate_takes_the_same_path_and_writes_the_single_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    captured: dict[str, Any] = {}
+    runs = _single(tmp_path)
+    _stand_ins(monkeypatch, runs, calls)
+
+    def write_single(*args: Any) -> str:
+        captured["args"] = args
+        return "single outcome"
+
+    monkeypatch.setattr(report_stage, "write_single", write_single)
+    assert pipeline.run(runs.reference.opts) == "single outcome"  # type: ignore[comparison-overlap]
+    assert calls == [("preflight", "run"), ("start", "run"), ("start", "reference")]
+    *_, status, perf, timings = captured["args"]
+    assert status == "ran" and [r.rt for r in perf] == ["run", "reference"]
+    assert list(timings)[:6] == ["load", "fingerprint", "candidate_preflight",
+                                 "reference_quality", "candidate", "reference_perf"]  # fmt: skip
+
+
+def test_one_candidate_whose_runtime_fails_ends_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    runs = _single(tmp_path)
+    _stand_ins(monkeypatch, runs, calls, broken="run")
+    with pytest.raises(RuntimeFailure, match="exited with status 1"):
+        pipeline.run(runs.reference.opts)
+    assert calls == [("preflight", "run"), ("start", "run")]  # no reference perf, no report
+
+
+def test_preflight_decides_alike_for_several_candidates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    runs = _contexts(tmp_path)
+    _stand_ins(monkeypatch, runs, calls)
+    monkeypatch.setattr(report_stage, "report_of", lambda *a: None)
+    monkeypatch.setattr(report_stage, "write_multi", lambda *a: "outcome")
+    pipeline.run(runs.reference.opts)
+    assert [c for c in calls if c[0] == "preflight"] == [("preflight", n) for n in runs.names]
