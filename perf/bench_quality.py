@@ -38,6 +38,7 @@ from typing import Any
 
 from qgate.profile import DivergenceSuite
 from qgate.quality.cache import CachedReference, ReferenceCache
+from qgate.quality.client import SuiteClient
 from qgate.quality.divergence_suite import (
     Continuation,
     generate_continuations,
@@ -118,6 +119,12 @@ async def _batched(base_url: str, body: dict[str, Any]) -> dict[str, Any]:
         return data
 
 
+async def _on(url: str, model: str, concurrency: int, use: Any) -> Any:
+    """`use(client)` with the suites' own HTTP client (qgate/quality/client.py)."""
+    async with SuiteClient(url, model, concurrency=concurrency) as client:
+        return await use(client)
+
+
 def _timed(coro: Any) -> tuple[float, Any]:
     t0 = time.perf_counter()
     out = asyncio.run(coro)
@@ -141,7 +148,7 @@ def main() -> None:
 
     with _server(args.base_url) as (url, model):
         # warm up the engine so the first measurement is not a cold start
-        _timed(generate_continuations(url, model, prompts[:2], 4))
+        _timed(_on(url, model, 1, lambda c: generate_continuations(c, prompts[:2], 4)))
         conts: list[Continuation] = []
         gen_runner, gen_engine, sc_runner, sc_engine, sc_batched = [], [], [], [], []
         for rep in range(args.repeats):
@@ -149,20 +156,25 @@ def main() -> None:
             for side in ("runner", "engine") if rep % 2 == 0 else ("engine", "runner"):
                 if side == "runner":
                     dt, conts = _timed(
-                        generate_continuations(url, model, prompts, t, concurrency=args.concurrency)
-                    )
+                        _on(url, model, args.concurrency,
+                            lambda c: generate_continuations(c, prompts, t))
+                    )  # fmt: skip
                     gen_runner.append(dt)
-                    dt, _ = _timed(score(url, model, conts, k, concurrency=args.concurrency))
+                    dt, _ = _timed(
+                        _on(url, model, args.concurrency, lambda c, cs=conts: score(c, cs, k))
+                    )
                     sc_runner.append(dt)
                     dt, _ = _timed(
-                        score(url, model, conts, k, concurrency=args.concurrency, batch=args.batch)
-                    )
+                        _on(url, model, args.concurrency,
+                            lambda c, cs=conts: score(c, cs, k, batch=args.batch))
+                    )  # fmt: skip
                     sc_batched.append(dt)
                     continue
                 if not conts:
                     conts = asyncio.run(
-                        generate_continuations(url, model, prompts, t, concurrency=args.concurrency)
-                    )
+                        _on(url, model, args.concurrency,
+                            lambda c: generate_continuations(c, prompts, t))
+                    )  # fmt: skip
                 dt, _ = _timed(
                     _batched(
                         url,
@@ -192,7 +204,9 @@ def main() -> None:
                 sc_engine.append(dt)
 
         spec = DivergenceSuite(sequences=n, tokens=t, top_k=k)
-        recompute, scores = _timed(reference_scores(spec, url, model, concurrency=args.concurrency))
+        recompute, scores = _timed(
+            _on(url, model, args.concurrency, lambda c: reference_scores(spec, c))
+        )
 
     with tempfile.TemporaryDirectory() as tmp:
         from qgate.attest.keys import (

@@ -1,7 +1,8 @@
-"""Async HTTP client the suites use to talk to an OpenAI-compatible server.
+"""The one async HTTP client every suite uses to talk to an OpenAI-compatible server.
 
-One aiohttp session per suite run, a semaphore of `concurrency` requests in
-flight (enough to keep a continuous-batching engine busy), greedy decoding.
+One aiohttp session per suite run, the runtime's request headers (an endpoint's
+API key) on every request, a semaphore of `concurrency` requests in flight
+(enough to keep a continuous-batching engine busy), greedy decoding.
 HTTP errors become InfrastructureError with the status and a body snippet;
 only connection errors are retried (a few times, briefly), because a 4xx/5xx
 answer is a real result about the server and retrying would hide it.
@@ -187,9 +188,23 @@ class SuiteClient:
             raise _first_leaf(group_error) from None
         return [t.result() for t in tasks]
 
-    async def tokenize(self, text: str) -> list[int]:
-        """Token ids of `text` with the served model's tokenizer (no special tokens added)."""
-        body = {"model": self.model, "prompt": text, "add_special_tokens": False}
+    async def completions(self, body: dict[str, Any], what: str) -> dict[str, Any]:
+        """One (non-streamed) completions request; errors name `what` it was for."""
+        async with self._semaphore:
+            try:
+                return await self._post(f"{self.base_url}/completions", body)
+            except InfrastructureError as exc:
+                raise InfrastructureError(f"{what}: {exc.message}", exc.details) from exc
+
+    async def tokenize(self, text: str, add_special_tokens: bool | None = False) -> list[int]:
+        """Token ids of `text` with the served model's tokenizer.
+
+        No special tokens by default; None leaves the choice to the server (as a plain
+        completions request tokenizes its prompt).
+        """
+        body: dict[str, Any] = {"model": self.model, "prompt": text}
+        if add_special_tokens is not None:
+            body["add_special_tokens"] = add_special_tokens
         async with self._semaphore:
             data = await self._post(f"{server_root(self.base_url)}/tokenize", body)
         tokens = data.get("tokens")

@@ -25,13 +25,11 @@ reference's scores can be cached and replayed.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from qgate.core import progress
-from qgate.core.http import root_url
 from qgate.core.records import Role
 from qgate.errors import BadInput, InfrastructureError
 from qgate.profile import DivergenceSuite
@@ -66,34 +64,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    import aiohttp
-
+    from qgate.quality.client import SuiteClient
     from qgate.quality.runner import SuiteContext
-
-
-async def _post(
-    session: aiohttp.ClientSession, url: str, body: dict[str, Any], what: str
-) -> dict[str, Any]:
-    import aiohttp
-
-    try:
-        async with session.post(url, json=body) as resp:
-            text = await resp.text()
-            if resp.status != 200:
-                raise InfrastructureError(f"{what}: HTTP {resp.status} from {url}: {text[:200]}")
-            data: dict[str, Any] = json.loads(text)
-            return data
-    except (TimeoutError, aiohttp.ClientError) as exc:
-        raise InfrastructureError(f"{what}: {url} failed: {exc!r}") from exc
-
-
-def _session(timeout_s: float) -> aiohttp.ClientSession:
-    import aiohttp
-
-    return aiohttp.ClientSession(
-        timeout=aiohttp.ClientTimeout(total=timeout_s),
-        connector=aiohttp.TCPConnector(limit=0),
-    )
 
 
 def _token_id(token: str) -> int:
@@ -107,58 +79,37 @@ def _token_id(token: str) -> int:
 
 
 async def generate_continuations(
-    base_url: str,
-    model: str,
-    prompts: Sequence[CorpusPrompt],
-    tokens: int,
-    *,
-    concurrency: int = 8,
-    seed: int = 0,
-    timeout_s: float = 600.0,
+    client: SuiteClient, prompts: Sequence[CorpusPrompt], tokens: int, *, seed: int = 0
 ) -> list[Continuation]:
     """Greedy continuations of exactly `tokens` tokens for every prompt, on the reference."""
-    sem = asyncio.Semaphore(concurrency)
-    root = root_url(base_url)  # /tokenize lives at the server root, not under /v1
+    counter = progress.items("divergence", len(prompts), "continuations")
 
-    async def one(session: aiohttp.ClientSession, p: CorpusPrompt) -> Continuation:
-        async with sem:
-            tok = await _post(
-                session,
-                f"{root}/tokenize",
-                {"model": model, "prompt": p.prompt},
-                f"tokenize {p.id}",
-            )
-            prompt_ids = [int(t) for t in tok["tokens"]]
-            body = {
-                "model": model,
-                "prompt": prompt_ids,
-                "max_tokens": tokens,
-                "min_tokens": tokens,
-                "ignore_eos": True,
-                "temperature": 0.0,
-                "seed": seed,
-                "logprobs": 1,
-                "return_tokens_as_token_ids": True,
-            }
-            out = await _post(
-                session, f"{base_url.rstrip('/')}/completions", body, f"continuation {p.id}"
-            )
+    async def one(p: CorpusPrompt) -> Continuation:
+        try:
+            prompt_ids = await client.tokenize(p.prompt, add_special_tokens=None)
+        except InfrastructureError as exc:
+            raise InfrastructureError(f"tokenize {p.id}: {exc.message}", exc.details) from exc
+        body = {
+            "model": client.model,
+            "prompt": prompt_ids,
+            "max_tokens": tokens,
+            "min_tokens": tokens,
+            "ignore_eos": True,
+            "temperature": 0.0,
+            "seed": seed,
+            "logprobs": 1,
+            "return_tokens_as_token_ids": True,
+        }
+        out = await client.completions(body, f"continuation {p.id}")
         ids = [_token_id(t) for t in out["choices"][0]["logprobs"]["tokens"]]
         if len(ids) != tokens:
             raise InfrastructureError(f"continuation {p.id}: {len(ids)} tokens, {tokens} asked")
+        counter.advance()
         return Continuation(
             id=p.id, prompt_sha256=sha256_text(p.prompt), prompt_ids=prompt_ids, token_ids=ids
         )
 
-    counter = progress.items("divergence", len(prompts), "continuations")
-
-    async def counted(session: aiohttp.ClientSession, p: CorpusPrompt) -> Continuation:
-        out = await one(session, p)
-        counter.advance()
-        return out
-
-    async with _session(timeout_s) as session:
-        return list(await asyncio.gather(*(counted(session, p) for p in prompts)))
+    return list(await asyncio.gather(*(one(p) for p in prompts)))
 
 
 def _parse_scores(c: Continuation, choice: dict[str, Any]) -> SequenceScores:
@@ -183,14 +134,7 @@ def _parse_scores(c: Continuation, choice: dict[str, Any]) -> SequenceScores:
 
 
 async def score(
-    base_url: str,
-    model: str,
-    token_sequences: Sequence[Continuation],
-    top_k: int,
-    *,
-    concurrency: int = 8,
-    timeout_s: float = 600.0,
-    batch: int = 1,
+    client: SuiteClient, token_sequences: Sequence[Continuation], top_k: int, *, batch: int = 1
 ) -> list[SequenceScores]:
     """Top-k logprobs of every continuation position, teacher-forced, on one runtime.
 
@@ -199,61 +143,44 @@ async def score(
     server overhead on small machines. The default, one sequence a request,
     works with any OpenAI-compatible server that supports prompt_logprobs.
     """
-    sem = asyncio.Semaphore(concurrency)
     seqs = list(token_sequences)
     chunks = [seqs[i : i + max(1, batch)] for i in range(0, len(seqs), max(1, batch))]
+    counter = progress.items("divergence", len(seqs), "sequences scored")
 
-    async def one(
-        session: aiohttp.ClientSession, chunk: list[Continuation]
-    ) -> list[SequenceScores]:
+    async def one(chunk: list[Continuation]) -> list[SequenceScores]:
         prompts = [c.prompt_ids + c.token_ids for c in chunk]
         body = {
-            "model": model,
+            "model": client.model,
             "prompt": prompts[0] if len(chunk) == 1 else prompts,
             "max_tokens": 1,
             "temperature": 0.0,
             "prompt_logprobs": top_k,
         }
         what = f"score {chunk[0].id}" + (f" (+{len(chunk) - 1})" if len(chunk) > 1 else "")
-        async with sem:
-            out = await _post(session, f"{base_url.rstrip('/')}/completions", body, what)
+        out = await client.completions(body, what)
         choices = sorted(out["choices"], key=lambda ch: int(ch.get("index", 0)))
         if len(choices) != len(chunk):
             raise InfrastructureError(f"{what}: {len(choices)} choices for {len(chunk)} prompts")
+        counter.advance(len(chunk))
         return [_parse_scores(c, ch) for c, ch in zip(chunk, choices, strict=True)]
 
-    counter = progress.items("divergence", len(seqs), "sequences scored")
-
-    async def counted(
-        session: aiohttp.ClientSession, chunk: list[Continuation]
-    ) -> list[SequenceScores]:
-        out = await one(session, chunk)
-        counter.advance(len(chunk))
-        return out
-
-    async with _session(timeout_s) as session:
-        parts = await asyncio.gather(*(counted(session, ch) for ch in chunks))
+    parts = await asyncio.gather(*(one(ch) for ch in chunks))
     return [s for part in parts for s in part]
 
 
 async def run_scores(
     role: Role,
-    base_url: str,
-    model: str,
+    client: SuiteClient,
     continuations: Sequence[Continuation],
     *,
     data_sha256: str,
     top_k: int,
     tokens: int,
-    concurrency: int = 8,
-    timeout_s: float = 600.0,
     started: float | None = None,
 ) -> ScoreSet:
     """Score continuations on one runtime and wrap them as a ScoreSet with its wall time."""
     t0 = time.monotonic() if started is None else started
-    seqs = await score(
-        base_url, model, continuations, top_k, concurrency=concurrency, timeout_s=timeout_s
-    )
+    seqs = await score(client, continuations, top_k)
     return ScoreSet(
         role=role,
         data_sha256=data_sha256,
@@ -265,60 +192,24 @@ async def run_scores(
 
 
 async def reference_scores(
-    spec: DivergenceSuite,
-    base_url: str,
-    model: str,
-    *,
-    concurrency: int = 8,
-    seed: int = 0,
-    timeout_s: float = 600.0,
+    spec: DivergenceSuite, client: SuiteClient, *, seed: int = 0
 ) -> ScoreSet:
     """Steps 1 and 2 on the reference: continuations of the corpus, then their scores."""
     started = time.monotonic()
     prompts, data_sha256 = load_corpus(spec.corpus, spec.sequences)
-    conts = await generate_continuations(
-        base_url,
-        model,
-        prompts,
-        spec.tokens,
-        concurrency=concurrency,
-        seed=seed,
-        timeout_s=timeout_s,
-    )
+    conts = await generate_continuations(client, prompts, spec.tokens, seed=seed)
     return await run_scores(
-        "reference",
-        base_url,
-        model,
-        conts,
-        data_sha256=data_sha256,
-        top_k=spec.top_k,
-        tokens=spec.tokens,
-        concurrency=concurrency,
-        timeout_s=timeout_s,
-        started=started,
-    )
+        "reference", client, conts, data_sha256=data_sha256, top_k=spec.top_k,
+        tokens=spec.tokens, started=started,
+    )  # fmt: skip
 
 
-async def candidate_scores(
-    reference: ScoreSet,
-    base_url: str,
-    model: str,
-    *,
-    concurrency: int = 8,
-    timeout_s: float = 600.0,
-) -> ScoreSet:
+async def candidate_scores(reference: ScoreSet, client: SuiteClient) -> ScoreSet:
     """Step 2 on the candidate: score the (possibly cached) reference's token sequences."""
     return await run_scores(
-        "candidate",
-        base_url,
-        model,
-        continuations_of(reference),
-        data_sha256=reference.data_sha256,
-        top_k=reference.top_k,
-        tokens=reference.tokens,
-        concurrency=concurrency,
-        timeout_s=timeout_s,
-    )
+        "candidate", client, continuations_of(reference), data_sha256=reference.data_sha256,
+        top_k=reference.top_k, tokens=reference.tokens,
+    )  # fmt: skip
 
 
 def continuations_of(scores: ScoreSet) -> list[Continuation]:
@@ -387,15 +278,20 @@ class DivergenceRunner:
         return {"divergence": load_corpus(setting.corpus, setting.sequences)[1]}
 
     async def reference(self, setting: DivergenceSuite, ctx: SuiteContext) -> ScoreSet:
-        return await reference_scores(
-            setting, ctx.base_url, ctx.model,
-            concurrency=ctx.concurrency, seed=ctx.seed, timeout_s=ctx.timeout_s,
-        )  # fmt: skip
+        async with _client(ctx) as client:
+            return await reference_scores(setting, client, seed=ctx.seed)
 
     async def candidate(self, reference: ScoreSet, ctx: SuiteContext) -> ScoreSet:
-        return await candidate_scores(
-            reference, ctx.base_url, ctx.model, concurrency=ctx.concurrency, timeout_s=ctx.timeout_s
-        )
+        async with _client(ctx) as client:
+            return await candidate_scores(reference, client)
+
+
+def _client(ctx: SuiteContext) -> SuiteClient:
+    """The suites' one HTTP client for this runtime: its headers, retries and error mapping."""
+    from qgate.quality.client import SuiteClient
+
+    return SuiteClient(ctx.base_url, ctx.model, concurrency=ctx.concurrency,
+                       timeout_s=ctx.timeout_s, headers=ctx.headers)  # fmt: skip
 
 
 SUITE = DivergenceRunner()

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from qgate.profile import DivergenceSuite
+from qgate.quality.client import SuiteClient
 from qgate.quality.divergence import DivergenceSummary, summarize_divergence
 from qgate.quality.divergence_suite import (
     ScoreSet,
@@ -21,15 +22,19 @@ pytestmark = pytest.mark.integration
 SPEC = DivergenceSuite(sequences=8, tokens=32, top_k=20)
 
 
+async def _on(server: Any, use: Any) -> Any:
+    async with SuiteClient(server.base_url, server.served_model) as client:
+        return await use(client)
+
+
 @pytest.fixture(scope="module")
 def ref_scores(reference_server: Any) -> ScoreSet:
-    return asyncio.run(
-        reference_scores(SPEC, reference_server.base_url, reference_server.served_model)
-    )
+    out: ScoreSet = asyncio.run(_on(reference_server, lambda c: reference_scores(SPEC, c)))
+    return out
 
 
 def _against(ref: ScoreSet, server: Any) -> DivergenceSummary:
-    cand = asyncio.run(candidate_scores(ref, server.base_url, server.served_model))
+    cand = asyncio.run(_on(server, lambda c: candidate_scores(ref, c)))
     return summarize_divergence(build_divergence_run(ref, cand))
 
 

@@ -222,6 +222,7 @@ def test_runner_against_a_fake_server(batch: int) -> None:
 
     from aiohttp import web
 
+    from qgate.quality.client import SuiteClient
     from qgate.quality.divergence_suite import CorpusPrompt, generate_continuations, score
 
     async def main() -> tuple[list[Any], list[Any]]:
@@ -233,8 +234,9 @@ def test_runner_against_a_fake_server(batch: int) -> None:
         url = f"http://127.0.0.1:{port}/v1"
         try:
             prompts = [CorpusPrompt(id=f"p{i}", prompt="a bb " * (i + 1)) for i in range(5)]
-            conts = await generate_continuations(url, "m", prompts, 4, concurrency=2)
-            scores = await score(url, "m", conts, 1, concurrency=2, batch=batch)
+            async with SuiteClient(url, "m", concurrency=2) as client:
+                conts = await generate_continuations(client, prompts, 4)
+                scores = await score(client, conts, 1, batch=batch)
             return conts, scores
         finally:
             await runner.cleanup()

@@ -136,8 +136,10 @@ def _stand_ins(monkeypatch: pytest.MonkeyPatch, runs: RunSet, calls: list[tuple[
     monkeypatch.setattr(run_stages, "quality_on",
                         lambda ctx, rt, role, ref: QualityOutput(role="candidate"))  # fmt: skip
     monkeypatch.setattr(run_stages, "divergence_of", lambda ref, cand: None)
-    monkeypatch.setattr(run_stages, "perf_on",
-                        lambda ctx, rt, role, q: [SimpleNamespace(scenario="s", rt=rt)])  # fmt: skip
+    def perf_on(ctx: RunContext, rt: str, role: str, q: QualityOutput) -> list[SimpleNamespace]:
+        return [SimpleNamespace(scenario="s", rt=rt)]
+
+    monkeypatch.setattr(run_stages, "perf_on", perf_on)
     monkeypatch.setattr(gates, "evaluate_quality", lambda spec, runs, div: [])
 
 
