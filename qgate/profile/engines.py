@@ -4,7 +4,8 @@ Entries are lazy ("module:Class", loaded on first use, as in lm-eval's
 registry), so `qgate validate` and `--help` import no engine module they do
 not need. Adding an engine is one module with a class derived from
 `ServerProcess` (a process qgate starts) or from `EngineDecl` + `Lifecycle`,
-plus one `register()` call or one line in `_BUILTIN`.
+plus one `register()` call (or one line in the built-in table below), through the one
+registry mechanism of qgate/core/registry.py.
 
 Each engine declares, at class level:
 - `kind`: the name profiles use in `engine.kind`;
@@ -16,11 +17,11 @@ Each engine declares, at class level:
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from qgate.core.features import Feature
+from qgate.core.registry import Registry
 from qgate.core.serving import MetricNames
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EngineDecl",
     "MetricNames",
-    "UnknownEngine",
+    "ENGINES",
     "engine_class",
     "engine_kinds",
     "register",
@@ -70,51 +71,39 @@ class EngineDecl:
         raise NotImplementedError
 
 
-_BUILTIN: dict[str, str] = {
+def _engine_class(loaded: object) -> type[EngineDecl]:
+    if not (isinstance(loaded, type) and issubclass(loaded, EngineDecl)):
+        raise TypeError(f"{loaded!r} is not an engine class")
+    return loaded
+
+
+ENGINES: Registry[type[EngineDecl]] = Registry("engine", _engine_class)
+"""Engine kinds -> their classes ("module:Class", loaded on first use)."""
+for _kind, _target in {
     "vllm": "qgate.runtime.vllm_server:VllmServer",
     "endpoint": "qgate.runtime.endpoint:Endpoint",
     "sglang": "qgate.runtime.sglang_server:SglangServer",
     "command": "qgate.runtime.command_server:CommandServer",
-}
-_registry: dict[str, str | type[EngineDecl]] = dict(_BUILTIN)
-
-
-class UnknownEngine(LookupError):
-    """A kind no engine is registered for."""
+}.items():
+    ENGINES.register(_kind, _target)
 
 
 def engine_kinds() -> list[str]:
     """Registered kinds, in registration order."""
-    return list(_registry)
+    return ENGINES.names()
 
 
 def unknown_engine_message(kind: str) -> str:
     """lm-eval's form, with a suggestion for a near miss."""
-    import difflib
-
-    kinds = engine_kinds()
-    near = difflib.get_close_matches(kind, kinds, n=1, cutoff=0.6)
-    hint = f" (did you mean '{near[0]}'?)" if near else ""
-    return f"Unknown engine '{kind}'{hint}. Available: {', '.join(kinds)}"
+    return ENGINES.unknown_message(kind)
 
 
 def register(kind: str, engine: str | type[EngineDecl]) -> None:
-    """Add (or replace) the engine for `kind`: a class, or "module:Class" to load lazily."""
-    if not kind or not kind.isidentifier():
-        raise ValueError(f"engine kind must be an identifier, not {kind!r}")
-    _registry[kind] = engine
+    """Add the engine for `kind`: a class, or "module:Class" to load lazily; a taken kind is
+    refused (DuplicateName)."""
+    ENGINES.register(kind, engine)
 
 
 def engine_class(kind: str) -> type[EngineDecl]:
-    """The engine class of `kind`; UnknownEngine (with the available kinds) otherwise."""
-    entry = _registry.get(kind)
-    if entry is None:
-        raise UnknownEngine(unknown_engine_message(kind))
-    if isinstance(entry, str):
-        module, _, name = entry.partition(":")
-        loaded = getattr(importlib.import_module(module), name)
-        if not (isinstance(loaded, type) and issubclass(loaded, EngineDecl)):
-            raise TypeError(f"{entry} is not an engine class")
-        _registry[kind] = loaded
-        return loaded
-    return entry
+    """The engine class of `kind`; UnknownName (with the available kinds) otherwise."""
+    return ENGINES.get(kind)

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import import_module
 from typing import Any, get_origin
 
 from pydantic import BaseModel
 
 from qgate.core.features import Feature
-from qgate.errors import BadInput
+from qgate.core.registry import Registry, load_object
 from qgate.profile.quality import (
     AccuracyPolicy,
     DivergenceSuite,
@@ -82,8 +81,7 @@ class SuiteEntry:
 
     def load(self) -> Any:
         """The runner object, imported now."""
-        module, _, attr = self.runner.partition(":")
-        return getattr(import_module(module), attr)
+        return load_object(self.runner)
 
     def results_of(self, setting: Any) -> Results:
         """Result ids and gate policies of a configuration (none for the paired suite)."""
@@ -106,43 +104,43 @@ def _lm_eval_results(tasks: Sequence[LmEvalTask]) -> Results:
     return [(f"lm_eval.{task.task}", task) for task in tasks]
 
 
-_SUITES: dict[str, SuiteEntry] = {}
+def _suite(entry: object) -> SuiteEntry:
+    if not isinstance(entry, SuiteEntry):
+        raise TypeError(f"{entry!r} is not a SuiteEntry")
+    return entry
+
+
+SUITES: Registry[SuiteEntry] = Registry("suite", _suite)
+"""Suite keys -> their entries, in the order the suites run."""
 
 
 def register(entry: SuiteEntry) -> SuiteEntry:
-    """Add a suite; suites run in registration order. ValueError on a taken key."""
-    if entry.key in _SUITES:
-        raise ValueError(f"suite {entry.key!r} is already registered")
-    if entry.paired and any(e.paired for e in _SUITES.values()):
+    """Add a suite; suites run in registration order. A taken key is refused (DuplicateName)."""
+    if entry.paired and any(e.paired for e in SUITES.values()):
         raise ValueError("divergence is the one paired suite; register exact-answer suites")
-    _SUITES[entry.key] = entry
+    SUITES.register(entry.key, entry)
     return entry
 
 
 def unregister(key: str) -> None:
     """Remove a suite (tests that register a toy suite)."""
-    suite_entry(key)
-    del _SUITES[key]
+    SUITES.unregister(key)
 
 
 def registered() -> tuple[SuiteEntry, ...]:
     """Every suite, in the order they run."""
-    return tuple(_SUITES.values())
+    return tuple(SUITES.values())
 
 
 def suite_entry(key: str) -> SuiteEntry:
-    """The entry of `key`; BadInput naming the registered suites when there is none."""
-    try:
-        return _SUITES[key]
-    except KeyError:
-        available = ", ".join(sorted(_SUITES))
-        raise BadInput(f"Unknown suite '{key}'. Available: {available}") from None
+    """The entry of `key`; UnknownName (a BadInput) naming the registered suites otherwise."""
+    return SUITES.get(key)
 
 
 def configured(spec: QualitySpec) -> list[tuple[SuiteEntry, Any]]:
     """The suites a profile configures (field set and not empty), each with its setting."""
     out = []
-    for entry in _SUITES.values():
+    for entry in SUITES.values():
         setting = getattr(spec, entry.key, None)
         if setting:
             out.append((entry, setting))
@@ -156,7 +154,7 @@ def exact_results(spec: QualitySpec) -> Results:
 
 def gate_fields() -> frozenset[str]:
     """Every registered suite's policy fields (what the reference cache key leaves out)."""
-    return frozenset().union(*(e.gate_fields for e in _SUITES.values()))
+    return frozenset().union(*(e.gate_fields for e in SUITES.values()))
 
 
 def profile_sections() -> list[tuple[str, type[BaseModel]]]:
@@ -167,7 +165,7 @@ def profile_sections() -> list[tuple[str, type[BaseModel]]]:
             f"quality.{e.key}" + ("[]" if get_origin(fields[e.key].annotation) is list else ""),
             e.model,
         )
-        for e in _SUITES.values()
+        for e in SUITES.values()
         if e.key in fields
     ]
 

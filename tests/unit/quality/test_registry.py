@@ -61,8 +61,9 @@ def test_builtin_suites_run_in_the_order_the_stage_always_ran_them() -> None:
 def test_unknown_suite_names_the_available_ones() -> None:
     with pytest.raises(BadInput) as err:
         suite_entry("maht")
+    # the one registry mechanism: registration order, and a near miss suggested (as engines)
     assert err.value.message == (
-        "Unknown suite 'maht'. Available: divergence, lm_eval, math, recall"
+        "Unknown suite 'maht' (did you mean 'math'?). Available: math, recall, divergence, lm_eval"
     )
 
 

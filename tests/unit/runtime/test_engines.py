@@ -13,10 +13,11 @@ from click.testing import CliRunner
 
 from qgate.cli.main import main
 from qgate.core.features import Feature
+from qgate.core.registry import DuplicateName, UnknownName
 from qgate.errors import BadInput
 from qgate.profile import Profile, engines
 from qgate.profile.engine_checks import engine_problems, feature_notes
-from qgate.profile.engines import UnknownEngine, engine_class, engine_kinds, register
+from qgate.profile.engines import engine_class, engine_kinds, register
 from qgate.runtime.command_server import CommandServer, fill
 from qgate.runtime.factory import make_runtime
 from qgate.runtime.process import group_alive
@@ -37,7 +38,7 @@ def _profile(**overrides: Any) -> Profile:
 
 
 def test_unknown_engine_names_the_available_ones() -> None:
-    with pytest.raises(UnknownEngine) as info:
+    with pytest.raises(UnknownName) as info:
         engine_class("vlm")
     assert str(info.value) == (
         "Unknown engine 'vlm' (did you mean 'vllm'?). Available: vllm, endpoint, sglang, command"
@@ -235,10 +236,10 @@ class ToyServer(ServerProcess):
 
 
 @pytest.fixture
-def toy_registered(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(engines, "_registry", dict(engines._registry))
+def toy_registered() -> Iterator[None]:
     register("toy", ToyServer)
     yield
+    engines.ENGINES.unregister("toy")
 
 
 @pytest.mark.usefixtures("toy_registered")
@@ -263,6 +264,18 @@ def test_a_toy_engine_is_one_class_and_one_registry_entry(tmp_path: Path) -> Non
 def test_register_rejects_a_name_that_is_no_identifier() -> None:
     with pytest.raises(ValueError, match="identifier"):
         register("no such", ToyServer)
+
+
+def test_a_taken_kind_is_refused_not_replaced() -> None:
+    with pytest.raises(DuplicateName, match="engine 'vllm' is already registered"):
+        register("vllm", ToyServer)
+    assert engine_class("vllm") is VllmServer
+
+
+def test_an_unknown_kind_is_bad_input_of_the_project() -> None:
+    with pytest.raises(UnknownName) as info:
+        engine_class("nope")
+    assert isinstance(info.value, BadInput) and info.value.exit_code == 2
 
 
 def test_command_args_keep_their_spelling(tmp_path: Path) -> None:
