@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from qgate import __version__
-from qgate.cli.util import handle
+from qgate.cli.util import guarded
 from qgate.errors import ExitCode, ProfileError
 
 
@@ -75,12 +75,7 @@ class QgateGroup(click.Group):
                 formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
-            raise
-        except (Exception, KeyboardInterrupt) as exc:
-            ctx.exit(handle(exc, bool(ctx.meta.get("qgate.debug"))))
+        return guarded(lambda: super(QgateGroup, self).invoke(ctx))
 
 
 @click.group(cls=QgateGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -67,24 +67,29 @@ def handle(exc: BaseException, debug: bool) -> int:
     return exit_code_for(exc)
 
 
-def run_command(fn: Callable[P, R]) -> Callable[P, R]:
-    """Decorate a command function with qgate's error -> exit code mapping.
+def guarded(call: Callable[[], R]) -> R:
+    """`call()` with qgate's error -> message and exit code mapping (the one place it is done).
 
     Inside a click context it exits through click (`ctx.exit`); outside one it
     raises SystemExit with the code.
     """
+    try:
+        return call()
+    except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+        raise
+    except (Exception, KeyboardInterrupt) as exc:
+        code = handle(exc, debug_enabled())
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None:
+            ctx.exit(code)
+        raise SystemExit(code) from None
+
+
+def run_command(fn: Callable[P, R]) -> Callable[P, R]:
+    """Decorate a command function with `guarded` (for code outside the `main` group)."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
-            raise
-        except (Exception, KeyboardInterrupt) as exc:
-            code = handle(exc, debug_enabled())
-            ctx = click.get_current_context(silent=True)
-            if ctx is not None:
-                ctx.exit(code)
-            raise SystemExit(code) from None
+        return guarded(lambda: fn(*args, **kwargs))
 
     return wrapper

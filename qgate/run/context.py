@@ -145,7 +145,8 @@ def model_paths(profile: Profile, source: Path) -> dict[str, Path]:
         if side.emulate_weights is None:
             paths[role] = source
         else:
-            from qgate.checkpoint.emulate import emulate_checkpoint, stored_dtype
+            from qgate.checkpoint.emulate import emulate_checkpoint
+            from qgate.checkpoint.formats import stored_dtype
 
             dtype = stored_dtype(runtime_args(profile, side).get("dtype"))
             paths[role] = emulate_checkpoint(source, side.emulate_weights,

@@ -241,10 +241,10 @@ def _fallback_spec(spec: RuntimeSpec) -> RuntimeSpec:
 def _describe(spec: RuntimeSpec) -> str:
     parts = [f"{k}={v}" for k, v in sorted(spec.args.items())]
     if spec.emulate_weights is not None:
-        w = spec.emulate_weights
-        only = "" if w.all_blocks else f" ({'/'.join(w.modules)} only)"
-        parts.append(f"weights {w.format}/{w.granularity}{only} emulated "
-                     "(rounded, stored in the serving dtype)")  # fmt: skip
+        from qgate.checkpoint.formats import emulated_label
+
+        # the serving dtype (engine.cpu_dtype) is chosen after this note is written
+        parts.append(emulated_label(spec.emulate_weights, None))
     return ", ".join(parts) or "engine defaults"
 
 

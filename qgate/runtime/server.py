@@ -132,19 +132,18 @@ class ServerProcess(EngineDecl, Lifecycle):
         spec = getattr(profile, role)
         engine = profile.engine_of(role)
         served = profile.model.served_name or profile.model.embedded or Path(model_path).name
+        args = cls.merge_args(engine.args, spec.args)
         emulated = []
         if spec.emulate_weights is not None:
-            w = spec.emulate_weights
-            only = "" if w.all_blocks else f", {'/'.join(w.modules)} only"
-            emulated.append(
-                f"weights: {w.format} {w.granularity}{only} (dequantized copy, emulated)"
-            )
+            from qgate.checkpoint.formats import emulated_label, stored_dtype
+
+            emulated.append(emulated_label(spec.emulate_weights, stored_dtype(args.get("dtype"))))
         server = cls(
             role=role,
             model_path=model_path,
             served_model=served,
             run_dir=run_dir,
-            args=cls.merge_args(engine.args, spec.args),
+            args=args,
             env=cmd.merge_env(engine.env, spec.env),
             host=engine.host,
             port=engine.port,

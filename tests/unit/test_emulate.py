@@ -10,15 +10,14 @@ import pytest
 torch = pytest.importorskip("torch")
 safetensors_torch = pytest.importorskip("safetensors.torch")
 
-from qgate.checkpoint import emulate  # noqa: E402
+from qgate.checkpoint import emulate, formats  # noqa: E402
 from qgate.checkpoint.emulate import (  # noqa: E402
     MANIFEST_FILE,
     emulate_checkpoint,
-    fake_quantize,
-    is_emulated_weight,
     output_folder,
     read_manifest,
 )
+from qgate.checkpoint.formats import fake_quantize, is_emulated_weight  # noqa: E402
 from qgate.errors import BadInput  # noqa: E402
 from qgate.profile import WeightEmulation  # noqa: E402
 
@@ -101,18 +100,18 @@ def test_finer_scales_do_not_hurt(checkpoint: Path, tmp_path: Path) -> None:
 def test_int_error_is_at_most_half_a_step(fmt: str) -> None:
     w = torch.randn(8, 96, generator=torch.Generator().manual_seed(1))
     out = fake_quantize(w, fmt, "group", 32)
-    step = w.reshape(8, 3, 32).abs().amax(dim=2, keepdim=True) / emulate.QMAX[fmt]
+    step = w.reshape(8, 3, 32).abs().amax(dim=2, keepdim=True) / formats.QMAX[fmt]
     err = (out - w).reshape(8, 3, 32).abs()
     assert bool((err <= step / 2 + 1e-6).all())
     levels = (out.reshape(8, 3, 32) / step).round()
-    assert int(levels.abs().max()) == int(emulate.QMAX[fmt])
+    assert int(levels.abs().max()) == int(formats.QMAX[fmt])
 
 
 @pytest.mark.parametrize(("fmt", "mantissa_bits"), [("fp8_e4m3", 3), ("fp8_e5m2", 2)])
 def test_fp8_relative_error_within_half_ulp(fmt: str, mantissa_bits: int) -> None:
     w = torch.randn(16, 64, generator=torch.Generator().manual_seed(2))
     out = fake_quantize(w, fmt, "per_channel")
-    scale = w.abs().amax(dim=1, keepdim=True) / emulate.QMAX[fmt]
+    scale = w.abs().amax(dim=1, keepdim=True) / formats.QMAX[fmt]
     normal = (w / scale).abs() >= 2.0**-6  # subnormals have absolute, not relative, error
     rel = ((out - w).abs() / w.abs())[normal]
     assert float(rel.max()) <= 2.0 ** -(mantissa_bits + 1) + 1e-6
@@ -247,7 +246,7 @@ def test_a_float32_copy_holds_the_rounded_values_exactly(checkpoint: Path, tmp_p
 
 def test_stored_dtype_follows_the_serving_dtype() -> None:
     given = ("float32", "float", "half", "bf16", "auto", None)
-    assert [emulate.stored_dtype(d) for d in given] == [
+    assert [formats.stored_dtype(d) for d in given] == [
         "float32", "float32", "float16", "bfloat16", "bfloat16", "bfloat16"]  # fmt: skip
     with pytest.raises(BadInput, match="cannot be stored as 'int8'"):
         emulate_checkpoint(Path("."), WeightEmulation(format="int8"), Path("/nonexistent"), "int8")
@@ -266,4 +265,4 @@ def test_mlp_only_rounds_the_mlp_and_keeps_attention(checkpoint: Path, tmp_path:
     manifest = read_manifest(out)
     assert [t.name for t in manifest.quantized] == [DOWN]
     assert "inside mlp blocks only" in manifest.selection_rule
-    assert "(mlp only)" in emulate.emulated_label(mlp)
+    assert "(mlp only)" in formats.emulated_label(mlp)
