@@ -56,8 +56,7 @@ def _speed(report: Report) -> list[ScenarioRatios]:
 
 def candidate_row(entry: CandidateEntry) -> CandidateRow:
     """One row of the table from one candidate's report (or its error)."""
-    from qgate.report.render.compare import accuracy_deltas, mean_kld
-    from qgate.report.render.view import flips, suite_pairs
+    from qgate.report.derive import accuracy_deltas, flips, mean_kld, suite_pairs
 
     row = CandidateRow(candidate=entry.name, required=entry.required, verdict=verdict_of(entry))
     rep = entry.report

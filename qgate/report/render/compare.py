@@ -4,26 +4,11 @@ from __future__ import annotations
 
 import math
 
+from qgate.report.derive import accuracy_deltas, mean_kld
 from qgate.report.model import Report
 from qgate.report.render.parts import Table, fmt
-from qgate.report.render.view import accuracy, kld_values, suite_pairs
 
 HEADLINE_METRIC = "output_throughput"
-
-
-def accuracy_deltas(report: Report) -> dict[str, float]:
-    """Candidate minus reference accuracy per suite."""
-    out: dict[str, float] = {}
-    for suite, ref, cand in suite_pairs(report.quality.runs):
-        (rc, rn), (cc, cn) = accuracy(ref), accuracy(cand)
-        if rn and cn:
-            out[suite] = cc / cn - rc / rn
-    return out
-
-
-def mean_kld(report: Report) -> float | None:
-    vals = kld_values(report)
-    return sum(vals) / len(vals) if vals else None
 
 
 def headline_ratio(report: Report) -> float | None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from qgate.report.derive import accuracy, kld_values, suite_pairs
 from qgate.report.model import Report
-from qgate.report.render.view import accuracy, kld_values, suite_pairs, wilson
+from qgate.report.render.view import wilson
 
 _REF, _CAND = "#4c72b0", "#dd8452"
 

@@ -7,10 +7,10 @@ perf summaries come from the report as stored.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from qgate.quality.records import SuiteRun
+from qgate.report.derive import accuracy, flips, kld_values, suite_pairs
 from qgate.report.model import Report
 from qgate.report.render.parts import Section, Table, fmt, origin_lines
 from qgate.report.verdict import verdict_label
@@ -32,39 +32,6 @@ def wilson(correct: int, n: int) -> tuple[float, float]:
     from qgate.quality.stats import wilson as stats_wilson
 
     return stats_wilson(correct, n)
-
-
-def suite_pairs(runs: Iterable[SuiteRun]) -> list[tuple[str, SuiteRun | None, SuiteRun | None]]:
-    """(suite, reference run, candidate run) in first-seen order."""
-    order: list[str] = []
-    pairs: dict[str, dict[str, SuiteRun]] = {}
-    for run in runs:
-        if run.suite not in pairs:
-            order.append(run.suite)
-            pairs[run.suite] = {}
-        pairs[run.suite][run.role] = run
-    return [(s, pairs[s].get("reference"), pairs[s].get("candidate")) for s in order]
-
-
-def accuracy(run: SuiteRun | None) -> tuple[int, int]:
-    """(correct, total) of a suite run."""
-    if run is None:
-        return (0, 0)
-    return (sum(1 for i in run.items if i.correct), len(run.items))
-
-
-def flips(ref: SuiteRun, cand: SuiteRun) -> tuple[list[str], list[str]]:
-    """Item ids lost (reference right, candidate wrong) and gained (the reverse)."""
-    cand_by_id = {i.id: i.correct for i in cand.items}
-    lost = [i.id for i in ref.items if i.correct and cand_by_id.get(i.id) is False]
-    gained = [i.id for i in ref.items if not i.correct and cand_by_id.get(i.id) is True]
-    return lost, gained
-
-
-def kld_values(report: Report) -> list[float]:
-    """Every position's KL(reference || candidate), sorted."""
-    div = report.quality.divergence
-    return sorted(k for s in div.sequences for k in s.kld) if div else []
 
 
 def _ids(ids: list[str], limit: int = 20) -> str:
