@@ -99,5 +99,4 @@ def report_of(
             single.setdefault("candidate", result.seconds)
         else:
             single[key] = seconds
-    return build(ctx, reference, result.quality, result.divergence, result.verdicts,
-                 result.status, perf_with_baseline(result, ref_perf), single)  # fmt: skip
+    return build(ctx, reference, result, perf_with_baseline(result, ref_perf), single)

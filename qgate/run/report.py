@@ -9,10 +9,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from qgate.core.verdict import Verdict
 from qgate.errors import ExitCode
 from qgate.perf.records import ScenarioRun
-from qgate.quality.records import DivergenceRun
 from qgate.quality.stage import QualityOutput
 from qgate.report.model import PerfStatus, Report
 from qgate.report.multi_model import CandidateEntry, CandidateVerdict
@@ -33,11 +31,9 @@ def report(
 ) -> RunOutcome:
     """The report of the run, single or multi, and the outcome for the CLI."""
     if runs.multi is None:
-        (result,) = results
-        assert result.quality is not None  # one candidate: its runtime failure ended the run
-        return write_single(runs.reference, reference, result.quality, result.divergence,
-                            result.verdicts, result.status,
-                            perf_with_baseline(result, ref_perf), timings)  # fmt: skip
+        (result,) = results  # one candidate: its runtime failure ended the run
+        return write_single(runs.reference, reference, result, perf_with_baseline(result, ref_perf),
+                            timings)  # fmt: skip
     reports = [report_of(ctx, result, reference, ref_perf, timings)
                for ctx, result in zip(runs.candidates, results, strict=True)]  # fmt: skip
     return write_multi(runs, results, reports, timings)
@@ -46,10 +42,7 @@ def report(
 def write_single(
     ctx: RunContext,
     reference: QualityOutput,
-    candidate: QualityOutput,
-    divergence: DivergenceRun | None,
-    verdicts: list[Verdict],
-    status: PerfStatus,
+    result: CandidateResult,
     perf_runs: list[ScenarioRun],
     timings: dict[str, float],
 ) -> RunOutcome:
@@ -58,7 +51,7 @@ def write_single(
     from qgate.report.writer import write_report
     from qgate.runtime.scales import warning_lines
 
-    unsigned = build(ctx, reference, candidate, divergence, verdicts, status, perf_runs, timings)
+    unsigned = build(ctx, reference, result, perf_runs, timings)
     written = write_report(
         ctx.run_dir,
         unsigned,
@@ -75,7 +68,7 @@ def write_single(
         verdict=rep.verdict,
         exit_code=ExitCode.GATE_FAILED if failed else ExitCode.PASS,
         verdicts=rep.all_verdicts(),
-        perf_status=status,
+        perf_status=result.status,
         headline=headline(rep),
         engine_warnings=warning_lines(rep.effective_configs),
         public_key=ctx.signer.public_key_path,
@@ -88,10 +81,7 @@ def write_single(
 def build(
     ctx: RunContext,
     reference: QualityOutput,
-    candidate: QualityOutput,
-    divergence: DivergenceRun | None,
-    verdicts: list[Verdict],
-    status: PerfStatus,
+    result: CandidateResult,
     perf_runs: list[ScenarioRun],
     timings: dict[str, float],
 ) -> Report:
@@ -99,8 +89,10 @@ def build(
     from qgate.quality.effect import no_effect_message
     from qgate.report.assemble import build_report
 
+    candidate = result.quality
+    assert candidate is not None  # a candidate whose runtime failed has no report of its own
     configs = [c for c in (reference.effective_config, candidate.effective_config) if c]
-    no_effect = no_effect_message(reference.runs + candidate.runs, divergence)
+    no_effect = no_effect_message(reference.runs + candidate.runs, result.divergence)
     warnings = [no_effect] if no_effect and ctx.profile.quality.on_no_effect == "warn" else []
     return build_report(
         # The profile as written (fallbacks included): the same on every machine, so
@@ -110,9 +102,9 @@ def build(
         fingerprint=ctx.fingerprint,
         effective_configs=configs,
         suite_runs=reference.runs + candidate.runs,
-        divergence=divergence,
-        verdicts=verdicts,
-        perf_status=status,
+        divergence=result.divergence,
+        verdicts=result.verdicts,
+        perf_status=result.status,
         perf_runs=perf_runs,
         target_mismatches=ctx.target_mismatches,
         stage_timings=timings,

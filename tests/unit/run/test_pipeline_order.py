@@ -172,8 +172,8 @@ def test_one_candidate_takes_the_same_path_and_writes_the_single_report(
     monkeypatch.setattr(report_stage, "write_single", write_single)
     assert pipeline.run(runs.reference.opts) == "single outcome"  # type: ignore[comparison-overlap]
     assert calls == [("preflight", "run"), ("start", "run"), ("start", "reference")]
-    *_, status, perf, timings = captured["args"]
-    assert status == "ran" and [r.rt for r in perf] == ["run", "reference"]
+    _, _, result, perf, timings = captured["args"]
+    assert result.status == "ran" and [r.rt for r in perf] == ["run", "reference"]
     assert list(timings)[:6] == ["load", "fingerprint", "candidate_preflight",
                                  "reference_quality", "candidate", "reference_perf"]  # fmt: skip
 
