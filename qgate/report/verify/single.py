@@ -3,14 +3,14 @@
 Order: readable JSON (else BadInput, exit 2) -> payload type -> signature over
 the DSSE PAE -> Statement -> report schema -> subjects -> profile (with
 `--profile`: the embedded profile must equal FILE loaded as `run` loads it,
-and FILE's limits gate; see verify_profile.py) -> checkpoint files -> each
+and FILE's limits gate; see profile.py) -> checkpoint files -> each
 item's correctness and each divergence value re-derived from the raw
 responses and logprobs (rederive.py) -> reference provenance
-(verify_provenance.py) -> every gate verdict and perf figure recomputed with
+(provenance.py) -> every gate verdict and perf figure recomputed with
 the same functions `run` used -> perf status and overall verdict. The first
 failure raises VerificationFailed (exit 1); an environment that cannot
 import what verification needs raises InfrastructureError (exit 3). The
-recomputation itself lives in verify_recompute.py.
+recomputation itself lives in recompute.py.
 """
 
 from __future__ import annotations
