@@ -9,7 +9,8 @@ import pytest
 
 from qgate.perf.checks import scenario_verdicts
 from qgate.perf.compare import compare
-from qgate.perf.counters import GENERATION_TOKENS, PREFIX_QUERIES, deltas
+from qgate.perf.counters import deltas
+from qgate.runtime.vllm_server import VLLM_METRICS
 from qgate.perf.metrics import summarize
 from qgate.perf.records import ScenarioRun
 from qgate.perf.runner import run_scenarios
@@ -78,7 +79,7 @@ def test_fixed_lengths_are_exact_and_streams_clean(runs: list[ScenarioRun]) -> N
     # The server's own counters saw exactly the measured output (warmup excluded).
     d = deltas(tiny.counters_before, tiny.counters_after)
     probe_out = sum(r.output_tokens or 0 for r in tiny.requests if r.probe_id is not None)
-    assert d[GENERATION_TOKENS] == 3 * 16 + probe_out
+    assert d[VLLM_METRICS.generation_tokens] == 3 * 16 + probe_out
 
 
 def test_multi_turn_reuses_the_prefix_cache(runs: list[ScenarioRun]) -> None:
@@ -90,7 +91,7 @@ def test_multi_turn_reuses_the_prefix_cache(runs: list[ScenarioRun]) -> None:
     assert all(second[c] > first[c] + 8 for c in first)  # history grew by the reply + turn
     m = summarize(agent, SPEC.slo)
     assert m.completed == 4 and m.failed == 0
-    assert deltas(agent.counters_before, agent.counters_after)[PREFIX_QUERIES] > 0
+    assert deltas(agent.counters_before, agent.counters_after)[VLLM_METRICS.prefix_queries] > 0
     assert m.prefix_cache_hit_rate is not None and m.prefix_cache_hit_rate > 0
 
 
