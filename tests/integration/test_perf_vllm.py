@@ -10,11 +10,11 @@ import pytest
 from qgate.perf.checks import scenario_verdicts
 from qgate.perf.compare import compare
 from qgate.perf.counters import deltas
-from qgate.runtime.vllm_server import VLLM_METRICS
 from qgate.perf.metrics import summarize
 from qgate.perf.records import ScenarioRun
 from qgate.perf.runner import run_scenarios
 from qgate.profile import PerfSpec
+from qgate.runtime.vllm_server import VLLM_METRICS
 
 pytestmark = pytest.mark.integration
 
