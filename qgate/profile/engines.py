@@ -48,6 +48,8 @@ class EngineDecl:
     features: ClassVar[frozenset[Feature]] = frozenset()
     metrics: ClassVar[MetricNames | None] = None
     starts_process: ClassVar[bool] = False
+    has_dry_check: ClassVar[bool] = False
+    """Whether `dry_check` can refuse a bad command line without starting the server."""
 
     @classmethod
     def served_features(cls, launch: EngineLaunch) -> frozenset[Feature]:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from qgate import __version__
+from qgate.core.plan import Plan
 from qgate.core.serving import EffectiveConfig
 from qgate.core.verdict import Verdict
 from qgate.perf.records import ScenarioRun
@@ -71,6 +72,7 @@ def build_report(
     perf_runs: Sequence[ScenarioRun],
     target_mismatches: Sequence[str],
     stage_timings: dict[str, float],
+    plan: Plan | None = None,
     bootstrap_seed: int = 0,
     capability_notes: Sequence[str] = (),
     warnings: Sequence[str] = (),
@@ -111,6 +113,7 @@ def build_report(
         capability_notes=list(capability_notes),
         warnings=list(warnings),
         stage_timings=dict(stage_timings),
+        plan=plan,
         reference_provenance=reference_provenance,
     )
 
@@ -122,6 +125,7 @@ def build_multi_report(
     fingerprint: Fingerprint | None,
     candidates: Sequence[CandidateEntry],
     stage_timings: dict[str, float],
+    plan: Plan | None = None,
 ) -> MultiReport:
     """The unsigned multi report; the table and the verdict derived from the entries."""
     from qgate.report.multi_table import multi_verdict, table
@@ -139,4 +143,5 @@ def build_multi_report(
         verdict=verdict,
         optional_failures=optional,
         stage_timings=dict(stage_timings),
+        plan=plan,
     )

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from qgate.attest.keys import SignerSource
+from qgate.core.plan import Plan
 from qgate.core.records import Record
 from qgate.core.serving import EffectiveConfig
 from qgate.core.verdict import Verdict
@@ -177,6 +178,12 @@ class Report(Record):
     )
     reference_provenance: ReferenceProvenance | None = Field(
         default=None, description="Where the reference's quality results came from (schema 2)."
+    )
+    plan: Plan | None = Field(
+        default=None,
+        description="The run plan it followed: every server life, decided before any started "
+        "(None in reports made before plans, and in the per-candidate reports of a multi run, "
+        "whose plan is the multi report's).",
     )
 
     def all_verdicts(self) -> list[Verdict]:

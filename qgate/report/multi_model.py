@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from qgate.core.plan import Plan
 from qgate.core.records import Record
 from qgate.report.model import Artifact, OverallVerdict, Report, SignerInfo
 from qgate.runtime.fingerprint import Fingerprint
@@ -126,6 +127,9 @@ class MultiReport(Record):
     )
     signer: SignerInfo | None = Field(
         default=None, description="The signing key; set before signing."
+    )
+    plan: Plan | None = Field(
+        default=None, description="The run plan it followed (None in reports made before plans)."
     )
 
     def entry(self, name: str) -> CandidateEntry | None:

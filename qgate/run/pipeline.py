@@ -1,9 +1,11 @@
 """`qgate run`: the story of DESIGN.md, one call per stage, for one candidate or several.
 
-load -> fingerprint -> [candidate preflight] -> reference (or its cached
-results) -> each candidate: start, quality, gates, perf only when every gate
-passed -> the reference's perf baseline -> report -> sign -> write. A profile
-with one `candidate:` is a run with one candidate. Every stage's raw results
+load -> fingerprint -> plan (qgate/run/plan.py) -> [candidate preflight] ->
+the reference's life: quality and perf baseline (or its cached quality) ->
+each candidate's life: quality, gates, perf only when every gate passed ->
+[a perf-only life of the reference when its quality was cached] -> report ->
+sign -> write. Each runtime starts once. A profile with one `candidate:` is a
+run with one candidate. Every stage's raw results
 are written into the run folder as soon as they exist, so an interrupted or
 failed run keeps what it finished.
 """
@@ -27,20 +29,27 @@ def run(opts: RunOptions) -> RunOutcome:
     with clock.stage("fingerprint"):
         stages.fingerprint(runs.reference)
     runs.share_reference()
-    preflight = [ctx for ctx in runs.candidates if stages.wants_preflight(ctx)]
-    if preflight:
+    plan = stages.plan(runs)
+    checks = [(ctx, plan.preflight[name]) for name, ctx in zip(runs.names, runs.candidates,
+                                                               strict=True)]  # fmt: skip
+    if any(how != "none" for _, how in checks):
         with clock.stage("candidate_preflight"):
-            for ctx in preflight:
-                stages.preflight_candidate(ctx)
-    with clock.stage("reference_quality"):
-        reference = stages.reference_quality(runs.reference)
+            for ctx, how in checks:
+                if how != "none":
+                    stages.preflight_candidate(ctx, how)
+    first_life = plan.lives[0].side == "reference"
+    reference, ref_perf = stages.reference_life(
+        runs.reference, with_perf=first_life and "perf baseline" in plan.lives[0].serves,
+        clock=clock,
+    )  # fmt: skip
     runs.share_reference()
     results = []
     for index, ctx in enumerate(runs.candidates):
         with clock.stage(runs.stage_of(index)):
             results.append(stages.candidate(ctx, runs.names[index], reference, opts.force_perf,
                                             keep_going=runs.multi is not None))  # fmt: skip
-    with clock.stage("reference_perf"):
-        ref_perf = stages.reference_perf(runs.reference, reference, results)
+    if ref_perf is None:  # the reference's quality came from the cache: a perf-only life
+        with clock.stage("reference_perf"):
+            ref_perf = stages.reference_perf(runs.reference, reference, results)
     with clock.stage("report"):
-        return stages.report(runs, reference, results, ref_perf, clock.timings)
+        return stages.report(runs, reference, results, ref_perf, clock.timings, plan)

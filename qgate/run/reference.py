@@ -1,22 +1,27 @@
-"""The reference stage: its signed cache, the candidate preflight, its quality results.
+"""The reference's life: its signed cache, the candidate preflight, its quality and perf.
 
-The reference's results come from the cache when nothing that shapes them
-changed; otherwise the reference starts and every suite runs on it.
+The reference's quality results come from the cache when nothing that shapes
+them changed; otherwise the reference starts, every suite runs on it and, in
+the same life, its perf baseline (qgate/run/plan.py).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
+from qgate.core.progress import StageClock
+from qgate.core.serving import Runtime
 from qgate.errors import BadInput
+from qgate.perf.records import ScenarioRun
 from qgate.quality.cache import ReferenceCache
 from qgate.quality.stage import QualityOutput
 from qgate.run.context import RunContext, quality_on, save_raw, started
 from qgate.runtime.fingerprint import Fingerprint
 
-__all__ = ["preflight_candidate", "reference_quality", "wants_preflight"]
+__all__ = ["preflight_candidate", "reference_cached", "reference_life", "wants_preflight"]
 
 log = logging.getLogger("qgate")
 
@@ -46,59 +51,98 @@ def _reference_cache(ctx: RunContext) -> tuple[ReferenceCache, str]:
     return cache, key
 
 
-def wants_preflight(ctx: RunContext) -> bool:
-    """Start the candidate alone first? 'auto': when the reference stage will really run.
+def reference_cached(ctx: RunContext) -> bool:
+    """Whether the cache holds an entry under this run's reference key.
 
-    The cache entry is only looked at, not trusted: this decides whether to
-    spend a minute, never a verdict.
+    The entry is only looked at, not trusted: this decides the plan (a preflight,
+    when the reference starts), never a verdict; `reference_life` authenticates it.
     """
-    from qgate.profile.engine_checks import starts_process
-
-    mode = ctx.profile.engine.preflight
-    if mode != "auto" or not starts_process(ctx.profile.engine_of("candidate").kind):
-        return mode == "always"
-    if not ctx.profile.quality.has_suites():  # a preview: no reference stage to wait for
-        return False
     cache, key = _reference_cache(ctx)
-    return ctx.opts.refresh_reference or not cache.entry_dir(key).exists()
+    return cache.entry_dir(key).exists()
 
 
-def preflight_candidate(ctx: RunContext) -> None:
-    """Start the candidate, check its applied configuration, stop it (raises on failure)."""
+def wants_preflight(ctx: RunContext) -> str:
+    """How to check the candidate before the reference stage: 'dry', 'start' or 'none'.
+
+    'auto' checks it only when the reference stage will really run.
+    """
+    from qgate.run.plan import make_plan
+
+    plan = make_plan([("candidate", ctx.profile)], reference_cached=reference_cached(ctx),
+                     placement="", refresh=ctx.opts.refresh_reference)  # fmt: skip
+    return plan.preflight["candidate"]
+
+
+def preflight_candidate(ctx: RunContext, how: str = "start") -> None:
+    """Check the candidate before the reference stage (raises RuntimeFailure on failure).
+
+    'dry': its command line through the engine's own argument parser, nothing started
+    (seconds instead of a start); 'start': start it, check its applied configuration, stop.
+    """
+    from qgate.runtime.factory import make_runtime
+
+    runtime = make_runtime(ctx.profile, "candidate", ctx.model_paths["candidate"],
+                           ctx.run_dir / "logs")  # fmt: skip
+    can_dry = getattr(runtime, "can_dry_check", None)
+    if how == "dry" and can_dry is not None and can_dry():
+        log.info("preflight: the candidate's command line through the engine's own parser")
+        runtime.dry_check()  # type: ignore[attr-defined]
+        return
     log.info("preflight: starting the candidate once before the reference stage")
     with started(ctx, "candidate"):
         pass
 
 
-def reference_quality(ctx: RunContext) -> QualityOutput:
-    """The reference's results: from the cache when nothing that shapes them changed."""
+def reference_life(
+    ctx: RunContext, with_perf: bool, clock: StageClock
+) -> tuple[QualityOutput, list[ScenarioRun] | None]:
+    """The reference's one life: its quality results, and its perf baseline in the same life.
+
+    From the signed cache when nothing that shapes them changed: then nothing starts,
+    and the perf baseline (None here) comes from a perf-only life after the candidates.
+    Timed as the stages `reference_quality` (start-up included) and `reference_perf`.
+    """
     from qgate.quality.cache import CachedReference
 
-    if not ctx.profile.quality.has_suites():  # a dummy-weights preview: nothing to answer
-        return QualityOutput(role="reference")
-    cache, key = _reference_cache(ctx)
+    with ExitStack() as life:
+        with clock.stage("reference_quality"):
+            cache, key = _reference_cache(ctx)
+            hit = None
+            if ctx.profile.quality.has_suites() and not ctx.opts.refresh_reference:
+                hit = cache.load(key)
+            if hit is not None:
+                entry, provenance = hit
+                log.info("reference cache hit %s (signed by %s)", key[:12],
+                         provenance.signer_keyid[:12])  # fmt: skip
+                ctx.reference_cached, ctx.reference_provenance = True, provenance
+                out = QualityOutput(
+                    role="reference", runs=entry.suite_runs, scores=entry.divergence,
+                    effective_config=entry.effective_config, cached=True,
+                )  # fmt: skip
+                save_raw(ctx, "reference-quality.json", out)
+                return out, None
+            if not ctx.profile.quality.has_suites():  # a dummy-weights preview: perf only
+                out = QualityOutput(role="reference")
+                if not with_perf:
+                    return out, None
+                runtime = life.enter_context(started(ctx, "reference"))
+            else:
+                runtime = life.enter_context(started(ctx, "reference"))
+                out = quality_on(ctx, runtime, "reference", None)
+                value = CachedReference(key=key, suite_runs=out.runs, divergence=out.scores,
+                                        effective_config=out.effective_config)  # fmt: skip
+                ctx.reference_cached, ctx.reference_provenance = False, cache.store(key, value)
+        perf: list[ScenarioRun] | None = None
+        if with_perf:
+            with clock.stage("reference_perf"):
+                perf = _perf(ctx, runtime, out)
+    return out, perf
 
-    def compute() -> CachedReference:
-        with started(ctx, "reference") as runtime:
-            out = quality_on(ctx, runtime, "reference", None)
-        return CachedReference(
-            key=key, suite_runs=out.runs, divergence=out.scores,
-            effective_config=out.effective_config,
-        )  # fmt: skip
 
-    entry, provenance = cache.get_or_compute(key, compute, refresh=ctx.opts.refresh_reference)
-    hit = provenance.source == "cache"
-    ctx.reference_cached, ctx.reference_provenance = hit, provenance
-    out = QualityOutput(
-        role="reference",
-        runs=entry.suite_runs,
-        scores=entry.divergence,
-        effective_config=entry.effective_config,
-        cached=hit,
-    )
-    if hit:
-        save_raw(ctx, "reference-quality.json", out)
-    return out
+def _perf(ctx: RunContext, runtime: Runtime, quality: QualityOutput) -> list[ScenarioRun]:
+    from qgate.run import stages
+
+    return stages.perf_on(ctx, runtime, "reference", quality)
 
 
 def _trusted_keys(paths: Sequence[Path]) -> list[str]:

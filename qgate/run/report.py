@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from qgate.core.plan import Plan
 from qgate.errors import ExitCode
 from qgate.perf.records import ScenarioRun
 from qgate.quality.stage import QualityOutput
@@ -28,15 +29,16 @@ def report(
     results: Sequence[CandidateResult],
     ref_perf: list[ScenarioRun],
     timings: dict[str, float],
+    plan: Plan | None = None,
 ) -> RunOutcome:
     """The report of the run, single or multi, and the outcome for the CLI."""
     if runs.multi is None:
         (result,) = results  # one candidate: its runtime failure ended the run
         return write_single(runs.reference, reference, result, perf_with_baseline(result, ref_perf),
-                            timings)  # fmt: skip
+                            timings, plan)  # fmt: skip
     reports = [report_of(ctx, result, reference, ref_perf, timings)
                for ctx, result in zip(runs.candidates, results, strict=True)]  # fmt: skip
-    return write_multi(runs, results, reports, timings)
+    return write_multi(runs, results, reports, timings, plan)
 
 
 def write_single(
@@ -45,13 +47,14 @@ def write_single(
     result: CandidateResult,
     perf_runs: list[ScenarioRun],
     timings: dict[str, float],
+    plan: Plan | None = None,
 ) -> RunOutcome:
     """Build, redact, sign and write the report and its views; the outcome for the CLI."""
     from qgate.report.signing import subjects_for
     from qgate.report.writer import write_report
     from qgate.runtime.scales import warning_lines
 
-    unsigned = build(ctx, reference, result, perf_runs, timings)
+    unsigned = build(ctx, reference, result, perf_runs, timings, plan)
     written = write_report(
         ctx.run_dir,
         unsigned,
@@ -84,6 +87,7 @@ def build(
     result: CandidateResult,
     perf_runs: list[ScenarioRun],
     timings: dict[str, float],
+    plan: Plan | None = None,
 ) -> Report:
     """The unsigned report of one candidate against the reference."""
     from qgate.quality.effect import no_effect_message
@@ -111,6 +115,7 @@ def build(
         capability_notes=ctx.selection.notes,
         warnings=warnings,
         reference_provenance=ctx.reference_provenance,
+        plan=plan,
     )
 
 
@@ -144,6 +149,7 @@ def write_multi(
     results: Sequence[CandidateResult],
     reports: Sequence[Report | None],
     timings: dict[str, float],
+    plan: Plan | None = None,
 ) -> RunOutcome:
     """Build, redact, sign and write the multi report; the outcome for the CLI."""
     from qgate.report.assemble import build_multi_report
@@ -167,6 +173,7 @@ def write_multi(
         fingerprint=ref.fingerprint,
         candidates=entries,
         stage_timings=timings,
+        plan=plan,
     )
     secrets = sorted({s for c in multi.candidates for s in c.profile.secrets})
     written = write_report(

@@ -11,6 +11,7 @@ is the one surface the pipeline calls.
 
 from __future__ import annotations
 
+from qgate.core.plan import Plan
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
 from qgate.perf.probes import Probe
@@ -22,7 +23,12 @@ from qgate.run.candidate import CandidateResult
 from qgate.run.candidate import evaluate as candidate
 from qgate.run.context import RunContext, RunSet, prepare, quality_on, started
 from qgate.run.context import save_raw as _save
-from qgate.run.reference import preflight_candidate, reference_quality, wants_preflight
+from qgate.run.reference import (
+    preflight_candidate,
+    reference_cached,
+    reference_life,
+    wants_preflight,
+)
 from qgate.run.report import headline, report
 
 __all__ = [
@@ -37,9 +43,10 @@ __all__ = [
     "perf_on",
     "preflight_candidate",
     "prepare",
+    "plan",
     "quality_on",
+    "reference_life",
     "reference_perf",
-    "reference_quality",
     "report",
     "started",
     "wants_preflight",
@@ -138,3 +145,34 @@ def reference_perf(
         return []
     with started(ctx, "reference") as runtime:
         return perf_on(ctx, runtime, "reference", reference)
+
+
+def placement(ctx: RunContext) -> str:
+    """Where a started runtime runs, in words (the plan's placement)."""
+    from qgate.runtime.capabilities import engine_on_cpu
+    from qgate.runtime.cores import bind_spec, usable_cores
+
+    kinds = {ctx.profile.engine_of(role).kind for role in ("reference", "candidate")}
+    if kinds == {"endpoint"}:
+        return "already running (endpoints)"
+    target = ctx.profile.target
+    if target.accelerator.lower() == "cpu" or engine_on_cpu(ctx.profile):
+        cores = usable_cores()
+        return f"cores {bind_spec(cores)} (all {len(cores)} usable), one server at a time"
+    return f"{target.count} x {target.accelerator}, one server at a time"
+
+
+def plan(runs: RunSet) -> Plan:
+    """The run plan (qgate/run/plan.py): every life, decided before any starts; logged."""
+    import logging
+
+    from qgate.run.plan import describe, make_plan
+
+    profiles = list(zip(runs.names, (c.profile for c in runs.candidates), strict=True))
+    out = make_plan(profiles, reference_cached=reference_cached(runs.reference),
+                    placement=placement(runs.reference),
+                    refresh=runs.reference.opts.refresh_reference)  # fmt: skip
+    log = logging.getLogger("qgate")
+    for line in describe(out):
+        log.info("%s", line)
+    return out

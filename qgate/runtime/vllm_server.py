@@ -8,10 +8,12 @@ names and the request extensions it serves.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, ClassVar
 
 from qgate.core.features import FEATURES, Feature
 from qgate.core.serving import EffectiveConfig, MetricNames
+from qgate.errors import RuntimeFailure
 from qgate.profile.base import EngineArgValue
 from qgate.runtime import command as cmd
 from qgate.runtime import cores, effective, server
@@ -27,6 +29,25 @@ VLLM_METRICS = MetricNames(
     prompt_tokens="vllm:prompt_tokens_total",
     generation_tokens="vllm:generation_tokens_total",
 )
+# The engine's own argument parser and config validation, without starting it (its import
+# is most of its cost); the module paths of vLLM 0.32 first, then those of older releases.
+_DRY_CHECK = """
+import sys
+try:
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
+except ImportError:
+    from vllm.entrypoints.openai.cli_args import make_arg_parser, validate_parsed_serve_args
+try:
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+except ImportError:
+    from vllm.utils import FlexibleArgumentParser
+args = make_arg_parser(FlexibleArgumentParser(prog="vllm")).parse_args(sys.argv[1:])
+validate_parsed_serve_args(args)
+from vllm.engine.arg_utils import AsyncEngineArgs
+AsyncEngineArgs.from_cli_args(args).create_engine_config()
+print("qgate-dry-check: ok")
+"""
+DRY_CHECK_TIMEOUT_S = 300.0
 # Tests shorten it; read at each start-up.
 _FATAL_EXIT_GRACE_S = server.FATAL_EXIT_GRACE_S
 
@@ -37,6 +58,7 @@ class VllmServer(ServerProcess):
     kind: ClassVar[str] = "vllm"
     features: ClassVar[frozenset[Feature]] = frozenset(FEATURES)
     metrics: ClassVar[MetricNames | None] = VLLM_METRICS
+    has_dry_check: ClassVar[bool] = True
 
     # Cores to lease on the CPU (None: every free one); servers meant to run side by side ask
     # for their share.
@@ -74,6 +96,45 @@ class VllmServer(ServerProcess):
     def _release_cores(self) -> None:
         if self._lease is not None:
             self._lease.release()
+
+    def can_dry_check(self) -> bool:
+        """Only vLLM's own launchers take vLLM's parser; a custom one is started instead."""
+        launcher = self.launcher or cmd.detect_launcher()
+        return launcher[1:3] == ("-m", cmd.API_SERVER_MODULE) or launcher[-1] == "serve"
+
+    def dry_check(self) -> None:
+        """Run the command line through vLLM's own parser and config check; start nothing.
+
+        RuntimeFailure (exit 3) with the engine's own error line when it refuses; the
+        output goes to this runtime's log, before any start.
+        """
+        import subprocess
+
+        launcher = self.launcher or cmd.detect_launcher()
+        if not self.can_dry_check():
+            raise ValueError("a custom launcher has no dry check; preflight by starting it")
+        argv = cmd.build_command(launcher, str(self.model_path), self.served_model, self.host,
+                                 1, self.args)[len(launcher):]  # fmt: skip
+        python = launcher[0] if launcher[1:3] == ("-m", cmd.API_SERVER_MODULE) else sys.executable
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._log_note(f"preflight: {self.role} command line through vLLM's argument parser")
+        try:
+            done = subprocess.run([python, "-c", _DRY_CHECK, *argv], env=self.server_env(),
+                                  capture_output=True, text=True, timeout=DRY_CHECK_TIMEOUT_S,
+                                  check=False)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise self._fail(f"preflight: no answer from vLLM's argument parser within "
+                             f"{DRY_CHECK_TIMEOUT_S:g} s") from None  # fmt: skip
+        with open(self.log_path, "a", encoding="utf-8") as log:
+            log.write(done.stdout + done.stderr)
+        if done.returncode != 0 or "qgate-dry-check: ok" not in done.stdout:
+            lines = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
+            found = [ln for ln in lines if ln.startswith("vllm: error:")] or lines[-1:]
+            cause = found[0].removeprefix("vllm: ") if found else f"exit status {done.returncode}"
+            raise RuntimeFailure(
+                self.role, f"preflight: vLLM refused the command line: {cause} (log: "
+                f"{self.log_path})", self._tail(), done.returncode,
+            )  # fmt: skip
 
     def prepare_args(
         self, args: dict[str, EngineArgValue], env: dict[str, str], accelerator: str

@@ -70,8 +70,10 @@ def test_failing_candidate_does_not_stop_the_others(
 
     monkeypatch.setattr(run_stages, "prepare", lambda opts, loaded: mctx)
     monkeypatch.setattr(run_stages, "fingerprint", lambda ctx: None)
-    monkeypatch.setattr(run_stages, "reference_quality",
-                        lambda ctx: QualityOutput(role="reference"))  # fmt: skip
+    # the reference's quality is cached: its one life is the perf baseline, after the candidates
+    monkeypatch.setattr(run_stages, "reference_cached", lambda ctx: True)
+    cached_life = (QualityOutput(role="reference"), None)
+    monkeypatch.setattr(run_stages, "reference_life", lambda ctx, with_perf, clock: cached_life)
     monkeypatch.setattr(run_stages, "started", started)
     monkeypatch.setattr(run_stages, "quality_on",
                         lambda ctx, rt, role, ref: QualityOutput(role="candidate"))  # fmt: skip
@@ -80,7 +82,6 @@ def test_failing_candidate_does_not_stop_the_others(
     monkeypatch.setattr(gates, "evaluate_quality", lambda spec, runs, div: [])
     monkeypatch.setattr(report_stage, "report_of", lambda *a: None)
     monkeypatch.setattr(report_stage, "write_multi", write_multi)
-    monkeypatch.setattr(run_stages, "wants_preflight", lambda ctx: False)
 
     assert pipeline.run(mctx.reference.opts) == "outcome"  # type: ignore[comparison-overlap]
     assert calls == [
@@ -90,13 +91,14 @@ def test_failing_candidate_does_not_stop_the_others(
         ("start", "api-server"), ("perf", "api-server"),
         ("start", "reference"), ("perf", "reference"),
     ]  # fmt: skip
-    _, results, _, timings = captured["args"]
+    _, results, _, timings, plan = captured["args"]
+    assert [life.side for life in plan.lives] == [*mctx.names, "reference"]
     assert [r.name for r in results] == ["fp8-weights", "prefix-cache", "max-seqs-2", "api-server"]
     failed = results[1]
     assert failed.quality is None and failed.error is not None
     assert "exited with status 1" in failed.error and "no KV space" in failed.error
     assert results[0].perf_runs == ["fp8-weights-run"] and results[0].status == "ran"
-    assert list(timings)[:3] == ["load", "fingerprint", "reference_quality"]
+    assert list(timings)[:2] == ["load", "fingerprint"]
     assert "candidate:prefix-cache" in timings and "reference_perf" in timings
 
 
@@ -116,7 +118,7 @@ def test_capability_notes_name_their_candidate(tmp_path: Path) -> None:
 
 
 def _stand_ins(monkeypatch: pytest.MonkeyPatch, runs: RunSet, calls: list[tuple[str, str]],
-               broken: str | None = None) -> None:  # fmt: skip
+               broken: str | None = None, cached: bool = False) -> None:  # fmt: skip
     @contextmanager
     def started(ctx: RunContext, role: str) -> Iterator[str]:
         name = ctx.run_dir.name if role == "candidate" else "reference"
@@ -125,20 +127,30 @@ def _stand_ins(monkeypatch: pytest.MonkeyPatch, runs: RunSet, calls: list[tuple[
             raise RuntimeFailure("candidate", "exited with status 1", ["RuntimeError: boom"])
         yield name
 
+    def perf_on(ctx: RunContext, rt: str, role: str, q: QualityOutput) -> list[SimpleNamespace]:
+        return [SimpleNamespace(scenario="s", rt=rt)]
+
+    def reference_life(ctx: RunContext, with_perf: bool, clock: Any) -> tuple[QualityOutput, Any]:
+        out = QualityOutput(role="reference")
+        with clock.stage("reference_quality"):
+            if cached:
+                return out, None
+            calls.append(("start", "reference"))
+        if not with_perf:
+            return out, None
+        with clock.stage("reference_perf"):
+            return out, perf_on(ctx, "reference", "reference", out)
+
     monkeypatch.setattr(run_stages, "prepare", lambda opts, loaded: runs)
     monkeypatch.setattr(run_stages, "fingerprint", lambda ctx: None)
-    monkeypatch.setattr(run_stages, "wants_preflight", lambda ctx: True)
+    monkeypatch.setattr(run_stages, "reference_cached", lambda ctx: cached)
     monkeypatch.setattr(run_stages, "preflight_candidate",
-                        lambda ctx: calls.append(("preflight", ctx.run_dir.name)))  # fmt: skip
-    monkeypatch.setattr(run_stages, "reference_quality",
-                        lambda ctx: QualityOutput(role="reference"))  # fmt: skip
+                        lambda ctx, how: calls.append(("preflight", ctx.run_dir.name)))  # fmt: skip
+    monkeypatch.setattr(run_stages, "reference_life", reference_life)
     monkeypatch.setattr(run_stages, "started", started)
     monkeypatch.setattr(run_stages, "quality_on",
                         lambda ctx, rt, role, ref: QualityOutput(role="candidate"))  # fmt: skip
     monkeypatch.setattr(run_stages, "divergence_of", lambda ref, cand: None)
-    def perf_on(ctx: RunContext, rt: str, role: str, q: QualityOutput) -> list[SimpleNamespace]:
-        return [SimpleNamespace(scenario="s", rt=rt)]
-
     monkeypatch.setattr(run_stages, "perf_on", perf_on)
     monkeypatch.setattr(gates, "evaluate_quality", lambda spec, runs, div: [])
 
@@ -171,11 +183,29 @@ def test_one_candidate_takes_the_same_path_and_writes_the_single_report(
 
     monkeypatch.setattr(report_stage, "write_single", write_single)
     assert pipeline.run(runs.reference.opts) == "single outcome"  # type: ignore[comparison-overlap]
-    assert calls == [("preflight", "run"), ("start", "run"), ("start", "reference")]
-    _, _, result, perf, timings = captured["args"]
+    # each runtime starts once: the reference serves its quality and its perf in one life
+    assert calls == [("preflight", "run"), ("start", "reference"), ("start", "run")]
+    _, _, result, perf, timings, plan = captured["args"]
     assert result.status == "ran" and [r.rt for r in perf] == ["run", "reference"]
     assert list(timings)[:6] == ["load", "fingerprint", "candidate_preflight",
-                                 "reference_quality", "candidate", "reference_perf"]  # fmt: skip
+                                 "reference_quality", "reference_perf", "candidate"]  # fmt: skip
+    assert plan.preflight == {"candidate": "dry"} and plan.starts == 2
+
+
+def test_a_cached_reference_starts_once_for_its_perf_after_the_candidate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    captured: dict[str, Any] = {}
+    runs = _single(tmp_path)
+    _stand_ins(monkeypatch, runs, calls, cached=True)
+    monkeypatch.setattr(report_stage, "write_single", lambda *a: captured.update(args=a))
+    pipeline.run(runs.reference.opts)
+    assert calls == [("start", "run"), ("start", "reference")]  # no preflight: nothing to wait for
+    _, _, result, perf, timings, plan = captured["args"]
+    assert [r.rt for r in perf] == ["run", "reference"]
+    assert [life.side for life in plan.lives] == ["candidate", "reference"]
+    assert plan.lives[1].condition == "when some candidate's perf ran"
 
 
 def test_one_candidate_whose_runtime_fails_ends_the_run(
@@ -186,7 +216,8 @@ def test_one_candidate_whose_runtime_fails_ends_the_run(
     _stand_ins(monkeypatch, runs, calls, broken="run")
     with pytest.raises(RuntimeFailure, match="exited with status 1"):
         pipeline.run(runs.reference.opts)
-    assert calls == [("preflight", "run"), ("start", "run")]  # no reference perf, no report
+    # the candidate's failure ends the run after the reference's life, with no report
+    assert calls == [("preflight", "run"), ("start", "reference"), ("start", "run")]
 
 
 def test_preflight_decides_alike_for_several_candidates(

@@ -1,0 +1,63 @@
+"""The run plan as data: every server life of a run, decided before any starts.
+
+Made by qgate/run/plan.py, recorded in the report (single and multi), printed
+by `qgate plan` and at the start of `qgate run`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from qgate.core.records import Record
+
+__all__ = ["Life", "Plan", "Preflight", "ScenarioPlan", "SuitePlan"]
+
+Preflight = Literal["dry", "start", "none"]
+
+
+class Life(Record):
+    """One server start: whose, what it serves, in which order, where."""
+
+    side: str = Field(description="'reference', or the candidate's name ('candidate' alone).")
+    serves: list[str] = Field(description="What this life serves, in order.")
+    condition: str = Field(default="", description="When it happens ('' = always).")
+    placement: str = Field(description="Where it runs (cores, accelerators).")
+
+
+class SuitePlan(Record):
+    """One result id of the quality stage and how many items it asks each side."""
+
+    suite: str = Field(description="Result id, e.g. 'math.long'.")
+    items: int | None = Field(description="Items per side (None: all of an external task).")
+    detail: str = Field(default="", description="What an item is.")
+
+
+class ScenarioPlan(Record):
+    """One perf run (a sweep level is its own) and the tokens it asks each side."""
+
+    scenario: str = Field(description="Run name ('name@cN' for a sweep level).")
+    requests: int | None = Field(description="Requests per side, warm-ups included.")
+    tokens: int | None = Field(description="Prompt plus output tokens per side, estimated.")
+
+
+class Plan(Record):
+    """What `qgate run` will do with each runtime, decided before it starts any."""
+
+    mode: Literal["sequence"] = Field(
+        default="sequence", description="Runtimes one after another, each with all its cores."
+    )
+    reference_cached: bool | None = Field(
+        description="The reference's quality results are in the cache (None: not known here)."
+    )
+    preflight: dict[str, Preflight] = Field(description="Per candidate: how it is preflighted.")
+    lives: list[Life] = Field(description="Every server start, in order.")
+    suites: list[SuitePlan] = Field(default_factory=list, description="The quality stage.")
+    scenarios: list[ScenarioPlan] = Field(default_factory=list, description="The perf stage.")
+    notes: list[str] = Field(default_factory=list, description="What people should know.")
+
+    @property
+    def starts(self) -> int:
+        """Server starts at most (conditional lives included); preflights not counted."""
+        return len(self.lives)

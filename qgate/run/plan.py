@@ -1,0 +1,155 @@
+"""The run plan: decided before anything starts, printed by `qgate plan`, followed by `qgate run`.
+
+Each runtime gets one life. The reference serves its quality suites and, in
+the same life, its perf baseline; a candidate serves its quality suites and,
+only when every gate passed, its perf. With a cached reference the quality
+suites come from the signed cache and the reference starts once, for its perf
+baseline, after the candidates (and only when one of them ran perf). Before
+the reference stage a cheap preflight checks each candidate's command line
+with the engine's own argument parser (`engine.preflight: auto`), or starts and
+stops it (`always`).
+
+The plan is data (recorded in the report) and text (printed by `qgate plan`
+and at the start of `qgate run`); `make_plan` is a pure function of the
+profiles, the machine's usable cores and what the cache holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from qgate.core.plan import Life, Plan, Preflight, ScenarioPlan, SuitePlan
+from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
+
+__all__ = ["describe", "make_plan"]
+
+def _suites(spec: QualitySpec) -> list[SuitePlan]:
+    from qgate.profile.suites import configured
+
+    out: list[SuitePlan] = []
+    for entry, setting in configured(spec):
+        if entry.key == "math":
+            from qgate.quality.math_suite import load_math_set
+
+            count = len(load_math_set(setting.set, setting.limit)[0])
+            out += [SuitePlan(suite=f"math.{f}", items=count, detail="exact-answer questions")
+                    for f in setting.prompts]  # fmt: skip
+        elif entry.key == "recall":
+            count = setting.haystacks * len(setting.depths)
+            out += [SuitePlan(suite=f"recall.{n}", items=count, detail=f"{n}-token haystacks")
+                    for n in setting.context_tokens]  # fmt: skip
+        elif entry.key == "divergence":
+            detail = f"sequences of {setting.tokens} scored tokens"
+            out.append(SuitePlan(suite="divergence", items=setting.sequences, detail=detail))
+        elif entry.key == "lm_eval":
+            out += [SuitePlan(suite=f"lm_eval.{t.task}", items=t.limit, detail="lm-eval documents")
+                    for t in setting]  # fmt: skip
+        else:  # a registered suite of a plug-in
+            out += [SuitePlan(suite=rid, items=None) for rid, _ in entry.results_of(setting)]
+    return out
+
+
+def _scenarios(profile: Profile) -> list[ScenarioPlan]:
+    from qgate.perf.runner import levels
+    from qgate.perf.workloads import expand_inputs, measured_count
+
+    out: list[ScenarioPlan] = []
+    for scenario in profile.perf.scenarios if profile.perf else []:
+        for s in expand_inputs(scenario):
+            measured = measured_count(s)
+            for name, _ in levels(s):
+                requests = None if measured is None else measured + s.warmup
+                tokens: int | None = None
+                if requests is not None and isinstance(s, FixedScenario):
+                    assert isinstance(s.input_tokens, int)  # expand_inputs made it one length
+                    tokens = requests * (s.input_tokens + s.output_tokens)
+                elif requests is not None and isinstance(s, MultiTurnScenario):
+                    # each turn re-sends the conversation so far (prefix-cache hits included)
+                    per_turn = s.turn_input_tokens + s.output_tokens
+                    turns = range(1, s.turns + 1)
+                    history = sum(s.shared_prefix_tokens + per_turn * t for t in turns)
+                    tokens = (s.conversations + s.warmup) * history
+                out.append(ScenarioPlan(scenario=name, requests=requests, tokens=tokens))
+    return out
+
+
+def _preflight(profile: Profile, reference_cached: bool | None, refresh: bool) -> Preflight:
+    from qgate.profile.engine_checks import starts_process
+    from qgate.profile.engines import engine_class
+
+    mode = profile.engine.preflight
+    launch = profile.engine_of("candidate")
+    if mode == "never" or not starts_process(launch.kind):
+        return "none"
+    if mode == "always":
+        return "start"
+    if not profile.quality.has_suites() or (reference_cached and not refresh):
+        return "none"  # no reference stage to wait for: the candidate starts next anyway
+    return "dry" if engine_class(launch.kind).has_dry_check else "start"
+
+
+def make_plan(
+    profiles: Sequence[tuple[str, Profile]],
+    *,
+    reference_cached: bool | None,
+    placement: str,
+    refresh: bool = False,
+) -> Plan:
+    """The plan for the candidates `profiles` (name, profile as selected for this machine)."""
+    first = profiles[0][1]
+    has_quality = first.quality.has_suites()
+    perf = first.perf is not None and first.perf.compare_to == "reference"
+    cached = bool(reference_cached) and not refresh and has_quality
+    lives: list[Life] = []
+    if not cached:
+        serves = (["quality suites"] if has_quality else []) + (["perf baseline"] if perf else [])
+        lives.append(Life(side="reference", serves=serves or ["nothing"], placement=placement))
+    for name, profile in profiles:
+        serves = ["quality suites", "gates"] if has_quality else []
+        if profile.perf is not None:
+            serves.append("perf" if not has_quality else "perf, if every gate passed")
+        lives.append(Life(side=name, serves=serves, placement=placement))
+    if cached and perf:
+        lives.append(Life(side="reference", serves=["perf baseline"], placement=placement,
+                          condition="when some candidate's perf ran"))  # fmt: skip
+    notes: list[str] = []
+    if cached:
+        notes.append("reference quality results from the signed cache (authenticated at use)")
+    elif has_quality and perf:
+        notes.append("the reference's perf baseline is measured in its first life, before the "
+                     "gates are known; a candidate that fails them leaves it unused")  # fmt: skip
+    if perf:
+        notes.append("speed is compared across lives in sequence: the machine's state can "
+                     "move between them, and the intervals cover the noise between requests "
+                     "only")  # fmt: skip
+    return Plan(
+        reference_cached=reference_cached,
+        preflight={name: _preflight(p, reference_cached, refresh) for name, p in profiles},
+        lives=lives,
+        suites=_suites(first.quality),
+        scenarios=_scenarios(first),
+        notes=notes,
+    )
+
+
+def describe(plan: Plan) -> list[str]:
+    """The plan in lines for people (`qgate plan`, the start of `qgate run`)."""
+    cached = {True: "cached", False: "not cached", None: "unknown here"}[plan.reference_cached]
+    lines = [f"plan: {plan.starts} server start(s) in {plan.mode}; reference results {cached}"]
+    checks = {name: how for name, how in plan.preflight.items() if how != "none"}
+    for name, how in checks.items():
+        what = "the engine's argument parser (no start)" if how == "dry" else "start and stop"
+        lines.append(f"  preflight {name}: {what}")
+    for i, life in enumerate(plan.lives, 1):
+        when = f" ({life.condition})" if life.condition else ""
+        lines.append(f"  {i}. {life.side}: {', '.join(life.serves)}{when}; {life.placement}")
+    for s in plan.suites:
+        items = "all" if s.items is None else str(s.items)
+        detail = f" ({s.detail})" if s.detail else ""
+        lines.append(f"  quality {s.suite}: {items} items per side{detail}")
+    for p in plan.scenarios:
+        reqs = "until its duration" if p.requests is None else f"{p.requests} requests"
+        toks = "" if p.tokens is None else f", ~{p.tokens:,} tokens"
+        lines.append(f"  perf {p.scenario}: {reqs} per side{toks}")
+    lines += [f"  note: {n}" for n in plan.notes]
+    return lines
