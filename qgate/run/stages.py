@@ -16,7 +16,7 @@ from qgate.core.records import Role
 from qgate.core.serving import Runtime
 from qgate.perf.probes import Probe
 from qgate.perf.records import ScenarioRun
-from qgate.profile import ANSWER_MAX_TOKENS
+from qgate.profile import ANSWER_MAX_TOKENS, Profile
 from qgate.quality.records import DivergenceRun
 from qgate.quality.stage import QualityOutput
 from qgate.run.candidate import CandidateResult
@@ -147,16 +147,16 @@ def reference_perf(
         return perf_on(ctx, runtime, "reference", reference)
 
 
-def placement(ctx: RunContext) -> str:
+def placement(profile: Profile) -> str:
     """Where a started runtime runs, in words (the plan's placement)."""
     from qgate.runtime.capabilities import engine_on_cpu
     from qgate.runtime.cores import bind_spec, usable_cores
 
-    kinds = {ctx.profile.engine_of(role).kind for role in ("reference", "candidate")}
+    kinds = {profile.engine_of(role).kind for role in ("reference", "candidate")}
     if kinds == {"endpoint"}:
         return "already running (endpoints)"
-    target = ctx.profile.target
-    if target.accelerator.lower() == "cpu" or engine_on_cpu(ctx.profile):
+    target = profile.target
+    if target.accelerator.lower() == "cpu" or engine_on_cpu(profile):
         cores = usable_cores()
         return f"cores {bind_spec(cores)} (all {len(cores)} usable), one server at a time"
     return f"{target.count} x {target.accelerator}, one server at a time"
@@ -170,7 +170,7 @@ def plan(runs: RunSet) -> Plan:
 
     profiles = list(zip(runs.names, (c.profile for c in runs.candidates), strict=True))
     out = make_plan(profiles, reference_cached=reference_cached(runs.reference),
-                    placement=placement(runs.reference),
+                    placement=placement(runs.reference.profile),
                     refresh=runs.reference.opts.refresh_reference)  # fmt: skip
     log = logging.getLogger("qgate")
     for line in describe(out):

@@ -1,0 +1,83 @@
+"""`qgate plan PROFILE`: the run plan, printed without starting anything.
+
+The same plan `qgate run` follows (qgate/run/plan.py): every server life in
+order, what each serves and where, the preflight, the suites with their item
+counts, the perf scenarios with their requests and tokens, and whether the
+reference's results are in the cache. It reads the profile as `run` does,
+selects for this machine (fallbacks, serving dtype), and looks the reference
+up in the cache when the checkpoint is here; a profile meant for another
+machine gets its plan with the cache state "unknown here".
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from qgate.profile import Profile
+
+
+@click.command("plan")
+@click.argument("profile", type=click.Path(path_type=Path))
+@click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
+              help="Reference cache folder [default: the qgate cache folder].")
+@click.option("--refresh-reference", is_flag=True, help="Plan as `run --refresh-reference`.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Lines for people, or the plan as JSON.")
+def plan_cmd(profile: Path, cache_dir: Path | None, refresh_reference: bool, fmt: str) -> None:
+    """Print the run plan of PROFILE (server lives, suites, scenarios); start nothing."""
+    from qgate.errors import BadInput
+    from qgate.profile.load import LoadedProfile
+    from qgate.profile.load_multi import load_any_profile_file
+    from qgate.run.context import select
+    from qgate.run.plan import describe, make_plan
+    from qgate.run.stages import placement
+    from qgate.runtime.capabilities import probe_cpu
+
+    loaded = load_any_profile_file(profile, check_files=False)
+    if isinstance(loaded, LoadedProfile):
+        declared = [("candidate", loaded.profile)]
+    else:
+        declared = [(c.name, c.profile) for c in loaded.multi.candidates]
+    cpu = probe_cpu()
+    selected: list[tuple[str, Profile]] = []
+    refusals: list[str] = []
+    for name, declared_profile in declared:
+        try:
+            selected.append((name, select(declared_profile, cpu)[0]))
+        except BadInput as exc:  # meant for another machine: plan it as written
+            selected.append((name, declared_profile))
+            refusals.append(f"{name} cannot run on this machine: {exc.message.splitlines()[0]}")
+    first = selected[0][1]
+    where = placement(first)
+    if refusals:
+        where = f"{first.target.count} x {first.target.accelerator} (the profile's target)"
+    plan = make_plan(selected, reference_cached=_cached(first, cache_dir),
+                     placement=where, refresh=refresh_reference)  # fmt: skip
+    plan.notes.extend(refusals)
+    if fmt == "json":
+        click.echo(json.dumps(plan.model_dump(mode="json"), indent=1))
+        return
+    for line in describe(plan):
+        click.echo(line)
+
+
+def _cached(profile: Profile, cache_dir: Path | None) -> bool | None:
+    """Whether the cache holds an entry under the reference's key; None when the checkpoint
+    is not here. Presence only: `run` authenticates the entry before it uses it."""
+    from qgate.checkpoint.embedded import cache_root, checkpoint_path
+    from qgate.run.reference import reference_key_for
+    from qgate.runtime.fingerprint import collect_fingerprint
+
+    model = profile.model
+    folder = checkpoint_path(model.embedded) if model.embedded else model.path
+    if folder is None or not folder.is_dir():
+        return None
+    fingerprint = collect_fingerprint(folder, cache_root() / "digests.json")
+    key = reference_key_for(profile, fingerprint)
+    root = (cache_dir or cache_root()) / "reference"
+    return (root / key).is_dir()

@@ -1,0 +1,90 @@
+"""The run plan: one life per runtime, its preflight, its counts; `qgate plan` starts nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from qgate.cli.main import main
+from qgate.profile.load import load_profile
+from qgate.profile.load_multi import load_multi_file
+from qgate.run.plan import describe, make_plan
+
+SHIPPED = Path(__file__).resolve().parents[3] / "precision_profiles"
+PROFILES = sorted(SHIPPED.glob("*.yaml"))
+
+
+def _single(name: str):  # type: ignore[no-untyped-def]
+    return load_profile(SHIPPED / f"{name}.yaml", check_files=False)
+
+
+def test_fresh_reference_serves_quality_and_perf_in_one_life() -> None:
+    plan = make_plan([("candidate", _single("smollm2-cpu-int8"))], reference_cached=False,
+                     placement="cores 0-1")  # fmt: skip
+    assert [life.side for life in plan.lives] == ["reference", "candidate"]
+    assert plan.starts == 2
+    assert plan.lives[0].serves == ["quality suites", "perf baseline"]
+    assert plan.lives[1].serves == ["quality suites", "gates", "perf, if every gate passed"]
+    assert plan.preflight == {"candidate": "dry"}
+    suites = {s.suite: s.items for s in plan.suites}
+    assert suites["recall.1024"] == 20 and suites["divergence"] == 16
+    assert suites["math.short"] == suites["math.long"] == 64
+
+
+def test_cached_reference_starts_once_after_the_candidates_for_perf_only() -> None:
+    profile = _single("smollm2-cpu-int8")
+    plan = make_plan([("candidate", profile)], reference_cached=True, placement="x")
+    assert [(life.side, life.serves) for life in plan.lives] == [
+        ("candidate", ["quality suites", "gates", "perf, if every gate passed"]),
+        ("reference", ["perf baseline"]),
+    ]
+    assert plan.lives[1].condition  # only when some candidate's perf ran
+    assert plan.preflight == {"candidate": "none"}  # the candidate starts next anyway
+    refreshed = make_plan([("candidate", profile)], reference_cached=True, placement="x",
+                          refresh=True)  # fmt: skip
+    assert refreshed.lives[0].side == "reference" and refreshed.preflight["candidate"] == "dry"
+
+
+def test_several_candidates_share_one_reference_life() -> None:
+    multi = load_multi_file(SHIPPED / "smollm2-cpu-multi.yaml", check_files=False).multi
+    plan = make_plan([(c.name, c.profile) for c in multi.candidates], reference_cached=False,
+                     placement="x")  # fmt: skip
+    assert [life.side for life in plan.lives] == ["reference", *(c.name for c in multi.candidates)]
+    # a command-line engine has no dry check of its own: it is started and stopped
+    assert plan.preflight["api-server"] == "start"
+    assert plan.preflight["fp8-weights"] == "dry"
+
+
+def test_fixed_scenario_tokens_are_requests_times_lengths() -> None:
+    plan = make_plan([("candidate", _single("smollm2-cpu-int8"))], reference_cached=None,
+                     placement="x")  # fmt: skip
+    lines = describe(plan)
+    fixed = next(p for p in plan.scenarios if p.scenario.startswith("fixed-256x32"))
+    assert fixed.requests is not None and fixed.tokens == fixed.requests * (256 + 32)
+    assert lines[0].startswith("plan: 2 server start(s) in sequence; reference results unknown")
+    assert any(ln.startswith("  1. reference: quality suites, perf baseline") for ln in lines)
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.stem)
+def test_plan_prints_for_every_shipped_profile(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an AVX2-only CPU answer: GPU profiles cannot run here and still get their plan
+    monkeypatch.setenv("QGATE_CPU_FLAGS", "avx2")
+    result = CliRunner().invoke(main, ["plan", str(path), "--cache-dir", str(tmp_path),
+                                       "--format", "json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    assert plan["reference_cached"] in (False, None)  # an empty cache folder
+    assert plan["lives"][0]["side"] == "reference" and len(plan["lives"]) >= 2
+    text = CliRunner().invoke(main, ["plan", str(path), "--cache-dir", str(tmp_path)])
+    assert text.exit_code == 0 and text.output.startswith("plan: "), text.output
+
+
+def test_plan_of_a_missing_profile_is_a_bad_input() -> None:
+    result = CliRunner().invoke(main, ["plan", "no-such-profile.yaml"])
+    assert result.exit_code == 2
+    assert "no such file" in result.output
