@@ -87,6 +87,10 @@ def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | N
         click.echo(f"  engine warning: {line}")
     for line in outcome.headline:
         click.echo(f"  perf {line}")
+    if outcome.time:
+        click.echo("time:")
+        for line in outcome.time:
+            click.echo(f"  {line}")
     click.echo(f"report: {outcome.envelope}")
     click.echo(f"views:  {outcome.run_dir / 'report.md'}  {outcome.run_dir / 'report.html'}")
     if outcome.public_key is not None:

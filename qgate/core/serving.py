@@ -5,13 +5,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, Self
+from typing import Literal, Protocol, Self
 
 from pydantic import Field
 
 from qgate.core.records import Record, Role
 
-__all__ = ["EffectiveConfig", "Lifecycle", "MetricNames", "Runtime"]
+__all__ = ["EffectiveConfig", "Lifecycle", "MetricNames", "Runtime", "ServerStart"]
 
 
 class MetricNames(Record):
@@ -73,6 +73,36 @@ class EffectiveConfig(Record):
     command: list[str] = Field(default_factory=list, description="Launch command (redacted).")
     emulated: list[str] = Field(
         default_factory=list, description="Components that are emulated, not native."
+    )
+    ready_s: float | None = Field(
+        default=None, description="Seconds from spawning the server to its first healthy /health."
+    )
+    startup: dict[str, float] = Field(
+        default_factory=dict,
+        description="Seconds per start-up phase the engine logged (weights_s, compile_s, "
+        "graphs_s, engine_init_s); a phase not logged is absent.",
+    )
+    compile_cache: Literal["hit", "miss"] | None = Field(
+        default=None,
+        description="torch.compile graphs read from the engine's cache ('hit'), compiled "
+        "afresh ('miss'), or nothing compiled (None).",
+    )
+
+
+class ServerStart(Record):
+    """One server start of a run: whose, what for, and how long until it served."""
+
+    side: str = Field(description="'reference', or the candidate's name ('candidate' alone).")
+    purpose: Literal["preflight", "life"] = Field(
+        description="A start-and-stop preflight, or the life that served the plan's work."
+    )
+    kind: str = Field(description="The engine (registry kind).")
+    ready_s: float | None = Field(description="Seconds from spawn to the first healthy /health.")
+    startup: dict[str, float] = Field(
+        default_factory=dict, description="Seconds per start-up phase the engine logged."
+    )
+    compile_cache: Literal["hit", "miss"] | None = Field(
+        default=None, description="Whether torch.compile read its graphs from the cache."
     )
 
 

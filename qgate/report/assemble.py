@@ -9,7 +9,7 @@ from typing import Any
 
 from qgate import __version__
 from qgate.core.plan import Plan
-from qgate.core.serving import EffectiveConfig
+from qgate.core.serving import EffectiveConfig, ServerStart
 from qgate.core.verdict import Verdict
 from qgate.perf.records import ScenarioRun
 from qgate.profile import PerfSpec, Profile
@@ -73,6 +73,7 @@ def build_report(
     target_mismatches: Sequence[str],
     stage_timings: dict[str, float],
     plan: Plan | None = None,
+    starts: Sequence[ServerStart] = (),
     bootstrap_seed: int = 0,
     capability_notes: Sequence[str] = (),
     warnings: Sequence[str] = (),
@@ -113,6 +114,7 @@ def build_report(
         capability_notes=list(capability_notes),
         warnings=list(warnings),
         stage_timings=dict(stage_timings),
+        starts=list(starts),
         plan=plan,
         reference_provenance=reference_provenance,
     )
@@ -126,6 +128,7 @@ def build_multi_report(
     candidates: Sequence[CandidateEntry],
     stage_timings: dict[str, float],
     plan: Plan | None = None,
+    starts: Sequence[ServerStart] = (),
 ) -> MultiReport:
     """The unsigned multi report; the table and the verdict derived from the entries."""
     from qgate.report.multi_table import multi_verdict, table
@@ -143,5 +146,6 @@ def build_multi_report(
         verdict=verdict,
         optional_failures=optional,
         stage_timings=dict(stage_timings),
+        starts=list(starts),
         plan=plan,
     )

@@ -12,7 +12,15 @@ from collections.abc import Iterable
 from qgate.quality.records import SuiteRun
 from qgate.report.model import Report
 
-__all__ = ["accuracy", "accuracy_deltas", "flips", "kld_values", "mean_kld", "suite_pairs"]
+__all__ = [
+    "accuracy",
+    "accuracy_deltas",
+    "flips",
+    "kld_values",
+    "mean_kld",
+    "suite_pairs",
+    "time_breakdown",
+]
 
 
 def suite_pairs(runs: Iterable[SuiteRun]) -> list[tuple[str, SuiteRun | None, SuiteRun | None]]:
@@ -61,3 +69,35 @@ def accuracy_deltas(report: Report) -> dict[str, float]:
 def mean_kld(report: Report) -> float | None:
     vals = kld_values(report)
     return sum(vals) / len(vals) if vals else None
+
+
+def time_breakdown(report: Report) -> list[tuple[str, float]]:
+    """Where the run's wall time went: start-ups, each suite, each side's perf, the rest.
+
+    Start-ups are the recorded starts' times to ready; a suite's time is its wall
+    time (cached reference suites cost nothing in this run); perf is each side's
+    measured windows. The rest (load, weight emulation, preflight, warm-ups, waiting
+    for a neighbour, the report) is the stages' total minus those, never negative.
+    """
+    rows: list[tuple[str, float]] = []
+    starts = [s for s in report.starts if s.ready_s is not None]
+    if starts:
+        sides = ", ".join(f"{s.side}{' preflight' if s.purpose == 'preflight' else ''} "
+                          f"{s.ready_s:.0f} s" for s in starts)  # fmt: skip
+        rows.append((f"start-up: {len(starts)} start(s) ({sides})",
+                     sum(s.ready_s or 0.0 for s in starts)))  # fmt: skip
+    for run in report.quality.runs:
+        if not run.cached:
+            rows.append((f"quality {run.role} {run.suite}", run.wall_s))
+    if report.quality.divergence is not None and report.quality.divergence.wall_s:
+        rows.append(("quality divergence (both sides)", report.quality.divergence.wall_s))
+    for role in ("reference", "candidate"):
+        windows = [r.duration_ns for r in report.perf.runs if r.role == role]
+        if windows:
+            rows.append((f"perf {role} (measured windows)", sum(windows) / 1e9))
+    total = sum(report.stage_timings.values())
+    if total:
+        rows.append(("other: load, emulation, preflight, warm-ups, report",
+                     max(0.0, total - sum(v for _, v in rows))))  # fmt: skip
+        rows.append(("total", total))
+    return [(what, round(seconds, 1)) for what, seconds in rows]

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, field_validator
 from qgate.attest.keys import SignerSource
 from qgate.core.plan import Plan
 from qgate.core.records import Record
-from qgate.core.serving import EffectiveConfig
+from qgate.core.serving import EffectiveConfig, ServerStart
 from qgate.core.verdict import Verdict
 from qgate.perf.records import ScenarioRun
 from qgate.quality.cache_auth import ReferenceProvenance
@@ -169,6 +169,11 @@ class Report(Record):
     )
     stage_timings: dict[str, float] = Field(
         default_factory=dict, description="Wall seconds per pipeline stage, in order."
+    )
+    starts: list[ServerStart] = Field(
+        default_factory=list,
+        description="Every server start of the run, in order, with its time to ready and the "
+        "start-up phases the engine logged (empty in reports made before it was recorded).",
     )
     artifacts: list[Artifact] = Field(
         default_factory=list, description="Every other file the run wrote, by digest."

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from qgate.core.plan import Plan
 from qgate.core.records import Record
+from qgate.core.serving import ServerStart
 from qgate.report.model import Artifact, OverallVerdict, Report, SignerInfo
 from qgate.runtime.fingerprint import Fingerprint
 
@@ -121,6 +122,11 @@ class MultiReport(Record):
     )
     stage_timings: dict[str, float] = Field(
         default_factory=dict, description="Wall seconds per pipeline stage, in order."
+    )
+    starts: list[ServerStart] = Field(
+        default_factory=list,
+        description="Every server start of the run, in order, with its time to ready and the "
+        "start-up phases the engine logged (empty in reports made before it was recorded).",
     )
     artifacts: list[Artifact] = Field(
         default_factory=list, description="Every other file the run wrote, by digest."

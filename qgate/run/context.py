@@ -14,12 +14,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 
 from qgate.attest.keys import LoadedSigner
 from qgate.core.records import Role
-from qgate.core.serving import Runtime
+from qgate.core.serving import Runtime, ServerStart
 from qgate.errors import BadInput
 from qgate.profile import Profile
 from qgate.profile.load import LoadedProfile
@@ -71,6 +72,9 @@ class RunContext:
     target_mismatches: list[str] = field(default_factory=list)
     reference_cached: bool = False
     reference_provenance: ReferenceProvenance | None = None
+    # every server start of the run, in order (one list shared by all of a run's contexts)
+    starts: list[ServerStart] = field(default_factory=list)
+    side: str = "candidate"  # this context's candidate name
 
     @property
     def no_perf(self) -> bool:
@@ -214,12 +218,13 @@ def prepare(opts: RunOptions, loaded: LoadedProfile | LoadedMulti) -> RunSet:
     paths = [model_paths(profile, source) for _, _, profile, _ in chosen]
     run_dir = new_run_dir(opts.out_root, run_name)
     multi = isinstance(loaded, LoadedMulti)
+    starts: list[ServerStart] = []
     contexts = [
         RunContext(
             opts=opts, profile=profile, profile_path=loaded.path, profile_sha256=loaded.sha256,
             run_dir=run_dir / CANDIDATES_DIR / name if multi else run_dir, source_model=source,
             model_paths=own, tokenizer_path=profile.model.tokenizer or source, signer=signer,
-            declared_profile=declared_profile, selection=selection,
+            declared_profile=declared_profile, selection=selection, starts=starts, side=name,
         )
         for (name, declared_profile, profile, selection), own in zip(chosen, paths, strict=True)
     ]  # fmt: skip
@@ -230,13 +235,26 @@ def prepare(opts: RunOptions, loaded: LoadedProfile | LoadedMulti) -> RunSet:
 
 
 @contextmanager
-def started(ctx: RunContext, role: Role) -> Iterator[Runtime]:
-    """A started, ready runtime for `role`; always stopped on the way out."""
+def started(
+    ctx: RunContext, role: Role, purpose: Literal["preflight", "life"] = "life"
+) -> Iterator[Runtime]:
+    """A started, ready runtime for `role`, its start recorded; always stopped on the way out."""
     from qgate.runtime.factory import make_runtime
 
     runtime = make_runtime(ctx.profile, role, ctx.model_paths[role], ctx.run_dir / "logs")
     with runtime:
+        ctx.starts.append(start_record(runtime, ctx.side if role == "candidate" else role,
+                                       purpose))  # fmt: skip
         yield runtime
+
+
+def start_record(runtime: Runtime, side: str, purpose: Literal["preflight", "life"]) -> ServerStart:
+    """What one start cost, from the runtime's effective configuration."""
+    config = runtime.effective_config()
+    return ServerStart(
+        side=side, purpose=purpose, kind=config.kind, ready_s=config.ready_s,
+        startup=dict(config.startup), compile_cache=config.compile_cache,
+    )  # fmt: skip
 
 
 def quality_on(

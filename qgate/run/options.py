@@ -51,3 +51,5 @@ class RunOutcome:
     capability_notes: list[str] = field(default_factory=list)
     candidates: list[str] = field(default_factory=list)
     """A profile with several candidates: one line per candidate (name, verdict, perf)."""
+    time: list[str] = field(default_factory=list)
+    """Where the run's time went (start-ups, suites, perf, the rest), one line each."""

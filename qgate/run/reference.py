@@ -100,7 +100,7 @@ def preflight_candidate(ctx: RunContext, how: str = "start") -> None:
         runtime.dry_check()  # type: ignore[attr-defined]
         return
     log.info("preflight: starting the candidate once before the reference stage")
-    with started(ctx, "candidate"):
+    with started(ctx, "candidate", purpose="preflight"):
         pass
 
 

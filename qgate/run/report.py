@@ -10,9 +10,11 @@ import os
 from collections.abc import Sequence
 
 from qgate.core.plan import Plan
+from qgate.core.serving import ServerStart
 from qgate.errors import ExitCode
 from qgate.perf.records import ScenarioRun
 from qgate.quality.stage import QualityOutput
+from qgate.report.derive import time_breakdown
 from qgate.report.model import PerfStatus, Report
 from qgate.report.multi_model import CandidateEntry, CandidateVerdict
 from qgate.run.candidate import CandidateResult, perf_with_baseline, report_of
@@ -78,7 +80,13 @@ def write_single(
         reference_cached=ctx.reference_cached,
         warnings=rep.warnings,
         capability_notes=rep.capability_notes,
+        time=time_lines(time_breakdown(rep)),
     )
+
+
+def time_lines(rows: Sequence[tuple[str, float]]) -> list[str]:
+    """'  46 s  start-up: ...' lines, seconds right-aligned."""
+    return [f"{seconds:6.0f} s  {what}" for what, seconds in rows]
 
 
 def build(
@@ -116,6 +124,7 @@ def build(
         warnings=warnings,
         reference_provenance=ctx.reference_provenance,
         plan=plan,
+        starts=[s for s in ctx.starts if s.side in ("reference", ctx.side)],
     )
 
 
@@ -174,6 +183,7 @@ def write_multi(
         candidates=entries,
         stage_timings=timings,
         plan=plan,
+        starts=ref.starts,
     )
     secrets = sorted({s for c in multi.candidates for s in c.profile.secrets})
     written = write_report(
@@ -219,7 +229,19 @@ def write_multi(
         warnings=[f"{e.name}: {w}" for e in rep.candidates if e.report for w in e.report.warnings],
         capability_notes=capability_notes(runs),
         candidates=lines,
+        time=time_lines(_multi_breakdown(rep.starts, rep.stage_timings)),
     )
+
+
+def _multi_breakdown(
+    starts: Sequence[ServerStart], timings: dict[str, float]
+) -> list[tuple[str, float]]:
+    """A multi run's start-ups, then its stages (each candidate's report has its own detail)."""
+    rows = [(f"start-up {s.side}{' (preflight)' if s.purpose == 'preflight' else ''}",
+             s.ready_s or 0.0) for s in starts]  # fmt: skip
+    rows += [(f"stage {k}", v) for k, v in timings.items()]
+    rows.append(("total", sum(timings.values())))
+    return [(what, round(seconds, 1)) for what, seconds in rows]
 
 
 def capability_notes(runs: RunSet) -> list[str]:

@@ -28,6 +28,7 @@ from qgate.profile.engines import EngineDecl
 from qgate.runtime import effective, process
 from qgate.runtime.causes import root_cause_in
 from qgate.runtime.ports import free_port, port_in_use
+from qgate.runtime.startup import compile_cache, ready_line, startup_phases
 from qgate.runtime.waiting import startup_progress
 
 if TYPE_CHECKING:
@@ -242,10 +243,9 @@ class ServerProcess(EngineDecl, Lifecycle):
         try:
             self._wait_health()
             self.ready_at = time.monotonic()
-            assert self.spawned_at is not None
-            log.info("%s runtime ready in %.0f s (log: %s)", self.role,
-                     self.ready_at - self.spawned_at, self.log_path)  # fmt: skip
             self._effective = self._probe_effective()
+            ready = ready_line(self._effective, self.log_path)
+            log.info("%s runtime ready in %s", self.role, ready)
             problems = self.applied_problems(self._effective)
             if problems:
                 raise RuntimeFailure(
@@ -342,8 +342,16 @@ class ServerProcess(EngineDecl, Lifecycle):
             args=dict(self.args),
             command=self.command_redacted(),
             emulated=list(self.emulated),
+            ready_s=self._ready_s(),
+            startup=startup_phases(log_text),
+            compile_cache=compile_cache(log_text),
             **facts,
         )
+
+    def _ready_s(self) -> float | None:
+        if self.ready_at is None or self.spawned_at is None:
+            return None
+        return round(self.ready_at - self.spawned_at, 2)
 
     def _recorded_env(self) -> dict[str, str]:
         return effective.recorded_env(self.env_overlay, self.secret_names)

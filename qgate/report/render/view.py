@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from qgate.report.derive import accuracy, flips, kld_values, suite_pairs
+from qgate.report.derive import accuracy, flips, kld_values, suite_pairs, time_breakdown
 from qgate.report.model import Report
 from qgate.report.render.parts import Section, Table, fmt, origin_lines
 from qgate.report.verdict import verdict_label
@@ -264,6 +264,15 @@ def _environment(report: Report) -> Section:
     timing_rows = [[k, fmt(v)] for k, v in report.stage_timings.items()]
     if timing_rows:
         sec.tables.append(Table(["Stage", "Seconds"], timing_rows))
+    start_rows = [[s.side, s.purpose, s.kind, fmt(s.ready_s),
+                   ", ".join(f"{k} {fmt(v)}" for k, v in s.startup.items()) or "-",
+                   s.compile_cache or "-"] for s in report.starts]  # fmt: skip
+    if start_rows:
+        sec.tables.append(Table(["Server start", "For", "Engine", "Ready (s)", "Engine phases",
+                                 "Compile cache"], start_rows))  # fmt: skip
+    went = [[what, fmt(seconds)] for what, seconds in time_breakdown(report)]
+    if went:
+        sec.tables.append(Table(["Where the time went", "Seconds"], went))
     sec.lines.append(f"{len(report.artifacts)} artifacts listed with sha256.")
     return sec
 

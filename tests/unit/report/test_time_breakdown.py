@@ -1,0 +1,47 @@
+"""Where a run's time went: start-ups, suites, perf windows and the rest add up to its stages."""
+
+from __future__ import annotations
+
+from qgate.core.serving import ServerStart
+from qgate.report.derive import time_breakdown
+from qgate.report.model import Report
+from qgate.report.render.md import render_markdown
+
+
+def _with_starts(report: Report) -> Report:
+    starts = [
+        ServerStart(side="reference", purpose="life", kind="vllm", ready_s=46.0,
+                    startup={"weights_s": 0.35}),
+        ServerStart(side="candidate", purpose="life", kind="vllm", ready_s=48.0),
+    ]  # fmt: skip
+    timings = {"load": 5.0, "reference_quality": 250.0, "candidate": 300.0}
+    return report.model_copy(update={"starts": starts, "stage_timings": timings})
+
+
+def test_rows_add_up_to_the_stages(report: Report) -> None:
+    rows = dict(time_breakdown(_with_starts(report)))
+    assert rows["start-up: 2 start(s) (reference 46 s, candidate 48 s)"] == 94.0
+    assert rows["total"] == 555.0
+    parts = sum(v for k, v in rows.items() if k != "total")
+    assert abs(parts - 555.0) < 0.2  # 'other' is the remainder, rounded per row
+    suites = [k for k in rows if k.startswith("quality ")]
+    assert len(suites) >= 2 and all(rows[k] >= 0 for k in suites)
+    if report.perf.runs:
+        assert any(k.startswith("perf ") for k in rows)
+
+
+def test_other_never_goes_negative(report: Report) -> None:
+    short = _with_starts(report).model_copy(update={"stage_timings": {"load": 1.0}})
+    rows = dict(time_breakdown(short))
+    assert rows["other: load, emulation, preflight, warm-ups, report"] == 0.0
+
+
+def test_a_report_without_starts_or_timings_has_no_rows(report: Report) -> None:
+    bare = report.model_copy(update={"starts": [], "stage_timings": {}})
+    assert all(not k.startswith(("start-up", "total")) for k, _ in time_breakdown(bare))
+
+
+def test_the_view_shows_each_start_and_the_breakdown(report: Report) -> None:
+    text = render_markdown(_with_starts(report))
+    assert "Server start" in text and "Where the time went" in text
+    assert "weights_s 0.35" in text
