@@ -35,7 +35,7 @@ def plan_cmd(profile: Path, cache_dir: Path | None, refresh_reference: bool, fmt
     from qgate.profile.load_multi import load_any_profile_file
     from qgate.run.context import select
     from qgate.run.plan import describe, make_plan
-    from qgate.run.stages import placement
+    from qgate.run.stages import plan_for
     from qgate.runtime.capabilities import probe_cpu
 
     loaded = load_any_profile_file(profile, check_files=False)
@@ -53,11 +53,13 @@ def plan_cmd(profile: Path, cache_dir: Path | None, refresh_reference: bool, fmt
             selected.append((name, declared_profile))
             refusals.append(f"{name} cannot run on this machine: {exc.message.splitlines()[0]}")
     first = selected[0][1]
-    where = placement(first)
-    if refusals:
+    cached = _cached(first, cache_dir)
+    if refusals:  # planned as written, for its own hardware: in sequence on its target
         where = f"{first.target.count} x {first.target.accelerator} (the profile's target)"
-    plan = make_plan(selected, reference_cached=_cached(first, cache_dir),
-                     placement=where, refresh=refresh_reference)  # fmt: skip
+        plan = make_plan(selected, reference_cached=cached, placement=where,
+                         refresh=refresh_reference)  # fmt: skip
+    else:
+        plan = plan_for(selected, cached, refresh_reference)
     plan.notes.extend(refusals)
     if fmt == "json":
         click.echo(json.dumps(plan.model_dump(mode="json"), indent=1))

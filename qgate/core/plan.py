@@ -45,9 +45,12 @@ class ScenarioPlan(Record):
 class Plan(Record):
     """What `qgate run` will do with each runtime, decided before it starts any."""
 
-    mode: Literal["sequence"] = Field(
-        default="sequence", description="Runtimes one after another, each with all its cores."
+    mode: Literal["sequence", "together"] = Field(
+        default="sequence",
+        description="'sequence': runtimes one after another, each with the whole machine; "
+        "'together': reference and candidate started at once, side by side on their own cores.",
     )
+    blocks: int = Field(default=1, description="Perf blocks per side (interleaved when together).")
     reference_cached: bool | None = Field(
         description="The reference's quality results are in the cache (None: not known here)."
     )

@@ -61,6 +61,16 @@ class MetricComparison(Record):
     ci_high: float | None = Field(description="Bootstrap 97.5th percentile of the ratio.")
     resamples: int = Field(description="Bootstrap resamples (0 for aggregate metrics).")
     seed: int = Field(description="Seed of the bootstrap generator.")
+    blocks: int = Field(default=1, description="Block pairs behind the figures (perf.blocks).")
+    block_ratios: list[float | None] = Field(
+        default_factory=list, description="candidate / reference in each block pair (blocks > 1)."
+    )
+    block_ci_low: float | None = Field(
+        default=None, description="Student-t 2.5th percentile of the ratio over the blocks."
+    )
+    block_ci_high: float | None = Field(
+        default=None, description="Student-t 97.5th percentile of the ratio over the blocks."
+    )
 
 
 # A metric's values request by request, and how many each request has.

@@ -96,3 +96,9 @@ class ScenarioRun(Record):
         description="Wall-clock time (ns since the Unix epoch) of the scenario's zero, the "
         "monotonic instant every *_ns time above counts from; None in older records.",
     )
+    block: int = Field(
+        default=0,
+        ge=0,
+        description="Which perf block of its side this run is (0-based): side-by-side runs "
+        "interleave blocks, reference then candidate (perf.blocks).",
+    )

@@ -195,6 +195,14 @@ class EngineSpec(EngineLaunch):
         "reference stage, so that a candidate that cannot start fails in about a minute, not "
         "after the reference: 'auto' when the reference is not cached.",
     )
+    placement: Literal["auto", "sequence", "together"] = Field(
+        default="auto",
+        description="'together' starts the reference and the candidate at once, each on half "
+        "of the machine's cores (vLLM on the CPU), runs their quality side by side and their "
+        "perf in interleaved blocks; 'sequence' gives each the whole machine, one after the "
+        "other; 'auto' is 'together' where both fit (a vLLM-CPU run with one candidate, an "
+        "uncached reference, at least 2 usable cores and the memory for two servers).",
+    )
     cpu_dtype: Literal["auto", "as_written"] = Field(
         default="as_written",
         description="vLLM on the CPU: 'auto' serves both sides in the dtype this CPU computes "

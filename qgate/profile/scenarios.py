@@ -149,6 +149,15 @@ class PerfSpec(Strict):
         default=0.05, description="Share of perf requests that are quality probes (TEST01)."
     )
     bootstrap: int = Field(default=2000, ge=100, description="Bootstrap resamples for ratio CIs.")
+    blocks: int | None = Field(
+        default=None,
+        ge=1,
+        le=20,
+        description="Blocks per side, each running every scenario with its warm-ups. Runtimes "
+        "side by side (engine.placement) interleave them (reference, candidate, reference, "
+        "...) and each ratio's interval widens to cover the spread of its per-block ratios. "
+        "Default: 2 side by side, 1 in sequence.",
+    )
     gates: list[PerfGate] = Field(
         default_factory=list,
         description="Speed gates on candidate/reference ratios, judged on their bootstrap 95% "

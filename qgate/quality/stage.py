@@ -11,7 +11,7 @@ so an unchanged reference is not recomputed when only the candidate changes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pydantic import Field
@@ -66,11 +66,18 @@ def data_digests(spec: QualitySpec, max_model_len: int | None) -> dict[str, str]
     return out
 
 
+# The reference's divergence scores, or a call that waits for them (the candidate's quality
+# running beside the reference's: qgate/run/together.py).
+ReferenceScores = ScoreSet | Callable[[], ScoreSet | None] | None
+
+
 async def _paired(
-    runner: PairedRunner, setting: object, ctx: SuiteContext, reference: ScoreSet | None
+    runner: PairedRunner, setting: object, ctx: SuiteContext, reference: ReferenceScores
 ) -> ScoreSet:
     if ctx.role == "reference":
         return await runner.reference(setting, ctx)
+    if callable(reference):
+        reference = await asyncio.to_thread(reference)
     if reference is None:
         raise ValueError("the candidate's divergence needs the reference's scores")
     return await runner.candidate(reference, ctx)
@@ -83,7 +90,7 @@ async def _evaluate(
     *,
     max_model_len: int | None,
     timeout_s: float,
-    reference_scores: ScoreSet | None,
+    reference_scores: ReferenceScores,
     tokenizer_path: Path | None,
 ) -> tuple[list[SuiteRun], ScoreSet | None]:
     ctx = SuiteContext(
@@ -118,7 +125,7 @@ def evaluate(
     role: Role,
     *,
     tokenizer_path: Path | None,
-    reference_scores: ScoreSet | None = None,
+    reference_scores: ReferenceScores = None,
 ) -> QualityOutput:
     """Run every configured suite against a started runtime."""
     effective = runtime.effective_config()

@@ -32,16 +32,21 @@ def perf_results(
     spec: PerfSpec | None, runs: Sequence[ScenarioRun], *, resamples: int, seed: int
 ) -> list[ScenarioResult]:
     """Summaries of both runtimes, candidate/reference ratios and the candidate's stream checks."""
+    from qgate.perf.blocks import compare_blocks, pooled
     from qgate.perf.checks import scenario_verdicts
     from qgate.perf.compare import compare
     from qgate.perf.metrics import summarize
 
     slo = spec.slo if spec else None
-    by_key = {(r.scenario, r.role): r for r in runs}
+    by_key: dict[tuple[str, str], list[ScenarioRun]] = {}
+    for r in runs:
+        by_key.setdefault((r.scenario, r.role), []).append(r)
     names = list(dict.fromkeys(r.scenario for r in runs))
     out: list[ScenarioResult] = []
     for name in names:
-        ref, cand = by_key.get((name, "reference")), by_key.get((name, "candidate"))
+        refs, cands = by_key.get((name, "reference"), []), by_key.get((name, "candidate"), [])
+        ref = pooled(refs) if refs else None
+        cand = pooled(cands) if cands else None
         out.append(
             ScenarioResult(
                 scenario=name,
@@ -49,9 +54,10 @@ def perf_results(
                 candidate=summarize(cand, slo).model_dump(mode="json") if cand else None,
                 comparisons=[
                     c.model_dump(mode="json")
-                    for c in compare(ref, cand, resamples=resamples, seed=seed)
+                    for c in compare_blocks(refs, cands, resamples=resamples, seed=seed,
+                                            compare=compare)  # fmt: skip
                 ]
-                if ref and cand
+                if refs and cands
                 else [],
                 verdicts=list(scenario_verdicts(spec, cand)) if cand and spec else [],
             )

@@ -101,7 +101,8 @@ class ScenarioResult(Record):
 
 # 2: request output/decode rates, TTFT p90/p99, TPOT/E2E p99 and throughput intervals added.
 # 3: a per-bucket time series (time_series) in the summaries, for runs that ask for one.
-PERF_DERIVATION = 3
+# 4: interleaved perf blocks (ScenarioRun.block): block ratios and intervals; one block as before.
+PERF_DERIVATION = 4
 
 
 class PerfSection(Record):

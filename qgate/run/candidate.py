@@ -20,7 +20,7 @@ from qgate.quality.stage import QualityOutput
 from qgate.report.model import PerfStatus, Report
 from qgate.run.context import RunContext
 
-__all__ = ["CandidateResult", "evaluate", "perf_with_baseline", "report_of"]
+__all__ = ["CandidateResult", "evaluate", "judge", "perf_with_baseline", "report_of"]
 
 log = logging.getLogger("qgate")
 
@@ -44,24 +44,14 @@ def evaluate(
 ) -> CandidateResult:
     """Start the candidate, run its quality, gate it, run its perf when every gate passed."""
     from qgate.errors import InfrastructureError
-    from qgate.quality.gates import evaluate_quality, overall_passed
-    from qgate.report.verdict import perf_status
     from qgate.run import stages
-    from qgate.runtime.scales import kv_scale_verdicts
 
     out = CandidateResult(name=name)
     start = time.perf_counter()
     try:
         with stages.started(ctx, "candidate") as runtime:
             out.quality = stages.quality_on(ctx, runtime, "candidate", reference)
-            out.divergence = stages.divergence_of(reference, out.quality)
-            runs = reference.runs + out.quality.runs
-            out.verdicts = evaluate_quality(ctx.profile.quality, runs, out.divergence)
-            out.verdicts += kv_scale_verdicts(
-                ctx.profile.engine.uncalibrated_kv_scales,
-                [c for c in (reference.effective_config, out.quality.effective_config) if c],
-            )
-            out.status = perf_status(overall_passed(out.verdicts), ctx.no_perf, force_perf)
+            judge(ctx, out, reference, force_perf)
             if out.status in ("ran", "ungated"):
                 out.perf_runs = stages.perf_on(ctx, runtime, "candidate", out.quality)
     except InfrastructureError as exc:
@@ -73,6 +63,26 @@ def evaluate(
         log.error("candidate %s: %s", name, out.error)
     out.seconds = round(time.perf_counter() - start, 3)
     return out
+
+
+def judge(
+    ctx: RunContext, out: CandidateResult, reference: QualityOutput, force_perf: bool
+) -> None:
+    """Gate the candidate's quality (in `out`) against the reference's; decide its perf status."""
+    from qgate.quality.gates import evaluate_quality, overall_passed
+    from qgate.report.verdict import perf_status
+    from qgate.run import stages
+    from qgate.runtime.scales import kv_scale_verdicts
+
+    assert out.quality is not None
+    out.divergence = stages.divergence_of(reference, out.quality)
+    runs = reference.runs + out.quality.runs
+    out.verdicts = evaluate_quality(ctx.profile.quality, runs, out.divergence)
+    out.verdicts += kv_scale_verdicts(
+        ctx.profile.engine.uncalibrated_kv_scales,
+        [c for c in (reference.effective_config, out.quality.effective_config) if c],
+    )
+    out.status = perf_status(overall_passed(out.verdicts), ctx.no_perf, force_perf)
 
 
 def perf_with_baseline(result: CandidateResult, ref_perf: list[ScenarioRun]) -> list[ScenarioRun]:

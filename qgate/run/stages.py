@@ -94,9 +94,10 @@ def _probes(ctx: RunContext, quality: QualityOutput) -> list[Probe]:
 
 
 def perf_on(
-    ctx: RunContext, runtime: Runtime, role: Role, quality: QualityOutput
+    ctx: RunContext, runtime: Runtime, role: Role, quality: QualityOutput, save: bool = True
 ) -> list[ScenarioRun]:
-    """Every perf scenario on one started runtime; raw records saved at once."""
+    """Every perf scenario on one started runtime; raw records saved at once (unless the
+    caller saves them with other blocks')."""
     from qgate.perf.client import run_loop
     from qgate.perf.runner import run_scenarios
     from qgate.quality.stage import runtime_headers
@@ -129,7 +130,8 @@ def perf_on(
                 timeout_s=ctx.profile.engine.request_timeout_s,
             )
         )
-    _save(ctx, f"{role}-perf.json", runs)
+    if save:
+        _save(ctx, f"{role}-perf.json", runs)
     return runs
 
 
@@ -162,16 +164,69 @@ def placement(profile: Profile) -> str:
     return f"{target.count} x {target.accelerator}, one server at a time"
 
 
+def plan_for(
+    profiles: list[tuple[str, Profile]], reference_cached: bool | None, refresh: bool
+) -> Plan:
+    """The plan on this machine: its cores and memory decide side by side or in sequence."""
+    from qgate.run.plan import make_plan, sequence_reason
+    from qgate.runtime.capabilities import engine_on_cpu
+    from qgate.runtime.cores import bind_spec, usable_cores
+
+    first = profiles[0][1]
+    cores = usable_cores()
+    # side by side on the CPU only where the profile targets it (a GPU profile on a CPU
+    # build of vLLM runs as written, one server at a time)
+    on_cpu = first.target.accelerator.lower() == "cpu" and engine_on_cpu(first)
+    why = sequence_reason(
+        profiles, reference_cached=reference_cached, refresh=refresh, on_cpu=on_cpu,
+        cores=len(cores), available_gib=_available_gib(), kv_cache_gib=_kv_cache_gib(first),
+    )  # fmt: skip
+    side_by_side = None
+    if why is None:
+        half = len(cores) // 2
+        side_by_side = (f"cores {bind_spec(cores[:half])} (of {len(cores)})",
+                        f"cores {bind_spec(cores[half:half * 2])} (of {len(cores)})")  # fmt: skip
+    out = make_plan(profiles, reference_cached=reference_cached, placement=placement(first),
+                    refresh=refresh, side_by_side=side_by_side)  # fmt: skip
+    if why is not None and first.engine.placement == "together":
+        out.notes.append(f"engine.placement 'together' cannot apply here ({why}): in sequence")
+    elif why is not None and out.lives and on_cpu:
+        out.notes.append(f"in sequence: {why}")
+    return out
+
+
+def _available_gib() -> float | None:
+    """MemAvailable of /proc/meminfo in GiB (None where there is none)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        return None
+    return None
+
+
+def _kv_cache_gib(profile: Profile) -> float:
+    from qgate.runtime.command import CPU_KVCACHE_DEFAULT, CPU_KVCACHE_ENV
+
+    sizes = [profile.engine_of(r).env.get(CPU_KVCACHE_ENV) for r in ("reference", "candidate")]
+    sizes += [getattr(profile, r).env.get(CPU_KVCACHE_ENV) for r in ("reference", "candidate")]
+    try:
+        return max(float(s) for s in [*sizes, CPU_KVCACHE_DEFAULT] if s)
+    except ValueError:
+        return float(CPU_KVCACHE_DEFAULT)
+
+
 def plan(runs: RunSet) -> Plan:
     """The run plan (qgate/run/plan.py): every life, decided before any starts; logged."""
     import logging
 
-    from qgate.run.plan import describe, make_plan
+    from qgate.run.plan import describe
 
     profiles = list(zip(runs.names, (c.profile for c in runs.candidates), strict=True))
-    out = make_plan(profiles, reference_cached=reference_cached(runs.reference),
-                    placement=placement(runs.reference.profile),
-                    refresh=runs.reference.opts.refresh_reference)  # fmt: skip
+    refresh = runs.reference.opts.refresh_reference
+    out = plan_for(profiles, reference_cached(runs.reference), refresh)
     log = logging.getLogger("qgate")
     for line in describe(out):
         log.info("%s", line)

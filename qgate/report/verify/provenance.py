@@ -9,7 +9,8 @@ What can be checked without the cache itself:
   clock; a cache entry from another machine only gets a note);
 - 'cache' means every reference suite run is marked cached, 'fresh' none;
 - a 'fresh' entry was signed by the report's own key, and the report's
-  `reference_quality` stage took at least as long as the reference suites.
+  `reference_quality` stage (`quality` side by side) took at least as long as the
+  reference suites.
 
 Not checkable here: that the entry's payload equals the report's reference
 records (the payload is not in the report), and that the cache key matches
@@ -24,6 +25,7 @@ from qgate.errors import VerificationFailed
 from qgate.report.model import Report
 
 REFERENCE_STAGE = "reference_quality"
+SIDE_BY_SIDE_STAGE = "quality"  # both sides' quality at once (plan mode 'together')
 # stage timings and suite wall times are each rounded to milliseconds
 _ROUNDING_S = 0.01
 
@@ -90,6 +92,8 @@ def check_provenance(report: Report, keyid: str, notes: list[str]) -> str:
                 f"({p.signer_keyid[:16]}) than the report ({keyid[:16]})"
             )
         stage = report.stage_timings.get(REFERENCE_STAGE)
+        if stage is None:
+            stage = report.stage_timings.get(SIDE_BY_SIDE_STAGE)
         suites = sum(r.wall_s for r in refs)
         if stage is None or stage + _ROUNDING_S < suites:
             shown = "no reference_quality stage" if stage is None else f"{stage:.3f} s"

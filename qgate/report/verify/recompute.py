@@ -172,9 +172,14 @@ def _scenario_spec(profile: Profile, name: str) -> None:
 def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
     """Every stored perf summary, comparison and check equals its recomputation."""
     perf = report.perf
-    runs = {(r.scenario, r.role): r for r in perf.runs}
-    if len(runs) != len(perf.runs):
-        raise _fail("perf: two runs share a scenario name and role")
+    from qgate.perf.blocks import compare_blocks, pooled
+
+    blocks: dict[tuple[str, str], list[ScenarioRun]] = {}
+    for r in perf.runs:
+        blocks.setdefault((r.scenario, r.role), []).append(r)
+    if any(len({r.block for r in side}) != len(side) for side in blocks.values()):
+        raise _fail("perf: two runs share a scenario name, role and block")
+    runs = {key: pooled(side) for key, side in blocks.items()}
     results = {r.scenario: r for r in perf.results}
     run_names = {s for s, _ in runs}
     if set(results) != run_names:
@@ -198,7 +203,9 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
                 raise _fail(f"perf {name}: {role} summary does not follow from its request records")
         if ref is not None and cand is not None:
             got_cmp = dump(
-                fns.compare(ref, cand, resamples=perf.bootstrap_resamples, seed=perf.bootstrap_seed)
+                compare_blocks(blocks[(name, "reference")], blocks[(name, "candidate")],
+                               resamples=perf.bootstrap_resamples, seed=perf.bootstrap_seed,
+                               compare=fns.compare)  # fmt: skip
             )
         else:
             got_cmp = []

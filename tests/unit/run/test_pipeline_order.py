@@ -155,16 +155,18 @@ def _stand_ins(monkeypatch: pytest.MonkeyPatch, runs: RunSet, calls: list[tuple[
     monkeypatch.setattr(gates, "evaluate_quality", lambda spec, runs, div: [])
 
 
-def _single(tmp_path: Path) -> RunSet:
+def _single(tmp_path: Path, placement: str = "sequence") -> RunSet:
     from qgate.profile.load import load_profile_file
 
     path = SHIPPED.with_name("smollm2-cpu-int8.yaml")
     loaded = load_profile_file(path)
+    engine = loaded.profile.engine.model_copy(update={"placement": placement})
+    profile = loaded.profile.model_copy(update={"engine": engine})
     ctx = RunContext(
-        opts=RunOptions(profile=path, out_root=tmp_path), profile=loaded.profile,
+        opts=RunOptions(profile=path, out_root=tmp_path), profile=profile,
         profile_path=path, profile_sha256="0" * 64, run_dir=tmp_path / "run",
         source_model=tmp_path, model_paths={}, tokenizer_path=None, signer=Any,  # type: ignore[arg-type]
-        declared_profile=loaded.profile, selection=SimpleNamespace(notes=[]),  # type: ignore[arg-type]
+        declared_profile=profile, selection=SimpleNamespace(notes=[]),  # type: ignore[arg-type]
     )  # fmt: skip
     return RunSet(loaded, ctx, [ctx], ["candidate"])
 
@@ -230,3 +232,68 @@ def test_preflight_decides_alike_for_several_candidates(
     monkeypatch.setattr(report_stage, "write_multi", lambda *a: "outcome")
     pipeline.run(runs.reference.opts)
     assert [c for c in calls if c[0] == "preflight"] == [("preflight", n) for n in runs.names]
+
+
+def _side_by_side_stand_ins(
+    monkeypatch: pytest.MonkeyPatch, runs: RunSet, calls: list[tuple[str, str]],
+    gates_pass: bool = True,
+) -> None:  # fmt: skip
+    from qgate.run import reference as ref_stage
+    from qgate.run import together
+
+    _stand_ins(monkeypatch, runs, calls)
+    monkeypatch.setattr(together, "_start_both", lambda ctx, cand, life: (
+        calls.append(("start together", "reference+candidate")) or ("ref-rt", "cand-rt")))
+
+    def quality_on(ctx: RunContext, rt: str, role: str, reference: Any) -> QualityOutput:
+        if callable(reference):
+            reference()  # the candidate's divergence waits for the reference's results
+        calls.append(("quality", role))
+        return QualityOutput(role=role)  # type: ignore[arg-type]
+
+    def judge(ctx: RunContext, out: Any, reference: Any, force: bool) -> None:
+        out.status = "ran" if gates_pass else "skipped: gates failed"
+
+    def perf_on(ctx: RunContext, rt: str, role: str, q: Any, save: bool = True) -> list[Any]:
+        calls.append(("perf", role))
+        from qgate.perf.records import ScenarioRun
+
+        return [ScenarioRun(scenario="s", role=role, kind="fixed", gpus=1, duration_ns=1,
+                            requests=[])]  # type: ignore[arg-type]  # fmt: skip
+
+    monkeypatch.setattr(together, "quality_on", quality_on)
+    monkeypatch.setattr(together, "judge", judge)
+    monkeypatch.setattr(together, "save_raw", lambda *a: None)
+    monkeypatch.setattr(ref_stage, "store_reference", lambda ctx, out: None)
+    monkeypatch.setattr(run_stages, "perf_on", perf_on)
+
+
+def test_side_by_side_starts_both_at_once_and_interleaves_perf_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    captured: dict[str, Any] = {}
+    runs = _single(tmp_path, placement="together")
+    _side_by_side_stand_ins(monkeypatch, runs, calls)
+    monkeypatch.setattr(report_stage, "write_single", lambda *a: captured.update(args=a))
+    pipeline.run(runs.reference.opts)
+    assert calls[0] == ("start together", "reference+candidate")  # no preflight, no other start
+    assert sorted(calls[1:3]) == [("quality", "candidate"), ("quality", "reference")]
+    assert calls[3:] == [("perf", "reference"), ("perf", "candidate")] * 2  # 2 blocks
+    _, _, result, perf, timings, plan = captured["args"]
+    assert plan.mode == "together" and plan.blocks == 2 and plan.preflight == {"candidate": "none"}
+    assert [(r.role, r.block) for r in perf] == [("candidate", 0), ("candidate", 1),
+                                                 ("reference", 0), ("reference", 1)]  # fmt: skip
+    assert result.status == "ran"
+    assert list(timings)[:5] == ["load", "fingerprint", "startup", "quality", "perf"]
+
+
+def test_side_by_side_with_a_failed_gate_measures_no_speed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    runs = _single(tmp_path, placement="together")
+    _side_by_side_stand_ins(monkeypatch, runs, calls, gates_pass=False)
+    monkeypatch.setattr(report_stage, "write_single", lambda *a: None)
+    pipeline.run(runs.reference.opts)
+    assert not [c for c in calls if c[0] == "perf"]  # not even the reference's baseline

@@ -21,11 +21,12 @@ GPU_COMPILED = """\
 (EngineCore pid=1890) INFO 11-30 13:58:01 [backends.py:210] Compiling a graph for dynamic shape \
 takes 14.1 s
 (EngineCore pid=1890) INFO 11-30 13:58:07 [monitor.py:53] torch.compile took 22.00 s in total
-(EngineCore pid=1890) INFO 11-30 13:58:16 [model_runner.py:747] Graph capturing finished in 6 secs, \
-took 0.98 GiB
+(EngineCore pid=1890) INFO 11-30 13:58:16 [model_runner.py:747] Graph capturing \
+finished in 6 secs, took 0.98 GiB
 """
 GPU_CACHED = """\
-INFO [backends.py:160] Directly load the compiled graph(s) for dynamic shape from the cache, took 3.2 s
+INFO [backends.py:160] Directly load the compiled graph(s) for dynamic shape from the cache, \
+took 3.2 s
 INFO [monitor.py:53] torch.compile takes 4.10 s in total
 """
 

@@ -1,0 +1,126 @@
+"""The reference and the candidate side by side: started at once, quality at once, perf interleaved.
+
+When both servers fit on the machine (run/plan.py decides: vLLM on the CPU,
+one candidate, an uncached reference, at least two usable cores and the
+memory for two), each is bound to its own half of the cores and both start
+together, so their start-ups overlap. Their quality suites run at the same
+time; the candidate's divergence step waits for the reference's scores, the
+one result it needs. The gates are judged as in sequence
+(qgate/run/candidate.py: judge) and, only when every gate passed, the perf
+scenarios run in interleaved blocks (reference, candidate, reference,
+candidate, ...): the two sides see the same machine state within a block
+pair, and the spread of the per-block ratios widens each ratio's interval
+(qgate/perf/blocks.py). A failing candidate leaves no reference perf to
+throw away: the reference's perf is measured only beside a candidate's.
+
+While one side runs its perf block the other idles on its own cores;
+perf/bench_neighbour.py measures what an idle neighbour costs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
+from typing import TypeVar
+
+from qgate.core.progress import StageClock
+from qgate.core.records import Role
+from qgate.core.serving import Runtime
+from qgate.perf.records import ScenarioRun
+from qgate.quality.stage import QualityOutput
+from qgate.run.candidate import CandidateResult, judge
+from qgate.run.context import RunContext, quality_on, save_raw, start_record
+
+__all__ = ["side_by_side"]
+
+log = logging.getLogger("qgate")
+
+T = TypeVar("T")
+
+
+def _start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Runtime, Runtime]:
+    """Spawn both servers, each on half of the cores, then wait for both (start-ups overlap)."""
+    from qgate.runtime.cores import usable_cores
+    from qgate.runtime.factory import make_runtime
+
+    half = max(1, len(usable_cores()) // 2)
+    made: list[Runtime] = []
+    roles: tuple[tuple[RunContext, Role], ...] = ((ctx, "reference"), (cand, "candidate"))
+    for side, role in roles:
+        runtime = make_runtime(side.profile, role, side.model_paths[role], side.run_dir / "logs")
+        if hasattr(runtime, "cores_wanted"):
+            runtime.cores_wanted = half
+        life.callback(runtime.stop)  # stopped on the way out, whatever happens
+        runtime.start()
+        made.append(runtime)
+    for runtime, side in zip(made, (ctx, cand), strict=True):
+        runtime.wait_ready()
+        name = "reference" if runtime.role == "reference" else cand.side
+        side.starts.append(start_record(runtime, name, "life"))
+    return made[0], made[1]
+
+
+def _result(future: Future[T]) -> Callable[[], T]:
+    return future.result
+
+
+def side_by_side(
+    ctx: RunContext, cand: RunContext, name: str, force_perf: bool, clock: StageClock, blocks: int
+) -> tuple[QualityOutput, list[ScenarioRun], CandidateResult]:
+    """Both lives at once: the reference's quality, the candidate's result, both sides' perf."""
+    from qgate.run import reference as ref_stage
+    from qgate.run import stages
+
+    out = CandidateResult(name=name)
+    ref_perf: list[ScenarioRun] = []
+    began = time.perf_counter()
+    with ExitStack() as life:
+        with clock.stage("startup"):
+            ref_rt, cand_rt = _start_both(ctx, cand, life)
+        with clock.stage("quality"), ThreadPoolExecutor(2, thread_name_prefix="qgate") as pool:
+            ref_future = pool.submit(quality_on, ctx, ref_rt, "reference", None)
+            cand_future = pool.submit(quality_on, cand, cand_rt, "candidate", _result(ref_future))
+            reference = ref_future.result()  # the reference's failure first: it is the root
+            ref_stage.store_reference(ctx, reference)
+            out.quality = cand_future.result()
+        cand.reference_cached = ctx.reference_cached
+        cand.reference_provenance = ctx.reference_provenance
+        judge(cand, out, reference, force_perf)
+        if out.status in ("ran", "ungated") and stages.compares_to_reference(cand):
+            with clock.stage("perf"):
+                ref_perf, out.perf_runs = interleaved(ctx, cand, ref_rt, cand_rt, reference,
+                                                      out.quality, blocks)  # fmt: skip
+        elif out.status in ("ran", "ungated"):
+            with clock.stage("perf"):
+                out.perf_runs = stages.perf_on(cand, cand_rt, "candidate", out.quality)
+    out.seconds = round(time.perf_counter() - began, 3)
+    return reference, ref_perf, out
+
+
+def interleaved(
+    ctx: RunContext,
+    cand: RunContext,
+    ref_rt: Runtime,
+    cand_rt: Runtime,
+    reference: QualityOutput,
+    candidate: QualityOutput,
+    blocks: int,
+) -> tuple[list[ScenarioRun], list[ScenarioRun]]:
+    """`blocks` blocks per side, reference then candidate, every run tagged with its block."""
+    from qgate.run import stages
+
+    sides: dict[Role, list[ScenarioRun]] = {"reference": [], "candidate": []}
+    order: tuple[tuple[RunContext, Runtime, Role, QualityOutput], ...] = (
+        (ctx, ref_rt, "reference", reference),
+        (cand, cand_rt, "candidate", candidate),
+    )
+    for block in range(blocks):
+        for side, runtime, role, quality in order:
+            log.info("perf block %d/%d: %s", block + 1, blocks, role)
+            runs = stages.perf_on(side, runtime, role, quality, save=False)
+            sides[role] += [r.model_copy(update={"block": block}) for r in runs]
+            save_raw(side, f"{role}-perf.json", sides[role])
+    return sides["reference"], sides["candidate"]

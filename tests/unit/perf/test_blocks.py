@@ -1,0 +1,64 @@
+"""Interleaved perf blocks: the point pools requests, the interval covers the blocks' spread."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from test_compare import run_of
+
+from qgate.perf.blocks import block_interval, compare_blocks, pooled
+from qgate.perf.compare import compare
+from qgate.perf.records import ScenarioRun
+
+
+def _block(ttfts: list[float], role: str, block: int) -> ScenarioRun:
+    return run_of(ttfts, itl=10).model_copy(update={"role": role, "block": block})
+
+
+def _ttft(rows: list) -> object:  # type: ignore[type-arg]
+    return next(r for r in rows if r.metric == "ttft_ms.p50")
+
+
+def test_one_block_is_exactly_compare() -> None:
+    ref = _block([100, 110, 120, 130], "reference", 0)
+    cand = _block([50, 60, 70, 80], "candidate", 0)
+    assert compare_blocks([ref], [cand], resamples=200, seed=3, compare=compare) == compare(
+        ref, cand, resamples=200, seed=3
+    )
+
+
+def test_drifting_blocks_widen_the_interval_beyond_the_request_bootstrap() -> None:
+    # block 0: candidate at half the reference's TTFT; block 1: the machine slowed the
+    # candidate's block only, so its ratio is ~0.9: the requests alone do not show that spread
+    refs = [_block([100, 101, 102, 103, 104, 105], "reference", b) for b in (0, 1)]
+    cands = [_block([50, 51, 52, 53, 54, 55], "candidate", 0),
+             _block([90, 91, 92, 93, 94, 95], "candidate", 1)]  # fmt: skip
+    rows = compare_blocks(refs, cands, resamples=400, seed=1, compare=compare)
+    ttft = _ttft(rows)
+    pooled_only = _ttft(compare(pooled(refs), pooled(cands), resamples=400, seed=1))
+    assert ttft.blocks == 2 and len(ttft.block_ratios) == 2
+    assert ttft.block_ratios[0] == pytest.approx(52.5 / 102.5)
+    assert ttft.block_ci_low < ttft.block_ratios[0] < ttft.block_ratios[1] < ttft.block_ci_high
+    assert ttft.ci_low <= min(pooled_only.ci_low, ttft.block_ci_low)
+    assert ttft.ci_high >= max(pooled_only.ci_high, ttft.block_ci_high)
+    assert ttft.ratio == pooled_only.ratio  # the point is the pooled requests'
+
+
+def test_block_interval_is_a_t_interval_on_log_ratios() -> None:
+    lo, hi = block_interval([0.8, 1.0, 1.25])
+    logs = [math.log(0.8), 0.0, math.log(1.25)]
+    sd = math.sqrt(sum(x * x for x in logs) / 2)
+    assert lo == pytest.approx(math.exp(-4.303 * sd / math.sqrt(3)))
+    assert hi == pytest.approx(1 / lo)
+    assert block_interval([1.1]) == (None, None)
+    assert block_interval([None, 1.0]) == (None, None)
+    same = block_interval([1.2, 1.2, 1.2])
+    assert same == pytest.approx((1.2, 1.2))
+
+
+def test_pooled_sums_windows_and_keeps_every_request() -> None:
+    a, b = _block([1, 2], "reference", 1), _block([3, 4, 5], "reference", 0)
+    both = pooled([a, b])
+    assert len(both.requests) == 5 and both.duration_ns == a.duration_ns + b.duration_ns
+    assert pooled([a]) is a
