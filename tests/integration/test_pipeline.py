@@ -36,6 +36,7 @@ engine:
   args: {{max_model_len: 2048, enforce_eager: true, enable_prefix_caching: true}}
   startup_timeout_s: 600
   preflight: {preflight}
+  placement: {placement}
 reference:
   args: {{kv_cache_dtype: auto}}
 candidate:
@@ -98,13 +99,13 @@ def keypair(workspace: Path, env: dict[str, str]) -> tuple[Path, Path]:
 
 def write_profile(
     workspace: Path, name: str, candidate: str, math_drop: float, kld: float,
-    preflight: str = "never",
+    preflight: str = "never", placement: str = "auto",
 ) -> Path:
     # preflight 'never' saves CI a server start; the test of a candidate that cannot start
-    # runs with the default ('auto').
+    # runs with the default ('auto'). placement 'auto' runs the two side by side (2 cores).
     path = workspace / f"{name}.yaml"
     text = BASE.format(name=name, candidate=candidate, math_drop=math_drop, kld=kld,
-                       preflight=preflight)  # fmt: skip
+                       preflight=preflight, placement=placement)  # fmt: skip
     path.write_text(text)
     return path
 
@@ -138,9 +139,11 @@ def test_passing_run_writes_a_report_that_verifies(
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("PASS"), done.stdout
     # stderr is a pipe here, as in CI: plain progress lines, one per stage and suite
-    for line in ("qgate: stage reference_quality: started", "qgate: reference runtime ready in",
-                 "qgate: candidate math.long: ", "qgate: stage candidate: done in"):  # fmt: skip
+    for line in ("qgate: plan: 2 server start(s) side by side", "qgate: stage startup: started",
+                 "qgate: reference runtime ready in", "qgate: candidate math.long: ",
+                 "qgate: perf block 2/2: candidate", "qgate: stage perf: done in"):  # fmt: skip
         assert line in done.stderr, done.stderr
+    assert "time:" in done.stdout and "start-up: 2 start(s)" in done.stdout, done.stdout
     assert "perf ran" in done.stdout
     assert re.search(r"perf fixed@c2: .*output tok/s x\d", done.stdout), done.stdout
     run_dir = run_dir_of(done.stdout)
@@ -193,6 +196,18 @@ def test_report_holds_both_runtimes_and_fp8_kv(
         if r["scenario"].startswith("agent")
     ]
     assert hit_rates and hit_rates[0] is not None and hit_rates[0] > 0
+    # side by side: one start each, on disjoint cores, perf in two interleaved blocks
+    assert report["plan"]["mode"] == "together" and report["plan"]["blocks"] == 2
+    starts = report["starts"]
+    assert [s["side"] for s in starts] == ["reference", "candidate"]
+    assert all(s["ready_s"] > 0 and "weights_s" in s["startup"] for s in starts)
+    binds = {c["role"]: c["env_flags"].get("VLLM_CPU_OMP_THREADS_BIND") for c in configs.values()}
+    assert binds["reference"] and binds["candidate"] and binds["reference"] != binds["candidate"]
+    blocks = sorted({(r["role"], r["block"]) for r in report["perf"]["runs"]})
+    assert blocks == [("candidate", 0), ("candidate", 1), ("reference", 0), ("reference", 1)]
+    ratios = [c for r in report["perf"]["results"] for c in r["comparisons"]
+              if c["metric"] == "output_throughput"]  # fmt: skip
+    assert ratios and all(c["blocks"] == 2 and len(c["block_ratios"]) == 2 for c in ratios)
 
 
 def test_rerun_uses_the_cached_reference(
@@ -274,7 +289,7 @@ def test_candidate_that_cannot_start_fails_before_the_reference(
 ) -> None:
     bad = "  args: {kv_cache_dtype: auto, no_such_engine_flag: 1}"
     profile = write_profile(workspace, "it-bad-candidate", bad, math_drop=0.5, kld=1.0,
-                            preflight="auto")  # fmt: skip
+                            preflight="auto", placement="sequence")  # fmt: skip
     out = workspace / "bad-candidate"
     done = qgate(
         "run", str(profile), "--out", str(out), "--key", str(keypair[0]),
@@ -350,4 +365,35 @@ def test_ctrl_c_during_candidate_start_leaves_no_server_and_keeps_reference(
     assert not [p for p in servers if _alive(p)], "server processes survived Ctrl-C"
     run_dir = next(out.iterdir())
     assert (run_dir / "raw" / "reference-quality.json").is_file()
+    assert not (run_dir / "report.intoto.jsonl").exists()
+
+
+def test_ctrl_c_during_the_side_by_side_start_leaves_no_server(
+    passing_run: tuple[subprocess.CompletedProcess[str], Path],
+    workspace: Path,
+    env: dict[str, str],
+    keypair: tuple[Path, Path],
+) -> None:
+    _, profile = passing_run  # an empty cache: both servers start at once
+    out = workspace / "interrupted-together"
+    proc = subprocess.Popen(
+        [*QGATE, "run", str(profile), "--out", str(out), "--key", str(keypair[0]),
+         "--cache-dir", str(workspace / "empty-cache-together"), "--no-progress"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    servers: set[int] = set()
+    while time.monotonic() < deadline and len(servers) < 2:
+        time.sleep(0.5)
+        servers = {p for p in _descendants(proc.pid) if _alive(p)}
+    assert len(servers) >= 2, "the two servers never started"
+    time.sleep(3)  # inside both start-ups
+    servers |= _descendants(proc.pid)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    time.sleep(1)
+    assert not [p for p in servers if _alive(p)], "server processes survived Ctrl-C"
+    run_dir = next(out.iterdir())
+    assert {p.name for p in (run_dir / "logs").iterdir()} >= {"reference.log", "candidate.log"}
     assert not (run_dir / "report.intoto.jsonl").exists()

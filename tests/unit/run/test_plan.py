@@ -88,3 +88,35 @@ def test_plan_of_a_missing_profile_is_a_bad_input() -> None:
     result = CliRunner().invoke(main, ["plan", "no-such-profile.yaml"])
     assert result.exit_code == 2
     assert "no such file" in result.output
+
+
+def _why(profile, **over):  # type: ignore[no-untyped-def]
+    from qgate.run.plan import sequence_reason
+
+    kw = {"reference_cached": False, "refresh": False, "on_cpu": True, "cores": 2,
+          "available_gib": 20.0, "kv_cache_gib": 2.0, **over}  # fmt: skip
+    return sequence_reason([("candidate", profile)], **kw)
+
+
+def test_side_by_side_only_where_both_fit() -> None:
+    profile = _single("smollm2-cpu-int8")
+    assert _why(profile) is None
+    assert _why(profile, cores=1) == "1 usable core"
+    assert "two servers need ~10 GiB" in _why(profile, available_gib=6.0)
+    assert "cached" in _why(profile, reference_cached=True)
+    assert _why(profile, reference_cached=True, refresh=True) is None
+    assert "not on the CPU" in _why(profile, on_cpu=False)
+    engine = profile.engine.model_copy(update={"placement": "sequence"})
+    assert _why(profile.model_copy(update={"engine": engine})) == "engine.placement: sequence"
+
+
+def test_side_by_side_plan_has_no_preflight_and_interleaved_blocks() -> None:
+    plan = make_plan([("candidate", _single("smollm2-cpu-int8"))], reference_cached=False,
+                     placement="x", side_by_side=("cores 0", "cores 1"))  # fmt: skip
+    assert plan.mode == "together" and plan.blocks == 2 and plan.starts == 2
+    assert plan.preflight == {"candidate": "none"}
+    assert [(life.side, life.placement) for life in plan.lives] == [
+        ("reference", "cores 0"), ("candidate", "cores 1")]  # fmt: skip
+    lines = describe(plan)
+    assert lines[0].startswith("plan: 2 server start(s) side by side")
+    assert any("per side and block, 2 blocks" in ln for ln in lines)

@@ -1,0 +1,153 @@
+"""Does an idle neighbour server move a server's speed? Side-by-side runs assume it does not.
+
+    .venv/bin/python perf/bench_neighbour.py [--blocks 4] [--requests 8]
+
+`qgate run` puts the reference and the candidate side by side where both fit
+(qgate/run/together.py): each vLLM-CPU server bound to its own half of the
+cores, and while one runs a perf block the other idles. This measures what
+that idle neighbour costs. Server A (SmolLM2, the serving dtype `qgate run`
+picks on this CPU, eager, prefix caching off) is bound to the first half of
+the cores for the whole run; blocks alternate between A alone and A beside
+an idle server B bound to the other half (B started before the block and
+stopped after it). Each block runs, against A:
+
+- qgate: the closed loop of `qgate perf` (`run_scenarios`, the path `qgate
+  run` measures), fixed 256 x 32 tokens at concurrency 1 and 4;
+- vllm: `vllm bench serve` (random 256/32, ignore_eos) at concurrency 4,
+  the tool users would pick instead, in the same block.
+
+Printed per block: output tok/s and TTFT/TPOT medians; then the ratio
+beside / alone of the medians over blocks, per client and level. The machine
+is shared and noisy: read ratios within this run. The CPU model and ISA flags
+come first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from qgate.checkpoint.embedded import checkpoint_path  # noqa: E402
+from qgate.runtime.capabilities import cpu_serving_dtype, probe_cpu  # noqa: E402
+from qgate.runtime.cores import bind_spec, usable_cores  # noqa: E402
+from qgate.runtime.vllm_server import VllmServer  # noqa: E402
+
+VLLM_BENCH = """
+import sys
+from vllm.benchmarks.serve import add_cli_args, main
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+p = FlexibleArgumentParser()
+add_cli_args(p)
+main(p.parse_args(sys.argv[1:]))
+"""
+
+
+def server(name: str, cores: list[int], dtype: str, root: Path) -> VllmServer:
+    return VllmServer(
+        role="reference", model_path=checkpoint_path("smollm2"), served_model="smollm2",
+        run_dir=root / name,
+        env={"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_CPU_OMP_THREADS_BIND": bind_spec(cores)},
+        args={"dtype": dtype, "enforce_eager": True, "max_model_len": 2048,
+              "enable_prefix_caching": False},
+    )  # fmt: skip
+
+
+def qgate_loop(url: str, level: int, requests: int) -> dict[str, float]:
+    from qgate.perf.client import run_loop
+    from qgate.perf.metrics import summarize
+    from qgate.perf.runner import run_scenarios
+    from qgate.profile import PerfSpec
+
+    spec = PerfSpec.model_validate({
+        "scenarios": [{"name": f"c{level}", "input_tokens": 256, "output_tokens": 32,
+                       "concurrency": level, "requests": requests, "warmup": 1}],
+        "probe_share": 0.0, "compare_to": "none",
+    })  # fmt: skip
+    (run,) = run_loop(run_scenarios(url, "smollm2", spec, "candidate"))
+    s = summarize(run, None).model_dump(mode="json")
+    return {"tok_s": s["output_throughput"], "ttft_ms": s["ttft_ms"]["p50"],
+            "tpot_ms": s["tpot_ms"]["p50"]}  # fmt: skip
+
+
+def vllm_bench(url: str, level: int, requests: int) -> dict[str, float]:
+    root = url.removesuffix("/v1")
+    with tempfile.TemporaryDirectory() as d:
+        cmd = [sys.executable, "-c", VLLM_BENCH, "--backend", "openai", "--base-url", root,
+               "--endpoint", "/v1/completions", "--model", "smollm2",
+               "--tokenizer", str(checkpoint_path("smollm2")), "--dataset-name", "random",
+               "--random-input-len", "256", "--random-output-len", "32", "--ignore-eos",
+               "--num-prompts", str(requests), "--max-concurrency", str(level),
+               "--request-rate", "inf", "--num-warmups", "1", "--disable-tqdm",
+               "--save-result", "--result-dir", d, "--result-filename", "r.json"]  # fmt: skip
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=d, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"vllm bench serve failed:\n{done.stderr[-3000:]}")
+        res = json.loads((Path(d) / "r.json").read_text())
+    return {"tok_s": res["output_throughput"], "ttft_ms": res["median_ttft_ms"],
+            "tpot_ms": res["median_tpot_ms"]}  # fmt: skip
+
+
+def block(url: str, requests: int) -> dict[str, dict[str, float]]:
+    return {"qgate c1": qgate_loop(url, 1, requests), "qgate c4": qgate_loop(url, 4, requests),
+            "vllm c4": vllm_bench(url, 4, requests)}  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--blocks", type=int, default=4, help="alone, beside, alone, beside, ...")
+    ap.add_argument("--requests", type=int, default=8)
+    ap.add_argument("--json-out", type=Path)
+    a = ap.parse_args()
+    cpu = probe_cpu()
+    cores = usable_cores()
+    if len(cores) < 2:
+        raise SystemExit("needs 2 usable cores")
+    half = len(cores) // 2
+    dtype = cpu_serving_dtype(cpu).dtype
+    print(f"# {cpu.describe()}; serving dtype {dtype}; A on cores {bind_spec(cores[:half])}, "
+          f"neighbour B on {bind_spec(cores[half:])}", flush=True)  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-neighbour-") as tmp:
+        root = Path(tmp)
+        with server("a", cores[:half], dtype, root) as a_server:
+            url = a_server.base_url
+            block(url, 2)  # warm A up before the first measured block
+            for b in range(a.blocks):
+                beside = b % 2 == 1
+                if beside:
+                    with server(f"b{b}", cores[half:], dtype, root):
+                        got = block(url, a.requests)
+                else:
+                    got = block(url, a.requests)
+                rows.append({"block": b, "neighbour": beside, **got})
+                shown = "  ".join(
+                    f"{k}: {v['tok_s']:.1f} tok/s TTFT {v['ttft_ms']:.0f} ms "
+                    f"TPOT {v['tpot_ms']:.1f} ms" for k, v in got.items()
+                )  # fmt: skip
+                print(f"block {b} {'beside idle B' if beside else 'alone        '}  {shown}",
+                      flush=True)  # fmt: skip
+    print("\nratio beside / alone (median over blocks):")
+    for client in ("qgate c1", "qgate c4", "vllm c4"):
+        parts = []
+        for metric in ("tok_s", "ttft_ms", "tpot_ms"):
+            alone = statistics.median(r[client][metric] for r in rows if not r["neighbour"])
+            near = statistics.median(r[client][metric] for r in rows if r["neighbour"])
+            parts.append(f"{metric} x{near / alone:.3f}")
+        print(f"  {client}: " + ", ".join(parts))
+    if a.json_out:
+        a.json_out.write_text(json.dumps({"cpu": cpu.describe(), "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
