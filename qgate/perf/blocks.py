@@ -1,21 +1,26 @@
-"""Ratios over interleaved perf blocks: the point from every request, the interval from the blocks.
+"""Ratios over interleaved perf blocks: the point from every request, the interval from both.
 
 Side-by-side runtimes run each scenario in blocks, reference then candidate
 (qgate/run/together.py). A block pair sees one machine state; the next pair
 may see another. The request bootstrap of qgate/perf/compare.py covers only
-the noise between requests, so here each metric's ratio also gets the spread
-of its per-block ratios: with B block pairs and r_b = candidate / reference
-in pair b, the block interval is exp(mean(log r_b) -/+ t(0.975, B-1) *
-sd(log r_b) / sqrt(B)), a Student-t interval on the log ratio (ratios are
-multiplicative, and their logs are near normal for small effects). The
-reported interval is the union of the request interval and the block
-interval, so it never claims less uncertainty than either; the gates judge
-it. The point estimate pools every block's requests of a side.
+the noise between requests, so each metric's ratio also gets the spread of
+its per-block ratios. On the log scale (ratios are multiplicative), with B
+block pairs, l_b = log(candidate / reference) in pair b and s their sample
+standard deviation, the between-block half-width is h_b = 1.96 * s / sqrt(B)
+(the block interval stored beside the ratio is exp(mean(l) -/+ h_b)). The
+reported interval adds it to the request bootstrap's half-widths in
+quadrature, each side apart: exp(log r - sqrt(h_lo^2 + h_b^2)) to
+exp(log r + sqrt(h_hi^2 + h_b^2)), so it is never narrower than either part
+and a machine that drifts between blocks widens it; the gates judge it. The
+point estimate pools every block's requests of a side.
 
-With one block per side nothing changes (the figures equal compare()'s),
-which is also how reports without blocks re-derive. The t quantiles are a
-table (no scipy at import time): t(0.975, df) for df = 1..19, the most
-blocks perf.blocks allows being 20.
+Why 1.96 and not Student's t(0.975, B-1): with the default 2 blocks t is
+12.7 (4.3 with 3), which turns every interval into "anything from x0.2 to
+x5" and measures nothing. The normal quantile understates the uncertainty
+of a spread estimated from few blocks; a gate near its limit should ask for
+more blocks (perf.blocks). With one block per side nothing changes (the
+figures equal compare()'s), which is also how reports without blocks
+re-derive.
 """
 
 from __future__ import annotations
@@ -26,11 +31,9 @@ from collections.abc import Callable, Sequence
 from qgate.perf.compare import MetricComparison
 from qgate.perf.records import ScenarioRun
 
-__all__ = ["BlockCompare", "block_interval", "by_block", "compare_blocks", "pooled"]
+__all__ = ["BlockCompare", "block_interval", "by_block", "compare_blocks", "pooled", "widened"]
 
-# t(0.975, df), df = 1..19 (two-sided 95%)
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-         2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093)  # fmt: skip
+Z975 = 1.959963984540054  # the normal 97.5th percentile
 
 BlockCompare = Callable[..., list[MetricComparison]]
 
@@ -54,22 +57,37 @@ def pooled(runs: Sequence[ScenarioRun]) -> ScenarioRun:
     })  # fmt: skip
 
 
-def block_interval(ratios: Sequence[float | None]) -> tuple[float | None, float | None]:
-    """Student-t 95% interval of the ratio from per-block ratios (None below 2 positive ones)."""
+def _half_width(ratios: Sequence[float | None]) -> tuple[float, float] | None:
+    """(mean log ratio, between-block half-width) from per-block ratios; None below 2."""
     logs = [math.log(r) for r in ratios if r is not None and r > 0 and math.isfinite(r)]
     if len(logs) < 2:
-        return None, None
+        return None
     n = len(logs)
     mean = sum(logs) / n
     sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
-    half = _T975[min(n - 1, len(_T975)) - 1] * sd / math.sqrt(n)
+    return mean, Z975 * sd / math.sqrt(n)
+
+
+def block_interval(ratios: Sequence[float | None]) -> tuple[float | None, float | None]:
+    """The between-block 95% interval of the ratio (None below 2 positive block ratios)."""
+    found = _half_width(ratios)
+    if found is None:
+        return None, None
+    mean, half = found
     return math.exp(mean - half), math.exp(mean + half)
 
 
-def _union(a: float | None, b: float | None, pick: Callable[[float, float], float]) -> float | None:
-    if a is None:
-        return b
-    return a if b is None else pick(a, b)
+def widened(
+    ratio: float, lo: float | None, hi: float | None, block_half: float
+) -> tuple[float, float]:
+    """The request interval [lo, hi] around `ratio`, widened by `block_half` in quadrature."""
+    if ratio <= 0:
+        return (lo if lo is not None else ratio), (hi if hi is not None else ratio)
+    centre = math.log(ratio)
+    h_lo = centre - math.log(lo) if lo is not None and lo > 0 else 0.0
+    h_hi = math.log(hi) - centre if hi is not None and hi > 0 else 0.0
+    return (math.exp(centre - math.hypot(max(h_lo, 0.0), block_half)),
+            math.exp(centre + math.hypot(max(h_hi, 0.0), block_half)))  # fmt: skip
 
 
 def compare_blocks(
@@ -93,8 +111,9 @@ def compare_blocks(
         lo, hi = block_interval(ratios)
         update: dict[str, object] = {"blocks": len(pairs), "block_ratios": ratios,
                                      "block_ci_low": lo, "block_ci_high": hi}  # fmt: skip
-        if row.ratio is not None:
-            update["ci_low"] = _union(row.ci_low, lo, min)
-            update["ci_high"] = _union(row.ci_high, hi, max)
+        found = _half_width(ratios)
+        if row.ratio is not None and found is not None:
+            update["ci_low"], update["ci_high"] = widened(row.ratio, row.ci_low, row.ci_high,
+                                                          found[1])  # fmt: skip
         out.append(row.model_copy(update=update))
     return out

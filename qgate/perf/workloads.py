@@ -12,6 +12,7 @@ sends the same prompts at the same arrival times.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 import zlib
 from collections.abc import Awaitable, Callable
@@ -43,9 +44,14 @@ MAX_FAILED_IN_A_ROW = 3
 Mark = Callable[[], Awaitable[None]]
 
 
+# Which perf block runs (qgate/run/together.py): block b > 0 draws other prompts than block 0,
+# so that a repeat does not replay prompts the engine's prefix cache holds from the last one.
+BLOCK: contextvars.ContextVar[int] = contextvars.ContextVar("qgate_perf_block", default=0)
+
+
 def scenario_seed(name: str) -> int:
-    """A stable seed from a scenario name (profiles need no seed key)."""
-    return zlib.crc32(name.encode())
+    """A stable seed from a scenario name (profiles need no seed key) and the perf block."""
+    return zlib.crc32(name.encode()) + 7919 * BLOCK.get()
 
 
 def random_text(words: int, seed: int) -> str:

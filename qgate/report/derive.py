@@ -79,6 +79,8 @@ def time_breakdown(report: Report) -> list[tuple[str, float]]:
     measured windows. The rest (load, weight emulation, preflight, warm-ups, waiting
     for a neighbour, the report) is the stages' total minus those, never negative.
     """
+    if report.plan is not None and report.plan.mode == "together":
+        return _side_by_side_breakdown(report)
     rows: list[tuple[str, float]] = []
     starts = [s for s in report.starts if s.ready_s is not None]
     if starts:
@@ -99,5 +101,30 @@ def time_breakdown(report: Report) -> list[tuple[str, float]]:
     if total:
         rows.append(("other: load, emulation, preflight, warm-ups, report",
                      max(0.0, total - sum(v for _, v in rows))))  # fmt: skip
+        rows.append(("total", total))
+    return [(what, round(seconds, 1)) for what, seconds in rows]
+
+
+def _side_by_side_breakdown(report: Report) -> list[tuple[str, float]]:
+    """The stages of a side-by-side run (they overlap the two sides), each side's parts inside."""
+    timings = report.stage_timings
+    rows: list[tuple[str, float]] = []
+    starts = ", ".join(f"{s.side} {s.ready_s:.0f} s" for s in report.starts
+                       if s.ready_s is not None)  # fmt: skip
+    if "startup" in timings:
+        rows.append((f"start-up, both at once ({starts})", timings["startup"]))
+    if "quality" in timings:
+        sides = "; ".join(
+            f"{role}: " + ", ".join(f"{r.suite} {r.wall_s:.0f} s" for r in report.quality.runs
+                                    if r.role == role and not r.cached)
+            for role in ("reference", "candidate")
+        )  # fmt: skip
+        rows.append((f"quality, both at once ({sides})", timings["quality"]))
+    if "perf" in timings:
+        blocks = report.plan.blocks if report.plan else 1
+        rows.append((f"perf, {blocks} interleaved block(s) per side", timings["perf"]))
+    total = sum(timings.values())
+    if total:
+        rows.append(("other: load, report", max(0.0, total - sum(v for _, v in rows))))
         rows.append(("total", total))
     return [(what, round(seconds, 1)) for what, seconds in rows]

@@ -94,10 +94,15 @@ def _probes(ctx: RunContext, quality: QualityOutput) -> list[Probe]:
 
 
 def perf_on(
-    ctx: RunContext, runtime: Runtime, role: Role, quality: QualityOutput, save: bool = True
+    ctx: RunContext,
+    runtime: Runtime,
+    role: Role,
+    quality: QualityOutput,
+    save: bool = True,
+    block: int = 0,
 ) -> list[ScenarioRun]:
     """Every perf scenario on one started runtime; raw records saved at once (unless the
-    caller saves them with other blocks')."""
+    caller saves them with other blocks'). Block `block` draws its own prompts."""
     from qgate.perf.client import run_loop
     from qgate.perf.runner import run_scenarios
     from qgate.quality.stage import runtime_headers
@@ -110,26 +115,33 @@ def perf_on(
     math = ctx.profile.quality.math
     # The same event loop (uvloop when installed) as `qgate perf`: the fidelity measured
     # by perf/bench_client_fidelity.py is the fidelity shipped.
-    with blamed_on(runtime):
-        runs = run_loop(
-            run_scenarios(
-                runtime.base_url,
-                runtime.served_model,
-                spec,
-                role,
-                gpus=ctx.profile.target.count,
-                headers=runtime_headers(runtime),
-                metric_names=getattr(runtime, "metrics", None),
-                probes=_probes(ctx, quality),
-                probe_params={
-                    "temperature": 0.0,
-                    "seed": ctx.profile.quality.seed,
-                    "max_tokens": math.max_tokens if math else ANSWER_MAX_TOKENS,
-                },
-                progress=ctx.opts.progress,
-                timeout_s=ctx.profile.engine.request_timeout_s,
+    from qgate.perf.workloads import BLOCK
+
+    token = BLOCK.set(block)
+    try:
+        with blamed_on(runtime):
+            runs = run_loop(
+                run_scenarios(
+                    runtime.base_url,
+                    runtime.served_model,
+                    spec,
+                    role,
+                    gpus=ctx.profile.target.count,
+                    headers=runtime_headers(runtime),
+                    metric_names=getattr(runtime, "metrics", None),
+                    probes=_probes(ctx, quality),
+                    probe_params={
+                        "temperature": 0.0,
+                        "seed": ctx.profile.quality.seed,
+                        "max_tokens": math.max_tokens if math else ANSWER_MAX_TOKENS,
+                    },
+                    progress=ctx.opts.progress,
+                    timeout_s=ctx.profile.engine.request_timeout_s,
+                )
             )
-        )
+    finally:
+        BLOCK.reset(token)
+    runs = [r.model_copy(update={"block": block}) for r in runs] if block else runs
     if save:
         _save(ctx, f"{role}-perf.json", runs)
     return runs

@@ -120,7 +120,6 @@ def interleaved(
     for block in range(blocks):
         for side, runtime, role, quality in order:
             log.info("perf block %d/%d: %s", block + 1, blocks, role)
-            runs = stages.perf_on(side, runtime, role, quality, save=False)
-            sides[role] += [r.model_copy(update={"block": block}) for r in runs]
+            sides[role] += stages.perf_on(side, runtime, role, quality, save=False, block=block)
             save_raw(side, f"{role}-perf.json", sides[role])
     return sides["reference"], sides["candidate"]

@@ -7,7 +7,7 @@ import math
 import pytest
 from test_compare import run_of
 
-from qgate.perf.blocks import block_interval, compare_blocks, pooled
+from qgate.perf.blocks import block_interval, compare_blocks, pooled, widened
 from qgate.perf.compare import compare
 from qgate.perf.records import ScenarioRun
 
@@ -40,16 +40,20 @@ def test_drifting_blocks_widen_the_interval_beyond_the_request_bootstrap() -> No
     assert ttft.blocks == 2 and len(ttft.block_ratios) == 2
     assert ttft.block_ratios[0] == pytest.approx(52.5 / 102.5)
     assert ttft.block_ci_low < ttft.block_ratios[0] < ttft.block_ratios[1] < ttft.block_ci_high
-    assert ttft.ci_low <= min(pooled_only.ci_low, ttft.block_ci_low)
-    assert ttft.ci_high >= max(pooled_only.ci_high, ttft.block_ci_high)
+    assert ttft.ci_low < pooled_only.ci_low and ttft.ci_high > pooled_only.ci_high
+    # wider on the log scale than the request interval and than the block interval alone
+    width = math.log(ttft.ci_high / ttft.ci_low)
+    assert width > math.log(pooled_only.ci_high / pooled_only.ci_low)
+    assert width >= math.log(ttft.block_ci_high / ttft.block_ci_low) - 1e-12
+    assert ttft.ci_low <= ttft.ratio <= ttft.ci_high
     assert ttft.ratio == pooled_only.ratio  # the point is the pooled requests'
 
 
-def test_block_interval_is_a_t_interval_on_log_ratios() -> None:
+def test_block_interval_is_a_normal_interval_on_log_ratios() -> None:
     lo, hi = block_interval([0.8, 1.0, 1.25])
     logs = [math.log(0.8), 0.0, math.log(1.25)]
     sd = math.sqrt(sum(x * x for x in logs) / 2)
-    assert lo == pytest.approx(math.exp(-4.303 * sd / math.sqrt(3)))
+    assert lo == pytest.approx(math.exp(-1.96 * sd / math.sqrt(3)), rel=1e-4)
     assert hi == pytest.approx(1 / lo)
     assert block_interval([1.1]) == (None, None)
     assert block_interval([None, 1.0]) == (None, None)
@@ -62,3 +66,22 @@ def test_pooled_sums_windows_and_keeps_every_request() -> None:
     both = pooled([a, b])
     assert len(both.requests) == 5 and both.duration_ns == a.duration_ns + b.duration_ns
     assert pooled([a]) is a
+
+
+def test_a_later_block_draws_other_prompts() -> None:
+    from qgate.perf.workloads import BLOCK, scenario_seed
+
+    first = scenario_seed("fixed-256x32")
+    token = BLOCK.set(1)
+    try:
+        second = scenario_seed("fixed-256x32")
+    finally:
+        BLOCK.reset(token)
+    assert second != first and scenario_seed("fixed-256x32") == first
+
+
+def test_widened_adds_the_block_half_width_in_quadrature() -> None:
+    lo, hi = widened(1.0, math.exp(-0.3), math.exp(0.4), 0.4)
+    assert lo == pytest.approx(math.exp(-0.5))
+    assert hi == pytest.approx(math.exp(math.hypot(0.4, 0.4)))
+    assert widened(2.0, None, None, 0.1) == pytest.approx((2 * math.exp(-0.1), 2 * math.exp(0.1)))

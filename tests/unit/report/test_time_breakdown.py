@@ -45,3 +45,16 @@ def test_the_view_shows_each_start_and_the_breakdown(report: Report) -> None:
     text = render_markdown(_with_starts(report))
     assert "Server start" in text and "Where the time went" in text
     assert "weights_s 0.35" in text
+
+
+def test_side_by_side_counts_overlapping_stages_once(report: Report) -> None:
+    from qgate.core.plan import Plan
+
+    plan = Plan(mode="together", blocks=2, reference_cached=False, preflight={}, lives=[])
+    timings = {"load": 2.0, "startup": 58.0, "quality": 318.0, "perf": 262.0, "report": 4.0}
+    together = _with_starts(report).model_copy(update={"plan": plan, "stage_timings": timings})
+    rows = time_breakdown(together)
+    assert rows[0] == ("start-up, both at once (reference 46 s, candidate 48 s)", 58.0)
+    assert rows[1][0].startswith("quality, both at once (reference: ") and rows[1][1] == 318.0
+    assert rows[2] == ("perf, 2 interleaved block(s) per side", 262.0)
+    assert rows[-2:] == [("other: load, report", 6.0), ("total", 644.0)]

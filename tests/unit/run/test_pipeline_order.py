@@ -254,12 +254,13 @@ def _side_by_side_stand_ins(
     def judge(ctx: RunContext, out: Any, reference: Any, force: bool) -> None:
         out.status = "ran" if gates_pass else "skipped: gates failed"
 
-    def perf_on(ctx: RunContext, rt: str, role: str, q: Any, save: bool = True) -> list[Any]:
+    def perf_on(ctx: RunContext, rt: str, role: str, q: Any, save: bool = True,
+                block: int = 0) -> list[Any]:  # fmt: skip
         calls.append(("perf", role))
         from qgate.perf.records import ScenarioRun
 
         return [ScenarioRun(scenario="s", role=role, kind="fixed", gpus=1, duration_ns=1,
-                            requests=[])]  # type: ignore[arg-type]  # fmt: skip
+                            requests=[], block=block)]  # type: ignore[arg-type]  # fmt: skip
 
     monkeypatch.setattr(together, "quality_on", quality_on)
     monkeypatch.setattr(together, "judge", judge)

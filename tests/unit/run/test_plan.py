@@ -30,7 +30,7 @@ def test_fresh_reference_serves_quality_and_perf_in_one_life() -> None:
     assert plan.lives[1].serves == ["quality suites", "gates", "perf, if every gate passed"]
     assert plan.preflight == {"candidate": "dry"}
     suites = {s.suite: s.items for s in plan.suites}
-    assert suites["recall.1024"] == 20 and suites["divergence"] == 16
+    assert suites["recall.1024"] == 15 and suites["divergence"] == 16
     assert suites["math.short"] == suites["math.long"] == 64
 
 
