@@ -53,7 +53,7 @@ def evaluate(
             out.quality = stages.quality_on(ctx, runtime, "candidate", reference)
             judge(ctx, out, reference, force_perf)
             if out.status in ("ran", "ungated"):
-                out.perf_runs = stages.perf_on(ctx, runtime, "candidate", out.quality)
+                out.perf_runs = stages.perf_blocks(ctx, runtime, "candidate", out.quality)
     except InfrastructureError as exc:
         if not keep_going:
             raise

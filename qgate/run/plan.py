@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from qgate.core.plan import Life, Plan, Preflight, ScenarioPlan, SuitePlan
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
 
-__all__ = ["describe", "make_plan", "sequence_reason"]
+__all__ = ["blocks_of", "describe", "make_plan", "sequence_reason"]
 
 
 def _suites(spec: QualitySpec) -> list[SuitePlan]:
@@ -171,12 +171,13 @@ def make_plan(
         notes.append("the reference's perf baseline is measured in its first life, before the "
                      "gates are known; a candidate that fails them leaves it unused")  # fmt: skip
     if perf:
+        within = ("the noise between requests and between the blocks of each life"
+                  if blocks_of(first, together=False) > 1 else "the noise between requests only")
         notes.append("speed is compared across lives in sequence: the machine's state can "
-                     "move between them, and the intervals cover the noise between requests "
-                     "only")  # fmt: skip
+                     f"move between them, and the intervals cover {within}")  # fmt: skip
     return Plan(
         reference_cached=reference_cached,
-        blocks=_blocks(first, together=False),
+        blocks=blocks_of(first, together=False),
         preflight={name: _preflight(p, reference_cached, refresh) for name, p in profiles},
         lives=lives,
         suites=_suites(first.quality),
@@ -185,7 +186,8 @@ def make_plan(
     )
 
 
-def _blocks(profile: Profile, together: bool) -> int:
+def blocks_of(profile: Profile, together: bool) -> int:
+    """Perf blocks per side: perf.blocks, else 2 side by side and 1 in sequence."""
     spec = profile.perf
     if spec is None:
         return 1
@@ -197,7 +199,7 @@ def _together(
 ) -> Plan:
     """Reference and candidate started at once, side by side; perf in interleaved blocks."""
     name, profile = named
-    blocks = _blocks(profile, together=True)
+    blocks = blocks_of(profile, together=True)
     perf = profile.perf is not None
     compared = perf and profile.perf is not None and profile.perf.compare_to == "reference"
     ref_serves = ["quality suites"]

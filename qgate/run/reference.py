@@ -161,7 +161,7 @@ def store_reference(ctx: RunContext, out: QualityOutput) -> None:
 def _perf(ctx: RunContext, runtime: Runtime, quality: QualityOutput) -> list[ScenarioRun]:
     from qgate.run import stages
 
-    return stages.perf_on(ctx, runtime, "reference", quality)
+    return stages.perf_blocks(ctx, runtime, "reference", quality)
 
 
 def _trusted_keys(paths: Sequence[Path]) -> list[str]:

@@ -11,6 +11,8 @@ is the one surface the pipeline calls.
 
 from __future__ import annotations
 
+import logging
+
 from qgate.core.plan import Plan
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
@@ -40,6 +42,7 @@ __all__ = [
     "divergence_of",
     "fingerprint",
     "headline",
+    "perf_blocks",
     "perf_on",
     "preflight_candidate",
     "prepare",
@@ -147,6 +150,23 @@ def perf_on(
     return runs
 
 
+def perf_blocks(
+    ctx: RunContext, runtime: Runtime, role: Role, quality: QualityOutput
+) -> list[ScenarioRun]:
+    """perf.blocks blocks of every scenario on one runtime in one life (in sequence: the
+    blocks' spread covers the drift within a life, not between the two lives)."""
+    from qgate.run.plan import blocks_of
+
+    runs: list[ScenarioRun] = []
+    blocks = blocks_of(ctx.profile, together=False)
+    for block in range(blocks):
+        if blocks > 1:
+            logging.getLogger("qgate").info("perf block %d/%d: %s", block + 1, blocks, role)
+        runs += perf_on(ctx, runtime, role, quality, save=False, block=block)
+        _save(ctx, f"{role}-perf.json", runs)
+    return runs
+
+
 def compares_to_reference(ctx: RunContext) -> bool:
     return ctx.profile.perf is not None and ctx.profile.perf.compare_to == "reference"
 
@@ -158,7 +178,7 @@ def reference_perf(
     if not any(r.perf_runs for r in results) or not compares_to_reference(ctx):
         return []
     with started(ctx, "reference") as runtime:
-        return perf_on(ctx, runtime, "reference", reference)
+        return perf_blocks(ctx, runtime, "reference", reference)
 
 
 def placement(profile: Profile) -> str:

@@ -95,7 +95,7 @@ def side_by_side(
                                                       out.quality, blocks)  # fmt: skip
         elif out.status in ("ran", "ungated"):
             with clock.stage("perf"):
-                out.perf_runs = stages.perf_on(cand, cand_rt, "candidate", out.quality)
+                out.perf_runs = stages.perf_blocks(cand, cand_rt, "candidate", out.quality)
     out.seconds = round(time.perf_counter() - began, 3)
     return reference, ref_perf, out
 

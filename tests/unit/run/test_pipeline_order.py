@@ -79,6 +79,8 @@ def test_failing_candidate_does_not_stop_the_others(
                         lambda ctx, rt, role, ref: QualityOutput(role="candidate"))  # fmt: skip
     monkeypatch.setattr(run_stages, "divergence_of", lambda ref, cand: None)
     monkeypatch.setattr(run_stages, "perf_on", perf_on)
+    monkeypatch.setattr(run_stages, "perf_blocks",
+                        lambda ctx, rt, role, q: perf_on(ctx, rt, role, q))  # fmt: skip
     monkeypatch.setattr(gates, "evaluate_quality", lambda spec, runs, div: [])
     monkeypatch.setattr(report_stage, "report_of", lambda *a: None)
     monkeypatch.setattr(report_stage, "write_multi", write_multi)
@@ -127,8 +129,9 @@ def _stand_ins(monkeypatch: pytest.MonkeyPatch, runs: RunSet, calls: list[tuple[
             raise RuntimeFailure("candidate", "exited with status 1", ["RuntimeError: boom"])
         yield name
 
-    def perf_on(ctx: RunContext, rt: str, role: str, q: QualityOutput) -> list[SimpleNamespace]:
-        return [SimpleNamespace(scenario="s", rt=rt)]
+    def perf_on(ctx: RunContext, rt: str, role: str, q: QualityOutput, save: bool = True,
+                block: int = 0) -> list[SimpleNamespace]:  # fmt: skip
+        return [SimpleNamespace(scenario="s", rt=rt, block=block)]
 
     def reference_life(ctx: RunContext, with_perf: bool, clock: Any) -> tuple[QualityOutput, Any]:
         out = QualityOutput(role="reference")
@@ -152,6 +155,8 @@ def _stand_ins(monkeypatch: pytest.MonkeyPatch, runs: RunSet, calls: list[tuple[
                         lambda ctx, rt, role, ref: QualityOutput(role="candidate"))  # fmt: skip
     monkeypatch.setattr(run_stages, "divergence_of", lambda ref, cand: None)
     monkeypatch.setattr(run_stages, "perf_on", perf_on)
+    monkeypatch.setattr(run_stages, "perf_blocks",
+                        lambda ctx, rt, role, q: perf_on(ctx, rt, role, q))  # fmt: skip
     monkeypatch.setattr(gates, "evaluate_quality", lambda spec, runs, div: [])
 
 
@@ -267,6 +272,8 @@ def _side_by_side_stand_ins(
     monkeypatch.setattr(together, "save_raw", lambda *a: None)
     monkeypatch.setattr(ref_stage, "store_reference", lambda ctx, out: None)
     monkeypatch.setattr(run_stages, "perf_on", perf_on)
+    monkeypatch.setattr(run_stages, "perf_blocks",
+                        lambda ctx, rt, role, q: perf_on(ctx, rt, role, q))  # fmt: skip
 
 
 def test_side_by_side_starts_both_at_once_and_interleaves_perf_blocks(
