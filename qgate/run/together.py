@@ -80,7 +80,12 @@ def side_by_side(
     with ExitStack() as life:
         with clock.stage("startup"):
             ref_rt, cand_rt = _start_both(ctx, cand, life)
-        with clock.stage("quality"), ThreadPoolExecutor(2, thread_name_prefix="qgate") as pool:
+        # Not `with ThreadPoolExecutor`: its exit waits for both suites to finish, so Ctrl-C or
+        # a failure would wait minutes; here the servers stop at once and the threads' requests
+        # fail fast (the pool is shut down first, without waiting).
+        pool = ThreadPoolExecutor(2, thread_name_prefix="qgate")
+        life.callback(pool.shutdown, wait=False, cancel_futures=True)
+        with clock.stage("quality"):
             ref_future = pool.submit(quality_on, ctx, ref_rt, "reference", None)
             cand_future = pool.submit(quality_on, cand, cand_rt, "candidate", _result(ref_future))
             reference = ref_future.result()  # the reference's failure first: it is the root

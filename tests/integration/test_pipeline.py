@@ -368,30 +368,35 @@ def test_ctrl_c_during_candidate_start_leaves_no_server_and_keeps_reference(
     assert not (run_dir / "report.intoto.jsonl").exists()
 
 
-def test_ctrl_c_during_the_side_by_side_start_leaves_no_server(
+def test_ctrl_c_during_the_side_by_side_quality_stops_both_servers_at_once(
     passing_run: tuple[subprocess.CompletedProcess[str], Path],
     workspace: Path,
     env: dict[str, str],
     keypair: tuple[Path, Path],
 ) -> None:
-    _, profile = passing_run  # an empty cache: both servers start at once
+    _, profile = passing_run  # an empty cache: both servers start at once, then both suites
     out = workspace / "interrupted-together"
-    proc = subprocess.Popen(
-        [*QGATE, "run", str(profile), "--out", str(out), "--key", str(keypair[0]),
-         "--cache-dir", str(workspace / "empty-cache-together"), "--no-progress"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 120
-    servers: set[int] = set()
-    while time.monotonic() < deadline and len(servers) < 2:
-        time.sleep(0.5)
-        servers = {p for p in _descendants(proc.pid) if _alive(p)}
-    assert len(servers) >= 2, "the two servers never started"
-    time.sleep(3)  # inside both start-ups
-    servers |= _descendants(proc.pid)
-    proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=120)
+    err = workspace / "interrupted-together.stderr"
+    with err.open("w") as stderr_file:
+        proc = subprocess.Popen(
+            [*QGATE, "run", str(profile), "--out", str(out), "--key", str(keypair[0]),
+             "--cache-dir", str(workspace / "empty-cache-together"), "--no-progress"],
+            env=env, stdout=subprocess.PIPE, stderr=stderr_file, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and "stage quality: started" not in err.read_text():
+            assert proc.poll() is None, err.read_text()
+            time.sleep(0.5)
+        time.sleep(3)  # both sides' suites in flight
+        servers = _descendants(proc.pid)
+        assert len({p for p in servers if _alive(p)}) >= 2, err.read_text()
+        asked = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+        waited = time.monotonic() - asked
+    stderr = err.read_text()
     assert proc.returncode == 130, stderr
+    assert waited < 60, f"Ctrl-C took {waited:.0f} s: it waited for the suites"
     time.sleep(1)
     assert not [p for p in servers if _alive(p)], "server processes survived Ctrl-C"
     run_dir = next(out.iterdir())
