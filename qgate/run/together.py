@@ -13,8 +13,9 @@ pair, and the spread of the per-block ratios widens each ratio's interval
 (qgate/perf/blocks.py). A failing candidate leaves no reference perf to
 throw away: the reference's perf is measured only beside a candidate's.
 
-While one side runs its perf block the other idles on its own cores;
-perf/bench_neighbour.py measures what an idle neighbour costs.
+While one side runs its perf block the other is paused (SIGSTOP to its
+process group, SIGCONT after): perf/bench_neighbour.py measured what an idle
+neighbour costs, and a paused one costs nothing to run.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from typing import TypeVar
 
 from qgate.core.progress import StageClock
@@ -61,6 +62,12 @@ def _start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Run
         name = "reference" if runtime.role == "reference" else cand.side
         side.starts.append(start_record(runtime, name, "life"))
     return made[0], made[1]
+
+
+def _paused(runtime: Runtime) -> AbstractContextManager[None]:
+    """The runtime frozen while its neighbour's perf block runs (engines that can be)."""
+    pause = getattr(runtime, "paused", None)
+    return pause() if pause is not None else nullcontext()
 
 
 def _result(future: Future[T]) -> Callable[[], T]:
@@ -118,13 +125,15 @@ def interleaved(
     from qgate.run import stages
 
     sides: dict[Role, list[ScenarioRun]] = {"reference": [], "candidate": []}
-    order: tuple[tuple[RunContext, Runtime, Role, QualityOutput], ...] = (
-        (ctx, ref_rt, "reference", reference),
-        (cand, cand_rt, "candidate", candidate),
+    order: tuple[tuple[RunContext, Runtime, Runtime, Role, QualityOutput], ...] = (
+        (ctx, ref_rt, cand_rt, "reference", reference),
+        (cand, cand_rt, ref_rt, "candidate", candidate),
     )
     for block in range(blocks):
-        for side, runtime, role, quality in order:
-            log.info("perf block %d/%d: %s", block + 1, blocks, role)
-            sides[role] += stages.perf_on(side, runtime, role, quality, save=False, block=block)
+        for side, runtime, neighbour, role, quality in order:
+            log.info("perf block %d/%d: %s (the other side paused)", block + 1, blocks, role)
+            with _paused(neighbour):
+                runs = stages.perf_on(side, runtime, role, quality, save=False, block=block)
+            sides[role] += runs
             save_raw(side, f"{role}-perf.json", sides[role])
     return sides["reference"], sides["candidate"]

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -96,6 +96,19 @@ def _wait_group_gone(pgid: int, deadline: float) -> bool:
     return not group_alive(pgid)
 
 
+@contextlib.contextmanager
+def frozen_group(pgid: int) -> Iterator[None]:
+    """The process group stopped (SIGSTOP) inside the block and continued (SIGCONT) after,
+    so that an idle server takes no CPU while its neighbour is measured."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGCONT)
+
+
 def stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> int | None:
     """SIGTERM the group, SIGKILL it after `grace_s`; return the leader's exit status.
 
@@ -106,6 +119,7 @@ def stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> int | None:
     try:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGTERM)
+            os.killpg(pgid, signal.SIGCONT)  # a paused group (freeze_group) handles it only then
         deadline = time.monotonic() + grace_s
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=max(0.0, deadline - time.monotonic()))

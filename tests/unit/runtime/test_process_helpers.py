@@ -42,3 +42,28 @@ def test_root_url() -> None:
     assert root_url("http://h:1/v1") == "http://h:1"
     assert root_url("http://h:1/v1/") == "http://h:1"
     assert root_url("http://h:1") == "http://h:1"
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_a_frozen_group_is_stopped_inside_and_running_after(tmp_path: Path) -> None:
+    import sys
+    import time
+
+    from qgate.runtime.process import frozen_group, spawn_group, stop_group
+
+    proc = spawn_group([sys.executable, "-c", "import time; time.sleep(60)"], {}, tmp_path / "log")
+    try:
+        with frozen_group(proc.pid):
+            time.sleep(0.2)
+            assert _state(proc.pid) == "T"  # stopped: takes no CPU while the neighbour is measured
+        time.sleep(0.2)
+        assert _state(proc.pid) in ("S", "R")
+        with frozen_group(proc.pid):  # a group stopped while frozen still goes away
+            assert stop_group(proc, grace_s=5.0) is not None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.poll() is not None
