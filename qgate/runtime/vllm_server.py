@@ -113,8 +113,12 @@ class VllmServer(ServerProcess):
         launcher = self.launcher or cmd.detect_launcher()
         if not self.can_dry_check():
             raise ValueError("a custom launcher has no dry check; preflight by starting it")
-        argv = cmd.build_command(launcher, str(self.model_path), self.served_model, self.host,
-                                 1, self.args)[len(launcher):]  # fmt: skip
+        # The API server's parser takes `--model MODEL`; after `vllm serve` the model is
+        # positional, which that parser would drop and then look up its default model on the
+        # Hub (seen on the H200, offline). So the dry check always gets the flag form.
+        as_module = [sys.executable, "-m", cmd.API_SERVER_MODULE]
+        argv = cmd.build_command(as_module, str(self.model_path), self.served_model, self.host,
+                                 1, self.args)[len(as_module):]  # fmt: skip
         python = launcher[0] if launcher[1:3] == ("-m", cmd.API_SERVER_MODULE) else sys.executable
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._log_note(f"preflight: {self.role} command line through vLLM's argument parser")
