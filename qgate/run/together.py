@@ -47,13 +47,17 @@ def _start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Run
     from qgate.runtime.cores import usable_cores
     from qgate.runtime.factory import make_runtime
 
-    half = max(1, len(usable_cores()) // 2)
+    usable = usable_cores()
+    half = max(1, len(usable) // 2)
     made: list[Runtime] = []
-    roles: tuple[tuple[RunContext, Role], ...] = ((ctx, "reference"), (cand, "candidate"))
-    for side, role in roles:
+    roles: tuple[tuple[RunContext, Role, list[int]], ...] = (
+        (ctx, "reference", usable[:half]),
+        (cand, "candidate", usable[half : 2 * half]),
+    )
+    for side, role, own in roles:
         runtime = make_runtime(side.profile, role, side.model_paths[role], side.run_dir / "logs")
-        if hasattr(runtime, "cores_wanted"):
-            runtime.cores_wanted = half
+        if hasattr(runtime, "cores_chosen"):
+            runtime.cores_chosen = own  # disjoint halves, whatever else holds cores
         life.callback(runtime.stop)  # stopped on the way out, whatever happens
         runtime.start()
         made.append(runtime)

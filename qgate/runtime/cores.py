@@ -26,7 +26,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["BIND_ENV", "CoreLease", "bind_spec", "lease_cores", "lease_dir", "usable_cores"]
+__all__ = [
+    "BIND_ENV",
+    "CoreLease",
+    "bind_spec",
+    "lease_cores",
+    "lease_dir",
+    "lease_these",
+    "usable_cores",
+]
 
 BIND_ENV = "VLLM_CPU_OMP_THREADS_BIND"
 LEASE_DIR_ENV = "QGATE_CORE_LEASES"
@@ -118,3 +126,19 @@ def lease_cores(
     if not held:
         return CoreLease(cores[:want] if want else list(cores), list(cores), shared=True)
     return CoreLease(held, list(cores), shared=False, _fds=fds)
+
+
+def lease_these(
+    chosen: Sequence[int], usable: Sequence[int] | None = None, folder: Path | None = None
+) -> CoreLease:
+    """Lease exactly `chosen` (servers placed side by side by one run, each on its own half).
+
+    The binding is `chosen` whatever else holds them (`shared` says so when another qgate
+    server does): two sides of one run must never land on the same cores, which a lease of
+    "any free ones" did when an older server held them all (seen in CI: both on core 0).
+    """
+    cores = sorted(usable) if usable is not None else usable_cores()
+    root = folder or lease_dir()
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fds = [fd for core in chosen if (fd := _try_lock(root / f"cpu{core}.lock")) is not None]
+    return CoreLease(sorted(chosen), cores, shared=len(fds) < len(chosen), _fds=fds)

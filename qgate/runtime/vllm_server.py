@@ -63,6 +63,8 @@ class VllmServer(ServerProcess):
     # Cores to lease on the CPU (None: every free one); servers meant to run side by side ask
     # for their share.
     cores_wanted: int | None = None
+    # Exactly these cores (side by side, qgate/run/together.py); overrides cores_wanted.
+    cores_chosen: list[int] | None = None
     _lease: cores.CoreLease | None = None
 
     def start(self) -> None:
@@ -87,7 +89,10 @@ class VllmServer(ServerProcess):
         bind = cores.BIND_ENV
         if self.accelerator.lower() != "cpu" or bind in self.env_overlay or bind in os.environ:
             return
-        self._lease = cores.lease_cores(self.cores_wanted)
+        if self.cores_chosen:
+            self._lease = cores.lease_these(self.cores_chosen)
+        else:
+            self._lease = cores.lease_cores(self.cores_wanted)
         self.env_overlay[bind] = self._lease.spec
         self.run_dir.mkdir(parents=True, exist_ok=True)
         lease = self._lease

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from qgate.runtime.cores import bind_spec, lease_cores
+from qgate.runtime.cores import bind_spec, lease_cores, lease_these
 
 
 @pytest.mark.parametrize(
@@ -137,3 +137,22 @@ def test_a_binding_from_the_profile_shell_or_a_gpu_target_is_left_alone(
     shell = _server(tmp_path)
     shell._place_threads()  # type: ignore[attr-defined]
     assert cores.BIND_ENV not in shell.env_overlay  # type: ignore[attr-defined]
+
+
+def test_side_by_side_halves_stay_disjoint_when_another_server_holds_every_core(
+    tmp_path: Path,
+) -> None:
+    older = lease_cores(usable=[0, 1], folder=tmp_path)  # e.g. a server an earlier test left up
+    ref = lease_these([0], usable=[0, 1], folder=tmp_path)
+    cand = lease_these([1], usable=[0, 1], folder=tmp_path)
+    try:
+        assert (ref.spec, cand.spec) == ("0", "1")  # not both "0", as "any free core" gave
+        assert ref.shared and cand.shared
+    finally:
+        for lease in (older, ref, cand):
+            lease.release()
+    alone = lease_these([1], usable=[0, 1], folder=tmp_path)
+    try:
+        assert alone.spec == "1" and not alone.shared
+    finally:
+        alone.release()
