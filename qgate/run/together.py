@@ -14,8 +14,9 @@ pair, and the spread of the per-block ratios widens each ratio's interval
 throw away: the reference's perf is measured only beside a candidate's.
 
 While one side runs its perf block the other is paused (SIGSTOP to its
-process group, SIGCONT after): perf/bench_neighbour.py measured what an idle
-neighbour costs, and a paused one costs nothing to run.
+process group, SIGCONT after): perf/bench_neighbour.py could not separate an
+idle neighbour's effect from the shared machine's drift, and a paused one
+takes no CPU at all.
 """
 
 from __future__ import annotations

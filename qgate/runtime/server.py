@@ -403,9 +403,10 @@ class ServerProcess(EngineDecl, Lifecycle):
     def paused(self) -> Iterator[None]:
         """The whole server frozen inside the block (SIGSTOP to its group), resumed after.
 
-        Side-by-side perf blocks pause the idle neighbour: measured on the 2-core AVX2
-        EPYC, an idle vLLM-CPU server beside one being measured cost it 8-18% of its
-        single-stream output rate (perf/bench_neighbour.py).
+        Side-by-side perf blocks pause the idle neighbour. On the 2-core AVX2 EPYC two
+        runs of perf/bench_neighbour.py could not tell an idle neighbour's effect from the
+        shared machine's drift (single-stream output rate x0.82 beside it in an alternating
+        order, x0.97-1.09 in a balanced one); a paused one cannot move it at all.
         """
         if self._proc is None or self._stopped:
             yield
