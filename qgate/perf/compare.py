@@ -28,9 +28,7 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field
 
-from qgate.core.records import Record
 from qgate.perf.metrics import (
     e2e_ms,
     itl_gaps_ms,
@@ -43,34 +41,10 @@ from qgate.perf.metrics import (
     ttft_ms,
     workload_requests,
 )
-from qgate.perf.records import RequestRecord, ScenarioRun
+from qgate.perf.records import MetricComparison, RequestRecord, ScenarioRun
 from qgate.profile.perf import COMPARED
 
-
-class MetricComparison(Record):
-    """One metric on both runtimes and their ratio."""
-
-    scenario: str = Field(description="Scenario name.")
-    metric: str = Field(description="e.g. 'ttft_ms.p50', 'output_throughput'.")
-    unit: str = Field(description="ms, tok/s, req/s.")
-    better: Literal["lower", "higher"] = Field(description="Which direction is an improvement.")
-    reference: float | None = Field(description="Reference value (median, or aggregate).")
-    candidate: float | None = Field(description="Candidate value (median, or aggregate).")
-    ratio: float | None = Field(description="candidate / reference; None if not computable.")
-    ci_low: float | None = Field(description="Bootstrap 2.5th percentile of the ratio.")
-    ci_high: float | None = Field(description="Bootstrap 97.5th percentile of the ratio.")
-    resamples: int = Field(description="Bootstrap resamples (0 for aggregate metrics).")
-    seed: int = Field(description="Seed of the bootstrap generator.")
-    blocks: int = Field(default=1, description="Block pairs behind the figures (perf.blocks).")
-    block_ratios: list[float | None] = Field(
-        default_factory=list, description="candidate / reference in each block pair (blocks > 1)."
-    )
-    block_ci_low: float | None = Field(
-        default=None, description="Student-t 2.5th percentile of the ratio over the blocks."
-    )
-    block_ci_high: float | None = Field(
-        default=None, description="Student-t 97.5th percentile of the ratio over the blocks."
-    )
+__all__ = ["MetricComparison", "closed_loop", "compare"]
 
 
 # A metric's values request by request, and how many each request has.

@@ -102,3 +102,29 @@ class ScenarioRun(Record):
         description="Which perf block of its side this run is (0-based): side-by-side runs "
         "interleave blocks, reference then candidate (perf.blocks).",
     )
+
+
+class MetricComparison(Record):
+    """One metric on both runtimes and their ratio."""
+
+    scenario: str = Field(description="Scenario name.")
+    metric: str = Field(description="e.g. 'ttft_ms.p50', 'output_throughput'.")
+    unit: str = Field(description="ms, tok/s, req/s.")
+    better: Literal["lower", "higher"] = Field(description="Which direction is an improvement.")
+    reference: float | None = Field(description="Reference value (median, or aggregate).")
+    candidate: float | None = Field(description="Candidate value (median, or aggregate).")
+    ratio: float | None = Field(description="candidate / reference; None if not computable.")
+    ci_low: float | None = Field(description="Bootstrap 2.5th percentile of the ratio.")
+    ci_high: float | None = Field(description="Bootstrap 97.5th percentile of the ratio.")
+    resamples: int = Field(description="Bootstrap resamples (0 for aggregate metrics).")
+    seed: int = Field(description="Seed of the bootstrap generator.")
+    blocks: int = Field(default=1, description="Block pairs behind the figures (perf.blocks).")
+    block_ratios: list[float | None] = Field(
+        default_factory=list, description="candidate / reference in each block pair (blocks > 1)."
+    )
+    block_ci_low: float | None = Field(
+        default=None, description="Student-t 2.5th percentile of the ratio over the blocks."
+    )
+    block_ci_high: float | None = Field(
+        default=None, description="Student-t 97.5th percentile of the ratio over the blocks."
+    )

@@ -14,9 +14,10 @@ pair, and the spread of the per-block ratios widens each ratio's interval
 throw away: the reference's perf is measured only beside a candidate's.
 
 While one side runs its perf block the other is paused (SIGSTOP to its
-process group, SIGCONT after): perf/bench_neighbour.py could not separate an
-idle neighbour's effect from the shared machine's drift, and a paused one
-takes no CPU at all.
+process group, SIGCONT after). On the 2-core AVX2 EPYC two runs of
+perf/bench_neighbour.py could not tell an idle neighbour's effect from the
+shared machine's drift (single-stream output rate x0.82 beside it in an
+alternating order, x0.97-1.09 in a balanced one); a paused one takes no CPU.
 """
 
 from __future__ import annotations

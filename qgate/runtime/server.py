@@ -28,8 +28,8 @@ from qgate.profile.engines import EngineDecl
 from qgate.runtime import effective, process
 from qgate.runtime.causes import root_cause_in
 from qgate.runtime.ports import free_port, port_in_use
-from qgate.runtime.startup import compile_cache, ready_line, startup_phases
-from qgate.runtime.waiting import startup_progress
+from qgate.runtime.startup import ready_line, start_facts
+from qgate.runtime.waiting import poll_health, startup_progress
 
 if TYPE_CHECKING:
     from qgate.profile import Profile
@@ -342,16 +342,9 @@ class ServerProcess(EngineDecl, Lifecycle):
             args=dict(self.args),
             command=self.command_redacted(),
             emulated=list(self.emulated),
-            ready_s=self._ready_s(),
-            startup=startup_phases(log_text),
-            compile_cache=compile_cache(log_text),
+            **start_facts(log_text, self.spawned_at, self.ready_at),
             **facts,
         )
-
-    def _ready_s(self) -> float | None:
-        if self.ready_at is None or self.spawned_at is None:
-            return None
-        return round(self.ready_at - self.spawned_at, 2)
 
     def _recorded_env(self) -> dict[str, str]:
         return effective.recorded_env(self.env_overlay, self.secret_names)
@@ -375,25 +368,11 @@ class ServerProcess(EngineDecl, Lifecycle):
         proc = self._proc
         if proc is None:
             raise RuntimeFailure(self.role, "not started")
-        url = f"{http.root_url(self.base_url)}/health"
-        deadline = time.monotonic() + timeout_s
-        problem = ""
-        while proc.poll() is None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._fail(f"server stopped answering /health: {problem}")
-            try:
-                status, _ = http.get(url, timeout=max(0.5, min(10.0, remaining)))
-            except http.ProbeError as e:
-                problem = str(e)
-                # A dying server resets connections before it can be reaped; prefer its status.
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=min(1.0, max(0.0, deadline - time.monotonic())))
-                continue
-            if status == 200:
-                return
-            problem = f"HTTP {status}"
-            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+        problem = poll_health(proc, f"{http.root_url(self.base_url)}/health", timeout_s)
+        if problem == "":
+            return
+        if problem is not None:
+            raise self._fail(f"server stopped answering /health: {problem}")
         code = proc.returncode
         self.returncode = code
         self.stop()
@@ -401,13 +380,8 @@ class ServerProcess(EngineDecl, Lifecycle):
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
-        """The whole server frozen inside the block (SIGSTOP to its group), resumed after.
-
-        Side-by-side perf blocks pause the idle neighbour. On the 2-core AVX2 EPYC two
-        runs of perf/bench_neighbour.py could not tell an idle neighbour's effect from the
-        shared machine's drift (single-stream output rate x0.82 beside it in an alternating
-        order, x0.97-1.09 in a balanced one); a paused one cannot move it at all.
-        """
+        """The whole server frozen inside the block (SIGSTOP to its group), resumed after:
+        the idle side of a side-by-side perf block (qgate/run/together.py says why)."""
         if self._proc is None or self._stopped:
             yield
             return
@@ -421,7 +395,6 @@ class ServerProcess(EngineDecl, Lifecycle):
             return
         self._stopped = True
         code = process.stop_group(proc, self.stop_grace_s)
-        if self.returncode is None:
-            self.returncode = code
+        self.returncode = code if self.returncode is None else self.returncode
         # A CPU server stopped by SIGTERM may abort on the way out; that is not a failure.
         self._log_note(f"stopped ({process.describe_status(code)})")

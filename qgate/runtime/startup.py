@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from qgate.core.serving import EffectiveConfig
 
-__all__ = ["CompileCache", "compile_cache", "ready_line", "startup_phases"]
+__all__ = ["CompileCache", "compile_cache", "ready_line", "start_facts", "startup_phases"]
 
 CompileCache = Literal["hit", "miss"]
 
@@ -73,3 +73,12 @@ def ready_line(config: EffectiveConfig, log_path: Path | None) -> str:
     where = f"log: {log_path}" if log_path else ""
     inside = "; ".join(p for p in (", ".join(parts), where) if p)
     return f"{took} ({inside})" if inside else took
+
+
+def start_facts(
+    log_text: str, spawned_at: float | None, ready_at: float | None
+) -> dict[str, Any]:
+    """The EffectiveConfig fields of one start: ready_s, startup, compile_cache."""
+    ready = None if spawned_at is None or ready_at is None else round(ready_at - spawned_at, 2)
+    return {"ready_s": ready, "startup": startup_phases(log_text),
+            "compile_cache": compile_cache(log_text)}  # fmt: skip

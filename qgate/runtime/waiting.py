@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,3 +35,29 @@ def startup_progress(label: str) -> Iterator[Ticker]:
             status.update(f"{label}  [dim]{elapsed:5.1f} s[/dim]  {note}".rstrip())
 
         yield tick
+
+
+def poll_health(proc: subprocess.Popen[bytes], url: str, timeout_s: float) -> str | None:
+    """Poll `url` (a server's /health) for up to `timeout_s`: '' once it answers 200, the
+    last problem when the time is up, None when the process exited first."""
+    from qgate.core import http
+
+    deadline = time.monotonic() + timeout_s
+    problem = ""
+    while proc.poll() is None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return problem or "no answer"
+        try:
+            status, _ = http.get(url, timeout=max(0.5, min(10.0, remaining)))
+        except http.ProbeError as e:
+            problem = str(e)
+            # A dying server resets connections before it can be reaped; prefer its status.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=min(1.0, max(0.0, deadline - time.monotonic())))
+            continue
+        if status == 200:
+            return ""
+        problem = f"HTTP {status}"
+        time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+    return None
