@@ -44,16 +44,20 @@ def by_block(runs: Sequence[ScenarioRun]) -> list[ScenarioRun]:
 
 
 def pooled(runs: Sequence[ScenarioRun]) -> ScenarioRun:
-    """One side's blocks as one run: every request, the measured windows summed."""
+    """One side's blocks as one run: every request, the measured windows and the counter
+    deltas summed."""
     ordered = by_block(runs)
     if len(ordered) == 1:
         return ordered[0]
     first = ordered[0]
+    # the engine's counters (prefix-cache hits, preemptions) as the sum of each block's delta
+    keys = set.intersection(*(set(r.counters_before) & set(r.counters_after) for r in ordered))
+    deltas = {k: sum(r.counters_after[k] - r.counters_before[k] for r in ordered) for k in keys}
     return first.model_copy(update={
         "requests": [q for r in ordered for q in r.requests],
         "duration_ns": sum(r.duration_ns for r in ordered),
-        "counters_before": {},
-        "counters_after": {},
+        "counters_before": dict.fromkeys(deltas, 0.0),
+        "counters_after": deltas,
     })  # fmt: skip
 
 

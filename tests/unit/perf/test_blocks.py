@@ -66,6 +66,12 @@ def test_pooled_sums_windows_and_keeps_every_request() -> None:
     both = pooled([a, b])
     assert len(both.requests) == 5 and both.duration_ns == a.duration_ns + b.duration_ns
     assert pooled([a]) is a
+    hits = "vllm:prefix_cache_hits"
+    a = a.model_copy(update={"counters_before": {hits: 10.0, "x": 1.0},
+                             "counters_after": {hits: 40.0}})  # fmt: skip
+    b = b.model_copy(update={"counters_before": {hits: 40.0}, "counters_after": {hits: 55.0}})
+    both = pooled([a, b])  # the deltas add up; a counter one block lacks is left out
+    assert both.counters_after == {hits: 45.0} and both.counters_before == {hits: 0.0}
 
 
 def test_a_later_block_draws_other_prompts() -> None:
