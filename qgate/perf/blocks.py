@@ -43,15 +43,16 @@ def by_block(runs: Sequence[ScenarioRun]) -> list[ScenarioRun]:
     return sorted(runs, key=lambda r: r.block)
 
 
-def pooled(runs: Sequence[ScenarioRun]) -> ScenarioRun:
+def pooled(runs: Sequence[ScenarioRun], counters: bool = True) -> ScenarioRun:
     """One side's blocks as one run: every request, the measured windows and the counter
-    deltas summed."""
+    deltas summed (`counters=False`: dropped, as perf derivation 4 pooled them)."""
     ordered = by_block(runs)
     if len(ordered) == 1:
         return ordered[0]
     first = ordered[0]
     # the engine's counters (prefix-cache hits, preemptions) as the sum of each block's delta
     keys = set.intersection(*(set(r.counters_before) & set(r.counters_after) for r in ordered))
+    keys = keys if counters else set()
     deltas = {k: sum(r.counters_after[k] - r.counters_before[k] for r in ordered) for k in keys}
     return first.model_copy(update={
         "requests": [q for r in ordered for q in r.requests],

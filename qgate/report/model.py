@@ -102,7 +102,8 @@ class ScenarioResult(Record):
 # 2: request output/decode rates, TTFT p90/p99, TPOT/E2E p99 and throughput intervals added.
 # 3: a per-bucket time series (time_series) in the summaries, for runs that ask for one.
 # 4: interleaved perf blocks (ScenarioRun.block): block ratios and intervals; one block as before.
-PERF_DERIVATION = 4
+# 5: pooled blocks keep the engine's counters (sum of each block's delta).
+PERF_DERIVATION = 5
 
 
 class PerfSection(Record):

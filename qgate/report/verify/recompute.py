@@ -179,7 +179,7 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
         blocks.setdefault((r.scenario, r.role), []).append(r)
     if any(len({r.block for r in side}) != len(side) for side in blocks.values()):
         raise _fail("perf: two runs share a scenario name, role and block")
-    runs = {key: pooled(side) for key, side in blocks.items()}
+    runs = {key: pooled(side, counters=perf.derivation >= 5) for key, side in blocks.items()}
     results = {r.scenario: r for r in perf.results}
     run_names = {s for s, _ in runs}
     if set(results) != run_names:
