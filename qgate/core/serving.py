@@ -30,7 +30,25 @@ class MetricNames(Record):
     generation_tokens: str | None = Field(default=None, description="Tokens generated.")
 
 
-class EffectiveConfig(Record):
+class StartFacts(Record):
+    """What one server start cost (runtime/startup.py reads them from the engine's log)."""
+
+    ready_s: float | None = Field(
+        default=None, description="Seconds from spawning the server to its first healthy /health."
+    )
+    startup: dict[str, float] = Field(
+        default_factory=dict,
+        description="Seconds per start-up phase the engine logged (weights_s, compile_s, "
+        "graphs_s, engine_init_s); a phase not logged is absent.",
+    )
+    compile_cache: Literal["hit", "miss"] | None = Field(
+        default=None,
+        description="torch.compile graphs read from the engine's cache ('hit'), compiled "
+        "afresh ('miss'), or nothing compiled (None).",
+    )
+
+
+class EffectiveConfig(StartFacts):
     """What a running server reports about itself, not what was asked of it."""
 
     role: Role = Field(description="Runtime role.")
@@ -74,22 +92,9 @@ class EffectiveConfig(Record):
     emulated: list[str] = Field(
         default_factory=list, description="Components that are emulated, not native."
     )
-    ready_s: float | None = Field(
-        default=None, description="Seconds from spawning the server to its first healthy /health."
-    )
-    startup: dict[str, float] = Field(
-        default_factory=dict,
-        description="Seconds per start-up phase the engine logged (weights_s, compile_s, "
-        "graphs_s, engine_init_s); a phase not logged is absent.",
-    )
-    compile_cache: Literal["hit", "miss"] | None = Field(
-        default=None,
-        description="torch.compile graphs read from the engine's cache ('hit'), compiled "
-        "afresh ('miss'), or nothing compiled (None).",
-    )
 
 
-class ServerStart(Record):
+class ServerStart(StartFacts):
     """One server start of a run: whose, what for, and how long until it served."""
 
     side: str = Field(description="'reference', or the candidate's name ('candidate' alone).")
@@ -97,13 +102,6 @@ class ServerStart(Record):
         description="A start-and-stop preflight, or the life that served the plan's work."
     )
     kind: str = Field(description="The engine (registry kind).")
-    ready_s: float | None = Field(description="Seconds from spawn to the first healthy /health.")
-    startup: dict[str, float] = Field(
-        default_factory=dict, description="Seconds per start-up phase the engine logged."
-    )
-    compile_cache: Literal["hit", "miss"] | None = Field(
-        default=None, description="Whether torch.compile read its graphs from the cache."
-    )
 
 
 class Runtime(Protocol):
