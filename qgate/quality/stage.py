@@ -2,8 +2,8 @@
 
 The suites are those of the registry (qgate/profile/suites.py), run in its
 order. The reference runs every suite and, for divergence (the one paired
-step), generates and scores the continuations; the candidate runs the same
-suites and scores the reference's continuations. Reference results are
+step, which it runs first), generates and scores the continuations; the
+candidate runs the same suites and scores the reference's continuations. Reference results are
 cached under a key of everything that shapes them (see qgate/quality/cache.py),
 so an unchanged reference is not recomputed when only the candidate changes.
 """
@@ -92,6 +92,7 @@ async def _evaluate(
     timeout_s: float,
     reference_scores: ReferenceScores,
     tokenizer_path: Path | None,
+    on_scores: Callable[[ScoreSet], None] | None,
 ) -> tuple[list[SuiteRun], ScoreSet | None]:
     ctx = SuiteContext(
         role=role,
@@ -108,10 +109,16 @@ async def _evaluate(
     runs: list[SuiteRun] = []
     scores: ScoreSet | None = None
     from qgate.core import progress
-    for entry, setting in configured(spec):
+
+    suites = configured(spec)
+    if role == "reference":  # the paired step first: a candidate beside it never waits long
+        suites = sorted(suites, key=lambda pair: not pair[0].paired)
+    for entry, setting in suites:
         with progress.suite(role, entry.key):
             if entry.paired:  # divergence: the one step that needs the reference's results
                 scores = await _paired(entry.load(), setting, ctx, reference_scores)
+                if on_scores is not None and role == "reference":
+                    on_scores(scores)
             else:
                 runner: SuiteRunner = entry.load()
                 runs += await runner.run(setting, ctx)
@@ -126,8 +133,13 @@ def evaluate(
     *,
     tokenizer_path: Path | None,
     reference_scores: ReferenceScores = None,
+    on_scores: Callable[[ScoreSet], None] | None = None,
 ) -> QualityOutput:
-    """Run every configured suite against a started runtime."""
+    """Run every configured suite against a started runtime.
+
+    The reference runs the paired divergence step first and hands its scores to
+    `on_scores` at once, so a candidate's quality running beside it gets them early.
+    """
     effective = runtime.effective_config()
     max_len = effective.max_model_len or max_model_len_of(profile, role)
     from qgate.runtime.causes import blamed_on
@@ -142,6 +154,7 @@ def evaluate(
                 timeout_s=profile.engine.request_timeout_s,
                 reference_scores=reference_scores,
                 tokenizer_path=tokenizer_path,
+                on_scores=on_scores,
             )
         )
     return QualityOutput(role=role, runs=runs, scores=scores, effective_config=effective)

@@ -26,6 +26,7 @@ from qgate.profile import Profile
 from qgate.profile.load import LoadedProfile
 from qgate.profile.load_multi import LoadedMulti
 from qgate.quality.cache_auth import ReferenceProvenance
+from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.stage import QualityOutput
 from qgate.run.options import RunOptions
 from qgate.runtime.capabilities import CpuCaps, Selection
@@ -261,23 +262,27 @@ def quality_on(
     ctx: RunContext,
     runtime: Runtime,
     role: Role,
-    reference: QualityOutput | Callable[[], QualityOutput] | None,
+    reference: QualityOutput | Callable[[], ScoreSet | None] | None,
+    on_scores: Callable[[ScoreSet], None] | None = None,
 ) -> QualityOutput:
     """Every suite on one started runtime; raw results saved at once.
 
-    `reference` may be a call that waits for the reference's results (its quality running
-    beside this one): only the paired divergence step waits for it.
+    `reference` may be a call that waits for the reference's divergence scores (its quality
+    running beside this one): only the paired divergence step waits for it. `on_scores`
+    gets the reference's own scores as soon as they exist.
     """
     from qgate.quality.stage import ReferenceScores, evaluate
 
-    scores: ReferenceScores = None
-    if callable(reference):
-        wait = reference
-        scores = lambda: wait().scores  # noqa: E731
-    elif reference is not None:
-        scores = reference.scores
+    scores: ReferenceScores = (
+        reference.scores if isinstance(reference, QualityOutput) else reference
+    )
     out = evaluate(
-        runtime, ctx.profile, role, tokenizer_path=ctx.tokenizer_path, reference_scores=scores
+        runtime,
+        ctx.profile,
+        role,
+        tokenizer_path=ctx.tokenizer_path,
+        reference_scores=scores,
+        on_scores=on_scores,
     )
     save_raw(ctx, f"{role}-quality.json", out)
     return out

@@ -210,8 +210,8 @@ def _together(
         cand_serves.append(f"perf in {blocks} interleaved block(s), if every gate passed")
     notes = [
         "reference and candidate start together and run side by side, each on its own cores: "
-        "their start-ups and quality suites overlap; the candidate's divergence waits for the "
-        "reference's scores",
+        "their start-ups and quality suites overlap; the reference scores its divergence "
+        "continuations first and hands them to the candidate's divergence, which runs last",
     ]
     if compared:
         notes.append(

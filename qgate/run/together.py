@@ -1,17 +1,18 @@
 """The reference and the candidate side by side: started at once, quality at once, perf interleaved.
 
 When both servers fit on the machine (run/plan.py decides: vLLM on the CPU,
-one candidate, an uncached reference, at least two usable cores and the
-memory for two), each is bound to its own half of the cores and both start
-together, so their start-ups overlap. Their quality suites run at the same
-time; the candidate's divergence step waits for the reference's scores, the
-one result it needs. The gates are judged as in sequence
-(qgate/run/candidate.py: judge) and, only when every gate passed, the perf
-scenarios run in interleaved blocks (reference, candidate, reference,
-candidate, ...): the two sides see the same machine state within a block
-pair, and the spread of the per-block ratios widens each ratio's interval
-(qgate/perf/blocks.py). A failing candidate leaves no reference perf to
-throw away: the reference's perf is measured only beside a candidate's.
+one candidate, an uncached reference, at least two usable cores and the memory
+for two), each is bound to its own half of the cores and both start together,
+so their start-ups overlap. Their quality suites run at the same time; the
+reference runs its divergence step first and hands its scores over at once, so
+the candidate's divergence (last in its order) rarely waits. The gates are
+judged as in sequence (qgate/run/candidate.py: judge) and, only when every
+gate passed, the perf scenarios run in interleaved blocks (reference,
+candidate, reference, candidate, ...): the two sides see the same machine
+state within a block pair, and the spread of the per-block ratios widens each
+ratio's interval (qgate/perf/blocks.py). A failing candidate leaves no
+reference perf to throw away: the reference's perf is measured only beside a
+candidate's.
 
 While one side runs its perf block the other is paused (SIGSTOP to its
 process group, SIGCONT after). On the 2-core AVX2 EPYC two runs of
@@ -25,14 +26,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, ExitStack, nullcontext
-from typing import TypeVar
+from typing import Any
 
 from qgate.core.progress import StageClock
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
 from qgate.perf.records import ScenarioRun
+from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.stage import QualityOutput
 from qgate.run.candidate import CandidateResult, judge
 from qgate.run.context import RunContext, quality_on, save_raw, start_record
@@ -40,8 +42,6 @@ from qgate.run.context import RunContext, quality_on, save_raw, start_record
 __all__ = ["side_by_side"]
 
 log = logging.getLogger("qgate")
-
-T = TypeVar("T")
 
 
 def _start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Runtime, Runtime]:
@@ -76,8 +76,18 @@ def _paused(runtime: Runtime) -> AbstractContextManager[None]:
     return pause() if pause is not None else nullcontext()
 
 
-def _result(future: Future[T]) -> Callable[[], T]:
-    return future.result
+def _scores(early: Future[ScoreSet], whole: Future[QualityOutput]) -> Callable[[], ScoreSet | None]:
+    """A call that waits for the reference's scores: handed over early, or with its whole result.
+
+    If the reference fails before its scores exist, the call raises the reference's error.
+    """
+
+    def get() -> ScoreSet | None:
+        either: list[Future[Any]] = [early, whole]
+        wait(either, return_when=FIRST_COMPLETED)
+        return early.result() if early.done() else whole.result().scores
+
+    return get
 
 
 def side_by_side(
@@ -99,8 +109,11 @@ def side_by_side(
         pool = ThreadPoolExecutor(2, thread_name_prefix="qgate")
         life.callback(pool.shutdown, wait=False, cancel_futures=True)
         with clock.stage("quality"):
-            ref_future = pool.submit(quality_on, ctx, ref_rt, "reference", None)
-            cand_future = pool.submit(quality_on, cand, cand_rt, "candidate", _result(ref_future))
+            early: Future[ScoreSet] = Future()
+            ref_future = pool.submit(quality_on, ctx, ref_rt, "reference", None, early.set_result)
+            cand_future = pool.submit(
+                quality_on, cand, cand_rt, "candidate", _scores(early, ref_future)
+            )
             reference = ref_future.result()  # the reference's failure first: it is the root
             ref_stage.store_reference(ctx, reference)
             out.quality = cand_future.result()

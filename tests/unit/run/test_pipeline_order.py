@@ -250,7 +250,8 @@ def _side_by_side_stand_ins(
     monkeypatch.setattr(together, "_start_both", lambda ctx, cand, life: (
         calls.append(("start together", "reference+candidate")) or ("ref-rt", "cand-rt")))
 
-    def quality_on(ctx: RunContext, rt: str, role: str, reference: Any) -> QualityOutput:
+    def quality_on(ctx: RunContext, rt: str, role: str, reference: Any,
+                   on_scores: Any = None) -> QualityOutput:  # fmt: skip
         if callable(reference):
             reference()  # the candidate's divergence waits for the reference's results
         calls.append(("quality", role))
@@ -305,3 +306,67 @@ def test_side_by_side_with_a_failed_gate_measures_no_speed(
     monkeypatch.setattr(report_stage, "write_single", lambda *a: None)
     pipeline.run(runs.reference.opts)
     assert not [c for c in calls if c[0] == "perf"]  # not even the reference's baseline
+
+
+def test_side_by_side_hands_the_reference_scores_over_before_its_quality_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from qgate.run import together
+
+    calls: list[tuple[str, str]] = []
+    runs = _single(tmp_path, placement="together")
+    _side_by_side_stand_ins(monkeypatch, runs, calls)
+    monkeypatch.setattr(report_stage, "write_single", lambda *a: None)
+    got: list[Any] = []
+    candidate_scored = threading.Event()
+    scores = object()
+
+    def quality_on(ctx: RunContext, rt: str, role: str, reference: Any,
+                   on_scores: Any = None) -> QualityOutput:  # fmt: skip
+        if role == "reference":
+            on_scores(scores)  # divergence done: the other suites still to run
+            assert candidate_scored.wait(10), "the candidate waited for the whole reference"
+        else:
+            got.append(reference())
+            candidate_scored.set()
+        return QualityOutput(role=role)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(together, "quality_on", quality_on)
+    pipeline.run(runs.reference.opts)
+    assert got == [scores]
+
+
+def test_side_by_side_candidate_gets_the_reference_error_when_it_fails_before_its_scores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from qgate.run import together
+
+    calls: list[tuple[str, str]] = []
+    runs = _single(tmp_path, placement="together")
+    _side_by_side_stand_ins(monkeypatch, runs, calls)
+    monkeypatch.setattr(report_stage, "write_single", lambda *a: None)
+    seen: list[str] = []
+    waiting, answered = threading.Event(), threading.Event()
+
+    def quality_on(ctx: RunContext, rt: str, role: str, reference: Any,
+                   on_scores: Any = None) -> QualityOutput:  # fmt: skip
+        if role == "reference":
+            assert waiting.wait(10)
+            raise RuntimeFailure("reference", "server died in math.short")
+        waiting.set()
+        try:
+            reference()  # must not hang: the reference failed before handing its scores over
+        except RuntimeFailure as exc:
+            seen.append(str(exc))
+        answered.set()
+        return QualityOutput(role=role)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(together, "quality_on", quality_on)
+    with pytest.raises(RuntimeFailure, match="reference runtime: server died"):
+        pipeline.run(runs.reference.opts)
+    assert answered.wait(10)
+    assert seen == ["reference runtime: server died in math.short"]
