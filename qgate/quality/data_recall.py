@@ -4,9 +4,16 @@ A haystack is filler prose made from a committed vocabulary with one
 "access code" sentence planted at one depth (one haystack per depth: a small
 model confuses several codes with each other, which would measure
 distraction rather than recall over distance). Everything is derived from
-`random.Random` seeded with (seed, length, depth, haystack index), so the
-same profile gives the same sentences; how many of them fit in N tokens is
-decided at run time with the served model's tokenizer.
+`random.Random`, so the same profile gives the same sentences; how many of
+them fit in N tokens is decided at run time with the served model's tokenizer.
+
+The token-sized suite (recall_suite) draws a haystack's filler from (seed,
+length, haystack index) and its code from (seed, length, haystack index,
+depth): every depth of one haystack reads the same prose up to its code, so
+their prompts share that prefix and a prefix-caching server computes it once
+(with 5 depths ~1/3 fewer prompt tokens; the usual needle-in-a-haystack
+design, one haystack text, the needle moved). The character-sized set for
+lm-eval keeps one stream per (seed, length, depth, index).
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from dataclasses import dataclass
 from qgate.core.files import jsonl_bytes
 
 GENERATOR_VERSION = "2"
+# The token-sized suite's layout: "3" = one filler stream per haystack, shared by its depths.
+SIZED_GENERATOR_VERSION = "3"
 RECALL_CHARS_SEED = 4242
 RECALL_CHARS_LENGTH = 4000
 
@@ -161,6 +170,11 @@ class Needle:
 def haystack_rng(seed: int, length: int, index: int, depth: float) -> random.Random:
     """The generator of one haystack; string seeds are hashed deterministically (sha512)."""
     return random.Random(f"qgate-recall:{seed}:{length}:{depth:.4f}:{index}")
+
+
+def filler_rng(seed: int, length: int, index: int) -> random.Random:
+    """The filler generator of one token-sized haystack, the same for every depth."""
+    return random.Random(f"qgate-recall-filler:{seed}:{length}:{index}")
 
 
 def make_needles(rng: random.Random, depths: list[float]) -> list[Needle]:

@@ -73,7 +73,7 @@ def recall_data_sha256(spec: RecallSuite, length: int, *, max_model_len: int | N
     built, _ = clip_length(length, max_model_len, spec.max_tokens)
     view = {
         "suite": f"recall.{length}",
-        "generator_version": data_recall.GENERATOR_VERSION,
+        "generator_version": data_recall.SIZED_GENERATOR_VERSION,
         "vocabulary_sha256": sha256_bytes(read_eval_file(evals_root() / VOCABULARY)),
         "seed": spec.seed,
         "depths": list(spec.depths),
@@ -113,12 +113,16 @@ async def build_haystack(
 ) -> tuple[str, data_recall.Needle, int]:
     """The largest haystack of at most `built_tokens` tokens; its needle and token count.
 
-    The sentence stream depends only on (seed, length, depth, index); the
-    tokenizer only decides how many sentences fit (binary search over the count).
+    The sentences depend only on (seed, length, index), shared by every depth of
+    the haystack (their prompts share the text before the code), the code on
+    (seed, length, index, depth); the tokenizer only decides how many sentences
+    fit (binary search over the count).
     """
-    rng = data_recall.haystack_rng(seed, length, index, depth)
-    needles = data_recall.make_needles(rng, [depth])
-    pool = data_recall.filler_sentences(rng, vocab, built_tokens // 6 + 16)
+    needles = data_recall.make_needles(
+        data_recall.haystack_rng(seed, length, index, depth), [depth]
+    )
+    filler = data_recall.filler_rng(seed, length, index)
+    pool = data_recall.filler_sentences(filler, vocab, built_tokens // 6 + 16)
     lo, hi = 0, len(pool)
     best_tokens = await sizer.count(data_recall.assemble([], needles))
     if best_tokens > built_tokens:

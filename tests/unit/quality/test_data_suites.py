@@ -177,6 +177,24 @@ def test_recall_sizes_haystacks_in_tokens_and_scores_exact_codes() -> None:
     assert len({i.id for i in small.items + big.items}) == 12
 
 
+def test_recall_depths_of_one_haystack_share_its_prose_up_to_the_code() -> None:
+    spec = RecallSuite(context_tokens=[600], depths=[0.2, 0.8], haystacks=2)
+    _, seen = _run(
+        lambda url: run_recall(
+            url, "m", spec, "reference", concurrency=1, seed=0, max_model_len=None
+        )  # fmt: skip
+    )
+    prompts = [b["messages"][-1]["content"] for b in seen if "messages" in b]
+    h0d0, h0d1, h1d0, _ = prompts
+    code_at = h0d0.index("The access code for")
+    assert code_at > 100
+    assert h0d1[:code_at] == h0d0[:code_at]  # the prefix a prefix-caching server reuses
+    codes = [re.findall(r"is ([A-Z]{2}-\d{4})\.", p) for p in (h0d0, h0d1)]
+    assert codes[0] != codes[1] and all(len(c) == 1 for c in codes)
+    shared = len("Read the following notes.\n\n")
+    assert h1d0[: shared + 40] != h0d0[: shared + 40]  # another haystack, other prose
+
+
 def test_recall_is_deterministic_and_digest_tracks_spec() -> None:
     spec = RecallSuite(context_tokens=[300], depths=[0.5], haystacks=2)
 
