@@ -290,9 +290,14 @@ FATAL_STARTUP_MARKERS = (
 
 
 def fatal_startup_line(text: str) -> str | None:
-    """The first log line that says a starting server has failed for good, if any."""
+    """The first log line that says a starting server has failed for good, if any.
+
+    Lines at INFO/WARNING level and Python warnings never count, whatever they quote.
+    """
+    from qgate.runtime.causes import is_noise
+
     for line in text.splitlines():
-        if any(marker in line for marker in FATAL_STARTUP_MARKERS):
+        if any(marker in line for marker in FATAL_STARTUP_MARKERS) and not is_noise(line):
             return line.strip()
     return None
 

@@ -25,8 +25,7 @@ from qgate.core.serving import EffectiveConfig, Lifecycle
 from qgate.errors import RuntimeFailure
 from qgate.profile.base import EngineArgValue
 from qgate.profile.engines import EngineDecl
-from qgate.runtime import effective, process
-from qgate.runtime.causes import root_cause_in
+from qgate.runtime import causes, effective, process
 from qgate.runtime.ports import free_port, port_in_use
 from qgate.runtime.startup import ready_line, start_facts
 from qgate.runtime.waiting import poll_health, startup_progress
@@ -201,10 +200,18 @@ class ServerProcess(EngineDecl, Lifecycle):
         return [redact_text(line, secrets) for line in process.tail_lines(self.log_path, 20)]
 
     def _fail(self, message: str, returncode: int | None = None) -> RuntimeFailure:
-        cause = root_cause_in(self.log_path)
-        because = f": {redact_text(cause, self._secrets())}" if cause else ""
+        """The one-line failure: a death by signal read first, then the engine's fatal line
+        (only when there is one), the log path; the lines around that fatal line as details."""
+        secrets = self._secrets()
+        text = causes.read_log(self.log_path)
+        cause = causes.root_cause(text)
+        reading = causes.death_reading(returncode)
+        if reading is not None and message.endswith(")"):
+            message = f"{message[:-1]} — {reading})"
+        because = f": {redact_text(cause, secrets)}" if cause else ""
+        context = [redact_text(line, secrets) for line in causes.cause_context(text)]
         return RuntimeFailure(
-            self.role, f"{message}{because} (log: {self.log_path})", self._tail(), returncode
+            self.role, f"{message}{because} (log: {self.log_path})", context, returncode
         )
 
     def _spawn(self, port: int) -> None:

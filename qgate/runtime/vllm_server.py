@@ -12,6 +12,7 @@ import sys
 from typing import Any, ClassVar
 
 from qgate.core.features import FEATURES, Feature
+from qgate.core.redact import redact_text
 from qgate.core.serving import EffectiveConfig, MetricNames
 from qgate.errors import RuntimeFailure
 from qgate.profile.base import EngineArgValue
@@ -140,9 +141,13 @@ class VllmServer(ServerProcess):
             lines = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
             found = [ln for ln in lines if ln.startswith("vllm: error:")] or lines[-1:]
             cause = found[0].removeprefix("vllm: ") if found else f"exit status {done.returncode}"
+            from qgate.runtime.causes import cause_context
+
+            secrets = self._secrets()  # the fatal line and the frames above it, no usage text
+            context = [redact_text(ln, secrets) for ln in cause_context(done.stderr)]
             raise RuntimeFailure(
                 self.role, f"preflight: vLLM refused the command line: {cause} (log: "
-                f"{self.log_path})", self._tail(), done.returncode,
+                f"{self.log_path})", context, done.returncode,
             )  # fmt: skip
 
     def prepare_args(

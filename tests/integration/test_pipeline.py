@@ -306,6 +306,9 @@ def test_candidate_that_cannot_start_fails_before_the_reference(
     assert first.startswith(refused), first
     assert "unrecognized arguments: --no-such-engine-flag" in first, first
     assert "candidate.log" in first
+    # at most the engine's fatal line and the frames above it: never its argparse usage text
+    shown = lines[errors[0] + 1 :]
+    assert len(shown) <= 3 and not any("usage:" in ln or "[--" in ln for ln in shown), shown
     run_dir = next(out.iterdir())
     assert not (run_dir / "logs" / "reference.log").exists()  # the reference never started
     assert not (run_dir / "raw" / "reference-quality.json").exists()
