@@ -121,22 +121,44 @@ def main(
 @click.option("--skip-files", is_flag=True,
               help="Do not check that the model, data and other local files named exist "
               "(for profiles meant for another machine).")  # fmt: skip
-def validate(profiles: tuple[Path, ...], skip_files: bool) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True,
+              help="Lines for people, or one JSON object (`qgate schema validate`).")  # fmt: skip
+def validate(profiles: tuple[Path, ...], skip_files: bool, fmt: str) -> None:
     """Check profile files without running anything; exit 2 if any is invalid."""
+    from qgate.cli.outputs import ValidatedFile, ValidateOutput, echo_json
     from qgate.cli.util import echo_error
     from qgate.profile.load_multi import load_any_profile_file
 
-    bad = 0
+    files: list[ValidatedFile] = []
     for path in profiles:
         try:
             load_any_profile_file(path, check_files=not skip_files)
         except ProfileError as exc:
-            echo_error(exc)
-            bad += 1
+            files.append(ValidatedFile(path=str(path), ok=False, error=exc.message,
+                                       details=list(exc.details)))  # fmt: skip
+            if fmt != "json":
+                echo_error(exc)
         else:
-            click.echo(f"ok {path}")
-    if bad:
-        raise click.exceptions.Exit(int(ExitCode.BAD_INPUT))
+            files.append(ValidatedFile(path=str(path), ok=True, error=None, details=[]))
+            if fmt != "json":
+                click.echo(f"ok {path}")
+    code = int(ExitCode.BAD_INPUT) if any(not f.ok for f in files) else 0
+    if fmt == "json":
+        echo_json(ValidateOutput(files=files, exit_code=code))
+    if code:
+        raise click.exceptions.Exit(code)
+
+
+@main.command()
+@click.argument("name", type=click.Choice(["run", "verify", "validate", "compare"]))
+def schema(name: str) -> None:
+    """Print the JSON Schema of a command's `--format json` output."""
+    import json
+
+    from qgate.cli.outputs import OUTPUTS
+
+    click.echo(json.dumps(OUTPUTS[name].model_json_schema(), indent=2))
 
 
 # Subcommands from other packages (one line each; see the module docstring).

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from qgate.errors import BadInput, VerificationFailed
 from qgate.report.model import Report
 from qgate.report.multi_model import MultiReport
+
+if TYPE_CHECKING:
+    from qgate.cli.outputs import CompareOutput
 
 _PATH = click.Path(path_type=Path)
 
@@ -113,6 +117,9 @@ def keygen(key_type: str, prefix: Path) -> None:
     click.echo(f"public key:  {pub} (give this to verifiers)")
 
 
+_FORMAT = click.Choice(["text", "json"])
+
+
 @click.command()
 @click.argument("report", type=_PATH)
 @click.option("--pubkey", type=_PATH, required=True, help="PEM public key of the signer.")
@@ -130,26 +137,68 @@ def keygen(key_type: str, prefix: Path) -> None:
     default=None,
     help="Check every checkpoint file against the subjects.",
 )
-def verify(report: Path, pubkey: Path, profile: Path | None, model_dir: Path | None) -> None:
+@click.option(
+    "--require-pass",
+    is_flag=True,
+    help="Exit 1 also when the report verifies but its verdict is not PASS (FAIL, UNGATED, "
+    "PREVIEW), so `qgate verify R --require-pass && deploy` deploys only a verified PASS.",
+)
+@click.option("--format", "fmt", type=_FORMAT, default="text", show_default=True,
+              help="Lines for people, or one JSON object (`qgate schema verify`).")  # fmt: skip
+def verify(
+    report: Path,
+    pubkey: Path,
+    profile: Path | None,
+    model_dir: Path | None,
+    require_pass: bool,
+    fmt: str,
+) -> None:
     """Check signature, subjects and schema, and recompute every verdict from the records.
 
-    Exit 0 when everything holds, 1 with the first reason otherwise, 2 for an
+    Exit 0 when everything holds, 1 with the first reason otherwise (and, with
+    --require-pass, when it verifies with a verdict other than PASS), 2 for an
     unreadable file or profile, 3 when this environment cannot run the checks.
     """
+    from qgate.cli.outputs import VerifyOutput, echo_json
     from qgate.core.outpaths import check_in_file
+    from qgate.errors import QgateError
     from qgate.report.verify.multi import verify_any_file
 
-    # Checked before the signature and the recomputation, which take a while on big reports.
-    if profile is not None:
-        check_in_file(profile, "--profile")
-    if model_dir is not None and not model_dir.is_dir():
-        raise BadInput(f"--model {model_dir}: not a folder")
-    result = verify_any_file(report, pubkey, profile, model_dir)
-    for line in result.checked:
-        click.echo(f"ok  {line}")
-    for note in result.notes:
-        click.echo(f"note {note}")
-    click.echo(f"VERIFIED {report} (verdict {result.report.verdict})")
+    def out(**kw: object) -> VerifyOutput:
+        return VerifyOutput(report=str(report), require_pass=require_pass, **kw)
+
+    try:
+        # Checked before the signature and the recomputation, which take a while on big reports.
+        if profile is not None:
+            check_in_file(profile, "--profile")
+        if model_dir is not None and not model_dir.is_dir():
+            raise BadInput(f"--model {model_dir}: not a folder")
+        result = verify_any_file(report, pubkey, profile, model_dir)
+    except QgateError as exc:
+        if fmt != "json":
+            raise
+        echo_json(out(verified=False, kind=None, verdict=None, passed=False, checked=[],
+                      notes=[], error=exc.message, exit_code=int(exc.exit_code)))  # fmt: skip
+        raise click.exceptions.Exit(int(exc.exit_code)) from None
+    verdict = str(result.report.verdict)
+    passed = verdict == "PASS"
+    code = 1 if require_pass and not passed else 0
+    if fmt == "json":
+        kind = "multi" if isinstance(result.report, MultiReport) else "single"
+        echo_json(out(verified=True, kind=kind, verdict=verdict, passed=passed,
+                      checked=list(result.checked), notes=list(result.notes), error=None,
+                      exit_code=code))  # fmt: skip
+    else:
+        for line in result.checked:
+            click.echo(f"ok  {line}")
+        for note in result.notes:
+            click.echo(f"note {note}")
+        click.echo(f"VERIFIED {report} (verdict {verdict})")
+        if code:
+            click.echo(f"NOT PASS: {report} verifies, but its verdict is {verdict} "
+                       f"(--require-pass)", err=True)  # fmt: skip
+    if code:
+        raise click.exceptions.Exit(code)
 
 
 @click.command()
@@ -197,12 +246,18 @@ def show(report: Path, fmt: str, out: Path | None, pubkey: Path | None) -> None:
 @click.argument("reports", type=_PATH, nargs=-1, required=True)
 @click.option("--pubkey", type=_PATH, default=None, help="Verify every report first.")
 @click.option("--html", "html_out", type=_PATH, default=None, help="Also write an HTML page.")
-def compare_cmd(reports: tuple[Path, ...], pubkey: Path | None, html_out: Path | None) -> None:
+@click.option("--format", "fmt", type=_FORMAT, default="text", show_default=True,
+              help="A table for people, or one JSON object (`qgate schema compare`).")  # fmt: skip
+def compare_cmd(
+    reports: tuple[Path, ...], pubkey: Path | None, html_out: Path | None, fmt: str
+) -> None:
     """Several reports side by side: verdict, accuracy deltas, mean KLD, perf ratio.
 
-    REPORT#NAME picks candidate NAME of a report with several candidates.
+    REPORT#NAME picks candidate NAME of a report with several candidates. The
+    speed column is the geometric mean over a report's scenarios of the
+    candidate/reference output tokens/s ratio, with a 95% interval.
     """
-    from qgate.report.render.compare import compare_html, compare_table
+    from qgate.report.render.compare import AGGREGATE, compare_html, compare_table
     from qgate.report.render.md import md_table
 
     if html_out is not None:
@@ -215,12 +270,35 @@ def compare_cmd(reports: tuple[Path, ...], pubkey: Path | None, html_out: Path |
     ]
     if pubkey is None:
         click.echo("note: not verified (pass --pubkey to verify each report)", err=True)
-    click.echo("\n".join(md_table(compare_table(loaded))))
+    if fmt == "json":
+        from qgate.cli.outputs import echo_json
+
+        echo_json(compare_output(loaded, verified=pubkey is not None))
+    else:
+        click.echo("\n".join(md_table(compare_table(loaded))))
+        click.echo(f"\nOutput tok/s ratio: {AGGREGATE}; Δacc: candidate − reference accuracy.")
     if html_out is not None:
         from qgate.core.files import atomic_write
 
         atomic_write(html_out, compare_html(loaded).encode())
         click.echo(f"wrote {html_out}", err=True)
+
+
+def compare_output(loaded: list[tuple[str, Report]], verified: bool) -> CompareOutput:
+    """The rows of `compare --format json`."""
+    from qgate.cli.outputs import CompareOutput, CompareRow
+    from qgate.report.derive import accuracy_deltas, mean_kld
+    from qgate.report.render.compare import AGGREGATE, headline_interval
+
+    rows = []
+    for label, rep in loaded:
+        point, low, high, n = headline_interval(rep)
+        rows.append(CompareRow(label=label, profile=str(rep.profile.get("name", "?")),
+                               verdict=str(rep.verdict), accuracy_delta=accuracy_deltas(rep),
+                               mean_kld=mean_kld(rep), output_tokens_per_s_ratio=point,
+                               ratio_ci_low=low, ratio_ci_high=high, scenarios=n,
+                               perf_status=str(rep.perf.status)))  # fmt: skip
+    return CompareOutput(aggregate=AGGREGATE, verified=verified, rows=rows)
 
 
 __all__ = ["compare_cmd", "keygen", "show", "verify"]

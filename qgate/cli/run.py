@@ -6,8 +6,13 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from qgate.cli.outputs import RunSummary
+    from qgate.run.options import RunOutcome
 
 
 def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -38,9 +43,12 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
 @click.option("--force-perf", is_flag=True,
               help="Run perf even when a gate failed; the report is marked UNGATED.")
 @click.option("--no-progress", is_flag=True, help="No progress display.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="The final summary as lines for people, or as one JSON "
+              "object on stdout (`qgate schema run`); progress stays on stderr.")
 def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | None,
             refresh_reference: bool, trust_cache_keys: tuple[Path, ...], strict_cache: bool,
-            skip_perf: bool, force_perf: bool, no_progress: bool) -> None:  # fmt: skip
+            skip_perf: bool, force_perf: bool, no_progress: bool, fmt: str) -> None:  # fmt: skip
     """Gate a candidate precision config against its reference, then measure it."""
     from qgate.core.outpaths import check_in_file, check_out_dir
     from qgate.errors import BadInput
@@ -65,6 +73,17 @@ def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | N
         )  # fmt: skip
     finally:
         signal.signal(signal.SIGTERM, previous)
+    if fmt == "json":
+        from qgate.cli.outputs import echo_json
+
+        echo_json(json_summary(outcome))
+    else:
+        text_summary(outcome)
+    click.get_current_context().exit(int(outcome.exit_code))
+
+
+def text_summary(outcome: RunOutcome) -> None:
+    """The lines `qgate run` ends with."""
     from qgate.report.verdict import verdict_label
 
     failed = [v for v in outcome.verdicts if not v.passed]
@@ -95,4 +114,28 @@ def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | N
     click.echo(f"views:  {outcome.run_dir / 'report.md'}  {outcome.run_dir / 'report.html'}")
     if outcome.public_key is not None:
         click.echo(f"signed with the local development key; public key: {outcome.public_key}")
-    click.get_current_context().exit(int(outcome.exit_code))
+
+
+def json_summary(outcome: RunOutcome) -> RunSummary:
+    """The same facts as `text_summary`, as `qgate.run/1`."""
+    from qgate.cli.outputs import FailedGate, RunSummary
+
+    return RunSummary(
+        verdict=str(outcome.verdict),
+        exit_code=int(outcome.exit_code),
+        gates_passed=sum(v.passed for v in outcome.verdicts),
+        gates_total=len(outcome.verdicts),
+        failed=[FailedGate(gate=v.gate, reason=v.reason) for v in outcome.verdicts if not v.passed],
+        underpowered=[v.gate for v in outcome.verdicts if v.passed and v.underpowered],
+        perf_status=str(outcome.perf_status),
+        reference_cached=outcome.reference_cached,
+        candidates=list(outcome.candidates),
+        perf=list(outcome.headline),
+        machine=list(outcome.capability_notes),
+        warnings=list(outcome.warnings),
+        engine_warnings=list(outcome.engine_warnings),
+        time=list(outcome.time),
+        report=str(outcome.envelope),
+        run_dir=str(outcome.run_dir),
+        public_key=str(outcome.public_key) if outcome.public_key is not None else None,
+    )

@@ -9,25 +9,62 @@ from qgate.report.model import Report
 from qgate.report.render.parts import Table, fmt
 
 HEADLINE_METRIC = "output_throughput"
+AGGREGATE = (
+    "output tokens/s ratio (candidate / reference, > 1 = faster): geometric mean over the "
+    "report's scenarios; its 95% interval combines each scenario's interval in log space "
+    "(half-width / 1.96 as the standard error, scenarios taken as independent)"
+)
+_Z = 1.96
+
+
+def _headline(report: Report) -> list[tuple[float, float | None, float | None]]:
+    out = []
+    for r in report.perf.results:
+        for c in r.comparisons:
+            ratio = c.get("ratio")
+            if c.get("metric") == HEADLINE_METRIC and isinstance(ratio, int | float) and ratio > 0:
+                low, high = c.get("ci_low"), c.get("ci_high")
+                ok = isinstance(low, int | float) and isinstance(high, int | float) and low > 0
+                out.append((float(ratio), float(low) if ok else None,  # type: ignore[arg-type]
+                            float(high) if ok else None))  # type: ignore[arg-type]  # fmt: skip
+    return out
 
 
 def headline_ratio(report: Report) -> float | None:
     """Geometric mean over scenarios of the candidate/reference output tokens/s ratio."""
-    ratios = [
-        float(c["ratio"])
-        for r in report.perf.results
-        for c in r.comparisons
-        if c.get("metric") == HEADLINE_METRIC
-        and isinstance(c.get("ratio"), int | float)
-        and c["ratio"] > 0
-    ]
-    if not ratios:
-        return None
-    return math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+    return headline_interval(report)[0]
+
+
+def headline_interval(report: Report) -> tuple[float | None, float | None, float | None, int]:
+    """(geometric mean, 2.5th, 97.5th percentile, scenarios) of the output tokens/s ratio.
+
+    The interval is None when any scenario has no interval of its own.
+    """
+    rows = _headline(report)
+    if not rows:
+        return None, None, None, 0
+    n = len(rows)
+    mean = sum(math.log(r) for r, _, _ in rows) / n
+    if any(low is None or high is None for _, low, high in rows):
+        return math.exp(mean), None, None, n
+    se = math.sqrt(sum(((math.log(h) - math.log(lo)) / (2 * _Z)) ** 2
+                       for _, lo, h in rows if lo and h)) / n  # fmt: skip
+    return math.exp(mean), math.exp(mean - _Z * se), math.exp(mean + _Z * se), n
+
+
+def ratio_cell(report: Report) -> str:
+    """`x1.05 [0.98, 1.12]`, `x1.05` without an interval, `-` without perf."""
+    point, low, high, _ = headline_interval(report)
+    if point is None:
+        return "-"
+    if low is None or high is None:
+        return f"x{point:.3g}"
+    return f"x{point:.3g} [{low:.3g}, {high:.3g}]"
 
 
 def compare_table(reports: list[tuple[str, Report]]) -> Table:
-    """One row per report: profile, verdict, per-suite accuracy deltas, mean KLD, perf ratio."""
+    """One row per report: profile, verdict, per-suite accuracy deltas (candidate − reference),
+    mean KLD, the output tokens/s ratio aggregate (AGGREGATE says how) with its interval."""
     suites: list[str] = []
     for _, rep in reports:
         for s in accuracy_deltas(rep):
@@ -39,7 +76,7 @@ def compare_table(reports: list[tuple[str, Report]]) -> Table:
         "Verdict",
         *[f"Δacc {s}" for s in suites],
         "Mean KLD",
-        "Output tok/s ratio",
+        "Output tok/s ratio (geomean, 95% CI)",
         "Perf",
     ]
     rows = []
@@ -52,7 +89,7 @@ def compare_table(reports: list[tuple[str, Report]]) -> Table:
                 rep.verdict,
                 *[fmt(deltas.get(s)) for s in suites],
                 fmt(mean_kld(rep)),
-                fmt(headline_ratio(rep)),
+                ratio_cell(rep),
                 rep.perf.status,
             ]
         )
