@@ -43,19 +43,25 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
 @click.option("--force-perf", is_flag=True,
               help="Run perf even when a gate failed; the report is marked UNGATED.")
 @click.option("--no-progress", is_flag=True, help="No progress display.")
+@click.option("--metadata", "metadata", multiple=True, metavar="KEY=VALUE",
+              help="Recorded in the signed report and shown in every view (repeatable; "
+              "vllm bench's convention). CI variables (commit, run id...) are recorded anyway.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="The final summary as lines for people, or as one JSON "
               "object on stdout (`qgate schema run`); progress stays on stderr.")
 def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | None,
             refresh_reference: bool, trust_cache_keys: tuple[Path, ...], strict_cache: bool,
-            skip_perf: bool, force_perf: bool, no_progress: bool, fmt: str) -> None:  # fmt: skip
+            skip_perf: bool, force_perf: bool, no_progress: bool, metadata: tuple[str, ...],
+            fmt: str) -> None:  # fmt: skip
     """Gate a candidate precision config against its reference, then measure it."""
     from qgate.core.outpaths import check_in_file, check_out_dir
+    from qgate.core.provenance import parse_metadata
     from qgate.errors import BadInput
     from qgate.run.pipeline import RunOptions, run
 
     if skip_perf and force_perf:
         raise BadInput("--skip-perf and --force-perf contradict each other")
+    pairs = parse_metadata(metadata)
     check_out_dir(out_root, "--out")
     if cache_dir is not None:
         check_out_dir(cache_dir, "--cache-dir")
@@ -69,6 +75,7 @@ def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | N
                 refresh_reference=refresh_reference, trust_cache_keys=trust_cache_keys,
                 strict_cache=strict_cache, skip_perf=skip_perf,
                 force_perf=force_perf, progress=not no_progress and sys.stderr.isatty(),
+                metadata=pairs,
             )
         )  # fmt: skip
     finally:

@@ -9,6 +9,7 @@ from typing import Any
 
 from qgate import __version__
 from qgate.core.plan import Plan
+from qgate.core.provenance import RunProvenance
 from qgate.core.serving import EffectiveConfig, ServerStart
 from qgate.core.verdict import Verdict
 from qgate.perf.records import ScenarioRun
@@ -84,6 +85,7 @@ def build_report(
     capability_notes: Sequence[str] = (),
     warnings: Sequence[str] = (),
     reference_provenance: ReferenceProvenance | None = None,
+    provenance: RunProvenance | None = None,
 ) -> Report:
     """The unsigned report; `write_report` redacts, digests artifacts and signs it."""
     from qgate.perf.gates import report_gates
@@ -123,6 +125,7 @@ def build_report(
         starts=list(starts),
         plan=plan,
         reference_provenance=reference_provenance,
+        provenance=provenance,
     )
 
 
@@ -135,6 +138,7 @@ def build_multi_report(
     stage_timings: dict[str, float],
     plan: Plan | None = None,
     starts: Sequence[ServerStart] = (),
+    provenance: RunProvenance | None = None,
 ) -> MultiReport:
     """The unsigned multi report; the table and the verdict derived from the entries."""
     from qgate.report.multi_table import multi_verdict, table
@@ -154,4 +158,5 @@ def build_multi_report(
         stage_timings=dict(stage_timings),
         starts=list(starts),
         plan=plan,
+        provenance=provenance,
     )

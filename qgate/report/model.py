@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from qgate.attest.keys import SignerSource
 from qgate.core.plan import Plan
+from qgate.core.provenance import RunProvenance
 from qgate.core.records import Record
 from qgate.core.serving import EffectiveConfig, ServerStart
 from qgate.core.verdict import Verdict
@@ -191,6 +192,11 @@ class Report(Record):
         description="The run plan it followed: every server life, decided before any started "
         "(None in reports made before plans, and in the per-candidate reports of a multi run, "
         "whose plan is the multi report's).",
+    )
+    provenance: RunProvenance | None = Field(
+        default=None,
+        description="Where it ran: the CI job (commit, ref, run id and URL, runner) and "
+        "--metadata KEY=VALUE; None outside CI without metadata, and in reports made before.",
     )
 
     def all_verdicts(self) -> list[Verdict]:

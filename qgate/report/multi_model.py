@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from qgate.core.plan import Plan
+from qgate.core.provenance import RunProvenance
 from qgate.core.records import Record
 from qgate.core.serving import ServerStart
 from qgate.report.model import Artifact, OverallVerdict, Report, SignerInfo
@@ -136,6 +137,11 @@ class MultiReport(Record):
     )
     plan: Plan | None = Field(
         default=None, description="The run plan it followed (None in reports made before plans)."
+    )
+    provenance: RunProvenance | None = Field(
+        default=None,
+        description="Where it ran: the CI job (commit, ref, run id and URL, runner) and "
+        "--metadata KEY=VALUE; None outside CI without metadata, and in reports made before.",
     )
 
     def entry(self, name: str) -> CandidateEntry | None:

@@ -31,6 +31,8 @@ class RunOptions:
     skip_perf: bool = False
     force_perf: bool = False
     progress: bool = True
+    metadata: dict[str, str] = field(default_factory=dict)
+    """--metadata KEY=VALUE pairs, recorded in the signed report."""
 
 
 @dataclass

@@ -10,6 +10,7 @@ import os
 from collections.abc import Sequence
 
 from qgate.core.plan import Plan
+from qgate.core.provenance import RunProvenance
 from qgate.core.serving import ServerStart
 from qgate.errors import ExitCode
 from qgate.perf.records import ScenarioRun
@@ -19,7 +20,7 @@ from qgate.report.model import PerfStatus, Report
 from qgate.report.multi_model import CandidateEntry, CandidateVerdict
 from qgate.run.candidate import CandidateResult, perf_with_baseline, report_of
 from qgate.run.context import RunContext, RunSet
-from qgate.run.options import RunOutcome
+from qgate.run.options import RunOptions, RunOutcome
 
 __all__ = ["build", "capability_notes", "exit_code_of", "headline", "report", "write_multi",
            "write_single"]
@@ -125,7 +126,15 @@ def build(
         reference_provenance=ctx.reference_provenance,
         plan=plan,
         starts=[s for s in ctx.starts if s.side in ("reference", ctx.side)],
+        provenance=provenance_of(ctx.opts),
     )
+
+
+def provenance_of(opts: RunOptions) -> RunProvenance | None:
+    """The CI job this process runs in (its own variables) and the run's --metadata."""
+    from qgate.core.provenance import run_provenance
+
+    return run_provenance(os.environ, opts.metadata)
 
 
 def headline(rep: Report) -> list[str]:
@@ -184,6 +193,7 @@ def write_multi(
         stage_timings=timings,
         plan=plan,
         starts=ref.starts,
+        provenance=provenance_of(ref.opts),
     )
     secrets = sorted({s for c in multi.candidates for s in c.profile.secrets})
     written = write_report(

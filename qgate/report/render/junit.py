@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from qgate.core.provenance import provenance_properties
 from qgate.report.model import Report
 from qgate.report.verdict import verdict_label
 
@@ -38,6 +39,7 @@ def add_suite(root: ET.Element, name: str, report: Report) -> None:
         ("perf_status", report.perf.status),
         ("profile_sha256", report.profile_sha256),
         ("qgate_version", report.qgate_version),
+        *provenance_properties(report.provenance),
     ):
         ET.SubElement(props, "property", name=key, value=value)
     for v in verdicts:

@@ -52,4 +52,6 @@ def origin_lines(report: Any) -> list[str]:
         f"qgate {report.qgate_version}, created {report.created_at}, "
         f"profile sha256 {report.profile_sha256[:16]}."
     )
-    return lines
+    from qgate.core.provenance import provenance_lines
+
+    return lines + provenance_lines(getattr(report, "provenance", None))

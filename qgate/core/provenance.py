@@ -1,0 +1,128 @@
+"""Where a run happened, for an auditor: the CI job (from its own variables) and --metadata.
+
+Read from the variables GitHub Actions and GitLab CI set for every job (other
+CI systems: `CI=true` alone gives the provider "ci"), and from `--metadata
+KEY=VALUE` (vLLM bench's convention). Only the named variables are read, so a
+job's tokens never reach a report; a metadata value whose key names a secret,
+or that has a credential's shape, is written as REDACTED. The fields live in
+the signed statement: an edited one fails verification.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from pydantic import Field
+
+from qgate.core.records import Record
+from qgate.core.redact import REDACTED, is_secret_name, redact_text
+from qgate.errors import BadInput
+
+__all__ = ["CiProvenance", "RunProvenance", "parse_metadata", "provenance_lines",
+           "provenance_properties", "run_provenance"]
+
+_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+
+
+class CiProvenance(Record):
+    """The CI job that ran qgate, as the CI system describes it."""
+
+    provider: str = Field(description="github-actions, gitlab-ci, or ci (only CI=true set).")
+    repository: str | None = Field(default=None, description="owner/name or group/project.")
+    commit: str | None = Field(default=None, description="The commit the job ran on.")
+    ref: str | None = Field(default=None, description="Branch or tag ref.")
+    workflow: str | None = Field(default=None, description="Workflow or pipeline name.")
+    job: str | None = Field(default=None, description="Job name.")
+    run_id: str | None = Field(default=None, description="Run or pipeline id.")
+    run_attempt: str | None = Field(default=None, description="Attempt of that run.")
+    run_url: str | None = Field(default=None, description="Link to the run or job.")
+    runner: str | None = Field(default=None, description="Runner name.")
+
+
+class RunProvenance(Record):
+    """CI provenance and the user's metadata of one run."""
+
+    ci: CiProvenance | None = Field(default=None, description="The CI job, when in one.")
+    metadata: dict[str, str] = Field(
+        default_factory=dict, description="--metadata KEY=VALUE pairs (secret-looking redacted)."
+    )
+
+
+def _github(env: Mapping[str, str]) -> CiProvenance:
+    server, repo, run = env.get("GITHUB_SERVER_URL"), env.get("GITHUB_REPOSITORY"), env.get(
+        "GITHUB_RUN_ID"
+    )
+    url = f"{server}/{repo}/actions/runs/{run}" if server and repo and run else None
+    return CiProvenance(provider="github-actions", repository=repo, commit=env.get("GITHUB_SHA"),
+                        ref=env.get("GITHUB_REF"), workflow=env.get("GITHUB_WORKFLOW"),
+                        job=env.get("GITHUB_JOB"), run_id=run,
+                        run_attempt=env.get("GITHUB_RUN_ATTEMPT"), run_url=url,
+                        runner=env.get("RUNNER_NAME"))  # fmt: skip
+
+
+def _gitlab(env: Mapping[str, str]) -> CiProvenance:
+    return CiProvenance(provider="gitlab-ci", repository=env.get("CI_PROJECT_PATH"),
+                        commit=env.get("CI_COMMIT_SHA"), ref=env.get("CI_COMMIT_REF_NAME"),
+                        workflow=env.get("CI_PIPELINE_NAME"), job=env.get("CI_JOB_NAME"),
+                        run_id=env.get("CI_PIPELINE_ID"), run_attempt=None,
+                        run_url=env.get("CI_JOB_URL"),
+                        runner=env.get("CI_RUNNER_DESCRIPTION"))  # fmt: skip
+
+
+def ci_provenance(env: Mapping[str, str]) -> CiProvenance | None:
+    """The CI job described by `env`, or None outside CI."""
+    if env.get("GITHUB_ACTIONS") == "true" or env.get("GITHUB_RUN_ID"):
+        return _github(env)
+    if env.get("GITLAB_CI") == "true" or env.get("CI_PIPELINE_ID"):
+        return _gitlab(env)
+    if env.get("CI", "").lower() in ("true", "1"):
+        return CiProvenance(provider="ci")
+    return None
+
+
+def parse_metadata(pairs: Sequence[str]) -> dict[str, str]:
+    """`KEY=VALUE` strings as a dict; BadInput naming the pair that is not one."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not _KEY.match(key):
+            raise BadInput(f"--metadata {pair!r}: expected KEY=VALUE, KEY of letters, digits, "
+                           f"'_', '.', '-' (at most 64)")  # fmt: skip
+        if key in out:
+            raise BadInput(f"--metadata {key!r} given twice")
+        out[key] = REDACTED if is_secret_name(key) and value else redact_text(value)
+    return out
+
+
+def run_provenance(env: Mapping[str, str], metadata: Mapping[str, str]) -> RunProvenance | None:
+    """What the report records about where it ran; None outside CI without metadata."""
+    ci = ci_provenance(env)
+    if ci is None and not metadata:
+        return None
+    return RunProvenance(ci=ci, metadata=dict(metadata))
+
+
+def provenance_lines(p: RunProvenance | None) -> list[str]:
+    """One line for the CI job, one for the metadata, for every view."""
+    if p is None:
+        return []
+    lines = []
+    if p.ci is not None:
+        c = p.ci
+        named = (("repository", c.repository), ("commit", c.commit), ("ref", c.ref),
+                 ("workflow", c.workflow), ("job", c.job), ("run", c.run_id),
+                 ("attempt", c.run_attempt), ("runner", c.runner), ("url", c.run_url))  # fmt: skip
+        facts = [f"{name} {value}" for name, value in named if value]
+        lines.append(f"CI: {c.provider}" + (f" ({', '.join(facts)})" if facts else "") + ".")
+    if p.metadata:
+        lines.append("Metadata: " + ", ".join(f"{k}={v}" for k, v in p.metadata.items()) + ".")
+    return lines
+
+
+def provenance_properties(p: RunProvenance | None) -> list[tuple[str, str]]:
+    """(name, value) pairs for JUnit properties: ci.commit, ..., metadata.KEY."""
+    if p is None:
+        return []
+    out = [(f"ci.{k}", str(v)) for k, v in (p.ci.model_dump() if p.ci else {}).items() if v]
+    return out + [(f"metadata.{k}", v) for k, v in p.metadata.items()]
