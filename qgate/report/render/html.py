@@ -20,6 +20,8 @@ table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.9em}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
 th{background:#f3f3f3}.PASS{color:#1a7f37}.FAIL,.fail{color:#cf222e;font-weight:600}
 .UNGATED,.PREVIEW{color:#9a6700}figure{display:inline-block;margin:.5em}figcaption{font-size:.8em}
+.warning{background:#fff8c5;border-left:4px solid #d4a72c;padding:.3em .6em}
+.note{color:#555;font-size:.9em}
 """
 
 
@@ -46,10 +48,41 @@ def html_table(table: Table) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
+_LINE_CLASSES = (("WARNING", "warning"), ("ENGINE WARNING", "warning"), ("FAILED", "fail"),
+                 ("UNDERPOWERED", "warning"), ("MACHINE", "note"))  # fmt: skip
+
+
+def _line(text: str) -> str:
+    cls = next((c for prefix, c in _LINE_CLASSES if text.startswith(prefix)), None)
+    return f'<p class="{cls}">{html_line(text)}</p>' if cls else f"<p>{html_line(text)}</p>"
+
+
+def _plots(report: Report) -> list[str]:
+    plots = all_plots(report)
+    if not plots:
+        return []
+    out = ["<h2>Plots</h2><div>"]
+    for caption, png in plots:
+        data = base64.b64encode(png).decode("ascii")
+        out.append(
+            f'<figure><img alt="{html.escape(caption)}" '
+            f'src="data:image/png;base64,{data}"/>'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+        )
+    return [*out, "</div>"]
+
+
 def render_html(report: Report) -> str:
-    """A single HTML document; every text from the report is escaped."""
+    """A single HTML document; every text from the report is escaped.
+
+    The verdict, its failing gates and the gate table come first, then accuracy,
+    divergence and perf, then the plots, then the environment.
+    """
     parts: list[str] = []
-    for i, sec in enumerate(sections(report)):
+    secs = sections(report)
+    for i, sec in enumerate(secs):
+        if i == len(secs) - 1 and i > 0:  # the environment section: plots before it
+            parts += _plots(report)
         tag = "h1" if i == 0 else "h2"
         parts.append(f"<{tag}>{html.escape(sec.title)}</{tag}>")
         if i == 0:
@@ -60,20 +93,8 @@ def render_html(report: Report) -> str:
             lines = sec.lines[1:]
         else:
             lines = sec.lines
-        parts += [f"<p>{html_line(line)}</p>" for line in lines]
+        parts += [_line(line) for line in lines]
         parts += [html_table(t) for t in sec.tables]
-        if i == 0:
-            plots = all_plots(report)
-            if plots:
-                parts.append("<h2>Plots</h2><div>")
-                for caption, png in plots:
-                    data = base64.b64encode(png).decode("ascii")
-                    parts.append(
-                        f'<figure><img alt="{html.escape(caption)}" '
-                        f'src="data:image/png;base64,{data}"/>'
-                        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
-                    )
-                parts.append("</div>")
     return html_page(report.profile, report.verdict, parts)
 
 

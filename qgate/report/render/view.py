@@ -48,6 +48,10 @@ def _headline(report: Report) -> Section:
     sec.lines.append(f"Gates: {total - len(failed)} of {total} passed; perf: {report.perf.status}.")
     for v in failed:
         sec.lines.append(f"FAILED {v.gate}: {v.reason}")
+    weak = [v.gate for v in report.all_verdicts() if v.passed and v.underpowered]
+    if weak:
+        sec.lines.append(f"UNDERPOWERED: {len(weak)} passing gate(s) cannot detect the drop they "
+                         f"forbid with this sample: {', '.join(weak)}")  # fmt: skip
     if report.emulated:
         sec.lines.append("EMULATED components: " + "; ".join(report.emulated))
     if report.target_mismatches:
@@ -75,6 +79,11 @@ def _gates(report: Report) -> Section:
         for v in report.all_verdicts()
     ]
     sec.tables.append(Table(["Gate", "Observed", "Limit", "Result", "Reason"], rows))
+    sec.lines.append(
+        "Signs: a max_drop gate observes the drop, reference minus candidate accuracy "
+        "(positive = the candidate is worse); the accuracy table's Delta is candidate minus "
+        "reference (negative = the candidate is worse)."
+    )
     return sec
 
 
@@ -96,9 +105,46 @@ def _quality(report: Report) -> Section:
         if ref is not None and cand is not None:
             lost, gained = flips(ref, cand)
             flip_rows.append([suite, str(len(lost)), _ids(lost), str(len(gained)), _ids(gained)])
-    sec.tables.append(Table(["Suite", "Reference", "Candidate", "Delta"], acc_rows))
+    sec.tables.append(
+        Table(["Suite", "Reference", "Candidate", "Delta (candidate − reference)"], acc_rows)
+    )
     sec.tables.append(Table(["Suite", "Lost", "Lost ids", "Gained", "Gained ids"], flip_rows))
+    changed = _changed_answers(report)
+    if changed.rows:
+        sec.tables.append(changed)
     return sec
+
+
+_DRILL_PER_SUITE = 6
+_SNIPPET = 60
+
+
+def _snippet(text: str | None) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= _SNIPPET else flat[: _SNIPPET - 1] + "…"
+
+
+def _changed_answers(report: Report) -> Table:
+    """Lost and gained items side by side (expected, both answers), a few per suite."""
+    rows: list[list[str]] = []
+    more = 0
+    for suite, ref, cand in suite_pairs(report.quality.runs):
+        if ref is None or cand is None:
+            continue
+        lost, gained = flips(ref, cand)
+        by_ref = {i.id: i for i in ref.items}
+        by_cand = {i.id: i for i in cand.items}
+        flipped = [("lost", i) for i in lost] + [("gained", i) for i in gained]
+        more += max(0, len(flipped) - _DRILL_PER_SUITE)
+        for kind, item_id in flipped[:_DRILL_PER_SUITE]:
+            r, c = by_ref[item_id], by_cand[item_id]
+            rows.append([suite, item_id, kind, str(r.expected),
+                         f"{r.answer} · {_snippet(r.output)}",
+                         f"{c.answer} · {_snippet(c.output)}"])  # fmt: skip
+    caption = "Changed answers (answer · output)"
+    caption += f"; {more} more in the records" if more else ""
+    return Table(["Suite", "Item", "Flip", "Expected", "Reference", "Candidate"], rows,
+                 caption=caption)  # fmt: skip
 
 
 def _divergence(report: Report) -> Section | None:

@@ -109,3 +109,38 @@ def test_accuracy_plot_at_zero_and_full_accuracy() -> None:
         assert len(run.items) == n
     png = accuracy_plot(report)
     assert png is not None and png.startswith(b"\x89PNG")
+
+
+def test_html_puts_the_verdict_and_gate_table_before_the_first_plot() -> None:
+    report = build_report()
+    page = render_html(report)
+    verdict = page.index('class="PASS"')
+    gates = page.index("<h2>Gates</h2>")
+    table = page.index("<table>", gates)
+    first_plot = page.index("<img ")
+    assert verdict < gates < table < first_plot < page.index("<h2>Environment</h2>")
+    accuracy, perf = page.index("<h2>Accuracy and flips</h2>"), page.index("<h2>Performance</h2>")
+    assert table < accuracy < perf < first_plot
+
+
+def test_underpowered_gates_get_a_banner_in_every_view() -> None:
+    report = build_report()
+    gate = report.quality.verdicts[0]
+    report.quality.verdicts[0] = gate.model_copy(update={"underpowered": True, "passed": True})
+    md = render_markdown(report)
+    banner = "UNDERPOWERED: 1 passing gate(s) cannot detect the drop they forbid with this sample"
+    assert f"{banner}: {gate.gate}" in md
+    page = render_html(report)
+    banner = page.index('<p class="warning">UNDERPOWERED')
+    assert banner < page.index("<h2>Gates</h2>")
+
+
+def test_lost_and_gained_items_are_shown_side_by_side_bounded() -> None:
+    report = build_report(items=20, cand_wrong=frozenset(range(4, 16)))
+    md = render_markdown(report)
+    assert "Changed answers (answer · output)" in md
+    rows = [ln for ln in md.splitlines() if ln.startswith("| math.short | ") and " lost |" in ln]
+    assert 1 <= len(rows) <= 6  # a few per suite, the rest named as "more in the records"
+    assert "more in the records" in md
+    assert "Delta (candidate − reference)" in md and "reference minus candidate" in md
+    assert "Changed answers" in render_html(report)
