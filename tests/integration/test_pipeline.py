@@ -42,7 +42,7 @@ reference:
 candidate:
 {candidate}
 quality:
-  concurrency: 8
+  concurrency: 16            # every math item in one wave (CPU decode is weight-read bound)
   math: {{prompts: [short, long], limit: 12, max_drop: {math_drop}}}
   recall: {{context_tokens: [512], haystacks: 1, depths: [0.2, 0.5, 0.8]}}
   divergence: {{sequences: 6, tokens: 16, max_mean_kld: {kld}}}
