@@ -30,6 +30,7 @@ __all__ = [
     "blamed_on",
     "cause_context",
     "death_reading",
+    "explain",
     "is_noise",
     "read_log",
     "root_cause",
@@ -170,6 +171,16 @@ def death_reading(returncode: int | None) -> str | None:
     except ValueError:
         return None
     return _SIGNAL_READINGS.get(name)
+
+
+def explain(message: str, returncode: int | None, log_text: str) -> tuple[str, list[str]]:
+    """A failure for people: a death by signal read first, then the engine's fatal line (only
+    when there is one); and the lines around that fatal line, for the details."""
+    reading = death_reading(returncode)
+    if reading is not None and message.endswith(")"):
+        message = f"{message[:-1]} — {reading})"
+    cause = root_cause(log_text)
+    return (f"{message}: {cause}" if cause else message), cause_context(log_text)
 
 
 def root_cause_in(path: Path | None) -> str | None:

@@ -200,19 +200,10 @@ class ServerProcess(EngineDecl, Lifecycle):
         return [redact_text(line, secrets) for line in process.tail_lines(self.log_path, 20)]
 
     def _fail(self, message: str, returncode: int | None = None) -> RuntimeFailure:
-        """The one-line failure: a death by signal read first, then the engine's fatal line
-        (only when there is one), the log path; the lines around that fatal line as details."""
+        line, context = causes.explain(message, returncode, causes.read_log(self.log_path))
         secrets = self._secrets()
-        text = causes.read_log(self.log_path)
-        cause = causes.root_cause(text)
-        reading = causes.death_reading(returncode)
-        if reading is not None and message.endswith(")"):
-            message = f"{message[:-1]} — {reading})"
-        because = f": {redact_text(cause, secrets)}" if cause else ""
-        context = [redact_text(line, secrets) for line in causes.cause_context(text)]
-        return RuntimeFailure(
-            self.role, f"{message}{because} (log: {self.log_path})", context, returncode
-        )
+        return RuntimeFailure(self.role, f"{redact_text(line, secrets)} (log: {self.log_path})",
+                              [redact_text(c, secrets) for c in context], returncode)  # fmt: skip
 
     def _spawn(self, port: int) -> None:
         self.port = port
