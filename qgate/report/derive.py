@@ -7,6 +7,7 @@ re-derived by `qgate verify` with these; the views (render/) show them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from qgate.quality.records import SuiteRun
@@ -16,6 +17,7 @@ __all__ = [
     "accuracy",
     "accuracy_deltas",
     "flips",
+    "kld_both_ways",
     "kld_values",
     "mean_kld",
     "suite_pairs",
@@ -69,6 +71,45 @@ def accuracy_deltas(report: Report) -> dict[str, float]:
 def mean_kld(report: Report) -> float | None:
     vals = kld_values(report)
     return sum(vals) / len(vals) if vals else None
+
+
+def _mean_se(per_sequence: list[list[float]]) -> tuple[float, float | None, int]:
+    """Mean over every position and its standard error over sequences (positions within one
+    sequence are not independent: the sequence means are the sample)."""
+    values = [v for seq in per_sequence for v in seq]
+    means = [sum(seq) / len(seq) for seq in per_sequence if seq]
+    mean = sum(values) / len(values)
+    if len(means) < 2:
+        return mean, None, len(means)
+    m = sum(means) / len(means)
+    sd = math.sqrt(sum((x - m) ** 2 for x in means) / (len(means) - 1))
+    return mean, sd / math.sqrt(len(means)), len(means)
+
+
+def kld_both_ways(report: Report) -> dict[str, tuple[float, float | None, int]]:
+    """`forward` KL(reference || candidate) and, where the report stores both sides' top-k
+    logprobs (schema 2), `reverse` KL(candidate || reference): (mean, SE over sequences, n)."""
+    from qgate.quality.divergence import position_divergence
+
+    div = report.quality.divergence
+    if div is None or not any(s.kld for s in div.sequences):
+        return {}
+    out = {"forward": _mean_se([list(s.kld) for s in div.sequences if s.kld])}
+    reverse: list[list[float]] = []
+    for s in div.sequences:
+        raw = (s.reference_top_ids, s.reference_top_logprobs, s.candidate_top_ids,
+               s.candidate_top_logprobs)  # fmt: skip
+        if any(r is None for r in raw) or not s.kld:
+            return out
+        rid, rlp, cid, clp = raw
+        assert rid is not None and rlp is not None and cid is not None and clp is not None
+        reverse.append([
+            position_divergence(dict(zip(c_ids, c_lp, strict=True)),
+                                dict(zip(r_ids, r_lp, strict=True)), tok, div.top_k).kld
+            for r_ids, r_lp, c_ids, c_lp, tok in zip(rid, rlp, cid, clp, s.token_ids, strict=True)
+        ])  # fmt: skip
+    out["reverse"] = _mean_se(reverse)
+    return out
 
 
 def time_breakdown(report: Report) -> list[tuple[str, float]]:

@@ -10,7 +10,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from qgate.report.derive import accuracy, flips, kld_values, suite_pairs, time_breakdown
+from qgate.report.derive import (
+    accuracy,
+    flips,
+    kld_both_ways,
+    kld_values,
+    suite_pairs,
+    time_breakdown,
+)
 from qgate.report.model import Report
 from qgate.report.render.parts import Section, Table, fmt, origin_lines
 from qgate.report.verdict import verdict_label
@@ -158,6 +165,13 @@ def _divergence(report: Report) -> Section | None:
     sec.lines.append(
         f"{len(div.sequences)} sequences, {len(vals)} positions, top-{div.top_k} logprobs."
     )
+    both = kld_both_ways(report)
+    for key, label in (("forward", "KL(reference || candidate)"),
+                       ("reverse", "reverse KL(candidate || reference), not gated")):  # fmt: skip
+        if key in both:
+            mean, se, n = both[key]
+            err = f" ± {fmt(se)} (standard error over {n} sequences)" if se is not None else ""
+            sec.lines.append(f"Mean {label}: {fmt(mean)}{err}.")
     row = [
         fmt(sum(vals) / len(vals) if vals else None),
         fmt(percentile(vals, 50)),
