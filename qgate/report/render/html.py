@@ -49,7 +49,8 @@ def html_table(table: Table) -> str:
 
 
 _LINE_CLASSES = (("WARNING", "warning"), ("ENGINE WARNING", "warning"), ("FAILED", "fail"),
-                 ("UNDERPOWERED", "warning"), ("MACHINE", "note"))  # fmt: skip
+                 ("UNDERPOWERED", "warning"), ("PREVIEW", "warning"),
+                 ("MACHINE", "note"))  # fmt: skip
 
 
 def _line(text: str) -> str:

@@ -55,6 +55,9 @@ def _headline(report: Report) -> Section:
     sec.lines.append(f"Gates: {total - len(failed)} of {total} passed; perf: {report.perf.status}.")
     for v in failed:
         sec.lines.append(f"FAILED {v.gate}: {v.reason}")
+    if _dummy_weights(report.profile):
+        sec.lines.append("PREVIEW: dummy (random) weights, speed only: no accuracy was measured, "
+                         "and the speed is that of this shape, not of a trained model")  # fmt: skip
     weak = [v.gate for v in report.all_verdicts() if v.passed and v.underpowered]
     if weak:
         sec.lines.append(f"UNDERPOWERED: {len(weak)} passing gate(s) cannot detect the drop they "
@@ -71,6 +74,16 @@ def _headline(report: Report) -> Section:
         sec.lines.append(f"ENGINE WARNING {line}")
     sec.lines += origin_lines(report)
     return sec
+
+
+def _dummy_weights(node: Any) -> bool:
+    """Whether a profile (JSON form) runs any side on vLLM's dummy weights."""
+    if isinstance(node, dict):
+        return any(
+            (k in ("load_format", "load-format") and v == "dummy") or _dummy_weights(v)
+            for k, v in node.items()
+        )
+    return isinstance(node, list) and any(_dummy_weights(v) for v in node)
 
 
 def _gates(report: Report) -> Section:

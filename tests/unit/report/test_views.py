@@ -144,3 +144,14 @@ def test_lost_and_gained_items_are_shown_side_by_side_bounded() -> None:
     assert "more in the records" in md
     assert "Delta (candidate − reference)" in md and "reference minus candidate" in md
     assert "Changed answers" in render_html(report)
+
+
+def test_a_preview_says_dummy_weights_and_speed_only_even_when_it_fails() -> None:
+    report = build_report(perf_status="ran")
+    assert "dummy" not in render_markdown(report)
+    report.profile["engine"] = {**report.profile.get("engine", {}),
+                                "args": {"load_format": "dummy"}}  # fmt: skip
+    report.verdict = "FAIL"  # a missed perf gate
+    md = render_markdown(report)
+    assert "PREVIEW: dummy (random) weights, speed only" in md
+    assert '<p class="warning">PREVIEW: dummy' in render_html(report)
