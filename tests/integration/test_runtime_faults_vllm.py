@@ -30,8 +30,8 @@ from qgate.runtime.vllm_server import VllmServer
 pytestmark = pytest.mark.integration
 
 SERVED_MODEL = "smollm2"
-REQUEST_TIMEOUT_S = 15.0
-HEALTH_GRACE_S = 5.0
+REQUEST_TIMEOUT_S = 6.0
+HEALTH_GRACE_S = 3.0
 
 
 def _suite_in_thread(server: VllmServer, errors: list[BaseException]) -> threading.Thread:
