@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from qgate import __version__
-from qgate.cli.util import guarded
+from qgate.cli.util import TEXT_OR_JSON, guarded
 from qgate.errors import ExitCode, ProfileError
 
 
@@ -121,7 +121,7 @@ def main(
 @click.option("--skip-files", is_flag=True,
               help="Do not check that the model, data and other local files named exist "
               "(for profiles meant for another machine).")  # fmt: skip
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+@click.option("--format", "fmt", type=TEXT_OR_JSON, default="text",
               show_default=True,
               help="Lines for people, or one JSON object (`qgate schema validate`).")  # fmt: skip
 def validate(profiles: tuple[Path, ...], skip_files: bool, fmt: str) -> None:

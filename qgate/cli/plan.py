@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from qgate.cli.util import TEXT_OR_JSON
+
 if TYPE_CHECKING:
     from qgate.profile import Profile
 
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 @click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
               help="Reference cache folder [default: the qgate cache folder].")
 @click.option("--refresh-reference", is_flag=True, help="Plan as `run --refresh-reference`.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+@click.option("--format", "fmt", type=TEXT_OR_JSON, default="text",
               show_default=True, help="Lines for people, or the plan as JSON.")
 def plan_cmd(profile: Path, cache_dir: Path | None, refresh_reference: bool, fmt: str) -> None:
     """Print the run plan of PROFILE (server lives, suites, scenarios); start nothing."""

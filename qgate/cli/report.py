@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from qgate.cli.util import TEXT_OR_JSON
 from qgate.errors import BadInput, VerificationFailed
 from qgate.report.model import Report
 from qgate.report.multi_model import MultiReport
@@ -117,9 +118,6 @@ def keygen(key_type: str, prefix: Path) -> None:
     click.echo(f"public key:  {pub} (give this to verifiers)")
 
 
-_FORMAT = click.Choice(["text", "json"])
-
-
 @click.command()
 @click.argument("report", type=_PATH)
 @click.option("--pubkey", type=_PATH, required=True, help="PEM public key of the signer.")
@@ -143,7 +141,7 @@ _FORMAT = click.Choice(["text", "json"])
     help="Exit 1 also when the report verifies but its verdict is not PASS (FAIL, UNGATED, "
     "PREVIEW), so `qgate verify R --require-pass && deploy` deploys only a verified PASS.",
 )
-@click.option("--format", "fmt", type=_FORMAT, default="text", show_default=True,
+@click.option("--format", "fmt", type=TEXT_OR_JSON, default="text", show_default=True,
               help="Lines for people, or one JSON object (`qgate schema verify`).")  # fmt: skip
 def verify(
     report: Path,
@@ -246,7 +244,7 @@ def show(report: Path, fmt: str, out: Path | None, pubkey: Path | None) -> None:
 @click.argument("reports", type=_PATH, nargs=-1, required=True)
 @click.option("--pubkey", type=_PATH, default=None, help="Verify every report first.")
 @click.option("--html", "html_out", type=_PATH, default=None, help="Also write an HTML page.")
-@click.option("--format", "fmt", type=_FORMAT, default="text", show_default=True,
+@click.option("--format", "fmt", type=TEXT_OR_JSON, default="text", show_default=True,
               help="A table for people, or one JSON object (`qgate schema compare`).")  # fmt: skip
 def compare_cmd(
     reports: tuple[Path, ...], pubkey: Path | None, html_out: Path | None, fmt: str

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from qgate.cli.util import TEXT_OR_JSON
+
 if TYPE_CHECKING:
     from qgate.cli.outputs import RunSummary
     from qgate.run.options import RunOutcome
@@ -46,7 +48,7 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
 @click.option("--metadata", "metadata", multiple=True, metavar="KEY=VALUE",
               help="Recorded in the signed report and shown in every view (repeatable; "
               "vllm bench's convention). CI variables (commit, run id...) are recorded anyway.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+@click.option("--format", "fmt", type=TEXT_OR_JSON, default="text",
               show_default=True, help="The final summary as lines for people, or as one JSON "
               "object on stdout (`qgate schema run`); progress stays on stderr.")
 def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | None,

@@ -23,6 +23,9 @@ import click
 
 from qgate.errors import ExitCode, QgateError
 
+# `--format` of the commands with a JSON form (run, plan, verify, validate, compare).
+TEXT_OR_JSON = click.Choice(["text", "json"])
+
 P = ParamSpec("P")
 R = TypeVar("R")
 

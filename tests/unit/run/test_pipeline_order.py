@@ -308,17 +308,25 @@ def test_side_by_side_with_a_failed_gate_measures_no_speed(
     assert not [c for c in calls if c[0] == "perf"]  # not even the reference's baseline
 
 
-def test_side_by_side_hands_the_reference_scores_over_before_its_quality_ends(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import threading
-
+def _side_by_side_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quality_on: Any
+) -> RunOptions:
+    """Options of a side-by-side run whose quality stage is `quality_on` (the rest stand-ins)."""
     from qgate.run import together
 
     calls: list[tuple[str, str]] = []
     runs = _single(tmp_path, placement="together")
     _side_by_side_stand_ins(monkeypatch, runs, calls)
     monkeypatch.setattr(report_stage, "write_single", lambda *a: None)
+    monkeypatch.setattr(together, "quality_on", quality_on)
+    return runs.reference.opts
+
+
+def test_side_by_side_hands_the_reference_scores_over_before_its_quality_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
     got: list[Any] = []
     candidate_scored = threading.Event()
     scores = object()
@@ -333,8 +341,7 @@ def test_side_by_side_hands_the_reference_scores_over_before_its_quality_ends(
             candidate_scored.set()
         return QualityOutput(role=role)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(together, "quality_on", quality_on)
-    pipeline.run(runs.reference.opts)
+    pipeline.run(_side_by_side_run(tmp_path, monkeypatch, quality_on))
     assert got == [scores]
 
 
@@ -343,12 +350,6 @@ def test_side_by_side_candidate_gets_the_reference_error_when_it_fails_before_it
 ) -> None:
     import threading
 
-    from qgate.run import together
-
-    calls: list[tuple[str, str]] = []
-    runs = _single(tmp_path, placement="together")
-    _side_by_side_stand_ins(monkeypatch, runs, calls)
-    monkeypatch.setattr(report_stage, "write_single", lambda *a: None)
     seen: list[str] = []
     waiting, answered = threading.Event(), threading.Event()
 
@@ -365,8 +366,7 @@ def test_side_by_side_candidate_gets_the_reference_error_when_it_fails_before_it
         answered.set()
         return QualityOutput(role=role)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(together, "quality_on", quality_on)
     with pytest.raises(RuntimeFailure, match="reference runtime: server died"):
-        pipeline.run(runs.reference.opts)
+        pipeline.run(_side_by_side_run(tmp_path, monkeypatch, quality_on))
     assert answered.wait(10)
     assert seen == ["reference runtime: server died in math.short"]
