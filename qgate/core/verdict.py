@@ -6,11 +6,15 @@ qgate/perf/gates.py); run and verify compare them field by field.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from qgate.core.records import Record
 
-__all__ = ["Verdict"]
+__all__ = ["Comparator", "Verdict"]
+
+Comparator = Literal["<=", ">=", "<", ">"]
 
 
 class Verdict(Record):
@@ -26,3 +30,28 @@ class Verdict(Record):
         description="The sample is too small to detect the violation this gate forbids.",
     )
     reason: str = Field(description="One line for people.")
+    # The fields an eval-result predicate asks for (in-toto attestation proposal #565/#575);
+    # None in reports made before they were recorded (quality derivation 1) and in perf gates.
+    metric: str | None = Field(
+        default=None, description="What `observed` measures, e.g. 'accuracy_drop', 'mcnemar_p'."
+    )
+    comparator: Comparator | None = Field(
+        default=None, description="The gate holds when `observed <comparator> limit`."
+    )
+    n: int | None = Field(
+        default=None, description="Sample size the observed value comes from (paired items, "
+        "scored positions)."
+    )
+    power: float | None = Field(
+        default=None,
+        description="Power of the exact McNemar test to detect the drop the gate must catch "
+        "(`detect.drop`, else `max_drop`) at this n and the observed discordance.",
+    )
+    min_detectable_drop: float | None = Field(
+        default=None, description="Smallest drop detectable at the policy's power and alpha."
+    )
+    settled: bool = Field(
+        default=True,
+        description="False when the suite stopped early (quality.stop) before this gate's "
+        "verdict was decided by its records; such a gate counts as not passed.",
+    )

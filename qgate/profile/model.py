@@ -30,6 +30,7 @@ from qgate.profile.perf import PerfGate, PublishedFigure, check_dummy, side_args
 from qgate.profile.quality import (
     ANSWER_MAX_TOKENS,
     AccuracyPolicy,
+    Detect,
     DivergenceSuite,
     LmEvalTask,
     MathSuite,
@@ -50,6 +51,7 @@ from qgate.profile.scenarios import (
 __all__ = [
     "ANSWER_MAX_TOKENS",
     "AccuracyPolicy",
+    "Detect",
     "DivergenceSuite",
     "EndpointSpec",
     "EngineArgValue",

@@ -13,12 +13,28 @@ __all__ = [
     "ANSWER_MAX_TOKENS",
     "NON_SUITE_SETTINGS",
     "AccuracyPolicy",
+    "Detect",
     "DivergenceSuite",
     "LmEvalTask",
     "MathSuite",
     "QualitySpec",
     "RecallSuite",
 ]
+
+
+class Detect(Strict):
+    """The smallest drop a gate must catch, and with what power: sizes the generated sets."""
+
+    drop: float = Field(gt=0, le=1, description="Accuracy drop (a fraction) to detect.")
+    power: float = Field(default=0.8, gt=0, lt=1, description="Chance of detecting it.")
+    discordance: Fraction | None = Field(
+        default=None,
+        description="Prior share of items that flip either way (lost + gained); default twice "
+        "the drop (three items lost for each one gained). A report states the observed share.",
+    )
+    max_items: int = Field(
+        default=1000, ge=1, description="Bound on the items per suite that sizing may ask for."
+    )
 
 
 class AccuracyPolicy(Strict):
@@ -39,6 +55,12 @@ class AccuracyPolicy(Strict):
     )
     alpha: float = Field(default=0.05, gt=0, lt=1, description="Test level.")
     power: float = Field(default=0.8, gt=0, lt=1, description="Power for the detectable drop.")
+    detect: Detect | None = Field(
+        default=None,
+        description="Size the suite so that its exact McNemar test at `alpha` detects this "
+        "drop with this power (generated sets grow to the count; `limit`/`haystacks` are "
+        "replaced); the report states the power it achieved.",
+    )
 
 
 def _both_prompt_forms() -> list[Literal["short", "long"]]:
@@ -120,7 +142,7 @@ class LmEvalTask(AccuracyPolicy):
     chat: bool = Field(default=False, description="Use the chat completions backend.")
 
 
-NON_SUITE_SETTINGS = frozenset({"concurrency", "seed", "on_no_effect"})
+NON_SUITE_SETTINGS = frozenset({"concurrency", "seed", "on_no_effect", "stop", "stop_block"})
 """Fields of `quality:` that are settings of every suite, not suites; every other field is a
 suite registered in qgate/profile/suites.py (a unit test holds the two lists together)."""
 
@@ -143,6 +165,19 @@ class QualitySpec(Strict):
         description="When every answer and every logprob of the candidate is bit-identical to "
         "the reference's (its change had no measurable effect: was it applied?): 'warn' in the "
         "report and on the console, or 'fail' the run (for CI).",
+    )
+
+    stop: Literal["off", "settled", "verdict"] = Field(
+        default="off",
+        description="Stop early, exactly: 'settled' ends an exact-answer suite (in blocks of "
+        "`stop_block` items) once no outcome of its remaining items can change any of its "
+        "gates' verdicts; 'verdict' also ends the whole quality stage once any gate has "
+        "failed for every outcome of what is left (the run's FAIL is settled; gates it did not "
+        "settle are shown as not settled). Never turns a FAIL into a PASS or back.",
+    )
+    stop_block: int | None = Field(
+        default=None, ge=1, description="Items per block when stopping early (default: "
+        "`concurrency`)."
     )
 
     def has_suites(self) -> bool:

@@ -104,6 +104,9 @@ def generation_view(spec: QualitySpec) -> dict[str, Any]:
     """The quality spec without gate limits: only what shapes the reference's outputs."""
     # Every suite's policy fields: they decide verdicts, never what the reference generates.
     view: dict[str, Any] = _strip(spec.model_dump(mode="json"), gate_fields())
+    # Stopping early decides how much runs, not what: a partial reference is never cached.
+    for key in ("stop", "stop_block"):
+        view.pop(key, None)
     return view
 
 

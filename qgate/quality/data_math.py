@@ -185,6 +185,34 @@ def generate_math(seed: int = MATH_SEED) -> list[MathItem]:
     return out
 
 
+EXTENSION_VERSION = "1"
+"""Version of `extension_items`: the items past the core set that a stated detection asks for."""
+
+
+def extension_items(count: int, core: list[MathItem]) -> list[MathItem]:
+    """`count` more items after the core set, for sets sized to a stated detection.
+
+    Each round is the core generator with the next seed (MATH_SEED + 1, + 2, ...),
+    questions already asked dropped, ids prefixed `x<round>-`: deterministic, so
+    run and verify build the same items, and the core set keeps its bytes.
+    """
+    seen = {str(item["question"]) for item in core}
+    out: list[MathItem] = []
+    round_ = 0
+    while len(out) < count:
+        round_ += 1
+        if round_ > 64:  # the question space of the tiers is large; this only stops a bug
+            raise ValueError(f"cannot generate {count} distinct math items past the core set")
+        for item in generate_math(MATH_SEED + round_):
+            if str(item["question"]) in seen:
+                continue
+            seen.add(str(item["question"]))
+            out.append({**item, "id": f"x{round_}-{item['id']}"})
+            if len(out) == count:
+                break
+    return out
+
+
 def math_jsonl(seed: int = MATH_SEED) -> bytes:
     """The core set as JSONL bytes (one sorted-key object per line)."""
     return jsonl_bytes(generate_math(seed), ensure_ascii=False)

@@ -21,7 +21,16 @@ from qgate.profile.suites import exact_results
 from qgate.quality.divergence import DivergenceSummary, summarize_divergence
 from qgate.quality.effect import effect_verdicts
 from qgate.quality.records import DivergenceRun, SuiteRun
-from qgate.quality.stats import count_flips, mcnemar_p, min_detectable_drop, pct, wilson
+from qgate.quality.settle import bounds, stopped_at_verdict
+from qgate.quality.sizing import achieved_power
+from qgate.quality.stats import (
+    FlipCounts,
+    count_flips,
+    mcnemar_p,
+    min_detectable_drop,
+    pct,
+    wilson,
+)
 
 __all__ = [
     "configured_suites",
@@ -93,16 +102,21 @@ def _pairing_problem(ref: SuiteRun, cand: SuiteRun) -> str | None:
         if len(set(ids)) != len(ids):
             dupes = sorted({i for i in ids if ids.count(i) > 1})
             return f"duplicate item ids in the {run.role} run: {_few(dupes)}"
+    if ref.planned != cand.planned:
+        return f"planned items differ: reference {ref.planned}, candidate {cand.planned}"
+    if ref.planned is not None and max(len(ref.items), len(cand.items)) > ref.planned:
+        return f"more items than the {ref.planned} planned"
     ref_ids = {i.id for i in ref.items}
     cand_ids = {i.id for i in cand.items}
-    missing = sorted(ref_ids - cand_ids)
-    extra = sorted(cand_ids - ref_ids)
+    # a run that stopped early (quality.stop) lacks the other side's later items by design
+    missing = [] if cand.partial else sorted(ref_ids - cand_ids)
+    extra = [] if ref.partial else sorted(cand_ids - ref_ids)
     parts = []
     if missing:
         parts.append(f"{len(missing)} reference items missing from the candidate ({_few(missing)})")
     if extra:
         parts.append(f"{len(extra)} candidate items not in the reference ({_few(extra)})")
-    if not ref_ids:
+    if not ref_ids and not ref.partial:
         parts.append("no items")
     return "; ".join(parts) or None
 
@@ -111,13 +125,50 @@ def _few(ids: Sequence[str], n: int = 3) -> str:
     return ", ".join(ids[:n]) + (", ..." if len(ids) > n else "")
 
 
+def _passes(policy: AccuracyPolicy, f: FlipCounts) -> dict[str, bool]:
+    """Each gate's verdict on a full 2x2 table (the one place its rule is written)."""
+    n = f.n
+    cand_k = f.both_correct + f.gained
+    out: dict[str, bool] = {}
+    if policy.min_accuracy is not None:
+        out["min_accuracy"] = cand_k / n + _EPS >= policy.min_accuracy
+    if policy.max_drop is not None:
+        out["max_drop"] = (f.lost - f.gained) / n <= policy.max_drop + _EPS
+    if policy.max_flips is not None:
+        out["max_flips"] = f.lost <= policy.max_flips
+    if policy.significance:
+        out["significance"] = mcnemar_p(f.lost, f.gained) >= policy.alpha
+    return out
+
+
+def _power_fields(
+    policy: AccuracyPolicy, flips: FlipCounts
+) -> tuple[float | None, float | None, bool, str]:
+    """(power, min detectable drop, underpowered, reason tail) of a suite's sample."""
+    n = flips.n
+    target = policy.detect.power if policy.detect else policy.power
+    mdd = min_detectable_drop(n, policy.alpha, target, flips.discordant / n)
+    drop = policy.detect.drop if policy.detect else policy.max_drop
+    power = None if drop is None else achieved_power(n, drop, flips.discordant / n, policy.alpha)
+    underpowered = policy.max_drop is not None and (mdd is None or mdd > policy.max_drop + _EPS)
+    tail = ""
+    if policy.detect is not None and power is not None:
+        underpowered = underpowered or power < policy.detect.power
+        tail = (f"; power {power:.2f} to detect a {100 * policy.detect.drop:.1f}-pt drop "
+                f"(stated {policy.detect.power:g})")  # fmt: skip
+    return power, mdd, underpowered, tail
+
+
 def evaluate_suite(
     suite: str, policy: AccuracyPolicy, ref: SuiteRun, cand: SuiteRun
 ) -> list[Verdict]:
     """Verdicts of one suite's paired runs; a pairing problem fails every gate of the suite.
 
     Gates compare the items the two runs share; a pairing problem (missing,
-    extra or duplicate items) adds a failed `<suite>.pairing` verdict.
+    extra or duplicate items) adds a failed `<suite>.pairing` verdict. A run that
+    stopped early is judged on its planned items: a gate passes or fails only
+    when every outcome of the items it did not run gives that verdict
+    (qgate/quality/settle.py); otherwise it is not settled, and not passed.
     """
     verdicts: list[Verdict] = []
     problem = _pairing_problem(ref, cand)
@@ -147,31 +198,34 @@ def evaluate_suite(
         f"candidate {pct(cand_acc)} [{100 * low:.1f}, {100 * high:.1f}] "
         f"vs reference {pct(ref_acc)} (n={n})"
     )
-    mdd = min_detectable_drop(n, policy.alpha, policy.power, flips.discordant / n)
+    power, mdd, underpowered, power_text = _power_fields(policy, flips)
     at = f"at alpha {policy.alpha:g}, power {policy.power:g}"
     mdd_text = (
         f"n={n} cannot detect any drop {at}"
         if mdd is None
         else f"detectable drop {100 * mdd:.1f} pts {at}"
     )
-    underpowered = policy.max_drop is not None and (mdd is None or mdd > policy.max_drop + _EPS)
     warn = (
         f"; UNDERPOWERED: {mdd_text} > {100 * (policy.max_drop or 0):.1f} pts allowed"
-        if underpowered
+        if underpowered and policy.max_drop is not None and (mdd is None or mdd > policy.max_drop)
         else ""
     )
+    common = {"suite": suite, "n": n}
+    power_of = {"power": power, "min_detectable_drop": mdd, "underpowered": underpowered}
 
     if policy.min_accuracy is not None:
         ok = cand_acc + _EPS >= policy.min_accuracy
         verdicts.append(
             Verdict(
                 gate=f"{suite}.min_accuracy",
-                suite=suite,
                 observed=cand_acc,
                 limit=policy.min_accuracy,
                 passed=ok,
                 reason=f"{suite}: {acc_text}; floor {pct(policy.min_accuracy)} "
                 + ("met" if ok else "not met"),
+                metric="accuracy",
+                comparator=">=",
+                **common,
             )
         )
     if policy.max_drop is not None:
@@ -179,14 +233,16 @@ def evaluate_suite(
         verdicts.append(
             Verdict(
                 gate=f"{suite}.max_drop",
-                suite=suite,
                 observed=drop,
                 limit=policy.max_drop,
                 passed=ok,
-                underpowered=underpowered,
                 reason=f"{suite}: {acc_text}; drop {100 * drop:.1f} pts "
                 + ("<=" if ok else ">")
-                + f" {100 * policy.max_drop:.1f} allowed{warn}",
+                + f" {100 * policy.max_drop:.1f} allowed{warn}{power_text}",
+                metric="accuracy_drop",
+                comparator="<=",
+                **common,
+                **power_of,
             )
         )
     if policy.max_flips is not None:
@@ -194,13 +250,15 @@ def evaluate_suite(
         verdicts.append(
             Verdict(
                 gate=f"{suite}.max_flips",
-                suite=suite,
                 observed=float(flips.lost),
                 limit=float(policy.max_flips),
                 passed=ok,
                 reason=f"{suite}: {flips.lost} lost, {flips.gained} gained of {n}; "
                 + ("<=" if ok else ">")
                 + f" {policy.max_flips} lost allowed",
+                metric="lost_items",
+                comparator="<=",
+                **common,
             )
         )
     if policy.significance:
@@ -209,21 +267,49 @@ def evaluate_suite(
         verdicts.append(
             Verdict(
                 gate=f"{suite}.significance",
-                suite=suite,
                 observed=p,
                 limit=policy.alpha,
                 passed=ok,
-                underpowered=underpowered,
                 reason=f"{suite}: exact McNemar {flips.lost} lost vs {flips.gained} gained, "
                 f"p={p:.3g} "
                 + (">=" if ok else "<")
                 + f" alpha {policy.alpha:g}"
                 + ("" if ok else " (candidate significantly worse)")
                 + f"; {mdd_text}"
-                + (" (UNDERPOWERED for max_drop)" if underpowered else ""),
+                + (" (UNDERPOWERED for max_drop)" if underpowered else "")
+                + power_text,
+                metric="mcnemar_p",
+                comparator=">=",
+                **common,
+                **power_of,
             )
         )
+    if ref.planned is not None and (ref.partial or cand.partial):
+        verdicts = _settle(verdicts, policy, ref, cand, ref.planned)
     return verdicts
+
+
+def _settle(
+    verdicts: list[Verdict], policy: AccuracyPolicy, ref: SuiteRun, cand: SuiteRun, planned: int
+) -> list[Verdict]:
+    """A stopped suite's verdicts: each gate as its planned items decide it, or not settled."""
+    c = bounds(ref.items, cand.items, planned)
+    worst, best = _passes(policy, c.worst), _passes(policy, c.best)
+    out = []
+    for v in verdicts:
+        gate = v.gate.rsplit(".", 1)[1]
+        if gate not in worst:
+            out.append(v)
+        elif worst[gate] == best[gate]:
+            tail = (f"; settled at {c.known.n} of {planned} items: every outcome of the other "
+                    f"{c.open_items} gives this verdict")  # fmt: skip
+            out.append(v.model_copy(update={"passed": worst[gate], "reason": v.reason + tail}))
+        else:
+            tail = f"; NOT SETTLED: stopped at {c.known.n} of {planned} items"
+            out.append(v.model_copy(
+                update={"passed": False, "settled": False, "reason": v.reason + tail}
+            ))  # fmt: skip
+    return out
 
 
 def evaluate_divergence(spec: DivergenceSuite, run: DivergenceRun | None) -> list[Verdict]:
@@ -256,6 +342,12 @@ def evaluate_divergence(spec: DivergenceSuite, run: DivergenceRun | None) -> lis
         "max_max_kld": ("max KL", s.max_kld),
         "min_top1_agreement": ("top-1 agreement", s.top1_agreement),
     }
+    metric = {
+        "max_mean_kld": "mean_kld",
+        "max_p99_kld": "p99_kld",
+        "max_max_kld": "max_kld",
+        "min_top1_agreement": "top1_agreement",
+    }
     verdicts = []
     for gate, lim in active:
         assert lim is not None
@@ -274,6 +366,9 @@ def evaluate_divergence(spec: DivergenceSuite, run: DivergenceRun | None) -> lis
                 limit=lim,
                 passed=ok,
                 reason=f"{head}; {detail}",
+                metric=metric[gate],
+                comparator=">=" if floor else "<=",
+                n=s.positions,
             )
         )
     return verdicts
@@ -288,6 +383,7 @@ def evaluate_quality(
     suite without both a reference and a candidate run fails each of its gates.
     """
     verdicts: list[Verdict] = []
+    not_run: set[str] = set()  # gates of suites with a runtime's records missing
     for suite, policy in configured_suites(spec):
         ref, n_ref = _pick_run(runs, suite, "reference")
         cand, n_cand = _pick_run(runs, suite, "candidate")
@@ -297,12 +393,18 @@ def evaluate_quality(
             missing = " and ".join(
                 r for r, x in (("reference", ref), ("candidate", cand)) if x is None
             )
-            verdicts += _all_failed(suite, policy, f"no {missing} run")
+            absent = _all_failed(suite, policy, f"no {missing} run")
+            not_run |= {v.gate for v in absent}
+            verdicts += absent
         else:
             verdicts += evaluate_suite(suite, policy, ref, cand)
     if spec.divergence is not None:
-        verdicts += evaluate_divergence(spec.divergence, divergence)
-    return verdicts + effect_verdicts(spec, runs, divergence)
+        div = evaluate_divergence(spec.divergence, divergence)
+        if divergence is None:
+            not_run |= {v.gate for v in div}
+        verdicts += div
+    verdicts += effect_verdicts(spec, runs, divergence)
+    return stopped_at_verdict(spec, verdicts, not_run) if spec.stop == "verdict" else verdicts
 
 
 def overall_passed(verdicts: Sequence[Verdict]) -> bool:

@@ -33,6 +33,7 @@ from qgate.errors import BadInput, InfrastructureError
 from qgate.profile import LmEvalTask
 from qgate.quality.data import evals_root
 from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.quality.sizing import lmeval_limit
 
 if TYPE_CHECKING:
     from qgate.quality.runner import SuiteContext
@@ -120,7 +121,7 @@ def lm_eval_data_sha256(task: LmEvalTask) -> str:
     version for a task lm-eval ships (the reference cache keys on it)."""
     view: dict[str, Any] = {
         "task": task.task,
-        "limit": task.limit,
+        "limit": lmeval_limit(task),
         "num_fewshot": task.num_fewshot,
         "chat": task.chat,
     }
@@ -271,7 +272,7 @@ def run_lm_eval(
                 model_args=model_args,
                 tasks=[task.task],
                 num_fewshot=task.num_fewshot,
-                limit=task.limit,
+                limit=lmeval_limit(task),
                 log_samples=True,
                 apply_chat_template=task.chat,
                 task_manager=TaskManager(include_path=include),
@@ -293,7 +294,7 @@ def run_lm_eval(
         params={
             "backend": "local-chat-completions" if task.chat else "local-completions",
             "metric": task.metric,
-            "limit": task.limit,
+            "limit": lmeval_limit(task),
             "num_fewshot": task.num_fewshot,
             "seed": seed,
             "concurrency": concurrency,

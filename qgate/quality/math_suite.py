@@ -23,6 +23,7 @@ from qgate.profile import MathSuite
 from qgate.quality.data import evals_root, read_eval_file
 from qgate.quality.extract import answer_matches, extract_number
 from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.quality.sizing import math_limit
 
 if TYPE_CHECKING:
     # aiohttp is slow to import; `qgate verify` reads the math set without it
@@ -89,7 +90,18 @@ def load_math_set(path: Path | None, limit: int | None = None) -> tuple[list[Mat
         raise BadInput(f"{where}:{exc.lineno}: not a math item ({exc.cause})") from exc.cause
     if not items:
         raise BadInput(f"{path or DEFAULT_SET}: no math items")
+    if path is None and limit is not None and limit > len(items):
+        items += _extension(limit - len(items))
     return (items[:limit] if limit else items), raw
+
+
+def _extension(count: int) -> list[MathItem]:
+    """Generated items past the shipped core set (a set sized to a stated detection)."""
+    from qgate.quality import data_math
+
+    extra = data_math.extension_items(count, data_math.generate_math())
+    return [MathItem(id=str(e["id"]), tier=str(e["tier"]), question=str(e["question"]),
+                     answer=int(e["answer"])) for e in extra]  # fmt: skip
 
 
 def short_prompt(question: str) -> str:
@@ -119,13 +131,18 @@ def math_data_sha256(
     spec: MathSuite, form: str, *, max_model_len: int | None, long_tokens: int | None = None
 ) -> str:
     """Digest of everything that defines a math suite's prompts (the reference cache keys on it)."""
-    _, raw = load_math_set(spec.set)
+    items, raw = load_math_set(spec.set)
+    limit = math_limit(spec)
     view: dict[str, object] = {
         "suite": f"math.{form}",
         "prompt_version": PROMPT_VERSION,
         "set_sha256": sha256_bytes(raw),
-        "limit": spec.limit,
+        "limit": limit,
     }
+    if spec.set is None and limit is not None and limit > len(items):
+        from qgate.quality.data_math import EXTENSION_VERSION
+
+        view["extension_version"] = EXTENSION_VERSION
     if form == "long":
         view["preamble_sha256"] = sha256_bytes(read_eval_file(evals_root() / PREAMBLE))
         view["preamble_tokens"] = long_budget(
@@ -193,7 +210,7 @@ async def run_math(
     """
     from qgate.quality.client import SuiteClient
 
-    items, _ = load_math_set(spec.set, spec.limit)
+    items, _ = load_math_set(spec.set, math_limit(spec))
     runs: list[SuiteRun] = []
     async with SuiteClient(
         base_url, model, concurrency=concurrency, timeout_s=timeout_s, headers=headers

@@ -22,6 +22,7 @@ from qgate.quality.client import HttpError, SuiteClient
 from qgate.quality.data import evals_root, read_eval_file
 from qgate.quality.extract import extract_symbol
 from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.quality.sizing import recall_haystacks
 
 if TYPE_CHECKING:
     from qgate.quality.runner import SuiteContext
@@ -77,7 +78,7 @@ def recall_data_sha256(spec: RecallSuite, length: int, *, max_model_len: int | N
         "vocabulary_sha256": sha256_bytes(read_eval_file(evals_root() / VOCABULARY)),
         "seed": spec.seed,
         "depths": list(spec.depths),
-        "haystacks": spec.haystacks,
+        "haystacks": recall_haystacks(spec),
         "haystack_tokens": built,
     }
     return sha256_json(view)
@@ -143,7 +144,7 @@ async def _recall_items(
     vocab = data_recall.load_vocabulary(read_eval_file(evals_root() / VOCABULARY))
     items: list[RecallItem] = []
     sizes: list[int] = []
-    for h in range(spec.haystacks):
+    for h in range(recall_haystacks(spec)):
         for d, depth in enumerate(spec.depths):
             haystack, needle, tokens = await build_haystack(
                 sizer,

@@ -36,6 +36,19 @@ class SuiteRun(Record):
     items: list[ItemRecord] = Field(description="Per-item records, in data order.")
     wall_s: float = Field(default=0.0, description="Wall time of the suite.")
     cached: bool = Field(default=False, description="Served from the reference cache.")
+    planned: int | None = Field(
+        default=None,
+        description="Items the suite planned per side when it may stop early (quality.stop); "
+        "None: `items` is the whole suite.",
+    )
+    stopped: str | None = Field(
+        default=None, description="Why it ended before its planned items (None: it did not)."
+    )
+
+    @property
+    def partial(self) -> bool:
+        """Whether it stopped before its planned items."""
+        return self.planned is not None and len(self.items) < self.planned
 
 
 class DivergenceSequence(Record):

@@ -18,6 +18,7 @@ from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.report.model import (
     PERF_DERIVATION,
+    QUALITY_DERIVATION,
     PerfSection,
     PerfStatus,
     QualitySection,
@@ -113,7 +114,10 @@ def build_report(
         fingerprint=fingerprint,
         effective_configs=list(effective_configs),
         quality=QualitySection(
-            runs=list(suite_runs), divergence=divergence, verdicts=list(verdicts)
+            derivation=QUALITY_DERIVATION,
+            runs=list(suite_runs),
+            divergence=divergence,
+            verdicts=list(verdicts),
         ),
         perf=perf,
         verdict=overall(all_verdicts, perf_status, is_preview(profile)),

@@ -57,8 +57,21 @@ class SignerInfo(Record):
     )
 
 
+# 2: each quality verdict carries metric, comparator, n, power, min_detectable_drop, settled.
+QUALITY_DERIVATION = 2
+QUALITY_V2_FIELDS = ("metric", "comparator", "n", "power", "min_detectable_drop", "settled")
+"""What derivation 2 added to a verdict; a derivation-1 report is compared without them."""
+
+
 class QualitySection(Record):
     """Quality suites of both runtimes and the gate verdicts computed from them."""
+
+    derivation: int = Field(
+        default=1,
+        ge=1,
+        description="Version of the verdict fields derived from the records "
+        "(QUALITY_DERIVATION when made); 1: gate, observed, limit, passed, underpowered, reason.",
+    )
 
     runs: list[SuiteRun] = Field(
         default_factory=list, description="Per-suite per-item records, reference and candidate."

@@ -31,20 +31,25 @@ def _suites(spec: QualitySpec) -> list[SuitePlan]:
     for entry, setting in configured(spec):
         if entry.key == "math":
             from qgate.quality.math_suite import load_math_set
+            from qgate.quality.sizing import math_limit
 
-            count = len(load_math_set(setting.set, setting.limit)[0])
+            count = len(load_math_set(setting.set, math_limit(setting))[0])
             out += [SuitePlan(suite=f"math.{f}", items=count, detail="exact-answer questions")
                     for f in setting.prompts]  # fmt: skip
         elif entry.key == "recall":
-            count = setting.haystacks * len(setting.depths)
+            from qgate.quality.sizing import recall_haystacks
+
+            count = recall_haystacks(setting) * len(setting.depths)
             out += [SuitePlan(suite=f"recall.{n}", items=count, detail=f"{n}-token haystacks")
                     for n in setting.context_tokens]  # fmt: skip
         elif entry.key == "divergence":
             detail = f"sequences of {setting.tokens} scored tokens"
             out.append(SuitePlan(suite="divergence", items=setting.sequences, detail=detail))
         elif entry.key == "lm_eval":
-            out += [SuitePlan(suite=f"lm_eval.{t.task}", items=t.limit, detail="lm-eval documents")
-                    for t in setting]  # fmt: skip
+            from qgate.quality.sizing import lmeval_limit
+
+            out += [SuitePlan(suite=f"lm_eval.{t.task}", items=lmeval_limit(t),
+                              detail="lm-eval documents") for t in setting]  # fmt: skip
         else:  # a registered suite of a plug-in
             out += [SuitePlan(suite=rid, items=None) for rid, _ in entry.results_of(setting)]
     return out

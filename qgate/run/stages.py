@@ -85,8 +85,9 @@ def _probes(ctx: RunContext, quality: QualityOutput) -> list[Probe]:
     if spec is None or run is None:
         return []
     from qgate.quality.math_suite import load_math_set, short_prompt
+    from qgate.quality.sizing import math_limit
 
-    items = {i.id: i for i in load_math_set(spec.set, spec.limit)[0]}
+    items = {i.id: i for i in load_math_set(spec.set, math_limit(spec))[0]}
     out: list[Probe] = []
     for rec in run.items[:PROBES_MAX]:
         item = items.get(rec.id)

@@ -23,7 +23,7 @@ from qgate.perf.gates import report_gates
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
 from qgate.quality.records import DivergenceRun, SuiteRun
-from qgate.report.model import PERF_DERIVATION, Report
+from qgate.report.model import PERF_DERIVATION, QUALITY_DERIVATION, QUALITY_V2_FIELDS, Report
 from qgate.report.verdict import overall
 
 __all__ = [
@@ -130,12 +130,16 @@ def _covers(stored: Any, recomputed: Any) -> bool:
     return same_value(stored, recomputed)
 
 
-def _first_verdict_difference(stored: Sequence[Verdict], recomputed: Sequence[Verdict]) -> str:
+def _first_verdict_difference(
+    stored: Sequence[Verdict], recomputed: Sequence[Verdict], derivation: int = QUALITY_DERIVATION
+) -> str:
     by_gate = {v.gate: v for v in recomputed}
     for v in stored:
         r = by_gate.get(v.gate)
         if r is None:
             return f"gate {v.gate} is not produced by the profile's policy"
+        if derivation < 2:
+            r = r.model_copy(update={k: getattr(v, k) for k in QUALITY_V2_FIELDS})
         if r != v:
             return (
                 f"gate {v.gate}: stored passed={v.passed} observed={v.observed} but "
@@ -155,8 +159,26 @@ def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
         fns.evaluate_quality(profile.quality, list(report.quality.runs), report.quality.divergence)
     )
     recomputed += kv_scale_verdicts(profile.engine.uncalibrated_kv_scales, report.effective_configs)
-    if not same_value(dump(report.quality.verdicts), dump(recomputed)):
-        raise _fail(_first_verdict_difference(report.quality.verdicts, recomputed))
+    derivation = report.quality.derivation
+    if derivation > QUALITY_DERIVATION:
+        raise _fail(
+            f"quality verdicts of derivation {derivation}: made by a newer qgate "
+            f"(this one derives version {QUALITY_DERIVATION}); verify it with that one"
+        )
+    stored, fresh = dump(report.quality.verdicts), dump(recomputed)
+    if derivation < 2:  # made before verdicts carried the eval-result fields
+        stored, fresh = _without(stored, QUALITY_V2_FIELDS), _without(fresh, QUALITY_V2_FIELDS)
+    if not same_value(stored, fresh):
+        raise _fail(_first_verdict_difference(report.quality.verdicts, recomputed, derivation))
+    from qgate.quality.settle import stop_problems
+
+    problems = stop_problems(profile.quality, report.quality.runs, recomputed)
+    if problems:
+        raise _fail(f"quality: {problems[0]}")
+
+
+def _without(verdicts: list[dict[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in verdict.items() if k not in keys} for verdict in verdicts]
 
 
 def _scenario_spec(profile: Profile, name: str) -> None:

@@ -123,6 +123,7 @@ def check_questions(runs: list[SuiteRun], profile: Profile, out: Rederived) -> N
 def _check_math_set(run: SuiteRun, profile: Profile, out: Rederived) -> None:
     from qgate.errors import BadInput
     from qgate.quality.math_suite import load_math_set, math_data_sha256, short_prompt
+    from qgate.quality.sizing import math_limit
 
     spec = profile.quality.math
     assert spec is not None
@@ -133,7 +134,7 @@ def _check_math_set(run: SuiteRun, profile: Profile, out: Rederived) -> None:
         digest = math_data_sha256(
             spec, form, max_model_len=None, long_tokens=budget if isinstance(budget, int) else None
         )
-        items = {i.id: i for i in load_math_set(spec.set, spec.limit)[0]}
+        items = {i.id: i for i in load_math_set(spec.set, math_limit(spec))[0]}
     except BadInput as exc:
         out.not_rederived.append(f"{run.suite} ({run.role}): math set not checked ({exc.message})")
         return

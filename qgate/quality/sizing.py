@@ -1,0 +1,112 @@
+"""Sample sizes from a stated detection: how many items a gate needs to catch a drop.
+
+A gate whose sample cannot detect the drop it forbids passes broken candidates
+by construction. A policy may state `detect: {drop, power}`: the exact-answer
+suites are then sized so that the one-sided exact McNemar test at the policy's
+alpha detects that drop with that power, under the paired model of
+`stats.mcnemar_power` (each item flips with probability `discordance`, losses
+outnumbering gains by the drop). The math and recall sets are generated, so
+they grow to the count; an lm-eval task's `limit` becomes it.
+
+Everything here is a pure function of the profile, so `run`, `plan` and
+`verify` size the same sets.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from qgate.profile import AccuracyPolicy, Detect, LmEvalTask, MathSuite, RecallSuite
+from qgate.quality.stats import mcnemar_power
+
+__all__ = [
+    "DISCORDANCE_PRIOR",
+    "Sizing",
+    "achieved_power",
+    "items_needed",
+    "lmeval_limit",
+    "math_limit",
+    "recall_haystacks",
+]
+
+DISCORDANCE_PRIOR = 2.0
+"""Without a stated discordance, items flip at twice the drop: three lost for each gained."""
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """The item count a stated detection asks for, and what the bound left of it."""
+
+    needed: int | None  # None: max_items cannot reach the power
+    used: int
+    discordance: float
+    source: str  # where the discordance came from, for people
+    power_at_used: float
+
+    @property
+    def capped(self) -> bool:
+        return self.needed is None or self.needed > self.used
+
+
+def _discordance(detect: Detect) -> tuple[float, str]:
+    if detect.discordance is not None:
+        return max(detect.discordance, detect.drop), "stated"
+    return min(1.0, DISCORDANCE_PRIOR * detect.drop), "prior: twice the drop"
+
+
+def achieved_power(n: int, drop: float, discordance: float, alpha: float) -> float:
+    """Power at n items to detect `drop` when items flip at `discordance` (at least the drop)."""
+    return mcnemar_power(n, drop, min(1.0, max(discordance, drop)), alpha)
+
+
+def items_needed(detect: Detect, alpha: float) -> Sizing:
+    """Items for the stated detection, bounded by `detect.max_items`.
+
+    The exact test's power is not monotone in n (a sawtooth: the critical count
+    steps); the answer is found by doubling and then halving on the power, and
+    it always has at least the stated power (it can exceed the smallest such n
+    by a few items, where a tooth dips).
+    """
+    disc, source = _discordance(detect)
+
+    def enough(n: int) -> bool:
+        return achieved_power(n, detect.drop, disc, alpha) >= detect.power
+
+    bound = detect.max_items
+    hi = 1
+    while hi < bound and not enough(hi):
+        hi *= 2
+    hi = min(hi, bound)
+    if not enough(hi):
+        return Sizing(None, bound, disc, source, achieved_power(bound, detect.drop, disc, alpha))
+    lo = hi // 2  # not enough (or 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if enough(mid):
+            hi = mid
+        else:
+            lo = mid
+    return Sizing(hi, hi, disc, source, achieved_power(hi, detect.drop, disc, alpha))
+
+
+def _sized(policy: AccuracyPolicy) -> int | None:
+    return None if policy.detect is None else items_needed(policy.detect, policy.alpha).used
+
+
+def math_limit(spec: MathSuite) -> int | None:
+    """Math items per form: the detection's count when stated, else `limit` (None: the set)."""
+    sized = _sized(spec)
+    return spec.limit if sized is None else sized
+
+
+def recall_haystacks(spec: RecallSuite) -> int:
+    """Haystacks per length: enough for the detection's count over the depths, else as given."""
+    sized = _sized(spec)
+    return spec.haystacks if sized is None else math.ceil(sized / len(spec.depths))
+
+
+def lmeval_limit(task: LmEvalTask) -> int | None:
+    """Documents of an lm-eval task: the detection's count when stated, else `limit`."""
+    sized = _sized(task)
+    return task.limit if sized is None else sized
