@@ -234,13 +234,19 @@ class ReferenceCache:
             "cache", st, envelope
         )
 
-    def store(self, key: str, value: CachedReference) -> ReferenceProvenance:
-        """Write and sign an entry (payload first, signature last); its provenance as 'fresh'."""
+    def store(self, key: str, value: CachedReference, *, keep: bool = True) -> ReferenceProvenance:
+        """Write and sign an entry (payload first, signature last); its provenance as 'fresh'.
+
+        `keep=False` signs without writing: results that stopped early are this run's
+        provenance but no entry (a later candidate needs every item).
+        """
         if value.key != key:
             value = value.model_copy(update={"key": key})
         folder = self.entry_dir(key)
         payload = value.model_dump_json().encode("utf-8")
         envelope = sign_entry(payload, key, self.signer)
+        if not keep:
+            return provenance_of("fresh", envelope, self.signer.public_pem)
         atomic_write(folder / PAYLOAD, payload)
         # The signature is written last: an entry without it is unsigned, never valid.
         atomic_write(folder / ENVELOPE, envelope)

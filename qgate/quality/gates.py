@@ -20,7 +20,7 @@ from qgate.profile import AccuracyPolicy, DivergenceSuite, QualitySpec
 from qgate.profile.suites import exact_results
 from qgate.quality.divergence import DivergenceSummary, summarize_divergence
 from qgate.quality.effect import effect_verdicts
-from qgate.quality.records import DivergenceRun, SuiteRun
+from qgate.quality.records import DivergenceRun, ItemRecord, SuiteRun
 from qgate.quality.settle import bounds, stopped_at_verdict
 from qgate.quality.sizing import achieved_power
 from qgate.quality.stats import (
@@ -39,6 +39,7 @@ __all__ = [
     "evaluate_suite",
     "overall_passed",
     "policy_for",
+    "settled_gates",
 ]
 
 # Differences of accuracies are ratios of integers; this absorbs float rounding
@@ -102,10 +103,13 @@ def _pairing_problem(ref: SuiteRun, cand: SuiteRun) -> str | None:
         if len(set(ids)) != len(ids):
             dupes = sorted({i for i in ids if ids.count(i) > 1})
             return f"duplicate item ids in the {run.role} run: {_few(dupes)}"
-    if ref.planned != cand.planned:
+    planned = ref.planned or cand.planned  # recorded by a run that stopped early
+    if ref.planned and cand.planned and ref.planned != cand.planned:
         return f"planned items differ: reference {ref.planned}, candidate {cand.planned}"
-    if ref.planned is not None and max(len(ref.items), len(cand.items)) > ref.planned:
-        return f"more items than the {ref.planned} planned"
+    if planned is not None:
+        for run in (ref, cand):
+            if len(run.items) > planned or (not run.partial and len(run.items) != planned):
+                return f"the {run.role} run has {len(run.items)} items, {planned} planned"
     ref_ids = {i.id for i in ref.items}
     cand_ids = {i.id for i in cand.items}
     # a run that stopped early (quality.stop) lacks the other side's later items by design
@@ -284,28 +288,42 @@ def evaluate_suite(
                 **power_of,
             )
         )
-    if ref.planned is not None and (ref.partial or cand.partial):
-        verdicts = _settle(verdicts, policy, ref, cand, ref.planned)
+    planned = ref.planned or cand.planned
+    if planned is not None and (ref.partial or cand.partial):
+        verdicts = _settle(verdicts, policy, ref, cand, planned)
     return verdicts
+
+
+def settled_gates(
+    policy: AccuracyPolicy,
+    ref: Sequence[ItemRecord],
+    cand: Sequence[ItemRecord],
+    planned: int,
+) -> dict[str, bool | None]:
+    """Each gate's verdict over `planned` items where the records so far decide it, else None."""
+    c = bounds(ref, cand, planned)
+    worst, best = _passes(policy, c.worst), _passes(policy, c.best)
+    return {gate: ok if ok == best[gate] else None for gate, ok in worst.items()}
 
 
 def _settle(
     verdicts: list[Verdict], policy: AccuracyPolicy, ref: SuiteRun, cand: SuiteRun, planned: int
 ) -> list[Verdict]:
     """A stopped suite's verdicts: each gate as its planned items decide it, or not settled."""
-    c = bounds(ref.items, cand.items, planned)
-    worst, best = _passes(policy, c.worst), _passes(policy, c.best)
+    decided = settled_gates(policy, ref.items, cand.items, planned)
+    known = len({i.id for i in ref.items} & {i.id for i in cand.items})
     out = []
     for v in verdicts:
         gate = v.gate.rsplit(".", 1)[1]
-        if gate not in worst:
+        ok = decided.get(gate)
+        if gate not in decided:
             out.append(v)
-        elif worst[gate] == best[gate]:
-            tail = (f"; settled at {c.known.n} of {planned} items: every outcome of the other "
-                    f"{c.open_items} gives this verdict")  # fmt: skip
-            out.append(v.model_copy(update={"passed": worst[gate], "reason": v.reason + tail}))
+        elif ok is not None:
+            tail = (f"; settled at {known} of {planned} items: every outcome of the other "
+                    f"{planned - known} gives this verdict")  # fmt: skip
+            out.append(v.model_copy(update={"passed": ok, "reason": v.reason + tail}))
         else:
-            tail = f"; NOT SETTLED: stopped at {c.known.n} of {planned} items"
+            tail = f"; NOT SETTLED: stopped at {known} of {planned} items"
             out.append(v.model_copy(
                 update={"passed": False, "settled": False, "reason": v.reason + tail}
             ))  # fmt: skip

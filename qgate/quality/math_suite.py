@@ -27,6 +27,7 @@ from qgate.quality.sizing import math_limit
 
 if TYPE_CHECKING:
     # aiohttp is slow to import; `qgate verify` reads the math set without it
+    from qgate.quality.board import Board
     from qgate.quality.client import Completion, SuiteClient
     from qgate.quality.runner import SuiteContext
 
@@ -202,12 +203,14 @@ async def run_math(
     headers: dict[str, str] | None = None,
     timeout_s: float = 600.0,
     long_tokens: int | None = None,
+    board: Board | None = None,
 ) -> list[SuiteRun]:
     """Run `math.short` and/or `math.long` (as `spec.prompts` asks) against one runtime.
 
     `long_tokens` overrides `spec.long_tokens` (the preamble budget in tokens),
     clipped to `max_model_len`; the budget used is recorded in the run's params.
     """
+    from qgate.quality.board import block_name, in_blocks
     from qgate.quality.client import SuiteClient
 
     items, _ = load_math_set(spec.set, math_limit(spec))
@@ -238,8 +241,17 @@ async def run_math(
                 params["preamble_chars"] = len(preamble)
                 params["preamble_sizing"] = sizing
                 params["preamble_sha256"] = sha256_bytes(preamble.encode())
-            outputs = await client.chat_many(
-                prompts, max_tokens=spec.max_tokens, seed=seed, what=f"math.{form}"
+
+            async def answer(lo: int, hi: int, form: str = form, prompts: list[str] = prompts
+                             ) -> list[ItemRecord]:  # fmt: skip
+                outputs = await client.chat_many(
+                    prompts[lo:hi], max_tokens=spec.max_tokens, seed=seed,
+                    what=block_name(f"math.{form}", lo, hi, len(prompts)),
+                )  # fmt: skip
+                return _records(items[lo:hi], prompts[lo:hi], outputs)
+
+            records, planned, stopped = await in_blocks(
+                board, role, f"math.{form}", len(items), answer
             )
             runs.append(
                 SuiteRun(
@@ -249,10 +261,14 @@ async def run_math(
                         spec, form, max_model_len=max_model_len, long_tokens=long_tokens
                     ),
                     params=params,
-                    items=_records(items, prompts, outputs),
+                    items=records,
                     wall_s=round(time.perf_counter() - start, 3),
+                    planned=planned,
+                    stopped=stopped,
                 )
             )
+            if board is not None and board.halted:
+                break
     return runs
 
 

@@ -18,7 +18,8 @@ from qgate.core.records import Role
 from qgate.errors import BadInput
 from qgate.profile import RecallSuite
 from qgate.quality import data_recall
-from qgate.quality.client import HttpError, SuiteClient
+from qgate.quality.board import Board, block_name, in_blocks
+from qgate.quality.client import Completion, HttpError, SuiteClient
 from qgate.quality.data import evals_root, read_eval_file
 from qgate.quality.extract import extract_symbol
 from qgate.quality.records import ItemRecord, SuiteRun
@@ -177,6 +178,7 @@ async def run_recall(
     max_model_len: int | None,
     headers: dict[str, str] | None = None,
     timeout_s: float = 600.0,
+    board: Board | None = None,
 ) -> list[SuiteRun]:
     """One `recall.<length>` run per length of `spec.context_tokens`, against one runtime."""
     runs: list[SuiteRun] = []
@@ -188,25 +190,18 @@ async def run_recall(
             start = time.perf_counter()
             built, clip_reason = clip_length(length, max_model_len, spec.max_tokens)
             items, sizes = await _recall_items(sizer, spec, length, built)
-            outputs = await client.chat_many(
-                [i.prompt for i in items], max_tokens=spec.max_tokens, seed=seed,
-                what=f"recall.{length}",
-            )  # fmt: skip
-            records = []
-            for item, out in zip(items, outputs, strict=True):
-                answer = extract_symbol(out.text)
-                records.append(
-                    ItemRecord(
-                        id=item.id,
-                        prompt_sha256=sha256_text(item.prompt),
-                        output=out.text,
-                        answer=answer,
-                        expected=item.symbol,
-                        correct=answer == item.symbol,
-                        output_tokens=out.completion_tokens,
-                        finish_reason=out.finish_reason,
-                    )
-                )
+
+            async def answer(lo: int, hi: int, items: list[RecallItem] = items,
+                             length: int = length) -> list[ItemRecord]:  # fmt: skip
+                outputs = await client.chat_many(
+                    [i.prompt for i in items[lo:hi]], max_tokens=spec.max_tokens, seed=seed,
+                    what=block_name(f"recall.{length}", lo, hi, len(items)),
+                )  # fmt: skip
+                return [_record(item, out) for item, out in zip(items[lo:hi], outputs, strict=True)]
+
+            records, planned, stopped = await in_blocks(
+                board, role, f"recall.{length}", len(items), answer
+            )
             runs.append(
                 SuiteRun(
                     suite=f"recall.{length}",
@@ -226,9 +221,27 @@ async def run_recall(
                     },
                     items=records,
                     wall_s=round(time.perf_counter() - start, 3),
+                    planned=planned,
+                    stopped=stopped,
                 )
             )
+            if board is not None and board.halted:
+                break
     return runs
+
+
+def _record(item: RecallItem, out: Completion) -> ItemRecord:
+    answer = extract_symbol(out.text)
+    return ItemRecord(
+        id=item.id,
+        prompt_sha256=sha256_text(item.prompt),
+        output=out.text,
+        answer=answer,
+        expected=item.symbol,
+        correct=answer == item.symbol,
+        output_tokens=out.completion_tokens,
+        finish_reason=out.finish_reason,
+    )
 
 
 class RecallRunner:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from qgate.core.records import Role
+from qgate.quality.board import Board
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.records import SuiteRun
 
@@ -33,6 +34,7 @@ class SuiteContext:
     timeout_s: float
     tokenizer_path: Path | None = None
     check_alive: Callable[[], None] = lambda: None
+    board: Board | None = None  # set when the suites may stop early (quality.stop)
 
     def common(self) -> dict[str, Any]:
         """The keyword arguments the HTTP suites take (`run_math`, `run_recall`)."""
@@ -42,6 +44,7 @@ class SuiteContext:
             "max_model_len": self.max_model_len,
             "headers": self.headers,
             "timeout_s": self.timeout_s,
+            "board": self.board,
         }
 
 

@@ -11,6 +11,7 @@ so an unchanged reference is not recomputed when only the candidate changes.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -18,11 +19,14 @@ from pydantic import Field
 
 from qgate.core.records import Record, Role
 from qgate.core.serving import EffectiveConfig, Runtime
-from qgate.profile import Profile, QualitySpec
+from qgate.profile import DivergenceSuite, Profile, QualitySpec
 from qgate.profile.suites import configured
+from qgate.quality.board import Board
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.records import SuiteRun
 from qgate.quality.runner import PairedRunner, SuiteContext, SuiteRunner
+
+log = logging.getLogger("qgate")
 
 __all__ = [
     "QualityOutput",
@@ -80,7 +84,14 @@ async def _paired(
         reference = await asyncio.to_thread(reference)
     if reference is None:
         raise ValueError("the candidate's divergence needs the reference's scores")
-    return await runner.candidate(reference, ctx)
+    scores = await runner.candidate(reference, ctx)
+    if ctx.board is not None and ctx.board.enabled and isinstance(setting, DivergenceSuite):
+        from qgate.quality.divergence_suite import build_divergence_run
+        from qgate.quality.gates import evaluate_divergence
+
+        run = build_divergence_run(reference, scores)
+        ctx.board.post_verdicts(evaluate_divergence(setting, run))
+    return scores
 
 
 async def _evaluate(
@@ -93,6 +104,7 @@ async def _evaluate(
     reference_scores: ReferenceScores,
     tokenizer_path: Path | None,
     on_scores: Callable[[ScoreSet], None] | None,
+    board: Board | None,
 ) -> tuple[list[SuiteRun], ScoreSet | None]:
     ctx = SuiteContext(
         role=role,
@@ -105,15 +117,22 @@ async def _evaluate(
         timeout_s=timeout_s,
         tokenizer_path=tokenizer_path,
         check_alive=runtime.check_alive,
+        board=board,
     )
     runs: list[SuiteRun] = []
     scores: ScoreSet | None = None
     from qgate.core import progress
 
     suites = configured(spec)
-    if role == "reference":  # the paired step first: a candidate beside it never waits long
+    # The reference runs the paired step first, so that a candidate beside it never waits
+    # long; with `stop: verdict` the candidate does too: divergence is the cheapest suite
+    # to settle a FAIL, and everything after it is then skipped.
+    if role == "reference" or spec.stop == "verdict":
         suites = sorted(suites, key=lambda pair: not pair[0].paired)
     for entry, setting in suites:
+        if board is not None and (why := board.halted):
+            log.info("%s: %s not run: %s", role, entry.key, why)
+            continue
         with progress.suite(role, entry.key):
             if entry.paired:  # divergence: the one step that needs the reference's results
                 scores = await _paired(entry.load(), setting, ctx, reference_scores)
@@ -134,6 +153,7 @@ def evaluate(
     tokenizer_path: Path | None,
     reference_scores: ReferenceScores = None,
     on_scores: Callable[[ScoreSet], None] | None = None,
+    board: Board | None = None,
 ) -> QualityOutput:
     """Run every configured suite against a started runtime.
 
@@ -155,6 +175,7 @@ def evaluate(
                 reference_scores=reference_scores,
                 tokenizer_path=tokenizer_path,
                 on_scores=on_scores,
+                board=board,
             )
         )
     return QualityOutput(role=role, runs=runs, scores=scores, effective_config=effective)

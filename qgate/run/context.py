@@ -25,6 +25,7 @@ from qgate.errors import BadInput
 from qgate.profile import Profile
 from qgate.profile.load import LoadedProfile
 from qgate.profile.load_multi import LoadedMulti
+from qgate.quality.board import Board
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.stage import QualityOutput
@@ -264,6 +265,7 @@ def quality_on(
     role: Role,
     reference: QualityOutput | Callable[[], ScoreSet | None] | None,
     on_scores: Callable[[ScoreSet], None] | None = None,
+    board: Board | None = None,
 ) -> QualityOutput:
     """Every suite on one started runtime; raw results saved at once.
 
@@ -276,6 +278,8 @@ def quality_on(
     scores: ReferenceScores = (
         reference.scores if isinstance(reference, QualityOutput) else reference
     )
+    if board is None and isinstance(reference, QualityOutput) and ctx.profile.quality.stop != "off":
+        board = Board(ctx.profile.quality, reference.runs)  # a finished or cached reference
     out = evaluate(
         runtime,
         ctx.profile,
@@ -283,6 +287,7 @@ def quality_on(
         tokenizer_path=ctx.tokenizer_path,
         reference_scores=scores,
         on_scores=on_scores,
+        board=board,
     )
     save_raw(ctx, f"{role}-quality.json", out)
     return out

@@ -16,7 +16,7 @@ from qgate.core.progress import StageClock
 from qgate.core.serving import Runtime
 from qgate.errors import BadInput
 from qgate.perf.records import ScenarioRun
-from qgate.profile import Profile
+from qgate.profile import Profile, QualitySpec
 from qgate.quality.cache import ReferenceCache
 from qgate.quality.stage import QualityOutput
 from qgate.run.context import RunContext, quality_on, save_raw, started
@@ -155,7 +155,19 @@ def store_reference(ctx: RunContext, out: QualityOutput) -> None:
     cache, key = _reference_cache(ctx)
     value = CachedReference(key=key, suite_runs=out.runs, divergence=out.scores,
                             effective_config=out.effective_config)  # fmt: skip
-    ctx.reference_cached, ctx.reference_provenance = False, cache.store(key, value)
+    whole = complete(ctx.profile.quality, out)
+    if not whole:
+        log.info("reference results not cached: its quality stage stopped early (quality.stop)")
+    ctx.reference_cached, ctx.reference_provenance = False, cache.store(key, value, keep=whole)
+
+
+def complete(spec: QualitySpec, out: QualityOutput) -> bool:
+    """Whether a reference ran every configured suite to its end (only such are cached)."""
+    from qgate.quality.stage import data_digests
+
+    ran = {r.suite for r in out.runs if not r.partial}
+    wanted = {k for k in data_digests(spec, None) if k != "divergence"}
+    return wanted <= ran and (spec.divergence is None or out.scores is not None)
 
 
 def _perf(ctx: RunContext, runtime: Runtime, quality: QualityOutput) -> list[ScenarioRun]:

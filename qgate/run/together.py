@@ -34,6 +34,7 @@ from qgate.core.progress import StageClock
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
 from qgate.perf.records import ScenarioRun
+from qgate.quality.board import Board
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.stage import QualityOutput
 from qgate.run.candidate import CandidateResult, judge
@@ -110,9 +111,14 @@ def side_by_side(
         life.callback(pool.shutdown, wait=False, cancel_futures=True)
         with clock.stage("quality"):
             early: Future[ScoreSet] = Future()
-            ref_future = pool.submit(quality_on, ctx, ref_rt, "reference", None, early.set_result)
+            # one board for both sides: with quality.stop a suite ends once its verdict is
+            # settled by what the two have answered so far (qgate/quality/board.py)
+            board = Board(ctx.profile.quality) if ctx.profile.quality.stop != "off" else None
+            ref_future = pool.submit(
+                quality_on, ctx, ref_rt, "reference", None, early.set_result, board
+            )
             cand_future = pool.submit(
-                quality_on, cand, cand_rt, "candidate", _scores(early, ref_future)
+                quality_on, cand, cand_rt, "candidate", _scores(early, ref_future), None, board
             )
             reference = ref_future.result()  # the reference's failure first: it is the root
             ref_stage.store_reference(ctx, reference)

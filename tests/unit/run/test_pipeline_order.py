@@ -251,7 +251,7 @@ def _side_by_side_stand_ins(
         calls.append(("start together", "reference+candidate")) or ("ref-rt", "cand-rt")))
 
     def quality_on(ctx: RunContext, rt: str, role: str, reference: Any,
-                   on_scores: Any = None) -> QualityOutput:  # fmt: skip
+                   on_scores: Any = None, board: Any = None) -> QualityOutput:  # fmt: skip
         if callable(reference):
             reference()  # the candidate's divergence waits for the reference's results
         calls.append(("quality", role))
@@ -332,7 +332,7 @@ def test_side_by_side_hands_the_reference_scores_over_before_its_quality_ends(
     scores = object()
 
     def quality_on(ctx: RunContext, rt: str, role: str, reference: Any,
-                   on_scores: Any = None) -> QualityOutput:  # fmt: skip
+                   on_scores: Any = None, board: Any = None) -> QualityOutput:  # fmt: skip
         if role == "reference":
             on_scores(scores)  # divergence done: the other suites still to run
             assert candidate_scored.wait(10), "the candidate waited for the whole reference"
@@ -354,7 +354,7 @@ def test_side_by_side_candidate_gets_the_reference_error_when_it_fails_before_it
     waiting, answered = threading.Event(), threading.Event()
 
     def quality_on(ctx: RunContext, rt: str, role: str, reference: Any,
-                   on_scores: Any = None) -> QualityOutput:  # fmt: skip
+                   on_scores: Any = None, board: Any = None) -> QualityOutput:  # fmt: skip
         if role == "reference":
             assert waiting.wait(10)
             raise RuntimeFailure("reference", "server died in math.short")

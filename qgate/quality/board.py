@@ -1,0 +1,117 @@
+"""What both runtimes have answered so far, and whether a suite may stop (`quality.stop`).
+
+One board per reference-candidate pair: the candidate's quality stage posts to
+it after each block, and so does the reference's when the two run side by
+side (qgate/run/together.py); a candidate after a finished or cached reference
+gets a board that already holds the reference's records. The decisions are
+the pure ones of qgate/quality/gates.py and settle.py, so `qgate verify`
+re-derives every stop from the records alone; the board only holds state
+between blocks, behind a lock (the two stages run in two threads).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+
+from qgate.core.records import Role
+from qgate.core.verdict import Verdict
+from qgate.profile import QualitySpec
+from qgate.quality.records import ItemRecord, SuiteRun
+
+__all__ = ["Board", "block_name", "in_blocks"]
+
+
+def block_name(suite: str, lo: int, hi: int, count: int) -> str:
+    """What a block's progress line calls it ('math.short' when it is the whole suite)."""
+    return suite if (lo, hi) == (0, count) else f"{suite} {lo + 1}-{hi} of {count}"
+
+
+class Board:
+    """Records per suite and side, and the decisive failure once there is one."""
+
+    def __init__(self, spec: QualitySpec, reference: Sequence[SuiteRun] = ()) -> None:
+        self.spec = spec
+        self._lock = threading.Lock()
+        self._items: dict[tuple[str, Role], list[ItemRecord]] = {
+            (r.suite, "reference"): list(r.items) for r in reference
+        }
+        self._halt: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.spec.stop != "off"
+
+    @property
+    def block(self) -> int:
+        return self.spec.stop_block or self.spec.concurrency
+
+    @property
+    def halted(self) -> str | None:
+        """Why the whole quality stage stops (`stop: verdict`), or None."""
+        with self._lock:
+            return self._halt
+
+    def post(self, role: Role, suite: str, items: Sequence[ItemRecord], planned: int) -> str | None:
+        """Record a side's items so far; why the suite stops now, or None to go on."""
+        from qgate.quality.gates import policy_for, settled_gates
+
+        with self._lock:
+            self._items[(suite, role)] = list(items)
+            if self._halt is not None:
+                return self._halt
+            ref = self._items.get((suite, "reference"), [])
+            cand = self._items.get((suite, "candidate"), [])
+            policy = policy_for(self.spec, suite)
+            if policy is None or (len(ref) >= planned and len(cand) >= planned):
+                return None
+            decided = settled_gates(policy, ref, cand, planned)
+            failed = [g for g, ok in decided.items() if ok is False]
+            if self.spec.stop == "verdict" and failed:
+                self._halt = f"the verdict was FAIL ({suite}.{failed[0]} settled)"
+                return self._halt
+            settled = decided and all(ok is not None for ok in decided.values())
+            if settled and self._differs(ref, cand):
+                known = len({i.id for i in ref} & {i.id for i in cand})
+                return f"settled at {known} of {planned} items"
+        return None
+
+    def post_verdicts(self, verdicts: Sequence[Verdict]) -> None:
+        """A finished suite's verdicts (divergence): with `stop: verdict` a failure halts."""
+        failed = next((v for v in verdicts if not v.passed and v.settled), None)
+        if failed is not None and self.spec.stop == "verdict":
+            with self._lock:
+                self._halt = self._halt or f"the verdict was FAIL ({failed.gate} settled)"
+
+    def _differs(self, ref: Sequence[ItemRecord], cand: Sequence[ItemRecord]) -> bool:
+        """Whether the no-effect gate is already out of play (it needs every answer equal)."""
+        if self.spec.on_no_effect != "fail":
+            return True
+        outputs = {i.id: i.output for i in cand}
+        return any(i.id in outputs and outputs[i.id] != i.output for i in ref)
+
+
+async def in_blocks(
+    board: Board | None,
+    role: Role,
+    suite: str,
+    count: int,
+    answer: Callable[[int, int], Awaitable[list[ItemRecord]]],
+) -> tuple[list[ItemRecord], int | None, str | None]:
+    """Items [0, count) answered by `answer(lo, hi)`: (records, planned, why it stopped).
+
+    Without an enabled board, one call for all; with one, a block at a time,
+    posted after each, until the board says the suite is settled or halted.
+    `planned` is set only when the suite stopped before its end.
+    """
+    if board is None or not board.enabled:
+        return await answer(0, count), None, None
+    records: list[ItemRecord] = []
+    for lo in range(0, count, board.block):
+        if lo and (why := board.halted):
+            return records, count, why
+        records += await answer(lo, min(count, lo + board.block))
+        why = board.post(role, suite, records, count)
+        if why is not None and len(records) < count:
+            return records, count, why
+    return records, None, None
