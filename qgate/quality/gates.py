@@ -190,6 +190,11 @@ def evaluate_suite(
     cand_by_id = {i.id: i for i in cand.items}
     pairs = [(i.correct, cand_by_id[i.id].correct) for i in ref.items if i.id in cand_by_id]
     n = len(pairs)
+    planned = ref.planned or cand.planned
+    if n == 0 and planned is not None and (ref.partial or cand.partial):
+        return verdicts + _settle(
+            _all_failed(suite, policy, "no paired items yet"), policy, ref, cand, planned
+        )
     if n == 0:
         return verdicts + _all_failed(suite, policy, "no paired items to compare")
     flips = count_flips(pairs)
@@ -288,7 +293,6 @@ def evaluate_suite(
                 **power_of,
             )
         )
-    planned = ref.planned or cand.planned
     if planned is not None and (ref.partial or cand.partial):
         verdicts = _settle(verdicts, policy, ref, cand, planned)
     return verdicts

@@ -250,6 +250,33 @@ def _provenance_removed(case: Case) -> Path:
     return case.resign(report)
 
 
+def _stopped(case: Case, stop: str | None, lose: int, keep: int) -> Report:
+    """The candidate loses its first `lose` items and keeps `keep` of 10, as a stopped run."""
+    report = case.report()
+    if stop is not None:
+        report.profile["quality"]["stop"] = stop
+    _lose_items(report, range(lose))
+    cand = next(r for r in report.quality.runs if r.role == "candidate")
+    cand.planned, cand.stopped, cand.items = len(cand.items), "settled", cand.items[:keep]
+    return _reverdict(report)
+
+
+def _stop_while_off(case: Case) -> Path:
+    return case.resign(_stopped(case, None, lose=8, keep=8))
+
+
+def _stop_not_settled(case: Case) -> Path:
+    return case.resign(_stopped(case, "settled", lose=2, keep=4))
+
+
+def test_a_stop_the_records_allow_verifies(case: Case) -> None:
+    # 7 of the first 8 lost (the reference got item 3 wrong too): max_drop fails whatever
+    # the last two do, so with `stop: verdict` the FAIL is settled and the stop allowed
+    res = case.verify(case.resign(_stopped(case, "verdict", lose=8, keep=8)))
+    assert res.exit_code == 0, res.output
+    assert "(verdict FAIL)" in res.output
+
+
 def _truncated(case: Case) -> Path:
     out = case.tmp / "truncated.jsonl"
     out.write_bytes(case.envelope.read_bytes()[:700])
@@ -326,6 +353,18 @@ MATRIX: dict[str, tuple[Callable[[Case], Path], int, str]] = {
         _provenance_removed,
         1,
         "the report does not record where its reference results came from",
+    ),
+    "early stop under quality.stop off": (
+        _stop_while_off,
+        1,
+        "quality: math.short (candidate) records an early stop but the profile's quality.stop "
+        "is off",
+    ),
+    "early stop the records do not settle": (
+        _stop_not_settled,
+        1,
+        "quality: math.short (candidate) stopped at 4 of 10 items, but its records do not "
+        "settle math.short.max_drop",
     ),
     "truncated": (_truncated, 2, "not a JSON DSSE envelope (truncated or corrupt?)"),
     "empty": (_empty, 2, "empty file"),
