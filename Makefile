@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.qgate-installed
 
-.PHONY: setup demo demo-fail test test-unit docs lint clean
+.PHONY: setup browser demo demo-fail test test-unit docs lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,7 +27,17 @@ demo-fail: setup
 	status=$$?; echo "qgate exit code: $$status (1 = a gate failed, as this demo expects)"; \
 	test $$status -eq 1
 
-test: setup
+# Headless Chromium for the HTML report's browser test (tests/unit/report/test_html_browser.py),
+# from Debian as root; anyone else gets a note, and the test skips there (it fails under CI=true).
+browser:
+	@command -v chromium || command -v chromium-browser || command -v google-chrome || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends chromium >/dev/null; } || \
+	  echo "note: apt-get could not install chromium; the HTML browser test fails in CI"; \
+	else echo "note: no chromium and not root with apt-get; the HTML browser test skips (fails if CI=true)"; fi
+
+test: setup browser
 	$(PY) -m pytest -q -rs --durations=15 tests
 
 test-unit: $(STAMP)

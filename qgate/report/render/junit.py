@@ -45,10 +45,13 @@ def add_suite(root: ET.Element, name: str, report: Report) -> None:
     for v in verdicts:
         case = ET.SubElement(suite, "testcase", name=v.gate, classname=v.suite, time="0")
         detail = f"observed={v.observed} limit={v.limit}" + (
+            f" n={v.n}" if v.n is not None else ""
+        ) + (f" power={v.power:.3f}" if v.power is not None else "") + (
             " underpowered" if v.underpowered else ""
         )
         if not v.passed:
-            failure = ET.SubElement(case, "failure", message=v.reason, type="GateFailed")
+            kind = "GateFailed" if v.settled else "GateNotSettled"
+            failure = ET.SubElement(case, "failure", message=v.reason, type=kind)
             failure.text = detail
         else:
             ET.SubElement(case, "system-out").text = f"{v.reason} ({detail})"

@@ -54,7 +54,12 @@ def _headline(report: Report) -> Section:
     total = len(report.all_verdicts())
     sec.lines.append(f"Gates: {total - len(failed)} of {total} passed; perf: {report.perf.status}.")
     for v in failed:
-        sec.lines.append(f"FAILED {v.gate}: {v.reason}")
+        if v.settled:
+            sec.lines.append(f"FAILED {v.gate}: {v.reason}")
+    open_gates = [v.gate for v in failed if not v.settled]
+    if open_gates:
+        sec.lines.append(f"NOT SETTLED (quality stopped early, verdict already decided): "
+                         f"{', '.join(open_gates)}")  # fmt: skip
     if _dummy_weights(report.profile):
         sec.lines.append("PREVIEW: dummy (random) weights, speed only: no accuracy was measured, "
                          "and the speed is that of this shape, not of a trained model")  # fmt: skip
@@ -92,13 +97,17 @@ def _gates(report: Report) -> Section:
         [
             v.gate,
             fmt(v.observed),
-            fmt(v.limit),
-            "pass" if v.passed else "FAIL",
+            (f"{v.comparator} " if v.comparator else "") + fmt(v.limit),
+            fmt(v.n),
+            "–" if v.power is None else f"{v.power:.2f}",
+            "pass" if v.passed else "FAIL" if v.settled else "not settled",
             v.reason + (" (underpowered)" if v.underpowered else ""),
         ]
         for v in report.all_verdicts()
     ]
-    sec.tables.append(Table(["Gate", "Observed", "Limit", "Result", "Reason"], rows))
+    sec.tables.append(
+        Table(["Gate", "Observed", "Limit", "n", "Power", "Result", "Reason"], rows)
+    )
     sec.lines.append(
         "Signs: a max_drop gate observes the drop, reference minus candidate accuracy "
         "(positive = the candidate is worse); the accuracy table's Delta is candidate minus "
