@@ -12,7 +12,7 @@ from pydantic import Field
 
 from qgate.core.records import Record
 
-__all__ = ["Life", "Plan", "Preflight", "ScenarioPlan", "SuitePlan"]
+__all__ = ["GatePower", "Life", "Plan", "Preflight", "ScenarioPlan", "SuitePlan"]
 
 Preflight = Literal["dry", "start", "none"]
 
@@ -42,6 +42,26 @@ class ScenarioPlan(Record):
     tokens: int | None = Field(description="Prompt plus output tokens per side, estimated.")
 
 
+class GatePower(Record):
+    """What an exact-answer suite's paired test can detect at its planned size."""
+
+    suite: str = Field(description="Result id, e.g. 'math.long'.")
+    items: int = Field(description="Paired items planned.")
+    alpha: float = Field(description="The policy's test level.")
+    power: float = Field(description="The power asked (detect.power, else the policy's power).")
+    discordance: str = Field(description="The flip rate assumed, for people.")
+    min_detectable_drop: float | None = Field(
+        description="Smallest drop detected at that power (None: none at this size)."
+    )
+    target_drop: float | None = Field(
+        description="The drop it must catch: detect.drop, else max_drop (None: neither set)."
+    )
+    items_needed: int | None = Field(
+        description="Items the target needs at that power (None: more than the bound)."
+    )
+    sized: bool = Field(description="The suite is sized by its `detect` (items = items_needed).")
+
+
 class Plan(Record):
     """What `qgate run` will do with each runtime, decided before it starts any."""
 
@@ -58,6 +78,9 @@ class Plan(Record):
     lives: list[Life] = Field(description="Every server start, in order.")
     suites: list[SuitePlan] = Field(default_factory=list, description="The quality stage.")
     scenarios: list[ScenarioPlan] = Field(default_factory=list, description="The perf stage.")
+    power: list[GatePower] = Field(
+        default_factory=list, description="Per gated exact-answer suite: what its size detects."
+    )
     notes: list[str] = Field(default_factory=list, description="What people should know.")
 
     @property

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from qgate.core.plan import GatePower
 from qgate.profile import AccuracyPolicy, Detect, LmEvalTask, MathSuite, RecallSuite
 from qgate.quality.stats import mcnemar_power
 
@@ -24,6 +25,7 @@ __all__ = [
     "DISCORDANCE_PRIOR",
     "Sizing",
     "achieved_power",
+    "gate_power",
     "items_needed",
     "lmeval_limit",
     "math_limit",
@@ -110,3 +112,45 @@ def lmeval_limit(task: LmEvalTask) -> int | None:
     """Documents of an lm-eval task: the detection's count when stated, else `limit`."""
     sized = _sized(task)
     return task.limit if sized is None else sized
+
+
+def _mdd_prior(n: int, alpha: float, power: float, detect: Detect | None) -> float | None:
+    """Smallest drop detected at n when items flip as the detection (or the prior) assumes."""
+
+    def disc(d: float) -> float:
+        if detect is not None and detect.discordance is not None:
+            return detect.discordance
+        return DISCORDANCE_PRIOR * d
+
+    if achieved_power(n, 1.0, 1.0, alpha) < power:
+        return None
+    lo, hi = 0.0, 1.0
+    for _ in range(30):  # ~1e-9: far below the 0.1 point a plan prints
+        mid = (lo + hi) / 2
+        if achieved_power(n, mid, disc(mid), alpha) >= power:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def gate_power(suite: str, policy: AccuracyPolicy, items: int) -> GatePower:
+    """What `items` paired items detect under `policy`, and what its target drop needs."""
+    detect = policy.detect
+    power = detect.power if detect else policy.power
+    # a max_drop of 0 forbids any drop: no size detects "any", so it has no target here
+    target = detect.drop if detect else (policy.max_drop or None)
+    needed: int | None = None
+    if target is not None:
+        ask = detect or Detect(drop=target, power=power)
+        needed = items_needed(ask, policy.alpha).needed
+    assumed = (
+        f"{100 * detect.discordance:.0f}% of items flip (stated)"
+        if detect and detect.discordance is not None
+        else "items flip at twice the drop (prior)"
+    )
+    return GatePower(
+        suite=suite, items=items, alpha=policy.alpha, power=power, discordance=assumed,
+        min_detectable_drop=_mdd_prior(items, policy.alpha, power, detect),
+        target_drop=target, items_needed=needed, sized=detect is not None,
+    )  # fmt: skip

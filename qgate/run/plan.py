@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from qgate.core.plan import Life, Plan, Preflight, ScenarioPlan, SuitePlan
+from qgate.core.plan import GatePower, Life, Plan, Preflight, ScenarioPlan, SuitePlan
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
 
 __all__ = ["blocks_of", "describe", "make_plan", "sequence_reason"]
@@ -53,6 +53,37 @@ def _suites(spec: QualitySpec) -> list[SuitePlan]:
         else:  # a registered suite of a plug-in
             out += [SuitePlan(suite=rid, items=None) for rid, _ in entry.results_of(setting)]
     return out
+
+
+def _power(spec: QualitySpec) -> list[GatePower]:
+    """Per gated exact-answer suite of known size: what its paired test can detect."""
+    from qgate.quality.gates import policy_for
+    from qgate.quality.sizing import gate_power
+
+    out = []
+    for s in _suites(spec):
+        policy = policy_for(spec, s.suite)
+        gated = policy is not None and (policy.max_drop is not None or policy.significance)
+        if policy is not None and gated and s.items is not None:
+            out.append(gate_power(s.suite, policy, s.items))
+    return out
+
+
+def _power_line(g: GatePower) -> str:
+    at = f"alpha {g.alpha:g}, power {g.power:g}, {g.discordance}"
+    mdd = "no drop" if g.min_detectable_drop is None else f"{100 * g.min_detectable_drop:.1f} pts"
+    line = f"  power {g.suite}: {g.items} items detect {mdd} ({at})"
+    if g.target_drop is None:
+        return line
+    need = "more than the bound" if g.items_needed is None else f"{g.items_needed} items"
+    what = "detect" if g.sized else "max_drop"
+    line += f"; {what} {100 * g.target_drop:.1f} pts needs {need}"
+    if g.sized and (g.items_needed is None or g.items_needed > g.items):
+        line += " (CAPPED at detect.max_items: the stated power is not reached)"
+    elif not g.sized and (g.items_needed is None or g.items_needed > g.items):
+        key = g.suite.split(".")[0] + ("[]" if g.suite.startswith("lm_eval.") else "")
+        line += f" (UNDERPOWERED: state quality.{key}.detect to size it)"
+    return line
 
 
 def _scenarios(profile: Profile) -> list[ScenarioPlan]:
@@ -187,6 +218,7 @@ def make_plan(
         lives=lives,
         suites=_suites(first.quality),
         scenarios=_scenarios(first),
+        power=_power(first.quality),
         notes=notes,
     )
 
@@ -213,11 +245,15 @@ def _together(
     cand_serves = ["quality suites", "gates"]
     if perf:
         cand_serves.append(f"perf in {blocks} interleaved block(s), if every gate passed")
+    last = "first (quality.stop: verdict)" if profile.quality.stop == "verdict" else "last"
     notes = [
         "reference and candidate start together and run side by side, each on its own cores: "
         "their start-ups and quality suites overlap; the reference scores its divergence "
-        "continuations first and hands them to the candidate's divergence, which runs last",
+        f"continuations first and hands them to the candidate's divergence, which runs {last}",
     ]
+    if profile.quality.stop != "off":
+        notes.append(f"quality.stop: {profile.quality.stop}: exact-answer suites run in blocks "
+                     "and end once their verdicts are settled (never another verdict)")  # fmt: skip
     if compared:
         notes.append(
             "speed is measured on each side's own cores, in interleaved blocks (reference, "
@@ -234,6 +270,7 @@ def _together(
                     condition="started together with the reference")],  # fmt: skip
         suites=_suites(profile.quality),
         scenarios=_scenarios(profile),
+        power=_power(profile.quality),
         notes=notes,
     )
 
@@ -254,6 +291,7 @@ def describe(plan: Plan) -> list[str]:
         items = "all" if s.items is None else str(s.items)
         detail = f" ({s.detail})" if s.detail else ""
         lines.append(f"  quality {s.suite}: {items} items per side{detail}")
+    lines += [_power_line(g) for g in plan.power]
     for p in plan.scenarios:
         reqs = "until its duration" if p.requests is None else f"{p.requests} requests"
         toks = "" if p.tokens is None else f", ~{p.tokens:,} tokens"
