@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from qgate.profile.base import Fraction, Strict
 
@@ -179,6 +179,12 @@ class QualitySpec(Strict):
         default=None, ge=1, description="Items per block when stopping early (default: "
         "`concurrency`)."
     )
+
+    @field_validator("stop", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: object) -> object:
+        # YAML 1.1 reads a bare `off` as false: `stop: off` means what it says
+        return "off" if value is False else value
 
     def has_suites(self) -> bool:
         """Whether any suite is configured (a profile needs one unless it is a preview)."""
