@@ -101,6 +101,11 @@ class FailedGate(Record):
 
     gate: str = Field(description="Gate id, e.g. 'math.long.max_drop'.")
     reason: str = Field(description="One line for people.")
+    settled: bool = Field(
+        default=True,
+        description="False: not decided, the quality stage stopped once another gate's FAIL "
+        "was (quality.stop: verdict).",
+    )
 
 
 class RunSummary(Record):

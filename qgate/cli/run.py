@@ -102,7 +102,12 @@ def text_summary(outcome: RunOutcome) -> None:
     for line in outcome.candidates:
         click.echo(f"  candidate {line}")
     for v in failed:
-        click.echo(f"  FAIL {v.gate}: {v.reason}")
+        if v.settled:
+            click.echo(f"  FAIL {v.gate}: {v.reason}")
+    open_gates = [v.gate for v in failed if not v.settled]
+    if open_gates:
+        click.echo(f"  not settled ({len(open_gates)}, quality stopped once the FAIL was): "
+                   + ", ".join(open_gates))  # fmt: skip
     for line in outcome.capability_notes:
         click.echo(f"  machine: {line}")
     for line in outcome.warnings:
@@ -134,7 +139,8 @@ def json_summary(outcome: RunOutcome) -> RunSummary:
         exit_code=int(outcome.exit_code),
         gates_passed=sum(v.passed for v in outcome.verdicts),
         gates_total=len(outcome.verdicts),
-        failed=[FailedGate(gate=v.gate, reason=v.reason) for v in outcome.verdicts if not v.passed],
+        failed=[FailedGate(gate=v.gate, reason=v.reason, settled=v.settled)
+                for v in outcome.verdicts if not v.passed],  # fmt: skip
         underpowered=[v.gate for v in outcome.verdicts if v.passed and v.underpowered],
         perf_status=str(outcome.perf_status),
         reference_cached=outcome.reference_cached,

@@ -43,6 +43,7 @@ candidate:
 {candidate}
 quality:
   concurrency: 16            # every math item in one wave (CPU decode is weight-read bound)
+  stop: {stop}
   math: {{prompts: [short, long], limit: 12, max_drop: {math_drop}}}
   recall: {{context_tokens: [512], haystacks: 1, depths: [0.2, 0.5, 0.8]}}
   divergence: {{sequences: 6, tokens: 16, max_mean_kld: {kld}}}
@@ -99,13 +100,13 @@ def keypair(workspace: Path, env: dict[str, str]) -> tuple[Path, Path]:
 
 def write_profile(
     workspace: Path, name: str, candidate: str, math_drop: float, kld: float,
-    preflight: str = "never", placement: str = "auto",
+    preflight: str = "never", placement: str = "auto", stop: str = "'off'",
 ) -> Path:
     # preflight 'never' saves CI a server start; the test of a candidate that cannot start
     # runs with the default ('auto'). placement 'auto' runs the two side by side (2 cores).
     path = workspace / f"{name}.yaml"
     text = BASE.format(name=name, candidate=candidate, math_drop=math_drop, kld=kld,
-                       preflight=preflight, placement=placement)  # fmt: skip
+                       preflight=preflight, placement=placement, stop=stop)  # fmt: skip
     path.write_text(text)
     return path
 
@@ -268,7 +269,9 @@ def test_failing_profile_exits_1_without_perf(
     env: dict[str, str],
     keypair: tuple[Path, Path],
 ) -> None:
-    profile = write_profile(workspace, "it-int4", INT4, math_drop=0.5, kld=0.05)
+    # as the failing demo: the quality stage ends once a gate's FAIL is settled; with the
+    # reference from the cache the candidate scores divergence first, which settles it
+    profile = write_profile(workspace, "it-int4", INT4, math_drop=0.5, kld=0.05, stop="verdict")
     done = qgate(
         "run", str(profile), "--out", str(workspace / "runs"), "--key", str(keypair[0]),
         "--cache-dir", str(workspace / "cache"), "--no-progress", env=env,
@@ -276,9 +279,14 @@ def test_failing_profile_exits_1_without_perf(
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("FAIL"), done.stdout
     assert "FAIL divergence.max_mean_kld" in done.stdout
+    assert "reference from cache" in done.stdout.splitlines()[0]
+    not_run = r"not settled \(\d+, quality stopped once the FAIL was\): math\.short\."
+    assert re.search(not_run, done.stdout), done.stdout
     assert "perf skipped: gates failed" in done.stdout
     run_dir = run_dir_of(done.stdout)
     assert not (run_dir / "raw" / "candidate-perf.json").exists()
+    cand = json.loads((run_dir / "raw" / "candidate-quality.json").read_text())
+    assert cand["runs"] == [] and cand["scores"] is not None  # divergence alone ran
     verified = qgate("verify", str(run_dir / "report.intoto.jsonl"), "--pubkey",
                      str(keypair[1]), env=env)  # fmt: skip
     assert verified.returncode == 0, verified.stdout + verified.stderr

@@ -80,9 +80,11 @@ def test_stopping_never_changes_a_verdict(mode: str) -> None:
         policy = _policy(rng)
         spec = QualitySpec(math=MathSuite(prompts=["short"], **policy), stop=mode)  # type: ignore[arg-type]
         assert spec.math is not None
-        full = evaluate_suite(SUITE, spec.math, _run("reference", [_item(i, r) for i, r in enumerate(ref)]),
-                              _run("candidate", [_item(i, c) for i, c in enumerate(cand)]))  # fmt: skip
-        r_done, c_done, why = _stop_point(Board(spec), ref, cand, rng.randint(1, 9), rng.randint(0, 2))
+        whole = [_run(role, [_item(i, ok) for i, ok in enumerate(side)])
+                 for role, side in (("reference", ref), ("candidate", cand))]  # fmt: skip
+        full = evaluate_suite(SUITE, spec.math, *whole)
+        block, lead = rng.randint(1, 9), rng.randint(0, 2)
+        r_done, c_done, why = _stop_point(Board(spec), ref, cand, block, lead)
         if why is None:
             continue
         stops += 1

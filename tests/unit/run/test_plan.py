@@ -120,3 +120,29 @@ def test_side_by_side_plan_has_no_preflight_and_interleaved_blocks() -> None:
     lines = describe(plan)
     assert lines[0].startswith("plan: 2 server start(s) side by side")
     assert any("per side and block, 2 blocks" in ln for ln in lines)
+
+
+def test_plan_prints_the_drop_each_gate_detects_at_its_size() -> None:
+    plan = make_plan([("candidate", _single("smollm2-cpu-fp8"))], reference_cached=False,
+                     placement="x")  # fmt: skip
+    power = {g.suite: g for g in plan.power}
+    assert set(power) == {"math.short", "math.long", "recall.1024"}  # divergence has no test
+    long = power["math.long"]
+    assert (long.items, long.alpha, long.target_drop, long.sized) == (64, 0.0167, 0.15, False)
+    assert long.min_detectable_drop is not None and 0.2 < long.min_detectable_drop < 0.35
+    assert long.items_needed is not None and long.items_needed > 64
+    line = next(ln for ln in describe(plan) if ln.startswith("  power math.long:"))
+    mdd = 100 * long.min_detectable_drop
+    assert line.startswith(f"  power math.long: 64 items detect {mdd:.1f} pts")
+    assert f"max_drop 15.0 pts needs {long.items_needed} items (UNDERPOWERED: state " \
+        "quality.math.detect to size it)" in line
+
+
+def test_a_stated_detection_sizes_the_generated_set() -> None:
+    plan = make_plan([("candidate", _single("smollm2-cpu-int8-detect"))], reference_cached=False,
+                     placement="x")  # fmt: skip
+    (g,) = plan.power
+    suites = {s.suite: s.items for s in plan.suites}
+    assert g.sized and g.items == g.items_needed == suites["math.long"] > 144  # past the core set
+    assert g.min_detectable_drop is not None and g.min_detectable_drop <= 0.10
+    assert "UNDERPOWERED" not in "\n".join(describe(plan))
