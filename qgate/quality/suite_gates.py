@@ -1,0 +1,304 @@
+"""The gates of one exact-answer suite: the 2x2 table of paired outcomes against a policy.
+
+`evaluate_suite` is what qgate/quality/gates.py calls per suite; it lives apart
+from the divergence gates and the run-level rules that gather them. A suite
+that stopped early (quality.stop) is judged on its planned items: each gate
+passes or fails only where every outcome of the items it did not run agrees
+(qgate/quality/settle.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from qgate.core.verdict import Verdict
+from qgate.profile import AccuracyPolicy
+from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.quality.settle import bounds
+from qgate.quality.sizing import achieved_power
+from qgate.quality.stats import (
+    FlipCounts,
+    count_flips,
+    mcnemar_p,
+    min_detectable_drop,
+    pct,
+    wilson,
+)
+
+__all__ = ["EPS", "all_failed", "evaluate_suite", "settled_gates"]
+
+# Differences of accuracies are ratios of integers; this absorbs float rounding
+# so that a drop exactly at the limit passes.
+EPS = 1e-12
+
+
+def _gates_of(policy: AccuracyPolicy) -> list[str]:
+    names = []
+    if policy.min_accuracy is not None:
+        names.append("min_accuracy")
+    if policy.max_drop is not None:
+        names.append("max_drop")
+    if policy.max_flips is not None:
+        names.append("max_flips")
+    if policy.significance:
+        names.append("significance")
+    return names
+
+
+def _limit(policy: AccuracyPolicy, gate: str) -> float | None:
+    if gate == "significance":
+        return policy.alpha
+    value = getattr(policy, gate)
+    return None if value is None else float(value)
+
+
+def all_failed(suite: str, policy: AccuracyPolicy, reason: str) -> list[Verdict]:
+    gates = _gates_of(policy) or ["records"]
+    return [
+        Verdict(
+            gate=f"{suite}.{g}",
+            suite=suite,
+            observed=None,
+            limit=_limit(policy, g) if g != "records" else None,
+            passed=False,
+            reason=f"{suite}: {reason}",
+        )
+        for g in gates
+    ]
+
+
+def _pairing_problem(ref: SuiteRun, cand: SuiteRun) -> str | None:
+    for run in (ref, cand):
+        ids = [i.id for i in run.items]
+        if len(set(ids)) != len(ids):
+            dupes = sorted({i for i in ids if ids.count(i) > 1})
+            return f"duplicate item ids in the {run.role} run: {_few(dupes)}"
+    planned = ref.planned or cand.planned  # recorded by a run that stopped early
+    if ref.planned and cand.planned and ref.planned != cand.planned:
+        return f"planned items differ: reference {ref.planned}, candidate {cand.planned}"
+    if planned is not None:
+        for run in (ref, cand):
+            if len(run.items) > planned or (not run.partial and len(run.items) != planned):
+                return f"the {run.role} run has {len(run.items)} items, {planned} planned"
+    ref_ids = {i.id for i in ref.items}
+    cand_ids = {i.id for i in cand.items}
+    # a run that stopped early (quality.stop) lacks the other side's later items by design
+    missing = [] if cand.partial else sorted(ref_ids - cand_ids)
+    extra = [] if ref.partial else sorted(cand_ids - ref_ids)
+    parts = []
+    if missing:
+        parts.append(f"{len(missing)} reference items missing from the candidate ({_few(missing)})")
+    if extra:
+        parts.append(f"{len(extra)} candidate items not in the reference ({_few(extra)})")
+    if not ref_ids and not ref.partial:
+        parts.append("no items")
+    return "; ".join(parts) or None
+
+
+def _few(ids: Sequence[str], n: int = 3) -> str:
+    return ", ".join(ids[:n]) + (", ..." if len(ids) > n else "")
+
+
+def _passes(policy: AccuracyPolicy, f: FlipCounts) -> dict[str, bool]:
+    """Each gate's verdict on a full 2x2 table (the one place its rule is written)."""
+    n = f.n
+    cand_k = f.both_correct + f.gained
+    out: dict[str, bool] = {}
+    if policy.min_accuracy is not None:
+        out["min_accuracy"] = cand_k / n + EPS >= policy.min_accuracy
+    if policy.max_drop is not None:
+        out["max_drop"] = (f.lost - f.gained) / n <= policy.max_drop + EPS
+    if policy.max_flips is not None:
+        out["max_flips"] = f.lost <= policy.max_flips
+    if policy.significance:
+        out["significance"] = mcnemar_p(f.lost, f.gained) >= policy.alpha
+    return out
+
+
+def _power_fields(
+    policy: AccuracyPolicy, flips: FlipCounts
+) -> tuple[float | None, float | None, bool, str]:
+    """(power, min detectable drop, underpowered, reason tail) of a suite's sample."""
+    n = flips.n
+    target = policy.detect.power if policy.detect else policy.power
+    mdd = min_detectable_drop(n, policy.alpha, target, flips.discordant / n)
+    drop = policy.detect.drop if policy.detect else policy.max_drop
+    power = None if drop is None else achieved_power(n, drop, flips.discordant / n, policy.alpha)
+    underpowered = policy.max_drop is not None and (mdd is None or mdd > policy.max_drop + EPS)
+    tail = ""
+    if policy.detect is not None and power is not None:
+        underpowered = underpowered or power < policy.detect.power
+        tail = (f"; power {power:.2f} to detect a {100 * policy.detect.drop:.1f}-pt drop "
+                f"(stated {policy.detect.power:g})")  # fmt: skip
+    return power, mdd, underpowered, tail
+
+
+def evaluate_suite(
+    suite: str, policy: AccuracyPolicy, ref: SuiteRun, cand: SuiteRun
+) -> list[Verdict]:
+    """Verdicts of one suite's paired runs; a pairing problem fails every gate of the suite.
+
+    Gates compare the items the two runs share; a pairing problem (missing,
+    extra or duplicate items) adds a failed `<suite>.pairing` verdict. A run that
+    stopped early is judged on its planned items: a gate passes or fails only
+    when every outcome of the items it did not run gives that verdict
+    (qgate/quality/settle.py); otherwise it is not settled, and not passed.
+    """
+    verdicts: list[Verdict] = []
+    problem = _pairing_problem(ref, cand)
+    if problem is not None:
+        verdicts.append(
+            Verdict(
+                gate=f"{suite}.pairing",
+                suite=suite,
+                observed=None,
+                limit=None,
+                passed=False,
+                reason=f"{suite}: {problem}",
+            )
+        )
+    cand_by_id = {i.id: i for i in cand.items}
+    pairs = [(i.correct, cand_by_id[i.id].correct) for i in ref.items if i.id in cand_by_id]
+    n = len(pairs)
+    planned = ref.planned or cand.planned
+    if n == 0 and planned is not None and (ref.partial or cand.partial):
+        return verdicts + _settle(
+            all_failed(suite, policy, "no paired items yet"), policy, ref, cand, planned
+        )
+    if n == 0:
+        return verdicts + all_failed(suite, policy, "no paired items to compare")
+    flips = count_flips(pairs)
+    ref_k = flips.both_correct + flips.lost
+    cand_k = flips.both_correct + flips.gained
+    ref_acc, cand_acc = ref_k / n, cand_k / n
+    drop = (ref_k - cand_k) / n
+    low, high = wilson(cand_k, n)
+    acc_text = (
+        f"candidate {pct(cand_acc)} [{100 * low:.1f}, {100 * high:.1f}] "
+        f"vs reference {pct(ref_acc)} (n={n})"
+    )
+    power, mdd, underpowered, power_text = _power_fields(policy, flips)
+    at = f"at alpha {policy.alpha:g}, power {policy.power:g}"
+    mdd_text = (
+        f"n={n} cannot detect any drop {at}"
+        if mdd is None
+        else f"detectable drop {100 * mdd:.1f} pts {at}"
+    )
+    warn = (
+        f"; UNDERPOWERED: {mdd_text} > {100 * (policy.max_drop or 0):.1f} pts allowed"
+        if underpowered and policy.max_drop is not None and (mdd is None or mdd > policy.max_drop)
+        else ""
+    )
+    common = {"suite": suite, "n": n}
+    power_of = {"power": power, "min_detectable_drop": mdd, "underpowered": underpowered}
+
+    if policy.min_accuracy is not None:
+        ok = cand_acc + EPS >= policy.min_accuracy
+        verdicts.append(
+            Verdict(
+                gate=f"{suite}.min_accuracy",
+                observed=cand_acc,
+                limit=policy.min_accuracy,
+                passed=ok,
+                reason=f"{suite}: {acc_text}; floor {pct(policy.min_accuracy)} "
+                + ("met" if ok else "not met"),
+                metric="accuracy",
+                comparator=">=",
+                **common,
+            )
+        )
+    if policy.max_drop is not None:
+        ok = drop <= policy.max_drop + EPS
+        verdicts.append(
+            Verdict(
+                gate=f"{suite}.max_drop",
+                observed=drop,
+                limit=policy.max_drop,
+                passed=ok,
+                reason=f"{suite}: {acc_text}; drop {100 * drop:.1f} pts "
+                + ("<=" if ok else ">")
+                + f" {100 * policy.max_drop:.1f} allowed{warn}{power_text}",
+                metric="accuracy_drop",
+                comparator="<=",
+                **common,
+                **power_of,
+            )
+        )
+    if policy.max_flips is not None:
+        ok = flips.lost <= policy.max_flips
+        verdicts.append(
+            Verdict(
+                gate=f"{suite}.max_flips",
+                observed=float(flips.lost),
+                limit=float(policy.max_flips),
+                passed=ok,
+                reason=f"{suite}: {flips.lost} lost, {flips.gained} gained of {n}; "
+                + ("<=" if ok else ">")
+                + f" {policy.max_flips} lost allowed",
+                metric="lost_items",
+                comparator="<=",
+                **common,
+            )
+        )
+    if policy.significance:
+        p = mcnemar_p(flips.lost, flips.gained)
+        ok = p >= policy.alpha
+        verdicts.append(
+            Verdict(
+                gate=f"{suite}.significance",
+                observed=p,
+                limit=policy.alpha,
+                passed=ok,
+                reason=f"{suite}: exact McNemar {flips.lost} lost vs {flips.gained} gained, "
+                f"p={p:.3g} "
+                + (">=" if ok else "<")
+                + f" alpha {policy.alpha:g}"
+                + ("" if ok else " (candidate significantly worse)")
+                + f"; {mdd_text}"
+                + (" (UNDERPOWERED for max_drop)" if underpowered else "")
+                + power_text,
+                metric="mcnemar_p",
+                comparator=">=",
+                **common,
+                **power_of,
+            )
+        )
+    if planned is not None and (ref.partial or cand.partial):
+        verdicts = _settle(verdicts, policy, ref, cand, planned)
+    return verdicts
+
+
+def settled_gates(
+    policy: AccuracyPolicy,
+    ref: Sequence[ItemRecord],
+    cand: Sequence[ItemRecord],
+    planned: int,
+) -> dict[str, bool | None]:
+    """Each gate's verdict over `planned` items where the records so far decide it, else None."""
+    c = bounds(ref, cand, planned)
+    worst, best = _passes(policy, c.worst), _passes(policy, c.best)
+    return {gate: ok if ok == best[gate] else None for gate, ok in worst.items()}
+
+
+def _settle(
+    verdicts: list[Verdict], policy: AccuracyPolicy, ref: SuiteRun, cand: SuiteRun, planned: int
+) -> list[Verdict]:
+    """A stopped suite's verdicts: each gate as its planned items decide it, or not settled."""
+    decided = settled_gates(policy, ref.items, cand.items, planned)
+    known = len({i.id for i in ref.items} & {i.id for i in cand.items})
+    out = []
+    for v in verdicts:
+        gate = v.gate.rsplit(".", 1)[1]
+        ok = decided.get(gate)
+        if gate not in decided:
+            out.append(v)
+        elif ok is not None:
+            tail = (f"; settled at {known} of {planned} items: every outcome of the other "
+                    f"{planned - known} gives this verdict")  # fmt: skip
+            out.append(v.model_copy(update={"passed": ok, "reason": v.reason + tail}))
+        else:
+            tail = f"; NOT SETTLED: stopped at {known} of {planned} items"
+            out.append(v.model_copy(
+                update={"passed": False, "settled": False, "reason": v.reason + tail}
+            ))  # fmt: skip
+    return out
