@@ -127,6 +127,12 @@ class DivergenceSuite(Strict):
     min_top1_agreement: Fraction | None = Field(
         default=None, description="Floor on top-1 token agreement."
     )
+    max_mean_reverse_kld: float | None = Field(
+        default=None,
+        gt=0,
+        description="Limit on mean KL(candidate || reference), the reverse direction (from the "
+        "same stored top-k logprobs; shown in every report, gated only when set).",
+    )
 
 
 class LmEvalTask(AccuracyPolicy):

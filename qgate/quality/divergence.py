@@ -155,3 +155,22 @@ def summarize_divergence(run: DivergenceRun) -> DivergenceSummary:
         mean_abs_delta_p=float(dp.mean()) if dp.size else 0.0,
         p99_abs_delta_p=_percentile(dp, 99) if dp.size else 0.0,
     )
+
+
+def reverse_klds(run: DivergenceRun) -> list[list[float]] | None:
+    """KL(candidate || reference) per position of every sequence, from the stored top-k
+    logprobs of both sides; None when a sequence lacks them (reports before schema 2)."""
+    out: list[list[float]] = []
+    for s in run.sequences:
+        raw = (s.reference_top_ids, s.reference_top_logprobs, s.candidate_top_ids,
+               s.candidate_top_logprobs)  # fmt: skip
+        if any(r is None for r in raw):
+            return None
+        rid, rlp, cid, clp = raw
+        assert rid is not None and rlp is not None and cid is not None and clp is not None
+        out.append([
+            position_divergence(dict(zip(c_ids, c_lp, strict=True)),
+                                dict(zip(r_ids, r_lp, strict=True)), tok, run.top_k).kld
+            for r_ids, r_lp, c_ids, c_lp, tok in zip(rid, rlp, cid, clp, s.token_ids, strict=True)
+        ])  # fmt: skip
+    return out

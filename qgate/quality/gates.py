@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from qgate.core.verdict import Verdict
 from qgate.profile import AccuracyPolicy, DivergenceSuite, QualitySpec
 from qgate.profile.suites import exact_results
-from qgate.quality.divergence import DivergenceSummary, summarize_divergence
+from qgate.quality.divergence import DivergenceSummary, reverse_klds, summarize_divergence
 from qgate.quality.effect import effect_verdicts
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.settle import stopped_at_verdict
@@ -59,6 +59,7 @@ def evaluate_divergence(spec: DivergenceSuite, run: DivergenceRun | None) -> lis
         ("max_p99_kld", spec.max_p99_kld),
         ("max_max_kld", spec.max_max_kld),
         ("min_top1_agreement", spec.min_top1_agreement),
+        ("max_mean_reverse_kld", spec.max_mean_reverse_kld),
     ]
     active = [(g, lim) for g, lim in limits if lim is not None]
     if run is None or not any(s.kld for s in run.sequences):
@@ -87,10 +88,23 @@ def evaluate_divergence(spec: DivergenceSuite, run: DivergenceRun | None) -> lis
         "max_p99_kld": "p99_kld",
         "max_max_kld": "max_kld",
         "min_top1_agreement": "top1_agreement",
+        "max_mean_reverse_kld": "mean_reverse_kld",
     }
+    if spec.max_mean_reverse_kld is not None:
+        reverse = reverse_klds(run)
+        if reverse is not None:
+            pooled = [k for seq in reverse for k in seq]
+            observed["max_mean_reverse_kld"] = ("mean KL(cand||ref)", sum(pooled) / len(pooled))
     verdicts = []
     for gate, lim in active:
         assert lim is not None
+        if gate not in observed:  # the reverse direction needs both sides' stored logprobs
+            verdicts.append(Verdict(
+                gate=f"divergence.{gate}", suite="divergence", observed=None, limit=lim,
+                passed=False, reason=f"{head}; no stored top-k logprobs of both sides for the "
+                "reverse direction", metric=metric[gate], comparator="<=", n=s.positions,
+            ))  # fmt: skip
+            continue
         label, value = observed[gate]
         floor = gate.startswith("min_")
         ok = value + EPS >= lim if floor else value <= lim + EPS

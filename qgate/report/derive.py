@@ -89,26 +89,15 @@ def _mean_se(per_sequence: list[list[float]]) -> tuple[float, float | None, int]
 def kld_both_ways(report: Report) -> dict[str, tuple[float, float | None, int]]:
     """`forward` KL(reference || candidate) and, where the report stores both sides' top-k
     logprobs (schema 2), `reverse` KL(candidate || reference): (mean, SE over sequences, n)."""
-    from qgate.quality.divergence import position_divergence
+    from qgate.quality.divergence import reverse_klds
 
     div = report.quality.divergence
     if div is None or not any(s.kld for s in div.sequences):
         return {}
     out = {"forward": _mean_se([list(s.kld) for s in div.sequences if s.kld])}
-    reverse: list[list[float]] = []
-    for s in div.sequences:
-        raw = (s.reference_top_ids, s.reference_top_logprobs, s.candidate_top_ids,
-               s.candidate_top_logprobs)  # fmt: skip
-        if any(r is None for r in raw) or not s.kld:
-            return out
-        rid, rlp, cid, clp = raw
-        assert rid is not None and rlp is not None and cid is not None and clp is not None
-        reverse.append([
-            position_divergence(dict(zip(c_ids, c_lp, strict=True)),
-                                dict(zip(r_ids, r_lp, strict=True)), tok, div.top_k).kld
-            for r_ids, r_lp, c_ids, c_lp, tok in zip(rid, rlp, cid, clp, s.token_ids, strict=True)
-        ])  # fmt: skip
-    out["reverse"] = _mean_se(reverse)
+    reverse = reverse_klds(div)
+    if reverse is not None:
+        out["reverse"] = _mean_se([r for r in reverse if r])
     return out
 
 

@@ -1,8 +1,10 @@
 """The signed reports measured on the lent H200 (examples/h200/) verify here, without a GPU.
 
 Each folder holds the report, its Markdown view and the exact profile file that ran (the
-profile is a subject of the signed Statement). The key is examples/h200/signing-key.pub.pem
-(its private half never left the machines that signed).
+profile is a subject of the signed Statement). The 8B-shape preview (2026-11-30) is signed by
+examples/h200/signing-key.pub.pem, the SmolLM2 FP8 run (refreshed 2026-12-01, schema 2) by
+examples/h200/signing-key-2026-12-01.pub.pem (their private halves never left the machines
+that signed).
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ from qgate.cli.main import main
 
 H200 = Path(__file__).resolve().parents[2] / "examples" / "h200"
 PUBKEY = H200 / "signing-key.pub.pem"
+PUBKEY_2026_12_01 = H200 / "signing-key-2026-12-01.pub.pem"
+KEYS = {"llama3-8b-shape-h200-preview": PUBKEY, "smollm2-h200-fp8": PUBKEY_2026_12_01}
 
 
-def _verify(name: str) -> tuple[int, str]:
+def _verify(name: str, pubkey: Path | None = None) -> tuple[int, str]:
     folder = H200 / name
     result = CliRunner().invoke(
         main,
-        ["verify", str(folder / "report.intoto.jsonl"), "--pubkey", str(PUBKEY),
+        ["verify", str(folder / "report.intoto.jsonl"), "--pubkey", str(pubkey or KEYS[name]),
          "--profile", str(folder / "profile.yaml")],
     )  # fmt: skip
     return result.exit_code, result.output
@@ -53,11 +57,38 @@ def test_preview_report_records_what_ran_on_the_h200() -> None:
     assert cand["uncalibrated_scales"] == ["k", "v", "q", "prob"] and ref["engine_warnings"] == []
 
 
-def test_smollm2_report_verifies_on_the_figures_it_stores() -> None:
-    # made before the perf derivation grew (decode rate, throughput intervals): verify holds it
-    # to every figure it stores, and does not ask for those it could not have
+def test_smollm2_report_verifies_with_every_check_of_the_current_schema() -> None:
+    # refreshed on the H200 with schema 2 (9cf3e66): verify re-derives the perf figures from the
+    # stored requests (perf derivation 5) and the quality verdicts with their eval-result fields
     code, out = _verify("smollm2-h200-fp8")
     assert code == 0, out
+    for line in ("embedded profile equals profile.yaml", "296 item answers and correctness",
+                 "512 divergence positions re-derived", "9 quality verdicts recomputed",
+                 "3 perf scenarios recomputed", "(verdict PASS)"):  # fmt: skip
+        assert line in out, out
     rep = _predicate("smollm2-h200-fp8")
-    assert rep["verdict"] == "PASS" and len(rep["quality"]["verdicts"]) == 9
-    assert "derivation" not in rep["perf"]
+    assert rep["schema_version"] == 2 and rep["verdict"] == "PASS"
+    assert rep["perf"]["derivation"] == 5 and rep["quality"]["derivation"] == 2
+    assert rep["fingerprint"]["qgate_revision"] == "git archive 9cf3e66"
+    verdicts = rep["quality"]["verdicts"]
+    assert len(verdicts) == 9 and all(v["passed"] and v["settled"] for v in verdicts)
+    assert all(v["n"] > 0 and "power" in v for v in verdicts)
+
+
+def test_smollm2_report_records_one_life_per_runtime_and_three_perf_blocks() -> None:
+    rep = _predicate("smollm2-h200-fp8")
+    assert [(s["side"], s["purpose"]) for s in rep["starts"]] == [
+        ("reference", "life"), ("candidate", "life")]  # fmt: skip
+    assert all(s["ready_s"] > 0 and s["startup"]["weights_s"] > 0 for s in rep["starts"])
+    assert rep["plan"]["blocks"] == 3
+    assert sorted({r["block"] for r in rep["perf"]["runs"]}) == [0, 1, 2]
+    cand = rep["effective_configs"][1]
+    assert cand["linear_kernels"] == {
+        "Fp8PerTensorOnlineLinearMethod": "CutlassFP8ScaledMMLinearKernel"
+    }
+    assert cand["uncalibrated_scales"] == ["k", "v", "q", "prob"]
+
+
+def test_smollm2_report_does_not_verify_with_the_older_key() -> None:
+    code, out = _verify("smollm2-h200-fp8", PUBKEY)
+    assert code != 0 and "signature does not verify" in out, out

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+
+import pytest
 
 from qgate.core.verdict import Verdict
 from qgate.profile import DivergenceSuite, LmEvalTask, MathSuite, QualitySpec, RecallSuite
+from qgate.quality.divergence import position_divergence
 from qgate.quality.gates import evaluate_quality, overall_passed, policy_for
 from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord, SuiteRun
 
@@ -240,3 +244,34 @@ def test_divergence_missing_records_fail() -> None:
     verdicts = evaluate_quality(spec, [], None)
     assert len(verdicts) == 1 and not verdicts[0].passed
     assert "no divergence records" in verdicts[0].reason
+
+
+def test_the_reverse_direction_is_gated_only_where_the_profile_asks() -> None:
+    # reference sure of token 5; the candidate splits its mass: KL(c||r) > KL(r||c) here
+    ref, cand = {5: math.log(0.9), 6: math.log(0.1)}, {5: math.log(0.5), 6: math.log(0.5)}
+    seq = DivergenceSequence(
+        id="p0", prompt_sha256="0" * 64, token_ids=[5], kld=[0.0], top1_agree=[True],
+        delta_p=[0.0], reference_top_ids=[list(ref)], reference_top_logprobs=[list(ref.values())],
+        candidate_top_ids=[list(cand)], candidate_top_logprobs=[list(cand.values())],
+    )  # fmt: skip
+    run = DivergenceRun(data_sha256="c" * 64, top_k=2, tokens=1, sequences=[seq])
+    reverse = position_divergence(cand, ref, 5, 2).kld
+    assert reverse > position_divergence(ref, cand, 5, 2).kld
+    assert evaluate_quality(QualitySpec(divergence=DivergenceSuite()), [], run) == []
+    (v,) = evaluate_quality(
+        QualitySpec(divergence=DivergenceSuite(max_mean_reverse_kld=reverse / 2)), [], run
+    )
+    assert (v.gate, v.metric, v.comparator, v.passed) == (
+        "divergence.max_mean_reverse_kld", "mean_reverse_kld", "<=", False)
+    assert v.observed == pytest.approx(reverse)
+    (ok,) = evaluate_quality(
+        QualitySpec(divergence=DivergenceSuite(max_mean_reverse_kld=2 * reverse)), [], run
+    )
+    assert ok.passed
+    # a report made before both sides' logprobs were stored cannot show it: not a pass
+    stripped = seq.model_copy(update={"candidate_top_ids": None})
+    bare = run.model_copy(update={"sequences": [stripped]})
+    (missing,) = evaluate_quality(
+        QualitySpec(divergence=DivergenceSuite(max_mean_reverse_kld=1.0)), [], bare
+    )
+    assert not missing.passed and "no stored top-k logprobs" in missing.reason

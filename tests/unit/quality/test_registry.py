@@ -71,7 +71,7 @@ def test_gate_fields_are_the_ones_the_cache_key_always_left_out() -> None:
     # A change here changes every reference cache key: entries made before would miss.
     assert gate_fields() == {
         "min_accuracy", "max_drop", "max_flips", "significance", "alpha", "power", "detect",
-        "max_mean_kld", "max_p99_kld", "max_max_kld", "min_top1_agreement",
+        "max_mean_kld", "max_p99_kld", "max_max_kld", "min_top1_agreement", "max_mean_reverse_kld",
     }  # fmt: skip
 
 
