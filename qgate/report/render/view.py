@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from qgate.quality.records import SuiteRun
 from qgate.report.derive import (
     accuracy,
     flips,
@@ -116,6 +117,13 @@ def _gates(report: Report) -> Section:
     return sec
 
 
+def _stopped(run: SuiteRun | None) -> str:
+    """', stopped at 8 of 64' for a run that ended early (quality.stop)."""
+    if run is None or not run.partial:
+        return ""
+    return f", stopped at {len(run.items)} of {run.planned}"
+
+
 def _quality(report: Report) -> Section:
     sec = Section("Accuracy and flips")
     acc_rows: list[list[str]] = []
@@ -126,8 +134,8 @@ def _quality(report: Report) -> Section:
         acc_rows.append(
             [
                 suite,
-                f"{fmt(rc / rn if rn else None)} ({rc}/{rn})",
-                f"{fmt(cc / cn if cn else None)} ({cc}/{cn})",
+                f"{fmt(rc / rn if rn else None)} ({rc}/{rn}){_stopped(ref)}",
+                f"{fmt(cc / cn if cn else None)} ({cc}/{cn}){_stopped(cand)}",
                 fmt((cc / cn - rc / rn) if rn and cn else None),
             ]
         )
