@@ -67,7 +67,7 @@ def test_smollm2_report_verifies_with_every_check_of_the_current_schema() -> Non
                  "3 perf scenarios recomputed", "(verdict PASS)"):  # fmt: skip
         assert line in out, out
     rep = _predicate("smollm2-h200-fp8")
-    assert rep["schema_version"] == 2 and rep["verdict"] == "PASS"
+    assert rep["schema_version"] == "2" and rep["verdict"] == "PASS"
     assert rep["perf"]["derivation"] == 5 and rep["quality"]["derivation"] == 2
     assert rep["fingerprint"]["qgate_revision"] == "git archive 9cf3e66"
     verdicts = rep["quality"]["verdicts"]
