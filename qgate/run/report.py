@@ -14,6 +14,7 @@ from qgate.core.provenance import RunProvenance
 from qgate.core.serving import ServerStart
 from qgate.errors import ExitCode
 from qgate.perf.records import ScenarioRun
+from qgate.profile import Profile
 from qgate.quality.stage import QualityOutput
 from qgate.report.derive import time_breakdown
 from qgate.report.model import PerfStatus, Report
@@ -90,6 +91,26 @@ def time_lines(rows: Sequence[tuple[str, float]]) -> list[str]:
     return [f"{seconds:6.0f} s  {what}" for what, seconds in rows]
 
 
+def capped_detections(profile: Profile) -> list[str]:
+    """A warning per suite whose stated detection `detect.max_items` cut short."""
+    from qgate.quality.gates import configured_suites
+    from qgate.quality.sizing import items_needed
+
+    out = []
+    for suite, policy in configured_suites(profile.quality):
+        if policy.detect is None:
+            continue
+        sizing = items_needed(policy.detect, policy.alpha)
+        if sizing.capped:
+            out.append(
+                f"{suite}: detect {100 * policy.detect.drop:.1f} pts at power "
+                f"{policy.detect.power:g} needs more than detect.max_items "
+                f"{policy.detect.max_items}; it ran {sizing.used} items (power "
+                f"{sizing.power_at_used:.2f} at the assumed flip rate)"
+            )
+    return out
+
+
 def build(
     ctx: RunContext,
     reference: QualityOutput,
@@ -107,6 +128,7 @@ def build(
     configs = [c for c in (reference.effective_config, candidate.effective_config) if c]
     no_effect = no_effect_message(reference.runs + candidate.runs, result.divergence)
     warnings = [no_effect] if no_effect and ctx.profile.quality.on_no_effect == "warn" else []
+    warnings += capped_detections(ctx.profile)
     return build_report(
         # The profile as written (fallbacks included): the same on every machine, so
         # `verify --profile FILE` compares like with like; capability_notes say what ran.

@@ -68,3 +68,18 @@ def test_the_core_math_set_grows_past_its_shipped_items_the_same_way_every_time(
     # the digest (and so the reference cache key) follows the items asked, not how
     assert digest == math_data_sha256(MathSuite(limit=count), "short", max_model_len=None)
     assert digest != math_data_sha256(MathSuite(), "short", max_model_len=None)
+
+
+def test_a_capped_detection_is_a_report_warning() -> None:
+    from qgate.profile import Profile
+    from qgate.run.report import capped_detections
+
+    def profile(max_items: int) -> Profile:
+        math = {"detect": {"drop": 0.02, "max_items": max_items}, "prompts": ["long"]}
+        return Profile.model_validate({"name": "p", "model": {"embedded": "smollm2"},
+                                       "candidate": {}, "quality": {"math": math}})  # fmt: skip
+
+    (line,) = capped_detections(profile(300))
+    assert line.startswith("math.long: detect 2.0 pts at power 0.8 needs more than "
+                           "detect.max_items 300; it ran 300 items (power 0.")  # fmt: skip
+    assert capped_detections(profile(5000)) == []
