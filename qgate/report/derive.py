@@ -1,14 +1,14 @@
 """Figures derived from a report's raw records, shared by its views and its signed tables.
 
-Pure functions of a `Report`: suite pairs, accuracies, flipped items, KL values,
-accuracy deltas. The multi report's table (multi_table.py) is signed and
-re-derived by `qgate verify` with these; the views (render/) show them.
+Pure functions of a `Report`: suite pairs, accuracies, flipped items, KL values and
+their percentiles, accuracy deltas. The multi report's table (multi_table.py) is signed
+and re-derived by `qgate verify` with these; the views (render/) show them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from qgate.quality.records import SuiteRun
 from qgate.report.model import Report
@@ -20,6 +20,7 @@ __all__ = [
     "kld_both_ways",
     "kld_values",
     "mean_kld",
+    "percentile",
     "suite_pairs",
     "time_breakdown",
 ]
@@ -66,6 +67,16 @@ def accuracy_deltas(report: Report) -> dict[str, float]:
         if rn and cn:
             out[suite] = cc / cn - rc / rn
     return out
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (numpy's default) of sorted values; q in [0, 100]."""
+    if not sorted_values:
+        return math.nan
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
 def mean_kld(report: Report) -> float | None:

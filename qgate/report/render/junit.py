@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from qgate.core.provenance import provenance_properties
+from qgate.report.localise import worst_notes
 from qgate.report.model import Report
 from qgate.report.verdict import verdict_label
 
@@ -42,6 +43,7 @@ def add_suite(root: ET.Element, name: str, report: Report) -> None:
         *provenance_properties(report.provenance),
     ):
         ET.SubElement(props, "property", name=key, value=value)
+    notes = worst_notes(report)  # where a failed gate's damage sits, beside its stored reason
     for v in verdicts:
         case = ET.SubElement(suite, "testcase", name=v.gate, classname=v.suite, time="0")
         detail = f"observed={v.observed} limit={v.limit}" + (
@@ -52,7 +54,7 @@ def add_suite(root: ET.Element, name: str, report: Report) -> None:
         if not v.passed:
             kind = "GateFailed" if v.settled else "GateNotSettled"
             failure = ET.SubElement(case, "failure", message=v.reason, type=kind)
-            failure.text = detail
+            failure.text = detail + (f" — {notes[v.gate]}" if v.gate in notes else "")
         else:
             ET.SubElement(case, "system-out").text = f"{v.reason} ({detail})"
     if skipped:

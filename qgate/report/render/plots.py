@@ -10,6 +10,7 @@ from typing import Any
 
 from qgate.report.derive import accuracy, kld_values, suite_pairs
 from qgate.report.model import Report
+from qgate.report.render.localise_plot import localise_plot
 from qgate.report.render.view import wilson
 
 _REF, _CAND = "#4c72b0", "#dd8452"
@@ -193,6 +194,7 @@ def all_plots(report: Report) -> list[tuple[str, bytes]]:
     plots: list[tuple[str, bytes | None]] = [
         ("Accuracy per suite", accuracy_plot(report)),
         ("KL divergence distribution", kld_plot(report)),
+        ("Where the damage sits", localise_plot(report)),
     ]
     for scenario in dict.fromkeys(r.scenario for r in report.perf.runs):
         plots.append((f"TTFT CDF: {scenario}", cdf_plot(report, scenario, 0)))

@@ -6,8 +6,6 @@ perf summaries come from the report as stored.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from typing import Any
 
 from qgate.quality.records import SuiteRun
@@ -16,23 +14,16 @@ from qgate.report.derive import (
     flips,
     kld_both_ways,
     kld_values,
+    percentile,
     suite_pairs,
     time_breakdown,
 )
+from qgate.report.localise import worst_notes
 from qgate.report.model import Report
+from qgate.report.render.localise_view import localise_section, worst_suffix
 from qgate.report.render.parts import Section, Table, fmt, origin_lines
 from qgate.report.verdict import verdict_label
 from qgate.runtime.scales import warning_lines
-
-
-def percentile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile (numpy's default) of sorted values; q in [0, 100]."""
-    if not sorted_values:
-        return math.nan
-    pos = (len(sorted_values) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
 def wilson(correct: int, n: int) -> tuple[float, float]:
@@ -54,9 +45,10 @@ def _headline(report: Report) -> Section:
     failed = [v for v in report.all_verdicts() if not v.passed]
     total = len(report.all_verdicts())
     sec.lines.append(f"Gates: {total - len(failed)} of {total} passed; perf: {report.perf.status}.")
+    notes = worst_notes(report)
     for v in failed:
         if v.settled:
-            sec.lines.append(f"FAILED {v.gate}: {v.reason}")
+            sec.lines.append(f"FAILED {v.gate}: {v.reason}{worst_suffix(notes, v.gate)}")
     open_gates = [v.gate for v in failed if not v.settled]
     if open_gates:
         sec.lines.append(f"NOT SETTLED (quality stopped early, verdict already decided): "
@@ -94,6 +86,7 @@ def _dummy_weights(node: Any) -> bool:
 
 def _gates(report: Report) -> Section:
     sec = Section("Gates")
+    notes = worst_notes(report)
     rows = [
         [
             v.gate,
@@ -102,7 +95,7 @@ def _gates(report: Report) -> Section:
             fmt(v.n),
             "–" if v.power is None else f"{v.power:.2f}",
             "pass" if v.passed else "FAIL" if v.settled else "not settled",
-            v.reason + (" (underpowered)" if v.underpowered else ""),
+            v.reason + (" (underpowered)" if v.underpowered else "") + worst_suffix(notes, v.gate),
         ]
         for v in report.all_verdicts()
     ]
@@ -382,11 +375,12 @@ def _flatten(node: Any, prefix: str = "", limit: int = 60) -> list[tuple[str, st
 
 
 def sections(report: Report) -> list[Section]:
-    """The report as titled sections: verdict first, then gates, quality, perf, environment."""
+    """The report as titled sections: verdict first, then gates, quality, divergence, where
+    the damage sits, perf, environment."""
     out = [_headline(report), _gates(report), _quality(report)]
-    div = _divergence(report)
-    if div is not None:
-        out.append(div)
+    for extra in (_divergence(report), localise_section(report)):
+        if extra is not None:
+            out.append(extra)
     out.append(_perf(report))
     from qgate.report.render.series import series_section
 

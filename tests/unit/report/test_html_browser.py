@@ -101,7 +101,7 @@ def assert_readable_layout(layout: dict[str, Any], verdict: str, sections: list[
     [
         ("smollm2-h200-fp8", "PASS",
          ["Gates", "Accuracy and flips", "Logit divergence (KL reference || candidate)",
-          "Performance", "Plots", "Environment"]),
+          "Where the damage sits", "Performance", "Plots", "Environment"]),
         ("llama3-8b-shape-h200-preview", "FAIL",
          ["Gates", "Accuracy and flips", "Performance", "Plots", "Environment"]),
     ],

@@ -34,8 +34,8 @@ def test_no_series_no_section_and_no_plot() -> None:
 
 def test_html_draws_the_series_of_both_sides() -> None:
     html = render_html(series_report())
-    # accuracy, KLD, TTFT CDF, ITL CDF, time series, throughput/latency
-    assert html.count("<img ") == 6
+    # accuracy, KLD, where the damage sits, TTFT CDF, ITL CDF, time series, throughput/latency
+    assert html.count("<img ") == 7
     assert "<figcaption>Time series: short</figcaption>" in html
     assert "<h2>Time series</h2>" in html
 

@@ -58,12 +58,13 @@ def test_html_has_every_plot_and_escapes() -> None:
     report.profile["description"] = "x"
     report.target_mismatches = ["<script>alert(1)</script>"]
     html = render_html(report)
-    # accuracy, KLD histogram, TTFT CDF, ITL CDF (one scenario), throughput/latency
-    assert html.count("<img ") == 5
-    assert html.count("data:image/png;base64,") == 5
+    # accuracy, KLD histogram, where the damage sits, TTFT CDF, ITL CDF (one scenario),
+    # throughput/latency
+    assert html.count("<img ") == 6
+    assert html.count("data:image/png;base64,") == 6
     assert "<script>" not in html and "&lt;script&gt;" in html
     skipped = build_report(perf_status="skipped: --skip-perf")
-    assert render_html(skipped).count("<img ") == 2
+    assert render_html(skipped).count("<img ") == 3
 
 
 def test_step_summary_appends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -93,7 +94,7 @@ def test_html_and_markdown_with_the_team_functions() -> None:
 
     report = build_report(items=10, requests=4, fns=default_recompute())
     html = render_html(report)
-    assert html.count("<img ") == 5
+    assert html.count("<img ") == 6
     md = render_markdown(report)
     assert "| output_throughput | tok/s |" in md
 

@@ -1,0 +1,227 @@
+"""Where the damage sits: divergence by position in the continuation, accuracy by prompt length.
+
+A collapse that shows only late in a generation, or only past some context length or
+needle depth, points at the KV cache; one that shows everywhere points at the weights.
+Pure functions of a `Report` for its views: verify never reads them, and the gate
+verdicts stay as stored (`worst_notes` only names where a failed gate's damage is).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from qgate.core.verdict import Verdict
+from qgate.quality.records import DivergenceRun, SuiteRun
+from qgate.report.derive import percentile, suite_pairs
+from qgate.report.model import Report
+
+__all__ = [
+    "BUCKETS",
+    "AccuracyGroup",
+    "PositionBucket",
+    "bucket_bounds",
+    "length_groups",
+    "position_buckets",
+    "worst_note",
+    "worst_notes",
+]
+
+BUCKETS = 4
+"""Equal parts of the requested continuation that the positions are pooled into."""
+
+# recall item ids end in '.d<depth index>-<depth percent>' (qgate/quality/recall_suite.py)
+_DEPTH = re.compile(r"\.d(\d+)-(\d+)$")
+_SUITES = ("math.", "recall.")
+
+
+@dataclass(frozen=True)
+class PositionBucket:
+    """Scored positions lo..hi (0-based, inclusive) of every sequence, pooled."""
+
+    lo: int
+    hi: int
+    n: int
+    mean_kld: float | None
+    p99_kld: float | None
+    max_kld: float | None
+    top1_agreement: float | None
+
+    @property
+    def span(self) -> str:
+        return str(self.lo) if self.lo == self.hi else f"{self.lo}-{self.hi}"
+
+    @property
+    def label(self) -> str:
+        return f"position{'s' if self.lo != self.hi else ''} {self.span}"
+
+
+@dataclass(frozen=True)
+class AccuracyGroup:
+    """Paired items of one suite, or of one needle depth of a recall suite."""
+
+    suite: str
+    depth_pct: int | None
+    n: int
+    reference: float | None
+    candidate: float | None
+    lost: int
+    gained: int
+
+    @property
+    def label(self) -> str:
+        return self.suite if self.depth_pct is None else f"{self.suite} depth {self.depth_pct}%"
+
+
+def bucket_bounds(tokens: int, buckets: int = BUCKETS) -> list[tuple[int, int]]:
+    """(lo, hi) of `buckets` equal parts of positions 0..tokens-1; empty parts are dropped."""
+    cuts = [k * tokens // buckets for k in range(buckets + 1)]
+    return [(a, b - 1) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+
+
+def position_buckets(
+    div: DivergenceRun | None,
+    kld: Sequence[Sequence[float]] | None = None,
+    buckets: int = BUCKETS,
+) -> list[PositionBucket]:
+    """Divergence per part of the requested continuation (`div.tokens`), pooled over sequences.
+
+    `kld` replaces the stored forward KL per sequence (e.g. the reverse direction). A
+    sequence that ended early adds nothing to the later parts; positions past the
+    requested length, if any, count in the last part.
+    """
+    if div is None:
+        return []
+    values = [list(v) for v in kld] if kld is not None else [list(s.kld) for s in div.sequences]
+    longest = max((len(v) for v in values), default=0)
+    if longest == 0:
+        return []
+    bounds = bucket_bounds(max(div.tokens, 1), buckets)
+    bounds[-1] = (bounds[-1][0], max(bounds[-1][1], longest - 1))
+    out = []
+    for lo, hi in bounds:
+        part = sorted(k for v in values for k in v[lo : hi + 1])
+        agree = [a for s in div.sequences for a in s.top1_agree[lo : hi + 1]]
+        out.append(
+            PositionBucket(
+                lo=lo,
+                hi=hi,
+                n=len(part),
+                mean_kld=sum(part) / len(part) if part else None,
+                p99_kld=percentile(part, 99) if part else None,
+                max_kld=part[-1] if part else None,
+                top1_agreement=sum(agree) / len(agree) if agree else None,
+            )
+        )
+    return out
+
+
+def _group(suite: str, depth: int | None, pairs: list[tuple[bool, bool]]) -> AccuracyGroup:
+    n = len(pairs)
+    return AccuracyGroup(
+        suite=suite,
+        depth_pct=depth,
+        n=n,
+        reference=sum(r for r, _ in pairs) / n if n else None,
+        candidate=sum(c for _, c in pairs) / n if n else None,
+        lost=sum(1 for r, c in pairs if r and not c),
+        gained=sum(1 for r, c in pairs if c and not r),
+    )
+
+
+def _depth_groups(
+    suite: str, ref: SuiteRun, paired: dict[str, tuple[bool, bool]]
+) -> list[AccuracyGroup]:
+    by_depth: dict[tuple[int, int], list[tuple[bool, bool]]] = {}
+    for item in ref.items:
+        found = _DEPTH.search(item.id)
+        if found and item.id in paired:
+            key = (int(found.group(1)), int(found.group(2)))
+            by_depth.setdefault(key, []).append(paired[item.id])
+    return [_group(suite, pct, by_depth[(i, pct)]) for i, pct in sorted(by_depth)]
+
+
+def length_groups(report: Report) -> list[AccuracyGroup]:
+    """Math short and long, each recall context length and, under it, each needle depth.
+
+    Items are paired by id (reference accuracy over the paired items, as the gates
+    count); other exact-answer suites (lm_eval) have no prompt-length axis here.
+    """
+    out: list[AccuracyGroup] = []
+    for suite, ref, cand in suite_pairs(report.quality.runs):
+        if ref is None or cand is None or not suite.startswith(_SUITES):
+            continue
+        cand_by_id = {i.id: i.correct for i in cand.items}
+        paired = {i.id: (i.correct, cand_by_id[i.id]) for i in ref.items if i.id in cand_by_id}
+        out.append(_group(suite, None, list(paired.values())))
+        if suite.startswith("recall."):
+            out += _depth_groups(suite, ref, paired)
+    return out
+
+
+def _times_first(value: float, first: float, worst_is_first: bool, last: float | None) -> str:
+    if worst_is_first:
+        return f"the first bucket; the last {last:.3g}" if last is not None else "the first bucket"
+    if first <= 0:
+        return f"the first bucket {first:.3g}"
+    ratio = value / first
+    return f"{ratio:.0f}x the first bucket" if ratio >= 10 else f"{ratio:.2g}x the first bucket"
+
+
+def _divergence_note(report: Report, gate: str) -> str | None:
+    div = report.quality.divergence
+    kld = None
+    if gate == "max_mean_reverse_kld" and div is not None:
+        from qgate.quality.divergence import reverse_klds
+
+        kld = reverse_klds(div)
+        if kld is None:
+            return None
+    buckets = [b for b in position_buckets(div, kld) if b.n]
+    if not buckets:
+        return None
+    if gate == "min_top1_agreement":
+        worst = min(buckets, key=lambda b: (b.top1_agreement or 0.0, -b.lo))
+        first = buckets[0].top1_agreement or 0.0
+        return (f"worst: {worst.label}, top-1 agreement {100 * (worst.top1_agreement or 0):.1f}% "
+                f"(first bucket {100 * first:.1f}%)")  # fmt: skip
+    what, key = {
+        "max_p99_kld": ("p99 KL", "p99_kld"),
+        "max_max_kld": ("max KL", "max_kld"),
+        "max_mean_reverse_kld": ("mean KL(cand||ref)", "mean_kld"),
+    }.get(gate, ("mean KL", "mean_kld"))
+    value_of = [float(getattr(b, key)) for b in buckets]
+    i = max(range(len(buckets)), key=lambda j: (value_of[j], j))
+    last = value_of[-1] if len(buckets) > 1 else None
+    ratio = _times_first(value_of[i], value_of[0], i == 0, last)
+    return f"worst: {buckets[i].label}, {what} {value_of[i]:.3g} ({ratio})"
+
+
+def _recall_note(report: Report, suite: str) -> str | None:
+    depths = [g for g in length_groups(report) if g.suite == suite and g.depth_pct is not None]
+    if not depths:
+        return None
+    worst = max(depths, key=lambda g: (g.lost, -(g.candidate or 0.0)))
+    return (f"worst: depth {worst.depth_pct}%, {worst.lost} of {worst.n} lost "
+            f"(candidate {100 * (worst.candidate or 0):.1f}%, "
+            f"reference {100 * (worst.reference or 0):.1f}%)")  # fmt: skip
+
+
+def worst_note(report: Report, verdict: Verdict) -> str | None:
+    """Where a failed divergence or recall gate's damage sits ('worst: positions 24-31, ...');
+    None for a gate that passed or is not settled, that has no observed value, or that has
+    no position or depth axis (math, lm_eval, perf)."""
+    if verdict.passed or not verdict.settled or verdict.observed is None:
+        return None
+    if verdict.suite == "divergence" and verdict.gate.startswith("divergence."):
+        return _divergence_note(report, verdict.gate.removeprefix("divergence."))
+    if verdict.suite.startswith("recall."):
+        return _recall_note(report, verdict.suite)
+    return None
+
+
+def worst_notes(report: Report) -> dict[str, str]:
+    """`worst_note` of every gate that has one, by gate id."""
+    notes = ((v.gate, worst_note(report, v)) for v in report.all_verdicts())
+    return {gate: note for gate, note in notes if note is not None}

@@ -1,0 +1,77 @@
+"""The report view's "Where the damage sits" section (figures: qgate/report/localise.py)."""
+
+from __future__ import annotations
+
+from qgate.report.localise import BUCKETS, length_groups, position_buckets
+from qgate.report.model import Report
+from qgate.report.render.parts import Section, Table, fmt
+
+__all__ = ["TITLE", "localise_section", "worst_suffix"]
+
+TITLE = "Where the damage sits"
+_WHY = (
+    "Damage that shows only late in the continuation, or only past some context length or "
+    "needle depth, points at the KV cache; damage that shows everywhere points at the weights."
+)
+
+
+def worst_suffix(notes: dict[str, str], gate: str) -> str:
+    """' — worst: ...' after a failed gate's stored reason (the reason itself is unchanged)."""
+    return f" — {notes[gate]}" if gate in notes else ""
+
+
+def _positions(report: Report) -> Table | None:
+    div = report.quality.divergence
+    buckets = position_buckets(div)
+    if div is None or not buckets:
+        return None
+    first = buckets[0].mean_kld
+    rows = [
+        [
+            b.span,
+            str(b.n),
+            fmt(b.mean_kld),
+            fmt(b.p99_kld),
+            fmt(b.max_kld),
+            fmt(b.top1_agreement),
+            fmt(b.mean_kld / first) if first and b.mean_kld is not None else "–",
+        ]
+        for b in buckets
+    ]
+    caption = (
+        f"Divergence by position in the scored continuation: {BUCKETS} equal parts of the "
+        f"{div.tokens} tokens requested, pooled over {len(div.sequences)} sequences"
+    )
+    header = ["Positions", "n", "Mean KL", "p99 KL", "Max KL", "Top-1 agree", "Mean KL / first"]
+    return Table(header, rows, caption=caption)
+
+
+def _lengths(report: Report) -> Table | None:
+    groups = length_groups(report)
+    if not groups:
+        return None
+    rows = [
+        [
+            g.label,
+            str(g.n),
+            fmt(g.reference),
+            fmt(g.candidate),
+            fmt(g.candidate - g.reference)
+            if g.candidate is not None and g.reference is not None
+            else "–",
+            str(g.lost),
+            str(g.gained),
+        ]
+        for g in groups
+    ]
+    caption = "Accuracy by prompt length: math short and long, recall per context length and depth"
+    header = ["Prompts", "Paired", "Reference", "Candidate", "Delta", "Lost", "Gained"]
+    return Table(header, rows, caption=caption)
+
+
+def localise_section(report: Report) -> Section | None:
+    """Divergence per part of the continuation and accuracy per prompt length, if any ran."""
+    tables = [t for t in (_positions(report), _lengths(report)) if t is not None]
+    if not tables:
+        return None
+    return Section(TITLE, lines=[_WHY], tables=tables)
