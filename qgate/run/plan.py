@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from qgate.core.plan import GatePower, Life, Plan, Preflight, ScenarioPlan, SuitePlan
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
 
-__all__ = ["blocks_of", "describe", "make_plan", "sequence_reason"]
+__all__ = ["ACCELERATOR_SHARE", "blocks_of", "describe", "make_plan", "memory_shares",
+           "sequence_reason"]
 
 
 def _suites(spec: QualitySpec) -> list[SuitePlan]:
@@ -156,17 +157,49 @@ def sequence_reason(
     if {first.engine_of(r).kind for r in ("reference", "candidate")} != {"vllm"}:
         reasons.append("not vLLM on both sides")
     elif not on_cpu:
-        reasons.append("not on the CPU (accelerator memory is not split)")
+        reasons += _accelerator_reasons(first)
     if not first.quality.has_suites():
         reasons.append("no quality suites")
     elif reference_cached and not refresh:
         reasons.append("the reference's quality is cached (it starts for perf only)")
-    if cores < 2:
+    if on_cpu and cores < 2:
         reasons.append(f"{cores} usable core")
     need = 2 * (kv_cache_gib + SERVER_GIB)
-    if available_gib is not None and available_gib < need:
+    if on_cpu and available_gib is not None and available_gib < need:
         reasons.append(f"{available_gib:.0f} GiB available, two servers need ~{need:.0f} GiB")
     return "; ".join(reasons) or None
+
+
+# Both servers' shares of one accelerator's memory may add up to this; the rest is for
+# the CUDA/HIP contexts and what the memory profiling of each does not count.
+ACCELERATOR_SHARE = 0.9
+
+
+def memory_shares(profile: Profile) -> tuple[float, float] | None:
+    """Each side's `gpu_memory_utilization` (shared args, then the side's), or None if unset."""
+    shares = []
+    for role in ("reference", "candidate"):
+        value = {**profile.engine_of(role).args, **getattr(profile, role).args}.get(
+            "gpu_memory_utilization"
+        )
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return None
+        shares.append(float(value))
+    return shares[0], shares[1]
+
+
+def _accelerator_reasons(profile: Profile) -> list[str]:
+    """Why two servers cannot share the profile's accelerator; [] when they can."""
+    if profile.target.count != 1:
+        return [f"{profile.target.count} accelerators (servers share one device only)"]
+    shares = memory_shares(profile)
+    if shares is None:
+        return ["on an accelerator without gpu_memory_utilization on both sides (set it, "
+                f"summing to at most {ACCELERATOR_SHARE:g}, to share the device)"]  # fmt: skip
+    if sum(shares) > ACCELERATOR_SHARE + 1e-9:
+        return [f"gpu_memory_utilization {shares[0]:g} + {shares[1]:g} > {ACCELERATOR_SHARE:g} "
+                "of one device"]  # fmt: skip
+    return []
 
 
 def make_plan(
@@ -246,9 +279,14 @@ def _together(
     if perf:
         cand_serves.append(f"perf in {blocks} interleaved block(s), if every gate passed")
     last = "first (quality.stop: verdict)" if profile.quality.stop == "verdict" else "last"
+    on_cpu = profile.target.accelerator.lower() == "cpu"
+    start = ("start together and run side by side, each on its own cores: their start-ups "
+             "and quality suites overlap" if on_cpu else
+             "share one device, each with its share of the memory: the candidate starts once "
+             "the reference is ready (vLLM sizes its KV cache from the free memory), then "
+             "their quality suites overlap")  # fmt: skip
     notes = [
-        "reference and candidate start together and run side by side, each on its own cores: "
-        "their start-ups and quality suites overlap; the reference scores its divergence "
+        f"reference and candidate {start}; the reference scores its divergence "
         f"continuations first and hands them to the candidate's divergence, which runs {last}",
     ]
     if profile.quality.stop != "off":
@@ -256,8 +294,9 @@ def _together(
                      "and end once their verdicts are settled (never another verdict)")  # fmt: skip
     if compared:
         notes.append(
-            "speed is measured on each side's own cores, in interleaved blocks (reference, "
-            "candidate, ...): each ratio's interval covers the spread of its block ratios"
+            f"speed is measured on each side's own {'cores' if on_cpu else 'share'}, in "
+            "interleaved blocks (reference, candidate, ...; the other side paused): each "
+            "ratio's interval covers the spread of its block ratios"
             + (" (one block: the noise between requests only)" if blocks == 1 else "")
         )
     return Plan(

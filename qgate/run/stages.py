@@ -201,7 +201,7 @@ def plan_for(
     profiles: list[tuple[str, Profile]], reference_cached: bool | None, refresh: bool
 ) -> Plan:
     """The plan on this machine: its cores and memory decide side by side or in sequence."""
-    from qgate.run.plan import make_plan, sequence_reason
+    from qgate.run.plan import make_plan, memory_shares, sequence_reason
     from qgate.runtime.capabilities import engine_on_cpu
     from qgate.runtime.cores import bind_spec, usable_cores
 
@@ -215,10 +215,17 @@ def plan_for(
         cores=len(cores), available_gib=_available_gib(), kv_cache_gib=_kv_cache_gib(first),
     )  # fmt: skip
     side_by_side = None
-    if why is None:
+    if why is None and on_cpu:
         half = len(cores) // 2
         side_by_side = (f"cores {bind_spec(cores[:half])} (of {len(cores)})",
                         f"cores {bind_spec(cores[half:half * 2])} (of {len(cores)})")  # fmt: skip
+    elif why is None:
+        shares = memory_shares(first)
+        assert shares is not None  # sequence_reason found them
+        device = f"{first.target.accelerator} 0"
+        side_by_side = (f"{device}, {shares[0]:.0%} of its memory",
+                        f"{device}, {shares[1]:.0%} of its memory, started once the "
+                        "reference is ready")  # fmt: skip
     out = make_plan(profiles, reference_cached=reference_cached, placement=placement(first),
                     refresh=refresh, side_by_side=side_by_side)  # fmt: skip
     if why is not None and first.engine.placement == "together":

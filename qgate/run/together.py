@@ -1,9 +1,11 @@
 """The reference and the candidate side by side: started at once, quality at once, perf interleaved.
 
-When both servers fit on the machine (run/plan.py decides: vLLM on the CPU,
-one candidate, an uncached reference, at least two usable cores and the memory
-for two), each is bound to its own half of the cores and both start together,
-so their start-ups overlap. Their quality suites run at the same time; the
+When both servers fit on the machine (run/plan.py decides: vLLM on both sides,
+one candidate, an uncached reference, and on the CPU at least two usable cores
+and the memory for two, on an accelerator one device whose memory the two
+`gpu_memory_utilization` shares split), each is bound to its own half of the
+cores and both start together, so their start-ups overlap (on an accelerator the
+candidate starts once the reference is ready). Their quality suites run at the same time; the
 reference runs its divergence step first and hands its scores over at once, so
 the candidate's divergence (last in its order) rarely waits. The gates are
 judged as in sequence (qgate/run/candidate.py: judge) and, only when every
@@ -46,12 +48,19 @@ log = logging.getLogger("qgate")
 
 
 def _start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Runtime, Runtime]:
-    """Spawn both servers, each on half of the cores, then wait for both (start-ups overlap)."""
+    """Spawn both servers, each on half of the cores, then wait for both (start-ups overlap).
+
+    On an accelerator both share one device, each with its `gpu_memory_utilization`;
+    the candidate starts once the reference is ready, because vLLM sizes its KV cache
+    from the device's free memory while it profiles, which a neighbour starting at the
+    same time moves (it fails when memory is freed under it).
+    """
     from qgate.runtime.cores import usable_cores
     from qgate.runtime.factory import make_runtime
 
     usable = usable_cores()
     half = max(1, len(usable) // 2)
+    stagger = ctx.profile.target.accelerator.lower() != "cpu"
     made: list[Runtime] = []
     roles: tuple[tuple[RunContext, Role, list[int]], ...] = (
         (ctx, "reference", usable[:half]),
@@ -63,9 +72,12 @@ def _start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Run
             runtime.cores_chosen = own  # disjoint halves, whatever else holds cores
         life.callback(runtime.stop)  # stopped on the way out, whatever happens
         runtime.start()
+        if stagger:
+            runtime.wait_ready()
         made.append(runtime)
     for runtime, side in zip(made, (ctx, cand), strict=True):
-        runtime.wait_ready()
+        if not stagger:
+            runtime.wait_ready()
         name = "reference" if runtime.role == "reference" else cand.side
         side.starts.append(start_record(runtime, name, "life"))
     return made[0], made[1]

@@ -105,7 +105,7 @@ def test_side_by_side_only_where_both_fit() -> None:
     assert "two servers need ~10 GiB" in _why(profile, available_gib=6.0)
     assert "cached" in _why(profile, reference_cached=True)
     assert _why(profile, reference_cached=True, refresh=True) is None
-    assert "not on the CPU" in _why(profile, on_cpu=False)
+    assert "without gpu_memory_utilization on both sides" in _why(profile, on_cpu=False)
     engine = profile.engine.model_copy(update={"placement": "sequence"})
     assert _why(profile.model_copy(update={"engine": engine})) == "engine.placement: sequence"
 
@@ -146,3 +146,20 @@ def test_a_stated_detection_sizes_the_generated_set() -> None:
     assert g.sized and g.items == g.items_needed == suites["math.long"] > 144  # past the core set
     assert g.min_detectable_drop is not None and g.min_detectable_drop <= 0.10
     assert "UNDERPOWERED" not in "\n".join(describe(plan))
+
+
+def test_two_servers_share_one_accelerator_when_their_memory_shares_fit() -> None:
+    profile = _single("smollm2-h200-fp8")  # gpu_memory_utilization 0.3 for both sides
+    assert _why(profile, on_cpu=False, cores=1, available_gib=1.0) is None  # CPU limits moot
+    greedy = profile.model_copy(update={"candidate": profile.candidate.model_copy(
+        update={"args": {**profile.candidate.args, "gpu_memory_utilization": 0.7}})})  # fmt: skip
+    assert _why(greedy, on_cpu=False) == "gpu_memory_utilization 0.3 + 0.7 > 0.9 of one device"
+    eight = profile.model_copy(update={"target": profile.target.model_copy(update={"count": 8})})
+    assert _why(eight, on_cpu=False) == "8 accelerators (servers share one device only)"
+    from qgate.run.stages import plan_for
+
+    plan = plan_for([("candidate", profile)], reference_cached=False, refresh=False)
+    assert plan.mode == "together" and plan.starts == 2
+    assert plan.lives[0].placement == "H200 0, 30% of its memory"
+    assert "started once the reference is ready" in plan.lives[1].placement
+    assert any("share one device" in note for note in plan.notes)
