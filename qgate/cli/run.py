@@ -51,10 +51,14 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
 @click.option("--format", "fmt", type=TEXT_OR_JSON, default="text",
               show_default=True, help="The final summary as lines for people, or as one JSON "
               "object on stdout (`qgate schema run`); progress stays on stderr.")
+@click.option("--attribute", is_flag=True,
+              help="When the candidate fails its gates, find the smallest set of its changes "
+              "that fails (sub-candidates against the same reference records; the profile's "
+              "attribution: block sets the budget and groups).")
 def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | None,
             refresh_reference: bool, trust_cache_keys: tuple[Path, ...], strict_cache: bool,
             skip_perf: bool, force_perf: bool, no_progress: bool, metadata: tuple[str, ...],
-            fmt: str) -> None:  # fmt: skip
+            fmt: str, attribute: bool) -> None:  # fmt: skip
     """Gate a candidate precision config against its reference, then measure it."""
     from qgate.core.outpaths import check_in_file, check_out_dir
     from qgate.core.provenance import parse_metadata
@@ -77,7 +81,7 @@ def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | N
                 refresh_reference=refresh_reference, trust_cache_keys=trust_cache_keys,
                 strict_cache=strict_cache, skip_perf=skip_perf,
                 force_perf=force_perf, progress=not no_progress and sys.stderr.isatty(),
-                metadata=pairs,
+                metadata=pairs, attribute=attribute,
             )
         )  # fmt: skip
     finally:
@@ -108,6 +112,8 @@ def text_summary(outcome: RunOutcome) -> None:
     if open_gates:
         click.echo(f"  not settled ({len(open_gates)}, quality stopped once the FAIL was): "
                    + ", ".join(open_gates))  # fmt: skip
+    for line in outcome.attribution:
+        click.echo(f"  {line}")
     for line in outcome.capability_notes:
         click.echo(f"  machine: {line}")
     for line in outcome.warnings:

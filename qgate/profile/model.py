@@ -18,6 +18,7 @@ from typing import Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from qgate.core.features import Feature
+from qgate.profile.attribution import AttributionSpec
 from qgate.profile.base import (
     EngineArgValue,
     Fraction,
@@ -51,6 +52,7 @@ from qgate.profile.scenarios import (
 __all__ = [
     "ANSWER_MAX_TOKENS",
     "AccuracyPolicy",
+    "AttributionSpec",
     "Detect",
     "DivergenceSuite",
     "EndpointSpec",
@@ -325,6 +327,11 @@ class Profile(Strict):
     )
     secrets: list[str] = Field(
         default_factory=list, description="Env var names whose values are always redacted."
+    )
+    attribution: AttributionSpec | None = Field(
+        default=None,
+        description="When the candidate fails: find the smallest set of its changes that "
+        "fails (sub-candidates against the same reference records).",
     )
 
     def engine_of(self, role: str) -> EngineLaunch:

@@ -30,8 +30,13 @@ def block_name(suite: str, lo: int, hi: int, count: int) -> str:
 class Board:
     """Records per suite and side, and the decisive failure once there is one."""
 
-    def __init__(self, spec: QualitySpec, reference: Sequence[SuiteRun] = ()) -> None:
+    def __init__(
+        self, spec: QualitySpec, reference: Sequence[SuiteRun] = (), *, hold_reference: bool = False
+    ) -> None:
         self.spec = spec
+        # the reference runs every item when its records must serve later candidates
+        # (attribution's sub-candidates): it posts, but never stops
+        self.hold_reference = hold_reference
         self._lock = threading.Lock()
         self._items: dict[tuple[str, Role], list[ItemRecord]] = {
             (r.suite, "reference"): list(r.items) for r in reference
@@ -46,9 +51,10 @@ class Board:
     def block(self) -> int:
         return self.spec.stop_block or self.spec.concurrency
 
-    @property
-    def halted(self) -> str | None:
-        """Why the whole quality stage stops (`stop: verdict`), or None."""
+    def halted(self, role: Role) -> str | None:
+        """Why `role`'s whole quality stage stops (`stop: verdict`), or None."""
+        if role == "reference" and self.hold_reference:
+            return None
         with self._lock:
             return self._halt
 
@@ -58,6 +64,8 @@ class Board:
 
         with self._lock:
             self._items[(suite, role)] = list(items)
+            if role == "reference" and self.hold_reference:
+                return None
             if self._halt is not None:
                 return self._halt
             ref = self._items.get((suite, "reference"), [])
@@ -108,7 +116,7 @@ async def in_blocks(
         return await answer(0, count), None, None
     records: list[ItemRecord] = []
     for lo in range(0, count, board.block):
-        if lo and (why := board.halted):
+        if lo and (why := board.halted(role)):
             return records, count, why
         records += await answer(lo, min(count, lo + board.block))
         why = board.post(role, suite, records, count)

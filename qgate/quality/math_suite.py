@@ -267,7 +267,7 @@ async def run_math(
                     stopped=stopped,
                 )
             )
-            if board is not None and board.halted:
+            if board is not None and board.halted(role):
                 break
     return runs
 

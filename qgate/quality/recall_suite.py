@@ -225,7 +225,7 @@ async def run_recall(
                     stopped=stopped,
                 )
             )
-            if board is not None and board.halted:
+            if board is not None and board.halted(role):
                 break
     return runs
 

@@ -130,7 +130,7 @@ async def _evaluate(
     if role == "reference" or spec.stop == "verdict":
         suites = sorted(suites, key=lambda pair: not pair[0].paired)
     for entry, setting in suites:
-        if board is not None and (why := board.halted):
+        if board is not None and (why := board.halted(role)):
             log.info("%s: %s not run: %s", role, entry.key, why)
             continue
         with progress.suite(role, entry.key):

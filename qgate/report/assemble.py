@@ -16,6 +16,7 @@ from qgate.perf.records import ScenarioRun
 from qgate.profile import PerfSpec, Profile
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.records import DivergenceRun, SuiteRun
+from qgate.report.attribution import Attribution
 from qgate.report.model import (
     PERF_DERIVATION,
     QUALITY_DERIVATION,
@@ -87,6 +88,7 @@ def build_report(
     warnings: Sequence[str] = (),
     reference_provenance: ReferenceProvenance | None = None,
     provenance: RunProvenance | None = None,
+    attribution: Attribution | None = None,
 ) -> Report:
     """The unsigned report; `write_report` redacts, digests artifacts and signs it."""
     from qgate.perf.gates import report_gates
@@ -130,6 +132,7 @@ def build_report(
         plan=plan,
         reference_provenance=reference_provenance,
         provenance=provenance,
+        attribution=attribution,
     )
 
 

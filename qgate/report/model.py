@@ -26,6 +26,7 @@ from qgate.core.verdict import Verdict
 from qgate.perf.records import ScenarioRun
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.records import DivergenceRun, SuiteRun
+from qgate.report.attribution import Attribution
 from qgate.runtime.fingerprint import Fingerprint
 
 # "2": reference provenance, per-position divergence logprobs (verify re-derives from them).
@@ -205,6 +206,11 @@ class Report(Record):
         description="The run plan it followed: every server life, decided before any started "
         "(None in reports made before plans, and in the per-candidate reports of a multi run, "
         "whose plan is the multi report's).",
+    )
+    attribution: Attribution | None = Field(
+        default=None,
+        description="When the candidate failed and attribution was asked: which of its "
+        "changes broke it (qgate/report/attribution.py).",
     )
     provenance: RunProvenance | None = Field(
         default=None,

@@ -17,6 +17,7 @@ from qgate.core.verdict import Verdict
 from qgate.perf.records import ScenarioRun
 from qgate.quality.records import DivergenceRun
 from qgate.quality.stage import QualityOutput
+from qgate.report.attribution import Attribution
 from qgate.report.model import PerfStatus, Report
 from qgate.run.context import RunContext
 
@@ -37,6 +38,7 @@ class CandidateResult:
     perf_runs: list[ScenarioRun] = field(default_factory=list)
     seconds: float = 0.0
     error: str | None = None
+    attribution: Attribution | None = None  # which of its changes broke it, when asked
 
 
 def evaluate(

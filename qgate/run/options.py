@@ -32,6 +32,7 @@ class RunOptions:
     force_perf: bool = False
     progress: bool = True
     metadata: dict[str, str] = field(default_factory=dict)
+    attribute: bool = False  # a failing candidate: find which of its changes broke it
     """--metadata KEY=VALUE pairs, recorded in the signed report."""
 
 
@@ -51,6 +52,8 @@ class RunOutcome:
     reference_cached: bool = False
     warnings: list[str] = field(default_factory=list)
     capability_notes: list[str] = field(default_factory=list)
+    attribution: list[str] = field(default_factory=list)
+    """What attribution found (qgate/report/attribution.py: summary_lines)."""
     candidates: list[str] = field(default_factory=list)
     """A profile with several candidates: one line per candidate (name, verdict, perf)."""
     time: list[str] = field(default_factory=list)

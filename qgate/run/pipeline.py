@@ -4,6 +4,7 @@ load -> fingerprint -> plan (qgate/run/plan.py) -> [side by side where both fit:
 qgate/run/together.py; otherwise:] [candidate preflight] ->
 the reference's life: quality and perf baseline (or its cached quality) ->
 each candidate's life: quality, gates, perf only when every gate passed ->
+[attribution of a failing candidate: sub-candidates, each a life, qgate/run/attribute.py] ->
 [a perf-only life of the reference when its quality was cached] -> report ->
 sign -> write. Each runtime starts once. A profile with one `candidate:` is a
 run with one candidate. Every stage's raw results
@@ -45,6 +46,7 @@ def run(opts: RunOptions) -> RunOutcome:
             runs.reference, runs.candidates[0], runs.names[0], opts.force_perf, clock, plan.blocks
         )
         runs.share_reference()
+        stages.attribute_failures(runs, both[0], [both[2]], clock)
         with clock.stage("report"):
             return stages.report(runs, both[0], [both[2]], both[1], clock.timings, plan)
     first_life = plan.lives[0].side == "reference"
@@ -58,6 +60,7 @@ def run(opts: RunOptions) -> RunOutcome:
         with clock.stage(runs.stage_of(index)):
             results.append(stages.candidate(ctx, runs.names[index], reference, opts.force_perf,
                                             keep_going=runs.multi is not None))  # fmt: skip
+    stages.attribute_failures(runs, reference, results, clock)
     if ref_perf is None:  # the reference's quality came from the cache: a perf-only life
         with clock.stage("reference_perf"):
             ref_perf = stages.reference_perf(runs.reference, reference, results)

@@ -16,6 +16,7 @@ from qgate.errors import ExitCode
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
 from qgate.quality.stage import QualityOutput
+from qgate.report.attribution import summary_lines
 from qgate.report.derive import time_breakdown
 from qgate.report.model import PerfStatus, Report
 from qgate.report.multi_model import CandidateEntry, CandidateVerdict
@@ -83,6 +84,7 @@ def write_single(
         warnings=rep.warnings,
         capability_notes=rep.capability_notes,
         time=time_lines(time_breakdown(rep)),
+        attribution=summary_lines(rep.attribution),
     )
 
 
@@ -149,6 +151,7 @@ def build(
         plan=plan,
         starts=[s for s in ctx.starts if s.side in ("reference", ctx.side)],
         provenance=provenance_of(ctx.opts),
+        attribution=result.attribution,
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 
 from qgate.core.plan import Plan
+from qgate.core.progress import StageClock
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
 from qgate.perf.probes import Probe
@@ -271,3 +272,35 @@ def plan(runs: RunSet) -> Plan:
     for line in describe(out):
         log.info("%s", line)
     return out
+
+
+def attribution_wanted(ctx: RunContext) -> bool:
+    """`--attribute`, or the profile's `attribution:` block enabled."""
+    spec = ctx.profile.attribution
+    return ctx.opts.attribute or (spec is not None and spec.enabled)
+
+
+def attribute_failures(
+    runs: RunSet, reference: QualityOutput, results: list[CandidateResult], clock: StageClock
+) -> None:
+    """For each failing candidate where attribution is asked: its attribution, in `results`."""
+    import logging
+
+    from qgate.quality.gates import overall_passed
+    from qgate.run.attribute import attribute
+    from qgate.run.reference import complete
+
+    log = logging.getLogger("qgate")
+    for index, (ctx, result) in enumerate(zip(runs.candidates, results, strict=True)):
+        if not attribution_wanted(ctx) or result.error or result.quality is None:
+            continue
+        if overall_passed(result.verdicts):
+            continue
+        if not complete(ctx.profile.quality, reference):
+            log.warning("attribution skipped: the reference's quality stopped early")
+            continue
+        spec = ctx.profile.attribution
+        stage = "attribution" + ("" if runs.multi is None else f":{runs.names[index]}")
+        with clock.stage(stage):
+            result.attribution = attribute(ctx, reference, spec.max_lives if spec else 8,
+                                           spec.groups if spec else [])  # fmt: skip

@@ -109,6 +109,7 @@ def side_by_side(
     """Both lives at once: the reference's quality, the candidate's result, both sides' perf."""
     from qgate.run import reference as ref_stage
     from qgate.run import stages
+    from qgate.run.stages import attribution_wanted
 
     out = CandidateResult(name=name)
     ref_perf: list[ScenarioRun] = []
@@ -125,7 +126,9 @@ def side_by_side(
             early: Future[ScoreSet] = Future()
             # one board for both sides: with quality.stop a suite ends once its verdict is
             # settled by what the two have answered so far (qgate/quality/board.py)
-            board = Board(ctx.profile.quality) if ctx.profile.quality.stop != "off" else None
+            board = None
+            if ctx.profile.quality.stop != "off":  # attribution needs the whole reference
+                board = Board(ctx.profile.quality, hold_reference=attribution_wanted(cand))
             ref_future = pool.submit(
                 quality_on, ctx, ref_rt, "reference", None, early.set_result, board
             )

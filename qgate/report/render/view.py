@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from qgate.quality.records import SuiteRun
+from qgate.report.attribution import summary_lines
 from qgate.report.derive import (
     accuracy,
     flips,
@@ -20,6 +21,7 @@ from qgate.report.derive import (
 )
 from qgate.report.localise import worst_notes
 from qgate.report.model import Report
+from qgate.report.render.attribution_view import attribution_section
 from qgate.report.render.localise_view import localise_section, worst_suffix
 from qgate.report.render.parts import Section, Table, fmt, origin_lines
 from qgate.report.verdict import verdict_label
@@ -53,6 +55,8 @@ def _headline(report: Report) -> Section:
     if open_gates:
         sec.lines.append(f"NOT SETTLED (quality stopped early, verdict already decided): "
                          f"{', '.join(open_gates)}")  # fmt: skip
+    for line in summary_lines(report.attribution)[:1]:
+        sec.lines.append("ATTRIBUTION: " + line.removeprefix("attribution: "))
     if _dummy_weights(report.profile):
         sec.lines.append("PREVIEW: dummy (random) weights, speed only: no accuracy was measured, "
                          "and the speed is that of this shape, not of a trained model")  # fmt: skip
@@ -378,7 +382,7 @@ def sections(report: Report) -> list[Section]:
     """The report as titled sections: verdict first, then gates, quality, divergence, where
     the damage sits, perf, environment."""
     out = [_headline(report), _gates(report), _quality(report)]
-    for extra in (_divergence(report), localise_section(report)):
+    for extra in (_divergence(report), localise_section(report), attribution_section(report)):
         if extra is not None:
             out.append(extra)
     out.append(_perf(report))

@@ -180,6 +180,10 @@ def check_contents(
     fns = recompute or default_recompute()
     recompute_quality(report, prof, fns)
     result.checked.append(f"{len(report.quality.verdicts)} quality verdicts recomputed")
+    from qgate.report.verify.attribution import check_attribution
+
+    if line := check_attribution(report, prof, fns):
+        result.checked.append(line)
     scenarios = recompute_perf(report, prof, fns)
     result.checked.append(f"{scenarios} perf scenarios recomputed")
     gates = recompute_perf_gates(report, prof)

@@ -277,6 +277,53 @@ def test_a_stop_the_records_allow_verifies(case: Case) -> None:
     assert "(verdict FAIL)" in res.output
 
 
+def _attributed(case: Case) -> Report:
+    """The report with an attribution whose one trial (FP8 KV alone) loses 6 items: FAIL."""
+    from qgate.profile.changes import changes_of
+    from qgate.quality.gates import evaluate_quality
+    from qgate.report.attribution import Attribution, Trial
+
+    report = case.report()
+    prof = Profile.model_validate(report.profile)
+    cand = next(r for r in report.quality.runs if r.role == "candidate").model_copy(deep=True)
+    for item in cand.items[:6]:
+        item.output, item.answer, item.correct = "The answer is 999", "999", False
+    ref = [r for r in report.quality.runs if r.role == "reference"]
+    verdicts = evaluate_quality(prof.quality, ref + [cand], report.quality.divergence)
+    trial = Trial(name="only-kv_cache_dtype", changes=["args.kv_cache_dtype"], verdict="FAIL",
+                  verdicts=verdicts, runs=[cand], divergence=report.quality.divergence)  # fmt: skip
+    # every change alone is tried: the token change alone keeps the report's own answers
+    passing = Trial(name="only-HF_TOKEN", changes=["env.HF_TOKEN"], verdict="PASS",
+                    verdicts=report.quality.verdicts, runs=report.quality.runs[1:],
+                    divergence=report.quality.divergence)  # fmt: skip
+    report.attribution = Attribution(
+        changes=changes_of(prof), trials=[trial, passing], minimal=["args.kv_cache_dtype"],
+        lives=2, max_lives=8,
+    )  # fmt: skip
+    return report
+
+
+def test_an_attribution_verifies_trial_by_trial(case: Case) -> None:
+    res = case.verify(case.resign(_attributed(case)))
+    assert res.exit_code == 0, res.output
+    assert "attribution: 2 trials recomputed, the search replayed; the changes re-derived " \
+        "from the profile" in res.output
+
+
+def _attribution_verdict_edited(case: Case) -> Path:
+    report = _attributed(case)
+    assert report.attribution is not None
+    report.attribution.trials[0].verdict = "PASS"
+    return case.resign(report)
+
+
+def _attribution_minimal_edited(case: Case) -> Path:
+    report = _attributed(case)
+    assert report.attribution is not None
+    report.attribution.minimal = [report.attribution.changes[1].name]
+    return case.resign(report)
+
+
 def _truncated(case: Case) -> Path:
     out = case.tmp / "truncated.jsonl"
     out.write_bytes(case.envelope.read_bytes()[:700])
@@ -365,6 +412,17 @@ MATRIX: dict[str, tuple[Callable[[Case], Path], int, str]] = {
         1,
         "quality: math.short (candidate) stopped at 4 of 10 items, but its records do not "
         "settle math.short.max_drop",
+    ),
+    "attribution trial verdict edited": (
+        _attribution_verdict_edited,
+        1,
+        "attribution: trial only-kv_cache_dtype: verdict PASS does not follow from its gates",
+    ),
+    "attribution conclusion edited": (
+        _attribution_minimal_edited,
+        1,
+        "attribution: the smallest failing set does not follow from the trials (they give "
+        "args.kv_cache_dtype)",
     ),
     "truncated": (_truncated, 2, "not a JSON DSSE envelope (truncated or corrupt?)"),
     "empty": (_empty, 2, "empty file"),

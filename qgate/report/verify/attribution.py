@@ -1,0 +1,79 @@
+"""An attribution re-derived: every trial's verdict from its records, the search from the trials.
+
+Each trial is a candidate like any other: its answers and logprobs are
+re-derived from the raw responses, its verdicts recomputed against the report's
+reference records with the gates `run` used. Then ddmin (qgate/core/ddmin.py)
+is replayed on the recorded outcomes: the trials must be the ones it asks for,
+in its order, and its smallest failing set the one the report states.
+"""
+
+from __future__ import annotations
+
+from qgate.core.ddmin import Outcome, search
+from qgate.errors import VerificationFailed
+from qgate.profile import Profile
+from qgate.report.model import Report
+from qgate.report.verify.recompute import Recompute, dump, same_value
+
+__all__ = ["check_attribution"]
+
+
+def _fail(message: str) -> VerificationFailed:
+    return VerificationFailed(f"attribution: {message}")
+
+
+def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | None:
+    """The checked line, or None without an attribution; VerificationFailed on a mismatch."""
+    from qgate.profile.changes import changes_of
+    from qgate.report.verify.rederive import (
+        Rederived,
+        check_questions,
+        rederive_correctness,
+        rederive_divergence,
+    )
+
+    att = report.attribution
+    if att is None:
+        return None
+    names = [c.name for c in att.changes]
+    reference = [r for r in report.quality.runs if r.role == "reference"]
+    outcomes: dict[tuple[str, ...], Outcome] = {}
+    for t in att.trials:
+        if unknown := sorted(set(t.changes) - set(names)):
+            raise _fail(f"trial {t.name} applies {unknown[0]}, not one of the changes")
+        key = tuple(n for n in names if n in t.changes)
+        if key in outcomes:
+            raise _fail(f"trial {t.name} repeats the changes of an earlier trial")
+        if t.verdict != "ERROR":
+            done = Rederived()
+            rederive_correctness(list(t.runs), prof, done)
+            check_questions(list(t.runs), prof, done)
+            if t.divergence is not None:
+                rederive_divergence(t.divergence, done, required=True)
+            fresh = fns.evaluate_quality(prof.quality, reference + list(t.runs), t.divergence)
+            if not same_value(dump(t.verdicts), dump(fresh)):
+                raise _fail(f"trial {t.name}: its verdicts do not follow from its records")
+            if t.verdict != ("PASS" if all(v.passed for v in fresh) else "FAIL"):
+                raise _fail(f"trial {t.name}: verdict {t.verdict} does not follow from its gates")
+        elif t.runs or t.verdicts:
+            raise _fail(f"trial {t.name} is ERROR but holds records")
+        outcomes[key] = t.verdict
+    asked: list[tuple[str, ...]] = []
+
+    def replay(key: tuple[str, ...]) -> Outcome:
+        if key not in outcomes:
+            raise _fail(f"the search tries {' + '.join(key)}, which no trial records")
+        asked.append(key)
+        return outcomes[key]
+
+    minimal, skipped = search(names, replay, att.max_lives)
+    if len(asked) != len(att.trials) or att.lives != len(att.trials):
+        raise _fail(f"{len(att.trials)} trials recorded, the search asks for {len(asked)}")
+    if (list(minimal) if minimal else None) != att.minimal or skipped != att.not_tried:
+        found = " + ".join(minimal) if minimal else "none"
+        raise _fail(f"the smallest failing set does not follow from the trials (they give {found})")
+    spec = prof.attribution
+    derived = changes_of(prof, spec.groups if spec else [])
+    same = "the changes re-derived from the profile" if derived == att.changes else (
+        "the changes differ from the declared profile's (a fallback ran on that machine)")
+    return f"attribution: {len(att.trials)} trials recomputed, the search replayed; {same}"

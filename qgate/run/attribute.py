@@ -1,0 +1,79 @@
+"""Which change broke it: delta debugging over a failing candidate's changes.
+
+A candidate rarely changes one thing (FP8 weights, an FP8 KV cache and half a
+dozen kernel switches at once). When it fails its gates, its changes against
+the reference are listed (each engine argument, each environment variable,
+the emulated weights, the engine block; a profile's `attribution.groups` make
+several one), and sub-candidates (the reference plus some of the changes) run
+against the **same reference records**, each in a life of its own and without
+perf: every change alone first, then halving (Zeller's ddmin), until the
+smallest failing set is found or the budget of lives is spent. A sub-candidate
+that cannot run here is recorded as ERROR (never guessed), and counts as not
+failing.
+
+`changes_of` and `sub_profile` are pure functions of the profile; `search` is
+ddmin over any test; `attribute` runs the trials.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Sequence
+
+from qgate.core.ddmin import Outcome, search
+from qgate.profile.changes import changes_of, sub_profile
+from qgate.quality.stage import QualityOutput
+from qgate.report.attribution import Attribution, Trial
+from qgate.run.context import RunContext
+
+__all__ = ["attribute"]
+
+log = logging.getLogger("qgate")
+
+def _trial_name(changes: Sequence[str]) -> str:
+    short = "-".join(c.split(".")[-1].replace("+", "-") for c in changes)
+    return ("only-" + short)[:60]
+
+
+def attribute(
+    ctx: RunContext, reference: QualityOutput, max_lives: int, groups: Sequence[Sequence[str]]
+) -> Attribution:
+    """Run the search for the failing candidate of `ctx`; every trial's records kept."""
+    from qgate.quality.gates import overall_passed
+    from qgate.run.candidate import evaluate
+    from qgate.run.context import model_paths
+
+    changes = changes_of(ctx.profile, groups)
+    trials: list[Trial] = []
+    opts = dataclasses.replace(ctx.opts, skip_perf=True)  # attribution judges gates only
+
+    def test(applied: tuple[str, ...]) -> Outcome:
+        name = _trial_name(applied)
+        sub = sub_profile(ctx.profile, applied)
+        log.info("attribution: trial %d, %s", len(trials) + 1, " + ".join(applied))
+        trial_ctx = dataclasses.replace(
+            ctx, opts=opts, profile=sub, declared_profile=sub, side=name,
+            run_dir=ctx.run_dir / "attribution" / name,
+            model_paths=model_paths(sub, ctx.source_model),
+        )  # fmt: skip
+        start = time.perf_counter()
+        result = evaluate(trial_ctx, name, reference, force_perf=False, keep_going=True)
+        verdict: Outcome = (
+            "ERROR" if result.error is not None or result.quality is None
+            else "PASS" if overall_passed(result.verdicts) else "FAIL"
+        )  # fmt: skip
+        trials.append(Trial(
+            name=name, changes=list(applied), verdict=verdict, verdicts=result.verdicts,
+            runs=result.quality.runs if result.quality else [], divergence=result.divergence,
+            error=result.error, seconds=round(time.perf_counter() - start, 3),
+        ))  # fmt: skip
+        log.info("attribution: %s -> %s", " + ".join(applied), verdict)
+        return verdict
+
+    minimal, skipped = search([c.name for c in changes], test, max_lives)
+    return Attribution(
+        changes=changes, trials=trials, minimal=list(minimal) if minimal else None,
+        lives=len(trials), max_lives=max_lives, not_tried=skipped,
+    )  # fmt: skip

@@ -1,0 +1,39 @@
+"""The attribution section: the changes, each trial's verdict and figures, the conclusion."""
+
+from __future__ import annotations
+
+from report_synthetic import build_report
+
+from qgate.profile import Profile
+from qgate.profile.changes import changes_of
+from qgate.quality.gates import evaluate_quality
+from qgate.report.attribution import Attribution, Trial
+from qgate.report.render.md import render_markdown
+from qgate.report.verify.single import default_recompute
+
+
+def test_the_section_names_the_smallest_failing_set_and_each_trial() -> None:
+    report = build_report(items=10, requests=3, fns=default_recompute())
+    prof = Profile.model_validate(report.profile)
+    cand = next(r for r in report.quality.runs if r.role == "candidate").model_copy(deep=True)
+    for item in cand.items[:6]:
+        item.correct = False
+    ref = [r for r in report.quality.runs if r.role == "reference"]
+    verdicts = evaluate_quality(prof.quality, ref + [cand], report.quality.divergence)
+    report.attribution = Attribution(
+        changes=changes_of(prof),
+        trials=[Trial(name="only-kv", changes=["args.kv_cache_dtype"], verdict="FAIL",
+                      verdicts=verdicts, runs=[cand], divergence=report.quality.divergence,
+                      seconds=61.0),
+                Trial(name="only-token", changes=["env.HF_TOKEN"], verdict="ERROR",
+                      error="did not start")],
+        minimal=["args.kv_cache_dtype"], lives=2, max_lives=8,
+    )  # fmt: skip
+    text = render_markdown(report)
+    assert ("ATTRIBUTION: the smallest failing set is args.kv_cache_dtype (2 of 8 lives, "
+            "2 changes)") in text  # fmt: skip
+    section = text.split("## Which change broke it", 1)[1].split("\n## ", 1)[0]
+    assert '| args.kv_cache_dtype | - | "fp8" |' in section  # unset on the reference side
+    assert "| 1 | args.kv_cache_dtype | FAIL | math.short.max_drop" in section
+    assert "| 5 / 0 |" in section  # 6 wrong, one of which the reference got wrong too
+    assert "| 2 | env.HF_TOKEN | ERROR | did not start | 0 / 0 | – | 0 s |" in section
