@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from qgate.core.plan import Plan
+from qgate.core.plan import Life, Plan
 from qgate.core.progress import StageClock
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
@@ -229,11 +229,27 @@ def plan_for(
                         "reference is ready")  # fmt: skip
     out = make_plan(profiles, reference_cached=reference_cached, placement=placement(first),
                     refresh=refresh, side_by_side=side_by_side)  # fmt: skip
+    for name, profile in profiles:
+        if profile.attribution is not None and profile.attribution.enabled:
+            _attribution_life(out, name, profile)
     if why is not None and first.engine.placement == "together":
         out.notes.append(f"engine.placement 'together' cannot apply here ({why}): in sequence")
     elif why is not None and out.lives and on_cpu:
         out.notes.append(f"in sequence: {why}")
     return out
+
+
+def _attribution_life(out: Plan, name: str, profile: Profile) -> None:
+    """The lives attribution may take, after the candidate's (once per candidate)."""
+    side = f"{name} attribution"
+    if any(life.side == side for life in out.lives):
+        return
+    lives = profile.attribution.max_lives if profile.attribution else 8
+    out.lives.append(Life(
+        side=side, placement=placement(profile),
+        serves=["sub-candidates, one life each: quality suites, gates (no perf)"],
+        condition=f"when {name} fails its gates; up to {lives} lives",
+    ))  # fmt: skip
 
 
 def _available_gib() -> float | None:
@@ -268,6 +284,9 @@ def plan(runs: RunSet) -> Plan:
     profiles = list(zip(runs.names, (c.profile for c in runs.candidates), strict=True))
     refresh = runs.reference.opts.refresh_reference
     out = plan_for(profiles, reference_cached(runs.reference), refresh)
+    for name, ctx in zip(runs.names, runs.candidates, strict=True):
+        if attribution_wanted(ctx):  # --attribute, where the profile does not ask for it
+            _attribution_life(out, name, ctx.profile)
     log = logging.getLogger("qgate")
     for line in describe(out):
         log.info("%s", line)

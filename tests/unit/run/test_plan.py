@@ -163,3 +163,16 @@ def test_two_servers_share_one_accelerator_when_their_memory_shares_fit() -> Non
     assert plan.lives[0].placement == "H200 0, 30% of its memory"
     assert "started once the reference is ready" in plan.lives[1].placement
     assert any("share one device" in note for note in plan.notes)
+
+
+def test_attribution_is_a_conditional_life_after_the_candidate() -> None:
+    from qgate.run.stages import plan_for
+
+    plan = plan_for([("candidate", _single("smollm2-cpu-int4-attribute"))],
+                    reference_cached=False, refresh=False)  # fmt: skip
+    last = plan.lives[-1]
+    assert last.side == "candidate attribution"
+    assert last.condition == "when candidate fails its gates; up to 6 lives"
+    plain = plan_for([("candidate", _single("smollm2-cpu-int4-fail"))], reference_cached=False,
+                     refresh=False)  # fmt: skip
+    assert all("attribution" not in life.side for life in plain.lives)
