@@ -138,12 +138,23 @@ def time_breakdown(report: Report) -> list[tuple[str, float]]:
         windows = [r.duration_ns for r in report.perf.runs if r.role == role]
         if windows:
             rows.append((f"perf {role} (measured windows)", sum(windows) / 1e9))
+    rows += _attribution_rows(report)
     total = sum(report.stage_timings.values())
     if total:
         rows.append(("other: load, emulation, preflight, warm-ups, report",
                      max(0.0, total - sum(v for _, v in rows))))  # fmt: skip
         rows.append(("total", total))
     return [(what, round(seconds, 1)) for what, seconds in rows]
+
+
+def _attribution_rows(report: Report) -> list[tuple[str, float]]:
+    """The attribution stage: its sub-candidate lives, one after the other."""
+    seconds = sum(v for k, v in report.stage_timings.items() if k.startswith("attribution"))
+    att = report.attribution
+    if not seconds or att is None:
+        return []
+    each = ", ".join(f"{' + '.join(t.changes)} {t.seconds:.0f} s" for t in att.trials)
+    return [(f"attribution: {att.lives} sub-candidate lives ({each})", seconds)]
 
 
 def _side_by_side_breakdown(report: Report) -> list[tuple[str, float]]:
@@ -167,6 +178,7 @@ def _side_by_side_breakdown(report: Report) -> list[tuple[str, float]]:
     if "perf" in timings:
         blocks = report.plan.blocks if report.plan else 1
         rows.append((f"perf, {blocks} interleaved block(s) per side", timings["perf"]))
+    rows += _attribution_rows(report)
     total = sum(timings.values())
     if total:
         rows.append(("other: load, report", max(0.0, total - sum(v for _, v in rows))))

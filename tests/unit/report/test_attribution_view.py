@@ -37,3 +37,18 @@ def test_the_section_names_the_smallest_failing_set_and_each_trial() -> None:
     assert "| 1 | args.kv_cache_dtype | FAIL | math.short.max_drop" in section
     assert "| 5 / 0 |" in section  # 6 wrong, one of which the reference got wrong too
     assert "| 2 | env.HF_TOKEN | ERROR | did not start | 0 / 0 | – | 0 s |" in section
+
+
+def test_the_time_table_counts_the_attribution_lives() -> None:
+    from qgate.report.derive import time_breakdown
+
+    report = build_report(items=4, requests=3, fns=default_recompute())
+    report.attribution = Attribution(
+        changes=[], trials=[Trial(name="only-kv", changes=["args.kv_cache_dtype"],
+                                  verdict="PASS", seconds=61.4)],
+        minimal=None, lives=1, max_lives=8,
+    )  # fmt: skip
+    report.stage_timings = {"load": 1.0, "candidate": 40.0, "attribution": 62.0}
+    rows = dict(time_breakdown(report))
+    assert rows["attribution: 1 sub-candidate lives (args.kv_cache_dtype 61 s)"] == 62.0
+    assert rows["total"] == 103.0
