@@ -61,3 +61,47 @@ def test_each_change_alone_then_the_smallest_failing_set(
     assert [t.verdict for t in att.trials] == ["PASS", "ERROR", "FAIL"]
     assert att.trials[1].error == "did not start: no KV space"
     assert att.minimal == ["emulate_weights"] and att.lives == 3 and att.not_tried == []
+
+
+def test_each_failing_candidate_of_a_multi_run_gets_its_own_attribution(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from qgate.core.progress import StageClock
+    from qgate.profile.load_multi import load_multi_file
+    from qgate.run import attribute as attribute_module
+    from qgate.run import reference as reference_stage
+    from qgate.run.context import RunSet
+    from qgate.run.stages import attribute_failures
+
+    multi = SHIPPED / "smollm2-cpu-multi.yaml"
+    loaded = load_multi_file(multi)
+    opts = RunOptions(profile=multi, out_root=tmp_path, attribute=True)
+    contexts = [
+        RunContext(
+            opts=opts, profile=c.profile, profile_path=multi, profile_sha256="0" * 64,
+            run_dir=tmp_path / c.name, source_model=tmp_path, model_paths={},
+            tokenizer_path=None, signer=Any, declared_profile=c.profile,  # type: ignore[arg-type]
+            selection=SimpleNamespace(notes=[]), side=c.name,  # type: ignore[arg-type]
+        )  # fmt: skip
+        for c in loaded.multi.candidates
+    ]
+    runs = RunSet(loaded, contexts[0], contexts, [c.name for c in loaded.multi.candidates])
+
+    def result(name: str, passed: bool) -> CandidateResult:
+        verdict = Verdict(gate="math.short.max_drop", suite="math.short", observed=0.3,
+                          limit=0.1, passed=passed, reason="r")  # fmt: skip
+        return CandidateResult(name=name, quality=QualityOutput(role="candidate"),
+                               verdicts=[verdict])  # fmt: skip
+
+    results = [result(name, passed=i != 1) for i, name in enumerate(runs.names)]
+    asked: list[str] = []
+    monkeypatch.setattr(reference_stage, "complete", lambda spec, out: True)
+    monkeypatch.setattr(attribute_module, "attribute", lambda ctx, ref, lives, groups: (
+        asked.append(ctx.side) or f"attribution of {ctx.side}"))  # fmt: skip
+    clock = StageClock()
+    attribute_failures(runs, QualityOutput(role="reference"), results, clock)
+    failing = runs.names[1]
+    assert asked == [failing]  # the passing candidates need none
+    assert results[1].attribution == f"attribution of {failing}"
+    assert all(r.attribution is None for i, r in enumerate(results) if i != 1)
+    assert f"attribution:{failing}" in clock.timings
