@@ -202,10 +202,12 @@ class EngineSpec(EngineLaunch):
     placement: Literal["auto", "sequence", "together"] = Field(
         default="auto",
         description="'together' starts the reference and the candidate at once, each on half "
-        "of the machine's cores (vLLM on the CPU), runs their quality side by side and their "
-        "perf in interleaved blocks; 'sequence' gives each the whole machine, one after the "
-        "other; 'auto' is 'together' where both fit (a vLLM-CPU run with one candidate, an "
-        "uncached reference, at least 2 usable cores and the memory for two servers).",
+        "of the machine's cores (vLLM on the CPU; on one accelerator each with its "
+        "gpu_memory_utilization share, the candidate once the reference is ready), runs their "
+        "quality side by side and their perf in interleaved blocks; 'sequence' gives each the "
+        "whole machine, one after the other; 'auto' is 'together' where both fit (vLLM on both "
+        "sides, one candidate, an uncached reference or a preview, and 2 usable cores and the "
+        "memory for two servers, or shares of one device summing to at most 0.9).",
     )
     cpu_dtype: Literal["auto", "as_written"] = Field(
         default="as_written",

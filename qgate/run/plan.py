@@ -158,9 +158,7 @@ def sequence_reason(
         reasons.append("not vLLM on both sides")
     elif not on_cpu:
         reasons += _accelerator_reasons(first)
-    if not first.quality.has_suites():
-        reasons.append("no quality suites")
-    elif reference_cached and not refresh:
+    if first.quality.has_suites() and reference_cached and not refresh:
         reasons.append("the reference's quality is cached (it starts for perf only)")
     if on_cpu and cores < 2:
         reasons.append(f"{cores} usable core")
@@ -272,12 +270,14 @@ def _together(
     blocks = blocks_of(profile, together=True)
     perf = profile.perf is not None
     compared = perf and profile.perf is not None and profile.perf.compare_to == "reference"
-    ref_serves = ["quality suites"]
+    quality = profile.quality.has_suites()  # none: a dummy-weights preview, speed only
+    gated = ", if every gate passed" if quality else ""
+    ref_serves = ["quality suites"] if quality else []
     if compared:
-        ref_serves.append(f"perf baseline in {blocks} interleaved block(s), if every gate passed")
-    cand_serves = ["quality suites", "gates"]
+        ref_serves.append(f"perf baseline in {blocks} interleaved block(s){gated}")
+    cand_serves = ["quality suites", "gates"] if quality else []
     if perf:
-        cand_serves.append(f"perf in {blocks} interleaved block(s), if every gate passed")
+        cand_serves.append(f"perf in {blocks} interleaved block(s){gated}")
     last = "first (quality.stop: verdict)" if profile.quality.stop == "verdict" else "last"
     on_cpu = profile.target.accelerator.lower() == "cpu"
     start = ("start together and run side by side, each on its own cores: their start-ups "
@@ -287,7 +287,8 @@ def _together(
              "their quality suites overlap")  # fmt: skip
     notes = [
         f"reference and candidate {start}; the reference scores its divergence "
-        f"continuations first and hands them to the candidate's divergence, which runs {last}",
+        f"continuations first and hands them to the candidate's divergence, which runs {last}"
+        if quality else f"reference and candidate {start.split(': ')[0]}: their start-ups overlap",
     ]
     if profile.quality.stop != "off":
         notes.append(f"quality.stop: {profile.quality.stop}: exact-answer suites run in blocks "

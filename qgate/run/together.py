@@ -107,9 +107,7 @@ def side_by_side(
     ctx: RunContext, cand: RunContext, name: str, force_perf: bool, clock: StageClock, blocks: int
 ) -> tuple[QualityOutput, list[ScenarioRun], CandidateResult]:
     """Both lives at once: the reference's quality, the candidate's result, both sides' perf."""
-    from qgate.run import reference as ref_stage
     from qgate.run import stages
-    from qgate.run.stages import attribution_wanted
 
     out = CandidateResult(name=name)
     ref_perf: list[ScenarioRun] = []
@@ -122,22 +120,11 @@ def side_by_side(
         # fail fast (the pool is shut down first, without waiting).
         pool = ThreadPoolExecutor(2, thread_name_prefix="qgate")
         life.callback(pool.shutdown, wait=False, cancel_futures=True)
-        with clock.stage("quality"):
-            early: Future[ScoreSet] = Future()
-            # one board for both sides: with quality.stop a suite ends once its verdict is
-            # settled by what the two have answered so far (qgate/quality/board.py)
-            board = None
-            if ctx.profile.quality.stop != "off":  # attribution needs the whole reference
-                board = Board(ctx.profile.quality, hold_reference=attribution_wanted(cand))
-            ref_future = pool.submit(
-                quality_on, ctx, ref_rt, "reference", None, early.set_result, board
-            )
-            cand_future = pool.submit(
-                quality_on, cand, cand_rt, "candidate", _scores(early, ref_future), None, board
-            )
-            reference = ref_future.result()  # the reference's failure first: it is the root
-            ref_stage.store_reference(ctx, reference)
-            out.quality = cand_future.result()
+        if not ctx.profile.quality.has_suites():  # a dummy-weights preview: speed only
+            reference = QualityOutput(role="reference", effective_config=ref_rt.effective_config())
+            out.quality = quality_on(cand, cand_rt, "candidate", reference)
+        else:
+            reference, out.quality = _both_qualities(ctx, cand, ref_rt, cand_rt, pool, clock)
         cand.reference_cached = ctx.reference_cached
         cand.reference_provenance = ctx.reference_provenance
         judge(cand, out, reference, force_perf)
@@ -150,6 +137,32 @@ def side_by_side(
                 out.perf_runs = stages.perf_blocks(cand, cand_rt, "candidate", out.quality)
     out.seconds = round(time.perf_counter() - began, 3)
     return reference, ref_perf, out
+
+
+def _both_qualities(
+    ctx: RunContext, cand: RunContext, ref_rt: Runtime, cand_rt: Runtime,
+    pool: ThreadPoolExecutor, clock: StageClock,
+) -> tuple[QualityOutput, QualityOutput]:  # fmt: skip
+    """Both quality stages at once; the reference's results signed into the cache."""
+    from qgate.run import reference as ref_stage
+    from qgate.run.stages import attribution_wanted
+
+    with clock.stage("quality"):
+        early: Future[ScoreSet] = Future()
+        # one board for both sides: with quality.stop a suite ends once its verdict is
+        # settled by what the two have answered so far (qgate/quality/board.py)
+        board = None
+        if ctx.profile.quality.stop != "off":  # attribution needs the whole reference
+            board = Board(ctx.profile.quality, hold_reference=attribution_wanted(cand))
+        ref_future = pool.submit(
+            quality_on, ctx, ref_rt, "reference", None, early.set_result, board
+        )
+        cand_future = pool.submit(
+            quality_on, cand, cand_rt, "candidate", _scores(early, ref_future), None, board
+        )
+        reference = ref_future.result()  # the reference's failure first: it is the root
+        ref_stage.store_reference(ctx, reference)
+        return reference, cand_future.result()
 
 
 def interleaved(
