@@ -12,11 +12,11 @@ from qgate.core.ddmin import Outcome, search
 def _oracle(culprits: set[frozenset[str]], calls: list[tuple[str, ...]]):  # type: ignore[no-untyped-def]
     """FAIL when the tested set contains every change of one culprit set."""
 
-    def test(key: tuple[str, ...]) -> Outcome:
+    def oracle(key: tuple[str, ...]) -> Outcome:
         calls.append(key)
         return "FAIL" if any(c <= set(key) for c in culprits) else "PASS"
 
-    return test
+    return oracle
 
 
 def test_a_single_harmful_change_is_found_by_the_singles_alone() -> None:
@@ -42,7 +42,7 @@ def test_the_budget_stops_the_search_and_says_what_was_left() -> None:
 
 
 def test_errors_do_not_count_as_failing() -> None:
-    def test(key: tuple[str, ...]) -> Outcome:
+    def oracle(key: tuple[str, ...]) -> Outcome:
         return "ERROR" if key == ("a",) else "PASS"
 
-    assert search(["a", "b"], test, budget=8) == (None, [])
+    assert search(["a", "b"], oracle, budget=8) == (None, [])
