@@ -64,8 +64,17 @@ def _ids(rng: random.Random, n: int) -> list[int]:
 
 def _complete(url: str, prompt: list[int], max_tokens: int) -> float:
     t0 = time.perf_counter()
-    _post(url, {"model": "smollm2", "prompt": prompt, "max_tokens": max_tokens,
-                "temperature": 0, "ignore_eos": True, "min_tokens": max_tokens})  # fmt: skip
+    _post(
+        url,
+        {
+            "model": "smollm2",
+            "prompt": prompt,
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "ignore_eos": True,
+            "min_tokens": max_tokens,
+        },
+    )
     return time.perf_counter() - t0
 
 
@@ -93,11 +102,18 @@ def measure(dtype: str, bind: str, run_root: Path, seed: int) -> dict[str, Any]:
         env[BIND_ENV] = f"{cores[0]}-{cores[-1]}" if len(cores) > 1 else str(cores[0])
     run_dir = Path(tempfile.mkdtemp(prefix=f"{dtype}-{bind}-", dir=run_root))
     server = VllmServer(
-        role="reference", model_path=checkpoint_path("smollm2"), served_model="smollm2",
-        run_dir=run_dir, env=env,
-        args={"dtype": dtype, "enforce_eager": True, "max_model_len": 2048,
-              "enable_prefix_caching": False},
-    )  # fmt: skip
+        role="reference",
+        model_path=checkpoint_path("smollm2"),
+        served_model="smollm2",
+        run_dir=run_dir,
+        env=env,
+        args={
+            "dtype": dtype,
+            "enforce_eager": True,
+            "max_model_len": 2048,
+            "enable_prefix_caching": False,
+        },
+    )
     rng = random.Random(seed)
     with server:
         assert server.spawned_at is not None and server.ready_at is not None
@@ -111,10 +127,19 @@ def measure(dtype: str, bind: str, run_root: Path, seed: int) -> dict[str, Any]:
         wall = asyncio.run(_mix(url, rng, 16, 8))
         mix = 16 * (1024 + 16) / wall
         log_text = server.log_path.read_text(errors="replace")
-    binding = next((ln.split("core ids=")[1].strip() for ln in log_text.splitlines()
-                    if "core ids=" in ln), "?")  # fmt: skip
-    return {"dtype": dtype, "bind": bind, "ready_s": ready, "prefill": prefill,
-            "decode": decode, "mix": mix, "mix_wall_s": wall, "binding": binding}  # fmt: skip
+    binding = next(
+        (ln.split("core ids=")[1].strip() for ln in log_text.splitlines() if "core ids=" in ln), "?"
+    )
+    return {
+        "dtype": dtype,
+        "bind": bind,
+        "ready_s": ready,
+        "prefill": prefill,
+        "decode": decode,
+        "mix": mix,
+        "mix_wall_s": wall,
+        "binding": binding,
+    }
 
 
 def main() -> None:
@@ -135,13 +160,17 @@ def main() -> None:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     print()
-    print("| dtype | binding | ready s | prefill tok/s (3 x 1,024) | decode tok/s (1 x 64) "
-          "| quality mix tok/s (16 x 1,024+16 @ c8) |")  # fmt: skip
+    print(
+        "| dtype | binding | ready s | prefill tok/s (3 x 1,024) | decode tok/s (1 x 64) "
+        "| quality mix tok/s (16 x 1,024+16 @ c8) |"
+    )
     print("|---|---|---|---|---|---|")
     for r in rows:
         pre = f"{min(r['prefill']):.0f}-{max(r['prefill']):.0f}"
-        print(f"| {r['dtype']} | {r['bind']} (cores {r['binding']}) | {r['ready_s']:.0f} | {pre} "
-              f"| {r['decode']:.1f} | {r['mix']:.0f} ({r['mix_wall_s']:.0f} s) |")  # fmt: skip
+        print(
+            f"| {r['dtype']} | {r['bind']} (cores {r['binding']}) | {r['ready_s']:.0f} | {pre} "
+            f"| {r['decode']:.1f} | {r['mix']:.0f} ({r['mix_wall_s']:.0f} s) |"
+        )
     print(f"load average after: {os.getloadavg()}")
     if a.json_out:
         a.json_out.write_text(json.dumps({"cpu": cpu.describe(), "rows": rows}, indent=1))

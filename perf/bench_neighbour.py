@@ -66,20 +66,30 @@ def server(
     name: str, cores: list[int], dtype: str, root: Path, share: float | None = None
 ) -> VllmServer:
     """On the CPU bound to `cores`; with a `share`, on GPU 0 with that much of its memory."""
-    args: dict[str, Any] = {"dtype": dtype, "enforce_eager": True, "max_model_len": 2048,
-                            "enable_prefix_caching": False}  # fmt: skip
+    args: dict[str, Any] = {
+        "dtype": dtype,
+        "enforce_eager": True,
+        "max_model_len": 2048,
+        "enable_prefix_caching": False,
+    }
     if share is not None:
         return VllmServer(
-            role="reference", model_path=checkpoint_path("smollm2"), served_model="smollm2",
-            run_dir=root / name, env={"CUDA_VISIBLE_DEVICES": "0"},
-            args={**args, "gpu_memory_utilization": share}, accelerator="cuda",
-        )  # fmt: skip
+            role="reference",
+            model_path=checkpoint_path("smollm2"),
+            served_model="smollm2",
+            run_dir=root / name,
+            env={"CUDA_VISIBLE_DEVICES": "0"},
+            args={**args, "gpu_memory_utilization": share},
+            accelerator="cuda",
+        )
     return VllmServer(
-        role="reference", model_path=checkpoint_path("smollm2"), served_model="smollm2",
+        role="reference",
+        model_path=checkpoint_path("smollm2"),
+        served_model="smollm2",
         run_dir=root / name,
         env={"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_CPU_OMP_THREADS_BIND": bind_spec(cores)},
         args=args,
-    )  # fmt: skip
+    )
 
 
 def qgate_loop(url: str, level: int, requests: int) -> dict[str, float]:
@@ -88,34 +98,80 @@ def qgate_loop(url: str, level: int, requests: int) -> dict[str, float]:
     from qgate.perf.runner import run_scenarios
     from qgate.profile import PerfSpec
 
-    spec = PerfSpec.model_validate({
-        "scenarios": [{"name": f"c{level}", "input_tokens": 256, "output_tokens": 32,
-                       "concurrency": level, "requests": requests, "warmup": 1}],
-        "probe_share": 0.0, "compare_to": "none",
-    })  # fmt: skip
+    spec = PerfSpec.model_validate(
+        {
+            "scenarios": [
+                {
+                    "name": f"c{level}",
+                    "input_tokens": 256,
+                    "output_tokens": 32,
+                    "concurrency": level,
+                    "requests": requests,
+                    "warmup": 1,
+                }
+            ],
+            "probe_share": 0.0,
+            "compare_to": "none",
+        }
+    )
     (run,) = run_loop(run_scenarios(url, "smollm2", spec, "candidate"))
     s = summarize(run, None).model_dump(mode="json")
-    return {"tok_s": s["output_throughput"], "ttft_ms": s["ttft_ms"]["p50"],
-            "tpot_ms": s["tpot_ms"]["p50"]}  # fmt: skip
+    return {
+        "tok_s": s["output_throughput"],
+        "ttft_ms": s["ttft_ms"]["p50"],
+        "tpot_ms": s["tpot_ms"]["p50"],
+    }
 
 
 def vllm_bench(url: str, level: int, requests: int) -> dict[str, float]:
     root = url.removesuffix("/v1")
     with tempfile.TemporaryDirectory() as d:
-        cmd = [sys.executable, "-c", VLLM_BENCH, "--backend", "openai", "--base-url", root,
-               "--endpoint", "/v1/completions", "--model", "smollm2",
-               "--tokenizer", str(checkpoint_path("smollm2")), "--dataset-name", "random",
-               "--random-input-len", "256", "--random-output-len", "32", "--ignore-eos",
-               "--num-prompts", str(requests), "--max-concurrency", str(level),
-               "--request-rate", "inf", "--num-warmups", "1", "--disable-tqdm",
-               "--save-result", "--result-dir", d, "--result-filename", "r.json"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-c",
+            VLLM_BENCH,
+            "--backend",
+            "openai",
+            "--base-url",
+            root,
+            "--endpoint",
+            "/v1/completions",
+            "--model",
+            "smollm2",
+            "--tokenizer",
+            str(checkpoint_path("smollm2")),
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            "256",
+            "--random-output-len",
+            "32",
+            "--ignore-eos",
+            "--num-prompts",
+            str(requests),
+            "--max-concurrency",
+            str(level),
+            "--request-rate",
+            "inf",
+            "--num-warmups",
+            "1",
+            "--disable-tqdm",
+            "--save-result",
+            "--result-dir",
+            d,
+            "--result-filename",
+            "r.json",
+        ]
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=d, check=False)
         if done.returncode != 0:
             raise SystemExit(f"vllm bench serve failed:\n{done.stderr[-3000:]}")
         res = json.loads((Path(d) / "r.json").read_text())
-    return {"tok_s": res["output_throughput"], "ttft_ms": res["median_ttft_ms"],
-            "tpot_ms": res["median_tpot_ms"]}  # fmt: skip
+    return {
+        "tok_s": res["output_throughput"],
+        "ttft_ms": res["median_ttft_ms"],
+        "tpot_ms": res["median_tpot_ms"],
+    }
 
 
 def block(url: str, requests: int, clients: tuple[str, ...]) -> dict[str, dict[str, float]]:
@@ -129,8 +185,12 @@ def block(url: str, requests: int, clients: tuple[str, ...]) -> dict[str, dict[s
 
 
 def vllm_bench_imports() -> bool:
-    done = subprocess.run([sys.executable, "-c", "import vllm.benchmarks.serve"],
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", "import vllm.benchmarks.serve"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return done.returncode == 0
 
 
@@ -142,8 +202,12 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=6)
     ap.add_argument("--json-out", type=Path)
     ap.add_argument("--accelerator", choices=("cpu", "cuda"), default="cpu")
-    ap.add_argument("--share", type=float, default=0.3,
-                    help="each server's gpu_memory_utilization (--accelerator cuda)")  # fmt: skip
+    ap.add_argument(
+        "--share",
+        type=float,
+        default=0.3,
+        help="each server's gpu_memory_utilization (--accelerator cuda)",
+    )
     ap.add_argument("--clients", default="qgate,vllm", help="comma-separated: qgate, vllm")
     a = ap.parse_args()
     clients = tuple(c.strip() for c in a.clients.split(",") if c.strip())
@@ -157,16 +221,22 @@ def main() -> None:
         import torch
 
         gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA device"
-        print(f"# {gpu}; host {cpu.describe()}; dtype {dtype}; A and neighbour B on GPU 0, "
-              f"gpu_memory_utilization {share:g} each, no core binding", flush=True)  # fmt: skip
+        print(
+            f"# {gpu}; host {cpu.describe()}; dtype {dtype}; A and neighbour B on GPU 0, "
+            f"gpu_memory_utilization {share:g} each, no core binding",
+            flush=True,
+        )
     else:
         cores = usable_cores()
         if len(cores) < 2:
             raise SystemExit("needs 2 usable cores")
         half = len(cores) // 2
         dtype = cpu_serving_dtype(cpu).dtype
-        print(f"# {cpu.describe()}; serving dtype {dtype}; A on cores {bind_spec(cores[:half])}, "
-              f"neighbour B on {bind_spec(cores[half:])}", flush=True)  # fmt: skip
+        print(
+            f"# {cpu.describe()}; serving dtype {dtype}; A on cores {bind_spec(cores[:half])}, "
+            f"neighbour B on {bind_spec(cores[half:])}",
+            flush=True,
+        )
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-neighbour-") as tmp:
         root = Path(tmp)
@@ -189,8 +259,9 @@ def main() -> None:
                     rows.append({"block": b, "mode": mode, **got})
                     shown = "  ".join(
                         f"{k}: {v['tok_s']:.1f} tok/s TTFT {v['ttft_ms']:.0f} ms "
-                        f"TPOT {v['tpot_ms']:.1f} ms" for k, v in got.items()
-                    )  # fmt: skip
+                        f"TPOT {v['tpot_ms']:.1f} ms"
+                        for k, v in got.items()
+                    )
                     print(f"block {b} {mode:6s}  {shown}", flush=True)
             finally:
                 if neighbour is not None:
@@ -205,8 +276,12 @@ def main() -> None:
                 parts.append(f"{metric} x{near / alone:.3f}")
             print(f"  {client}, B {mode}: " + ", ".join(parts))
     if a.json_out:
-        a.json_out.write_text(json.dumps({"cpu": cpu.describe(), "accelerator": a.accelerator,
-                                          "share": share, "rows": rows}, indent=1))  # fmt: skip
+        a.json_out.write_text(
+            json.dumps(
+                {"cpu": cpu.describe(), "accelerator": a.accelerator, "share": share, "rows": rows},
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -156,25 +156,37 @@ def main() -> None:
             for side in ("runner", "engine") if rep % 2 == 0 else ("engine", "runner"):
                 if side == "runner":
                     dt, conts = _timed(
-                        _on(url, model, args.concurrency,
-                            lambda c: generate_continuations(c, prompts, t))
-                    )  # fmt: skip
+                        _on(
+                            url,
+                            model,
+                            args.concurrency,
+                            lambda c: generate_continuations(c, prompts, t),
+                        )
+                    )
                     gen_runner.append(dt)
                     dt, _ = _timed(
                         _on(url, model, args.concurrency, lambda c, cs=conts: score(c, cs, k))
                     )
                     sc_runner.append(dt)
                     dt, _ = _timed(
-                        _on(url, model, args.concurrency,
-                            lambda c, cs=conts: score(c, cs, k, batch=args.batch))
-                    )  # fmt: skip
+                        _on(
+                            url,
+                            model,
+                            args.concurrency,
+                            lambda c, cs=conts: score(c, cs, k, batch=args.batch),
+                        )
+                    )
                     sc_batched.append(dt)
                     continue
                 if not conts:
                     conts = asyncio.run(
-                        _on(url, model, args.concurrency,
-                            lambda c: generate_continuations(c, prompts, t))
-                    )  # fmt: skip
+                        _on(
+                            url,
+                            model,
+                            args.concurrency,
+                            lambda c: generate_continuations(c, prompts, t),
+                        )
+                    )
                 dt, _ = _timed(
                     _batched(
                         url,

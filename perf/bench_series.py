@@ -30,17 +30,29 @@ def hour_run(requests: int, tokens: int, duration_s: float, bucket_s: float | No
         times = [first + k * step for k in range(tokens)]
         recs.append(
             RequestRecord(
-                index=i, conversation=i // 16, turn=i % 16, scheduled_ns=sent, sent_ns=sent,
-                first_token_ns=first, done_ns=times[-1] + 1000, token_times_ns=times,
-                chunk_tokens=[1] * tokens, prompt_tokens=40_000, output_tokens=tokens,
+                index=i,
+                conversation=i // 16,
+                turn=i % 16,
+                scheduled_ns=sent,
+                sent_ns=sent,
+                first_token_ns=first,
+                done_ns=times[-1] + 1000,
+                token_times_ns=times,
+                chunk_tokens=[1] * tokens,
+                prompt_tokens=40_000,
+                output_tokens=tokens,
                 requested_output_tokens=tokens,
             )
-        )  # fmt: skip
+        )
     return ScenarioRun(
-        scenario="agent-4", role="candidate", kind="multi_turn",
-        params={"duration_s": duration_s, "series_bucket_s": bucket_s}, gpus=8,
-        duration_ns=max(r.done_ns for r in recs), requests=recs,
-    )  # fmt: skip
+        scenario="agent-4",
+        role="candidate",
+        kind="multi_turn",
+        params={"duration_s": duration_s, "series_bucket_s": bucket_s},
+        gpus=8,
+        duration_ns=max(r.done_ns for r in recs),
+        requests=recs,
+    )
 
 
 def best_of(fn: object, repeat: int = 5) -> float:
@@ -62,8 +74,10 @@ def main() -> None:
     without = hour_run(a.requests, a.tokens, a.duration, None)
     ts = time_series(with_series)
     assert ts is not None
-    print(f"{a.requests} requests x {a.tokens} tokens over {a.duration:g} s: "
-          f"{len(ts.buckets)} one-minute buckets")  # fmt: skip
+    print(
+        f"{a.requests} requests x {a.tokens} tokens over {a.duration:g} s: "
+        f"{len(ts.buckets)} one-minute buckets"
+    )
     for label, fn in (
         ("time_series alone", lambda: time_series(with_series)),
         ("summarize with series", lambda: summarize(with_series, None)),

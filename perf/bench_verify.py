@@ -200,6 +200,7 @@ def build(items: int, requests: int, resamples: int) -> Report:
 def breakdown(data: bytes, public_pem: str, resamples: int) -> tuple[float, ...]:
     """Seconds spent parsing, in evaluate_quality, in summarize (both runs) and in compare."""
     from qgate.report.verify import single as v
+
     fns = default_recompute()
     t = time.perf_counter()
     payload, _ = v.check_signature(v.read_envelope(data), public_pem)
@@ -259,6 +260,7 @@ def main() -> None:
     # team's recomputation functions (quality gates, perf summaries, bootstrap),
     # with the garbage collector paused as verify_bytes pauses it
     from qgate.report.verify import single as v
+
     with v.cyclic_gc_paused():
         t_parse, t_red, t_quality, t_summ, t_cmp = breakdown(
             data, signer.public_pem, args.resamples

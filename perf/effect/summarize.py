@@ -31,8 +31,10 @@ def _report(run_dir: Path) -> dict[str, Any]:
     envelope = run_dir / "report.intoto.jsonl"
     shown = subprocess.run(
         [sys.executable, "-m", "qgate.cli", "-q", "show", str(envelope), "--format", "json"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     out: dict[str, Any] = json.loads(shown.stdout)
     return out
 
@@ -57,8 +59,10 @@ def _line(suite: str, pairs: list[tuple[bool, bool]]) -> str:
     lost = sum(r and not c for r, c in pairs)
     gained = sum(c and not r for r, c in pairs)
     p = mcnemar_p(lost, gained)
-    return (f"| {suite} | {n} | {ref / n:.1%} | {cand / n:.1%} | {(ref - cand) / n * 100:+.1f} "
-            f"| {lost} | {gained} | {p:.3g} |")  # fmt: skip
+    return (
+        f"| {suite} | {n} | {ref / n:.1%} | {cand / n:.1%} | {(ref - cand) / n * 100:+.1f} "
+        f"| {lost} | {gained} | {p:.3g} |"
+    )
 
 
 def main() -> None:
@@ -69,8 +73,10 @@ def main() -> None:
     firsts = {k: int(v) for k, v in (f.split("=") for f in a.first)}
     for run_dir in a.runs:
         report = _report(run_dir)
-        print(f"\n{run_dir.name} ({report['fingerprint']['cpu']['model']}; "
-              f"{'; '.join(report['capability_notes'])[:160]})")  # fmt: skip
+        print(
+            f"\n{run_dir.name} ({report['fingerprint']['cpu']['model']}; "
+            f"{'; '.join(report['capability_notes'])[:160]})"
+        )
         print("| suite | n | reference | candidate | drop pts | lost | gained | McNemar p |")
         print("|---|---|---|---|---|---|---|---|")
         for suite, pairs in _pairs(report).items():
@@ -81,8 +87,10 @@ def main() -> None:
         div = report["quality"].get("divergence")
         if div:
             s = summarize_divergence(DivergenceRun.model_validate(div))
-            print(f"divergence: {s.positions} positions; mean KL {s.mean_kld:.4g}, p99 "
-                  f"{s.p99_kld:.4g}, max {s.max_kld:.4g}, top-1 {s.top1_agreement:.1%}")
+            print(
+                f"divergence: {s.positions} positions; mean KL {s.mean_kld:.4g}, p99 "
+                f"{s.p99_kld:.4g}, max {s.max_kld:.4g}, top-1 {s.top1_agreement:.1%}"
+            )
 
 
 if __name__ == "__main__":

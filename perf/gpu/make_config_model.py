@@ -45,8 +45,13 @@ def main() -> None:
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
         json.dump(SHAPES[shape], f, indent=1)
-    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                 "chat_template.jinja", "generation_config.json"):  # fmt: skip
+    for name in (
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "chat_template.jinja",
+        "generation_config.json",
+    ):
         if os.path.exists(os.path.join(tok, name)):
             shutil.copy(os.path.join(tok, name), out)
     print("config-only model:", out, sorted(os.listdir(out)))

@@ -23,8 +23,13 @@ ROOT = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
 
 def vb(path: Path) -> dict[str, float]:
     d = json.loads(path.read_text())
-    return {"out": d["output_throughput"], "ttft": d["median_ttft_ms"], "tpot": d["median_tpot_ms"],
-            "tpot_mean": d["mean_tpot_ms"], "itl": d["median_itl_ms"]}  # fmt: skip
+    return {
+        "out": d["output_throughput"],
+        "ttft": d["median_ttft_ms"],
+        "tpot": d["median_tpot_ms"],
+        "tpot_mean": d["mean_tpot_ms"],
+        "itl": d["median_itl_ms"],
+    }
 
 
 def qg(m: dict[str, Any]) -> dict[str, float]:
@@ -39,13 +44,26 @@ def qg(m: dict[str, Any]) -> dict[str, float]:
 
 
 def row(label: str, v: dict[str, float], base: dict[str, float] | None = None) -> str:
-    cells = [f"{v['out']:8.1f}", f"{v['ttft']:7.2f}", f"{v['tpot']:6.3f}",
-             f"{v['tpot_mean']:6.3f}", f"{v['itl']:6.3f}"]  # fmt: skip
+    cells = [
+        f"{v['out']:8.1f}",
+        f"{v['ttft']:7.2f}",
+        f"{v['tpot']:6.3f}",
+        f"{v['tpot_mean']:6.3f}",
+        f"{v['itl']:6.3f}",
+    ]
     if base is not None:
         keys = ("out", "ttft", "tpot", "tpot_mean")
         diff = [f"{(v[k] / base[k] - 1) * 100:+5.1f}%" for k in keys]
-        cells.append("vs vllm: out " + diff[0] + " TTFT " + diff[1] + " TPOT " + diff[2]
-                     + " TPOTmean " + diff[3])  # fmt: skip
+        cells.append(
+            "vs vllm: out "
+            + diff[0]
+            + " TTFT "
+            + diff[1]
+            + " TPOT "
+            + diff[2]
+            + " TPOTmean "
+            + diff[3]
+        )
     hit = v.get("hit")
     if hit is not None:
         cells.append(f"prefix hits {hit:.0%}")
@@ -58,8 +76,11 @@ def main() -> None:
     after = ROOT / "bench" / "after-preview"
     line = (ROOT / "llama3-8b-shape-h200-preview" / "report.intoto.jsonl").read_text()
     rep = json.loads(base64.b64decode(json.loads(line)["payload"]))["predicate"]
-    preview = {(r["scenario"], role): r[role] for r in rep["perf"]["results"]
-               for role in ("reference", "candidate")}  # fmt: skip
+    preview = {
+        (r["scenario"], role): r[role]
+        for r in rep["perf"]["results"]
+        for role in ("reference", "candidate")
+    }
     for cfg, role in (("bf16", "reference"), ("fp8", "candidate")):
         for c in (1, 16):
             print(f"{cfg} c={c}")

@@ -64,8 +64,12 @@ def main() -> None:
             if v == "text":
                 u = urlsplit(root + "/detokenize")
                 c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
-                c.request("POST", u.path, json.dumps({"model": model, "tokens": ids}),
-                          {"Content-Type": "application/json"})  # fmt: skip
+                c.request(
+                    "POST",
+                    u.path,
+                    json.dumps({"model": model, "tokens": ids}),
+                    {"Content-Type": "application/json"},
+                )
                 body["prompt"] = json.loads(c.getresponse().read())["prompt"]
                 c.close()
             else:

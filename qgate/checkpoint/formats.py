@@ -33,25 +33,25 @@ __all__ = [
 
 QMAX: dict[str, float] = {"fp8_e4m3": 448.0, "fp8_e5m2": 57344.0, "int8": 127.0, "int4": 7.0}
 
-ATTENTION_PARENTS = frozenset(
-    {"self_attn", "attn", "attention", "self_attention", "cross_attn"}
-)
+ATTENTION_PARENTS = frozenset({"self_attn", "attn", "attention", "self_attention", "cross_attn"})
 MLP_PARENTS = frozenset(
-    {"mlp", "feed_forward", "ffn", "block_sparse_moe", "experts", "shared_experts",
-     "shared_expert"}
-)  # fmt: skip
+    {"mlp", "feed_forward", "ffn", "block_sparse_moe", "experts", "shared_experts", "shared_expert"}
+)
 BLOCK_PARENTS = ATTENTION_PARENTS | MLP_PARENTS
 PARENTS_OF = {"attention": ATTENTION_PARENTS, "mlp": MLP_PARENTS}
 KEPT_MODULES = frozenset({"gate", "router"})
 KEPT_FRAGMENTS = ("norm", "embed", "lm_head")
+
 
 def selection_rule(modules: Sequence[str] = ("attention", "mlp")) -> str:
     """Which tensors are rounded, in words (recorded in the manifest)."""
     if sorted(modules) == ["attention", "mlp"]:
         return SELECTION_RULE
     parents = sorted(frozenset().union(*(PARENTS_OF[m] for m in modules)))
-    return (f"2-D '.weight' tensors of Linear layers inside {' and '.join(sorted(modules))} "
-            f"blocks only (parents {', '.join(parents)}); everything else unchanged")
+    return (
+        f"2-D '.weight' tensors of Linear layers inside {' and '.join(sorted(modules))} "
+        f"blocks only (parents {', '.join(parents)}); everything else unchanged"
+    )
 
 
 SELECTION_RULE = (
@@ -61,9 +61,7 @@ SELECTION_RULE = (
 )
 
 
-def is_emulated_weight(
-    name: str, ndim: int, modules: Sequence[str] = ("attention", "mlp")
-) -> bool:
+def is_emulated_weight(name: str, ndim: int, modules: Sequence[str] = ("attention", "mlp")) -> bool:
     """Whether a tensor is a Linear weight of an attention/MLP block (see the module doc).
 
     `modules` narrows it to those blocks (e.g. `["mlp"]`: the MLP/expert weights only, as
@@ -79,8 +77,13 @@ def is_emulated_weight(
 
 
 STORED_DTYPES = ("bfloat16", "float16", "float32")
-_DTYPE_ALIASES = {"bf16": "bfloat16", "half": "float16", "fp16": "float16", "float": "float32",
-                  "fp32": "float32"}  # fmt: skip
+_DTYPE_ALIASES = {
+    "bf16": "bfloat16",
+    "half": "float16",
+    "fp16": "float16",
+    "float": "float32",
+    "fp32": "float32",
+}
 
 
 def stored_dtype(serving_dtype: object) -> str:

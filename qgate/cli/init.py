@@ -61,11 +61,20 @@ perf:                           # runs only when every gate passed
 
 
 @click.command("init")
-@click.option("--cpu", "kind", flag_value="cpu", default=True,
-              help="The embedded CPU engine and model (runs as written) [default].")
+@click.option(
+    "--cpu",
+    "kind",
+    flag_value="cpu",
+    default=True,
+    help="The embedded CPU engine and model (runs as written) [default].",
+)
 @click.option("--gpu", "kind", flag_value="gpu", help="A GPU server with your own checkpoint.")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Write the profile to this file (refused if it exists) instead of stdout.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the profile to this file (refused if it exists) instead of stdout.",
+)
 def init_cmd(kind: str, out: Path | None) -> None:
     """Print a short commented profile to start from."""
     from qgate.core.files import atomic_write

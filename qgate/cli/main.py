@@ -96,9 +96,7 @@ class QgateGroup(click.Group):
     help="Level of the progress lines on stderr [default: info; --quiet: warning].",
 )
 @click.pass_context
-def main(
-    ctx: click.Context, debug: bool, quiet: bool, verbose: int, log_level: str | None
-) -> None:
+def main(ctx: click.Context, debug: bool, quiet: bool, verbose: int, log_level: str | None) -> None:
     """Gate a faster precision configuration of an LLM server on answer quality,
     then measure its speed, in one signed report.
 
@@ -109,6 +107,7 @@ def main(
     3 infrastructure failure, 130 interrupted.
     """
     from qgate.core import progress
+
     ctx.meta["qgate.debug"] = debug
     if quiet and verbose:
         raise click.UsageError("--quiet and --verbose contradict each other")
@@ -118,12 +117,20 @@ def main(
 
 @main.command()
 @click.argument("profiles", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--skip-files", is_flag=True,
-              help="Do not check that the model, data and other local files named exist "
-              "(for profiles meant for another machine).")  # fmt: skip
-@click.option("--format", "fmt", type=TEXT_OR_JSON, default="text",
-              show_default=True,
-              help="Lines for people, or one JSON object (`qgate schema validate`).")  # fmt: skip
+@click.option(
+    "--skip-files",
+    is_flag=True,
+    help="Do not check that the model, data and other local files named exist "
+    "(for profiles meant for another machine).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=TEXT_OR_JSON,
+    default="text",
+    show_default=True,
+    help="Lines for people, or one JSON object (`qgate schema validate`).",
+)
 def validate(profiles: tuple[Path, ...], skip_files: bool, fmt: str) -> None:
     """Check profile files without running anything; exit 2 if any is invalid."""
     from qgate.cli.outputs import ValidatedFile, ValidateOutput, echo_json
@@ -135,8 +142,11 @@ def validate(profiles: tuple[Path, ...], skip_files: bool, fmt: str) -> None:
         try:
             load_any_profile_file(path, check_files=not skip_files)
         except ProfileError as exc:
-            files.append(ValidatedFile(path=str(path), ok=False, error=exc.message,
-                                       details=list(exc.details)))  # fmt: skip
+            files.append(
+                ValidatedFile(
+                    path=str(path), ok=False, error=exc.message, details=list(exc.details)
+                )
+            )
             if fmt != "json":
                 echo_error(exc)
         else:
@@ -173,9 +183,7 @@ main.add_lazy_command("keygen", "qgate.cli.report:keygen", "Create a signing key
 main.add_lazy_command(
     "verify", "qgate.cli.report:verify", "Verify a signed report and recompute its verdicts."
 )
-main.add_lazy_command(
-    "show", "qgate.cli.report:show", "Render a report (md, html, json, junit)."
-)
+main.add_lazy_command("show", "qgate.cli.report:show", "Render a report (md, html, json, junit).")
 main.add_lazy_command(
     "compare", "qgate.cli.report:compare_cmd", "Compare several reports side by side."
 )

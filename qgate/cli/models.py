@@ -16,6 +16,7 @@ def models() -> None:
 def prepare_cmd(name: str, force: bool) -> None:
     """Convert an embedded model into a bf16 Hugging Face checkpoint in the cache (once)."""
     from qgate.checkpoint import embedded
+
     path = embedded.checkpoint_path(name)
     if (path / embedded.DIGESTS_FILE).is_file() and not force:
         click.echo(f"ready {path}")
@@ -29,4 +30,5 @@ def prepare_cmd(name: str, force: bool) -> None:
 def path_cmd(name: str) -> None:
     """Print where an embedded model's checkpoint is (exit 2 if not prepared)."""
     from qgate.checkpoint import embedded
+
     click.echo(str(embedded.require_checkpoint(name)))

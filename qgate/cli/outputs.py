@@ -35,14 +35,15 @@ class VerifyOutput(Record):
 
     format: Literal["qgate.verify/1"] = "qgate.verify/1"
     report: str = Field(description="The envelope file as given.")
-    verified: bool = Field(description="Signature, subjects, schema and every recomputed verdict "
-                           "hold.")  # fmt: skip
+    verified: bool = Field(
+        description="Signature, subjects, schema and every recomputed verdict hold."
+    )
     kind: Literal["single", "multi"] | None = Field(description="Report kind; None if unread.")
-    verdict: str | None = Field(description="The report's verdict once verified (PASS, FAIL, "
-                                "UNGATED, PREVIEW), else None.")  # fmt: skip
+    verdict: str | None = Field(
+        description="The report's verdict once verified (PASS, FAIL, UNGATED, PREVIEW), else None."
+    )
     passed: bool = Field(description="Verified and the verdict is PASS.")
-    require_pass: bool = Field(description="--require-pass was given: a verified non-PASS "
-                               "exits 1.")  # fmt: skip
+    require_pass: bool = Field(description="--require-pass was given: a verified non-PASS exits 1.")
     checked: list[str] = Field(description="What was checked, one line each.")
     notes: list[str] = Field(description="Checks that could not be made, and why.")
     error: str | None = Field(description="Why it does not verify (None when it does).")
@@ -117,21 +118,24 @@ class RunSummary(Record):
     gates_passed: int = Field(description="Gates that held.")
     gates_total: int = Field(description="Gates judged.")
     failed: list[FailedGate] = Field(description="Every gate that did not hold.")
-    underpowered: list[str] = Field(description="Passing gates whose sample cannot detect the "
-                                    "drop they forbid.")  # fmt: skip
+    underpowered: list[str] = Field(
+        description="Passing gates whose sample cannot detect the drop they forbid."
+    )
     perf_status: str = Field(description="ran, skipped: gates failed, ...")
     reference_cached: bool = Field(description="The reference's quality came from the cache.")
     candidates: list[str] = Field(description="Several candidates: one line each.")
-    perf: list[str] = Field(description="Headline perf ratios with their intervals, one line "
-                            "per scenario.")  # fmt: skip
+    perf: list[str] = Field(
+        description="Headline perf ratios with their intervals, one line per scenario."
+    )
     machine: list[str] = Field(description="Capability notes (serving dtype and why, ...).")
     warnings: list[str] = Field(description="Run warnings.")
     engine_warnings: list[str] = Field(description="What the engines warned about.")
     time: list[str] = Field(description="Where the run's time went, one line each.")
     report: str = Field(description="The signed report (DSSE envelope).")
     run_dir: str = Field(description="The run folder (raw records, logs, views).")
-    public_key: str | None = Field(description="The local development key's public half, when "
-                                   "that key signed.")  # fmt: skip
+    public_key: str | None = Field(
+        description="The local development key's public half, when that key signed."
+    )
 
 
 OUTPUTS: dict[str, type[Record]] = {

@@ -25,11 +25,21 @@ if TYPE_CHECKING:
 
 @click.command("plan")
 @click.argument("profile", type=click.Path(path_type=Path))
-@click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
-              help="Reference cache folder [default: the qgate cache folder].")
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Reference cache folder [default: the qgate cache folder].",
+)
 @click.option("--refresh-reference", is_flag=True, help="Plan as `run --refresh-reference`.")
-@click.option("--format", "fmt", type=TEXT_OR_JSON, default="text",
-              show_default=True, help="Lines for people, or the plan as JSON.")
+@click.option(
+    "--format",
+    "fmt",
+    type=TEXT_OR_JSON,
+    default="text",
+    show_default=True,
+    help="Lines for people, or the plan as JSON.",
+)
 def plan_cmd(profile: Path, cache_dir: Path | None, refresh_reference: bool, fmt: str) -> None:
     """Print the run plan of PROFILE (server lives, suites, scenarios); start nothing."""
     from qgate.errors import BadInput
@@ -58,8 +68,9 @@ def plan_cmd(profile: Path, cache_dir: Path | None, refresh_reference: bool, fmt
     cached = _cached(first, cache_dir)
     if refusals:  # planned as written, for its own hardware: in sequence on its target
         where = f"{first.target.count} x {first.target.accelerator} (the profile's target)"
-        plan = make_plan(selected, reference_cached=cached, placement=where,
-                         refresh=refresh_reference)  # fmt: skip
+        plan = make_plan(
+            selected, reference_cached=cached, placement=where, refresh=refresh_reference
+        )
     else:
         plan = plan_for(selected, cached, refresh_reference)
     plan.notes.extend(refusals)

@@ -141,8 +141,14 @@ def keygen(key_type: str, prefix: Path) -> None:
     help="Exit 1 also when the report verifies but its verdict is not PASS (FAIL, UNGATED, "
     "PREVIEW), so `qgate verify R --require-pass && deploy` deploys only a verified PASS.",
 )
-@click.option("--format", "fmt", type=TEXT_OR_JSON, default="text", show_default=True,
-              help="Lines for people, or one JSON object (`qgate schema verify`).")  # fmt: skip
+@click.option(
+    "--format",
+    "fmt",
+    type=TEXT_OR_JSON,
+    default="text",
+    show_default=True,
+    help="Lines for people, or one JSON object (`qgate schema verify`).",
+)
 def verify(
     report: Path,
     pubkey: Path,
@@ -175,17 +181,36 @@ def verify(
     except QgateError as exc:
         if fmt != "json":
             raise
-        echo_json(out(verified=False, kind=None, verdict=None, passed=False, checked=[],
-                      notes=[], error=exc.message, exit_code=int(exc.exit_code)))  # fmt: skip
+        echo_json(
+            out(
+                verified=False,
+                kind=None,
+                verdict=None,
+                passed=False,
+                checked=[],
+                notes=[],
+                error=exc.message,
+                exit_code=int(exc.exit_code),
+            )
+        )
         raise click.exceptions.Exit(int(exc.exit_code)) from None
     verdict = str(result.report.verdict)
     passed = verdict == "PASS"
     code = 1 if require_pass and not passed else 0
     if fmt == "json":
         kind = "multi" if isinstance(result.report, MultiReport) else "single"
-        echo_json(out(verified=True, kind=kind, verdict=verdict, passed=passed,
-                      checked=list(result.checked), notes=list(result.notes), error=None,
-                      exit_code=code))  # fmt: skip
+        echo_json(
+            out(
+                verified=True,
+                kind=kind,
+                verdict=verdict,
+                passed=passed,
+                checked=list(result.checked),
+                notes=list(result.notes),
+                error=None,
+                exit_code=code,
+            )
+        )
     else:
         for line in result.checked:
             click.echo(f"ok  {line}")
@@ -193,8 +218,10 @@ def verify(
             click.echo(f"note {note}")
         click.echo(f"VERIFIED {report} (verdict {verdict})")
         if code:
-            click.echo(f"NOT PASS: {report} verifies, but its verdict is {verdict} "
-                       f"(--require-pass)", err=True)  # fmt: skip
+            click.echo(
+                f"NOT PASS: {report} verifies, but its verdict is {verdict} (--require-pass)",
+                err=True,
+            )
     if code:
         raise click.exceptions.Exit(code)
 
@@ -244,8 +271,14 @@ def show(report: Path, fmt: str, out: Path | None, pubkey: Path | None) -> None:
 @click.argument("reports", type=_PATH, nargs=-1, required=True)
 @click.option("--pubkey", type=_PATH, default=None, help="Verify every report first.")
 @click.option("--html", "html_out", type=_PATH, default=None, help="Also write an HTML page.")
-@click.option("--format", "fmt", type=TEXT_OR_JSON, default="text", show_default=True,
-              help="A table for people, or one JSON object (`qgate schema compare`).")  # fmt: skip
+@click.option(
+    "--format",
+    "fmt",
+    type=TEXT_OR_JSON,
+    default="text",
+    show_default=True,
+    help="A table for people, or one JSON object (`qgate schema compare`).",
+)
 def compare_cmd(
     reports: tuple[Path, ...], pubkey: Path | None, html_out: Path | None, fmt: str
 ) -> None:
@@ -291,11 +324,20 @@ def compare_output(loaded: list[tuple[str, Report]], verified: bool) -> CompareO
     rows = []
     for label, rep in loaded:
         point, low, high, n = headline_interval(rep)
-        rows.append(CompareRow(label=label, profile=str(rep.profile.get("name", "?")),
-                               verdict=str(rep.verdict), accuracy_delta=accuracy_deltas(rep),
-                               mean_kld=mean_kld(rep), output_tokens_per_s_ratio=point,
-                               ratio_ci_low=low, ratio_ci_high=high, scenarios=n,
-                               perf_status=str(rep.perf.status)))  # fmt: skip
+        rows.append(
+            CompareRow(
+                label=label,
+                profile=str(rep.profile.get("name", "?")),
+                verdict=str(rep.verdict),
+                accuracy_delta=accuracy_deltas(rep),
+                mean_kld=mean_kld(rep),
+                output_tokens_per_s_ratio=point,
+                ratio_ci_low=low,
+                ratio_ci_high=high,
+                scenarios=n,
+                perf_status=str(rep.perf.status),
+            )
+        )
     return CompareOutput(aggregate=AGGREGATE, verified=verified, rows=rows)
 
 

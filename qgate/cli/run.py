@@ -25,40 +25,90 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
 
 @click.command("run")
 @click.argument("profile", type=click.Path(path_type=Path))
-@click.option("--out", "out_root", type=click.Path(path_type=Path), default=Path("qgate-runs"),
-              show_default=True, help="Folder that receives one new run folder per run.")
-@click.option("--key", type=click.Path(path_type=Path), default=None,
-              help="PEM private key to sign with (else the profile's signing section, "
-              "$QGATE_SIGNING_KEY, or a local development key).")
-@click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
-              help="Reference cache folder [default: the qgate cache folder].")
-@click.option("--refresh-reference", is_flag=True,
-              help="Recompute the reference, ignore the cache.")
-@click.option("--trust-cache-key", "trust_cache_keys", multiple=True,
-              type=click.Path(path_type=Path),
-              help="PEM public key whose signed reference cache entries are trusted besides "
-              "this run's own signing key (repeatable).")
-@click.option("--strict-cache", is_flag=True,
-              help="Refuse (exit 2) a reference cache entry that fails authentication "
-              "instead of recomputing it.")
+@click.option(
+    "--out",
+    "out_root",
+    type=click.Path(path_type=Path),
+    default=Path("qgate-runs"),
+    show_default=True,
+    help="Folder that receives one new run folder per run.",
+)
+@click.option(
+    "--key",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="PEM private key to sign with (else the profile's signing section, "
+    "$QGATE_SIGNING_KEY, or a local development key).",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Reference cache folder [default: the qgate cache folder].",
+)
+@click.option(
+    "--refresh-reference", is_flag=True, help="Recompute the reference, ignore the cache."
+)
+@click.option(
+    "--trust-cache-key",
+    "trust_cache_keys",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="PEM public key whose signed reference cache entries are trusted besides "
+    "this run's own signing key (repeatable).",
+)
+@click.option(
+    "--strict-cache",
+    is_flag=True,
+    help="Refuse (exit 2) a reference cache entry that fails authentication "
+    "instead of recomputing it.",
+)
 @click.option("--skip-perf", is_flag=True, help="Gate only; do not run the perf stage.")
-@click.option("--force-perf", is_flag=True,
-              help="Run perf even when a gate failed; the report is marked UNGATED.")
+@click.option(
+    "--force-perf",
+    is_flag=True,
+    help="Run perf even when a gate failed; the report is marked UNGATED.",
+)
 @click.option("--no-progress", is_flag=True, help="No progress display.")
-@click.option("--metadata", "metadata", multiple=True, metavar="KEY=VALUE",
-              help="Recorded in the signed report and shown in every view (repeatable; "
-              "vllm bench's convention). CI variables (commit, run id...) are recorded anyway.")
-@click.option("--format", "fmt", type=TEXT_OR_JSON, default="text",
-              show_default=True, help="The final summary as lines for people, or as one JSON "
-              "object on stdout (`qgate schema run`); progress stays on stderr.")
-@click.option("--attribute", is_flag=True,
-              help="When the candidate fails its gates, find the smallest set of its changes "
-              "that fails (sub-candidates against the same reference records; the profile's "
-              "attribution: block sets the budget and groups).")
-def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | None,
-            refresh_reference: bool, trust_cache_keys: tuple[Path, ...], strict_cache: bool,
-            skip_perf: bool, force_perf: bool, no_progress: bool, metadata: tuple[str, ...],
-            fmt: str, attribute: bool) -> None:  # fmt: skip
+@click.option(
+    "--metadata",
+    "metadata",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Recorded in the signed report and shown in every view (repeatable; "
+    "vllm bench's convention). CI variables (commit, run id...) are recorded anyway.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=TEXT_OR_JSON,
+    default="text",
+    show_default=True,
+    help="The final summary as lines for people, or as one JSON "
+    "object on stdout (`qgate schema run`); progress stays on stderr.",
+)
+@click.option(
+    "--attribute",
+    is_flag=True,
+    help="When the candidate fails its gates, find the smallest set of its changes "
+    "that fails (sub-candidates against the same reference records; the profile's "
+    "attribution: block sets the budget and groups).",
+)
+def run_cmd(
+    profile: Path,
+    out_root: Path,
+    key: Path | None,
+    cache_dir: Path | None,
+    refresh_reference: bool,
+    trust_cache_keys: tuple[Path, ...],
+    strict_cache: bool,
+    skip_perf: bool,
+    force_perf: bool,
+    no_progress: bool,
+    metadata: tuple[str, ...],
+    fmt: str,
+    attribute: bool,
+) -> None:
     """Gate a candidate precision config against its reference, then measure it."""
     from qgate.core.outpaths import check_in_file, check_out_dir
     from qgate.core.provenance import parse_metadata
@@ -77,13 +127,20 @@ def run_cmd(profile: Path, out_root: Path, key: Path | None, cache_dir: Path | N
     try:
         outcome = run(
             RunOptions(
-                profile=profile, out_root=out_root, key=key, cache_dir=cache_dir,
-                refresh_reference=refresh_reference, trust_cache_keys=trust_cache_keys,
-                strict_cache=strict_cache, skip_perf=skip_perf,
-                force_perf=force_perf, progress=not no_progress and sys.stderr.isatty(),
-                metadata=pairs, attribute=attribute,
+                profile=profile,
+                out_root=out_root,
+                key=key,
+                cache_dir=cache_dir,
+                refresh_reference=refresh_reference,
+                trust_cache_keys=trust_cache_keys,
+                strict_cache=strict_cache,
+                skip_perf=skip_perf,
+                force_perf=force_perf,
+                progress=not no_progress and sys.stderr.isatty(),
+                metadata=pairs,
+                attribute=attribute,
             )
-        )  # fmt: skip
+        )
     finally:
         signal.signal(signal.SIGTERM, previous)
     if fmt == "json":
@@ -100,9 +157,11 @@ def text_summary(outcome: RunOutcome) -> None:
     from qgate.report.verdict import verdict_label
 
     failed = [v for v in outcome.verdicts if not v.passed]
-    click.echo(f"{verdict_label(outcome.verdict)}: {len(outcome.verdicts) - len(failed)}/"
-               f"{len(outcome.verdicts)} gates passed; perf {outcome.perf_status}"
-               + ("; reference from cache" if outcome.reference_cached else ""))  # fmt: skip
+    click.echo(
+        f"{verdict_label(outcome.verdict)}: {len(outcome.verdicts) - len(failed)}/"
+        f"{len(outcome.verdicts)} gates passed; perf {outcome.perf_status}"
+        + ("; reference from cache" if outcome.reference_cached else "")
+    )
     for line in outcome.candidates:
         click.echo(f"  candidate {line}")
     for v in failed:
@@ -110,8 +169,10 @@ def text_summary(outcome: RunOutcome) -> None:
             click.echo(f"  FAIL {v.gate}: {v.reason}")
     open_gates = [v.gate for v in failed if not v.settled]
     if open_gates:
-        click.echo(f"  not settled ({len(open_gates)}, quality stopped once the FAIL was): "
-                   + ", ".join(open_gates))  # fmt: skip
+        click.echo(
+            f"  not settled ({len(open_gates)}, quality stopped once the FAIL was): "
+            + ", ".join(open_gates)
+        )
     for line in outcome.attribution:
         click.echo(f"  {line}")
     for line in outcome.capability_notes:
@@ -120,8 +181,10 @@ def text_summary(outcome: RunOutcome) -> None:
         click.echo(f"  WARNING: {line}")
     weak = [v.gate for v in outcome.verdicts if v.passed and v.underpowered]
     if weak:
-        click.echo(f"  note: {len(weak)} passing gates are underpowered (the sample cannot detect "
-                   f"the drop they forbid): {', '.join(weak)}")  # fmt: skip
+        click.echo(
+            f"  note: {len(weak)} passing gates are underpowered (the sample cannot detect "
+            f"the drop they forbid): {', '.join(weak)}"
+        )
     for line in outcome.engine_warnings:
         click.echo(f"  engine warning: {line}")
     for line in outcome.headline:
@@ -145,8 +208,11 @@ def json_summary(outcome: RunOutcome) -> RunSummary:
         exit_code=int(outcome.exit_code),
         gates_passed=sum(v.passed for v in outcome.verdicts),
         gates_total=len(outcome.verdicts),
-        failed=[FailedGate(gate=v.gate, reason=v.reason, settled=v.settled)
-                for v in outcome.verdicts if not v.passed],  # fmt: skip
+        failed=[
+            FailedGate(gate=v.gate, reason=v.reason, settled=v.settled)
+            for v in outcome.verdicts
+            if not v.passed
+        ],
         underpowered=[v.gate for v in outcome.verdicts if v.passed and v.underpowered],
         perf_status=str(outcome.perf_status),
         reference_cached=outcome.reference_cached,

@@ -15,6 +15,7 @@ __all__ = ["Outcome", "search"]
 Outcome = Literal["PASS", "FAIL", "ERROR"]
 """A test's result: FAIL is what the search looks for; PASS and ERROR do not fail."""
 
+
 def search(
     names: Sequence[str], test: Callable[[tuple[str, ...]], Outcome], budget: int
 ) -> tuple[tuple[str, ...] | None, list[str]]:
@@ -51,8 +52,16 @@ def search(
         if found is not None:
             current, n = found, 2
             continue
-        rest = next((c for p in parts if len(c := [x for x in current if x not in p]) > 0
-                     and len(c) < len(current) and fails(c)), None)  # fmt: skip
+        rest = next(
+            (
+                c
+                for p in parts
+                if len(c := [x for x in current if x not in p]) > 0
+                and len(c) < len(current)
+                and fails(c)
+            ),
+            None,
+        )
         if rest is not None:
             current, n = rest, max(n - 1, 2)
             continue

@@ -108,8 +108,14 @@ class ItemProgress:
         now = time.monotonic()
         if self.done >= self.total or now - self._last >= EVERY_S:
             self._last = now
-            log.info("%s: %d/%d %s, %.0f s", self.label, self.done, self.total, self.unit,
-                     now - self._start)  # fmt: skip
+            log.info(
+                "%s: %d/%d %s, %.0f s",
+                self.label,
+                self.done,
+                self.total,
+                self.unit,
+                now - self._start,
+            )
 
 
 def items(what: str, total: int, unit: str = "answers") -> ItemProgress:

@@ -19,8 +19,14 @@ from qgate.core.records import Record
 from qgate.core.redact import REDACTED, is_secret_name, redact_text
 from qgate.errors import BadInput
 
-__all__ = ["CiProvenance", "RunProvenance", "parse_metadata", "provenance_lines",
-           "provenance_properties", "run_provenance"]
+__all__ = [
+    "CiProvenance",
+    "RunProvenance",
+    "parse_metadata",
+    "provenance_lines",
+    "provenance_properties",
+    "run_provenance",
+]
 
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 
@@ -50,24 +56,39 @@ class RunProvenance(Record):
 
 
 def _github(env: Mapping[str, str]) -> CiProvenance:
-    server, repo, run = env.get("GITHUB_SERVER_URL"), env.get("GITHUB_REPOSITORY"), env.get(
-        "GITHUB_RUN_ID"
+    server, repo, run = (
+        env.get("GITHUB_SERVER_URL"),
+        env.get("GITHUB_REPOSITORY"),
+        env.get("GITHUB_RUN_ID"),
     )
     url = f"{server}/{repo}/actions/runs/{run}" if server and repo and run else None
-    return CiProvenance(provider="github-actions", repository=repo, commit=env.get("GITHUB_SHA"),
-                        ref=env.get("GITHUB_REF"), workflow=env.get("GITHUB_WORKFLOW"),
-                        job=env.get("GITHUB_JOB"), run_id=run,
-                        run_attempt=env.get("GITHUB_RUN_ATTEMPT"), run_url=url,
-                        runner=env.get("RUNNER_NAME"))  # fmt: skip
+    return CiProvenance(
+        provider="github-actions",
+        repository=repo,
+        commit=env.get("GITHUB_SHA"),
+        ref=env.get("GITHUB_REF"),
+        workflow=env.get("GITHUB_WORKFLOW"),
+        job=env.get("GITHUB_JOB"),
+        run_id=run,
+        run_attempt=env.get("GITHUB_RUN_ATTEMPT"),
+        run_url=url,
+        runner=env.get("RUNNER_NAME"),
+    )
 
 
 def _gitlab(env: Mapping[str, str]) -> CiProvenance:
-    return CiProvenance(provider="gitlab-ci", repository=env.get("CI_PROJECT_PATH"),
-                        commit=env.get("CI_COMMIT_SHA"), ref=env.get("CI_COMMIT_REF_NAME"),
-                        workflow=env.get("CI_PIPELINE_NAME"), job=env.get("CI_JOB_NAME"),
-                        run_id=env.get("CI_PIPELINE_ID"), run_attempt=None,
-                        run_url=env.get("CI_JOB_URL"),
-                        runner=env.get("CI_RUNNER_DESCRIPTION"))  # fmt: skip
+    return CiProvenance(
+        provider="gitlab-ci",
+        repository=env.get("CI_PROJECT_PATH"),
+        commit=env.get("CI_COMMIT_SHA"),
+        ref=env.get("CI_COMMIT_REF_NAME"),
+        workflow=env.get("CI_PIPELINE_NAME"),
+        job=env.get("CI_JOB_NAME"),
+        run_id=env.get("CI_PIPELINE_ID"),
+        run_attempt=None,
+        run_url=env.get("CI_JOB_URL"),
+        runner=env.get("CI_RUNNER_DESCRIPTION"),
+    )
 
 
 def ci_provenance(env: Mapping[str, str]) -> CiProvenance | None:
@@ -87,8 +108,10 @@ def parse_metadata(pairs: Sequence[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not _KEY.match(key):
-            raise BadInput(f"--metadata {pair!r}: expected KEY=VALUE, KEY of letters, digits, "
-                           f"'_', '.', '-' (at most 64)")  # fmt: skip
+            raise BadInput(
+                f"--metadata {pair!r}: expected KEY=VALUE, KEY of letters, digits, "
+                f"'_', '.', '-' (at most 64)"
+            )
         if key in out:
             raise BadInput(f"--metadata {key!r} given twice")
         out[key] = REDACTED if is_secret_name(key) and value else redact_text(value)
@@ -110,9 +133,17 @@ def provenance_lines(p: RunProvenance | None) -> list[str]:
     lines = []
     if p.ci is not None:
         c = p.ci
-        named = (("repository", c.repository), ("commit", c.commit), ("ref", c.ref),
-                 ("workflow", c.workflow), ("job", c.job), ("run", c.run_id),
-                 ("attempt", c.run_attempt), ("runner", c.runner), ("url", c.run_url))  # fmt: skip
+        named = (
+            ("repository", c.repository),
+            ("commit", c.commit),
+            ("ref", c.ref),
+            ("workflow", c.workflow),
+            ("job", c.job),
+            ("run", c.run_id),
+            ("attempt", c.run_attempt),
+            ("runner", c.runner),
+            ("url", c.run_url),
+        )
         facts = [f"{name} {value}" for name, value in named if value]
         lines.append(f"CI: {c.provider}" + (f" ({', '.join(facts)})" if facts else "") + ".")
     if p.metadata:

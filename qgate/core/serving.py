@@ -22,9 +22,7 @@ class MetricNames(Record):
     """
 
     prefix_hits: str | None = Field(default=None, description="Prefix-cache hits, in tokens.")
-    prefix_queries: str | None = Field(
-        default=None, description="Prefix-cache lookups, in tokens."
-    )
+    prefix_queries: str | None = Field(default=None, description="Prefix-cache lookups, in tokens.")
     preemptions: str | None = Field(default=None, description="Preempted requests.")
     prompt_tokens: str | None = Field(default=None, description="Prompt tokens processed.")
     generation_tokens: str | None = Field(default=None, description="Tokens generated.")

@@ -39,8 +39,8 @@ class Verdict(Record):
         default=None, description="The gate holds when `observed <comparator> limit`."
     )
     n: int | None = Field(
-        default=None, description="Sample size the observed value comes from (paired items, "
-        "scored positions)."
+        default=None,
+        description="Sample size the observed value comes from (paired items, scored positions).",
     )
     power: float | None = Field(
         default=None,

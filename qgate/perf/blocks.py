@@ -54,12 +54,14 @@ def pooled(runs: Sequence[ScenarioRun], counters: bool = True) -> ScenarioRun:
     keys = set.intersection(*(set(r.counters_before) & set(r.counters_after) for r in ordered))
     keys = keys if counters else set()
     deltas = {k: sum(r.counters_after[k] - r.counters_before[k] for r in ordered) for k in keys}
-    return first.model_copy(update={
-        "requests": [q for r in ordered for q in r.requests],
-        "duration_ns": sum(r.duration_ns for r in ordered),
-        "counters_before": dict.fromkeys(deltas, 0.0),
-        "counters_after": deltas,
-    })  # fmt: skip
+    return first.model_copy(
+        update={
+            "requests": [q for r in ordered for q in r.requests],
+            "duration_ns": sum(r.duration_ns for r in ordered),
+            "counters_before": dict.fromkeys(deltas, 0.0),
+            "counters_after": deltas,
+        }
+    )
 
 
 def _half_width(ratios: Sequence[float | None]) -> tuple[float, float] | None:
@@ -91,8 +93,10 @@ def widened(
     centre = math.log(ratio)
     h_lo = centre - math.log(lo) if lo is not None and lo > 0 else 0.0
     h_hi = math.log(hi) - centre if hi is not None and hi > 0 else 0.0
-    return (math.exp(centre - math.hypot(max(h_lo, 0.0), block_half)),
-            math.exp(centre + math.hypot(max(h_hi, 0.0), block_half)))  # fmt: skip
+    return (
+        math.exp(centre - math.hypot(max(h_lo, 0.0), block_half)),
+        math.exp(centre + math.hypot(max(h_hi, 0.0), block_half)),
+    )
 
 
 def compare_blocks(
@@ -114,11 +118,16 @@ def compare_blocks(
     for k, row in enumerate(rows):
         ratios = [block[k].ratio for block in per_block]
         lo, hi = block_interval(ratios)
-        update: dict[str, object] = {"blocks": len(pairs), "block_ratios": ratios,
-                                     "block_ci_low": lo, "block_ci_high": hi}  # fmt: skip
+        update: dict[str, object] = {
+            "blocks": len(pairs),
+            "block_ratios": ratios,
+            "block_ci_low": lo,
+            "block_ci_high": hi,
+        }
         found = _half_width(ratios)
         if row.ratio is not None and found is not None:
-            update["ci_low"], update["ci_high"] = widened(row.ratio, row.ci_low, row.ci_high,
-                                                          found[1])  # fmt: skip
+            update["ci_low"], update["ci_high"] = widened(
+                row.ratio, row.ci_low, row.ci_high, found[1]
+            )
         out.append(row.model_copy(update=update))
     return out

@@ -24,7 +24,6 @@ def names_of(recorded: MetricNames | None) -> MetricNames:
     return VLLM_METRICS
 
 
-
 def metrics_url(base_url: str) -> str:
     """`http://h:p/v1` -> `http://h:p/metrics`."""
     root = base_url.rstrip("/")

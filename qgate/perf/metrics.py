@@ -344,9 +344,7 @@ def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
         queue_ms=distribution([(r.sent_ns - r.scheduled_ns) / NS_PER_MS for r in reqs]),
         peak_concurrency=peak_concurrency(reqs),
         max_output_tokens_per_s=max_tokens_per_second(ok),
-        prefix_cache_hit_rate=prefix_cache_hit_rate(
-            run.counters_before, run.counters_after, names
-        ),
+        prefix_cache_hit_rate=prefix_cache_hit_rate(run.counters_before, run.counters_after, names),
         preemptions=d.get(names.preemptions) if names.preemptions else None,
         server_counters=d,
         probe_agree=agree,

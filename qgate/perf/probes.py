@@ -17,7 +17,6 @@ from qgate.quality.extract import extract_number
 Probe = tuple[str, list[dict[str, Any]] | str, str | None]
 
 
-
 def extract_answer(text: str) -> str | None:
     """The final number of an answer, by the quality stage's own extractor.
 

@@ -86,9 +86,10 @@ def compare_published(
             chosen = [r for r in results if matches(fig.scenario, r.scenario)]
         elif fig.concurrency is not None:
             chosen = [
-                r for r in results
+                r
+                for r in results
                 if _concurrency(run_params.get(r.scenario, {})) == fig.concurrency
-            ]  # fmt: skip
+            ]
         else:
             chosen = results
         base = {
@@ -102,9 +103,16 @@ def compare_published(
             "published": fig.value,
         }
         if not chosen:
-            out.append(PublishedComparison(**base, scenario=None, candidate=None,
-                                           candidate_ratio=None, reference=None,
-                                           reference_ratio=None))  # fmt: skip
+            out.append(
+                PublishedComparison(
+                    **base,
+                    scenario=None,
+                    candidate=None,
+                    candidate_ratio=None,
+                    reference=None,
+                    reference_ratio=None,
+                )
+            )
         for r in chosen:
             cand, ref = measured(r.candidate, fig.metric), measured(r.reference, fig.metric)
             out.append(
@@ -115,6 +123,6 @@ def compare_published(
                     candidate_ratio=_ratio(cand, fig.value),
                     reference=ref,
                     reference_ratio=_ratio(ref, fig.value),
-                )  # fmt: skip
+                )
             )
     return out

@@ -43,7 +43,9 @@ AnyScenario = FixedScenario | MultiTurnScenario | TraceScenario
 Role = PerfRole
 
 DEFAULT_PROBE_PARAMS: dict[str, Any] = {
-    "temperature": 0.0, "max_tokens": ANSWER_MAX_TOKENS, "seed": 0
+    "temperature": 0.0,
+    "max_tokens": ANSWER_MAX_TOKENS,
+    "seed": 0,
 }
 
 

@@ -114,8 +114,7 @@ def expand_inputs(
     if not isinstance(s, FixedScenario) or not isinstance(s.input_tokens, list):
         return [s]
     return [
-        s.model_copy(update={"name": f"{s.name}@in{n}", "input_tokens": n})
-        for n in s.input_tokens
+        s.model_copy(update={"name": f"{s.name}@in{n}", "input_tokens": n}) for n in s.input_tokens
     ]
 
 

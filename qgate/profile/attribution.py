@@ -12,8 +12,11 @@ __all__ = ["AttributionSpec"]
 class AttributionSpec(Strict):
     """When the candidate fails its gates, run sub-candidates to find the changes to blame."""
 
-    enabled: bool = Field(default=True, description="Attribute a failing candidate (CI key; "
-                          "`qgate run --attribute` turns it on too).")  # fmt: skip
+    enabled: bool = Field(
+        default=True,
+        description="Attribute a failing candidate (CI key; "
+        "`qgate run --attribute` turns it on too).",
+    )
     max_lives: int = Field(
         default=8, ge=1, description="Server lives (sub-candidates) the search may spend."
     )

@@ -23,8 +23,10 @@ __all__ = ["Change", "changes_of", "sub_profile"]
 class Change(Record):
     """One way the candidate differs from the reference (a group counts as one)."""
 
-    name: str = Field(description="'args.kv_cache_dtype', 'env.X', 'emulate_weights', "
-                      "'engine', or a group's names joined by '+'.")  # fmt: skip
+    name: str = Field(
+        description="'args.kv_cache_dtype', 'env.X', 'emulate_weights', "
+        "'engine', or a group's names joined by '+'."
+    )
     reference: str = Field(description="The reference's setting, as text ('-' when unset).")
     candidate: str = Field(description="The candidate's setting, as text ('-' when unset).")
 
@@ -51,12 +53,21 @@ def _raw_changes(profile: Profile) -> list[Change]:
                 out.append(Change(name=f"{field}.{key}", reference=_text(r), candidate=_text(c)))
     ref_w, cand_w = profile.reference.emulate_weights, profile.candidate.emulate_weights
     if ref_w != cand_w:
-        out.append(Change(name="emulate_weights",
-                          reference=_text(ref_w and ref_w.model_dump(mode="json")),
-                          candidate=_text(cand_w and cand_w.model_dump(mode="json"))))  # fmt: skip
+        out.append(
+            Change(
+                name="emulate_weights",
+                reference=_text(ref_w and ref_w.model_dump(mode="json")),
+                candidate=_text(cand_w and cand_w.model_dump(mode="json")),
+            )
+        )
     if profile.engine_of("reference").kind != profile.engine_of("candidate").kind:
-        out.append(Change(name="engine", reference=profile.engine_of("reference").kind,
-                          candidate=profile.engine_of("candidate").kind))  # fmt: skip
+        out.append(
+            Change(
+                name="engine",
+                reference=profile.engine_of("reference").kind,
+                candidate=profile.engine_of("candidate").kind,
+            )
+        )
     return out
 
 
@@ -66,13 +77,21 @@ def changes_of(profile: Profile, groups: Sequence[Sequence[str]] = ()) -> list[C
     out: list[Change] = []
     taken: set[str] = set()
     for group in groups:
-        members = [c for c in raw if c.name not in taken
-                   and any(fnmatch.fnmatchcase(c.name, pattern) for pattern in group)]  # fmt: skip
+        members = [
+            c
+            for c in raw
+            if c.name not in taken
+            and any(fnmatch.fnmatchcase(c.name, pattern) for pattern in group)
+        ]
         if members:
             taken |= {c.name for c in members}
-            out.append(Change(name="+".join(c.name for c in members),
-                              reference="; ".join(c.reference for c in members),
-                              candidate="; ".join(c.candidate for c in members)))  # fmt: skip
+            out.append(
+                Change(
+                    name="+".join(c.name for c in members),
+                    reference="; ".join(c.reference for c in members),
+                    candidate="; ".join(c.candidate for c in members),
+                )
+            )
     return out + [c for c in raw if c.name not in taken]
 
 
@@ -104,6 +123,11 @@ def sub_profile(profile: Profile, applied: Sequence[str]) -> Profile:
     ref = profile.reference
     side = spec if "engine" in names else ref
     weights = (spec if "emulate_weights" in names else ref).emulate_weights
-    candidate = RuntimeSpec(args=fields["args"], env=fields["env"], engine=side.engine,
-                            endpoint=side.endpoint, emulate_weights=weights)  # fmt: skip
+    candidate = RuntimeSpec(
+        args=fields["args"],
+        env=fields["env"],
+        engine=side.engine,
+        endpoint=side.endpoint,
+        emulate_weights=weights,
+    )
     return profile.model_copy(update={"candidate": candidate, "attribution": None})

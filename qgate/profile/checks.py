@@ -135,9 +135,12 @@ def _scalar_problems(data: dict[Any, Any]) -> Found:
                 found.append((path, "a key contains a NUL character (\\0)"))
             else:
                 found.append(
-                    (path, "contains a NUL character (\\0), which no command line, "
-                     "environment or file name can carry")
-                )  # fmt: skip
+                    (
+                        path,
+                        "contains a NUL character (\\0), which no command line, "
+                        "environment or file name can carry",
+                    )
+                )
         elif isinstance(value, float) and not math.isfinite(value) and not is_key:
             found.append((path, f"must be a finite number (got {value})"))
     return found
@@ -233,10 +236,12 @@ def _scenario_problems(perf: PerfSpec | None) -> Found:
         path: KeyPath = ("perf", "scenarios", index)
         if s.duration_s is not None and s.requests is not None:
             found.append(
-                ((*path, "requests"),
-                 "not together with duration_s: a scenario runs for a count of requests or "
-                 "for a duration (remove one)")
-            )  # fmt: skip
+                (
+                    (*path, "requests"),
+                    "not together with duration_s: a scenario runs for a count of requests or "
+                    "for a duration (remove one)",
+                )
+            )
         width = s.series_bucket_s or DEFAULT_BUCKET_S
         duration = s.duration_s
         # non-finite or beyond a week: reported already (raw_problems, LIMITS)
@@ -245,11 +250,13 @@ def _scenario_problems(perf: PerfSpec | None) -> Found:
         if duration / width > MAX_BUCKETS:
             key = "series_bucket_s" if s.series_bucket_s else "duration_s"
             found.append(
-                ((*path, key),
-                 f"{_number(duration)} s in {_number(width)} s buckets is more than "
-                 f"{MAX_BUCKETS:,} time-series buckets; set series_bucket_s to at least "
-                 f"{_number(math.ceil(duration / MAX_BUCKETS))}")
-            )  # fmt: skip
+                (
+                    (*path, key),
+                    f"{_number(duration)} s in {_number(width)} s buckets is more than "
+                    f"{MAX_BUCKETS:,} time-series buckets; set series_bucket_s to at least "
+                    f"{_number(math.ceil(duration / MAX_BUCKETS))}",
+                )
+            )
     return found
 
 
@@ -264,15 +271,20 @@ def profile_problems(profile: Profile) -> Found:
             continue
         if not all(part.strip() for part in task.metric.split(",")):
             found.append(
-                (("quality", "lm_eval", index, "metric"),
-                 "must be a metric, or a metric and a filter, e.g. 'exact_match,flexible-extract'")
-            )  # fmt: skip
+                (
+                    ("quality", "lm_eval", index, "metric"),
+                    "must be a metric, or a metric and a filter, "
+                    "e.g. 'exact_match,flexible-extract'",
+                )
+            )
         if task.task in first:
             found.append(
-                (("quality", "lm_eval", index, "task"),
-                 f"duplicate lm-eval task {task.task!r} (first at quality.lm_eval"
-                 f"[{first[task.task]}]); both would report as lm_eval.{task.task}")
-            )  # fmt: skip
+                (
+                    ("quality", "lm_eval", index, "task"),
+                    f"duplicate lm-eval task {task.task!r} (first at quality.lm_eval"
+                    f"[{first[task.task]}]); both would report as lm_eval.{task.task}",
+                )
+            )
         first.setdefault(task.task, index)
     if profile.model.served_name is not None and not profile.model.served_name.strip():
         found.append((("model", "served_name"), "must not be empty"))
@@ -287,10 +299,12 @@ def profile_problems(profile: Profile) -> Found:
     for role in ("reference", "candidate"):
         if profile.engine_of(role).kind == "endpoint" and getattr(profile, role).emulate_weights:
             found.append(
-                ((role, "emulate_weights"),
-                 "only valid when engine.kind is 'vllm' (qgate cannot change the "
-                 "weights of a running endpoint)")
-            )  # fmt: skip
+                (
+                    (role, "emulate_weights"),
+                    "only valid when engine.kind is 'vllm' (qgate cannot change the "
+                    "weights of a running endpoint)",
+                )
+            )
     return found + engine_problems(profile)
 
 

@@ -97,7 +97,6 @@ def render() -> str:
     return "\n".join(out)
 
 
-
 def update_readme(readme: Path) -> bool:
     """Replace the generated section of `readme`; True if it changed."""
     text = readme.read_text()
@@ -109,8 +108,13 @@ def update_readme(readme: Path) -> bool:
 
 
 @click.command("profile-reference")
-@click.option("--update", "readme", type=click.Path(path_type=Path), default=None,
-              help="Rewrite the generated section of this README instead of printing.")
+@click.option(
+    "--update",
+    "readme",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Rewrite the generated section of this README instead of printing.",
+)
 def profile_reference(readme: Path | None) -> None:
     """Print the profile reference (Markdown) generated from the schema."""
     if readme is None:

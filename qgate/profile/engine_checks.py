@@ -60,8 +60,12 @@ def engine_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
         for suite, needs in features_needed(profile.quality).items():
             for feature in (f for f in FEATURES if f in needs):
                 if feature not in have:
-                    found.append(((*where, "kind"), f"{launch.kind} does not serve {feature}, "
-                                  f"which quality.{suite} needs"))  # fmt: skip
+                    found.append(
+                        (
+                            (*where, "kind"),
+                            f"{launch.kind} does not serve {feature}, which quality.{suite} needs",
+                        )
+                    )
     unique: list[tuple[KeyPath, str]] = []
     for item in found:
         if item not in unique:
@@ -87,6 +91,7 @@ def feature_notes(profile: Profile) -> list[str]:
             continue
         for feature, what in PERF_PROFITS:
             if feature not in have:
-                notes.append(f"{role}: {what}: not available for {launch.kind} "
-                             f"(it does not serve {feature})")  # fmt: skip
+                notes.append(
+                    f"{role}: {what}: not available for {launch.kind} (it does not serve {feature})"
+                )
     return notes

@@ -384,9 +384,7 @@ def load_profile_file(path: str | Path, check_files: bool = True) -> LoadedProfi
     text = decode_text(raw, shown)
     absolute = Path(os.path.normpath(file.absolute()))
     profile = parse_profile_text(text, shown, absolute.parent, check_files)
-    return LoadedProfile(
-        profile=profile, path=absolute, sha256=sha256_bytes(raw), raw_text=text
-    )
+    return LoadedProfile(profile=profile, path=absolute, sha256=sha256_bytes(raw), raw_text=text)
 
 
 def load_profile(path: str | Path, check_files: bool = True) -> Profile:

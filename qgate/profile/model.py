@@ -375,10 +375,13 @@ class Profile(Strict):
             )
         if self.engine.cpu_dtype == "auto":
             issues += [
-                (path, "engine.cpu_dtype: auto sets dtype on both sides alike; remove this key "
-                 "(or set cpu_dtype: as_written)")
+                (
+                    path,
+                    "engine.cpu_dtype: auto sets dtype on both sides alike; remove this key "
+                    "(or set cpu_dtype: as_written)",
+                )
                 for path in self._side_dtype_keys()
-            ]  # fmt: skip
+            ]
         if issues:
             raise KeyIssue(issues)
         return self

@@ -182,8 +182,9 @@ class QualitySpec(Strict):
         "settle are shown as not settled). Never turns a FAIL into a PASS or back.",
     )
     stop_block: int | None = Field(
-        default=None, ge=1, description="Items per block when stopping early (default: "
-        "`concurrency`)."
+        default=None,
+        ge=1,
+        description="Items per block when stopping early (default: `concurrency`).",
     )
 
     @field_validator("stop", mode="before")

@@ -30,7 +30,6 @@ DEFAULT_BUCKET_S = 60.0
 MAX_BUCKETS = 20_000
 
 
-
 class ScenarioBase(Strict):
     name: str = Field(min_length=1, description="Unique scenario name.")
     warmup: int = Field(default=2, ge=0, description="Requests sent first and not measured.")

@@ -203,8 +203,15 @@ register(
         key="divergence",
         model=DivergenceSuite,
         runner="qgate.quality.divergence_suite:SUITE",
-        gate_fields=frozenset({"max_mean_kld", "max_p99_kld", "max_max_kld", "min_top1_agreement",
-                               "max_mean_reverse_kld"}),  # fmt: skip
+        gate_fields=frozenset(
+            {
+                "max_mean_kld",
+                "max_p99_kld",
+                "max_max_kld",
+                "min_top1_agreement",
+                "max_mean_reverse_kld",
+            }
+        ),
         # /tokenize for the prompt ids, forced continuation lengths, teacher-forced top-k
         needs=frozenset({"prompt_logprobs", "tokenize", "min_tokens"}),
         paired=True,

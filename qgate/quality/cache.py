@@ -216,8 +216,9 @@ class ReferenceCache:
                 ) from None
             log.warning(
                 "reference cache entry %s failed authentication (%s); recomputing",
-                key[:12], exc.message,
-            )  # fmt: skip
+                key[:12],
+                exc.message,
+            )
             shutil.rmtree(folder, ignore_errors=True)
             return None
         try:

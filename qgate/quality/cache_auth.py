@@ -105,9 +105,13 @@ def sign_entry(
         "_type": STATEMENT_TYPE,
         "subject": [{"name": PAYLOAD, "digest": {"sha256": sha256_bytes(payload)}}],
         "predicateType": ENTRY_PREDICATE_TYPE,
-        "predicate": {"cache_key": key, "format": CACHE_FORMAT, "created_at": created,
-                      "qgate_version": __version__},
-    }  # fmt: skip
+        "predicate": {
+            "cache_key": key,
+            "format": CACHE_FORMAT,
+            "created_at": created,
+            "qgate_version": __version__,
+        },
+    }
     return sign_statement(statement, signer)
 
 

@@ -170,6 +170,7 @@ class SuiteClient:
         `what` names them in the progress lines (qgate/core/progress.py).
         """
         from qgate.core import progress
+
         counter = progress.items(what, len(prompts))
 
         async def counted(prompt: str) -> Completion:

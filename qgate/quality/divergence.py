@@ -162,15 +162,27 @@ def reverse_klds(run: DivergenceRun) -> list[list[float]] | None:
     logprobs of both sides; None when a sequence lacks them (reports before schema 2)."""
     out: list[list[float]] = []
     for s in run.sequences:
-        raw = (s.reference_top_ids, s.reference_top_logprobs, s.candidate_top_ids,
-               s.candidate_top_logprobs)  # fmt: skip
+        raw = (
+            s.reference_top_ids,
+            s.reference_top_logprobs,
+            s.candidate_top_ids,
+            s.candidate_top_logprobs,
+        )
         if any(r is None for r in raw):
             return None
         rid, rlp, cid, clp = raw
         assert rid is not None and rlp is not None and cid is not None and clp is not None
-        out.append([
-            position_divergence(dict(zip(c_ids, c_lp, strict=True)),
-                                dict(zip(r_ids, r_lp, strict=True)), tok, run.top_k).kld
-            for r_ids, r_lp, c_ids, c_lp, tok in zip(rid, rlp, cid, clp, s.token_ids, strict=True)
-        ])  # fmt: skip
+        out.append(
+            [
+                position_divergence(
+                    dict(zip(c_ids, c_lp, strict=True)),
+                    dict(zip(r_ids, r_lp, strict=True)),
+                    tok,
+                    run.top_k,
+                ).kld
+                for r_ids, r_lp, c_ids, c_lp, tok in zip(
+                    rid, rlp, cid, clp, s.token_ids, strict=True
+                )
+            ]
+        )
     return out

@@ -199,17 +199,26 @@ async def reference_scores(
     prompts, data_sha256 = load_corpus(spec.corpus, spec.sequences)
     conts = await generate_continuations(client, prompts, spec.tokens, seed=seed)
     return await run_scores(
-        "reference", client, conts, data_sha256=data_sha256, top_k=spec.top_k,
-        tokens=spec.tokens, started=started,
-    )  # fmt: skip
+        "reference",
+        client,
+        conts,
+        data_sha256=data_sha256,
+        top_k=spec.top_k,
+        tokens=spec.tokens,
+        started=started,
+    )
 
 
 async def candidate_scores(reference: ScoreSet, client: SuiteClient) -> ScoreSet:
     """Step 2 on the candidate: score the (possibly cached) reference's token sequences."""
     return await run_scores(
-        "candidate", client, continuations_of(reference), data_sha256=reference.data_sha256,
-        top_k=reference.top_k, tokens=reference.tokens,
-    )  # fmt: skip
+        "candidate",
+        client,
+        continuations_of(reference),
+        data_sha256=reference.data_sha256,
+        top_k=reference.top_k,
+        tokens=reference.tokens,
+    )
 
 
 def continuations_of(scores: ScoreSet) -> list[Continuation]:
@@ -290,8 +299,13 @@ def _client(ctx: SuiteContext) -> SuiteClient:
     """The suites' one HTTP client for this runtime: its headers, retries and error mapping."""
     from qgate.quality.client import SuiteClient
 
-    return SuiteClient(ctx.base_url, ctx.model, concurrency=ctx.concurrency,
-                       timeout_s=ctx.timeout_s, headers=ctx.headers)  # fmt: skip
+    return SuiteClient(
+        ctx.base_url,
+        ctx.model,
+        concurrency=ctx.concurrency,
+        timeout_s=ctx.timeout_s,
+        headers=ctx.headers,
+    )
 
 
 SUITE = DivergenceRunner()

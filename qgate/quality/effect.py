@@ -70,5 +70,8 @@ def effect_verdicts(
     message = no_effect_message(runs, divergence)
     if message is None:
         return []
-    return [Verdict(gate=GATE, suite="candidate", observed=0.0, limit=None, passed=False,
-                    reason=message)]  # fmt: skip
+    return [
+        Verdict(
+            gate=GATE, suite="candidate", observed=0.0, limit=None, passed=False, reason=message
+        )
+    ]

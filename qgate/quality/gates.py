@@ -36,7 +36,6 @@ __all__ = [
 ]
 
 
-
 def configured_suites(spec: QualitySpec) -> list[tuple[str, AccuracyPolicy]]:
     """Suite ids the profile asks for, each with its accuracy policy, in a stable order."""
     return exact_results(spec)
@@ -99,11 +98,20 @@ def evaluate_divergence(spec: DivergenceSuite, run: DivergenceRun | None) -> lis
     for gate, lim in active:
         assert lim is not None
         if gate not in observed:  # the reverse direction needs both sides' stored logprobs
-            verdicts.append(Verdict(
-                gate=f"divergence.{gate}", suite="divergence", observed=None, limit=lim,
-                passed=False, reason=f"{head}; no stored top-k logprobs of both sides for the "
-                "reverse direction", metric=metric[gate], comparator="<=", n=s.positions,
-            ))  # fmt: skip
+            verdicts.append(
+                Verdict(
+                    gate=f"divergence.{gate}",
+                    suite="divergence",
+                    observed=None,
+                    limit=lim,
+                    passed=False,
+                    reason=f"{head}; no stored top-k logprobs of both sides for the "
+                    "reverse direction",
+                    metric=metric[gate],
+                    comparator="<=",
+                    n=s.positions,
+                )
+            )
             continue
         label, value = observed[gate]
         floor = gate.startswith("min_")

@@ -315,10 +315,17 @@ class LmEvalRunner:
         runs = []
         for task in setting:
             run = await asyncio.to_thread(
-                run_lm_eval, ctx.base_url, ctx.model, task, ctx.role,
-                tokenizer_path=ctx.tokenizer_path, concurrency=ctx.concurrency,
-                headers=ctx.headers, seed=ctx.seed, timeout_s=ctx.timeout_s,
-            )  # fmt: skip
+                run_lm_eval,
+                ctx.base_url,
+                ctx.model,
+                task,
+                ctx.role,
+                tokenizer_path=ctx.tokenizer_path,
+                concurrency=ctx.concurrency,
+                headers=ctx.headers,
+                seed=ctx.seed,
+                timeout_s=ctx.timeout_s,
+            )
             runs.append(run)
             ctx.check_alive()
         return runs

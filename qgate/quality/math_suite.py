@@ -101,8 +101,15 @@ def _extension(count: int) -> list[MathItem]:
     from qgate.quality import data_math
 
     extra = data_math.extension_items(count, data_math.generate_math())
-    return [MathItem(id=str(e["id"]), tier=str(e["tier"]), question=str(e["question"]),
-                     answer=int(e["answer"])) for e in extra]  # fmt: skip
+    return [
+        MathItem(
+            id=str(e["id"]),
+            tier=str(e["tier"]),
+            question=str(e["question"]),
+            answer=int(e["answer"]),
+        )
+        for e in extra
+    ]
 
 
 def short_prompt(question: str) -> str:
@@ -242,12 +249,15 @@ async def run_math(
                 params["preamble_sizing"] = sizing
                 params["preamble_sha256"] = sha256_bytes(preamble.encode())
 
-            async def answer(lo: int, hi: int, form: str = form, prompts: list[str] = prompts
-                             ) -> list[ItemRecord]:  # fmt: skip
+            async def answer(
+                lo: int, hi: int, form: str = form, prompts: list[str] = prompts
+            ) -> list[ItemRecord]:
                 outputs = await client.chat_many(
-                    prompts[lo:hi], max_tokens=spec.max_tokens, seed=seed,
+                    prompts[lo:hi],
+                    max_tokens=spec.max_tokens,
+                    seed=seed,
                     what=block_name(f"math.{form}", lo, hi, len(prompts)),
-                )  # fmt: skip
+                )
                 return _records(items[lo:hi], prompts[lo:hi], outputs)
 
             records, planned, stopped = await in_blocks(

@@ -191,12 +191,15 @@ async def run_recall(
             built, clip_reason = clip_length(length, max_model_len, spec.max_tokens)
             items, sizes = await _recall_items(sizer, spec, length, built)
 
-            async def answer(lo: int, hi: int, items: list[RecallItem] = items,
-                             length: int = length) -> list[ItemRecord]:  # fmt: skip
+            async def answer(
+                lo: int, hi: int, items: list[RecallItem] = items, length: int = length
+            ) -> list[ItemRecord]:
                 outputs = await client.chat_many(
-                    [i.prompt for i in items[lo:hi]], max_tokens=spec.max_tokens, seed=seed,
+                    [i.prompt for i in items[lo:hi]],
+                    max_tokens=spec.max_tokens,
+                    seed=seed,
                     what=block_name(f"recall.{length}", lo, hi, len(items)),
-                )  # fmt: skip
+                )
                 return [_record(item, out) for item, out in zip(items[lo:hi], outputs, strict=True)]
 
             records, planned, stopped = await in_blocks(

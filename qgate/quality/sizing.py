@@ -150,7 +150,13 @@ def gate_power(suite: str, policy: AccuracyPolicy, items: int) -> GatePower:
         else "items flip at twice the drop (prior)"
     )
     return GatePower(
-        suite=suite, items=items, alpha=policy.alpha, power=power, discordance=assumed,
+        suite=suite,
+        items=items,
+        alpha=policy.alpha,
+        power=power,
+        discordance=assumed,
         min_detectable_drop=_mdd_prior(items, policy.alpha, power, detect),
-        target_drop=target, items_needed=needed, sized=detect is not None,
-    )  # fmt: skip
+        target_drop=target,
+        items_needed=needed,
+        sized=detect is not None,
+    )

@@ -128,8 +128,10 @@ def _power_fields(
     tail = ""
     if policy.detect is not None and power is not None:
         underpowered = underpowered or power < policy.detect.power
-        tail = (f"; power {power:.2f} to detect a {100 * policy.detect.drop:.1f}-pt drop "
-                f"(stated {policy.detect.power:g})")  # fmt: skip
+        tail = (
+            f"; power {power:.2f} to detect a {100 * policy.detect.drop:.1f}-pt drop "
+            f"(stated {policy.detect.power:g})"
+        )
     return power, mdd, underpowered, tail
 
 
@@ -293,12 +295,14 @@ def _settle(
         if gate not in decided:
             out.append(v)
         elif ok is not None:
-            tail = (f"; settled at {known} of {planned} items: every outcome of the other "
-                    f"{planned - known} gives this verdict")  # fmt: skip
+            tail = (
+                f"; settled at {known} of {planned} items: every outcome of the other "
+                f"{planned - known} gives this verdict"
+            )
             out.append(v.model_copy(update={"passed": ok, "reason": v.reason + tail}))
         else:
             tail = f"; NOT SETTLED: stopped at {known} of {planned} items"
-            out.append(v.model_copy(
-                update={"passed": False, "settled": False, "reason": v.reason + tail}
-            ))  # fmt: skip
+            out.append(
+                v.model_copy(update={"passed": False, "settled": False, "reason": v.reason + tail})
+            )
     return out

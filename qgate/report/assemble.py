@@ -57,8 +57,9 @@ def perf_results(
                 candidate=summarize(cand, slo).model_dump(mode="json") if cand else None,
                 comparisons=[
                     c.model_dump(mode="json")
-                    for c in compare_blocks(refs, cands, resamples=resamples, seed=seed,
-                                            compare=compare)  # fmt: skip
+                    for c in compare_blocks(
+                        refs, cands, resamples=resamples, seed=seed, compare=compare
+                    )
                 ]
                 if refs and cands
                 else [],

@@ -54,10 +54,14 @@ def summary_lines(att: Attribution | None) -> list[str]:
     """What attribution found, in a few lines for the console and the headline."""
     if att is None:
         return []
-    found = (f"the smallest failing set is {' + '.join(att.minimal)}" if att.minimal
-             else "no subset fails on its own: only all of the changes together")  # fmt: skip
-    lines = [f"attribution: {found} ({att.lives} of {att.max_lives} lives, "
-             f"{len(att.changes)} changes)"]  # fmt: skip
+    found = (
+        f"the smallest failing set is {' + '.join(att.minimal)}"
+        if att.minimal
+        else "no subset fails on its own: only all of the changes together"
+    )
+    lines = [
+        f"attribution: {found} ({att.lives} of {att.max_lives} lives, {len(att.changes)} changes)"
+    ]
     for t in att.trials:
         failed = [v.gate for v in t.verdicts if not v.passed and v.settled]
         why = f": {', '.join(failed[:3])}" if failed else (f": {t.error}" if t.error else "")

@@ -125,10 +125,13 @@ def time_breakdown(report: Report) -> list[tuple[str, float]]:
     rows: list[tuple[str, float]] = []
     starts = [s for s in report.starts if s.ready_s is not None]
     if starts:
-        sides = ", ".join(f"{s.side}{' preflight' if s.purpose == 'preflight' else ''} "
-                          f"{s.ready_s:.0f} s" for s in starts)  # fmt: skip
-        rows.append((f"start-up: {len(starts)} start(s) ({sides})",
-                     sum(s.ready_s or 0.0 for s in starts)))  # fmt: skip
+        sides = ", ".join(
+            f"{s.side}{' preflight' if s.purpose == 'preflight' else ''} {s.ready_s:.0f} s"
+            for s in starts
+        )
+        rows.append(
+            (f"start-up: {len(starts)} start(s) ({sides})", sum(s.ready_s or 0.0 for s in starts))
+        )
     for run in report.quality.runs:
         if not run.cached:
             rows.append((f"quality {run.role} {run.suite}", run.wall_s))
@@ -141,8 +144,12 @@ def time_breakdown(report: Report) -> list[tuple[str, float]]:
     rows += _attribution_rows(report)
     total = sum(report.stage_timings.values())
     if total:
-        rows.append(("other: load, emulation, preflight, warm-ups, report",
-                     max(0.0, total - sum(v for _, v in rows))))  # fmt: skip
+        rows.append(
+            (
+                "other: load, emulation, preflight, warm-ups, report",
+                max(0.0, total - sum(v for _, v in rows)),
+            )
+        )
         rows.append(("total", total))
     return [(what, round(seconds, 1)) for what, seconds in rows]
 
@@ -161,19 +168,27 @@ def _side_by_side_breakdown(report: Report) -> list[tuple[str, float]]:
     """The stages of a side-by-side run (they overlap the two sides), each side's parts inside."""
     timings = report.stage_timings
     rows: list[tuple[str, float]] = []
-    starts = ", ".join(f"{s.side} {s.ready_s:.0f} s" for s in report.starts
-                       if s.ready_s is not None)  # fmt: skip
+    starts = ", ".join(
+        f"{s.side} {s.ready_s:.0f} s" for s in report.starts if s.ready_s is not None
+    )
     if "startup" in timings:
         target = report.profile.get("target") or {}
-        how = ("both at once" if str(target.get("accelerator", "cpu")).lower() == "cpu"
-               else "the candidate once the reference was ready")  # fmt: skip
+        how = (
+            "both at once"
+            if str(target.get("accelerator", "cpu")).lower() == "cpu"
+            else "the candidate once the reference was ready"
+        )
         rows.append((f"start-up, {how} ({starts})", timings["startup"]))
     if "quality" in timings:
         sides = "; ".join(
-            f"{role}: " + ", ".join(f"{r.suite} {r.wall_s:.0f} s" for r in report.quality.runs
-                                    if r.role == role and not r.cached)
+            f"{role}: "
+            + ", ".join(
+                f"{r.suite} {r.wall_s:.0f} s"
+                for r in report.quality.runs
+                if r.role == role and not r.cached
+            )
             for role in ("reference", "candidate")
-        )  # fmt: skip
+        )
         rows.append((f"quality, both at once ({sides})", timings["quality"]))
     if "perf" in timings:
         blocks = report.plan.blocks if report.plan else 1

@@ -184,8 +184,10 @@ def _divergence_note(report: Report, gate: str) -> str | None:
     if gate == "min_top1_agreement":
         worst = min(buckets, key=lambda b: (b.top1_agreement or 0.0, -b.lo))
         first = buckets[0].top1_agreement or 0.0
-        return (f"worst: {worst.label}, top-1 agreement {100 * (worst.top1_agreement or 0):.1f}% "
-                f"(first bucket {100 * first:.1f}%)")  # fmt: skip
+        return (
+            f"worst: {worst.label}, top-1 agreement {100 * (worst.top1_agreement or 0):.1f}% "
+            f"(first bucket {100 * first:.1f}%)"
+        )
     what, key = {
         "max_p99_kld": ("p99 KL", "p99_kld"),
         "max_max_kld": ("max KL", "max_kld"),
@@ -203,9 +205,11 @@ def _recall_note(report: Report, suite: str) -> str | None:
     if not depths:
         return None
     worst = max(depths, key=lambda g: (g.lost, -(g.candidate or 0.0)))
-    return (f"worst: depth {worst.depth_pct}%, {worst.lost} of {worst.n} lost "
-            f"(candidate {100 * (worst.candidate or 0):.1f}%, "
-            f"reference {100 * (worst.reference or 0):.1f}%)")  # fmt: skip
+    return (
+        f"worst: depth {worst.depth_pct}%, {worst.lost} of {worst.n} lost "
+        f"(candidate {100 * (worst.candidate or 0):.1f}%, "
+        f"reference {100 * (worst.reference or 0):.1f}%)"
+    )
 
 
 def worst_note(report: Report, verdict: Verdict) -> str | None:

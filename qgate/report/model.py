@@ -37,6 +37,8 @@ PREDICATE_TYPE = "https://qgate.dev/report/v1"
 
 PerfStatus = Literal["ran", "skipped: gates failed", "skipped: --skip-perf", "ungated"]
 OverallVerdict = Literal["PASS", "FAIL", "UNGATED", "PREVIEW"]
+
+
 class Artifact(Record):
     """One file the run wrote, by digest."""
 

@@ -32,6 +32,7 @@ __all__ = ["attribute"]
 
 log = logging.getLogger("qgate")
 
+
 def _trial_name(changes: Sequence[str]) -> str:
     short = "-".join(c.split(".")[-1].replace("+", "-") for c in changes)
     return ("only-" + short)[:60]
@@ -54,26 +55,44 @@ def attribute(
         sub = sub_profile(ctx.profile, applied)
         log.info("attribution: trial %d, %s", len(trials) + 1, " + ".join(applied))
         trial_ctx = dataclasses.replace(
-            ctx, opts=opts, profile=sub, declared_profile=sub, side=name,
+            ctx,
+            opts=opts,
+            profile=sub,
+            declared_profile=sub,
+            side=name,
             run_dir=ctx.run_dir / "attribution" / name,
             model_paths=model_paths(sub, ctx.source_model),
-        )  # fmt: skip
+        )
         start = time.perf_counter()
         result = evaluate(trial_ctx, name, reference, force_perf=False, keep_going=True)
         verdict: Outcome = (
-            "ERROR" if result.error is not None or result.quality is None
-            else "PASS" if overall_passed(result.verdicts) else "FAIL"
-        )  # fmt: skip
-        trials.append(Trial(
-            name=name, changes=list(applied), verdict=verdict, verdicts=result.verdicts,
-            runs=result.quality.runs if result.quality else [], divergence=result.divergence,
-            error=result.error, seconds=round(time.perf_counter() - start, 3),
-        ))  # fmt: skip
+            "ERROR"
+            if result.error is not None or result.quality is None
+            else "PASS"
+            if overall_passed(result.verdicts)
+            else "FAIL"
+        )
+        trials.append(
+            Trial(
+                name=name,
+                changes=list(applied),
+                verdict=verdict,
+                verdicts=result.verdicts,
+                runs=result.quality.runs if result.quality else [],
+                divergence=result.divergence,
+                error=result.error,
+                seconds=round(time.perf_counter() - start, 3),
+            )
+        )
         log.info("attribution: %s -> %s", " + ".join(applied), verdict)
         return verdict
 
     minimal, skipped = search([c.name for c in changes], test, max_lives)
     return Attribution(
-        changes=changes, trials=trials, minimal=list(minimal) if minimal else None,
-        lives=len(trials), max_lives=max_lives, not_tried=skipped,
-    )  # fmt: skip
+        changes=changes,
+        trials=trials,
+        minimal=list(minimal) if minimal else None,
+        lives=len(trials),
+        max_lives=max_lives,
+        not_tried=skipped,
+    )

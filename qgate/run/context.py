@@ -131,9 +131,11 @@ def signer_for(opts: RunOptions, profile: Profile) -> LoadedSigner:
 
     signing = profile.signing
     return load_signer(
-        opts.key or signing.key, signing.key_env, signing.kms_uri,
+        opts.key or signing.key,
+        signing.key_env,
+        signing.kms_uri,
         "ed25519" if signing.scheme == "ed25519" else "ecdsa",
-    )  # fmt: skip
+    )
 
 
 def model_paths(profile: Profile, source: Path) -> dict[str, Path]:
@@ -155,8 +157,9 @@ def model_paths(profile: Profile, source: Path) -> dict[str, Path]:
             from qgate.checkpoint.formats import stored_dtype
 
             dtype = stored_dtype(runtime_args(profile, side).get("dtype"))
-            paths[role] = emulate_checkpoint(source, side.emulate_weights,
-                                             cache_root() / "emulated", dtype)  # fmt: skip
+            paths[role] = emulate_checkpoint(
+                source, side.emulate_weights, cache_root() / "emulated", dtype
+            )
     return paths
 
 
@@ -223,13 +226,22 @@ def prepare(opts: RunOptions, loaded: LoadedProfile | LoadedMulti) -> RunSet:
     starts: list[ServerStart] = []
     contexts = [
         RunContext(
-            opts=opts, profile=profile, profile_path=loaded.path, profile_sha256=loaded.sha256,
-            run_dir=run_dir / CANDIDATES_DIR / name if multi else run_dir, source_model=source,
-            model_paths=own, tokenizer_path=profile.model.tokenizer or source, signer=signer,
-            declared_profile=declared_profile, selection=selection, starts=starts, side=name,
+            opts=opts,
+            profile=profile,
+            profile_path=loaded.path,
+            profile_sha256=loaded.sha256,
+            run_dir=run_dir / CANDIDATES_DIR / name if multi else run_dir,
+            source_model=source,
+            model_paths=own,
+            tokenizer_path=profile.model.tokenizer or source,
+            signer=signer,
+            declared_profile=declared_profile,
+            selection=selection,
+            starts=starts,
+            side=name,
         )
         for (name, declared_profile, profile, selection), own in zip(chosen, paths, strict=True)
-    ]  # fmt: skip
+    ]
     reference = dataclasses.replace(contexts[0], run_dir=run_dir) if multi else contexts[0]
     count = f" ({len(contexts)} candidates)" if multi else ""
     log.info("run folder %s%s", run_dir, count)
@@ -245,8 +257,7 @@ def started(
 
     runtime = make_runtime(ctx.profile, role, ctx.model_paths[role], ctx.run_dir / "logs")
     with runtime:
-        ctx.starts.append(start_record(runtime, ctx.side if role == "candidate" else role,
-                                       purpose))  # fmt: skip
+        ctx.starts.append(start_record(runtime, ctx.side if role == "candidate" else role, purpose))
         yield runtime
 
 
@@ -254,9 +265,13 @@ def start_record(runtime: Runtime, side: str, purpose: Literal["preflight", "lif
     """What one start cost, from the runtime's effective configuration."""
     config = runtime.effective_config()
     return ServerStart(
-        side=side, purpose=purpose, kind=config.kind, ready_s=config.ready_s,
-        startup=dict(config.startup), compile_cache=config.compile_cache,
-    )  # fmt: skip
+        side=side,
+        purpose=purpose,
+        kind=config.kind,
+        ready_s=config.ready_s,
+        startup=dict(config.startup),
+        compile_cache=config.compile_cache,
+    )
 
 
 def quality_on(

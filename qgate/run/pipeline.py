@@ -32,8 +32,9 @@ def run(opts: RunOptions) -> RunOutcome:
         stages.fingerprint(runs.reference)
     runs.share_reference()
     plan = stages.plan(runs)
-    checks = [(ctx, plan.preflight[name]) for name, ctx in zip(runs.names, runs.candidates,
-                                                               strict=True)]  # fmt: skip
+    checks = [
+        (ctx, plan.preflight[name]) for name, ctx in zip(runs.names, runs.candidates, strict=True)
+    ]
     if any(how != "none" for _, how in checks):
         with clock.stage("candidate_preflight"):
             for ctx, how in checks:
@@ -51,15 +52,23 @@ def run(opts: RunOptions) -> RunOutcome:
             return stages.report(runs, both[0], [both[2]], both[1], clock.timings, plan)
     first_life = plan.lives[0].side == "reference"
     reference, ref_perf = stages.reference_life(
-        runs.reference, with_perf=first_life and "perf baseline" in plan.lives[0].serves,
+        runs.reference,
+        with_perf=first_life and "perf baseline" in plan.lives[0].serves,
         clock=clock,
-    )  # fmt: skip
+    )
     runs.share_reference()
     results = []
     for index, ctx in enumerate(runs.candidates):
         with clock.stage(runs.stage_of(index)):
-            results.append(stages.candidate(ctx, runs.names[index], reference, opts.force_perf,
-                                            keep_going=runs.multi is not None))  # fmt: skip
+            results.append(
+                stages.candidate(
+                    ctx,
+                    runs.names[index],
+                    reference,
+                    opts.force_perf,
+                    keep_going=runs.multi is not None,
+                )
+            )
     stages.attribute_failures(runs, reference, results, clock)
     if ref_perf is None:  # the reference's quality came from the cache: a perf-only life
         with clock.stage("reference_perf"):

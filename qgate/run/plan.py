@@ -21,8 +21,14 @@ from collections.abc import Sequence
 from qgate.core.plan import GatePower, Life, Plan, Preflight, ScenarioPlan, SuitePlan
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
 
-__all__ = ["ACCELERATOR_SHARE", "blocks_of", "describe", "make_plan", "memory_shares",
-           "sequence_reason"]
+__all__ = [
+    "ACCELERATOR_SHARE",
+    "blocks_of",
+    "describe",
+    "make_plan",
+    "memory_shares",
+    "sequence_reason",
+]
 
 
 def _suites(spec: QualitySpec) -> list[SuitePlan]:
@@ -35,22 +41,30 @@ def _suites(spec: QualitySpec) -> list[SuitePlan]:
             from qgate.quality.sizing import math_limit
 
             count = len(load_math_set(setting.set, math_limit(setting))[0])
-            out += [SuitePlan(suite=f"math.{f}", items=count, detail="exact-answer questions")
-                    for f in setting.prompts]  # fmt: skip
+            out += [
+                SuitePlan(suite=f"math.{f}", items=count, detail="exact-answer questions")
+                for f in setting.prompts
+            ]
         elif entry.key == "recall":
             from qgate.quality.sizing import recall_haystacks
 
             count = recall_haystacks(setting) * len(setting.depths)
-            out += [SuitePlan(suite=f"recall.{n}", items=count, detail=f"{n}-token haystacks")
-                    for n in setting.context_tokens]  # fmt: skip
+            out += [
+                SuitePlan(suite=f"recall.{n}", items=count, detail=f"{n}-token haystacks")
+                for n in setting.context_tokens
+            ]
         elif entry.key == "divergence":
             detail = f"sequences of {setting.tokens} scored tokens"
             out.append(SuitePlan(suite="divergence", items=setting.sequences, detail=detail))
         elif entry.key == "lm_eval":
             from qgate.quality.sizing import lmeval_limit
 
-            out += [SuitePlan(suite=f"lm_eval.{t.task}", items=lmeval_limit(t),
-                              detail="lm-eval documents") for t in setting]  # fmt: skip
+            out += [
+                SuitePlan(
+                    suite=f"lm_eval.{t.task}", items=lmeval_limit(t), detail="lm-eval documents"
+                )
+                for t in setting
+            ]
         else:  # a registered suite of a plug-in
             out += [SuitePlan(suite=rid, items=None) for rid, _ in entry.results_of(setting)]
     return out
@@ -192,11 +206,15 @@ def _accelerator_reasons(profile: Profile) -> list[str]:
         return [f"{profile.target.count} accelerators (servers share one device only)"]
     shares = memory_shares(profile)
     if shares is None:
-        return ["on an accelerator without gpu_memory_utilization on both sides (set it, "
-                f"summing to at most {ACCELERATOR_SHARE:g}, to share the device)"]  # fmt: skip
+        return [
+            "on an accelerator without gpu_memory_utilization on both sides (set it, "
+            f"summing to at most {ACCELERATOR_SHARE:g}, to share the device)"
+        ]
     if sum(shares) > ACCELERATOR_SHARE + 1e-9:
-        return [f"gpu_memory_utilization {shares[0]:g} + {shares[1]:g} > {ACCELERATOR_SHARE:g} "
-                "of one device"]  # fmt: skip
+        return [
+            f"gpu_memory_utilization {shares[0]:g} + {shares[1]:g} > {ACCELERATOR_SHARE:g} "
+            "of one device"
+        ]
     return []
 
 
@@ -229,19 +247,32 @@ def make_plan(
             serves.append("perf" if not has_quality else "perf, if every gate passed")
         lives.append(Life(side=name, serves=serves, placement=placement))
     if cached and perf:
-        lives.append(Life(side="reference", serves=["perf baseline"], placement=placement,
-                          condition="when some candidate's perf ran"))  # fmt: skip
+        lives.append(
+            Life(
+                side="reference",
+                serves=["perf baseline"],
+                placement=placement,
+                condition="when some candidate's perf ran",
+            )
+        )
     notes: list[str] = []
     if cached:
         notes.append("reference quality results from the signed cache (authenticated at use)")
     elif has_quality and perf:
-        notes.append("the reference's perf baseline is measured in its first life, before the "
-                     "gates are known; a candidate that fails them leaves it unused")  # fmt: skip
+        notes.append(
+            "the reference's perf baseline is measured in its first life, before the "
+            "gates are known; a candidate that fails them leaves it unused"
+        )
     if perf:
-        within = ("the noise between requests and between the blocks of each life"
-                  if blocks_of(first, together=False) > 1 else "the noise between requests only")
-        notes.append("speed is compared across lives in sequence: the machine's state can "
-                     f"move between them, and the intervals cover {within}")  # fmt: skip
+        within = (
+            "the noise between requests and between the blocks of each life"
+            if blocks_of(first, together=False) > 1
+            else "the noise between requests only"
+        )
+        notes.append(
+            "speed is compared across lives in sequence: the machine's state can "
+            f"move between them, and the intervals cover {within}"
+        )
     return Plan(
         reference_cached=reference_cached,
         blocks=blocks_of(first, together=False),
@@ -280,19 +311,25 @@ def _together(
         cand_serves.append(f"perf in {blocks} interleaved block(s){gated}")
     last = "first (quality.stop: verdict)" if profile.quality.stop == "verdict" else "last"
     on_cpu = profile.target.accelerator.lower() == "cpu"
-    start = ("start together and run side by side, each on its own cores: their start-ups "
-             "and quality suites overlap" if on_cpu else
-             "share one device, each with its share of the memory: the candidate starts once "
-             "the reference is ready (vLLM sizes its KV cache from the free memory), then "
-             "their quality suites overlap")  # fmt: skip
+    start = (
+        "start together and run side by side, each on its own cores: their start-ups "
+        "and quality suites overlap"
+        if on_cpu
+        else "share one device, each with its share of the memory: the candidate starts once "
+        "the reference is ready (vLLM sizes its KV cache from the free memory), then "
+        "their quality suites overlap"
+    )
     notes = [
         f"reference and candidate {start}; the reference scores its divergence "
         f"continuations first and hands them to the candidate's divergence, which runs {last}"
-        if quality else f"reference and candidate {start.split(': ')[0]}: their start-ups overlap",
+        if quality
+        else f"reference and candidate {start.split(': ')[0]}: their start-ups overlap",
     ]
     if profile.quality.stop != "off":
-        notes.append(f"quality.stop: {profile.quality.stop}: exact-answer suites run in blocks "
-                     "and end once their verdicts are settled (never another verdict)")  # fmt: skip
+        notes.append(
+            f"quality.stop: {profile.quality.stop}: exact-answer suites run in blocks "
+            "and end once their verdicts are settled (never another verdict)"
+        )
     if compared:
         notes.append(
             f"speed is measured on each side's own {'cores' if on_cpu else 'share'}, in "
@@ -307,9 +344,15 @@ def _together(
         # on the CPU the candidate starts beside the reference, right away; on an accelerator
         # it starts once the reference is ready, so a bad argument is worth catching first
         preflight={name: "none" if on_cpu else _preflight(profile, reference_cached, False)},
-        lives=[Life(side="reference", serves=ref_serves, placement=where[0]),
-               Life(side=name, serves=cand_serves, placement=where[1],
-                    condition="started together with the reference")],  # fmt: skip
+        lives=[
+            Life(side="reference", serves=ref_serves, placement=where[0]),
+            Life(
+                side=name,
+                serves=cand_serves,
+                placement=where[1],
+                condition="started together with the reference",
+            ),
+        ],
         suites=_suites(profile.quality),
         scenarios=_scenarios(profile),
         power=_power(profile.quality),

@@ -57,9 +57,11 @@ def _reference_cache(ctx: RunContext) -> tuple[ReferenceCache, str]:
     from qgate.quality.cache import ReferenceCache
 
     cache = ReferenceCache(
-        ctx.opts.cache_dir or cache_root(), ctx.signer, _trusted_keys(ctx.opts.trust_cache_keys),
+        ctx.opts.cache_dir or cache_root(),
+        ctx.signer,
+        _trusted_keys(ctx.opts.trust_cache_keys),
         strict=ctx.opts.strict_cache,
-    )  # fmt: skip
+    )
     return cache, reference_key_for(ctx.profile, ctx.fingerprint)
 
 
@@ -80,8 +82,12 @@ def wants_preflight(ctx: RunContext) -> str:
     """
     from qgate.run.plan import make_plan
 
-    plan = make_plan([("candidate", ctx.profile)], reference_cached=reference_cached(ctx),
-                     placement="", refresh=ctx.opts.refresh_reference)  # fmt: skip
+    plan = make_plan(
+        [("candidate", ctx.profile)],
+        reference_cached=reference_cached(ctx),
+        placement="",
+        refresh=ctx.opts.refresh_reference,
+    )
     return plan.preflight["candidate"]
 
 
@@ -93,8 +99,9 @@ def preflight_candidate(ctx: RunContext, how: str = "start") -> None:
     """
     from qgate.runtime.factory import make_runtime
 
-    runtime = make_runtime(ctx.profile, "candidate", ctx.model_paths["candidate"],
-                           ctx.run_dir / "logs")  # fmt: skip
+    runtime = make_runtime(
+        ctx.profile, "candidate", ctx.model_paths["candidate"], ctx.run_dir / "logs"
+    )
     can_dry = getattr(runtime, "can_dry_check", None)
     if how == "dry" and can_dry is not None and can_dry():
         log.info("preflight: the candidate's command line through the engine's own parser")
@@ -123,13 +130,17 @@ def reference_life(
                 hit = cache.load(key)
             if hit is not None:
                 entry, provenance = hit
-                log.info("reference cache hit %s (signed by %s)", key[:12],
-                         provenance.signer_keyid[:12])  # fmt: skip
+                log.info(
+                    "reference cache hit %s (signed by %s)", key[:12], provenance.signer_keyid[:12]
+                )
                 ctx.reference_cached, ctx.reference_provenance = True, provenance
                 out = QualityOutput(
-                    role="reference", runs=entry.suite_runs, scores=entry.divergence,
-                    effective_config=entry.effective_config, cached=True,
-                )  # fmt: skip
+                    role="reference",
+                    runs=entry.suite_runs,
+                    scores=entry.divergence,
+                    effective_config=entry.effective_config,
+                    cached=True,
+                )
                 save_raw(ctx, "reference-quality.json", out)
                 return out, None
             if not ctx.profile.quality.has_suites():  # a dummy-weights preview: perf only
@@ -153,8 +164,9 @@ def store_reference(ctx: RunContext, out: QualityOutput) -> None:
     from qgate.quality.cache import CachedReference
 
     cache, key = _reference_cache(ctx)
-    value = CachedReference(key=key, suite_runs=out.runs, divergence=out.scores,
-                            effective_config=out.effective_config)  # fmt: skip
+    value = CachedReference(
+        key=key, suite_runs=out.runs, divergence=out.scores, effective_config=out.effective_config
+    )
     whole = complete(ctx.profile.quality, out)
     if not whole:
         log.info("reference results not cached: its quality stage stopped early (quality.stop)")

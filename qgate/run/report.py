@@ -24,8 +24,15 @@ from qgate.run.candidate import CandidateResult, perf_with_baseline, report_of
 from qgate.run.context import RunContext, RunSet
 from qgate.run.options import RunOptions, RunOutcome
 
-__all__ = ["build", "capability_notes", "exit_code_of", "headline", "report", "write_multi",
-           "write_single"]
+__all__ = [
+    "build",
+    "capability_notes",
+    "exit_code_of",
+    "headline",
+    "report",
+    "write_multi",
+    "write_single",
+]
 
 
 def report(
@@ -39,10 +46,13 @@ def report(
     """The report of the run, single or multi, and the outcome for the CLI."""
     if runs.multi is None:
         (result,) = results  # one candidate: its runtime failure ended the run
-        return write_single(runs.reference, reference, result, perf_with_baseline(result, ref_perf),
-                            timings, plan)  # fmt: skip
-    reports = [report_of(ctx, result, reference, ref_perf, timings)
-               for ctx, result in zip(runs.candidates, results, strict=True)]  # fmt: skip
+        return write_single(
+            runs.reference, reference, result, perf_with_baseline(result, ref_perf), timings, plan
+        )
+    reports = [
+        report_of(ctx, result, reference, ref_perf, timings)
+        for ctx, result in zip(runs.candidates, results, strict=True)
+    ]
     return write_multi(runs, results, reports, timings, plan)
 
 
@@ -164,8 +174,12 @@ def provenance_of(opts: RunOptions) -> RunProvenance | None:
 
 def headline(rep: Report) -> list[str]:
     """One line per scenario: the candidate/reference ratios people look at first."""
-    wanted = {"output_throughput": "output tok/s", "ttft_ms.p50": "TTFT p50",
-              "tpot_ms.p50": "TPOT p50", "e2e_ms.p50": "E2E p50"}  # fmt: skip
+    wanted = {
+        "output_throughput": "output tok/s",
+        "ttft_ms.p50": "TTFT p50",
+        "tpot_ms.p50": "TPOT p50",
+        "e2e_ms.p50": "E2E p50",
+    }
     lines: list[str] = []
     for result in rep.perf.results:
         parts = []
@@ -272,8 +286,10 @@ def _multi_breakdown(
     starts: Sequence[ServerStart], timings: dict[str, float]
 ) -> list[tuple[str, float]]:
     """A multi run's start-ups, then its stages (each candidate's report has its own detail)."""
-    rows = [(f"start-up {s.side}{' (preflight)' if s.purpose == 'preflight' else ''}",
-             s.ready_s or 0.0) for s in starts]  # fmt: skip
+    rows = [
+        (f"start-up {s.side}{' (preflight)' if s.purpose == 'preflight' else ''}", s.ready_s or 0.0)
+        for s in starts
+    ]
     rows += [(f"stage {k}", v) for k, v in timings.items()]
     rows.append(("total", sum(timings.values())))
     return [(what, round(seconds, 1)) for what, seconds in rows]

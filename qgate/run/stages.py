@@ -93,8 +93,9 @@ def _probes(ctx: RunContext, quality: QualityOutput) -> list[Probe]:
     for rec in run.items[:PROBES_MAX]:
         item = items.get(rec.id)
         if item is not None:
-            out.append((rec.id, [{"role": "user", "content": short_prompt(item.question)}],
-                        rec.answer))  # fmt: skip
+            out.append(
+                (rec.id, [{"role": "user", "content": short_prompt(item.question)}], rec.answer)
+            )
     return out
 
 
@@ -212,23 +213,36 @@ def plan_for(
     # build of vLLM runs as written, one server at a time)
     on_cpu = first.target.accelerator.lower() == "cpu" and engine_on_cpu(first)
     why = sequence_reason(
-        profiles, reference_cached=reference_cached, refresh=refresh, on_cpu=on_cpu,
-        cores=len(cores), available_gib=_available_gib(), kv_cache_gib=_kv_cache_gib(first),
-    )  # fmt: skip
+        profiles,
+        reference_cached=reference_cached,
+        refresh=refresh,
+        on_cpu=on_cpu,
+        cores=len(cores),
+        available_gib=_available_gib(),
+        kv_cache_gib=_kv_cache_gib(first),
+    )
     side_by_side = None
     if why is None and on_cpu:
         half = len(cores) // 2
-        side_by_side = (f"cores {bind_spec(cores[:half])} (of {len(cores)})",
-                        f"cores {bind_spec(cores[half:half * 2])} (of {len(cores)})")  # fmt: skip
+        side_by_side = (
+            f"cores {bind_spec(cores[:half])} (of {len(cores)})",
+            f"cores {bind_spec(cores[half : half * 2])} (of {len(cores)})",
+        )
     elif why is None:
         shares = memory_shares(first)
         assert shares is not None  # sequence_reason found them
         device = f"{first.target.accelerator} 0"
-        side_by_side = (f"{device}, {shares[0]:.0%} of its memory",
-                        f"{device}, {shares[1]:.0%} of its memory, started once the "
-                        "reference is ready")  # fmt: skip
-    out = make_plan(profiles, reference_cached=reference_cached, placement=placement(first),
-                    refresh=refresh, side_by_side=side_by_side)  # fmt: skip
+        side_by_side = (
+            f"{device}, {shares[0]:.0%} of its memory",
+            f"{device}, {shares[1]:.0%} of its memory, started once the reference is ready",
+        )
+    out = make_plan(
+        profiles,
+        reference_cached=reference_cached,
+        placement=placement(first),
+        refresh=refresh,
+        side_by_side=side_by_side,
+    )
     for name, profile in profiles:
         if profile.attribution is not None and profile.attribution.enabled:
             _attribution_life(out, name, profile)
@@ -245,11 +259,14 @@ def _attribution_life(out: Plan, name: str, profile: Profile) -> None:
     if any(life.side == side for life in out.lives):
         return
     lives = profile.attribution.max_lives if profile.attribution else 8
-    out.lives.append(Life(
-        side=side, placement=placement(profile),
-        serves=["sub-candidates, one life each: quality suites, gates (no perf)"],
-        condition=f"when {name} fails its gates; up to {lives} lives",
-    ))  # fmt: skip
+    out.lives.append(
+        Life(
+            side=side,
+            placement=placement(profile),
+            serves=["sub-candidates, one life each: quality suites, gates (no perf)"],
+            condition=f"when {name} fails its gates; up to {lives} lives",
+        )
+    )
 
 
 def _available_gib() -> float | None:
@@ -321,5 +338,6 @@ def attribute_failures(
         spec = ctx.profile.attribution
         stage = "attribution" + ("" if runs.multi is None else f":{runs.names[index]}")
         with clock.stage(stage):
-            result.attribution = attribute(ctx, reference, spec.max_lives if spec else 8,
-                                           spec.groups if spec else [])  # fmt: skip
+            result.attribution = attribute(
+                ctx, reference, spec.max_lives if spec else 8, spec.groups if spec else []
+            )

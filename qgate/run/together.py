@@ -130,8 +130,9 @@ def side_by_side(
         judge(cand, out, reference, force_perf)
         if out.status in ("ran", "ungated") and stages.compares_to_reference(cand):
             with clock.stage("perf"):
-                ref_perf, out.perf_runs = interleaved(ctx, cand, ref_rt, cand_rt, reference,
-                                                      out.quality, blocks)  # fmt: skip
+                ref_perf, out.perf_runs = interleaved(
+                    ctx, cand, ref_rt, cand_rt, reference, out.quality, blocks
+                )
         elif out.status in ("ran", "ungated"):
             with clock.stage("perf"):
                 out.perf_runs = stages.perf_blocks(cand, cand_rt, "candidate", out.quality)
@@ -140,9 +141,13 @@ def side_by_side(
 
 
 def _both_qualities(
-    ctx: RunContext, cand: RunContext, ref_rt: Runtime, cand_rt: Runtime,
-    pool: ThreadPoolExecutor, clock: StageClock,
-) -> tuple[QualityOutput, QualityOutput]:  # fmt: skip
+    ctx: RunContext,
+    cand: RunContext,
+    ref_rt: Runtime,
+    cand_rt: Runtime,
+    pool: ThreadPoolExecutor,
+    clock: StageClock,
+) -> tuple[QualityOutput, QualityOutput]:
     """Both quality stages at once; the reference's results signed into the cache."""
     from qgate.run import reference as ref_stage
     from qgate.run.stages import attribution_wanted

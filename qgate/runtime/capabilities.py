@@ -207,10 +207,17 @@ def check_runtime(profile: Profile, role: Role, spec: RuntimeSpec, cpu: CpuCaps)
             if rule.key == key and rule.applies(value) and not rule.supported(cpu):
                 shared = f"{role}.engine" if spec.engine is not None else "engine"
                 where = f"{role}.args.{key}" if key in spec.args else f"{shared}.args.{key}"
-                problems.append(Problem(role, key, value, (
-                    f"{where}: {value} cannot run here: {rule.needs}; this CPU: "
-                    f"{cpu.describe()}; way out: {rule.way_out}"
-                )))  # fmt: skip
+                problems.append(
+                    Problem(
+                        role,
+                        key,
+                        value,
+                        (
+                            f"{where}: {value} cannot run here: {rule.needs}; this CPU: "
+                            f"{cpu.describe()}; way out: {rule.way_out}"
+                        ),
+                    )
+                )
     return problems
 
 
@@ -267,8 +274,7 @@ def select_runtimes(profile: Profile, cpu: CpuCaps) -> Selection:
             if engine_on_cpu(profile, spec) and any(
                 _fp8(v) for v in runtime_args(profile, spec).values()
             ):
-                notes.append(f"{role}: native on this CPU ({cpu.describe()}): "
-                             f"{_describe(spec)}")  # fmt: skip
+                notes.append(f"{role}: native on this CPU ({cpu.describe()}): {_describe(spec)}")
             continue
         if spec.fallback is not None:
             alt = _fallback_spec(spec)
@@ -312,16 +318,20 @@ def _serving_dtype(profile: Profile, chosen: dict[Role, RuntimeSpec], cpu: CpuCa
             spec = chosen[role]
             chosen[role] = spec.model_copy(update={"args": {**spec.args, "dtype": choice.dtype}})
         where = " and ".join(on_cpu)
-        return [f"serving dtype: {choice.dtype} on {where} (engine.cpu_dtype: auto), because "
-                f"{choice.reason}; emulated weights, if any, are stored in {choice.dtype}; "
-                f"this CPU: {cpu.describe()}"]  # fmt: skip
+        return [
+            f"serving dtype: {choice.dtype} on {where} (engine.cpu_dtype: auto), because "
+            f"{choice.reason}; emulated weights, if any, are stored in {choice.dtype}; "
+            f"this CPU: {cpu.describe()}"
+        ]
     if native_bf16(cpu):
         return []
     notes = []
     for role in on_cpu:
         dtype = runtime_args(profile, chosen[role]).get("dtype")
         if isinstance(dtype, str) and dtype.lower() in HALF_DTYPES:
-            notes.append(f"{role}: dtype {dtype} runs emulated on this CPU (no bf16/fp16 "
-                         f"instructions: {EMULATED_BF16_COST}); `engine.cpu_dtype: auto` "
-                         f"serves float32 here; this CPU: {cpu.describe()}")  # fmt: skip
+            notes.append(
+                f"{role}: dtype {dtype} runs emulated on this CPU (no bf16/fp16 "
+                f"instructions: {EMULATED_BF16_COST}); `engine.cpu_dtype: auto` "
+                f"serves float32 here; this CPU: {cpu.describe()}"
+            )
     return notes

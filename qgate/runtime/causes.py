@@ -220,5 +220,6 @@ def blamed_on(runtime: Runtime) -> Iterator[None]:
         except RuntimeFailure as dead:
             raise dead from exc
         log = f" (log: {runtime.log_path})" if runtime.log_path else ""
-        raise InfrastructureError(f"{runtime.role} runtime: {exc.message}{log}",
-                                  exc.details) from exc  # fmt: skip
+        raise InfrastructureError(
+            f"{runtime.role} runtime: {exc.message}{log}", exc.details
+        ) from exc

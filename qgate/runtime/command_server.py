@@ -60,16 +60,22 @@ class CommandServer(ServerProcess):
     def spec_issues(cls, launch: EngineLaunch) -> list[tuple[KeyPath, str]]:
         issues: list[tuple[KeyPath, str]] = []
         if not launch.command:
-            return [(("command",), "required when kind is 'command': the words that start "
-                     "the server, e.g. [python, -m, my.server, --port, '{port}']")]  # fmt: skip
+            return [
+                (
+                    ("command",),
+                    "required when kind is 'command': the words that start "
+                    "the server, e.g. [python, -m, my.server, --port, '{port}']",
+                )
+            ]
         if launch.launcher is not None:
             issues.append((("launcher",), "not used by kind 'command' (give 'command')"))
         for index, word in enumerate(launch.command):
             for name in _FIELD.findall(word):
                 if name not in PLACEHOLDERS:
                     known = " ".join(f"{{{p}}}" for p in PLACEHOLDERS)
-                    issues.append((("command", index), f"unknown placeholder {{{name}}}; "
-                                   f"known: {known}"))  # fmt: skip
+                    issues.append(
+                        (("command", index), f"unknown placeholder {{{name}}}; known: {known}")
+                    )
         if launch.port is None and not any("{port}" in w for w in launch.command):
             issues.append((("command",), "must contain {port}, or set a fixed 'port'"))
         return issues
@@ -103,11 +109,18 @@ class CommandServer(ServerProcess):
 
     @classmethod
     def from_template(
-        cls, template: list[str], *, role: Role, model_path: Path, served_model: str,
-        run_dir: Path, **kw: object,
-    ) -> CommandServer:  # fmt: skip
+        cls,
+        template: list[str],
+        *,
+        role: Role,
+        model_path: Path,
+        served_model: str,
+        run_dir: Path,
+        **kw: object,
+    ) -> CommandServer:
         """A command server without a profile (tests, scripts)."""
-        server = cls(role=role, model_path=model_path, served_model=served_model,
-                     run_dir=run_dir, **kw)  # type: ignore[arg-type]  # fmt: skip
+        server = cls(
+            role=role, model_path=model_path, served_model=served_model, run_dir=run_dir, **kw
+        )  # type: ignore[arg-type]
         server.set_template(template)
         return server

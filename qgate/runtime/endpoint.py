@@ -74,7 +74,10 @@ class Endpoint(EngineDecl, Lifecycle):
 
     @classmethod
     def from_profile(
-        cls, profile: Profile, role: Role, model_path: Path | None = None,
+        cls,
+        profile: Profile,
+        role: Role,
+        model_path: Path | None = None,
         run_dir: Path | None = None,
     ) -> Endpoint:
         spec = getattr(profile, role).endpoint

@@ -249,8 +249,13 @@ def torch_facts() -> dict[str, Any]:
         for i in range(torch.cuda.device_count()):
             props = torch.cuda.get_device_properties(i)
             cap = (int(props.major), int(props.minor)) if hasattr(props, "major") else None
-            devices.append({"model": str(props.name), "memory_bytes": int(props.total_memory),
-                            "arch": arch_name(vendor, props, cap)})  # fmt: skip
+            devices.append(
+                {
+                    "model": str(props.name),
+                    "memory_bytes": int(props.total_memory),
+                    "arch": arch_name(vendor, props, cap),
+                }
+            )
         facts["devices"] = devices
     except RuntimeError:
         return facts
@@ -281,8 +286,10 @@ def qgate_revision(source_root: Path | None = None) -> str | None:
     """
     root = source_root or Path(__file__).resolve().parents[2]
     if (root / ".git").exists() and (root / "qgate").is_dir():
-        out = _run(["git", "-C", str(root), "describe", "--always", "--dirty", "--tags",
-                    "--abbrev=12"], timeout=10.0)  # fmt: skip
+        out = _run(
+            ["git", "-C", str(root), "describe", "--always", "--dirty", "--tags", "--abbrev=12"],
+            timeout=10.0,
+        )
         if out and out.strip():
             return out.strip()
     try:
@@ -296,8 +303,7 @@ def qgate_revision(source_root: Path | None = None) -> str | None:
 
 def _group(devices: list[dict[str, Any]], **common: Any) -> list[Accelerator]:
     counts = Counter(
-        (d["model"], d.get("memory_bytes"), d.get("driver_version"), d.get("arch"))
-        for d in devices
+        (d["model"], d.get("memory_bytes"), d.get("driver_version"), d.get("arch")) for d in devices
     )
     return [
         Accelerator(

@@ -78,8 +78,9 @@ class ServerProcess(EngineDecl, Lifecycle):
         self.secret_names = list(secret_names)
         self.emulated = list(emulated)
         self.accelerator = accelerator
-        self.args, self.env_overlay = self.prepare_args(dict(args or {}), dict(env or {}),
-                                                        accelerator)  # fmt: skip
+        self.args, self.env_overlay = self.prepare_args(
+            dict(args or {}), dict(env or {}), accelerator
+        )
         self.port: int | None = None
         self.command: list[str] = []
         self.returncode: int | None = None
@@ -202,8 +203,12 @@ class ServerProcess(EngineDecl, Lifecycle):
     def _fail(self, message: str, returncode: int | None = None) -> RuntimeFailure:
         line, context = causes.explain(message, returncode, causes.read_log(self.log_path))
         secrets = self._secrets()
-        return RuntimeFailure(self.role, f"{redact_text(line, secrets)} (log: {self.log_path})",
-                              [redact_text(c, secrets) for c in context], returncode)  # fmt: skip
+        return RuntimeFailure(
+            self.role,
+            f"{redact_text(line, secrets)} (log: {self.log_path})",
+            [redact_text(c, secrets) for c in context],
+            returncode,
+        )
 
     def _spawn(self, port: int) -> None:
         self.port = port

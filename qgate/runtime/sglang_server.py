@@ -52,8 +52,14 @@ _INFO_FIELDS = {
     "version": "engine_version",
 }
 # Requested args whose applied value decides the numerics; compared with /get_server_info.
-CHECKED_ARGS = ("dtype", "kv_cache_dtype", "quantization", "attention_backend", "tp_size",
-                "context_length")  # fmt: skip
+CHECKED_ARGS = (
+    "dtype",
+    "kv_cache_dtype",
+    "quantization",
+    "attention_backend",
+    "tp_size",
+    "context_length",
+)
 
 
 def server_info_facts(info: Mapping[str, Any]) -> dict[str, Any]:

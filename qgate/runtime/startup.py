@@ -29,8 +29,10 @@ _PHASES: dict[str, tuple[re.Pattern[str], ...]] = {
         re.compile(rf"Model loading took [\d.]+ ?GiB and {_NUMBER} ?s(?:ec(?:ond)?s?)?"),
         re.compile(rf"Loading weights took {_NUMBER} ?s(?:ec(?:ond)?s?)?"),
     ),
-    "compile_s": (re.compile(rf"torch\.compile take?s? {_NUMBER} ?s in total"),
-                  re.compile(rf"torch\.compile took {_NUMBER} ?s in total")),  # fmt: skip
+    "compile_s": (
+        re.compile(rf"torch\.compile take?s? {_NUMBER} ?s in total"),
+        re.compile(rf"torch\.compile took {_NUMBER} ?s in total"),
+    ),
     "graphs_s": (re.compile(rf"Graph capturing finished in {_NUMBER} ?secs?"),),
     "engine_init_s": (re.compile(rf"init engine \([^)]*\) took {_NUMBER} ?s(?:ec(?:ond)?s?)?"),),
 }
@@ -60,8 +62,12 @@ def compile_cache(log_text: str) -> CompileCache | None:
     return None
 
 
-_PHASE_WORDS = {"weights_s": "weights", "compile_s": "torch.compile", "graphs_s": "graph capture",
-                "engine_init_s": "engine init"}  # fmt: skip
+_PHASE_WORDS = {
+    "weights_s": "weights",
+    "compile_s": "torch.compile",
+    "graphs_s": "graph capture",
+    "engine_init_s": "engine init",
+}
 
 
 def ready_line(config: EffectiveConfig, log_path: Path | None) -> str:
@@ -75,10 +81,11 @@ def ready_line(config: EffectiveConfig, log_path: Path | None) -> str:
     return f"{took} ({inside})" if inside else took
 
 
-def start_facts(
-    log_text: str, spawned_at: float | None, ready_at: float | None
-) -> dict[str, Any]:
+def start_facts(log_text: str, spawned_at: float | None, ready_at: float | None) -> dict[str, Any]:
     """The EffectiveConfig fields of one start: ready_s, startup, compile_cache."""
     ready = None if spawned_at is None or ready_at is None else round(ready_at - spawned_at, 2)
-    return {"ready_s": ready, "startup": startup_phases(log_text),
-            "compile_cache": compile_cache(log_text)}  # fmt: skip
+    return {
+        "ready_s": ready,
+        "startup": startup_phases(log_text),
+        "compile_cache": compile_cache(log_text),
+    }

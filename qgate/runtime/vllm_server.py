@@ -123,18 +123,25 @@ class VllmServer(ServerProcess):
         # positional, which that parser would drop and then look up its default model on the
         # Hub (seen on the H200, offline). So the dry check always gets the flag form.
         as_module = [sys.executable, "-m", cmd.API_SERVER_MODULE]
-        argv = cmd.build_command(as_module, str(self.model_path), self.served_model, self.host,
-                                 1, self.args)[len(as_module):]  # fmt: skip
+        argv = cmd.build_command(
+            as_module, str(self.model_path), self.served_model, self.host, 1, self.args
+        )[len(as_module) :]
         python = launcher[0] if launcher[1:3] == ("-m", cmd.API_SERVER_MODULE) else sys.executable
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._log_note(f"preflight: {self.role} command line through vLLM's argument parser")
         try:
-            done = subprocess.run([python, "-c", _DRY_CHECK, *argv], env=self.server_env(),
-                                  capture_output=True, text=True, timeout=DRY_CHECK_TIMEOUT_S,
-                                  check=False)  # fmt: skip
+            done = subprocess.run(
+                [python, "-c", _DRY_CHECK, *argv],
+                env=self.server_env(),
+                capture_output=True,
+                text=True,
+                timeout=DRY_CHECK_TIMEOUT_S,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
-            raise self._fail(f"preflight: no answer from vLLM's argument parser within "
-                             f"{DRY_CHECK_TIMEOUT_S:g} s") from None  # fmt: skip
+            raise self._fail(
+                f"preflight: no answer from vLLM's argument parser within {DRY_CHECK_TIMEOUT_S:g} s"
+            ) from None
         with open(self.log_path, "a", encoding="utf-8") as log:
             log.write(done.stdout + done.stderr)
         if done.returncode != 0 or "qgate-dry-check: ok" not in done.stdout:
@@ -146,9 +153,11 @@ class VllmServer(ServerProcess):
             secrets = self._secrets()  # the fatal line and the frames above it, no usage text
             context = [redact_text(ln, secrets) for ln in cause_context(done.stderr)]
             raise RuntimeFailure(
-                self.role, f"preflight: vLLM refused the command line: {cause} (log: "
-                f"{self.log_path})", context, done.returncode,
-            )  # fmt: skip
+                self.role,
+                f"preflight: vLLM refused the command line: {cause} (log: {self.log_path})",
+                context,
+                done.returncode,
+            )
 
     def prepare_args(
         self, args: dict[str, EngineArgValue], env: dict[str, str], accelerator: str

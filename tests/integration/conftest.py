@@ -24,8 +24,10 @@ SERVED_MODEL = "smollm2"
 # (emulated bf16 is ~5x slower to prefill on an AVX2-only CPU).
 SERVING_DTYPE = cpu_serving_dtype(probe_cpu()).dtype
 SERVER_ARGS: dict[str, EngineArgValue] = {
-    "enforce_eager": True, "max_model_len": 4096, "dtype": SERVING_DTYPE,
-}  # fmt: skip
+    "enforce_eager": True,
+    "max_model_len": 4096,
+    "dtype": SERVING_DTYPE,
+}
 
 
 @pytest.fixture(scope="session")
@@ -65,7 +67,10 @@ def smollm2_checkpoint() -> Path:
 
 
 def _serve(
-    role: str, checkpoint: Path, run_dir: Path, extra: dict[str, EngineArgValue],
+    role: str,
+    checkpoint: Path,
+    run_dir: Path,
+    extra: dict[str, EngineArgValue],
     env: dict[str, str],
 ) -> Iterator[VllmServer]:
     server = VllmServer(
@@ -103,9 +108,11 @@ def fp8kv_server(smollm2_checkpoint: Path, runtime_root: Path) -> Iterator[VllmS
     """The same server with `kv_cache_dtype: fp8` (the candidate of the embedded demo)."""
     cpu = probe_cpu()
     if not native_fp8_kv(cpu):
-        pytest.skip(f"vLLM-CPU runs an FP8 KV cache only with AVX-512 or AMX; this CPU: "
-                    f"{cpu.describe()} (the fallback path is covered by test_pipeline.py and "
-                    f"tests/unit/runtime/test_capabilities.py)")  # fmt: skip
+        pytest.skip(
+            f"vLLM-CPU runs an FP8 KV cache only with AVX-512 or AMX; this CPU: "
+            f"{cpu.describe()} (the fallback path is covered by test_pipeline.py and "
+            f"tests/unit/runtime/test_capabilities.py)"
+        )
     run_dir = runtime_root / "fp8kv-server"
     # Half the CPU default: the profile's value wins over qgate's (test_runtime_vllm.py).
     env = {"VLLM_CPU_KVCACHE_SPACE": "1"}

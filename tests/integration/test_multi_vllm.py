@@ -52,8 +52,9 @@ perf:
 
 
 def qgate(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*QGATE, *args], capture_output=True, text=True, env=env,
-                          timeout=900, check=False)  # fmt: skip
+    return subprocess.run(
+        [*QGATE, *args], capture_output=True, text=True, env=env, timeout=900, check=False
+    )
 
 
 def test_one_run_several_candidates(tmp_path: Path, smollm2_checkpoint: Path) -> None:
@@ -62,9 +63,18 @@ def test_one_run_several_candidates(tmp_path: Path, smollm2_checkpoint: Path) ->
     assert qgate("keygen", "--out", str(tmp_path / "k"), env=env).returncode == 0
     profile = tmp_path / "multi.yaml"
     profile.write_text(PROFILE)
-    done = qgate("run", str(profile), "--out", str(tmp_path / "runs"), "--key",
-                 str(tmp_path / "k.pem"), "--cache-dir", str(tmp_path / "cache"),
-                 "--no-progress", env=env)  # fmt: skip
+    done = qgate(
+        "run",
+        str(profile),
+        "--out",
+        str(tmp_path / "runs"),
+        "--key",
+        str(tmp_path / "k.pem"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--no-progress",
+        env=env,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "candidate prefix-cache (required): PASS; perf ran" in done.stdout, done.stdout
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith("report: "))
@@ -75,16 +85,26 @@ def test_one_run_several_candidates(tmp_path: Path, smollm2_checkpoint: Path) ->
     assert (run_dir / "raw" / "reference-perf.json").is_file()
     for name in ("prefix-cache", "fp8-weights"):
         own = run_dir / "candidates" / name
-        for file in ("raw/candidate-quality.json", "raw/candidate-perf.json",
-                     "logs/candidate.log"):  # fmt: skip
+        for file in ("raw/candidate-quality.json", "raw/candidate-perf.json", "logs/candidate.log"):
             assert (own / file).is_file(), f"{name}/{file}"
-    verified = qgate("verify", str(envelope), "--pubkey", str(tmp_path / "k.pub.pem"),
-                     "--profile", str(profile), env=env)  # fmt: skip
+    verified = qgate(
+        "verify",
+        str(envelope),
+        "--pubkey",
+        str(tmp_path / "k.pub.pem"),
+        "--profile",
+        str(profile),
+        env=env,
+    )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "table of 2 candidates and overall verdict" in verified.stdout
     md = (run_dir / "report.md").read_text()
-    for column in ("Out tok/s ratio [95% CI]", "Req out tok/s ratio", "Decode tok/s ratio",
-                   "TTFT p90 ratio"):  # fmt: skip
+    for column in (
+        "Out tok/s ratio [95% CI]",
+        "Req out tok/s ratio",
+        "Decode tok/s ratio",
+        "TTFT p90 ratio",
+    ):
         assert column in md
     shown = qgate("show", str(envelope), "--format", "json", env=env)
     report = json.loads(shown.stdout)

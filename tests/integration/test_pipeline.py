@@ -99,14 +99,27 @@ def keypair(workspace: Path, env: dict[str, str]) -> tuple[Path, Path]:
 
 
 def write_profile(
-    workspace: Path, name: str, candidate: str, math_drop: float, kld: float,
-    preflight: str = "never", placement: str = "auto", stop: str = "'off'",
+    workspace: Path,
+    name: str,
+    candidate: str,
+    math_drop: float,
+    kld: float,
+    preflight: str = "never",
+    placement: str = "auto",
+    stop: str = "'off'",
 ) -> Path:
     # preflight 'never' saves CI a server start; the test of a candidate that cannot start
     # runs with the default ('auto'). placement 'auto' runs the two side by side (2 cores).
     path = workspace / f"{name}.yaml"
-    text = BASE.format(name=name, candidate=candidate, math_drop=math_drop, kld=kld,
-                       preflight=preflight, placement=placement, stop=stop)  # fmt: skip
+    text = BASE.format(
+        name=name,
+        candidate=candidate,
+        math_drop=math_drop,
+        kld=kld,
+        preflight=preflight,
+        placement=placement,
+        stop=stop,
+    )
     path.write_text(text)
     return path
 
@@ -124,9 +137,17 @@ def passing_run(
     # this run exercises the passing path; the demo profile carries the real limits.
     profile = write_profile(workspace, "it-fp8kv", FP8KV, math_drop=0.5, kld=1.0)
     done = qgate(
-        "run", str(profile), "--out", str(workspace / "runs"), "--key", str(keypair[0]),
-        "--cache-dir", str(workspace / "cache"), "--no-progress", env=env,
-    )  # fmt: skip
+        "run",
+        str(profile),
+        "--out",
+        str(workspace / "runs"),
+        "--key",
+        str(keypair[0]),
+        "--cache-dir",
+        str(workspace / "cache"),
+        "--no-progress",
+        env=env,
+    )
     yield done, profile
 
 
@@ -140,23 +161,43 @@ def test_passing_run_writes_a_report_that_verifies(
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("PASS"), done.stdout
     # stderr is a pipe here, as in CI: plain progress lines, one per stage and suite
-    for line in ("qgate: plan: 2 server start(s) side by side", "qgate: stage startup: started",
-                 "qgate: reference runtime ready in", "qgate: candidate math.long: ",
-                 "qgate: perf block 2/2: candidate", "qgate: stage perf: done in"):  # fmt: skip
+    for line in (
+        "qgate: plan: 2 server start(s) side by side",
+        "qgate: stage startup: started",
+        "qgate: reference runtime ready in",
+        "qgate: candidate math.long: ",
+        "qgate: perf block 2/2: candidate",
+        "qgate: stage perf: done in",
+    ):
         assert line in done.stderr, done.stderr
     assert "time:" in done.stdout and "start-up, both at once" in done.stdout, done.stdout
     assert "perf ran" in done.stdout
     assert re.search(r"perf fixed@c2: .*output tok/s x\d", done.stdout), done.stdout
     run_dir = run_dir_of(done.stdout)
-    for name in ("report.intoto.jsonl", "report.md", "report.html", "junit.xml",
-                 "raw/reference-quality.json", "raw/candidate-quality.json",
-                 "raw/candidate-perf.json", "raw/reference-perf.json",
-                 "logs/reference.log", "logs/candidate.log"):  # fmt: skip
+    for name in (
+        "report.intoto.jsonl",
+        "report.md",
+        "report.html",
+        "junit.xml",
+        "raw/reference-quality.json",
+        "raw/candidate-quality.json",
+        "raw/candidate-perf.json",
+        "raw/reference-perf.json",
+        "logs/reference.log",
+        "logs/candidate.log",
+    ):
         assert (run_dir / name).is_file(), name
     verified = qgate(
-        "verify", str(run_dir / "report.intoto.jsonl"), "--pubkey", str(keypair[1]),
-        "--profile", str(profile), "--model", str(smollm2_checkpoint), env=env,
-    )  # fmt: skip
+        "verify",
+        str(run_dir / "report.intoto.jsonl"),
+        "--pubkey",
+        str(keypair[1]),
+        "--profile",
+        str(profile),
+        "--model",
+        str(smollm2_checkpoint),
+        env=env,
+    )
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
@@ -164,8 +205,9 @@ def test_report_holds_both_runtimes_and_fp8_kv(
     passing_run: tuple[subprocess.CompletedProcess[str], Path], env: dict[str, str]
 ) -> None:
     done, _ = passing_run
-    shown = qgate("show", str(run_dir_of(done.stdout) / "report.intoto.jsonl"), "--format",
-                  "json", env=env)  # fmt: skip
+    shown = qgate(
+        "show", str(run_dir_of(done.stdout) / "report.intoto.jsonl"), "--format", "json", env=env
+    )
     assert shown.returncode == 0, shown.stderr
     report = json.loads(shown.stdout)
     configs = {c["role"]: c for c in report["effective_configs"]}
@@ -206,8 +248,12 @@ def test_report_holds_both_runtimes_and_fp8_kv(
     assert binds["reference"] and binds["candidate"] and binds["reference"] != binds["candidate"]
     blocks = sorted({(r["role"], r["block"]) for r in report["perf"]["runs"]})
     assert blocks == [("candidate", 0), ("candidate", 1), ("reference", 0), ("reference", 1)]
-    ratios = [c for r in report["perf"]["results"] for c in r["comparisons"]
-              if c["metric"] == "output_throughput"]  # fmt: skip
+    ratios = [
+        c
+        for r in report["perf"]["results"]
+        for c in r["comparisons"]
+        if c["metric"] == "output_throughput"
+    ]
     assert ratios and all(c["blocks"] == 2 and len(c["block_ratios"]) == 2 for c in ratios)
 
 
@@ -219,16 +265,32 @@ def test_rerun_uses_the_cached_reference(
 ) -> None:
     _, profile = passing_run
     done = qgate(
-        "run", str(profile), "--out", str(workspace / "runs"), "--key", str(keypair[0]),
-        "--cache-dir", str(workspace / "cache"), "--skip-perf", "--no-progress", env=env,
-    )  # fmt: skip
+        "run",
+        str(profile),
+        "--out",
+        str(workspace / "runs"),
+        "--key",
+        str(keypair[0]),
+        "--cache-dir",
+        str(workspace / "cache"),
+        "--skip-perf",
+        "--no-progress",
+        env=env,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "reference from cache" in done.stdout
     run_dir = run_dir_of(done.stdout)
     assert not (run_dir / "logs" / "reference.log").exists()  # no reference server this time
     assert (run_dir / "raw" / "reference-quality.json").is_file()
-    verified = qgate("verify", str(run_dir / "report.intoto.jsonl"), "--pubkey",
-                     str(keypair[1]), "--profile", str(profile), env=env)  # fmt: skip
+    verified = qgate(
+        "verify",
+        str(run_dir / "report.intoto.jsonl"),
+        "--pubkey",
+        str(keypair[1]),
+        "--profile",
+        str(profile),
+        env=env,
+    )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "reference provenance (cache, entry" in verified.stdout
 
@@ -254,13 +316,21 @@ def test_poisoned_cache_entry_is_refused(
     (entry / "reference.json").write_bytes(payload)
     (entry / "reference.json.sha256").write_text(hashlib.sha256(payload).hexdigest())
     done = qgate(
-        "run", str(profile), "--out", str(workspace / "runs"), "--key", str(keypair[0]),
-        "--cache-dir", str(cache), "--skip-perf", "--strict-cache", "--no-progress", env=env,
-    )  # fmt: skip
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert "failed authentication: the payload is not the one its signature covers" in (
-        done.stderr
+        "run",
+        str(profile),
+        "--out",
+        str(workspace / "runs"),
+        "--key",
+        str(keypair[0]),
+        "--cache-dir",
+        str(cache),
+        "--skip-perf",
+        "--strict-cache",
+        "--no-progress",
+        env=env,
     )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "failed authentication: the payload is not the one its signature covers" in (done.stderr)
 
 
 def test_failing_profile_exits_1_without_perf(
@@ -273,9 +343,17 @@ def test_failing_profile_exits_1_without_perf(
     # reference from the cache the candidate scores divergence first, which settles it
     profile = write_profile(workspace, "it-int4", INT4, math_drop=0.5, kld=0.05, stop="verdict")
     done = qgate(
-        "run", str(profile), "--out", str(workspace / "runs"), "--key", str(keypair[0]),
-        "--cache-dir", str(workspace / "cache"), "--no-progress", env=env,
-    )  # fmt: skip
+        "run",
+        str(profile),
+        "--out",
+        str(workspace / "runs"),
+        "--key",
+        str(keypair[0]),
+        "--cache-dir",
+        str(workspace / "cache"),
+        "--no-progress",
+        env=env,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("FAIL"), done.stdout
     assert "FAIL divergence.max_mean_kld" in done.stdout
@@ -287,8 +365,9 @@ def test_failing_profile_exits_1_without_perf(
     assert not (run_dir / "raw" / "candidate-perf.json").exists()
     cand = json.loads((run_dir / "raw" / "candidate-quality.json").read_text())
     assert cand["runs"] == [] and cand["scores"] is not None  # divergence alone ran
-    verified = qgate("verify", str(run_dir / "report.intoto.jsonl"), "--pubkey",
-                     str(keypair[1]), env=env)  # fmt: skip
+    verified = qgate(
+        "verify", str(run_dir / "report.intoto.jsonl"), "--pubkey", str(keypair[1]), env=env
+    )
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
@@ -296,13 +375,28 @@ def test_candidate_that_cannot_start_fails_before_the_reference(
     workspace: Path, env: dict[str, str], keypair: tuple[Path, Path]
 ) -> None:
     bad = "  args: {kv_cache_dtype: auto, no_such_engine_flag: 1}"
-    profile = write_profile(workspace, "it-bad-candidate", bad, math_drop=0.5, kld=1.0,
-                            preflight="auto", placement="sequence")  # fmt: skip
+    profile = write_profile(
+        workspace,
+        "it-bad-candidate",
+        bad,
+        math_drop=0.5,
+        kld=1.0,
+        preflight="auto",
+        placement="sequence",
+    )
     out = workspace / "bad-candidate"
     done = qgate(
-        "run", str(profile), "--out", str(out), "--key", str(keypair[0]),
-        "--cache-dir", str(workspace / "empty-cache"), "--no-progress", env=env,
-    )  # fmt: skip
+        "run",
+        str(profile),
+        "--out",
+        str(out),
+        "--key",
+        str(keypair[0]),
+        "--cache-dir",
+        str(workspace / "empty-cache"),
+        "--no-progress",
+        env=env,
+    )
     assert done.returncode == 3, done.stdout + done.stderr
     # progress lines come first (stderr is a pipe), then the one-line error
     lines = done.stderr.strip().splitlines()
@@ -363,11 +457,24 @@ def test_ctrl_c_during_candidate_start_leaves_no_server_and_keeps_reference(
     _, profile = passing_run  # the reference is cached: the first server is the candidate
     out = workspace / "interrupted"
     proc = subprocess.Popen(
-        [*QGATE, "run", str(profile), "--out", str(out), "--key", str(keypair[0]),
-         "--cache-dir", str(workspace / "cache"), "--no-progress"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            *QGATE,
+            "run",
+            str(profile),
+            "--out",
+            str(out),
+            "--key",
+            str(keypair[0]),
+            "--cache-dir",
+            str(workspace / "cache"),
+            "--no-progress",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         preexec_fn=_ctrl_c_reaches_it,
-    )  # fmt: skip
+    )
     deadline = time.monotonic() + 120
     servers: set[int] = set()
     while time.monotonic() < deadline and not servers:
@@ -398,11 +505,24 @@ def test_ctrl_c_during_the_side_by_side_quality_stops_both_servers_at_once(
     err = workspace / "interrupted-together.stderr"
     with err.open("w") as stderr_file:
         proc = subprocess.Popen(
-            [*QGATE, "run", str(profile), "--out", str(out), "--key", str(keypair[0]),
-             "--cache-dir", str(workspace / "empty-cache-together"), "--no-progress"],
-            env=env, stdout=subprocess.PIPE, stderr=stderr_file, text=True,
+            [
+                *QGATE,
+                "run",
+                str(profile),
+                "--out",
+                str(out),
+                "--key",
+                str(keypair[0]),
+                "--cache-dir",
+                str(workspace / "empty-cache-together"),
+                "--no-progress",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=stderr_file,
+            text=True,
             preexec_fn=_ctrl_c_reaches_it,
-        )  # fmt: skip
+        )
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and "stage quality: started" not in err.read_text():
             assert proc.poll() is None, err.read_text()

@@ -50,10 +50,22 @@ def test_dummy_weights_preview_runs_speed_only(tmp_path: Path, smollm2_checkpoin
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}
     env.pop("GITHUB_STEP_SUMMARY", None)
     done = subprocess.run(
-        [*QGATE, "run", str(profile), "--out", str(tmp_path / "runs"), "--no-progress",
-         "--cache-dir", str(tmp_path / "cache")],
-        capture_output=True, text=True, env=env, timeout=900, check=False,
-    )  # fmt: skip
+        [
+            *QGATE,
+            "run",
+            str(profile),
+            "--out",
+            str(tmp_path / "runs"),
+            "--no-progress",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        check=False,
+    )
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert done.stdout.startswith("PREVIEW (dummy weights: speed only): 3/3 gates passed"), out
@@ -64,9 +76,20 @@ def test_dummy_weights_preview_runs_speed_only(tmp_path: Path, smollm2_checkpoin
     assert "perf.fixed.tpot_ms.p50.max_ratio" in md
     pub = next(p for p in done.stdout.split() if p.endswith(".pub.pem"))
     verified = subprocess.run(
-        [*QGATE, "verify", str(run_dir / "report.intoto.jsonl"), "--pubkey", pub,
-         "--profile", str(profile)],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
-    )  # fmt: skip
+        [
+            *QGATE,
+            "verify",
+            str(run_dir / "report.intoto.jsonl"),
+            "--pubkey",
+            pub,
+            "--profile",
+            str(profile),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "verdict PREVIEW" in verified.stdout

@@ -38,9 +38,18 @@ def _suite_in_thread(server: VllmServer, errors: list[BaseException]) -> threadi
     def go() -> None:
         try:
             with blamed_on(server):
-                asyncio.run(run_math(server.base_url, SERVED_MODEL, MathSuite(prompts=["short"]),
-                                     "candidate", concurrency=4, seed=0, max_model_len=4096,
-                                     timeout_s=REQUEST_TIMEOUT_S))  # fmt: skip
+                asyncio.run(
+                    run_math(
+                        server.base_url,
+                        SERVED_MODEL,
+                        MathSuite(prompts=["short"]),
+                        "candidate",
+                        concurrency=4,
+                        seed=0,
+                        max_model_len=4096,
+                        timeout_s=REQUEST_TIMEOUT_S,
+                    )
+                )
         except BaseException as exc:  # noqa: BLE001 - the test inspects whatever ended it
             errors.append(exc)
 
@@ -63,13 +72,24 @@ def test_a_real_server_that_stops_answering_then_is_killed_mid_suite(
 ) -> None:
     # The grace a live server gets to answer /health after a failed request (30 s in use).
     check_alive = VllmServer.check_alive
-    monkeypatch.setattr(VllmServer, "check_alive",
-                        lambda self, timeout_s=HEALTH_GRACE_S: check_alive(self, timeout_s))
-    args = {"enforce_eager": True, "max_model_len": 4096,
-            "dtype": cpu_serving_dtype(probe_cpu()).dtype}
-    server = VllmServer(role="candidate", model_path=smollm2_checkpoint,
-                        served_model=SERVED_MODEL, run_dir=runtime_dir, args=args,
-                        startup_timeout_s=900)  # fmt: skip
+    monkeypatch.setattr(
+        VllmServer,
+        "check_alive",
+        lambda self, timeout_s=HEALTH_GRACE_S: check_alive(self, timeout_s),
+    )
+    args = {
+        "enforce_eager": True,
+        "max_model_len": 4096,
+        "dtype": cpu_serving_dtype(probe_cpu()).dtype,
+    }
+    server = VllmServer(
+        role="candidate",
+        model_path=smollm2_checkpoint,
+        served_model=SERVED_MODEL,
+        run_dir=runtime_dir,
+        args=args,
+        startup_timeout_s=900,
+    )
     with server:
         pgid = server.pid
         assert pgid is not None
@@ -102,8 +122,9 @@ def test_a_real_server_that_stops_answering_then_is_killed_mid_suite(
         killed = errors[0]
         assert isinstance(killed, QgateError), killed
         assert isinstance(killed, RuntimeFailure), killed.message
-        assert killed.message.startswith("candidate runtime: server exited (killed by SIGKILL — "
-                                         "often the out-of-memory killer")  # fmt: skip
+        assert killed.message.startswith(
+            "candidate runtime: server exited (killed by SIGKILL — often the out-of-memory killer"
+        )
         assert "Too many open files" not in killed.message
         assert not any("usage:" in line or "Too many open files" in line for line in killed.details)
         # Where vLLM printed its fd-limit warning at start-up (these machines: every start),

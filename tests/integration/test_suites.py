@@ -36,7 +36,7 @@ def test_math_short_and_long(reference_server: Any) -> None:
             seed=0,
             max_model_len=4096,
             long_tokens=1536,
-        )  # fmt: skip
+        )
     )
     short, long = runs
     assert (short.suite, long.suite) == ("math.short", "math.long")
@@ -63,7 +63,7 @@ def test_recall_1024(reference_server: Any) -> None:
             concurrency=6,
             seed=0,
             max_model_len=4096,
-        )  # fmt: skip
+        )
     )
     assert run.suite == "recall.1024" and len(run.items) == 6
     assert run.params["sizing"] == "tokenizer"
@@ -78,9 +78,13 @@ def test_recall_1024(reference_server: Any) -> None:
 def test_lm_eval_local_math(reference_server: Any, smollm2_checkpoint: Any) -> None:
     task = LmEvalTask(task="qgate_math", metric="exact_match,last-integer", limit=10)
     run = run_lm_eval(
-        reference_server.base_url, reference_server.served_model, task, "reference",
-        tokenizer_path=smollm2_checkpoint, concurrency=4,
-    )  # fmt: skip
+        reference_server.base_url,
+        reference_server.served_model,
+        task,
+        "reference",
+        tokenizer_path=smollm2_checkpoint,
+        concurrency=4,
+    )
     assert run.suite == "lm_eval.qgate_math"
     assert [i.id for i in run.items] == [f"doc-{n:05d}" for n in range(10)]
     assert all(i.expected.lstrip("-").isdigit() for i in run.items)

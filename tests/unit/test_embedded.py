@@ -140,10 +140,18 @@ def test_offline_download_failure_is_one_line_with_fix(
 ) -> None:
     monkeypatch.setattr(embedded, "_installed_gguf", lambda spec: None)
     monkeypatch.setattr(
-        embedded, "EMBEDDED",
-        {"smollm2": embedded.EmbeddedModel(
-            name="smollm2", folder="smollm2-135m-instruct", package="qgate-no-such-package-xyz",
-            version="0.0.1", gguf_member="x/y.gguf", served_name="smollm2")},
+        embedded,
+        "EMBEDDED",
+        {
+            "smollm2": embedded.EmbeddedModel(
+                name="smollm2",
+                folder="smollm2-135m-instruct",
+                package="qgate-no-such-package-xyz",
+                version="0.0.1",
+                gguf_member="x/y.gguf",
+                served_name="smollm2",
+            )
+        },
     )
     with pytest.raises(embedded.InfrastructureError) as err:
         embedded.prepare("smollm2")

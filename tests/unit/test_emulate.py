@@ -247,7 +247,13 @@ def test_a_float32_copy_holds_the_rounded_values_exactly(checkpoint: Path, tmp_p
 def test_stored_dtype_follows_the_serving_dtype() -> None:
     given = ("float32", "float", "half", "bf16", "auto", None)
     assert [formats.stored_dtype(d) for d in given] == [
-        "float32", "float32", "float16", "bfloat16", "bfloat16", "bfloat16"]  # fmt: skip
+        "float32",
+        "float32",
+        "float16",
+        "bfloat16",
+        "bfloat16",
+        "bfloat16",
+    ]
     with pytest.raises(BadInput, match="cannot be stored as 'int8'"):
         emulate_checkpoint(Path("."), WeightEmulation(format="int8"), Path("/nonexistent"), "int8")
 

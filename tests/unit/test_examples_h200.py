@@ -27,9 +27,15 @@ def _verify(name: str, pubkey: Path | None = None) -> tuple[int, str]:
     folder = H200 / name
     result = CliRunner().invoke(
         main,
-        ["verify", str(folder / "report.intoto.jsonl"), "--pubkey", str(pubkey or KEYS[name]),
-         "--profile", str(folder / "profile.yaml")],
-    )  # fmt: skip
+        [
+            "verify",
+            str(folder / "report.intoto.jsonl"),
+            "--pubkey",
+            str(pubkey or KEYS[name]),
+            "--profile",
+            str(folder / "profile.yaml"),
+        ],
+    )
     return result.exit_code, result.output
 
 
@@ -62,9 +68,14 @@ def test_smollm2_report_verifies_with_every_check_of_the_current_schema() -> Non
     # stored requests (perf derivation 5) and the quality verdicts with their eval-result fields
     code, out = _verify("smollm2-h200-fp8")
     assert code == 0, out
-    for line in ("embedded profile equals profile.yaml", "296 item answers and correctness",
-                 "512 divergence positions re-derived", "9 quality verdicts recomputed",
-                 "3 perf scenarios recomputed", "(verdict PASS)"):  # fmt: skip
+    for line in (
+        "embedded profile equals profile.yaml",
+        "296 item answers and correctness",
+        "512 divergence positions re-derived",
+        "9 quality verdicts recomputed",
+        "3 perf scenarios recomputed",
+        "(verdict PASS)",
+    ):
         assert line in out, out
     rep = _predicate("smollm2-h200-fp8")
     assert rep["schema_version"] == "2" and rep["verdict"] == "PASS"
@@ -78,7 +89,9 @@ def test_smollm2_report_verifies_with_every_check_of_the_current_schema() -> Non
 def test_smollm2_report_records_one_life_per_runtime_and_three_perf_blocks() -> None:
     rep = _predicate("smollm2-h200-fp8")
     assert [(s["side"], s["purpose"]) for s in rep["starts"]] == [
-        ("reference", "life"), ("candidate", "life")]  # fmt: skip
+        ("reference", "life"),
+        ("candidate", "life"),
+    ]
     assert all(s["ready_s"] > 0 and s["startup"]["weights_s"] > 0 for s in rep["starts"])
     assert rep["plan"]["blocks"] == 3
     assert sorted({r["block"] for r in rep["perf"]["runs"]}) == [0, 1, 2]

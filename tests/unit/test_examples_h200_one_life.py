@@ -32,9 +32,17 @@ def _predicate(name: str) -> dict[str, Any]:
 @pytest.mark.parametrize("name", ["smollm2-run1", "smollm2-run2", "preview-run1", "preview-run2"])
 def test_each_run_verifies_against_its_profile(name: str) -> None:
     folder = RUNS / name
-    result = CliRunner().invoke(main, [
-        "verify", str(folder / "report.intoto.jsonl"), "--pubkey", str(PUBKEY),
-        "--profile", str(folder / "profile.yaml")])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "verify",
+            str(folder / "report.intoto.jsonl"),
+            "--pubkey",
+            str(PUBKEY),
+            "--profile",
+            str(folder / "profile.yaml"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "VERIFIED" in result.output
 
@@ -66,11 +74,16 @@ def _ratios(name: str) -> dict[tuple[str, str], tuple[float, float, float]]:
 # Not every figure holds: the preview's c1 TPOT p50 ratio is x0.721 [0.720, 0.722] in run 1
 # and x0.716 [0.715, 0.718] in run 2 (both blocks of each life agree to 0.1%, the two lives
 # differ by 0.7%): a between-lives difference no interval of one run can cover.
-@pytest.mark.parametrize(("profile", "metric"), [
-    ("preview", ("c1", "output_throughput")), ("preview", ("c16", "output_throughput")),
-    ("preview", ("c1", "ttft_ms.p50")), ("smollm2", ("agent-2", "output_throughput")),
-    ("smollm2", ("fixed-256x32@c1", "output_throughput")),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("profile", "metric"),
+    [
+        ("preview", ("c1", "output_throughput")),
+        ("preview", ("c16", "output_throughput")),
+        ("preview", ("c1", "ttft_ms.p50")),
+        ("smollm2", ("agent-2", "output_throughput")),
+        ("smollm2", ("fixed-256x32@c1", "output_throughput")),
+    ],
+)
 def test_two_runs_lie_inside_each_others_intervals(profile: str, metric: tuple[str, str]) -> None:
     first, second = _ratios(f"{profile}-run1")[metric], _ratios(f"{profile}-run2")[metric]
     assert first[1] <= second[0] <= first[2], (first, second)

@@ -34,9 +34,17 @@ def _predicate(name: str) -> dict[str, Any]:
 @pytest.mark.parametrize("name", NAMES)
 def test_each_run_verifies_against_its_profile(name: str) -> None:
     folder = RUNS / name
-    result = CliRunner().invoke(main, [
-        "verify", str(folder / "report.intoto.jsonl"), "--pubkey", str(PUBKEY),
-        "--profile", str(folder / "profile.yaml")])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "verify",
+            str(folder / "report.intoto.jsonl"),
+            "--pubkey",
+            str(PUBKEY),
+            "--profile",
+            str(folder / "profile.yaml"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "VERIFIED" in result.output
     assert "verdict PASS" in result.output
@@ -81,10 +89,15 @@ def test_three_interleaved_blocks_per_scenario(name: str) -> None:
 
 
 # TPOT p50 and TTFT p50 at c=4 and for agent-2 agree both ways.
-@pytest.mark.parametrize("metric", [
-    ("fixed-256x32@c4", "tpot_ms.p50"), ("fixed-256x32@c4", "ttft_ms.p50"),
-    ("agent-2", "tpot_ms.p50"), ("agent-2", "ttft_ms.p50"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "metric",
+    [
+        ("fixed-256x32@c4", "tpot_ms.p50"),
+        ("fixed-256x32@c4", "ttft_ms.p50"),
+        ("agent-2", "tpot_ms.p50"),
+        ("agent-2", "ttft_ms.p50"),
+    ],
+)
 def test_two_runs_lie_inside_each_others_intervals(metric: tuple[str, str]) -> None:
     first, second = _ratios("run1")[metric], _ratios("run2")[metric]
     assert first[1] <= second[0] <= first[2], (first, second)
@@ -96,11 +109,16 @@ def test_two_runs_lie_inside_each_others_intervals(metric: tuple[str, str]) -> N
 # c=4 x0.75 [0.69, 0.83] and x0.98 [0.61, 1.58], TPOT p50 at c=1 x1.22 [0.98, 1.42] and
 # x1.49 [0.70, 3.39]: run 1's point lies inside run 2's wide interval, run 2's outside run 1's.
 # The eager 135M model is host-bound: one side's TPOT p50 moves 13 -> 25 ms from block to block.
-@pytest.mark.parametrize("metric", [
-    ("fixed-256x32@c1", "output_throughput"), ("fixed-256x32@c4", "output_throughput"),
-    ("agent-2", "output_throughput"), ("fixed-256x32@c1", "tpot_ms.p50"),
-    ("fixed-256x32@c1", "ttft_ms.p50"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "metric",
+    [
+        ("fixed-256x32@c1", "output_throughput"),
+        ("fixed-256x32@c4", "output_throughput"),
+        ("agent-2", "output_throughput"),
+        ("fixed-256x32@c1", "tpot_ms.p50"),
+        ("fixed-256x32@c1", "ttft_ms.p50"),
+    ],
+)
 def test_the_output_rates_that_do_not_agree(metric: tuple[str, str]) -> None:
     first, second = _ratios("run1")[metric], _ratios("run2")[metric]
     assert second[1] <= first[0] <= second[2]  # run 1's point inside run 2's wide interval

@@ -28,9 +28,15 @@ def _verify(name: str, profile: Path | None = None) -> tuple[int, str]:
     folder = H200X2 / name
     result = CliRunner().invoke(
         main,
-        ["verify", str(folder / "report.intoto.jsonl"), "--pubkey", str(PUBKEY),
-         "--profile", str(profile or folder / "profile.yaml")],
-    )  # fmt: skip
+        [
+            "verify",
+            str(folder / "report.intoto.jsonl"),
+            "--pubkey",
+            str(PUBKEY),
+            "--profile",
+            str(profile or folder / "profile.yaml"),
+        ],
+    )
     return result.exit_code, result.output
 
 

@@ -13,8 +13,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2] / "qgate"
-LAYERS = ["errors", "core", "profile", "attest", "checkpoint", "runtime", "quality", "perf",
-          "report", "run", "cli"]  # fmt: skip
+LAYERS = [
+    "errors",
+    "core",
+    "profile",
+    "attest",
+    "checkpoint",
+    "runtime",
+    "quality",
+    "perf",
+    "report",
+    "run",
+    "cli",
+]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
 

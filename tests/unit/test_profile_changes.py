@@ -12,30 +12,47 @@ SHIPPED = Path(__file__).resolve().parents[2] / "precision_profiles"
 
 
 def _profile(**candidate: object) -> Profile:
-    return Profile.model_validate({
-        "name": "p", "model": {"embedded": "smollm2"},
-        "engine": {"args": {"max_model_len": 2048, "enable_prefix_caching": True},
-                   "env": {"A": "1"}},
-        "reference": {"args": {"kv_cache_dtype": "auto"}},
-        "candidate": candidate, "quality": {"math": {"max_drop": 0.1}},
-    })  # fmt: skip
+    return Profile.model_validate(
+        {
+            "name": "p",
+            "model": {"embedded": "smollm2"},
+            "engine": {
+                "args": {"max_model_len": 2048, "enable_prefix_caching": True},
+                "env": {"A": "1"},
+            },
+            "reference": {"args": {"kv_cache_dtype": "auto"}},
+            "candidate": candidate,
+            "quality": {"math": {"max_drop": 0.1}},
+        }
+    )
 
 
 def test_every_difference_is_a_change_and_a_group_is_one() -> None:
-    profile = _profile(args={"kv_cache_dtype": "fp8", "enable_prefix_caching": False,
-                             "max_num_seqs": 4}, env={"A": "2", "VLLM_X_1": "1", "VLLM_X_2": "1"},
-                       emulate_weights={"format": "int4"})  # fmt: skip
+    profile = _profile(
+        args={"kv_cache_dtype": "fp8", "enable_prefix_caching": False, "max_num_seqs": 4},
+        env={"A": "2", "VLLM_X_1": "1", "VLLM_X_2": "1"},
+        emulate_weights={"format": "int4"},
+    )
     names = [c.name for c in changes_of(profile)]
-    assert names == ["args.enable_prefix_caching", "args.kv_cache_dtype", "args.max_num_seqs",
-                     "env.A", "env.VLLM_X_1", "env.VLLM_X_2", "emulate_weights"]  # fmt: skip
+    assert names == [
+        "args.enable_prefix_caching",
+        "args.kv_cache_dtype",
+        "args.max_num_seqs",
+        "env.A",
+        "env.VLLM_X_1",
+        "env.VLLM_X_2",
+        "emulate_weights",
+    ]
     grouped = changes_of(profile, [["env.VLLM_X_*"]])
     assert grouped[0].name == "env.VLLM_X_1+env.VLLM_X_2"
     assert changes_of(profile)[2].reference == "-" and changes_of(profile)[2].candidate == "4"
 
 
 def test_a_sub_candidate_is_the_reference_plus_the_changes_applied() -> None:
-    profile = _profile(args={"kv_cache_dtype": "fp8", "enable_prefix_caching": False},
-                       emulate_weights={"format": "int4"})  # fmt: skip
+    profile = _profile(
+        args={"kv_cache_dtype": "fp8", "enable_prefix_caching": False},
+        emulate_weights={"format": "int4"},
+    )
     none = sub_profile(profile, [])
     assert changes_of(none) == []  # the reference's settings exactly
     only = sub_profile(profile, ["args.enable_prefix_caching"])
@@ -50,5 +67,8 @@ def test_a_sub_candidate_is_the_reference_plus_the_changes_applied() -> None:
 def test_the_shipped_attribution_profile_has_three_changes_one_of_them_harmful() -> None:
     profile = load_profile(SHIPPED / "smollm2-cpu-int4-attribute.yaml", check_files=False)
     assert [c.name for c in changes_of(profile)] == [
-        "args.enable_prefix_caching", "args.max_num_seqs", "emulate_weights"]
+        "args.enable_prefix_caching",
+        "args.max_num_seqs",
+        "emulate_weights",
+    ]
     assert profile.attribution is not None and profile.attribution.enabled

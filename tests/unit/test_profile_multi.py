@@ -108,8 +108,9 @@ def test_problems_in_a_candidate_name_its_key_and_line(tmp_path: Path) -> None:
         "  flag: {required: maybe}\n"
     )
     problems = _problems(_write(tmp_path, text))
-    assert any(p.endswith(":10 candidates.typo.argz: unknown key; did you mean 'args'?")
-               for p in problems), problems  # fmt: skip
+    assert any(
+        p.endswith(":10 candidates.typo.argz: unknown key; did you mean 'args'?") for p in problems
+    ), problems
     assert any(":11 candidates.bad name: candidate names" in p for p in problems), problems
     assert any(":12 candidates.flag.required: must be bool" in p for p in problems), problems
 
@@ -183,5 +184,6 @@ def test_a_candidates_bad_speed_gate_names_its_own_key_and_line(tmp_path: Path) 
     assert ":11 candidates.b.perf_gates[0].metric:" in problems[0], problems
     without_perf = "candidates:\n  a:\n    perf_gates: []\n"
     problems = _problems(_write(tmp_path, without_perf))
-    assert any(":9 candidates.a.perf_gates: speed gates need a perf section" in p
-               for p in problems), problems  # fmt: skip
+    assert any(
+        ":9 candidates.a.perf_gates: speed gates need a perf section" in p for p in problems
+    ), problems

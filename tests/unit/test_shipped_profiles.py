@@ -15,9 +15,15 @@ PROFILES = sorted((Path(__file__).resolve().parents[2] / "precision_profiles").g
 
 def test_profiles_are_shipped() -> None:
     names = {p.stem for p in PROFILES}
-    shipped = {"smollm2-cpu-int8", "smollm2-cpu-fp8", "smollm2-cpu-fp8kv", "minimal",
-               "glm-5.2-fp8-aiter-mi325x", "kimi-k3-fp8kv-aiter-mi325x",
-               "kimi-k3-three-way-mi325x"}  # fmt: skip
+    shipped = {
+        "smollm2-cpu-int8",
+        "smollm2-cpu-fp8",
+        "smollm2-cpu-fp8kv",
+        "minimal",
+        "glm-5.2-fp8-aiter-mi325x",
+        "kimi-k3-fp8kv-aiter-mi325x",
+        "kimi-k3-three-way-mi325x",
+    }
     assert shipped <= names
 
 
@@ -91,8 +97,10 @@ def test_kimi_three_way_refuses_divergence_on_atom(tmp_path: Path) -> None:
     with pytest.raises(ProfileError) as info:
         load_any_profile_file(edited, check_files=False)
     lines = "\n".join(info.value.details)
-    assert "engine.kind: command does not serve prompt_logprobs, which quality.divergence needs" \
-        in lines  # fmt: skip
+    assert (
+        "engine.kind: command does not serve prompt_logprobs, which quality.divergence needs"
+        in lines
+    )
 
 
 def test_cpu_profiles_validate_with_their_files() -> None:
@@ -127,8 +135,10 @@ def test_preview_profiles_use_config_only_models(stem: str) -> None:
 def test_llama_preview_matches_vllm_bench_serve() -> None:
     profile = load_profile(next(p for p in PROFILES if p.stem == "llama3-8b-shape-h200-preview"))
     assert profile.perf is not None
-    got = [(s.name, s.input_tokens, s.output_tokens, s.concurrency, s.warmup, s.requests)
-           for s in profile.perf.scenarios]  # type: ignore[union-attr]  # fmt: skip
+    got = [
+        (s.name, s.input_tokens, s.output_tokens, s.concurrency, s.warmup, s.requests)
+        for s in profile.perf.scenarios
+    ]  # type: ignore[union-attr]
     assert got == [("c1", 1024, 128, 1, 2, 24), ("c16", 1024, 128, 16, 2, 128)]
     assert profile.candidate.args == {
         "dtype": "bfloat16",

@@ -25,8 +25,12 @@ def attribution_section(report: Report) -> Section | None:
         "against the same reference records, without perf: every change alone first, then "
         "halving (delta debugging); ERROR: it could not run here (not counted as failing)."
     )
-    sec.tables.append(Table(["Change", "Reference", "Candidate"],
-                            [[c.name, c.reference, c.candidate] for c in att.changes]))  # fmt: skip
+    sec.tables.append(
+        Table(
+            ["Change", "Reference", "Candidate"],
+            [[c.name, c.reference, c.candidate] for c in att.changes],
+        )
+    )
     reference = [r for r in report.quality.runs if r.role == "reference"]
     rows = []
     for i, t in enumerate(att.trials, 1):
@@ -39,11 +43,23 @@ def attribution_section(report: Report) -> Section | None:
         if t.divergence is not None and any(s.kld for s in t.divergence.sequences):
             kld = summarize_divergence(t.divergence).mean_kld
         failed = [v.gate for v in t.verdicts if not v.passed and v.settled]
-        rows.append([str(i), " + ".join(t.changes), t.verdict,
-                     ", ".join(failed) or (t.error or "–"), f"{lost} / {gained}", fmt(kld),
-                     f"{t.seconds:.0f} s"])  # fmt: skip
-    sec.tables.append(Table(["#", "Changes applied", "Verdict", "Failed gates",
-                             "Lost / gained", "Mean KL", "Time"], rows))  # fmt: skip
+        rows.append(
+            [
+                str(i),
+                " + ".join(t.changes),
+                t.verdict,
+                ", ".join(failed) or (t.error or "–"),
+                f"{lost} / {gained}",
+                fmt(kld),
+                f"{t.seconds:.0f} s",
+            ]
+        )
+    sec.tables.append(
+        Table(
+            ["#", "Changes applied", "Verdict", "Failed gates", "Lost / gained", "Mean KL", "Time"],
+            rows,
+        )
+    )
     if att.not_tried:
         sec.lines.append("Not tried (budget of lives spent): " + "; ".join(att.not_tried))
     return sec

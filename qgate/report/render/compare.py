@@ -25,8 +25,13 @@ def _headline(report: Report) -> list[tuple[float, float | None, float | None]]:
             if c.get("metric") == HEADLINE_METRIC and isinstance(ratio, int | float) and ratio > 0:
                 low, high = c.get("ci_low"), c.get("ci_high")
                 ok = isinstance(low, int | float) and isinstance(high, int | float) and low > 0
-                out.append((float(ratio), float(low) if ok else None,  # type: ignore[arg-type]
-                            float(high) if ok else None))  # type: ignore[arg-type]  # fmt: skip
+                out.append(
+                    (
+                        float(ratio),
+                        float(low) if ok else None,  # type: ignore[arg-type]
+                        float(high) if ok else None,
+                    )
+                )  # type: ignore[arg-type]
     return out
 
 
@@ -47,8 +52,12 @@ def headline_interval(report: Report) -> tuple[float | None, float | None, float
     mean = sum(math.log(r) for r, _, _ in rows) / n
     if any(low is None or high is None for _, low, high in rows):
         return math.exp(mean), None, None, n
-    se = math.sqrt(sum(((math.log(h) - math.log(lo)) / (2 * _Z)) ** 2
-                       for _, lo, h in rows if lo and h)) / n  # fmt: skip
+    se = (
+        math.sqrt(
+            sum(((math.log(h) - math.log(lo)) / (2 * _Z)) ** 2 for _, lo, h in rows if lo and h)
+        )
+        / n
+    )
     return math.exp(mean), math.exp(mean - _Z * se), math.exp(mean + _Z * se), n
 
 

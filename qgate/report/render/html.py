@@ -48,9 +48,14 @@ def html_table(table: Table) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-_LINE_CLASSES = (("WARNING", "warning"), ("ENGINE WARNING", "warning"), ("FAILED", "fail"),
-                 ("UNDERPOWERED", "warning"), ("PREVIEW", "warning"),
-                 ("MACHINE", "note"))  # fmt: skip
+_LINE_CLASSES = (
+    ("WARNING", "warning"),
+    ("ENGINE WARNING", "warning"),
+    ("FAILED", "fail"),
+    ("UNDERPOWERED", "warning"),
+    ("PREVIEW", "warning"),
+    ("MACHINE", "note"),
+)
 
 
 def _line(text: str) -> str:

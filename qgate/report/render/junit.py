@@ -46,10 +46,11 @@ def add_suite(root: ET.Element, name: str, report: Report) -> None:
     notes = worst_notes(report)  # where a failed gate's damage sits, beside its stored reason
     for v in verdicts:
         case = ET.SubElement(suite, "testcase", name=v.gate, classname=v.suite, time="0")
-        detail = f"observed={v.observed} limit={v.limit}" + (
-            f" n={v.n}" if v.n is not None else ""
-        ) + (f" power={v.power:.3f}" if v.power is not None else "") + (
-            " underpowered" if v.underpowered else ""
+        detail = (
+            f"observed={v.observed} limit={v.limit}"
+            + (f" n={v.n}" if v.n is not None else "")
+            + (f" power={v.power:.3f}" if v.power is not None else "")
+            + (" underpowered" if v.underpowered else "")
         )
         if not v.passed:
             kind = "GateFailed" if v.settled else "GateNotSettled"

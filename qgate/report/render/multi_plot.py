@@ -59,8 +59,15 @@ def pareto_plot(report: MultiReport) -> bytes | None:
         label="frontier (ringed)",
         zorder=1,
     )
-    ax.scatter([xy[i][0] for i in front], [xy[i][1] for i in front], s=160, facecolors="none",
-               edgecolors="#555", lw=1.2, zorder=3)  # fmt: skip
+    ax.scatter(
+        [xy[i][0] for i in front],
+        [xy[i][1] for i in front],
+        s=160,
+        facecolors="none",
+        edgecolors="#555",
+        lw=1.2,
+        zorder=3,
+    )
     for row, x, y in pts:
         color = _COLORS.get(row.verdict, "#9a6700")
         ax.scatter([x], [y], color=color, s=45, marker="o" if row.required else "s", zorder=2)

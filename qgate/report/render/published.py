@@ -41,7 +41,18 @@ def published_section(report: Report) -> Section | None:
     ]
     sec = Section("Published figures (measured against published)")
     sec.lines.append(CAVEAT)
-    header = ["Source", "Note", "Hardware", "Concurrency", "Metric", "Published", "Run",
-              "Candidate", "Cand / pub", "Reference", "Ref / pub"]  # fmt: skip
+    header = [
+        "Source",
+        "Note",
+        "Hardware",
+        "Concurrency",
+        "Metric",
+        "Published",
+        "Run",
+        "Candidate",
+        "Cand / pub",
+        "Reference",
+        "Ref / pub",
+    ]
     sec.tables.append(Table(header, rows))
     return sec

@@ -53,8 +53,15 @@ def _table(result: ScenarioResult) -> Table:
             + [fmt((at[r] or {}).get("completed")) for r in ROLES]
             + [_ttft(at[r]) for r in ROLES]
         )
-    header = ["From", "Ref out tok/s", "Cand out tok/s", "Ref req", "Cand req",
-              "Ref TTFT p50 / p90 ms", "Cand TTFT p50 / p90 ms"]  # fmt: skip
+    header = [
+        "From",
+        "Ref out tok/s",
+        "Cand out tok/s",
+        "Ref req",
+        "Cand req",
+        "Ref TTFT p50 / p90 ms",
+        "Cand TTFT p50 / p90 ms",
+    ]
     return Table(header, rows, caption=f"Scenario {result.scenario}, {width:g} s buckets")
 
 

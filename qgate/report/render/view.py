@@ -53,17 +53,22 @@ def _headline(report: Report) -> Section:
             sec.lines.append(f"FAILED {v.gate}: {v.reason}{worst_suffix(notes, v.gate)}")
     open_gates = [v.gate for v in failed if not v.settled]
     if open_gates:
-        sec.lines.append(f"NOT SETTLED (quality stopped early, verdict already decided): "
-                         f"{', '.join(open_gates)}")  # fmt: skip
+        sec.lines.append(
+            f"NOT SETTLED (quality stopped early, verdict already decided): {', '.join(open_gates)}"
+        )
     for line in summary_lines(report.attribution)[:1]:
         sec.lines.append("ATTRIBUTION: " + line.removeprefix("attribution: "))
     if _dummy_weights(report.profile):
-        sec.lines.append("PREVIEW: dummy (random) weights, speed only: no accuracy was measured, "
-                         "and the speed is that of this shape, not of a trained model")  # fmt: skip
+        sec.lines.append(
+            "PREVIEW: dummy (random) weights, speed only: no accuracy was measured, "
+            "and the speed is that of this shape, not of a trained model"
+        )
     weak = [v.gate for v in report.all_verdicts() if v.passed and v.underpowered]
     if weak:
-        sec.lines.append(f"UNDERPOWERED: {len(weak)} passing gate(s) cannot detect the drop they "
-                         f"forbid with this sample: {', '.join(weak)}")  # fmt: skip
+        sec.lines.append(
+            f"UNDERPOWERED: {len(weak)} passing gate(s) cannot detect the drop they "
+            f"forbid with this sample: {', '.join(weak)}"
+        )
     if report.emulated:
         sec.lines.append("EMULATED components: " + "; ".join(report.emulated))
     if report.target_mismatches:
@@ -103,9 +108,7 @@ def _gates(report: Report) -> Section:
         ]
         for v in report.all_verdicts()
     ]
-    sec.tables.append(
-        Table(["Gate", "Observed", "Limit", "n", "Power", "Result", "Reason"], rows)
-    )
+    sec.tables.append(Table(["Gate", "Observed", "Limit", "n", "Power", "Result", "Reason"], rows))
     sec.lines.append(
         "Signs: a max_drop gate observes the drop, reference minus candidate accuracy "
         "(positive = the candidate is worse); the accuracy table's Delta is candidate minus "
@@ -172,13 +175,21 @@ def _changed_answers(report: Report) -> Table:
         more += max(0, len(flipped) - _DRILL_PER_SUITE)
         for kind, item_id in flipped[:_DRILL_PER_SUITE]:
             r, c = by_ref[item_id], by_cand[item_id]
-            rows.append([suite, item_id, kind, str(r.expected),
-                         f"{r.answer} · {_snippet(r.output)}",
-                         f"{c.answer} · {_snippet(c.output)}"])  # fmt: skip
+            rows.append(
+                [
+                    suite,
+                    item_id,
+                    kind,
+                    str(r.expected),
+                    f"{r.answer} · {_snippet(r.output)}",
+                    f"{c.answer} · {_snippet(c.output)}",
+                ]
+            )
     caption = "Changed answers (answer · output)"
     caption += f"; {more} more in the records" if more else ""
-    return Table(["Suite", "Item", "Flip", "Expected", "Reference", "Candidate"], rows,
-                 caption=caption)  # fmt: skip
+    return Table(
+        ["Suite", "Item", "Flip", "Expected", "Reference", "Candidate"], rows, caption=caption
+    )
 
 
 def _divergence(report: Report) -> Section | None:
@@ -193,8 +204,10 @@ def _divergence(report: Report) -> Section | None:
         f"{len(div.sequences)} sequences, {len(vals)} positions, top-{div.top_k} logprobs."
     )
     both = kld_both_ways(report)
-    for key, label in (("forward", "KL(reference || candidate)"),
-                       ("reverse", "reverse KL(candidate || reference), not gated")):  # fmt: skip
+    for key, label in (
+        ("forward", "KL(reference || candidate)"),
+        ("reverse", "reverse KL(candidate || reference), not gated"),
+    ):
         if key in both:
             mean, se, n = both[key]
             err = f" ± {fmt(se)} (standard error over {n} sequences)" if se is not None else ""
@@ -248,8 +261,15 @@ def _perf(report: Report) -> Section:
         )
         rates = _rate_rows(result.reference, result.candidate)
         if rates:
-            header = ["Runtime", "Out tok/s", "Out tok/s/GPU", "Req/s", "Req out tok/s p50",
-                      "Decode tok/s p50", "TTFT p90 ms"]  # fmt: skip
+            header = [
+                "Runtime",
+                "Out tok/s",
+                "Out tok/s/GPU",
+                "Req/s",
+                "Req out tok/s p50",
+                "Decode tok/s p50",
+                "TTFT p90 ms",
+            ]
             sec.tables.append(Table(header, rates))
         dist = _distribution_rows(result.reference, result.candidate)
         if dist:
@@ -335,8 +355,18 @@ def _environment(report: Report) -> Section:
                 "; ".join(f"EMULATED {e}" for e in cfg.emulated) or "–",
             ]
         )
-    header = ["Role", "Kind", "Engine", "dtype", "Quant", "KV cache", "Attention",
-              "Linear kernel", "Scales at 1.0", "Emulated"]  # fmt: skip
+    header = [
+        "Role",
+        "Kind",
+        "Engine",
+        "dtype",
+        "Quant",
+        "KV cache",
+        "Attention",
+        "Linear kernel",
+        "Scales at 1.0",
+        "Emulated",
+    ]
     sec.tables.append(Table(header, rows))
     fp = (
         report.fingerprint.model_dump(mode="json", exclude={"checkpoint"})
@@ -351,12 +381,24 @@ def _environment(report: Report) -> Section:
     timing_rows = [[k, fmt(v)] for k, v in report.stage_timings.items()]
     if timing_rows:
         sec.tables.append(Table(["Stage", "Seconds"], timing_rows))
-    start_rows = [[s.side, s.purpose, s.kind, fmt(s.ready_s),
-                   ", ".join(f"{k} {fmt(v)}" for k, v in s.startup.items()) or "-",
-                   s.compile_cache or "-"] for s in report.starts]  # fmt: skip
+    start_rows = [
+        [
+            s.side,
+            s.purpose,
+            s.kind,
+            fmt(s.ready_s),
+            ", ".join(f"{k} {fmt(v)}" for k, v in s.startup.items()) or "-",
+            s.compile_cache or "-",
+        ]
+        for s in report.starts
+    ]
     if start_rows:
-        sec.tables.append(Table(["Server start", "For", "Engine", "Ready (s)", "Engine phases",
-                                 "Compile cache"], start_rows))  # fmt: skip
+        sec.tables.append(
+            Table(
+                ["Server start", "For", "Engine", "Ready (s)", "Engine phases", "Compile cache"],
+                start_rows,
+            )
+        )
     went = [[what, fmt(seconds)] for what, seconds in time_breakdown(report)]
     if went:
         sec.tables.append(Table(["Where the time went", "Seconds"], went))

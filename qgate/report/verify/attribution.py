@@ -74,6 +74,9 @@ def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | No
         raise _fail(f"the smallest failing set does not follow from the trials (they give {found})")
     spec = prof.attribution
     derived = changes_of(prof, spec.groups if spec else [])
-    same = "the changes re-derived from the profile" if derived == att.changes else (
-        "the changes differ from the declared profile's (a fallback ran on that machine)")
+    same = (
+        "the changes re-derived from the profile"
+        if derived == att.changes
+        else ("the changes differ from the declared profile's (a fallback ran on that machine)")
+    )
     return f"attribution: {len(att.trials)} trials recomputed, the search replayed; {same}"

@@ -186,8 +186,13 @@ def verify_multi_bytes(
             data, pubkey_pem, origin, MULTI_PREDICATE_TYPE, MultiReport.model_validate
         )
         statement, report, keyid = opened.statement, opened.report, opened.keyid
-        result = MultiVerifyResult(report=report, keyid=keyid, subjects=statement["subject"],
-                                   checked=opened.checked, notes=opened.notes)  # fmt: skip
+        result = MultiVerifyResult(
+            report=report,
+            keyid=keyid,
+            subjects=statement["subject"],
+            checked=opened.checked,
+            notes=opened.notes,
+        )
         multi = _profile(report, statement, profile, result)
         if model_dir is not None:
             count = check_model_dir(statement, model_dir)

@@ -225,9 +225,13 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
                 raise _fail(f"perf {name}: {role} summary does not follow from its request records")
         if ref is not None and cand is not None:
             got_cmp = dump(
-                compare_blocks(blocks[(name, "reference")], blocks[(name, "candidate")],
-                               resamples=perf.bootstrap_resamples, seed=perf.bootstrap_seed,
-                               compare=fns.compare)  # fmt: skip
+                compare_blocks(
+                    blocks[(name, "reference")],
+                    blocks[(name, "candidate")],
+                    resamples=perf.bootstrap_resamples,
+                    seed=perf.bootstrap_seed,
+                    compare=fns.compare,
+                )
             )
         else:
             got_cmp = []

@@ -186,9 +186,16 @@ def exact_match(prediction: str, reference: str, options: dict[str, Any]) -> boo
 
 
 _EXACT_MATCH_OPTIONS = frozenset(
-    {"metric", "aggregation", "higher_is_better", "regexes_to_ignore", "ignore_case",
-     "ignore_punctuation", "ignore_numbers"}
-)  # fmt: skip
+    {
+        "metric",
+        "aggregation",
+        "higher_is_better",
+        "regexes_to_ignore",
+        "ignore_case",
+        "ignore_punctuation",
+        "ignore_numbers",
+    }
+)
 
 
 def lm_eval_exact_match_options(task: LmEvalTask, data_sha256: str) -> dict[str, Any] | str:
@@ -214,9 +221,10 @@ def lm_eval_exact_match_options(task: LmEvalTask, data_sha256: str) -> dict[str,
     if not isinstance(config, dict):
         return f"{yaml_path.name} is not a mapping"
     odd = sorted(
-        k for k in ("include", "process_results", "doc_to_choice", "multiple_target")
+        k
+        for k in ("include", "process_results", "doc_to_choice", "multiple_target")
         if config.get(k)
-    )  # fmt: skip
+    )
     if odd or config.get("output_type", "generate_until") != "generate_until":
         return f"{yaml_path.name} uses {', '.join(odd) or 'a non-generate_until output type'}"
     entries = [m for m in config.get("metric_list") or [] if isinstance(m, dict)]

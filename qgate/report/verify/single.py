@@ -141,8 +141,13 @@ def _verify(
 ) -> VerifyResult:
     opened = open_signed(data, pubkey_pem, origin, PREDICATE_TYPE, Report.model_validate)
     statement, report, keyid = opened.statement, opened.report, opened.keyid
-    result = VerifyResult(report=report, keyid=keyid, subjects=statement["subject"],
-                          checked=opened.checked, notes=opened.notes)  # fmt: skip
+    result = VerifyResult(
+        report=report,
+        keyid=keyid,
+        subjects=statement["subject"],
+        checked=opened.checked,
+        notes=opened.notes,
+    )
     try:
         prof = Profile.model_validate(report.profile)
     except ValidationError as exc:

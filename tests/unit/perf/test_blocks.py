@@ -32,8 +32,10 @@ def test_drifting_blocks_widen_the_interval_beyond_the_request_bootstrap() -> No
     # block 0: candidate at half the reference's TTFT; block 1: the machine slowed the
     # candidate's block only, so its ratio is ~0.9: the requests alone do not show that spread
     refs = [_block([100, 101, 102, 103, 104, 105], "reference", b) for b in (0, 1)]
-    cands = [_block([50, 51, 52, 53, 54, 55], "candidate", 0),
-             _block([90, 91, 92, 93, 94, 95], "candidate", 1)]  # fmt: skip
+    cands = [
+        _block([50, 51, 52, 53, 54, 55], "candidate", 0),
+        _block([90, 91, 92, 93, 94, 95], "candidate", 1),
+    ]
     rows = compare_blocks(refs, cands, resamples=400, seed=1, compare=compare)
     ttft = _ttft(rows)
     pooled_only = _ttft(compare(pooled(refs), pooled(cands), resamples=400, seed=1))
@@ -67,8 +69,9 @@ def test_pooled_sums_windows_and_keeps_every_request() -> None:
     assert len(both.requests) == 5 and both.duration_ns == a.duration_ns + b.duration_ns
     assert pooled([a]) is a
     hits = "vllm:prefix_cache_hits"
-    a = a.model_copy(update={"counters_before": {hits: 10.0, "x": 1.0},
-                             "counters_after": {hits: 40.0}})  # fmt: skip
+    a = a.model_copy(
+        update={"counters_before": {hits: 10.0, "x": 1.0}, "counters_after": {hits: 40.0}}
+    )
     b = b.model_copy(update={"counters_before": {hits: 40.0}, "counters_after": {hits: 55.0}})
     both = pooled([a, b])  # the deltas add up; a counter one block lacks is left out
     assert both.counters_after == {hits: 45.0} and both.counters_before == {hits: 0.0}

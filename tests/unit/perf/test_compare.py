@@ -173,11 +173,18 @@ def _timed_run(e2es_ms: list[float], role: str, tokens: int = 8, **params: objec
                 token_times_ns=times,
                 prompt_tokens=4,
                 output_tokens=tokens,
-            )  # fmt: skip
+            )
         )
         t = end
-    return ScenarioRun(scenario="s", role=role, kind="fixed", params=dict(params), gpus=2,  # type: ignore[arg-type]
-                       duration_ns=t, requests=reqs)  # fmt: skip
+    return ScenarioRun(
+        scenario="s",
+        role=role,
+        kind="fixed",
+        params=dict(params),
+        gpus=2,  # type: ignore[arg-type]
+        duration_ns=t,
+        requests=reqs,
+    )
 
 
 def test_throughput_interval_is_centred_on_the_window_ratio() -> None:

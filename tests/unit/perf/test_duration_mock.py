@@ -19,9 +19,18 @@ S = 1_000_000_000
 
 
 def agent(duration_s: float, **kw: Any) -> PerfSpec:
-    scenario = {"name": "agent", "kind": "multi_turn", "conversations": 2, "turns": 2,
-                "shared_prefix_tokens": 64, "turn_input_tokens": 8, "output_tokens": 4,
-                "warmup": 1, "duration_s": duration_s, **kw}  # fmt: skip
+    scenario = {
+        "name": "agent",
+        "kind": "multi_turn",
+        "conversations": 2,
+        "turns": 2,
+        "shared_prefix_tokens": 64,
+        "turn_input_tokens": 8,
+        "output_tokens": 4,
+        "warmup": 1,
+        "duration_s": duration_s,
+        **kw,
+    }
     return PerfSpec.model_validate({"scenarios": [scenario], "probe_share": 0.0})
 
 
@@ -109,6 +118,16 @@ def test_qgate_perf_prints_the_series_of_a_duration_scenario(mock_url: str, tmp_
     )
     assert res.exit_code == 0, res.output
     table = res.output.split("agent (standalone), 1 s buckets:\n", 1)[1].splitlines()
-    assert table[0].split() == ["from", "s", "s", "out", "tok/s", "req", "ok/err", "TTFT",
-                                "p50/p90", "ms"]  # fmt: skip
+    assert table[0].split() == [
+        "from",
+        "s",
+        "s",
+        "out",
+        "tok/s",
+        "req",
+        "ok/err",
+        "TTFT",
+        "p50/p90",
+        "ms",
+    ]
     assert [row.split()[0] for row in table[2:4]] == ["0", "1"]

@@ -37,20 +37,35 @@ def _validate(tmp_path: Path, settings: str) -> tuple[int, str]:
 @pytest.mark.parametrize(
     ("settings", "where", "message"),
     [
-        ("duration_s: 100000000", "P:10 perf.scenarios[0].duration_s:",
-         "must be at most 604,800 s, a week (got 100,000,000)"),
-        ("duration_s: 60, requests: 10", "P:10 perf.scenarios[0].requests:",
-         "not together with duration_s"),
-        ("duration_s: 60, series_bucket_s: 0.5", "P:10 perf.scenarios[0].series_bucket_s:",
-         "greater than or equal to 1"),
-        ("duration_s: 604800, series_bucket_s: 10", "P:10 perf.scenarios[0].series_bucket_s:",
-         "more than 20,000 time-series buckets; set series_bucket_s to at least 31"),
+        (
+            "duration_s: 100000000",
+            "P:10 perf.scenarios[0].duration_s:",
+            "must be at most 604,800 s, a week (got 100,000,000)",
+        ),
+        (
+            "duration_s: 60, requests: 10",
+            "P:10 perf.scenarios[0].requests:",
+            "not together with duration_s",
+        ),
+        (
+            "duration_s: 60, series_bucket_s: 0.5",
+            "P:10 perf.scenarios[0].series_bucket_s:",
+            "greater than or equal to 1",
+        ),
+        (
+            "duration_s: 604800, series_bucket_s: 10",
+            "P:10 perf.scenarios[0].series_bucket_s:",
+            "more than 20,000 time-series buckets; set series_bucket_s to at least 31",
+        ),
         ("duration_s: 0", "P:10 perf.scenarios[0].duration_s:", "greater than 0"),
         ("duration_s: .inf", "P:10 perf.scenarios[0].duration_s:", "must be a finite number"),
-        ("duration_s: 60, series_bucket_s: .inf", "P:10 perf.scenarios[0].series_bucket_s:",
-         "must be a finite number"),
+        (
+            "duration_s: 60, series_bucket_s: .inf",
+            "P:10 perf.scenarios[0].series_bucket_s:",
+            "must be a finite number",
+        ),
     ],
-)  # fmt: skip
+)
 def test_absurd_durations_are_refused(
     tmp_path: Path, settings: str, where: str, message: str
 ) -> None:
@@ -94,9 +109,13 @@ def test_glm_kv_offload_profile_runs_its_agent_workload_for_an_hour() -> None:
     assert agent.shared_prefix_tokens >= 32768 and series_bucket_s(agent) == 60
     # the policy change, flags as the installed vLLM names them (perf/check_engine_flags.py)
     assert profile.reference.args == {"enable_prefix_caching": False}
-    assert set(profile.candidate.args) == {"enable_prefix_caching", "kv_offloading_backend",
-                                           "kv_offloading_size", "max_num_seqs",
-                                           "max_num_batched_tokens"}  # fmt: skip
+    assert set(profile.candidate.args) == {
+        "enable_prefix_caching",
+        "kv_offloading_backend",
+        "kv_offloading_size",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+    }
 
 
 def test_progress_of_a_duration_run_counts_down_the_time() -> None:

@@ -26,12 +26,18 @@ def test_matrix_runs_each_length_with_exact_prompts(mock_url: str) -> None:
     spec = PerfSpec.model_validate(
         {
             "scenarios": [
-                {"name": "m", "input_tokens": [8, 40], "output_tokens": 3,
-                 "concurrency": [1, 2], "warmup": 1, "requests": 4},
+                {
+                    "name": "m",
+                    "input_tokens": [8, 40],
+                    "output_tokens": 3,
+                    "concurrency": [1, 2],
+                    "warmup": 1,
+                    "requests": 4,
+                },
             ],
             "probe_share": 0.0,
         }
-    )  # fmt: skip
+    )
     runs = asyncio.run(run_scenarios(mock_url, "mock", spec, "candidate"))
     assert [r.scenario for r in runs] == run_names(spec.scenarios[0])
     assert [r.scenario for r in runs] == ["m@in8@c1", "m@in8@c2", "m@in40@c1", "m@in40@c2"]

@@ -67,11 +67,25 @@ def test_standalone_run_with_a_local_tokenizer_and_a_time_anchor(
     out_json = tmp_path / "perf.json"
     code, out = run_cli(
         [
-            "--base-url", mock_url, "--tokenizer", str(folder), "--input-tokens", "8",
-            "--output-tokens", "3", "--concurrency", "2", "--requests", "6", "--warmup", "1",
-            "--json-out", str(out_json), "--no-progress",
+            "--base-url",
+            mock_url,
+            "--tokenizer",
+            str(folder),
+            "--input-tokens",
+            "8",
+            "--output-tokens",
+            "3",
+            "--concurrency",
+            "2",
+            "--requests",
+            "6",
+            "--warmup",
+            "1",
+            "--json-out",
+            str(out_json),
+            "--no-progress",
         ]
-    )  # fmt: skip
+    )
     assert code == 0, out
     assert "candidate" not in out and "standalone" in out
     assert re.search(rf"6 requests; a p99 of fewer than {THIN_P99} values is not meaningful", out)

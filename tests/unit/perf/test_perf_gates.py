@@ -94,17 +94,27 @@ def test_no_gates_when_perf_was_skipped_or_not_configured() -> None:
 def test_selector_picks_one_length_of_an_input_matrix() -> None:
     s = PerfSpec.model_validate(
         {
-            "scenarios": [{"name": "m", "input_tokens": [512, 8192], "output_tokens": 8,
-                           "concurrency": [1, 4]}],
+            "scenarios": [
+                {
+                    "name": "m",
+                    "input_tokens": [512, 8192],
+                    "output_tokens": 8,
+                    "concurrency": [1, 4],
+                }
+            ],
             "gates": [{"metric": "ttft_ms.p90", "scenario": "m@in8192", "max_ratio": 1.1}],
         }
-    )  # fmt: skip
-    results = [(n, [row("ttft_ms.p90", 1.0, 0.9, 1.05)]) for n in
-               ("m@in512@c1", "m@in512@c4", "m@in8192@c1", "m@in8192@c4")]  # fmt: skip
+    )
+    results = [
+        (n, [row("ttft_ms.p90", 1.0, 0.9, 1.05)])
+        for n in ("m@in512@c1", "m@in512@c4", "m@in8192@c1", "m@in8192@c4")
+    ]
     got = evaluate_perf_gates(s, results)
     assert [v.suite for v in got] == ["perf.m@in8192@c1", "perf.m@in8192@c4"]
     with pytest.raises(ValueError, match="unknown scenario 'm@in1024'"):
         PerfSpec.model_validate(
-            {"scenarios": [{"name": "m", "input_tokens": [512], "output_tokens": 8}],
-             "gates": [{"metric": "ttft_ms.p90", "scenario": "m@in1024", "max_ratio": 1.1}]}
-        )  # fmt: skip
+            {
+                "scenarios": [{"name": "m", "input_tokens": [512], "output_tokens": 8}],
+                "gates": [{"metric": "ttft_ms.p90", "scenario": "m@in1024", "max_ratio": 1.1}],
+            }
+        )

@@ -30,8 +30,12 @@ PARAMS = {"agent-4": {"conversations": 4}, "chat@c1": {"concurrency": 1}}
 
 
 def fig(**kw: Any) -> PublishedFigure:
-    base = {"source": "InferenceX", "hardware": "8xMI325X", "metric": "output_throughput_per_gpu",
-            "value": 4.14}  # fmt: skip
+    base = {
+        "source": "InferenceX",
+        "hardware": "8xMI325X",
+        "metric": "output_throughput_per_gpu",
+        "value": 4.14,
+    }
     return PublishedFigure.model_validate({**base, **kw})
 
 

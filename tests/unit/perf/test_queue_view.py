@@ -31,16 +31,31 @@ def metrics(check_failed: int, queue_p: float) -> ScenarioMetrics:
     d = dist(1.0)
     return ScenarioMetrics.model_validate(
         {
-            "scenario": "s", "role": "standalone", "requests": 10, "completed": 10,
-            "failed": 0, "check_failed": check_failed, "duration_s": 1.0,
-            "total_input_tokens": 1, "total_output_tokens": 1, "request_throughput": 1.0,
-            "request_goodput": None, "output_throughput": 1.0,
-            "output_throughput_per_gpu": 1.0, "total_token_throughput": 1.0,
-            "ttft_ms": d, "tpot_ms": d, "itl_ms": d, "e2e_ms": d, "queue_ms": dist(queue_p),
-            "request_output_tok_s": d, "request_decode_tok_s": d,
-            "peak_concurrency": 1, "max_output_tokens_per_s": 1.0,
+            "scenario": "s",
+            "role": "standalone",
+            "requests": 10,
+            "completed": 10,
+            "failed": 0,
+            "check_failed": check_failed,
+            "duration_s": 1.0,
+            "total_input_tokens": 1,
+            "total_output_tokens": 1,
+            "request_throughput": 1.0,
+            "request_goodput": None,
+            "output_throughput": 1.0,
+            "output_throughput_per_gpu": 1.0,
+            "total_token_throughput": 1.0,
+            "ttft_ms": d,
+            "tpot_ms": d,
+            "itl_ms": d,
+            "e2e_ms": d,
+            "queue_ms": dist(queue_p),
+            "request_output_tok_s": d,
+            "request_decode_tok_s": d,
+            "peak_concurrency": 1,
+            "max_output_tokens_per_s": 1.0,
         }
-    )  # fmt: skip
+    )
 
 
 def test_cli_table_marks_check_failures_and_shows_queueing() -> None:

@@ -111,7 +111,7 @@ def test_aiohttp_client_records_connect_time(mock_url: str) -> None:
                     RequestSpec(
                         "/completions",
                         {"model": "m", "prompt": [1], "max_tokens": 2, "stream": True},
-                    ),  # fmt: skip
+                    ),
                     time.perf_counter_ns(),
                 )
             return sender.records()

@@ -13,9 +13,16 @@ MS = 1_000_000
 
 
 def rec(
-    index: int, sent_s: float, ttft_ms: float, token_s: list[float], *, done_s: float | None = None,
-    chunk_tokens: list[int] | None = None, error: str | None = None, probe: str | None = None,
-) -> RequestRecord:  # fmt: skip
+    index: int,
+    sent_s: float,
+    ttft_ms: float,
+    token_s: list[float],
+    *,
+    done_s: float | None = None,
+    chunk_tokens: list[int] | None = None,
+    error: str | None = None,
+    probe: str | None = None,
+) -> RequestRecord:
     times = [round(t * S) for t in token_s]
     first = round(sent_s * S + ttft_ms * MS) if times else None
     if times:

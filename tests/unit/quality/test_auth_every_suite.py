@@ -49,10 +49,12 @@ def _app(seen: list[tuple[str, bool]]) -> web.Application:
         return web.json_response({"prompt": " ".join("x" * t for t in body["tokens"])})
 
     async def chat(request: web.Request) -> web.Response:
-        return web.json_response({
-            "choices": [{"message": {"content": "The answer is 7."}, "finish_reason": "stop"}],
-            "usage": {"completion_tokens": 5},
-        })  # fmt: skip
+        return web.json_response(
+            {
+                "choices": [{"message": {"content": "The answer is 7."}, "finish_reason": "stop"}],
+                "usage": {"completion_tokens": 5},
+            }
+        )
 
     async def completions(request: web.Request) -> web.Response:
         body = await request.json()
@@ -90,25 +92,34 @@ class _Endpoint:
         return dict(self._headers)
 
     def effective_config(self) -> EffectiveConfig:
-        return EffectiveConfig(role="reference", kind="endpoint", base_url=self.base_url,
-                               served_model="m", max_model_len=4096)  # fmt: skip
+        return EffectiveConfig(
+            role="reference",
+            kind="endpoint",
+            base_url=self.base_url,
+            served_model="m",
+            max_model_len=4096,
+        )
 
     def check_alive(self, timeout_s: float = 30.0) -> None:
         return None
 
 
-PROFILE = Profile.model_validate({
-    "name": "auth", "model": {"path": "/m"}, "target": {"accelerator": "cpu"},
-    "engine": {"kind": "endpoint"},
-    "reference": {"endpoint": {"base_url": "http://x/v1", "api_key_env": "K"}},
-    "candidate": {"endpoint": {"base_url": "http://x/v1", "api_key_env": "K"}},
-    "quality": {
-        "concurrency": 2,
-        "math": {"prompts": ["short", "long"], "limit": 2, "long_tokens": 256},
-        "recall": {"context_tokens": [128], "haystacks": 1, "depths": [0.5]},
-        "divergence": {"sequences": 2, "tokens": 4, "top_k": 2},
-    },
-})  # fmt: skip
+PROFILE = Profile.model_validate(
+    {
+        "name": "auth",
+        "model": {"path": "/m"},
+        "target": {"accelerator": "cpu"},
+        "engine": {"kind": "endpoint"},
+        "reference": {"endpoint": {"base_url": "http://x/v1", "api_key_env": "K"}},
+        "candidate": {"endpoint": {"base_url": "http://x/v1", "api_key_env": "K"}},
+        "quality": {
+            "concurrency": 2,
+            "math": {"prompts": ["short", "long"], "limit": 2, "long_tokens": 256},
+            "recall": {"context_tokens": [128], "haystacks": 1, "depths": [0.5]},
+            "divergence": {"sequences": 2, "tokens": 4, "top_k": 2},
+        },
+    }
+)
 
 
 @pytest.fixture
@@ -133,8 +144,13 @@ def test_every_suite_sends_the_endpoints_key(server: tuple[str, list[tuple[str, 
     url, seen = server
     runtime = _Endpoint(url, {"Authorization": f"Bearer {KEY}"})
     ref = evaluate(runtime, PROFILE, "reference", tokenizer_path=None)  # type: ignore[arg-type]
-    cand = evaluate(runtime, PROFILE, "candidate", tokenizer_path=None,  # type: ignore[arg-type]
-                    reference_scores=ref.scores)  # fmt: skip
+    cand = evaluate(
+        runtime,
+        PROFILE,
+        "candidate",
+        tokenizer_path=None,  # type: ignore[arg-type]
+        reference_scores=ref.scores,
+    )
     assert {r.suite for r in ref.runs} == {"math.short", "math.long", "recall.128"}
     assert ref.scores is not None and cand.scores is not None
     assert len(cand.scores.sequences) == 2

@@ -104,7 +104,7 @@ def test_math_short_and_long_records() -> None:
     runs, seen = _run(
         lambda url: run_math(
             url, "m", spec, "reference", concurrency=4, seed=7, max_model_len=2048, long_tokens=1000
-        )  # fmt: skip
+        )
     )
     assert [r.suite for r in runs] == ["math.short", "math.long"]
     short, long = runs
@@ -135,7 +135,7 @@ def test_math_prompt_digests_are_stable() -> None:
         runs, _ = _run(
             lambda url: run_math(
                 url, "m", spec, "candidate", concurrency=2, seed=0, max_model_len=None
-            )  # fmt: skip
+            )
         )
         return [i.prompt_sha256 for i in runs[0].items]
 
@@ -162,7 +162,7 @@ def test_recall_sizes_haystacks_in_tokens_and_scores_exact_codes() -> None:
     runs, _ = _run(
         lambda url: run_recall(
             url, "m", spec, "reference", concurrency=4, seed=0, max_model_len=2048
-        )  # fmt: skip
+        )
     )
     assert [r.suite for r in runs] == ["recall.600", "recall.5000"]
     small, big = runs
@@ -182,7 +182,7 @@ def test_recall_depths_of_one_haystack_share_its_prose_up_to_the_code() -> None:
     _, seen = _run(
         lambda url: run_recall(
             url, "m", spec, "reference", concurrency=1, seed=0, max_model_len=None
-        )  # fmt: skip
+        )
     )
     prompts = [b["messages"][-1]["content"] for b in seen if "messages" in b]
     h0d0, h0d1, h1d0, _ = prompts
@@ -202,7 +202,7 @@ def test_recall_is_deterministic_and_digest_tracks_spec() -> None:
         runs, _ = _run(
             lambda url: run_recall(
                 url, "m", spec, "reference", concurrency=2, seed=0, max_model_len=None
-            )  # fmt: skip
+            )
         )
         return [(i.id, i.prompt_sha256, i.expected) for i in runs[0].items]
 
@@ -218,7 +218,7 @@ def test_http_error_is_infrastructure_error_with_status() -> None:
         _run(
             lambda url: run_math(
                 url, "m", spec, "reference", concurrency=2, seed=0, max_model_len=None
-            ),  # fmt: skip
+            ),
             status=500,
         )
 
@@ -243,14 +243,21 @@ def test_connection_refused_is_retried_then_infrastructure_error(
                 concurrency=1,
                 seed=0,
                 max_model_len=None,
-            )  # fmt: skip
+            )
         )
 
 
 def _sample(doc_id: int, filt: str, em: float, resp: str, answer: str) -> dict[str, Any]:
-    return {"doc_id": doc_id, "filter": filt, "target": "7", "arguments": [["Q?", {}]],
-            "resps": [[resp]], "filtered_resps": [answer], "metrics": ["exact_match"],
-            "exact_match": em}  # fmt: skip
+    return {
+        "doc_id": doc_id,
+        "filter": filt,
+        "target": "7",
+        "arguments": [["Q?", {}]],
+        "resps": [[resp]],
+        "filtered_resps": [answer],
+        "metrics": ["exact_match"],
+        "exact_match": em,
+    }
 
 
 def test_lm_eval_samples_map_to_records_for_the_named_filter() -> None:

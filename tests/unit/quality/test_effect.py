@@ -10,18 +10,23 @@ from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord,
 
 def _run(role: str, outputs: list[str]) -> SuiteRun:
     items = [
-        ItemRecord(id=f"m{i}", prompt_sha256="0" * 64, output=o, answer=o, expected="4",
-                   correct=o == "4")
+        ItemRecord(
+            id=f"m{i}", prompt_sha256="0" * 64, output=o, answer=o, expected="4", correct=o == "4"
+        )
         for i, o in enumerate(outputs)
-    ]  # fmt: skip
+    ]
     return SuiteRun(suite="math.short", role=role, data_sha256="d", items=items)  # type: ignore[arg-type]
 
 
 def _div(kld: float) -> DivergenceRun:
     seq = DivergenceSequence(
-        id="p", prompt_sha256="0" * 64, token_ids=[1, 2],
-        kld=[0.0, kld], top1_agree=[True, True], delta_p=[0.0, 0.0],
-    )  # fmt: skip
+        id="p",
+        prompt_sha256="0" * 64,
+        token_ids=[1, 2],
+        kld=[0.0, kld],
+        top1_agree=[True, True],
+        delta_p=[0.0, 0.0],
+    )
     return DivergenceRun(data_sha256="c", top_k=20, tokens=2, sequences=[seq])
 
 
@@ -34,8 +39,10 @@ def test_identical_answers_and_logprobs_are_flagged() -> None:
 
 def test_one_changed_answer_or_logprob_clears_it() -> None:
     same = [_run("reference", ["4", "5"]), _run("candidate", ["4", "5"])]
-    assert no_effect_message([_run("reference", ["4", "5"]), _run("candidate", ["4", "6"])],
-                             None) is None  # fmt: skip
+    assert (
+        no_effect_message([_run("reference", ["4", "5"]), _run("candidate", ["4", "6"])], None)
+        is None
+    )
     assert no_effect_message(same, _div(1e-9)) is None
 
 

@@ -250,10 +250,17 @@ def test_the_reverse_direction_is_gated_only_where_the_profile_asks() -> None:
     # reference sure of token 5; the candidate splits its mass: KL(c||r) > KL(r||c) here
     ref, cand = {5: math.log(0.9), 6: math.log(0.1)}, {5: math.log(0.5), 6: math.log(0.5)}
     seq = DivergenceSequence(
-        id="p0", prompt_sha256="0" * 64, token_ids=[5], kld=[0.0], top1_agree=[True],
-        delta_p=[0.0], reference_top_ids=[list(ref)], reference_top_logprobs=[list(ref.values())],
-        candidate_top_ids=[list(cand)], candidate_top_logprobs=[list(cand.values())],
-    )  # fmt: skip
+        id="p0",
+        prompt_sha256="0" * 64,
+        token_ids=[5],
+        kld=[0.0],
+        top1_agree=[True],
+        delta_p=[0.0],
+        reference_top_ids=[list(ref)],
+        reference_top_logprobs=[list(ref.values())],
+        candidate_top_ids=[list(cand)],
+        candidate_top_logprobs=[list(cand.values())],
+    )
     run = DivergenceRun(data_sha256="c" * 64, top_k=2, tokens=1, sequences=[seq])
     reverse = position_divergence(cand, ref, 5, 2).kld
     assert reverse > position_divergence(ref, cand, 5, 2).kld
@@ -262,7 +269,11 @@ def test_the_reverse_direction_is_gated_only_where_the_profile_asks() -> None:
         QualitySpec(divergence=DivergenceSuite(max_mean_reverse_kld=reverse / 2)), [], run
     )
     assert (v.gate, v.metric, v.comparator, v.passed) == (
-        "divergence.max_mean_reverse_kld", "mean_reverse_kld", "<=", False)
+        "divergence.max_mean_reverse_kld",
+        "mean_reverse_kld",
+        "<=",
+        False,
+    )
     assert v.observed == pytest.approx(reverse)
     (ok,) = evaluate_quality(
         QualitySpec(divergence=DivergenceSuite(max_mean_reverse_kld=2 * reverse)), [], run

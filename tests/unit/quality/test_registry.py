@@ -70,9 +70,19 @@ def test_unknown_suite_names_the_available_ones() -> None:
 def test_gate_fields_are_the_ones_the_cache_key_always_left_out() -> None:
     # A change here changes every reference cache key: entries made before would miss.
     assert gate_fields() == {
-        "min_accuracy", "max_drop", "max_flips", "significance", "alpha", "power", "detect",
-        "max_mean_kld", "max_p99_kld", "max_max_kld", "min_top1_agreement", "max_mean_reverse_kld",
-    }  # fmt: skip
+        "min_accuracy",
+        "max_drop",
+        "max_flips",
+        "significance",
+        "alpha",
+        "power",
+        "detect",
+        "max_mean_kld",
+        "max_p99_kld",
+        "max_max_kld",
+        "min_top1_agreement",
+        "max_mean_reverse_kld",
+    }
 
 
 def test_features_needed_per_configured_suite() -> None:
@@ -130,6 +140,10 @@ def test_results_and_policies_of_a_configuration() -> None:
     )
     ids = [(sid, policy) for sid, policy in registry.exact_results(spec)]
     assert [sid for sid, _ in ids] == [
-        "math.long", "recall.512", "recall.2048", "lm_eval.a", "lm_eval.b",
-    ]  # fmt: skip
+        "math.long",
+        "recall.512",
+        "recall.2048",
+        "lm_eval.a",
+        "lm_eval.b",
+    ]
     assert ids[0][1] is spec.math and ids[4][1] is spec.lm_eval[1]

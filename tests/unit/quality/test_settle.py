@@ -23,19 +23,33 @@ SUITE = "math.short"
 
 
 def _item(i: int, correct: bool, output: str | None = None) -> ItemRecord:
-    return ItemRecord(id=f"m{i:04d}", prompt_sha256="0" * 64, output=output or str(int(correct)),
-                      answer="1" if correct else "0", expected="1", correct=correct)  # fmt: skip
+    return ItemRecord(
+        id=f"m{i:04d}",
+        prompt_sha256="0" * 64,
+        output=output or str(int(correct)),
+        answer="1" if correct else "0",
+        expected="1",
+        correct=correct,
+    )
 
 
 def _run(role: str, items: list[ItemRecord], planned: int | None = None) -> SuiteRun:
     stopped = "settled" if planned is not None and len(items) < planned else None
-    return SuiteRun(suite=SUITE, role=role, data_sha256="0" * 64, items=items,  # type: ignore[arg-type]
-                    planned=planned if stopped else None, stopped=stopped)  # fmt: skip
+    return SuiteRun(
+        suite=SUITE,
+        role=role,
+        data_sha256="0" * 64,
+        items=items,  # type: ignore[arg-type]
+        planned=planned if stopped else None,
+        stopped=stopped,
+    )
 
 
 def _policy(rng: random.Random) -> dict[str, object]:
-    policy: dict[str, object] = {"significance": rng.random() < 0.7,
-                                 "alpha": rng.choice([0.01, 0.0167, 0.05])}  # fmt: skip
+    policy: dict[str, object] = {
+        "significance": rng.random() < 0.7,
+        "alpha": rng.choice([0.01, 0.0167, 0.05]),
+    }
     if rng.random() < 0.7:
         policy["max_drop"] = rng.choice([0.0, 0.05, 0.1, 0.2])
     if rng.random() < 0.4:
@@ -53,8 +67,9 @@ def _outcomes(rng: random.Random, n: int) -> tuple[list[bool], list[bool]]:
     return ref, cand
 
 
-def _stop_point(board: Board, ref: list[bool], cand: list[bool], block: int, lead: int
-                ) -> tuple[int, int, str | None]:  # fmt: skip
+def _stop_point(
+    board: Board, ref: list[bool], cand: list[bool], block: int, lead: int
+) -> tuple[int, int, str | None]:
     """Post blocks the way two stages side by side do (the reference `lead` blocks ahead)."""
     n = len(ref)
     r_done = c_done = 0
@@ -80,16 +95,20 @@ def test_stopping_never_changes_a_verdict(mode: str) -> None:
         policy = _policy(rng)
         spec = QualitySpec(math=MathSuite(prompts=["short"], **policy), stop=mode)  # type: ignore[arg-type]
         assert spec.math is not None
-        whole = [_run(role, [_item(i, ok) for i, ok in enumerate(side)])
-                 for role, side in (("reference", ref), ("candidate", cand))]  # fmt: skip
+        whole = [
+            _run(role, [_item(i, ok) for i, ok in enumerate(side)])
+            for role, side in (("reference", ref), ("candidate", cand))
+        ]
         full = evaluate_suite(SUITE, spec.math, *whole)
         block, lead = rng.randint(1, 9), rng.randint(0, 2)
         r_done, c_done, why = _stop_point(Board(spec), ref, cand, block, lead)
         if why is None:
             continue
         stops += 1
-        runs = [_run("reference", [_item(i, ref[i]) for i in range(r_done)], n),
-                _run("candidate", [_item(i, cand[i]) for i in range(c_done)], n)]  # fmt: skip
+        runs = [
+            _run("reference", [_item(i, ref[i]) for i in range(r_done)], n),
+            _run("candidate", [_item(i, cand[i]) for i in range(c_done)], n),
+        ]
         stopped = evaluate_quality(spec, runs, None)
         expected = {v.gate: v.passed for v in full}
         for v in stopped:
@@ -149,8 +168,10 @@ def test_a_settled_fail_stops_the_rest_and_their_gates_are_not_settled() -> None
     by_gate = {v.gate: v for v in verdicts}
     assert by_gate["math.short.max_drop"].settled and not by_gate["math.short.max_drop"].passed
     assert not by_gate["math.long.max_drop"].settled
-    assert "not run: the quality stage stopped once the verdict was FAIL (math.short.max_drop " \
+    assert (
+        "not run: the quality stage stopped once the verdict was FAIL (math.short.max_drop "
         "settled)" in by_gate["math.long.max_drop"].reason
+    )
     assert stop_problems(spec, runs, verdicts) == []
     # without a decisive failure the missing run fails as it always did, settled
     honest = [_run("reference", ref), _run("candidate", [_item(i, True) for i in range(10)])]
@@ -158,8 +179,11 @@ def test_a_settled_fail_stops_the_rest_and_their_gates_are_not_settled() -> None
 
 
 def test_in_blocks_stops_where_the_board_says_and_records_the_plan() -> None:
-    spec = QualitySpec(math=MathSuite(prompts=["short"], max_flips=1, significance=False),
-                       stop="settled", stop_block=2)  # fmt: skip
+    spec = QualitySpec(
+        math=MathSuite(prompts=["short"], max_flips=1, significance=False),
+        stop="settled",
+        stop_block=2,
+    )
     board = Board(spec, [_run("reference", [_item(i, True) for i in range(10)])])
     asked: list[tuple[int, int]] = []
 
@@ -177,8 +201,12 @@ def test_in_blocks_stops_where_the_board_says_and_records_the_plan() -> None:
 
 
 def test_no_effect_failing_keeps_a_suite_going_while_every_answer_is_the_same() -> None:
-    spec = QualitySpec(math=MathSuite(prompts=["short"], max_flips=5, significance=False),
-                       stop="settled", stop_block=2, on_no_effect="fail")  # fmt: skip
+    spec = QualitySpec(
+        math=MathSuite(prompts=["short"], max_flips=5, significance=False),
+        stop="settled",
+        stop_block=2,
+        on_no_effect="fail",
+    )
     board = Board(spec, [_run("reference", [_item(i, True) for i in range(4)])])
     same = [_item(i, True) for i in range(3)]
     assert board.post("candidate", SUITE, same, 4) is None  # max_flips settled, no-effect open

@@ -57,7 +57,7 @@ def test_the_core_math_set_grows_past_its_shipped_items_the_same_way_every_time(
     core, _ = load_math_set(None)
     grown, _ = load_math_set(None, len(core) + 150)
     assert [i.id for i in grown[: len(core)]] == [i.id for i in core]
-    extra = grown[len(core):]
+    extra = grown[len(core) :]
     assert len(extra) == 150 and all(i.id.startswith("x") for i in extra)
     assert len({i.question for i in grown}) == len(grown)  # no question asked twice
     assert load_math_set(None, len(core) + 150)[0] == grown
@@ -76,10 +76,18 @@ def test_a_capped_detection_is_a_report_warning() -> None:
 
     def profile(max_items: int) -> Profile:
         math = {"detect": {"drop": 0.02, "max_items": max_items}, "prompts": ["long"]}
-        return Profile.model_validate({"name": "p", "model": {"embedded": "smollm2"},
-                                       "candidate": {}, "quality": {"math": math}})  # fmt: skip
+        return Profile.model_validate(
+            {
+                "name": "p",
+                "model": {"embedded": "smollm2"},
+                "candidate": {},
+                "quality": {"math": math},
+            }
+        )
 
     (line,) = capped_detections(profile(300))
-    assert line.startswith("math.long: detect 2.0 pts at power 0.8 needs more than "
-                           "detect.max_items 300; it ran 300 items (power 0.")  # fmt: skip
+    assert line.startswith(
+        "math.long: detect 2.0 pts at power 0.8 needs more than "
+        "detect.max_items 300; it ran 300 items (power 0."
+    )
     assert capped_detections(profile(5000)) == []

@@ -51,13 +51,26 @@ class WordCountRunner:
         async with SuiteClient(ctx.base_url, ctx.model, headers=ctx.headers) as client:
             counts = [await client.count_tokens(s) for s in setting.sentences]
         items = [
-            ItemRecord(id=f"s{i}", prompt_sha256=sha256_text(s), output=str(n), answer=str(n),
-                       expected=str(len(s.split())), correct=n == len(s.split()))
+            ItemRecord(
+                id=f"s{i}",
+                prompt_sha256=sha256_text(s),
+                output=str(n),
+                answer=str(n),
+                expected=str(len(s.split())),
+                correct=n == len(s.split()),
+            )
             for i, (s, n) in enumerate(zip(setting.sentences, counts, strict=True))
-        ]  # fmt: skip
+        ]
         digest = self.data_digests(setting, ctx.max_model_len)["word_count"]
-        return [SuiteRun(suite="word_count", role=ctx.role, data_sha256=digest, items=items,
-                         wall_s=round(time.perf_counter() - start, 3))]  # fmt: skip
+        return [
+            SuiteRun(
+                suite="word_count",
+                role=ctx.role,
+                data_sha256=digest,
+                items=items,
+                wall_s=round(time.perf_counter() - start, 3),
+            )
+        ]
 
 
 SUITE = WordCountRunner()
@@ -149,21 +162,26 @@ def test_toy_suite_runs_through_stage_gates_and_cache(
         assert out.scores is None and runtime.alive_checks == 1
         runs += out.runs
     assert [(r.suite, r.role) for r in runs] == [
-        ("word_count", "reference"), ("word_count", "candidate"),
-    ]  # fmt: skip
+        ("word_count", "reference"),
+        ("word_count", "candidate"),
+    ]
     assert all(i.correct for r in runs for i in r.items) and len(runs[0].items) == 3
 
     verdicts = evaluate_quality(spec, runs, None)
     assert [v.gate for v in verdicts] == [
-        "word_count.min_accuracy", "word_count.max_drop", "word_count.significance",
-    ]  # fmt: skip
+        "word_count.min_accuracy",
+        "word_count.max_drop",
+        "word_count.significance",
+    ]
     assert all(v.passed for v in verdicts)
     assert policy_for(spec, "word_count") is spec.word_count
 
     # A lost item fails its gates: the verdicts come from the toy's records, not a stub.
-    worse = runs[1].model_copy(update={"items": [
-        runs[1].items[0].model_copy(update={"correct": False}), *runs[1].items[1:]
-    ]})  # fmt: skip
+    worse = runs[1].model_copy(
+        update={
+            "items": [runs[1].items[0].model_copy(update={"correct": False}), *runs[1].items[1:]]
+        }
+    )
     failed = {v.gate for v in evaluate_quality(spec, [runs[0], worse], None) if not v.passed}
     assert failed == {"word_count.min_accuracy", "word_count.max_drop"}
 

@@ -219,9 +219,7 @@ def _items(role: str, n: int, wrong: set[int]) -> list[ItemRecord]:
     ]
 
 
-def _requests(
-    n: int, role: str, tokens: int = 4, step: int | None = None
-) -> list[RequestRecord]:
+def _requests(n: int, role: str, tokens: int = 4, step: int | None = None) -> list[RequestRecord]:
     """`n` requests, each `tokens` tokens `step` ns apart (20 ms reference, 15 ms candidate)."""
     out = []
     step = step or (20_000_000 if role == "reference" else 15_000_000)

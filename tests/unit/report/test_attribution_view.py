@@ -22,16 +22,28 @@ def test_the_section_names_the_smallest_failing_set_and_each_trial() -> None:
     verdicts = evaluate_quality(prof.quality, ref + [cand], report.quality.divergence)
     report.attribution = Attribution(
         changes=changes_of(prof),
-        trials=[Trial(name="only-kv", changes=["args.kv_cache_dtype"], verdict="FAIL",
-                      verdicts=verdicts, runs=[cand], divergence=report.quality.divergence,
-                      seconds=61.0),
-                Trial(name="only-token", changes=["env.HF_TOKEN"], verdict="ERROR",
-                      error="did not start")],
-        minimal=["args.kv_cache_dtype"], lives=2, max_lives=8,
-    )  # fmt: skip
+        trials=[
+            Trial(
+                name="only-kv",
+                changes=["args.kv_cache_dtype"],
+                verdict="FAIL",
+                verdicts=verdicts,
+                runs=[cand],
+                divergence=report.quality.divergence,
+                seconds=61.0,
+            ),
+            Trial(
+                name="only-token", changes=["env.HF_TOKEN"], verdict="ERROR", error="did not start"
+            ),
+        ],
+        minimal=["args.kv_cache_dtype"],
+        lives=2,
+        max_lives=8,
+    )
     text = render_markdown(report)
-    assert ("ATTRIBUTION: the smallest failing set is args.kv_cache_dtype (2 of 8 lives, "
-            "2 changes)") in text  # fmt: skip
+    assert (
+        "ATTRIBUTION: the smallest failing set is args.kv_cache_dtype (2 of 8 lives, 2 changes)"
+    ) in text
     section = text.split("## Which change broke it", 1)[1].split("\n## ", 1)[0]
     assert '| args.kv_cache_dtype | - | "fp8" |' in section  # unset on the reference side
     assert "| 1 | args.kv_cache_dtype | FAIL | math.short.max_drop" in section
@@ -44,10 +56,14 @@ def test_the_time_table_counts_the_attribution_lives() -> None:
 
     report = build_report(items=4, requests=3, fns=default_recompute())
     report.attribution = Attribution(
-        changes=[], trials=[Trial(name="only-kv", changes=["args.kv_cache_dtype"],
-                                  verdict="PASS", seconds=61.4)],
-        minimal=None, lives=1, max_lives=8,
-    )  # fmt: skip
+        changes=[],
+        trials=[
+            Trial(name="only-kv", changes=["args.kv_cache_dtype"], verdict="PASS", seconds=61.4)
+        ],
+        minimal=None,
+        lives=1,
+        max_lives=8,
+    )
     report.stage_timings = {"load": 1.0, "candidate": 40.0, "attribution": 62.0}
     rows = dict(time_breakdown(report))
     assert rows["attribution: 1 sub-candidate lives (args.kv_cache_dtype 61 s)"] == 62.0

@@ -39,8 +39,13 @@ def _valid(name: str, stdout: str) -> dict[str, Any]:
 def _signed(tmp_path: Path, name: str, report: Report) -> Path:
     out = tmp_path / name
     out.mkdir()
-    write_report(out, report, [Subject(name="profile/p.yaml", sha256=report.profile_sha256)],
-                 load_signer(key_path=tmp_path / "k.pem"), html=False)  # fmt: skip
+    write_report(
+        out,
+        report,
+        [Subject(name="profile/p.yaml", sha256=report.profile_sha256)],
+        load_signer(key_path=tmp_path / "k.pem"),
+        html=False,
+    )
     return out / ENVELOPE_NAME
 
 
@@ -51,11 +56,19 @@ def reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path
     assert CliRunner().invoke(main, ["keygen", "--out", str(tmp_path / "k")]).exit_code == 0
     fns = default_recompute()
     passing = build_report(items=10, requests=4, fns=fns)
-    failing = build_report(items=10, requests=4, fns=fns, cand_wrong=frozenset(range(1, 9)),
-                           perf_status="skipped: gates failed")  # fmt: skip
+    failing = build_report(
+        items=10,
+        requests=4,
+        fns=fns,
+        cand_wrong=frozenset(range(1, 9)),
+        perf_status="skipped: gates failed",
+    )
     assert (passing.verdict, failing.verdict) == ("PASS", "FAIL")
-    return (_signed(tmp_path, "pass", passing), _signed(tmp_path, "fail", failing),
-            tmp_path / "k.pub.pem")  # fmt: skip
+    return (
+        _signed(tmp_path, "pass", passing),
+        _signed(tmp_path, "fail", failing),
+        tmp_path / "k.pub.pem",
+    )
 
 
 def test_require_pass_exits_1_on_a_verified_fail_and_0_on_a_pass(
@@ -77,8 +90,9 @@ def test_verify_json_tells_a_verified_fail_from_a_report_that_does_not_verify(
 ) -> None:
     passing, failing, pub = reports
     run = CliRunner().invoke
-    res = run(main, ["verify", str(failing), "--pubkey", str(pub), "--require-pass",
-                     "--format", "json"])  # fmt: skip
+    res = run(
+        main, ["verify", str(failing), "--pubkey", str(pub), "--require-pass", "--format", "json"]
+    )
     fail = _valid("verify", res.stdout)
     assert res.exit_code == 1 == fail["exit_code"]
     assert fail["verified"] and fail["verdict"] == "FAIL" and not fail["passed"]
@@ -98,8 +112,9 @@ def test_validate_json_lists_every_file_with_its_reason(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: x\nmodel: {embedded: smollm2}\nquality: {math: {limit: -1}}\n")
     good = SHIPPED / "smollm2-cpu-int8.yaml"
-    res = CliRunner().invoke(main, ["validate", "--skip-files", "--format", "json", str(good),
-                                    str(broken)])  # fmt: skip
+    res = CliRunner().invoke(
+        main, ["validate", "--skip-files", "--format", "json", str(good), str(broken)]
+    )
     data = _valid("validate", res.stdout)
     assert res.exit_code == 2 == data["exit_code"]
     oks = [(f["path"], f["ok"]) for f in data["files"]]
@@ -111,8 +126,9 @@ def test_compare_json_names_its_aggregate_and_gives_an_interval(
     reports: tuple[Path, Path, Path],
 ) -> None:
     passing, failing, pub = reports
-    res = CliRunner().invoke(main, ["compare", f"{passing}", f"{failing}", "--pubkey", str(pub),
-                                    "--format", "json"])  # fmt: skip
+    res = CliRunner().invoke(
+        main, ["compare", f"{passing}", f"{failing}", "--pubkey", str(pub), "--format", "json"]
+    )
     assert res.exit_code == 0, res.output
     data = _valid("compare", res.stdout)
     assert "geometric mean" in data["aggregate"] and data["verified"]
@@ -132,13 +148,31 @@ def test_run_json_summary_matches_its_schema(tmp_path: Path) -> None:
     from qgate.run.options import RunOutcome
 
     outcome = RunOutcome(
-        run_dir=tmp_path, envelope=tmp_path / ENVELOPE_NAME, verdict="FAIL",
-        exit_code=ExitCode.GATE_FAILED, perf_status="skipped: gates failed",
-        verdicts=[Verdict(gate="math.long.max_drop", suite="math.long", observed=0.23, limit=0.15,
-                          passed=False, reason="drop 23 pts > 15 allowed"),
-                  Verdict(gate="recall.1024.max_drop", suite="recall.1024", observed=0.0,
-                          limit=0.2, passed=True, underpowered=True, reason="ok")],
-    )  # fmt: skip
+        run_dir=tmp_path,
+        envelope=tmp_path / ENVELOPE_NAME,
+        verdict="FAIL",
+        exit_code=ExitCode.GATE_FAILED,
+        perf_status="skipped: gates failed",
+        verdicts=[
+            Verdict(
+                gate="math.long.max_drop",
+                suite="math.long",
+                observed=0.23,
+                limit=0.15,
+                passed=False,
+                reason="drop 23 pts > 15 allowed",
+            ),
+            Verdict(
+                gate="recall.1024.max_drop",
+                suite="recall.1024",
+                observed=0.0,
+                limit=0.2,
+                passed=True,
+                underpowered=True,
+                reason="ok",
+            ),
+        ],
+    )
     data = _valid("run", json_summary(outcome).model_dump_json())
     assert (data["gates_passed"], data["gates_total"], data["exit_code"]) == (1, 2, 1)
     assert data["failed"] == [

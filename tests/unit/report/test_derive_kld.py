@@ -33,9 +33,13 @@ def test_reverse_direction_swaps_the_sides_position_by_position() -> None:
         assert s.reference_top_ids and s.reference_top_logprobs
         assert s.candidate_top_ids and s.candidate_top_logprobs
         for r_ids, r_lp, c_ids, c_lp, tok in zip(
-            s.reference_top_ids, s.reference_top_logprobs, s.candidate_top_ids,
-            s.candidate_top_logprobs, s.token_ids, strict=True,
-        ):  # fmt: skip
+            s.reference_top_ids,
+            s.reference_top_logprobs,
+            s.candidate_top_ids,
+            s.candidate_top_logprobs,
+            s.token_ids,
+            strict=True,
+        ):
             cand = dict(zip(c_ids, c_lp, strict=True))
             ref = dict(zip(r_ids, r_lp, strict=True))
             swapped.append(position_divergence(cand, ref, tok, div.top_k).kld)

@@ -64,11 +64,23 @@ def rendered_layout(browser: str, page: str, tmp_path: Path) -> dict[str, Any]:
     path = tmp_path / "report.html"
     path.write_text(page.replace("</body>", _MEASURE + "</body>", 1))
     dom = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-         f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,1000",
-         "--virtual-time-budget=10000", "--dump-dom", path.as_uri()],
-        capture_output=True, text=True, timeout=60, check=True,
-    ).stdout  # fmt: skip
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=1280,1000",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            path.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     found = re.search(r'<pre id="qgate-layout">(.*?)</pre>', dom, re.S)
     assert found and found.group(1), f"the layout script did not run; stdout: {dom[:300]}"
     return json.loads(html.unescape(found.group(1)))  # type: ignore[no-any-return]
@@ -99,13 +111,26 @@ def assert_readable_layout(layout: dict[str, Any], verdict: str, sections: list[
 @pytest.mark.parametrize(
     ("example", "verdict", "sections"),
     [
-        ("smollm2-h200-fp8", "PASS",
-         ["Gates", "Accuracy and flips", "Logit divergence (KL reference || candidate)",
-          "Where the damage sits", "Performance", "Plots", "Environment"]),
-        ("llama3-8b-shape-h200-preview", "FAIL",
-         ["Gates", "Accuracy and flips", "Performance", "Plots", "Environment"]),
+        (
+            "smollm2-h200-fp8",
+            "PASS",
+            [
+                "Gates",
+                "Accuracy and flips",
+                "Logit divergence (KL reference || candidate)",
+                "Where the damage sits",
+                "Performance",
+                "Plots",
+                "Environment",
+            ],
+        ),
+        (
+            "llama3-8b-shape-h200-preview",
+            "FAIL",
+            ["Gates", "Accuracy and flips", "Performance", "Plots", "Environment"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_browser_shows_verdict_and_gate_table_above_the_plots(
     example: str, verdict: str, sections: list[str], tmp_path: Path
 ) -> None:

@@ -28,8 +28,13 @@ def _configs() -> list[EffectiveConfig]:
     common: dict[str, Any] = {"kind": "vllm", "base_url": "http://h:1/v1", "served_model": "m"}
     return [
         EffectiveConfig(role="reference", kv_cache_dtype="auto", **common),
-        EffectiveConfig(role="candidate", kv_cache_dtype="fp8", uncalibrated_scales=["k", "v"],
-                        engine_warnings=[WARN], **common),  # fmt: skip
+        EffectiveConfig(
+            role="candidate",
+            kv_cache_dtype="fp8",
+            uncalibrated_scales=["k", "v"],
+            engine_warnings=[WARN],
+            **common,
+        ),
     ]
 
 
@@ -43,11 +48,19 @@ def _report(policy: str) -> Report:
     verdicts += kv_scale_verdicts(profile.engine.uncalibrated_kv_scales, configs)
     status = "ran" if all(v.passed for v in verdicts) else "skipped: gates failed"
     return assemble(
-        profile=profile, profile_sha256="0" * 64, fingerprint=None, effective_configs=configs,
-        suite_runs=raw.quality.runs, divergence=raw.quality.divergence, verdicts=verdicts,
-        perf_status=status, perf_runs=[], target_mismatches=[], stage_timings={},  # type: ignore[arg-type]
+        profile=profile,
+        profile_sha256="0" * 64,
+        fingerprint=None,
+        effective_configs=configs,
+        suite_runs=raw.quality.runs,
+        divergence=raw.quality.divergence,
+        verdicts=verdicts,
+        perf_status=status,
+        perf_runs=[],
+        target_mismatches=[],
+        stage_timings={},  # type: ignore[arg-type]
         reference_provenance=cache_provenance(),
-    )  # fmt: skip
+    )
 
 
 def _verify(report: Report) -> None:

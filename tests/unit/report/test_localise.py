@@ -56,8 +56,14 @@ def late_divergence(sequences: int = 3, tokens: int = 32) -> DivergenceRun:
 
 
 def _item(item_id: str, correct: bool) -> ItemRecord:
-    return ItemRecord(id=item_id, prompt_sha256=_sha(item_id), output="x", answer="x",
-                      expected="x" if correct else "y", correct=correct)  # fmt: skip
+    return ItemRecord(
+        id=item_id,
+        prompt_sha256=_sha(item_id),
+        output="x",
+        answer="x",
+        expected="x" if correct else "y",
+        correct=correct,
+    )
 
 
 def _run(suite: str, role: str, items: list[ItemRecord]) -> SuiteRun:
@@ -85,8 +91,9 @@ def math_runs() -> list[SuiteRun]:
 
 
 def _verdict(gate: str, suite: str, passed: bool, reason: str, **kw: object) -> Verdict:
-    return Verdict(gate=gate, suite=suite, observed=1.0, limit=0.5, passed=passed,
-                   reason=reason, **kw)  # type: ignore[arg-type]  # fmt: skip
+    return Verdict(
+        gate=gate, suite=suite, observed=1.0, limit=0.5, passed=passed, reason=reason, **kw
+    )  # type: ignore[arg-type]
 
 
 def report_with(
@@ -109,8 +116,12 @@ def test_the_continuation_is_cut_into_four_equal_parts() -> None:
 def test_kl_rising_only_late_shows_in_the_last_bucket_alone() -> None:
     div = late_divergence()
     buckets = position_buckets(div)
-    assert [(b.lo, b.hi, b.n) for b in buckets] == [(0, 7, 24), (8, 15, 24), (16, 23, 24),
-                                                      (24, 31, 24)]  # fmt: skip
+    assert [(b.lo, b.hi, b.n) for b in buckets] == [
+        (0, 7, 24),
+        (8, 15, 24),
+        (16, 23, 24),
+        (24, 31, 24),
+    ]
     assert [b.mean_kld for b in buckets[:3]] == pytest.approx([0.01] * 3)
     late = [LATE + 0.1 * j for j in range(3) for _ in range(8)]
     assert buckets[3].mean_kld == pytest.approx(np.mean(late))
@@ -172,8 +183,12 @@ def test_a_failed_top1_gate_names_the_bucket_with_the_lowest_agreement() -> None
 
 def test_a_failed_reverse_kl_gate_reads_the_reverse_direction() -> None:
     # the synthetic sequences differ most at position 2, where their top-1 token differs
-    div = DivergenceRun(data_sha256=_sha("c"), top_k=20, tokens=4,
-                        sequences=[divergence_sequence(j) for j in range(2)])  # fmt: skip
+    div = DivergenceRun(
+        data_sha256=_sha("c"),
+        top_k=20,
+        tokens=4,
+        sequences=[divergence_sequence(j) for j in range(2)],
+    )
     failed = _verdict("divergence.max_mean_reverse_kld", "divergence", False, "reverse high")
     note = worst_note(report_with([], div, [failed]), failed)
     assert note is not None and note.startswith("worst: position 2, mean KL(cand||ref) ")
@@ -229,8 +244,10 @@ def test_every_view_puts_the_worst_part_beside_the_stored_reason_which_is_unchan
     failure = root.find("./testsuite/testcase[@name='divergence.max_mean_kld']/failure")
     assert failure is not None and failure.get("message") == "divergence: mean KL 0.26"
     assert (failure.text or "").endswith(kl_note)
-    assert [v.reason for v in report.quality.verdicts] == ["recall.1024: drop 25 pts",
-                                                           "divergence: mean KL 0.26"]  # fmt: skip
+    assert [v.reason for v in report.quality.verdicts] == [
+        "recall.1024: drop 25 pts",
+        "divergence: mean KL 0.26",
+    ]
 
 
 def test_the_section_shows_both_tables_right_after_divergence() -> None:
@@ -255,8 +272,11 @@ def test_without_divergence_the_section_follows_accuracy_and_without_either_it_i
 
 
 def test_the_plot_draws_whichever_of_positions_and_depths_ran() -> None:
-    for runs, div in (([], late_divergence()), (recall_runs(), None),
-                      (recall_runs(), late_divergence())):  # fmt: skip
+    for runs, div in (
+        ([], late_divergence()),
+        (recall_runs(), None),
+        (recall_runs(), late_divergence()),
+    ):
         png = localise_plot(report_with(runs, div, []))
         assert png is not None and png.startswith(b"\x89PNG")
     assert localise_plot(report_with(math_runs(), None, [])) is None  # no recall, no divergence

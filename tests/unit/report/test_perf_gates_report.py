@@ -39,9 +39,15 @@ def _run(role: str, step_ms: float) -> ScenarioRun:
         r.token_times_ns = [t + offset for t in r.token_times_ns]
         r.done_ns += offset
         shift = r.done_ns
-    return ScenarioRun(scenario="short", role=role, kind="fixed",  # type: ignore[arg-type]
-                       params={"input_tokens": 32, "concurrency": 1}, gpus=1,
-                       duration_ns=reqs[-1].done_ns - reqs[0].sent_ns, requests=reqs)  # fmt: skip
+    return ScenarioRun(
+        scenario="short",
+        role=role,
+        kind="fixed",  # type: ignore[arg-type]
+        params={"input_tokens": 32, "concurrency": 1},
+        gpus=1,
+        duration_ns=reqs[-1].done_ns - reqs[0].sent_ns,
+        requests=reqs,
+    )
 
 
 def _report(cand_step_ms: float) -> tuple[Report, Profile]:
@@ -52,12 +58,19 @@ def _report(cand_step_ms: float) -> tuple[Report, Profile]:
     verdicts = evaluate_quality(profile.quality, raw.quality.runs, raw.quality.divergence)
     assert verdicts and all(v.passed for v in verdicts)
     report = assemble(
-        profile=profile, profile_sha256="0" * 64, fingerprint=None, effective_configs=[],
-        suite_runs=raw.quality.runs, divergence=raw.quality.divergence, verdicts=verdicts,
-        perf_status="ran", perf_runs=[_run("reference", 20), _run("candidate", cand_step_ms)],
-        target_mismatches=[], stage_timings={},
+        profile=profile,
+        profile_sha256="0" * 64,
+        fingerprint=None,
+        effective_configs=[],
+        suite_runs=raw.quality.runs,
+        divergence=raw.quality.divergence,
+        verdicts=verdicts,
+        perf_status="ran",
+        perf_runs=[_run("reference", 20), _run("candidate", cand_step_ms)],
+        target_mismatches=[],
+        stage_timings={},
         reference_provenance=cache_provenance(),
-    )  # fmt: skip
+    )
     return report, profile
 
 
@@ -123,11 +136,18 @@ def _preview(cand_step_ms: float) -> Report:
     data["perf"]["gates"] = GATES
     profile = Profile.model_validate(data)
     return assemble(
-        profile=profile, profile_sha256="0" * 64, fingerprint=None, effective_configs=[],
-        suite_runs=[], divergence=None, verdicts=[], perf_status="ran",
+        profile=profile,
+        profile_sha256="0" * 64,
+        fingerprint=None,
+        effective_configs=[],
+        suite_runs=[],
+        divergence=None,
+        verdicts=[],
+        perf_status="ran",
         perf_runs=[_run("reference", 20), _run("candidate", cand_step_ms)],
-        target_mismatches=[], stage_timings={},  # a preview has no reference provenance
-    )  # fmt: skip
+        target_mismatches=[],
+        stage_timings={},  # a preview has no reference provenance
+    )
 
 
 def test_preview_is_never_pass_and_says_speed_only() -> None:
@@ -172,9 +192,17 @@ def test_views_show_rates_per_gpu_and_ttft_p90() -> None:
 def test_published_figure_beside_the_measured_one() -> None:
     report, _ = _report(cand_step_ms=15)
     report.profile["perf"]["published"] = [
-        {"source": "InferenceX", "date": None, "hardware": "8xMI325X", "concurrency": 1,
-         "metric": "output_throughput_per_gpu", "value": 10.0, "scenario": None, "note": "TP8"}
-    ]  # fmt: skip
+        {
+            "source": "InferenceX",
+            "date": None,
+            "hardware": "8xMI325X",
+            "concurrency": 1,
+            "metric": "output_throughput_per_gpu",
+            "value": 10.0,
+            "scenario": None,
+            "note": "TP8",
+        }
+    ]
     md = render_markdown(report)
     assert "## Published figures (measured against published)" in md
     assert "hardware, software versions, model revision, workload and client may differ" in md

@@ -19,12 +19,18 @@ from qgate.report.verify.single import default_recompute
 from qgate.report.writer import ENVELOPE_NAME, write_report
 
 GITHUB = {
-    "GITHUB_ACTIONS": "true", "GITHUB_SHA": "3f1c2a9e8d7b6a5c4f3e2d1c0b9a8f7e6d5c4b3a",
-    "GITHUB_REF": "refs/heads/main", "GITHUB_REPOSITORY": "acme/serving",
-    "GITHUB_RUN_ID": "9911", "GITHUB_RUN_ATTEMPT": "2", "GITHUB_SERVER_URL": "https://github.com",
-    "GITHUB_JOB": "gate-fp8", "GITHUB_WORKFLOW": "rollout", "RUNNER_NAME": "mi325x-07",
+    "GITHUB_ACTIONS": "true",
+    "GITHUB_SHA": "3f1c2a9e8d7b6a5c4f3e2d1c0b9a8f7e6d5c4b3a",
+    "GITHUB_REF": "refs/heads/main",
+    "GITHUB_REPOSITORY": "acme/serving",
+    "GITHUB_RUN_ID": "9911",
+    "GITHUB_RUN_ATTEMPT": "2",
+    "GITHUB_SERVER_URL": "https://github.com",
+    "GITHUB_JOB": "gate-fp8",
+    "GITHUB_WORKFLOW": "rollout",
+    "RUNNER_NAME": "mi325x-07",
     "GITHUB_TOKEN": "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-}  # fmt: skip
+}
 
 
 @pytest.fixture
@@ -35,8 +41,13 @@ def signed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]
     report.provenance = run_provenance(GITHUB, parse_metadata(["ticket=OPS-12", "api_key=s3cr3t"]))
     out = tmp_path / "run"
     out.mkdir()
-    write_report(out, report, [Subject(name="profile/p.yaml", sha256=report.profile_sha256)],
-                 load_signer(key_path=tmp_path / "k.pem"), html=True)  # fmt: skip
+    write_report(
+        out,
+        report,
+        [Subject(name="profile/p.yaml", sha256=report.profile_sha256)],
+        load_signer(key_path=tmp_path / "k.pem"),
+        html=True,
+    )
     return out, tmp_path / "k.pub.pem"
 
 
@@ -72,11 +83,16 @@ def test_an_edited_metadata_field_does_not_verify(
 
 @pytest.mark.parametrize(
     ("env", "provider", "commit"),
-    [(GITHUB, "github-actions", GITHUB["GITHUB_SHA"]),
-     ({"GITLAB_CI": "true", "CI_COMMIT_SHA": "abc123", "CI_JOB_URL": "https://gl/j/1"},
-      "gitlab-ci", "abc123"),
-     ({"CI": "true"}, "ci", None)],
-)  # fmt: skip
+    [
+        (GITHUB, "github-actions", GITHUB["GITHUB_SHA"]),
+        (
+            {"GITLAB_CI": "true", "CI_COMMIT_SHA": "abc123", "CI_JOB_URL": "https://gl/j/1"},
+            "gitlab-ci",
+            "abc123",
+        ),
+        ({"CI": "true"}, "ci", None),
+    ],
+)
 def test_ci_provider_from_its_own_variables(
     env: dict[str, str], provider: str, commit: str | None
 ) -> None:

@@ -27,9 +27,18 @@ from qgate.report.verify.single import default_recompute
 from qgate.report.writer import write_report
 
 MOCK = Path(__file__).resolve().parents[2] / "mockserver" / "mock_openai.py"
-AGENT = {"name": "agent", "kind": "multi_turn", "conversations": 2, "turns": 2,
-         "shared_prefix_tokens": 64, "turn_input_tokens": 8, "output_tokens": 4, "warmup": 1,
-         "duration_s": 1.2, "series_bucket_s": 1}  # fmt: skip
+AGENT = {
+    "name": "agent",
+    "kind": "multi_turn",
+    "conversations": 2,
+    "turns": 2,
+    "shared_prefix_tokens": 64,
+    "turn_input_tokens": 8,
+    "output_tokens": 4,
+    "warmup": 1,
+    "duration_s": 1.2,
+    "series_bucket_s": 1,
+}
 
 
 def _measured_report() -> tuple[Report, dict[str, object]]:

@@ -290,24 +290,40 @@ def _attributed(case: Case) -> Report:
         item.output, item.answer, item.correct = "The answer is 999", "999", False
     ref = [r for r in report.quality.runs if r.role == "reference"]
     verdicts = evaluate_quality(prof.quality, ref + [cand], report.quality.divergence)
-    trial = Trial(name="only-kv_cache_dtype", changes=["args.kv_cache_dtype"], verdict="FAIL",
-                  verdicts=verdicts, runs=[cand], divergence=report.quality.divergence)  # fmt: skip
+    trial = Trial(
+        name="only-kv_cache_dtype",
+        changes=["args.kv_cache_dtype"],
+        verdict="FAIL",
+        verdicts=verdicts,
+        runs=[cand],
+        divergence=report.quality.divergence,
+    )
     # every change alone is tried: the token change alone keeps the report's own answers
-    passing = Trial(name="only-HF_TOKEN", changes=["env.HF_TOKEN"], verdict="PASS",
-                    verdicts=report.quality.verdicts, runs=report.quality.runs[1:],
-                    divergence=report.quality.divergence)  # fmt: skip
+    passing = Trial(
+        name="only-HF_TOKEN",
+        changes=["env.HF_TOKEN"],
+        verdict="PASS",
+        verdicts=report.quality.verdicts,
+        runs=report.quality.runs[1:],
+        divergence=report.quality.divergence,
+    )
     report.attribution = Attribution(
-        changes=changes_of(prof), trials=[trial, passing], minimal=["args.kv_cache_dtype"],
-        lives=2, max_lives=8,
-    )  # fmt: skip
+        changes=changes_of(prof),
+        trials=[trial, passing],
+        minimal=["args.kv_cache_dtype"],
+        lives=2,
+        max_lives=8,
+    )
     return report
 
 
 def test_an_attribution_verifies_trial_by_trial(case: Case) -> None:
     res = case.verify(case.resign(_attributed(case)))
     assert res.exit_code == 0, res.output
-    assert "attribution: 2 trials recomputed, the search replayed; the changes re-derived " \
+    assert (
+        "attribution: 2 trials recomputed, the search replayed; the changes re-derived "
         "from the profile" in res.output
+    )
 
 
 def _attribution_verdict_edited(case: Case) -> Path:

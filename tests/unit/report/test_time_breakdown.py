@@ -10,10 +10,11 @@ from qgate.report.render.md import render_markdown
 
 def _with_starts(report: Report) -> Report:
     starts = [
-        ServerStart(side="reference", purpose="life", kind="vllm", ready_s=46.0,
-                    startup={"weights_s": 0.35}),
+        ServerStart(
+            side="reference", purpose="life", kind="vllm", ready_s=46.0, startup={"weights_s": 0.35}
+        ),
         ServerStart(side="candidate", purpose="life", kind="vllm", ready_s=48.0),
-    ]  # fmt: skip
+    ]
     timings = {"load": 5.0, "reference_quality": 250.0, "candidate": 300.0}
     return report.model_copy(update={"starts": starts, "stage_timings": timings})
 

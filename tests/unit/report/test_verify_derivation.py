@@ -6,13 +6,31 @@ from typing import Any
 
 from qgate.report.verify.recompute import _covers
 
-ROW = {"metric": "tpot_ms.p50", "ratio": 0.71, "ci_low": 0.6, "ci_high": 0.8, "resamples": 2000,
-       "seed": 0}  # fmt: skip
-THROUGHPUT_OLD = {"metric": "output_throughput", "ratio": 1.37, "ci_low": None, "ci_high": None,
-                  "resamples": 0, "seed": 0}  # fmt: skip
+ROW = {
+    "metric": "tpot_ms.p50",
+    "ratio": 0.71,
+    "ci_low": 0.6,
+    "ci_high": 0.8,
+    "resamples": 2000,
+    "seed": 0,
+}
+THROUGHPUT_OLD = {
+    "metric": "output_throughput",
+    "ratio": 1.37,
+    "ci_low": None,
+    "ci_high": None,
+    "resamples": 0,
+    "seed": 0,
+}
 THROUGHPUT_NEW = {**THROUGHPUT_OLD, "ci_low": 1.2, "ci_high": 1.5, "resamples": 2000}
-NEW_ROW = {"metric": "request_decode_tok_s.p50", "ratio": 1.4, "ci_low": 1.3, "ci_high": 1.5,
-           "resamples": 2000, "seed": 0}  # fmt: skip
+NEW_ROW = {
+    "metric": "request_decode_tok_s.p50",
+    "ratio": 1.4,
+    "ci_low": 1.3,
+    "ci_high": 1.5,
+    "resamples": 2000,
+    "seed": 0,
+}
 
 
 def test_figures_derived_later_are_not_held_against_an_old_report() -> None:

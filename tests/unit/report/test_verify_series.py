@@ -32,9 +32,12 @@ def test_a_report_with_a_series_verifies() -> None:
 
 @pytest.mark.parametrize(
     ("key", "edit"),
-    [("output_throughput", lambda v: v * 1.01), ("completed", lambda v: v + 1),
-     ("ttft_p90_ms", lambda v: v - 1.0)],
-)  # fmt: skip
+    [
+        ("output_throughput", lambda v: v * 1.01),
+        ("completed", lambda v: v + 1),
+        ("ttft_p90_ms", lambda v: v - 1.0),
+    ],
+)
 def test_an_edited_bucket_is_rejected(key: str, edit: object) -> None:
     report = series_report()
     cand = report.perf.results[0].candidate

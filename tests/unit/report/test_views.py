@@ -150,8 +150,10 @@ def test_lost_and_gained_items_are_shown_side_by_side_bounded() -> None:
 def test_a_preview_says_dummy_weights_and_speed_only_even_when_it_fails() -> None:
     report = build_report(perf_status="ran")
     assert "dummy" not in render_markdown(report)
-    report.profile["engine"] = {**report.profile.get("engine", {}),
-                                "args": {"load_format": "dummy"}}  # fmt: skip
+    report.profile["engine"] = {
+        **report.profile.get("engine", {}),
+        "args": {"load_format": "dummy"},
+    }
     report.verdict = "FAIL"  # a missed perf gate
     md = render_markdown(report)
     assert "PREVIEW: dummy (random) weights, speed only" in md

@@ -32,31 +32,49 @@ def test_each_change_alone_then_the_smallest_failing_set(
 ) -> None:
     profile = load_profile(PROFILE, check_files=False)
     ctx = RunContext(
-        opts=RunOptions(profile=PROFILE, out_root=tmp_path), profile=profile,
-        profile_path=PROFILE, profile_sha256="0" * 64, run_dir=tmp_path, source_model=tmp_path,
-        model_paths={}, tokenizer_path=None, signer=Any, declared_profile=profile,  # type: ignore[arg-type]
+        opts=RunOptions(profile=PROFILE, out_root=tmp_path),
+        profile=profile,
+        profile_path=PROFILE,
+        profile_sha256="0" * 64,
+        run_dir=tmp_path,
+        source_model=tmp_path,
+        model_paths={},
+        tokenizer_path=None,
+        signer=Any,
+        declared_profile=profile,  # type: ignore[arg-type]
         selection=SimpleNamespace(notes=[]),  # type: ignore[arg-type]
-    )  # fmt: skip
+    )
     seen: list[tuple[str, list[str], bool]] = []
 
-    def evaluate(trial: RunContext, name: str, reference: Any, force_perf: bool,
-                 keep_going: bool) -> CandidateResult:  # fmt: skip
+    def evaluate(
+        trial: RunContext, name: str, reference: Any, force_perf: bool, keep_going: bool
+    ) -> CandidateResult:
         applied = [c.name for c in changes_of(trial.profile)]
         seen.append((name, applied, trial.opts.skip_perf))
         assert trial.run_dir == tmp_path / "attribution" / name and keep_going
         if applied == ["args.max_num_seqs"]:
             return CandidateResult(name=name, error="did not start: no KV space")
         failed = applied == ["emulate_weights"]
-        verdict = Verdict(gate="divergence.max_mean_kld", suite="divergence", observed=0.4,
-                          limit=0.05, passed=not failed, reason="r")  # fmt: skip
-        return CandidateResult(name=name, quality=QualityOutput(role="candidate"),
-                               verdicts=[verdict])  # fmt: skip
+        verdict = Verdict(
+            gate="divergence.max_mean_kld",
+            suite="divergence",
+            observed=0.4,
+            limit=0.05,
+            passed=not failed,
+            reason="r",
+        )
+        return CandidateResult(
+            name=name, quality=QualityOutput(role="candidate"), verdicts=[verdict]
+        )
 
     monkeypatch.setattr(candidate_stage, "evaluate", evaluate)
     monkeypatch.setattr(context_stage, "model_paths", lambda profile, source: {})
     att = attribute(ctx, QualityOutput(role="reference"), max_lives=6, groups=[])
-    assert [s[1] for s in seen] == [["args.enable_prefix_caching"], ["args.max_num_seqs"],
-                                    ["emulate_weights"]]  # fmt: skip
+    assert [s[1] for s in seen] == [
+        ["args.enable_prefix_caching"],
+        ["args.max_num_seqs"],
+        ["emulate_weights"],
+    ]
     assert all(skip_perf for *_, skip_perf in seen)  # attribution judges gates only
     assert [t.verdict for t in att.trials] == ["PASS", "ERROR", "FAIL"]
     assert att.trials[1].error == "did not start: no KV space"
@@ -78,26 +96,44 @@ def test_each_failing_candidate_of_a_multi_run_gets_its_own_attribution(
     opts = RunOptions(profile=multi, out_root=tmp_path, attribute=True)
     contexts = [
         RunContext(
-            opts=opts, profile=c.profile, profile_path=multi, profile_sha256="0" * 64,
-            run_dir=tmp_path / c.name, source_model=tmp_path, model_paths={},
-            tokenizer_path=None, signer=Any, declared_profile=c.profile,  # type: ignore[arg-type]
-            selection=SimpleNamespace(notes=[]), side=c.name,  # type: ignore[arg-type]
-        )  # fmt: skip
+            opts=opts,
+            profile=c.profile,
+            profile_path=multi,
+            profile_sha256="0" * 64,
+            run_dir=tmp_path / c.name,
+            source_model=tmp_path,
+            model_paths={},
+            tokenizer_path=None,
+            signer=Any,
+            declared_profile=c.profile,  # type: ignore[arg-type]
+            selection=SimpleNamespace(notes=[]),
+            side=c.name,  # type: ignore[arg-type]
+        )
         for c in loaded.multi.candidates
     ]
     runs = RunSet(loaded, contexts[0], contexts, [c.name for c in loaded.multi.candidates])
 
     def result(name: str, passed: bool) -> CandidateResult:
-        verdict = Verdict(gate="math.short.max_drop", suite="math.short", observed=0.3,
-                          limit=0.1, passed=passed, reason="r")  # fmt: skip
-        return CandidateResult(name=name, quality=QualityOutput(role="candidate"),
-                               verdicts=[verdict])  # fmt: skip
+        verdict = Verdict(
+            gate="math.short.max_drop",
+            suite="math.short",
+            observed=0.3,
+            limit=0.1,
+            passed=passed,
+            reason="r",
+        )
+        return CandidateResult(
+            name=name, quality=QualityOutput(role="candidate"), verdicts=[verdict]
+        )
 
     results = [result(name, passed=i != 1) for i, name in enumerate(runs.names)]
     asked: list[str] = []
     monkeypatch.setattr(reference_stage, "complete", lambda spec, out: True)
-    monkeypatch.setattr(attribute_module, "attribute", lambda ctx, ref, lives, groups: (
-        asked.append(ctx.side) or f"attribution of {ctx.side}"))  # fmt: skip
+    monkeypatch.setattr(
+        attribute_module,
+        "attribute",
+        lambda ctx, ref, lives, groups: asked.append(ctx.side) or f"attribution of {ctx.side}",
+    )
     clock = StageClock()
     attribute_failures(runs, QualityOutput(role="reference"), results, clock)
     failing = runs.names[1]

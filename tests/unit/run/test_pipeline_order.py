@@ -34,11 +34,18 @@ def _contexts(tmp_path: Path) -> RunSet:
     opts = RunOptions(profile=SHIPPED, out_root=tmp_path)
     contexts = [
         RunContext(
-            opts=opts, profile=c.profile, profile_path=SHIPPED, profile_sha256="0" * 64,
-            run_dir=tmp_path / "candidates" / c.name, source_model=tmp_path, model_paths={},
-            tokenizer_path=None, signer=Any, declared_profile=c.profile,  # type: ignore[arg-type]
+            opts=opts,
+            profile=c.profile,
+            profile_path=SHIPPED,
+            profile_sha256="0" * 64,
+            run_dir=tmp_path / "candidates" / c.name,
+            source_model=tmp_path,
+            model_paths={},
+            tokenizer_path=None,
+            signer=Any,
+            declared_profile=c.profile,  # type: ignore[arg-type]
             selection=SimpleNamespace(notes=[]),  # type: ignore[arg-type]
-        )  # fmt: skip
+        )
         for c in loaded.multi.candidates
     ]
     ref = RunContext(**{**contexts[0].__dict__, "run_dir": tmp_path})
@@ -75,24 +82,30 @@ def test_failing_candidate_does_not_stop_the_others(
     cached_life = (QualityOutput(role="reference"), None)
     monkeypatch.setattr(run_stages, "reference_life", lambda ctx, with_perf, clock: cached_life)
     monkeypatch.setattr(run_stages, "started", started)
-    monkeypatch.setattr(run_stages, "quality_on",
-                        lambda ctx, rt, role, ref: QualityOutput(role="candidate"))  # fmt: skip
+    monkeypatch.setattr(
+        run_stages, "quality_on", lambda ctx, rt, role, ref: QualityOutput(role="candidate")
+    )
     monkeypatch.setattr(run_stages, "divergence_of", lambda ref, cand: None)
     monkeypatch.setattr(run_stages, "perf_on", perf_on)
-    monkeypatch.setattr(run_stages, "perf_blocks",
-                        lambda ctx, rt, role, q: perf_on(ctx, rt, role, q))  # fmt: skip
+    monkeypatch.setattr(
+        run_stages, "perf_blocks", lambda ctx, rt, role, q: perf_on(ctx, rt, role, q)
+    )
     monkeypatch.setattr(gates, "evaluate_quality", lambda spec, runs, div: [])
     monkeypatch.setattr(report_stage, "report_of", lambda *a: None)
     monkeypatch.setattr(report_stage, "write_multi", write_multi)
 
     assert pipeline.run(mctx.reference.opts) == "outcome"  # type: ignore[comparison-overlap]
     assert calls == [
-        ("start", "fp8-weights"), ("perf", "fp8-weights"),
+        ("start", "fp8-weights"),
+        ("perf", "fp8-weights"),
         ("start", "prefix-cache"),
-        ("start", "max-seqs-2"), ("perf", "max-seqs-2"),
-        ("start", "api-server"), ("perf", "api-server"),
-        ("start", "reference"), ("perf", "reference"),
-    ]  # fmt: skip
+        ("start", "max-seqs-2"),
+        ("perf", "max-seqs-2"),
+        ("start", "api-server"),
+        ("perf", "api-server"),
+        ("start", "reference"),
+        ("perf", "reference"),
+    ]
     _, results, _, timings, plan = captured["args"]
     assert [life.side for life in plan.lives] == [*mctx.names, "reference"]
     assert [r.name for r in results] == ["fp8-weights", "prefix-cache", "max-seqs-2", "api-server"]
@@ -119,8 +132,13 @@ def test_capability_notes_name_their_candidate(tmp_path: Path) -> None:
     ]
 
 
-def _stand_ins(monkeypatch: pytest.MonkeyPatch, runs: RunSet, calls: list[tuple[str, str]],
-               broken: str | None = None, cached: bool = False) -> None:  # fmt: skip
+def _stand_ins(
+    monkeypatch: pytest.MonkeyPatch,
+    runs: RunSet,
+    calls: list[tuple[str, str]],
+    broken: str | None = None,
+    cached: bool = False,
+) -> None:
     @contextmanager
     def started(ctx: RunContext, role: str) -> Iterator[str]:
         name = ctx.run_dir.name if role == "candidate" else "reference"
@@ -129,8 +147,9 @@ def _stand_ins(monkeypatch: pytest.MonkeyPatch, runs: RunSet, calls: list[tuple[
             raise RuntimeFailure("candidate", "exited with status 1", ["RuntimeError: boom"])
         yield name
 
-    def perf_on(ctx: RunContext, rt: str, role: str, q: QualityOutput, save: bool = True,
-                block: int = 0) -> list[SimpleNamespace]:  # fmt: skip
+    def perf_on(
+        ctx: RunContext, rt: str, role: str, q: QualityOutput, save: bool = True, block: int = 0
+    ) -> list[SimpleNamespace]:
         return [SimpleNamespace(scenario="s", rt=rt, block=block)]
 
     def reference_life(ctx: RunContext, with_perf: bool, clock: Any) -> tuple[QualityOutput, Any]:
@@ -147,16 +166,21 @@ def _stand_ins(monkeypatch: pytest.MonkeyPatch, runs: RunSet, calls: list[tuple[
     monkeypatch.setattr(run_stages, "prepare", lambda opts, loaded: runs)
     monkeypatch.setattr(run_stages, "fingerprint", lambda ctx: None)
     monkeypatch.setattr(run_stages, "reference_cached", lambda ctx: cached)
-    monkeypatch.setattr(run_stages, "preflight_candidate",
-                        lambda ctx, how: calls.append(("preflight", ctx.run_dir.name)))  # fmt: skip
+    monkeypatch.setattr(
+        run_stages,
+        "preflight_candidate",
+        lambda ctx, how: calls.append(("preflight", ctx.run_dir.name)),
+    )
     monkeypatch.setattr(run_stages, "reference_life", reference_life)
     monkeypatch.setattr(run_stages, "started", started)
-    monkeypatch.setattr(run_stages, "quality_on",
-                        lambda ctx, rt, role, ref: QualityOutput(role="candidate"))  # fmt: skip
+    monkeypatch.setattr(
+        run_stages, "quality_on", lambda ctx, rt, role, ref: QualityOutput(role="candidate")
+    )
     monkeypatch.setattr(run_stages, "divergence_of", lambda ref, cand: None)
     monkeypatch.setattr(run_stages, "perf_on", perf_on)
-    monkeypatch.setattr(run_stages, "perf_blocks",
-                        lambda ctx, rt, role, q: perf_on(ctx, rt, role, q))  # fmt: skip
+    monkeypatch.setattr(
+        run_stages, "perf_blocks", lambda ctx, rt, role, q: perf_on(ctx, rt, role, q)
+    )
     monkeypatch.setattr(gates, "evaluate_quality", lambda spec, runs, div: [])
 
 
@@ -168,11 +192,18 @@ def _single(tmp_path: Path, placement: str = "sequence") -> RunSet:
     engine = loaded.profile.engine.model_copy(update={"placement": placement})
     profile = loaded.profile.model_copy(update={"engine": engine})
     ctx = RunContext(
-        opts=RunOptions(profile=path, out_root=tmp_path), profile=profile,
-        profile_path=path, profile_sha256="0" * 64, run_dir=tmp_path / "run",
-        source_model=tmp_path, model_paths={}, tokenizer_path=None, signer=Any,  # type: ignore[arg-type]
-        declared_profile=profile, selection=SimpleNamespace(notes=[]),  # type: ignore[arg-type]
-    )  # fmt: skip
+        opts=RunOptions(profile=path, out_root=tmp_path),
+        profile=profile,
+        profile_path=path,
+        profile_sha256="0" * 64,
+        run_dir=tmp_path / "run",
+        source_model=tmp_path,
+        model_paths={},
+        tokenizer_path=None,
+        signer=Any,  # type: ignore[arg-type]
+        declared_profile=profile,
+        selection=SimpleNamespace(notes=[]),  # type: ignore[arg-type]
+    )
     return RunSet(loaded, ctx, [ctx], ["candidate"])
 
 
@@ -194,8 +225,14 @@ def test_one_candidate_takes_the_same_path_and_writes_the_single_report(
     assert calls == [("preflight", "run"), ("start", "reference"), ("start", "run")]
     _, _, result, perf, timings, plan = captured["args"]
     assert result.status == "ran" and [r.rt for r in perf] == ["run", "reference"]
-    assert list(timings)[:6] == ["load", "fingerprint", "candidate_preflight",
-                                 "reference_quality", "reference_perf", "candidate"]  # fmt: skip
+    assert list(timings)[:6] == [
+        "load",
+        "fingerprint",
+        "candidate_preflight",
+        "reference_quality",
+        "reference_perf",
+        "candidate",
+    ]
     assert plan.preflight == {"candidate": "dry"} and plan.starts == 2
 
 
@@ -240,18 +277,31 @@ def test_preflight_decides_alike_for_several_candidates(
 
 
 def _side_by_side_stand_ins(
-    monkeypatch: pytest.MonkeyPatch, runs: RunSet, calls: list[tuple[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+    runs: RunSet,
+    calls: list[tuple[str, str]],
     gates_pass: bool = True,
-) -> None:  # fmt: skip
+) -> None:
     from qgate.run import reference as ref_stage
     from qgate.run import together
 
     _stand_ins(monkeypatch, runs, calls)
-    monkeypatch.setattr(together, "_start_both", lambda ctx, cand, life: (
-        calls.append(("start together", "reference+candidate")) or ("ref-rt", "cand-rt")))
+    monkeypatch.setattr(
+        together,
+        "_start_both",
+        lambda ctx, cand, life: (
+            calls.append(("start together", "reference+candidate")) or ("ref-rt", "cand-rt")
+        ),
+    )
 
-    def quality_on(ctx: RunContext, rt: str, role: str, reference: Any,
-                   on_scores: Any = None, board: Any = None) -> QualityOutput:  # fmt: skip
+    def quality_on(
+        ctx: RunContext,
+        rt: str,
+        role: str,
+        reference: Any,
+        on_scores: Any = None,
+        board: Any = None,
+    ) -> QualityOutput:
         if callable(reference):
             reference()  # the candidate's divergence waits for the reference's results
         calls.append(("quality", role))
@@ -260,21 +310,32 @@ def _side_by_side_stand_ins(
     def judge(ctx: RunContext, out: Any, reference: Any, force: bool) -> None:
         out.status = "ran" if gates_pass else "skipped: gates failed"
 
-    def perf_on(ctx: RunContext, rt: str, role: str, q: Any, save: bool = True,
-                block: int = 0) -> list[Any]:  # fmt: skip
+    def perf_on(
+        ctx: RunContext, rt: str, role: str, q: Any, save: bool = True, block: int = 0
+    ) -> list[Any]:
         calls.append(("perf", role))
         from qgate.perf.records import ScenarioRun
 
-        return [ScenarioRun(scenario="s", role=role, kind="fixed", gpus=1, duration_ns=1,
-                            requests=[], block=block)]  # type: ignore[arg-type]  # fmt: skip
+        return [
+            ScenarioRun(
+                scenario="s",
+                role=role,
+                kind="fixed",
+                gpus=1,
+                duration_ns=1,
+                requests=[],
+                block=block,
+            )
+        ]  # type: ignore[arg-type]
 
     monkeypatch.setattr(together, "quality_on", quality_on)
     monkeypatch.setattr(together, "judge", judge)
     monkeypatch.setattr(together, "save_raw", lambda *a: None)
     monkeypatch.setattr(ref_stage, "store_reference", lambda ctx, out: None)
     monkeypatch.setattr(run_stages, "perf_on", perf_on)
-    monkeypatch.setattr(run_stages, "perf_blocks",
-                        lambda ctx, rt, role, q: perf_on(ctx, rt, role, q))  # fmt: skip
+    monkeypatch.setattr(
+        run_stages, "perf_blocks", lambda ctx, rt, role, q: perf_on(ctx, rt, role, q)
+    )
 
 
 def test_side_by_side_starts_both_at_once_and_interleaves_perf_blocks(
@@ -291,8 +352,12 @@ def test_side_by_side_starts_both_at_once_and_interleaves_perf_blocks(
     assert calls[3:] == [("perf", "reference"), ("perf", "candidate")] * 2  # 2 blocks
     _, _, result, perf, timings, plan = captured["args"]
     assert plan.mode == "together" and plan.blocks == 2 and plan.preflight == {"candidate": "none"}
-    assert [(r.role, r.block) for r in perf] == [("candidate", 0), ("candidate", 1),
-                                                 ("reference", 0), ("reference", 1)]  # fmt: skip
+    assert [(r.role, r.block) for r in perf] == [
+        ("candidate", 0),
+        ("candidate", 1),
+        ("reference", 0),
+        ("reference", 1),
+    ]
     assert result.status == "ran"
     assert list(timings)[:5] == ["load", "fingerprint", "startup", "quality", "perf"]
 
@@ -331,8 +396,14 @@ def test_side_by_side_hands_the_reference_scores_over_before_its_quality_ends(
     candidate_scored = threading.Event()
     scores = object()
 
-    def quality_on(ctx: RunContext, rt: str, role: str, reference: Any,
-                   on_scores: Any = None, board: Any = None) -> QualityOutput:  # fmt: skip
+    def quality_on(
+        ctx: RunContext,
+        rt: str,
+        role: str,
+        reference: Any,
+        on_scores: Any = None,
+        board: Any = None,
+    ) -> QualityOutput:
         if role == "reference":
             on_scores(scores)  # divergence done: the other suites still to run
             assert candidate_scored.wait(10), "the candidate waited for the whole reference"
@@ -353,8 +424,14 @@ def test_side_by_side_candidate_gets_the_reference_error_when_it_fails_before_it
     seen: list[str] = []
     waiting, answered = threading.Event(), threading.Event()
 
-    def quality_on(ctx: RunContext, rt: str, role: str, reference: Any,
-                   on_scores: Any = None, board: Any = None) -> QualityOutput:  # fmt: skip
+    def quality_on(
+        ctx: RunContext,
+        rt: str,
+        role: str,
+        reference: Any,
+        on_scores: Any = None,
+        board: Any = None,
+    ) -> QualityOutput:
         if role == "reference":
             assert waiting.wait(10)
             raise RuntimeFailure("reference", "server died in math.short")

@@ -22,8 +22,9 @@ def _single(name: str):  # type: ignore[no-untyped-def]
 
 
 def test_fresh_reference_serves_quality_and_perf_in_one_life() -> None:
-    plan = make_plan([("candidate", _single("smollm2-cpu-int8"))], reference_cached=False,
-                     placement="cores 0-1")  # fmt: skip
+    plan = make_plan(
+        [("candidate", _single("smollm2-cpu-int8"))], reference_cached=False, placement="cores 0-1"
+    )
     assert [life.side for life in plan.lives] == ["reference", "candidate"]
     assert plan.starts == 2
     assert plan.lives[0].serves == ["quality suites", "perf baseline"]
@@ -43,15 +44,17 @@ def test_cached_reference_starts_once_after_the_candidates_for_perf_only() -> No
     ]
     assert plan.lives[1].condition  # only when some candidate's perf ran
     assert plan.preflight == {"candidate": "none"}  # the candidate starts next anyway
-    refreshed = make_plan([("candidate", profile)], reference_cached=True, placement="x",
-                          refresh=True)  # fmt: skip
+    refreshed = make_plan(
+        [("candidate", profile)], reference_cached=True, placement="x", refresh=True
+    )
     assert refreshed.lives[0].side == "reference" and refreshed.preflight["candidate"] == "dry"
 
 
 def test_several_candidates_share_one_reference_life() -> None:
     multi = load_multi_file(SHIPPED / "smollm2-cpu-multi.yaml", check_files=False).multi
-    plan = make_plan([(c.name, c.profile) for c in multi.candidates], reference_cached=False,
-                     placement="x")  # fmt: skip
+    plan = make_plan(
+        [(c.name, c.profile) for c in multi.candidates], reference_cached=False, placement="x"
+    )
     assert [life.side for life in plan.lives] == ["reference", *(c.name for c in multi.candidates)]
     # a command-line engine has no dry check of its own: it is started and stopped
     assert plan.preflight["api-server"] == "start"
@@ -59,8 +62,9 @@ def test_several_candidates_share_one_reference_life() -> None:
 
 
 def test_fixed_scenario_tokens_are_requests_times_lengths() -> None:
-    plan = make_plan([("candidate", _single("smollm2-cpu-int8"))], reference_cached=None,
-                     placement="x")  # fmt: skip
+    plan = make_plan(
+        [("candidate", _single("smollm2-cpu-int8"))], reference_cached=None, placement="x"
+    )
     lines = describe(plan)
     fixed = next(p for p in plan.scenarios if p.scenario.startswith("fixed-256x32"))
     assert fixed.requests is not None and fixed.tokens == fixed.requests * (256 + 32)
@@ -74,8 +78,9 @@ def test_plan_prints_for_every_shipped_profile(
 ) -> None:
     # an AVX2-only CPU answer: GPU profiles cannot run here and still get their plan
     monkeypatch.setenv("QGATE_CPU_FLAGS", "avx2")
-    result = CliRunner().invoke(main, ["plan", str(path), "--cache-dir", str(tmp_path),
-                                       "--format", "json"])  # fmt: skip
+    result = CliRunner().invoke(
+        main, ["plan", str(path), "--cache-dir", str(tmp_path), "--format", "json"]
+    )
     assert result.exit_code == 0, result.output
     plan = json.loads(result.output)
     assert plan["reference_cached"] in (False, None)  # an empty cache folder
@@ -93,8 +98,15 @@ def test_plan_of_a_missing_profile_is_a_bad_input() -> None:
 def _why(profile, **over):  # type: ignore[no-untyped-def]
     from qgate.run.plan import sequence_reason
 
-    kw = {"reference_cached": False, "refresh": False, "on_cpu": True, "cores": 2,
-          "available_gib": 20.0, "kv_cache_gib": 2.0, **over}  # fmt: skip
+    kw = {
+        "reference_cached": False,
+        "refresh": False,
+        "on_cpu": True,
+        "cores": 2,
+        "available_gib": 20.0,
+        "kv_cache_gib": 2.0,
+        **over,
+    }
     return sequence_reason([("candidate", profile)], **kw)
 
 
@@ -111,20 +123,27 @@ def test_side_by_side_only_where_both_fit() -> None:
 
 
 def test_side_by_side_plan_has_no_preflight_and_interleaved_blocks() -> None:
-    plan = make_plan([("candidate", _single("smollm2-cpu-int8"))], reference_cached=False,
-                     placement="x", side_by_side=("cores 0", "cores 1"))  # fmt: skip
+    plan = make_plan(
+        [("candidate", _single("smollm2-cpu-int8"))],
+        reference_cached=False,
+        placement="x",
+        side_by_side=("cores 0", "cores 1"),
+    )
     assert plan.mode == "together" and plan.blocks == 2 and plan.starts == 2
     assert plan.preflight == {"candidate": "none"}
     assert [(life.side, life.placement) for life in plan.lives] == [
-        ("reference", "cores 0"), ("candidate", "cores 1")]  # fmt: skip
+        ("reference", "cores 0"),
+        ("candidate", "cores 1"),
+    ]
     lines = describe(plan)
     assert lines[0].startswith("plan: 2 server start(s) side by side")
     assert any("per side and block, 2 blocks" in ln for ln in lines)
 
 
 def test_plan_prints_the_drop_each_gate_detects_at_its_size() -> None:
-    plan = make_plan([("candidate", _single("smollm2-cpu-fp8"))], reference_cached=False,
-                     placement="x")  # fmt: skip
+    plan = make_plan(
+        [("candidate", _single("smollm2-cpu-fp8"))], reference_cached=False, placement="x"
+    )
     power = {g.suite: g for g in plan.power}
     assert set(power) == {"math.short", "math.long", "recall.1024"}  # divergence has no test
     long = power["math.long"]
@@ -134,13 +153,16 @@ def test_plan_prints_the_drop_each_gate_detects_at_its_size() -> None:
     line = next(ln for ln in describe(plan) if ln.startswith("  power math.long:"))
     mdd = 100 * long.min_detectable_drop
     assert line.startswith(f"  power math.long: 64 items detect {mdd:.1f} pts")
-    assert f"max_drop 15.0 pts needs {long.items_needed} items (UNDERPOWERED: state " \
+    assert (
+        f"max_drop 15.0 pts needs {long.items_needed} items (UNDERPOWERED: state "
         "quality.math.detect to size it)" in line
+    )
 
 
 def test_a_stated_detection_sizes_the_generated_set() -> None:
-    plan = make_plan([("candidate", _single("smollm2-cpu-int8-detect"))], reference_cached=False,
-                     placement="x")  # fmt: skip
+    plan = make_plan(
+        [("candidate", _single("smollm2-cpu-int8-detect"))], reference_cached=False, placement="x"
+    )
     (g,) = plan.power
     suites = {s.suite: s.items for s in plan.suites}
     assert g.sized and g.items == g.items_needed == suites["math.long"] > 144  # past the core set
@@ -151,8 +173,13 @@ def test_a_stated_detection_sizes_the_generated_set() -> None:
 def test_two_servers_share_one_accelerator_when_their_memory_shares_fit() -> None:
     profile = _single("smollm2-h200-fp8")  # gpu_memory_utilization 0.3 for both sides
     assert _why(profile, on_cpu=False, cores=1, available_gib=1.0) is None  # CPU limits moot
-    greedy = profile.model_copy(update={"candidate": profile.candidate.model_copy(
-        update={"args": {**profile.candidate.args, "gpu_memory_utilization": 0.7}})})  # fmt: skip
+    greedy = profile.model_copy(
+        update={
+            "candidate": profile.candidate.model_copy(
+                update={"args": {**profile.candidate.args, "gpu_memory_utilization": 0.7}}
+            )
+        }
+    )
     assert _why(greedy, on_cpu=False) == "gpu_memory_utilization 0.3 + 0.7 > 0.9 of one device"
     eight = profile.model_copy(update={"target": profile.target.model_copy(update={"count": 8})})
     assert _why(eight, on_cpu=False) == "8 accelerators (servers share one device only)"
@@ -168,11 +195,15 @@ def test_two_servers_share_one_accelerator_when_their_memory_shares_fit() -> Non
 def test_attribution_is_a_conditional_life_after_the_candidate() -> None:
     from qgate.run.stages import plan_for
 
-    plan = plan_for([("candidate", _single("smollm2-cpu-int4-attribute"))],
-                    reference_cached=False, refresh=False)  # fmt: skip
+    plan = plan_for(
+        [("candidate", _single("smollm2-cpu-int4-attribute"))],
+        reference_cached=False,
+        refresh=False,
+    )
     last = plan.lives[-1]
     assert last.side == "candidate attribution"
     assert last.condition == "when candidate fails its gates; up to 6 lives"
-    plain = plan_for([("candidate", _single("smollm2-cpu-int4-fail"))], reference_cached=False,
-                     refresh=False)  # fmt: skip
+    plain = plan_for(
+        [("candidate", _single("smollm2-cpu-int4-fail"))], reference_cached=False, refresh=False
+    )
     assert all("attribution" not in life.side for life in plain.lives)

@@ -23,10 +23,15 @@ ARM = CpuCaps("Neoverse-V2", "aarch64", frozenset())
 
 
 def _profile(**candidate: object) -> Profile:
-    return Profile.model_validate({
-        "name": "t", "model": {"embedded": "smollm2"}, "target": {"accelerator": "cpu"},
-        "candidate": candidate, "quality": {"math": {}},
-    })  # fmt: skip
+    return Profile.model_validate(
+        {
+            "name": "t",
+            "model": {"embedded": "smollm2"},
+            "target": {"accelerator": "cpu"},
+            "candidate": candidate,
+            "quality": {"math": {}},
+        }
+    )
 
 
 def test_forced_flags_replace_the_probe() -> None:
@@ -86,10 +91,15 @@ def test_a_fallback_that_cannot_run_either_is_refused() -> None:
 
 
 def test_shared_engine_args_are_named_as_such() -> None:
-    profile = Profile.model_validate({
-        "name": "t", "model": {"embedded": "smollm2"},
-        "engine": {"args": {"kv_cache_dtype": "fp8"}}, "candidate": {}, "quality": {"math": {}},
-    })  # fmt: skip
+    profile = Profile.model_validate(
+        {
+            "name": "t",
+            "model": {"embedded": "smollm2"},
+            "engine": {"args": {"kv_cache_dtype": "fp8"}},
+            "candidate": {},
+            "quality": {"math": {}},
+        }
+    )
     with pytest.raises(BadInput) as err:
         select_runtimes(profile, AVX2)
     assert err.value.message.startswith("engine.args.kv_cache_dtype: fp8 cannot run here")
@@ -98,11 +108,15 @@ def test_shared_engine_args_are_named_as_such() -> None:
 
 def test_gpu_targets_are_not_judged_by_the_cpu_table(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(capabilities, "_installed", lambda dist: dist == "vllm")
-    profile = Profile.model_validate({
-        "name": "t", "model": {"path": "/m"}, "target": {"accelerator": "H200"},
-        "candidate": {"args": {"quantization": "fp8", "kv_cache_dtype": "fp8"}},
-        "quality": {"math": {}},
-    })  # fmt: skip
+    profile = Profile.model_validate(
+        {
+            "name": "t",
+            "model": {"path": "/m"},
+            "target": {"accelerator": "H200"},
+            "candidate": {"args": {"quantization": "fp8", "kv_cache_dtype": "fp8"}},
+            "quality": {"math": {}},
+        }
+    )
     sel = select_runtimes(profile, AVX2)
     assert sel.candidate.args["quantization"] == "fp8" and sel.notes == []
 
@@ -116,8 +130,12 @@ def test_run_fails_fast_with_exit_2_before_anything_starts(tmp_path: Path) -> No
     env = {**os.environ, "QGATE_CPU_FLAGS": "avx2,fma"}
     done = subprocess.run(
         [sys.executable, "-m", "qgate.cli", "run", str(profile), "--out", str(tmp_path / "runs")],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 2, done.stderr
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, done.stderr
@@ -132,18 +150,29 @@ ARM_BF16 = CpuCaps("Neoverse-V2", "aarch64", frozenset({"bf16"}))
 
 
 def _dtype_profile(cpu_dtype: str, dtype: str = "bfloat16", **candidate: object) -> Profile:
-    return Profile.model_validate({
-        "name": "t", "model": {"embedded": "smollm2"}, "target": {"accelerator": "cpu"},
-        "engine": {"cpu_dtype": cpu_dtype, "args": {"dtype": dtype}},
-        "candidate": candidate or {"emulate_weights": {"format": "fp8_e4m3"}},
-        "quality": {"math": {}},
-    })  # fmt: skip
+    return Profile.model_validate(
+        {
+            "name": "t",
+            "model": {"embedded": "smollm2"},
+            "target": {"accelerator": "cpu"},
+            "engine": {"cpu_dtype": cpu_dtype, "args": {"dtype": dtype}},
+            "candidate": candidate or {"emulate_weights": {"format": "fp8_e4m3"}},
+            "quality": {"math": {}},
+        }
+    )
 
 
 @pytest.mark.parametrize(
-    ("cpu", "native"), [(AVX2, False), (AVX512_NO_BF16, False), (AVX512, True), (ZEN4, True),
-                        (ARM, False), (ARM_BF16, True)],
-)  # fmt: skip
+    ("cpu", "native"),
+    [
+        (AVX2, False),
+        (AVX512_NO_BF16, False),
+        (AVX512, True),
+        (ZEN4, True),
+        (ARM, False),
+        (ARM_BF16, True),
+    ],
+)
 def test_bf16_is_native_only_with_bf16_instructions(cpu: CpuCaps, native: bool) -> None:
     assert capabilities.native_bf16(cpu) is native
     assert capabilities.cpu_serving_dtype(cpu).dtype == ("bfloat16" if native else "float32")
@@ -168,9 +197,10 @@ def test_auto_dtype_keeps_bf16_where_the_cpu_has_it() -> None:
 
 def test_auto_dtype_applies_to_a_fallback_too() -> None:
     profile = _dtype_profile(
-        "auto", args={"kv_cache_dtype": "fp8"},
+        "auto",
+        args={"kv_cache_dtype": "fp8"},
         fallback={"args": {"kv_cache_dtype": "auto"}, "emulate_weights": {"format": "fp8_e4m3"}},
-    )  # fmt: skip
+    )
     sel = select_runtimes(profile, AVX2)
     assert sel.candidate.args == {"kv_cache_dtype": "auto", "dtype": "float32"}
     assert sel.reference.args == {"dtype": "float32"}

@@ -72,8 +72,10 @@ class _Runtime:
 
 def test_a_dead_server_is_blamed_with_its_own_failure() -> None:
     dead = _Runtime(dead=True)
-    with pytest.raises(RuntimeFailure, match="candidate runtime: server exited") as err, \
-            blamed_on(dead):  # type: ignore[arg-type]
+    with (
+        pytest.raises(RuntimeFailure, match="candidate runtime: server exited") as err,
+        blamed_on(dead),
+    ):  # type: ignore[arg-type]
         raise InfrastructureError("POST /v1/completions: connection failed after 4 attempts")
     assert isinstance(err.value.__cause__, InfrastructureError)
 
@@ -105,25 +107,45 @@ FD_WARNING = "Too many open files"
         # SIGKILL with nothing logged: the fd-limit warning is no cause
         ("sigkill-nothing-logged.log", None, [], [FD_WARNING, "INFO", "DeprecationWarning"]),
         # the engine's argparse error without its 300 lines of usage text
-        ("argparse-unknown-flag.log", "unrecognized arguments: --no-such-engine-flag",
-         ["error: unrecognized arguments"], ["usage:", "[--config CONFIG]"]),
+        (
+            "argparse-unknown-flag.log",
+            "unrecognized arguments: --no-such-engine-flag",
+            ["error: unrecognized arguments"],
+            ["usage:", "[--config CONFIG]"],
+        ),
         # the engine core SIGKILLed under a live API server: EngineDeadError points "above",
         # where nothing is; the resource tracker's KeyError is no cause
-        ("engine-core-killed.log", "the engine core process died without an error",
-         ["EngineDeadError"], ["KeyError", "psm_"]),
+        (
+            "engine-core-killed.log",
+            "the engine core process died without an error",
+            ["EngineDeadError"],
+            ["KeyError", "psm_"],
+        ),
         # the API server's EngineDeadError printed before the engine core's traceback
-        ("cuda-oom-interleaved.log", "torch.OutOfMemoryError: CUDA out of memory",
-         ["OutOfMemoryError", "torch.empty_like"], [FD_WARNING]),
+        (
+            "cuda-oom-interleaved.log",
+            "torch.OutOfMemoryError: CUDA out of memory",
+            ["OutOfMemoryError", "torch.empty_like"],
+            [FD_WARNING],
+        ),
         # a WARNING that mentions "HIP out of memory" is no cause; the worker's error is
-        ("hip-oom-startup.log", "torch.OutOfMemoryError: HIP out of memory. Tried to allocate",
-         ["profile_run"], ["Memory may run out"]),
+        (
+            "hip-oom-startup.log",
+            "torch.OutOfMemoryError: HIP out of memory. Tried to allocate",
+            ["profile_run"],
+            ["Memory may run out"],
+        ),
         # a Python exception in the engine core, then the API server's EngineDeadError
-        ("engine-traceback.log", "ValueError: unsupported head size 80",
-         ["cpu_attn.py"], [FD_WARNING]),
+        (
+            "engine-traceback.log",
+            "ValueError: unsupported head size 80",
+            ["cpu_attn.py"],
+            [FD_WARNING],
+        ),
         # a port retry: only the last start's log counts
         ("restarted.log", None, [], ["Errno 98"]),
     ],
-)  # fmt: skip
+)
 def test_cause_and_context_from_real_log_shapes(
     log: str, cause: str | None, context_has: list[str], context_lacks: list[str]
 ) -> None:
@@ -150,7 +172,7 @@ def test_warning_and_info_lines_are_never_causes_whatever_they_quote() -> None:
     warning = (LOGS / "sigkill-nothing-logged.log").read_text().splitlines()
     fd = next(line for line in warning if FD_WARNING in line)
     assert is_noise(fd) and root_cause(fd) is None
-    assert is_noise("INFO:     127.0.0.1:1 - \"POST /v1/completions HTTP/1.1\" 500 ValueError: x")
+    assert is_noise('INFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 500 ValueError: x')
     assert is_noise("/v/api_server.py:24: DeprecationWarning: RuntimeError: not a cause")
     assert not is_noise("(EngineCore pid=7) ERROR 12-01 10:00:00 [core.py:1] ValueError: x")
     real = "(EngineCore pid=7) ERROR ValueError: the real one"
@@ -159,9 +181,16 @@ def test_warning_and_info_lines_are_never_causes_whatever_they_quote() -> None:
 
 @pytest.mark.parametrize(
     ("returncode", "reading"),
-    [(-9, KILL_HINT), (-11, "crash in native code"), (-6, "aborted"), (-15, "another process"),
-     (1, None), (0, None), (None, None)],
-)  # fmt: skip
+    [
+        (-9, KILL_HINT),
+        (-11, "crash in native code"),
+        (-6, "aborted"),
+        (-15, "another process"),
+        (1, None),
+        (0, None),
+        (None, None),
+    ],
+)
 def test_death_by_signal_is_read_for_people(returncode: int | None, reading: str | None) -> None:
     from qgate.runtime.causes import death_reading
 
@@ -172,8 +201,13 @@ def test_death_by_signal_is_read_for_people(returncode: int | None, reading: str
 def _dead_server(tmp_path: Path, log: str) -> Any:
     from qgate.runtime.vllm_server import VllmServer
 
-    server = VllmServer(role="candidate", model_path=tmp_path / "m", served_model="m",
-                        run_dir=tmp_path / "run", launcher=["vllm", "serve"])  # fmt: skip
+    server = VllmServer(
+        role="candidate",
+        model_path=tmp_path / "m",
+        served_model="m",
+        run_dir=tmp_path / "run",
+        launcher=["vllm", "serve"],
+    )
     server.log_path.parent.mkdir(parents=True, exist_ok=True)
     server.log_path.write_text((LOGS / log).read_text())
     return server
@@ -182,8 +216,9 @@ def _dead_server(tmp_path: Path, log: str) -> Any:
 def test_a_sigkilled_server_reads_as_killed_not_as_an_fd_limit(tmp_path: Path) -> None:
     server = _dead_server(tmp_path, "sigkill-nothing-logged.log")
     err = server._fail("server exited (killed by SIGKILL)", -9)
-    assert err.message.startswith("candidate runtime: server exited (killed by SIGKILL — "
-                                  "often the out-of-memory killer")  # fmt: skip
+    assert err.message.startswith(
+        "candidate runtime: server exited (killed by SIGKILL — often the out-of-memory killer"
+    )
     assert FD_WARNING not in err.message and str(server.log_path) in err.message
     assert not any(FD_WARNING in line for line in err.details)
 

@@ -196,9 +196,13 @@ def test_both_command_lines_parse_to_the_model_with_this_vllm() -> None:
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     module = cmd.build_command(
-        [sys.executable, "-m", cmd.API_SERVER_MODULE], "/m", "smol", "127.0.0.1", 8123,
+        [sys.executable, "-m", cmd.API_SERVER_MODULE],
+        "/m",
+        "smol",
+        "127.0.0.1",
+        8123,
         {"enforce_eager": True},
-    )  # fmt: skip
+    )
     args = make_arg_parser(FlexibleArgumentParser()).parse_args(module[3:])
     assert args.model == "/m"
     ignored = make_arg_parser(FlexibleArgumentParser()).parse_args(["/m"])

@@ -97,8 +97,9 @@ def test_the_default_folder_is_per_user(monkeypatch: pytest.MonkeyPatch) -> None
 def _server(tmp_path: Path, **kw: object) -> object:
     from qgate.runtime.vllm_server import VllmServer
 
-    return VllmServer(role="reference", model_path=tmp_path, served_model="m",
-                      run_dir=tmp_path / "run", **kw)  # type: ignore[arg-type]  # fmt: skip
+    return VllmServer(
+        role="reference", model_path=tmp_path, served_model="m", run_dir=tmp_path / "run", **kw
+    )  # type: ignore[arg-type]
 
 
 def test_a_cpu_server_binds_its_engine_to_leased_cores_and_gives_them_back(

@@ -13,13 +13,19 @@ from qgate.runtime.vllm_server import VllmServer
 
 
 def _server(tmp_path: Path, launcher: list[str]) -> VllmServer:
-    return VllmServer(role="candidate", model_path=tmp_path / "model", served_model="m",
-                      run_dir=tmp_path / "run", launcher=launcher,
-                      args={"max_model_len": 2048})  # fmt: skip
+    return VllmServer(
+        role="candidate",
+        model_path=tmp_path / "model",
+        served_model="m",
+        run_dir=tmp_path / "run",
+        launcher=launcher,
+        args={"max_model_len": 2048},
+    )
 
 
-@pytest.mark.parametrize("launcher", [["vllm", "serve"], ["python3", "-m",
-                                      "vllm.entrypoints.openai.api_server"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "launcher", [["vllm", "serve"], ["python3", "-m", "vllm.entrypoints.openai.api_server"]]
+)
 def test_the_model_is_a_flag_for_the_parser(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launcher: list[str]
 ) -> None:
@@ -42,7 +48,8 @@ def test_a_refusal_names_vllms_own_error_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     err = "usage: vllm ...\nvllm: error: unrecognized arguments: --bogus\n"
-    monkeypatch.setattr(subprocess, "run", lambda argv, **kw: subprocess.CompletedProcess(
-        argv, 2, "", err))  # fmt: skip
+    monkeypatch.setattr(
+        subprocess, "run", lambda argv, **kw: subprocess.CompletedProcess(argv, 2, "", err)
+    )
     with pytest.raises(RuntimeFailure, match="refused the command line: error: unrecognized"):
         _server(tmp_path, ["vllm", "serve"]).dry_check()

@@ -37,8 +37,9 @@ def test_fp8_candidate_log_gives_backend_fa_version_kernel_and_scale_warnings() 
     ]
     assert check_applied({"quantization": "fp8", "kv_cache_dtype": "fp8"}, facts) == []
     # the facts are exactly EffectiveConfig's fields
-    EffectiveConfig(role="candidate", kind="vllm", base_url="http://h/v1", served_model="m",
-                    **facts)  # fmt: skip
+    EffectiveConfig(
+        role="candidate", kind="vllm", base_url="http://h/v1", served_model="m", **facts
+    )
 
 
 def test_bf16_reference_log_has_fa3_and_no_fp8_facts() -> None:
@@ -58,8 +59,9 @@ def test_each_scale_warning_names_its_scales_and_is_recorded_once() -> None:
     )
     report = parse_engine_log(kv + "\n" + kv + "\n")
     assert report.uncalibrated_scales == ["k", "v"]
-    assert report.warnings == ["Using KV cache scaling factor 1.0 for fp8_e4m3. If this is "
-                               "unintended, verify ..."]  # fmt: skip
+    assert report.warnings == [
+        "Using KV cache scaling factor 1.0 for fp8_e4m3. If this is unintended, verify ..."
+    ]
     q_only = "WARNING [kv_cache.py:190] Using uncalibrated q_scale 1.0 and/or prob_scale 0.5 with"
     assert parse_engine_log(q_only).uncalibrated_scales == ["q"]
     calibrated = "WARNING [kv_cache.py:190] Using uncalibrated q_scale 0.02 and/or prob_scale 1.0"

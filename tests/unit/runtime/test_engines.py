@@ -55,8 +55,10 @@ def test_builtin_entries_load_lazily_and_declare_what_they_serve() -> None:
 
 def test_unknown_kind_in_a_profile_is_exit_2_with_file_line_and_key(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
-    path.write_text("name: t\nmodel: {embedded: smollm2}\ncandidate:\n  engine: {kind: sglng}\n"
-                    "quality: {math: {}}\n")  # fmt: skip
+    path.write_text(
+        "name: t\nmodel: {embedded: smollm2}\ncandidate:\n  engine: {kind: sglng}\n"
+        "quality: {math: {}}\n"
+    )
     result = CliRunner().invoke(main, ["validate", str(path)])
     assert result.exit_code == 2
     assert f"{path}:4 candidate.engine.kind: Unknown engine 'sglng'" in result.stderr
@@ -86,8 +88,16 @@ def test_a_side_names_its_own_engine_with_its_own_args_and_env(tmp_path: Path) -
     assert ref.args["max_model_len"] == 4096 and ref.env_overlay["A"] == "1"
     command = cand.build_command(1234)
     assert command[1:3] == ["-m", "sglang.launch_server"]
-    assert command[3:11] == ["--model-path", "/m", "--served-model-name", "smollm2",
-                             "--host", "127.0.0.1", "--port", "1234"]  # fmt: skip
+    assert command[3:11] == [
+        "--model-path",
+        "/m",
+        "--served-model-name",
+        "smollm2",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "1234",
+    ]
     assert command[11:] == ["--context-length", "2048", "--mem-fraction-static", "0.5"]
 
 
@@ -99,19 +109,23 @@ def test_sglang_rejects_args_qgate_sets(tmp_path: Path) -> None:
 
 def test_a_suite_that_needs_a_feature_is_refused_at_validate_time(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         name: t
         model: {embedded: smollm2}
         candidate:
           engine: {kind: sglang}
         quality:
           divergence: {sequences: 4}
-        """))  # fmt: skip
+        """)
+    )
     result = CliRunner().invoke(main, ["validate", str(path)])
     assert result.exit_code == 2
     lines = [line.strip() for line in result.stderr.splitlines()]
-    assert (f"{path}:4 candidate.engine.kind: sglang does not serve prompt_logprobs, "
-            "which quality.divergence needs") in lines  # fmt: skip
+    assert (
+        f"{path}:4 candidate.engine.kind: sglang does not serve prompt_logprobs, "
+        "which quality.divergence needs"
+    ) in lines
     assert any("sglang does not serve tokenize" in line for line in lines)
     # The reference (vLLM) serves both: no line for it.
     assert not any(line.startswith(f"{path}:") and " engine.kind" in line for line in lines)
@@ -134,16 +148,28 @@ def test_declared_features_let_a_command_engine_run_a_suite() -> None:
     ("block", "where", "message"),
     [
         ({"kind": "command"}, ("candidate", "engine", "command"), "required when kind is"),
-        ({"kind": "command", "command": ["s", "{prot}", "{port}"]},
-         ("candidate", "engine", "command", 1), "unknown placeholder {prot}"),
-        ({"kind": "command", "command": ["s"]}, ("candidate", "engine", "command"),
-         "must contain {port}"),
-        ({"kind": "vllm", "command": ["s"]}, ("candidate", "engine", "command"),
-         "only valid when kind is 'command'"),
-        ({"kind": "sglang", "features": ["tokenize"]}, ("candidate", "engine", "features"),
-         "sglang declares its own features"),
+        (
+            {"kind": "command", "command": ["s", "{prot}", "{port}"]},
+            ("candidate", "engine", "command", 1),
+            "unknown placeholder {prot}",
+        ),
+        (
+            {"kind": "command", "command": ["s"]},
+            ("candidate", "engine", "command"),
+            "must contain {port}",
+        ),
+        (
+            {"kind": "vllm", "command": ["s"]},
+            ("candidate", "engine", "command"),
+            "only valid when kind is 'command'",
+        ),
+        (
+            {"kind": "sglang", "features": ["tokenize"]},
+            ("candidate", "engine", "features"),
+            "sglang declares its own features",
+        ),
     ],
-)  # fmt: skip
+)
 def test_engine_block_issues_point_at_the_key(
     block: dict[str, Any], where: tuple[str | int, ...], message: str
 ) -> None:
@@ -193,8 +219,12 @@ def test_command_placeholders_are_filled_and_unknown_ones_refused() -> None:
 
 
 def test_command_server_answers_to_the_model_path_without_served_name(tmp_path: Path) -> None:
-    kw: dict[str, Any] = {"role": "candidate", "model_path": Path("/m/k3"),
-                          "served_model": "k3", "run_dir": tmp_path}  # fmt: skip
+    kw: dict[str, Any] = {
+        "role": "candidate",
+        "model_path": Path("/m/k3"),
+        "served_model": "k3",
+        "run_dir": tmp_path,
+    }
     plain = CommandServer.from_template(["atom", "--server-port", "{port}"], **kw)
     assert plain.served_model == "/m/k3"
     named = CommandServer.from_template(["srv", "--name", "{served_name}", "{port}"], **kw)
@@ -203,9 +233,12 @@ def test_command_server_answers_to_the_model_path_without_served_name(tmp_path: 
 
 def test_python_placeholder_is_the_interpreter_running_qgate(tmp_path: Path) -> None:
     server = CommandServer.from_template(
-        ["{python}", "-m", "my.server", "--port", "{port}"], role="candidate",
-        model_path=Path("/m"), served_model="m", run_dir=tmp_path,
-    )  # fmt: skip
+        ["{python}", "-m", "my.server", "--port", "{port}"],
+        role="candidate",
+        model_path=Path("/m"),
+        served_model="m",
+        run_dir=tmp_path,
+    )
     assert server.build_command(9)[:2] == [sys.executable, "-m"]
     command = {"kind": "command", "command": ["{python}", "-m", "s", "--port", "{port}"]}
     assert engine_problems(_profile(candidate={"engine": command})) == []
@@ -279,13 +312,24 @@ def test_an_unknown_kind_is_bad_input_of_the_project() -> None:
 
 
 def test_command_args_keep_their_spelling(tmp_path: Path) -> None:
-    block = {"kind": "command", "command": ["atom", "--server-port", "{port}"],
-             "args": {"max-model-len": 8, "enforce-eager": True}}  # fmt: skip
+    block = {
+        "kind": "command",
+        "command": ["atom", "--server-port", "{port}"],
+        "args": {"max-model-len": 8, "enforce-eager": True},
+    }
     profile = _profile(candidate={"engine": block, "args": {"kv_cache_dtype": "fp8"}})
     server = make_runtime(profile, "candidate", Path("/m"), tmp_path)
     assert isinstance(server, CommandServer)
-    assert server.build_command(5) == ["atom", "--server-port", "5", "--max-model-len", "8",
-                                       "--enforce-eager", "--kv_cache_dtype", "fp8"]  # fmt: skip
+    assert server.build_command(5) == [
+        "atom",
+        "--server-port",
+        "5",
+        "--max-model-len",
+        "8",
+        "--enforce-eager",
+        "--kv_cache_dtype",
+        "fp8",
+    ]
 
 
 def test_the_runtime_package_surface_is_explicit_and_lazy() -> None:
@@ -296,20 +340,28 @@ def test_the_runtime_package_surface_is_explicit_and_lazy() -> None:
     assert set(rt.__all__) == set(rt._HOME)
     assert all(getattr(rt, name) is not None for name in rt.__all__)
     code = "import qgate.runtime, sys; print('qgate.runtime.vllm_server' in sys.modules)"
-    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           check=True)  # fmt: skip
+    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert fresh.stdout.strip() == "False"
 
 
 def test_sglang_applied_config_comes_from_its_server_info() -> None:
     from qgate.runtime.sglang_server import server_info_facts, unapplied
 
-    info = {"kv_cache_dtype": "fp8_e4m3", "dtype": "bfloat16", "tp_size": 8,
-            "context_length": 32768, "version": "0.5.1", "mem_fraction_static": 0.8}  # fmt: skip
+    info = {
+        "kv_cache_dtype": "fp8_e4m3",
+        "dtype": "bfloat16",
+        "tp_size": 8,
+        "context_length": 32768,
+        "version": "0.5.1",
+        "mem_fraction_static": 0.8,
+    }
     assert server_info_facts(info) == {
-        "kv_cache_dtype": "fp8_e4m3", "dtype": "bfloat16", "tensor_parallel_size": 8,
-        "max_model_len": 32768, "engine_version": "0.5.1",
-    }  # fmt: skip
+        "kv_cache_dtype": "fp8_e4m3",
+        "dtype": "bfloat16",
+        "tensor_parallel_size": 8,
+        "max_model_len": 32768,
+        "engine_version": "0.5.1",
+    }
     asked = {"kv_cache_dtype": "fp8_e5m2", "tp_size": 8, "mem_fraction_static": 0.5}
     # Only the settings that decide numerics are compared.
     assert unapplied(asked, info) == ["kv_cache_dtype: asked fp8_e5m2, the server runs fp8_e4m3"]

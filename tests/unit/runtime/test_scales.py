@@ -49,8 +49,7 @@ def test_only_quantized_kv_caches_are_gated() -> None:
 
 
 def test_profile_option_defaults_to_warn_and_rejects_other_values() -> None:
-    base = {"name": "t", "model": {"path": "/m"}, "candidate": {},
-            "quality": {"math": {}}}  # fmt: skip
+    base = {"name": "t", "model": {"path": "/m"}, "candidate": {}, "quality": {"math": {}}}
     assert Profile.model_validate(base).engine.uncalibrated_kv_scales == "warn"
     strict = Profile.model_validate({**base, "engine": {"uncalibrated_kv_scales": "fail"}})
     assert strict.engine.uncalibrated_kv_scales == "fail"

@@ -50,9 +50,14 @@ def test_a_restart_in_one_log_counts_its_last_lines() -> None:
 
 
 def test_ready_line_names_the_phases_and_the_log() -> None:
-    config = EffectiveConfig(role="reference", kind="vllm", base_url="http://h/v1",
-                             served_model="m", ready_s=46.2,
-                             startup={"weights_s": 0.35, "engine_init_s": 0.86})  # fmt: skip
+    config = EffectiveConfig(
+        role="reference",
+        kind="vllm",
+        base_url="http://h/v1",
+        served_model="m",
+        ready_s=46.2,
+        startup={"weights_s": 0.35, "engine_init_s": 0.86},
+    )
     line = ready_line(config, Path("logs/reference.log"))
     assert line == "46 s (weights 0.35 s, engine init 0.86 s; log: logs/reference.log)"
     assert ready_line(config.model_copy(update={"startup": {}, "ready_s": None}), None) == "?"
