@@ -10,12 +10,18 @@ lists it and no short help was given here), so it must not import heavy
 libraries (torch, vllm, transformers, lm_eval, matplotlib, securesystemslib)
 at import time; giving the short help keeps `qgate --help` from importing it.
 Every subcommand gets the error mapping of `qgate.cli.util` (exit codes,
-`--debug`) from the group.
+`--debug`) from the group, and ends quietly when the reader of its output goes
+away (`qgate plan P | head -1`, a pager quit early): no traceback, exit 141.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import select
+import signal
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +30,68 @@ import click
 from qgate import __version__
 from qgate.cli.util import TEXT_OR_JSON, guarded
 from qgate.errors import ExitCode, ProfileError
+
+READER_GONE_EXIT = 128 + int(signal.SIGPIPE)
+"""141, what a shell reports for a tool that SIGPIPE ended (`yes | head`): the output was
+not all delivered, so not 0 (`qgate verify R | head -1` must not claim a verified report),
+and distinct from every qgate code (1 gate failed, 2 bad input, 3 infrastructure)."""
+
+
+def _reader_gone(fd: int) -> bool:
+    """Whether `fd` is a pipe or socket whose reader has gone (poll reports an error on it)."""
+    if not hasattr(select, "poll"):
+        return False
+    poller = select.poll()
+    try:
+        poller.register(fd, select.POLLOUT)
+        events = poller.poll(0)
+    except (OSError, ValueError):
+        return False
+    return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in events)
+
+
+def _gone_streams() -> list[int]:
+    """The standard output and error descriptors whose readers have gone."""
+    gone = []
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):  # not a file (e.g. a test's buffer)
+            continue
+        if _reader_gone(fd):
+            gone.append(fd)
+    return gone
+
+
+def _silence(fds: list[int]) -> None:
+    """Point `fds` at /dev/null, so that what is still buffered for them (flushed at exit)
+    goes nowhere instead of raising BrokenPipeError again (the Python docs' recipe)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in fds:
+            os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def reader_went_away() -> bool:
+    """After a BrokenPipeError: True when stdout's or stderr's reader has gone (those streams
+    are then pointed at /dev/null); False when the broken pipe was elsewhere (a server socket)."""
+    gone = _gone_streams()
+    if gone:
+        _silence(gone)
+    return bool(gone)
+
+
+def quiet_when_reader_gone(call: Callable[[], Any]) -> Any:
+    """`call()`; a broken pipe on stdout or stderr whose reader has gone ends the command
+    quietly with READER_GONE_EXIT, through click."""
+    try:
+        return call()
+    except BrokenPipeError:
+        if not reader_went_away():
+            raise
+        raise click.exceptions.Exit(READER_GONE_EXIT) from None
 
 
 class QgateGroup(click.Group):
@@ -75,7 +143,20 @@ class QgateGroup(click.Group):
                 formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
-        return guarded(lambda: super(QgateGroup, self).invoke(ctx))
+        return guarded(lambda: quiet_when_reader_gone(lambda: super(QgateGroup, self).invoke(ctx)))
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """click's entry point; what is still buffered for stdout is flushed here, under the
+        same rule, rather than by the interpreter at exit (where it would print a traceback)."""
+        try:
+            return super().main(*args, **kwargs)
+        finally:
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                if not reader_went_away():
+                    raise
+                raise SystemExit(READER_GONE_EXIT) from None
 
 
 @click.group(cls=QgateGroup, context_settings={"help_option_names": ["-h", "--help"]})
