@@ -20,7 +20,7 @@ vb() {  # vb CFG C N TAG
 }
 qp() {  # qp CFG C N TAG
   qgate perf --base-url http://127.0.0.1:$PORT/v1 --model llama8b --input-tokens 1024 --output-tokens 128 \
-    --concurrency $2 --requests $3 --warmup 2 --gpus 1 --json-out $R/qp_$1_c$2_$4.json --no-progress > $R/qp_$1_c$2_$4.log 2>&1
+    --concurrency $2 --requests $3 --warmup 2 --gpus 1 --format json --out $R/qp_$1_c$2_$4.json --no-progress > $R/qp_$1_c$2_$4.log 2>&1
   python3 - $R/qp_$1_c$2_$4.json "$1 c=$2 $4" <<'PY' 2>&1 | tail -1
 import json, sys
 d = json.load(open(sys.argv[1]))

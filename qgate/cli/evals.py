@@ -11,10 +11,10 @@ from qgate.errors import BadInput
 
 @click.group()
 def evals() -> None:
-    """Build or check the generated eval data in evals/ (MANIFEST.json)."""
+    """Check the generated eval data in evals/ against its MANIFEST.json."""
 
 
-@evals.command()
+@evals.command(hidden=True)  # a developer's command: the data is committed
 @click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),

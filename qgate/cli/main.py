@@ -213,7 +213,7 @@ def main(ctx: click.Context, debug: bool, quiet: bool, verbose: int, log_level: 
     help="Lines for people, or one JSON object (`qgate schema validate`).",
 )
 def validate(profiles: tuple[Path, ...], skip_files: bool, fmt: str) -> None:
-    """Check profile files without running anything; exit 2 if any is invalid."""
+    """Check the PROFILES files without running anything; exit 2 if any is invalid."""
     from qgate.cli.outputs import ValidatedFile, ValidateOutput, echo_json
     from qgate.cli.util import echo_error
     from qgate.profile.load_multi import load_any_profile_file
@@ -242,9 +242,10 @@ def validate(profiles: tuple[Path, ...], skip_files: bool, fmt: str) -> None:
 
 
 @main.command()
-@click.argument("name", type=click.Choice(["run", "verify", "validate", "compare"]))
+@click.argument("name", metavar="NAME", type=click.Choice(["run", "verify", "validate", "compare"]))
 def schema(name: str) -> None:
-    """Print the JSON Schema of a command's `--format json` output."""
+    """Print the JSON Schema of the `--format json` output of command NAME (run, verify,
+    validate or compare)."""
     import json
 
     from qgate.cli.outputs import OUTPUTS
@@ -269,7 +270,7 @@ main.add_lazy_command(
     "compare", "qgate.cli.report:compare_cmd", "Compare several reports side by side."
 )
 main.add_lazy_command("perf", "qgate.cli.perf:perf", "Run perf scenarios against an endpoint.")
-main.add_lazy_command("evals", "qgate.cli.evals:evals", "Build or check the eval data.")
+main.add_lazy_command("evals", "qgate.cli.evals:evals", "Check the eval data against its manifest.")
 
 
 if __name__ == "__main__":

@@ -11,10 +11,11 @@ def models() -> None:
 
 
 @models.command("prepare")
-@click.argument("name", type=click.Choice(["smollm2"]))
+@click.argument("name", metavar="NAME", type=click.Choice(["smollm2"]))
 @click.option("--force", is_flag=True, help="Rebuild even if the checkpoint exists.")
 def prepare_cmd(name: str, force: bool) -> None:
-    """Convert an embedded model into a bf16 Hugging Face checkpoint in the cache (once)."""
+    """Convert embedded model NAME (smollm2) into a bf16 Hugging Face checkpoint in the cache
+    (once)."""
     from qgate.checkpoint import embedded
 
     path = embedded.checkpoint_path(name)
@@ -26,9 +27,9 @@ def prepare_cmd(name: str, force: bool) -> None:
 
 
 @models.command("path")
-@click.argument("name", type=click.Choice(["smollm2"]))
+@click.argument("name", metavar="NAME", type=click.Choice(["smollm2"]))
 def path_cmd(name: str) -> None:
-    """Print where an embedded model's checkpoint is (exit 2 if not prepared)."""
+    """Print where embedded model NAME's checkpoint is (exit 2 if not prepared)."""
     from qgate.checkpoint import embedded
 
     click.echo(str(embedded.require_checkpoint(name)))

@@ -17,9 +17,11 @@ from typing import Any
 
 import click
 
+from qgate.cli.util import PROGRESS_HELP, TEXT_OR_JSON, emit
 from qgate.errors import BadInput, InfrastructureError
 
 THIN_P99 = 100  # fewer values than this and p99 is about the maximum, not a percentile
+UNGATED = "UNGATED: perf stage run alone; no quality gate was checked."
 
 
 @click.command("perf")
@@ -86,15 +88,25 @@ THIN_P99 = 100  # fewer values than this and p99 is about the maximum, not a per
     help="Accelerators serving, for tok/s per GPU.",
 )
 @click.option(
-    "--json-out",
+    "--format",
+    "fmt",
+    type=TEXT_OR_JSON,
+    default="text",
+    show_default=True,
+    help="A table for people, or one JSON object with every request record and the metrics "
+    "(each run carries t0_unix_ns, the wall-clock time of its zero); notes go to stderr then.",
+)
+@click.option(
+    "--out",
     type=click.Path(path_type=Path),
-    help="Write every request record and the metrics here (JSON; each run carries "
-    "t0_unix_ns, the wall-clock time of its zero).",
+    default=None,
+    help="Write the output (in --format) to this file instead of stdout.",
 )
 @click.option(
     "--progress/--no-progress",
     default=True,
-    help="Live progress line on a terminal (redrawn once a second).",
+    show_default=True,
+    help=PROGRESS_HELP,
 )
 def perf(
     profile: Path | None,
@@ -108,7 +120,8 @@ def perf(
     requests: int | None,
     warmup: int,
     gpus: int,
-    json_out: Path | None,
+    fmt: str,
+    out: Path | None,
     progress: bool,
 ) -> None:
     """Run perf scenarios against a running endpoint and print the metrics (UNGATED).
@@ -129,8 +142,8 @@ def perf(
     from qgate.perf.tokenizer import choose_tokenizer, served_models, server_tokenizes
     from qgate.profile import PerfSpec
 
-    if json_out is not None:
-        check_out_file(json_out, "--json-out")
+    if out is not None:
+        check_out_file(out, "--out")
     if api_key_env is not None and key_env_problem(api_key_env):
         raise BadInput(f"--api-key-env: {key_env_problem(api_key_env)}")
     if profile is not None:
@@ -204,32 +217,35 @@ def perf(
 
     runs = run_loop(go())
     metrics = [summarize(r, spec.slo) for r in runs]
-    click.echo("UNGATED: perf stage run alone; no quality gate was checked.")
-    click.echo(metrics_table(metrics))
-    for series in filter(None, map(series_table, metrics)):
-        click.echo("\n" + series)
+    notes = []
     for m in metrics:
         if 0 < m.ttft_ms.count < THIN_P99:
-            click.echo(
+            notes.append(
                 f"note {m.scenario}: {m.ttft_ms.count} requests; a p99 of fewer than "
                 f"{THIN_P99} values is not meaningful (--requests {THIN_P99} or more)"
             )
         if m.check_failed:
-            click.echo(
+            notes.append(
                 f"note {m.scenario}: {m.check_failed} completed requests failed their stream "
                 "check (column chk, marked *) and are included in the figures above"
             )
     failed = [v for r in runs for v in scenario_verdicts(spec, r) if not v.passed]
-    for v in failed:
-        click.echo(f"FAIL {v.gate}: {v.reason}")
-    if json_out is not None:
+    notes.extend(f"FAIL {v.gate}: {v.reason}" for v in failed)
+    if fmt == "json":
         doc = {
+            "format": "qgate.perf/1",
             "ungated": True,
             "runs": [r.model_dump(mode="json") for r in runs],
             "metrics": [m.model_dump(mode="json") for m in metrics],
+            "notes": notes,
         }
-        from qgate.core.files import atomic_write
-
-        atomic_write(json_out, json.dumps(doc).encode())
+        click.echo(UNGATED, err=True)
+        for line in notes:
+            click.echo(line, err=True)
+        emit(json.dumps(doc) + "\n", out)
+    else:
+        parts = [UNGATED, metrics_table(metrics)]
+        parts.extend("\n" + series for series in filter(None, map(series_table, metrics)))
+        emit("\n".join([*parts, *notes]) + "\n", out)
     if failed:
         raise click.exceptions.Exit(1)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from qgate.cli.util import TEXT_OR_JSON
+from qgate.cli.util import TEXT_OR_JSON, emit
 from qgate.errors import BadInput, VerificationFailed
 from qgate.report.model import Report
 from qgate.report.multi_model import MultiReport
@@ -81,16 +81,6 @@ def _load(path: Path, pubkey: Path | None) -> Report:
     return entry.report
 
 
-def _emit(text: str, out: Path | None) -> None:
-    if out is None:
-        click.echo(text, nl=False)
-        return
-    from qgate.core.files import atomic_write
-
-    atomic_write(out, text.encode())
-    click.echo(f"wrote {out}", err=True)
-
-
 @click.command()
 @click.option(
     "--type",
@@ -102,16 +92,17 @@ def _emit(text: str, out: Path | None) -> None:
 )
 @click.option(
     "--out",
-    "prefix",
     type=_PATH,
     required=True,
-    help="Writes PREFIX.pem (private, 0600) and PREFIX.pub.pem.",
+    help="The private key file (mode 0600; '.pem' is added when missing); the public key "
+    "goes beside it with '.pub.pem' instead of '.pem'.",
 )
-def keygen(key_type: str, prefix: Path) -> None:
+def keygen(key_type: str, out: Path) -> None:
     """Create a signing key pair as PEM files (the private key is never printed)."""
     from qgate.attest.keys import write_keypair
     from qgate.core.outpaths import check_out_file
 
+    prefix = out.with_name(out.name.removesuffix(".pem") or out.name)
     check_out_file(Path(f"{prefix}.pem"), "--out")
     priv, pub = write_keypair(prefix, key_type)
     click.echo(f"private key: {priv} (mode 0600; keep it secret)")
@@ -157,7 +148,8 @@ def verify(
     require_pass: bool,
     fmt: str,
 ) -> None:
-    """Check signature, subjects and schema, and recompute every verdict from the records.
+    """Check REPORT's signature, subjects and schema, and recompute every verdict from its
+    records.
 
     Exit 0 when everything holds, 1 with the first reason otherwise (and, with
     --require-pass, when it verifies with a verdict other than PASS), 2 for an
@@ -234,11 +226,13 @@ def verify(
     type=click.Choice(["md", "html", "json", "junit"]),
     default="md",
     show_default=True,
+    help="Markdown, a self-contained HTML page, the report as JSON (unsigned), or JUnit XML "
+    "with one testcase per gate.",
 )
-@click.option("--out", type=_PATH, default=None, help="Write to a file instead of stdout.")
+@click.option("--out", type=_PATH, default=None, help="Write to this file instead of stdout.")
 @click.option("--pubkey", type=_PATH, default=None, help="Verify the report first.")
 def show(report: Path, fmt: str, out: Path | None, pubkey: Path | None) -> None:
-    """Render a report as Markdown, HTML, JSON or JUnit XML."""
+    """Render REPORT (a signed report file) as Markdown, HTML, JSON or JUnit XML."""
     if out is not None:
         from qgate.core.outpaths import check_out_file
 
@@ -264,7 +258,7 @@ def show(report: Path, fmt: str, out: Path | None, pubkey: Path | None) -> None:
         text = render_junit(rep)
     else:
         text = json.dumps(rep.model_dump(mode="json"), indent=2) + "\n"
-    _emit(text, out)
+    emit(text, out)
 
 
 @click.command(name="compare")
@@ -282,7 +276,7 @@ def show(report: Path, fmt: str, out: Path | None, pubkey: Path | None) -> None:
 def compare_cmd(
     reports: tuple[Path, ...], pubkey: Path | None, html_out: Path | None, fmt: str
 ) -> None:
-    """Several reports side by side: verdict, accuracy deltas, mean KLD, perf ratio.
+    """REPORTS side by side: verdict, accuracy deltas, mean KLD, perf ratio.
 
     REPORT#NAME picks candidate NAME of a report with several candidates. The
     speed column is the geometric mean over a report's scenarios of the

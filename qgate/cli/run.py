@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from qgate.cli.util import TEXT_OR_JSON
+from qgate.cli.util import PROGRESS_HELP, TEXT_OR_JSON
 
 if TYPE_CHECKING:
     from qgate.cli.outputs import RunSummary
@@ -31,7 +31,8 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
     type=click.Path(path_type=Path),
     default=Path("qgate-runs"),
     show_default=True,
-    help="Folder that receives one new run folder per run.",
+    help="Folder that receives the run's folder (one new folder per run: the signed report, "
+    "its views, raw records and logs).",
 )
 @click.option(
     "--key",
@@ -69,7 +70,12 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
     is_flag=True,
     help="Run perf even when a gate failed; the report is marked UNGATED.",
 )
-@click.option("--no-progress", is_flag=True, help="No progress display.")
+@click.option(
+    "--progress/--no-progress",
+    default=True,
+    show_default=True,
+    help=PROGRESS_HELP,
+)
 @click.option(
     "--metadata",
     "metadata",
@@ -104,12 +110,12 @@ def run_cmd(
     strict_cache: bool,
     skip_perf: bool,
     force_perf: bool,
-    no_progress: bool,
+    progress: bool,
     metadata: tuple[str, ...],
     fmt: str,
     attribute: bool,
 ) -> None:
-    """Gate a candidate precision config against its reference, then measure it."""
+    """Gate the candidate of PROFILE against its reference, then measure it."""
     from qgate.core.outpaths import check_in_file, check_out_dir
     from qgate.core.provenance import parse_metadata
     from qgate.errors import BadInput
@@ -136,7 +142,7 @@ def run_cmd(
                 strict_cache=strict_cache,
                 skip_perf=skip_perf,
                 force_perf=force_perf,
-                progress=not no_progress and sys.stderr.isatty(),
+                progress=progress and sys.stderr.isatty(),
                 metadata=pairs,
                 attribute=attribute,
             )

@@ -17,19 +17,38 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 import click
 
+from qgate.core.files import atomic_write
 from qgate.errors import ExitCode, QgateError
 
-# `--format` of the commands with a JSON form (run, plan, verify, validate, compare).
+# The CLI's one vocabulary (docs/reference/cli.md says it for users):
+# `--format` of every command with a text and a JSON form (run, plan, perf, verify, validate,
+# compare); `show` renders a report and has its own formats.
 TEXT_OR_JSON = click.Choice(["text", "json"])
+# `--progress/--no-progress` (run, perf): the live display on a terminal; CI logs (stderr not
+# a terminal) get plain progress lines either way, and `-q` quiets those.
+PROGRESS_HELP = "A live progress display on stderr when it is a terminal (never in a CI log)."
+# `--out PATH` is where a command writes what it makes, instead of stdout or its default
+# place: a file for init, keygen, show and perf; the folder that receives the run folder
+# for run (a run makes a folder of files).
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 DEBUG_ENV = "QGATE_DEBUG"
+
+
+def emit(text: str, out: Path | None) -> None:
+    """Write a command's output to stdout, or to the file `--out` names (said on stderr)."""
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    atomic_write(out, text.encode())
+    click.echo(f"wrote {out}", err=True)
 
 
 def debug_enabled() -> bool:

@@ -259,8 +259,8 @@ def test_file_outputs_that_are_folders(tmp_path: Path) -> None:
         (["show", missing, "--out", str(tmp_path)], f"--out {tmp_path}: is a folder, not a file"),
         (["compare", missing, "--html", str(tmp_path)], f"--html {tmp_path}: is a folder"),
         (
-            ["perf", "--base-url", "http://127.0.0.1:9/v1", "--json-out", str(tmp_path)],
-            f"--json-out {tmp_path}: is a folder, not a file",
+            ["perf", "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path)],
+            f"--out {tmp_path}: is a folder, not a file",
         ),
     ]
     for argv, expected in cases:

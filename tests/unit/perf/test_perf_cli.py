@@ -81,13 +81,15 @@ def test_standalone_run_with_a_local_tokenizer_and_a_time_anchor(
             "6",
             "--warmup",
             "1",
-            "--json-out",
+            "--format",
+            "json",
+            "--out",
             str(out_json),
             "--no-progress",
         ]
     )
     assert code == 0, out
-    assert "candidate" not in out and "standalone" in out
+    assert "UNGATED" in out and f"wrote {out_json}" in out
     assert re.search(rf"6 requests; a p99 of fewer than {THIN_P99} values is not meaningful", out)
     doc = json.loads(out_json.read_text())
     (run,) = doc["runs"]
@@ -101,3 +103,34 @@ def test_default_request_count_is_enough_for_p99() -> None:
     opt = next(p for p in perf.params if p.name == "requests")
     assert opt.default is None
     assert str(THIN_P99) in (opt.help or "")  # type: ignore[attr-defined]
+
+
+def test_format_json_is_one_object_on_stdout_and_text_goes_to_out(
+    mock_url: str, tmp_path: Path
+) -> None:
+    folder = tiny_tokenizer(tmp_path / "tok")
+    argv = [
+        "--base-url",
+        mock_url,
+        "--tokenizer",
+        str(folder),
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "3",
+        "--requests",
+        "2",
+        "--warmup",
+        "0",
+        "--no-progress",
+    ]
+    res = CliRunner().invoke(perf, [*argv, "--format", "json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["format"] == "qgate.perf/1" and doc["ungated"] is True
+    assert any("p99 of fewer than" in note for note in doc["notes"])
+    assert "UNGATED" in res.stderr and "p99 of fewer than" in res.stderr
+    table = tmp_path / "perf.txt"
+    res = CliRunner().invoke(perf, [*argv, "--out", str(table)], catch_exceptions=False)
+    assert res.exit_code == 0 and res.stdout == "", res.output
+    assert table.read_text().startswith("UNGATED") and "p99 of fewer than" in table.read_text()
