@@ -17,7 +17,7 @@ from pydantic import Field
 from qgate.core.records import Record
 from qgate.profile.model import Profile, RuntimeSpec
 
-__all__ = ["Change", "changes_of", "sub_profile"]
+__all__ = ["Change", "changes_of", "raw_change_names", "sub_profile"]
 
 
 class Change(Record):
@@ -69,6 +69,11 @@ def _raw_changes(profile: Profile) -> list[Change]:
             )
         )
     return out
+
+
+def raw_change_names(profile: Profile) -> list[str]:
+    """The names of the candidate's changes, one per setting (before any grouping)."""
+    return [c.name for c in _raw_changes(profile)]
 
 
 def changes_of(profile: Profile, groups: Sequence[Sequence[str]] = ()) -> list[Change]:

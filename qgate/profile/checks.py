@@ -45,6 +45,7 @@ from qgate.profile import (
     TraceScenario,
 )
 from qgate.profile.engine_checks import engine_problems, starts_process
+from qgate.profile.started_checks import attribution_group_problems, started_only_problems
 
 __all__ = [
     "ENGINE_ARG_NAME",
@@ -305,6 +306,7 @@ def profile_problems(profile: Profile) -> Found:
                     "weights of a running endpoint)",
                 )
             )
+    found += started_only_problems(profile) + attribution_group_problems(profile)
     return found + engine_problems(profile)
 
 

@@ -214,6 +214,13 @@ def prepare(opts: RunOptions, loaded: LoadedProfile | LoadedMulti) -> RunSet:
     else:
         declared = [("candidate", loaded.profile)]
         run_name = loaded.profile.name
+    if opts.attribute:
+        from qgate.profile.started_checks import attribution_refused
+
+        for _, profile in declared:
+            why = attribution_refused(profile)
+            if why is not None:
+                raise BadInput(why)
     first = declared[0][1]
     source = resolve_model(first)
     signer = signer_for(opts, first)
