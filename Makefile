@@ -43,8 +43,11 @@ test: setup browser
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
 
+# The docs site: regenerate the pages made from the code (CLI and profile reference), then
+# build docs/ into site/ (strict: a broken link or anchor fails; offline, no plugin fetches).
 docs: $(STAMP)
-	$(VENV)/bin/qgate profile-reference --update README.md
+	$(PY) -m qgate.cli.docgen
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check qgate tests perf

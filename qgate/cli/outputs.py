@@ -114,7 +114,7 @@ class RunSummary(Record):
 
     format: Literal["qgate.run/1"] = "qgate.run/1"
     verdict: str = Field(description="PASS, FAIL, UNGATED or PREVIEW.")
-    exit_code: int = Field(description="0 every gate passed, 1 a gate failed (see README).")
+    exit_code: int = Field(description="0 every gate passed, 1 a gate failed (docs/ci.md).")
     gates_passed: int = Field(description="Gates that held.")
     gates_total: int = Field(description="Gates judged.")
     failed: list[FailedGate] = Field(description="Every gate that did not hold.")

@@ -1,10 +1,10 @@
-"""The profile reference in the README, generated from the pydantic models so it cannot drift."""
+"""The profile reference (docs/reference/profile.md), generated from the pydantic models so it
+cannot drift; `make docs` writes the page and tests/unit/cli/test_docgen.py keeps it current."""
 
 from __future__ import annotations
 
 import types
 import typing
-from pathlib import Path
 from typing import Any
 
 import click
@@ -85,7 +85,7 @@ def render() -> str:
     """Markdown tables, one per profile section."""
     out = [BEGIN, ""]
     for path, model in SECTIONS:
-        out += [f"**`{path}`** — {_cell((model.__doc__ or '').strip().splitlines()[0])}", ""]
+        out += [f"## `{path}`", "", _cell((model.__doc__ or "").strip().splitlines()[0]), ""]
         out += ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
         for name, field in model.model_fields.items():
             out.append(
@@ -97,27 +97,8 @@ def render() -> str:
     return "\n".join(out)
 
 
-def update_readme(readme: Path) -> bool:
-    """Replace the generated section of `readme`; True if it changed."""
-    text = readme.read_text()
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    new = text[:start] + render() + text[end:]
-    if new != text:
-        readme.write_text(new)
-    return new != text
-
-
 @click.command("profile-reference")
-@click.option(
-    "--update",
-    "readme",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Rewrite the generated section of this README instead of printing.",
-)
-def profile_reference(readme: Path | None) -> None:
-    """Print the profile reference (Markdown) generated from the schema."""
-    if readme is None:
-        click.echo(render())
-    else:
-        click.echo(f"{readme}: {'updated' if update_readme(readme) else 'up to date'}")
+def profile_reference() -> None:
+    """Print the profile reference (Markdown) generated from the schema: every key of a
+    profile with its type, default and meaning (docs/reference/profile.md is this text)."""
+    click.echo(render())

@@ -1,7 +1,7 @@
 """The package layers hold: every import points down (or within its own package), no module
 imports another's private names, and at most a handful of modules sit at the top of qgate/.
 
-Layers, bottom first (README "Layout"): errors, core, profile, attest, checkpoint,
+Layers, bottom first (docs/development.md, "Layout"): errors, core, profile, attest, checkpoint,
 runtime, quality, perf, report, run, cli. Imports made only for type checking count too.
 """
 
