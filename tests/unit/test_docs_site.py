@@ -1,5 +1,5 @@
-"""The docs site builds with `mkdocs build --strict`: a broken link or anchor, a page left out
-of the navigation or a navigation entry without its page fails (mkdocs.yml's validation)."""
+"""The docs site builds with `mkdocs build --strict`: a broken link or anchor, or a navigation
+entry without its page, fails (mkdocs.yml's validation)."""
 
 from __future__ import annotations
 
