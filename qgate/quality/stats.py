@@ -91,6 +91,19 @@ def mcnemar_p(lost: int, gained: int) -> float:
     return _upper_tail(d, lost) / (1 << d)
 
 
+def mcnemar_rejects(lost: int, gained: int, alpha: float) -> bool:
+    """The significance gate's rule: the candidate is significantly worse when p < alpha.
+
+    A tie (p exactly alpha, which happens at alphas such as 1/32, 0.25 or 0.5)
+    passes. Decided exactly, on the integer tail against alpha's exact ratio, so
+    that `_critical_lost` (and with it the power, the detectable drop and the
+    sizing) draws the very same line as the gate.
+    """
+    d = lost + gained
+    num, den = alpha.as_integer_ratio()
+    return _upper_tail(d, lost) * den < num << d
+
+
 def _upper_tail(d: int, c: int) -> int:
     """sum_{j >= c} C(d, j), exactly; summing the shorter side of the distribution."""
     if c <= 0:
@@ -110,16 +123,17 @@ def _upper_tail(d: int, c: int) -> int:
 def _critical_lost(alpha: float, max_d: int) -> tuple[int, ...]:
     """For every discordant count D in 0..max_d, the smallest `lost` that rejects at alpha.
 
-    The smallest c with P(X >= c) <= alpha for X ~ Binomial(D, 1/2); D + 1
-    (impossible) where no count can reject (small D). Exact: with
-    T(D, c) = sum_{j >= c} C(D, j) the test is T(D, c) * den <= num * 2**D for
-    alpha = num / den. The critical count grows by 0 or 1 from D to D + 1
-    (adding one pair moves each tail up by at most one step), and
+    The smallest c with P(X >= c) < alpha for X ~ Binomial(D, 1/2), the gate's
+    rule (`mcnemar_rejects`: a tie at alpha passes); D + 1 (impossible) where no
+    count can reject (small D). Exact: with T(D, c) = sum_{j >= c} C(D, j) the
+    test is T(D, c) * den < num * 2**D for alpha = num / den. The critical count
+    grows by 0 or 1 from D to D + 1 (adding one pair moves each tail up by at
+    most one step), and
     T(D + 1, c) = 2 T(D, c) + C(D, c - 1), so one walk over D finds them all.
     Cached: the power search calls it with the same arguments many times.
     """
     num, den = alpha.as_integer_ratio()
-    c = 0 if den <= num else 1  # D = 0: T(0, 0) = 1, T(0, 1) = 0
+    c = 0 if den < num else 1  # D = 0: T(0, 0) = 1, T(0, 1) = 0
     tail = 1 if c == 0 else 0  # T(D, c)
     below = 1 if c == 1 else 0  # C(D, c - 1)
     bound = num  # num * 2**D
@@ -127,7 +141,7 @@ def _critical_lost(alpha: float, max_d: int) -> tuple[int, ...]:
     for d in range(max_d):
         tail = 2 * tail + below
         bound <<= 1
-        if tail * den <= bound:
+        if tail * den < bound:
             below = below * (d + 1) // (d + 2 - c)  # C(d + 1, c - 1)
         else:
             below = below * (d + 1) // c if c else 1  # C(d + 1, c)

@@ -20,6 +20,7 @@ from qgate.quality.stats import (
     FlipCounts,
     count_flips,
     mcnemar_p,
+    mcnemar_rejects,
     min_detectable_drop,
     pct,
     wilson,
@@ -111,7 +112,7 @@ def _passes(policy: AccuracyPolicy, f: FlipCounts) -> dict[str, bool]:
     if policy.max_flips is not None:
         out["max_flips"] = f.lost <= policy.max_flips
     if policy.significance:
-        out["significance"] = mcnemar_p(f.lost, f.gained) >= policy.alpha
+        out["significance"] = not mcnemar_rejects(f.lost, f.gained, policy.alpha)
     return out
 
 
@@ -244,7 +245,7 @@ def evaluate_suite(
         )
     if policy.significance:
         p = mcnemar_p(flips.lost, flips.gained)
-        ok = p >= policy.alpha
+        ok = not mcnemar_rejects(flips.lost, flips.gained, policy.alpha)
         verdicts.append(
             Verdict(
                 gate=f"{suite}.significance",

@@ -115,8 +115,8 @@ def _tail(d: int, c: int) -> Fraction:
 def test_critical_lost_is_the_smallest_rejecting_count(alpha: float) -> None:
     crit = _critical_lost(alpha, 80)
     for d, c in enumerate(crit):
-        assert _tail(d, c) <= Fraction(alpha)  # exact: alpha 0.5 ties reject
-        assert c == 0 or _tail(d, c - 1) > Fraction(alpha)
+        assert c > d or _tail(d, c) < Fraction(alpha)  # exact: a tie at alpha 0.5 passes
+        assert c == 0 or _tail(d, c - 1) >= Fraction(alpha)
 
 
 def test_mcnemar_p_is_the_exact_tail_correctly_rounded() -> None:
