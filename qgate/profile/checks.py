@@ -31,6 +31,8 @@ from qgate.core.env_names import env_name_problem, key_env_problem
 from qgate.core.jsonl_checks import MATH_ITEM, TRACE_LINE, JsonlShape, corpus_prompt, jsonl_problem
 from qgate.core.yamlload import KeyPath
 from qgate.profile import (
+    AccuracyPolicy,
+    Detect,
     DivergenceSuite,
     EngineSpec,
     FixedScenario,
@@ -45,6 +47,7 @@ from qgate.profile import (
     TraceScenario,
 )
 from qgate.profile.engine_checks import engine_problems, starts_process
+from qgate.profile.quality import detect_problem
 from qgate.profile.started_checks import attribution_group_problems, started_only_problems
 
 __all__ = [
@@ -83,6 +86,7 @@ LIMITS: dict[tuple[type[BaseModel], str], tuple[int, str]] = {
     (MathSuite, "max_tokens"): (MAX_TOKENS, _TOKENS),
     (MathSuite, "long_tokens"): (MAX_TOKENS, _TOKENS),
     (MathSuite, "limit"): (MAX_COUNT, " items" + _COUNT),
+    (Detect, "max_items"): (MAX_COUNT, " items" + _COUNT),
     (RecallSuite, "context_tokens"): (MAX_TOKENS, _TOKENS),
     (RecallSuite, "max_tokens"): (MAX_TOKENS, _TOKENS),
     (RecallSuite, "haystacks"): (MAX_COUNT, " haystacks" + _COUNT),
@@ -261,9 +265,38 @@ def _scenario_problems(perf: PerfSpec | None) -> Found:
     return found
 
 
+def _policies(spec: QualitySpec) -> Iterator[tuple[KeyPath, AccuracyPolicy]]:
+    """Every exact-answer gate policy of the quality block, with its key path."""
+    for name in type(spec).model_fields:
+        value = getattr(spec, name)
+        for index, item in enumerate(value) if isinstance(value, list) else [(None, value)]:
+            if isinstance(item, AccuracyPolicy):
+                yield ("quality", name) + (() if index is None else (index,)), item
+
+
+def _power_problems(spec: QualitySpec) -> Found:
+    """Detections outside the sizing model; a stated power a test that ignores data meets."""
+    found: Found = []
+    for path, policy in _policies(spec):
+        if policy.detect is not None:
+            problem = detect_problem(policy.detect, policy.alpha)
+            if problem is not None:
+                found.append(((*path, "detect", problem[0]), problem[1]))
+        elif policy.power <= policy.alpha:
+            found.append(
+                (
+                    (*path, "power"),
+                    f"must be > alpha ({policy.alpha:g}): a test that ignores its items "
+                    "rejects that often",
+                )
+            )
+    return found
+
+
 def profile_problems(profile: Profile) -> Found:
     """Problems of a profile that passed the schema."""
     found = _limit_problems(profile, ())
+    found += _power_problems(profile.quality)
     found += _scenario_problems(profile.perf)
     first: dict[str, int] = {}
     for index, task in enumerate(profile.quality.lm_eval):

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from qgate.core.plan import GatePower
 from qgate.profile import AccuracyPolicy, Detect, LmEvalTask, MathSuite, RecallSuite
-from qgate.quality.stats import mcnemar_power
+from qgate.profile.quality import detect_problem
+from qgate.quality.stats import mcnemar_power, smallest_n
 
 __all__ = [
     "DISCORDANCE_PRIOR",
@@ -53,43 +54,37 @@ class Sizing:
 
 def _discordance(detect: Detect) -> tuple[float, str]:
     if detect.discordance is not None:
-        return max(detect.discordance, detect.drop), "stated"
+        return detect.discordance, "stated"
     return min(1.0, DISCORDANCE_PRIOR * detect.drop), "prior: twice the drop"
 
 
 def achieved_power(n: int, drop: float, discordance: float, alpha: float) -> float:
-    """Power at n items to detect `drop` when items flip at `discordance` (at least the drop)."""
+    """Power at n items to detect `drop` when items flip at `discordance`.
+
+    `discordance` may be an observed share below the drop (few flips seen): the
+    drop then needs at least that many flips, and the power assumes it.
+    """
     return mcnemar_power(n, drop, min(1.0, max(discordance, drop)), alpha)
 
 
 def items_needed(detect: Detect, alpha: float) -> Sizing:
-    """Items for the stated detection, bounded by `detect.max_items`.
+    """The fewest items, at most `detect.max_items`, whose exact test reaches the stated power.
 
-    The exact test's power is not monotone in n (a sawtooth: the critical count
-    steps); the answer is found by doubling and then halving on the power, and
-    it always has at least the stated power (it can exceed the smallest such n
-    by a few items, where a tooth dips).
+    The exact test's power is a sawtooth in n, so this is the smallest such n
+    (`stats.smallest_n`), not the first one a bisection lands on. ValueError
+    for a detection outside the model (`profile.quality.detect_problem`;
+    `qgate validate` refuses such profiles for the same reasons).
     """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha {alpha!r} is not a test level: it must lie between 0 and 1")
+    problem = detect_problem(detect, alpha)
+    if problem is not None:
+        raise ValueError(f"detect.{problem[0]} {problem[1]}")
     disc, source = _discordance(detect)
-
-    def enough(n: int) -> bool:
-        return achieved_power(n, detect.drop, disc, alpha) >= detect.power
-
     bound = detect.max_items
-    hi = 1
-    while hi < bound and not enough(hi):
-        hi *= 2
-    hi = min(hi, bound)
-    if not enough(hi):
-        return Sizing(None, bound, disc, source, achieved_power(bound, detect.drop, disc, alpha))
-    lo = hi // 2  # not enough (or 0)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if enough(mid):
-            hi = mid
-        else:
-            lo = mid
-    return Sizing(hi, hi, disc, source, achieved_power(hi, detect.drop, disc, alpha))
+    needed = smallest_n(detect.power, detect.drop, disc, alpha, bound)
+    used = bound if needed is None else needed
+    return Sizing(needed, used, disc, source, achieved_power(used, detect.drop, disc, alpha))
 
 
 def _sized(policy: AccuracyPolicy) -> int | None:

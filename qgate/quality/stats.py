@@ -25,6 +25,8 @@ from pydantic import Field
 
 from qgate.core.records import Record
 
+Floats = npt.NDArray[np.float64]
+
 
 class FlipCounts(Record):
     """The 2x2 table of paired outcomes (reference correct?, candidate correct?)."""
@@ -119,8 +121,26 @@ def _upper_tail(d: int, c: int) -> int:
     return (1 << d) - _upper_tail(d, d - c + 1)  # symmetry: sum_{j < c} C(d, j)
 
 
-@functools.lru_cache(maxsize=64)
+def _cached_length(n: int) -> int:
+    """A power of two above n (at least 64): caches keyed by it serve every shorter request."""
+    return max(64, 1 << (n + 1).bit_length())
+
+
 def _critical_lost(alpha: float, max_d: int) -> tuple[int, ...]:
+    """For every discordant count D in 0..max_d, the smallest `lost` that rejects at alpha."""
+    return _critical_walk(alpha, _cached_length(max_d))[: max_d + 1]
+
+
+@functools.lru_cache(maxsize=64)
+def _critical_array(alpha: float, length: int) -> npt.NDArray[np.int64]:
+    """`_critical_walk` as a read-only array (it is cached)."""
+    out = np.asarray(_critical_walk(alpha, length), dtype=np.int64)
+    out.flags.writeable = False
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _critical_walk(alpha: float, max_d: int) -> tuple[int, ...]:
     """For every discordant count D in 0..max_d, the smallest `lost` that rejects at alpha.
 
     The smallest c with P(X >= c) < alpha for X ~ Binomial(D, 1/2), the gate's
@@ -130,7 +150,7 @@ def _critical_lost(alpha: float, max_d: int) -> tuple[int, ...]:
     grows by 0 or 1 from D to D + 1 (adding one pair moves each tail up by at
     most one step), and
     T(D + 1, c) = 2 T(D, c) + C(D, c - 1), so one walk over D finds them all.
-    Cached: the power search calls it with the same arguments many times.
+    Cached at lengths that are powers of two: sizing asks for every n in turn.
     """
     num, den = alpha.as_integer_ratio()
     c = 0 if den < num else 1  # D = 0: T(0, 0) = 1, T(0, 1) = 0
@@ -151,10 +171,14 @@ def _critical_lost(alpha: float, max_d: int) -> tuple[int, ...]:
     return tuple(crit)
 
 
-@functools.lru_cache(maxsize=8)
 def _log_factorials(n: int) -> npt.NDArray[np.float64]:
     """log(k!) for k in 0..n (read-only: it is cached)."""
-    out = np.array([math.lgamma(k + 1.0) for k in range(n + 1)], dtype=np.float64)
+    return _log_factorial_table(_cached_length(n))[: n + 1]
+
+
+@functools.lru_cache(maxsize=8)
+def _log_factorial_table(length: int) -> npt.NDArray[np.float64]:
+    out = np.array([math.lgamma(k + 1.0) for k in range(length + 1)], dtype=np.float64)
     out.flags.writeable = False
     return out
 
@@ -175,7 +199,8 @@ def _binom_pmf(
     # 0 * log(0) is 0 here: a count of zero contributes a factor of one.
     terms += np.multiply(k, log_p, out=np.zeros(terms.shape), where=k > 0)
     terms += np.multiply(rest, log_q, out=np.zeros(terms.shape), where=rest > 0)
-    return np.where(valid, np.exp(terms), 0.0)
+    out: Floats = np.exp(np.where(valid, terms, -math.inf))
+    return out
 
 
 def mcnemar_power(n: int, drop: float, discordance: float, alpha: float) -> float:
@@ -191,14 +216,36 @@ def mcnemar_power(n: int, drop: float, discordance: float, alpha: float) -> floa
     stays at c or moves to c + 1, and R(D + 1) is R(D) + q P(lost = c - 1 | D)
     or R(D) - (1 - q) P(lost = c | D) accordingly, a cumulative sum.
     """
-    if n <= 0 or drop <= 0 or discordance <= 0:
-        return 0.0
-    discordance = min(1.0, max(discordance, drop))
+    check_power_model(drop, discordance, alpha)
+    if n <= 0 or drop == 0:
+        return 0.0  # nothing to detect (a drop of 0 is the null itself)
     q = min(1.0, (1.0 + drop / discordance) / 2.0)
     log_fact = _log_factorials(n)
-    d_values = np.arange(n + 1)
-    p_d = _binom_pmf(d_values, n, discordance, log_fact)
-    crit = np.asarray(_critical_lost(alpha, n), dtype=np.int64)
+    p_d = _binom_pmf(np.arange(n + 1), n, discordance, log_fact)
+    return float(np.sum(p_d * _rejection(n, q, alpha, log_fact)))
+
+
+def check_power_model(drop: float, discordance: float, alpha: float) -> None:
+    """ValueError, saying why, for inputs outside the paired model of `mcnemar_power`.
+
+    The drop is P(lost) - P(gained) and the discordance P(lost) + P(gained), so
+    0 <= drop <= discordance <= 1; a test level lies strictly between 0 and 1.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha {alpha!r} is not a test level: it must lie between 0 and 1")
+    if not 0.0 <= drop <= 1.0:
+        raise ValueError(f"drop {drop!r} is not an accuracy drop: it must lie in [0, 1]")
+    if not drop <= discordance <= 1.0:
+        raise ValueError(
+            f"discordance {discordance!r} must lie in [drop {drop!r}, 1]: a drop of "
+            f"{100 * drop:.3g} points needs at least {100 * drop:.3g}% of items to flip"
+        )
+
+
+def _rejection(max_d: int, q: float, alpha: float, log_fact: npt.NDArray[np.float64]) -> Floats:
+    """R(D) = P(Binomial(D, q) >= critical(D)) for D in 0..max_d (one cumulative sum)."""
+    d_values = np.arange(max_d + 1)
+    crit = _critical_array(alpha, _cached_length(max_d))[: max_d + 1]
     d_step, c_now = d_values[:-1], crit[:-1]
     stays = crit[1:] == c_now
     step = np.where(
@@ -207,8 +254,96 @@ def mcnemar_power(n: int, drop: float, discordance: float, alpha: float) -> floa
         -(1.0 - q) * _binom_pmf(c_now, d_step, q, log_fact),
     )
     start = 1.0 if crit[0] <= 0 else 0.0
-    p_reject = np.clip(np.concatenate(([start], start + np.cumsum(step))), 0.0, 1.0)
-    return float(np.sum(p_d * p_reject))
+    return np.clip(np.concatenate(([start], start + np.cumsum(step))), 0.0, 1.0)
+
+
+def _envelope(length: int, q: float, alpha: float) -> tuple[Floats, Floats]:
+    """(log factorials, the randomized test's rejection chance at each D) up to `length`.
+
+    The randomized test also rejects at critical - 1 with the chance gamma(D)
+    that makes its size exactly alpha.
+    """
+    log_fact = _log_factorials(length)
+    d_values = np.arange(length + 1)
+    below = np.maximum(_critical_array(alpha, _cached_length(length))[: length + 1] - 1, 0)
+    null_at = _binom_pmf(below, d_values, 0.5, log_fact)
+    spare = alpha - _rejection(length, 0.5, alpha, log_fact)
+    gamma = np.clip(np.divide(spare, null_at, out=np.ones_like(spare), where=null_at > 0), 0, 1)
+    beta = _rejection(length, q, alpha, log_fact) + gamma * _binom_pmf(below, d_values, q, log_fact)
+    return log_fact, beta
+
+
+def smallest_n(
+    power: float, drop: float, discordance: float, alpha: float, max_items: int
+) -> int | None:
+    """The smallest n <= max_items whose `mcnemar_power` reaches `power`; None if none does.
+
+    The exact test's power is a sawtooth in n (the critical count steps), most
+    of all when nearly every item flips, so no bisection on it is safe. The
+    randomized test of the same level is uniformly most powerful, so its power
+    bounds the exact test's from above and never falls as n grows (one more
+    pair can always be ignored). Doubling and bisection on that envelope find
+    where the exact power can first reach the target; from there a scan of the
+    exact power finds the first n that does.
+    """
+    check_power_model(drop, discordance, alpha)
+    if not 0.0 < power < 1.0:
+        raise ValueError(f"power {power!r} is not a probability strictly between 0 and 1")
+    if max_items < 1:
+        raise ValueError(f"max_items {max_items!r}: a sample has at least one item")
+    if drop == 0:
+        return None
+    q = min(1.0, (1.0 + drop / discordance) / 2.0)
+    tables: dict[int, tuple[Floats, Floats]] = {}
+    slack = 1e-9  # the envelope's rounding: it may only start the scan earlier
+
+    def reaches(n: int) -> bool:
+        length = _cached_length(n)
+        if length not in tables:
+            tables[length] = _envelope(length, q, alpha)
+        log_fact, beta = tables[length]
+        p_d = _binom_pmf(np.arange(n + 1), n, discordance, log_fact)
+        return float(np.sum(p_d * beta[: n + 1])) >= power - slack
+
+    hi = 1
+    while hi < max_items and not reaches(hi):
+        hi *= 2
+    hi = min(hi, max_items)
+    if not reaches(hi):
+        return None
+    lo = hi // 2  # the envelope is below the target at lo (or lo is 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if reaches(mid):
+            hi = mid
+        else:
+            lo = mid
+    return _first_reaching(hi, max_items, power, drop, discordance, alpha)
+
+
+def _first_reaching(
+    start: int, stop: int, power: float, drop: float, discordance: float, alpha: float
+) -> int | None:
+    """The first n in start..stop with `mcnemar_power` >= power, 64 values of n at a time.
+
+    The rejection chances R(D) do not depend on n, so a block of n is one
+    matrix of binomial probabilities times R; `mcnemar_power` confirms each
+    candidate, so rounding can only cost a candidate, never pick a wrong one.
+    """
+    q = min(1.0, (1.0 + drop / discordance) / 2.0)
+    n = start
+    while n <= stop:
+        ns = np.arange(n, min(n + 64, stop + 1))
+        top = int(ns[-1])
+        log_fact = _log_factorials(top)
+        reject = _rejection(top, q, alpha, log_fact)
+        p_d = _binom_pmf(np.arange(top + 1)[None, :], ns[:, None], discordance, log_fact)
+        curve = (p_d * reject).sum(axis=1)
+        for m in ns[curve >= power - 1e-9].tolist():
+            if mcnemar_power(m, drop, discordance, alpha) >= power:
+                return int(m)
+        n = top + 1
+    return None
 
 
 def min_detectable_drop(

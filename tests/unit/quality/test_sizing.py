@@ -13,6 +13,7 @@ from qgate.quality.sizing import (
     math_limit,
     recall_haystacks,
 )
+from qgate.quality.stats import mcnemar_power
 
 
 @pytest.mark.parametrize(
@@ -91,3 +92,77 @@ def test_a_capped_detection_is_a_report_warning() -> None:
         "detect.max_items 300; it ran 300 items (power 0."
     )
     assert capped_detections(profile(5000)) == []
+
+
+def _first_reaching(detect: Detect, alpha: float) -> int | None:
+    disc = detect.discordance if detect.discordance is not None else min(1.0, 2 * detect.drop)
+    return next(
+        (
+            n
+            for n in range(1, detect.max_items + 1)
+            if mcnemar_power(n, detect.drop, disc, alpha) >= detect.power
+        ),
+        None,
+    )
+
+
+def _grid() -> list[tuple[Detect, float]]:
+    out = []
+    for drop in (0.1, 0.2, 0.4, 0.8):
+        for disc in (None, drop, 0.5, 0.8, 1.0):
+            if disc is not None and disc < drop:
+                continue
+            for power in (0.5, 0.8, 0.9):
+                for alpha in (0.05, 0.0167, 0.03125, 0.25):
+                    out.append(
+                        (Detect(drop=drop, discordance=disc, power=power, max_items=120), alpha)
+                    )
+    return out
+
+
+def test_the_count_is_the_smallest_that_reaches_the_power_on_the_sawtooth() -> None:
+    grid = _grid()
+    for detect, alpha in grid:
+        sizing = items_needed(detect, alpha)
+        assert sizing.needed == _first_reaching(detect, alpha), (detect, alpha)
+    assert len(grid) == 228  # every grid point checked
+
+
+def test_the_issues_sawtooth_cases() -> None:
+    teeth = items_needed(Detect(drop=0.4, power=0.5, discordance=1.0, max_items=20), 0.05)
+    assert teeth.needed == 18 and teeth.power_at_used >= 0.5
+    assert items_needed(Detect(drop=0.2, power=0.5, discordance=1.0), 0.0167).needed == 116
+
+
+@pytest.mark.parametrize(
+    ("detect", "alpha", "why"),
+    [
+        (Detect(drop=0.2, discordance=0.05), 0.05, "detect.discordance must be >= detect.drop"),
+        (Detect(drop=0.2, power=0.04), 0.05, "detect.power must be > alpha"),
+        (Detect(drop=0.2), 1.0, "is not a test level"),
+        (Detect(drop=0.2), 0.0, "is not a test level"),
+    ],
+)
+def test_a_detection_outside_the_model_is_refused_with_the_reason(
+    detect: Detect, alpha: float, why: str
+) -> None:
+    with pytest.raises(ValueError, match=why):
+        items_needed(detect, alpha)
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        ((10, 0.3, 0.1, 0.05), "discordance 0.1 must lie in"),
+        ((10, 1.5, 1.0, 0.05), "drop 1.5 is not an accuracy drop"),
+        ((10, 0.3, 1.2, 0.05), "discordance 1.2 must lie in"),
+        ((10, 0.3, 0.5, 0.0), "not a test level"),
+        ((10, 0.3, 0.5, 1.0), "not a test level"),
+        ((10, -0.1, 0.5, 0.05), "drop -0.1 is not an accuracy drop"),
+    ],
+)
+def test_the_power_refuses_inputs_outside_its_model(
+    args: tuple[int, float, float, float], why: str
+) -> None:
+    with pytest.raises(ValueError, match=why):
+        mcnemar_power(*args)
