@@ -6,10 +6,10 @@ the reference are listed (each engine argument, each environment variable,
 the emulated weights, the engine block; a profile's `attribution.groups` make
 several one), and sub-candidates (the reference plus some of the changes) run
 against the **same reference records**, each in a life of its own and without
-perf: every change alone first, then halving (Zeller's ddmin), until the
-smallest failing set is found or the budget of lives is spent. A sub-candidate
-that cannot run here is recorded as ERROR (never guessed), and counts as not
-failing.
+perf: halves first, then smaller parts and their complements (Zeller's ddmin),
+until the smallest failing set is shown 1-minimal or the budget of lives is
+spent (then the set reached is reported as not minimal). A sub-candidate that
+cannot run here is recorded as ERROR (never guessed), and counts as not failing.
 
 `changes_of` and `sub_profile` are pure functions of the profile; `search` is
 ddmin over any test; `attribute` runs the trials.
@@ -87,12 +87,13 @@ def attribute(
         log.info("attribution: %s -> %s", " + ".join(applied), verdict)
         return verdict
 
-    minimal, skipped = search([c.name for c in changes], test, max_lives)
+    found = search([c.name for c in changes], test, max_lives)
     return Attribution(
         changes=changes,
         trials=trials,
-        minimal=list(minimal) if minimal else None,
+        minimal=list(found.failing) if found.failing else None,
+        complete=found.complete,
         lives=len(trials),
         max_lives=max_lives,
-        not_tried=skipped,
+        not_tried=[" + ".join(found.next_set)] if found.next_set else [],
     )

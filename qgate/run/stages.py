@@ -20,8 +20,10 @@ from qgate.core.serving import Runtime
 from qgate.perf.probes import Probe
 from qgate.perf.records import ScenarioRun
 from qgate.profile import ANSWER_MAX_TOKENS, Profile
+from qgate.profile.changes import changes_of
 from qgate.quality.records import DivergenceRun
 from qgate.quality.stage import QualityOutput
+from qgate.report.attribution import budget_note
 from qgate.run.candidate import CandidateResult
 from qgate.run.candidate import evaluate as candidate
 from qgate.run.context import RunContext, RunSet, prepare, quality_on, started
@@ -267,6 +269,8 @@ def _attribution_life(out: Plan, name: str, profile: Profile) -> None:
             condition=f"when {name} fails its gates; up to {lives} lives",
         )
     )
+    changes = changes_of(profile, profile.attribution.groups if profile.attribution else [])
+    out.notes.append(f"{side}: {budget_note(len(changes), lives)}")
 
 
 def _available_gib() -> float | None:

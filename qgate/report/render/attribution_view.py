@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from qgate.quality.divergence import summarize_divergence
-from qgate.report.attribution import summary_lines
+from qgate.report.attribution import budget_note, summary_lines
 from qgate.report.derive import flips, suite_pairs
 from qgate.report.model import Report
 from qgate.report.render.parts import Section, Table, fmt
@@ -22,8 +22,10 @@ def attribution_section(report: Report) -> Section | None:
     sec.lines += summary_lines(att)[:1]
     sec.lines.append(
         "Each trial is the reference with some of the candidate's changes applied, gated "
-        "against the same reference records, without perf: every change alone first, then "
-        "halving (delta debugging); ERROR: it could not run here (not counted as failing)."
+        "against the same reference records, without perf: halves first, then smaller parts "
+        "and their complements (delta debugging), until every set with one change fewer than "
+        "the answer has passed or the budget of lives is spent; ERROR: it could not run here "
+        "(not counted as failing)."
     )
     sec.tables.append(
         Table(
@@ -61,5 +63,6 @@ def attribution_section(report: Report) -> Section | None:
         )
     )
     if att.not_tried:
-        sec.lines.append("Not tried (budget of lives spent): " + "; ".join(att.not_tried))
+        sec.lines.append("Next, had the budget of lives allowed: " + "; ".join(att.not_tried) + ".")
+    sec.lines.append(budget_note(len(att.changes), att.max_lives) + ".")
     return sec

@@ -4,7 +4,8 @@ Each trial is a candidate like any other: its answers and logprobs are
 re-derived from the raw responses, its verdicts recomputed against the report's
 reference records with the gates `run` used. Then ddmin (qgate/core/ddmin.py)
 is replayed on the recorded outcomes: the trials must be the ones it asks for,
-in its order, and its smallest failing set the one the report states.
+in its order, and its smallest failing set, whether it ran to its end, and the set it
+would have tried next the ones the report states.
 """
 
 from __future__ import annotations
@@ -66,12 +67,21 @@ def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | No
         asked.append(key)
         return outcomes[key]
 
-    minimal, skipped = search(names, replay, att.max_lives)
+    found = search(names, replay, att.max_lives)
     if len(asked) != len(att.trials) or att.lives != len(att.trials):
         raise _fail(f"{len(att.trials)} trials recorded, the search asks for {len(asked)}")
-    if (list(minimal) if minimal else None) != att.minimal or skipped != att.not_tried:
-        found = " + ".join(minimal) if minimal else "none"
-        raise _fail(f"the smallest failing set does not follow from the trials (they give {found})")
+    failing = list(found.failing) if found.failing else None
+    if failing != att.minimal:
+        given = " + ".join(failing) if failing else "none"
+        raise _fail(f"the smallest failing set does not follow from the trials (they give {given})")
+    if found.complete != att.complete:
+        raise _fail(
+            f"complete {att.complete} stored, the replayed search gives {found.complete} "
+            f"({'it ran to its end' if found.complete else 'the budget ran out first'})"
+        )
+    untried = [" + ".join(found.next_set)] if found.next_set else []
+    if untried != att.not_tried:
+        raise _fail(f"not_tried {att.not_tried} stored, the replayed search gives {untried} next")
     spec = prof.attribution
     derived = changes_of(prof, spec.groups if spec else [])
     same = (
@@ -79,4 +89,5 @@ def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | No
         if derived == att.changes
         else ("the changes differ from the declared profile's (a fallback ran on that machine)")
     )
-    return f"attribution: {len(att.trials)} trials recomputed, the search replayed; {same}"
+    trials = f"{len(att.trials)} trial{'' if len(att.trials) == 1 else 's'}"
+    return f"attribution: {trials} recomputed, the search replayed; {same}"

@@ -298,20 +298,13 @@ def _attributed(case: Case) -> Report:
         runs=[cand],
         divergence=report.quality.divergence,
     )
-    # every change alone is tried: the token change alone keeps the report's own answers
-    passing = Trial(
-        name="only-HF_TOKEN",
-        changes=["env.HF_TOKEN"],
-        verdict="PASS",
-        verdicts=report.quality.verdicts,
-        runs=report.quality.runs[1:],
-        divergence=report.quality.divergence,
-    )
+    # halves first: the first half (the KV cache change) fails, a single change is minimal
     report.attribution = Attribution(
         changes=changes_of(prof),
-        trials=[trial, passing],
+        trials=[trial],
         minimal=["args.kv_cache_dtype"],
-        lives=2,
+        complete=True,
+        lives=1,
         max_lives=8,
     )
     return report
@@ -321,7 +314,7 @@ def test_an_attribution_verifies_trial_by_trial(case: Case) -> None:
     res = case.verify(case.resign(_attributed(case)))
     assert res.exit_code == 0, res.output
     assert (
-        "attribution: 2 trials recomputed, the search replayed; the changes re-derived "
+        "attribution: 1 trial recomputed, the search replayed; the changes re-derived "
         "from the profile" in res.output
     )
 
@@ -337,6 +330,13 @@ def _attribution_minimal_edited(case: Case) -> Path:
     report = _attributed(case)
     assert report.attribution is not None
     report.attribution.minimal = [report.attribution.changes[1].name]
+    return case.resign(report)
+
+
+def _attribution_completeness_edited(case: Case) -> Path:
+    report = _attributed(case)
+    assert report.attribution is not None
+    report.attribution.complete = False
     return case.resign(report)
 
 
@@ -439,6 +439,11 @@ MATRIX: dict[str, tuple[Callable[[Case], Path], int, str]] = {
         1,
         "attribution: the smallest failing set does not follow from the trials (they give "
         "args.kv_cache_dtype)",
+    ),
+    "attribution completeness edited": (
+        _attribution_completeness_edited,
+        1,
+        "attribution: complete False stored, the replayed search gives True (it ran to its end)",
     ),
     "truncated": (_truncated, 2, "not a JSON DSSE envelope (truncated or corrupt?)"),
     "empty": (_empty, 2, "empty file"),

@@ -27,7 +27,7 @@ SHIPPED = Path(__file__).resolve().parents[3] / "precision_profiles"
 PROFILE = SHIPPED / "smollm2-cpu-int4-attribute.yaml"
 
 
-def test_each_change_alone_then_the_smallest_failing_set(
+def test_halves_first_then_the_smallest_failing_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     profile = load_profile(PROFILE, check_files=False)
@@ -52,7 +52,7 @@ def test_each_change_alone_then_the_smallest_failing_set(
         applied = [c.name for c in changes_of(trial.profile)]
         seen.append((name, applied, trial.opts.skip_perf))
         assert trial.run_dir == tmp_path / "attribution" / name and keep_going
-        if applied == ["args.max_num_seqs"]:
+        if "args.max_num_seqs" in applied:
             return CandidateResult(name=name, error="did not start: no KV space")
         failed = applied == ["emulate_weights"]
         verdict = Verdict(
@@ -70,15 +70,45 @@ def test_each_change_alone_then_the_smallest_failing_set(
     monkeypatch.setattr(candidate_stage, "evaluate", evaluate)
     monkeypatch.setattr(context_stage, "model_paths", lambda profile, source: {})
     att = attribute(ctx, QualityOutput(role="reference"), max_lives=6, groups=[])
-    assert [s[1] for s in seen] == [
-        ["args.enable_prefix_caching"],
-        ["args.max_num_seqs"],
+    assert [s[1] for s in seen] == [  # halves first
+        ["args.enable_prefix_caching", "args.max_num_seqs"],
         ["emulate_weights"],
     ]
     assert all(skip_perf for *_, skip_perf in seen)  # attribution judges gates only
-    assert [t.verdict for t in att.trials] == ["PASS", "ERROR", "FAIL"]
-    assert att.trials[1].error == "did not start: no KV space"
-    assert att.minimal == ["emulate_weights"] and att.lives == 3 and att.not_tried == []
+    assert [t.verdict for t in att.trials] == ["ERROR", "FAIL"]
+    assert att.trials[0].error == "did not start: no KV space"
+    assert att.minimal == ["emulate_weights"] and att.complete
+    assert att.lives == 2 and att.not_tried == []
+
+
+def test_a_spent_budget_is_recorded_with_the_set_it_would_try_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    profile = load_profile(PROFILE, check_files=False)
+    ctx = RunContext(
+        opts=RunOptions(profile=PROFILE, out_root=tmp_path),
+        profile=profile,
+        profile_path=PROFILE,
+        profile_sha256="0" * 64,
+        run_dir=tmp_path,
+        source_model=tmp_path,
+        model_paths={},
+        tokenizer_path=None,
+        signer=Any,
+        declared_profile=profile,  # type: ignore[arg-type]
+        selection=SimpleNamespace(notes=[]),  # type: ignore[arg-type]
+    )
+
+    def evaluate(
+        trial: RunContext, name: str, reference: Any, force_perf: bool, keep_going: bool
+    ) -> CandidateResult:
+        return CandidateResult(name=name, error="did not start")
+
+    monkeypatch.setattr(candidate_stage, "evaluate", evaluate)
+    monkeypatch.setattr(context_stage, "model_paths", lambda profile, source: {})
+    att = attribute(ctx, QualityOutput(role="reference"), max_lives=1, groups=[])
+    assert att.lives == 1 and not att.complete and att.minimal is None
+    assert att.not_tried == ["emulate_weights"]
 
 
 def test_each_failing_candidate_of_a_multi_run_gets_its_own_attribution(

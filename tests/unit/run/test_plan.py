@@ -203,6 +203,9 @@ def test_attribution_is_a_conditional_life_after_the_candidate() -> None:
     last = plan.lives[-1]
     assert last.side == "candidate attribution"
     assert last.condition == "when candidate fails its gates; up to 6 lives"
+    assert (
+        "candidate attribution: 3 changes: the budget of 6 lives covers the search's worst case (6)"
+    ) in plan.notes
     plain = plan_for(
         [("candidate", _single("smollm2-cpu-int4-fail"))], reference_cached=False, refresh=False
     )
