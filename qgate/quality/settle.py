@@ -99,6 +99,33 @@ def stopped_at_verdict(
     ]
 
 
+def _overfull(runs: Sequence[SuiteRun]) -> list[str]:
+    """Suites whose two sides together saw more distinct items than were planned per side.
+
+    Both sides ask the same planned items, so every id either side answered is
+    one of them; a side that stopped early only lacks some. Where the union is
+    larger, the records cannot come from the plan (and `bounds` would count
+    fewer open items than there are).
+    """
+    sides: dict[str, dict[str, SuiteRun]] = {}
+    for run in runs:
+        sides.setdefault(run.suite, {})[run.role] = run
+    problems = []
+    for suite, by_role in sides.items():
+        ref, cand = by_role.get("reference"), by_role.get("candidate")
+        planned = None if ref is None or cand is None else ref.planned or cand.planned
+        if ref is None or cand is None or planned is None:
+            continue
+        seen = {i.id for i in ref.items} | {i.id for i in cand.items}
+        if len(seen) > planned:
+            problems.append(
+                f"{suite}: the reference's {len(ref.items)} and the candidate's "
+                f"{len(cand.items)} items are {len(seen)} distinct items, more than the "
+                f"{planned} planned per side"
+            )
+    return problems
+
+
 def stop_problems(
     spec: QualitySpec, runs: Sequence[SuiteRun], verdicts: Sequence[Verdict]
 ) -> list[str]:
@@ -106,9 +133,9 @@ def stop_problems(
 
     A run may end before its planned items only when the profile stops early, and
     only once every gate of its suite is settled or (`stop: verdict`) some gate's
-    failure is.
+    failure is; the two sides' items together never outnumber the planned ones.
     """
-    problems = []
+    problems = _overfull(runs)
     for run in runs:
         if run.planned is None and run.stopped is None:
             continue

@@ -212,3 +212,18 @@ def test_no_effect_failing_keeps_a_suite_going_while_every_answer_is_the_same() 
     assert board.post("candidate", SUITE, same, 4) is None  # max_flips settled, no-effect open
     differs = [*same[:2], _item(2, True, output="1 ")]
     assert board.post("candidate", SUITE, differs, 4) == "settled at 3 of 4 items"
+
+
+@pytest.mark.parametrize("stop", ["settled", "verdict"])
+def test_two_stopped_sides_whose_items_outnumber_the_plan_are_refused(stop: str) -> None:
+    ref = _run("reference", [_item(i, True) for i in (0, 1, 2)], planned=4)
+    cand = _run("candidate", [_item(i, False) for i in (0, 3, 4)], planned=4)
+    spec = QualitySpec(math=MathSuite(prompts=["short"], max_drop=0.1), stop=stop)  # type: ignore[arg-type]
+    verdicts = evaluate_quality(spec, [ref, cand], None)
+    assert stop_problems(spec, [ref, cand], verdicts)[0] == (
+        "math.short: the reference's 3 and the candidate's 3 items are 5 distinct items, "
+        "more than the 4 planned per side"
+    )
+    within = _run("candidate", [_item(i, False) for i in (0, 3)], planned=4)
+    verdicts = evaluate_quality(spec, [ref, within], None)
+    assert not any("distinct items" in p for p in stop_problems(spec, [ref, within], verdicts))

@@ -73,6 +73,9 @@ def case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Case:
     return Case(tmp_path, signer, pubkey, profile, subjects, written.envelope)
 
 
+SIDES = ("reference", "candidate")
+
+
 def _reverdict(report: Report, profile: dict[str, object] | None = None) -> Report:
     """What a forger does after editing records: recompute every verdict with qgate's own gates."""
     from qgate.quality.gates import evaluate_quality
@@ -269,6 +272,19 @@ def _stop_not_settled(case: Case) -> Path:
     return case.resign(_stopped(case, "settled", lose=2, keep=4))
 
 
+def _stopped_sides_outnumber_the_plan(case: Case) -> Path:
+    """Both sides stopped at 3 of 4 planned items, but on different items: 5 in all."""
+    report = case.report()
+    report.profile["quality"]["stop"] = "verdict"
+    ref, cand = (next(r for r in report.quality.runs if r.role == role) for role in SIDES)
+    items = list(cand.items)
+    ref.items = ref.items[:3]
+    cand.items = [items[0], items[3], items[4]]
+    for run in (ref, cand):
+        run.planned, run.stopped = 4, "settled"
+    return case.resign(_reverdict(report))
+
+
 def test_a_stop_the_records_allow_verifies(case: Case) -> None:
     # 7 of the first 8 lost (the reference got item 3 wrong too): max_drop fails whatever
     # the last two do, so with `stop: verdict` the FAIL is settled and the stop allowed
@@ -422,6 +438,12 @@ MATRIX: dict[str, tuple[Callable[[Case], Path], int, str]] = {
         1,
         "quality: math.short (candidate) records an early stop but the profile's quality.stop "
         "is off",
+    ),
+    "stopped sides outnumber the plan": (
+        _stopped_sides_outnumber_the_plan,
+        1,
+        "quality: math.short: the reference's 3 and the candidate's 3 items are 5 distinct "
+        "items, more than the 4 planned per side",
     ),
     "early stop the records do not settle": (
         _stop_not_settled,
