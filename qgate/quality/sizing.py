@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from qgate.core.plan import GatePower
 from qgate.profile import AccuracyPolicy, Detect, LmEvalTask, MathSuite, RecallSuite
-from qgate.profile.quality import detect_problem
+from qgate.profile.quality import detect_problem, fewest_rejecting
 from qgate.quality.stats import mcnemar_power, smallest_n
 
 __all__ = [
@@ -137,7 +137,10 @@ def gate_power(suite: str, policy: AccuracyPolicy, items: int) -> GatePower:
     target = detect.drop if detect else (policy.max_drop or None)
     needed: int | None = None
     if target is not None:
-        ask = detect or Detect(drop=target, power=power)
+        # the default bound, or the fewest items that can fail at all at a tiny alpha
+        ask = detect or Detect(
+            drop=target, power=power, max_items=max(1000, fewest_rejecting(policy.alpha))
+        )
         needed = items_needed(ask, policy.alpha).needed
     assumed = (
         f"{100 * detect.discordance:.0f}% of items flip (stated)"

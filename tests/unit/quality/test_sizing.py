@@ -166,3 +166,11 @@ def test_the_power_refuses_inputs_outside_its_model(
 ) -> None:
     with pytest.raises(ValueError, match=why):
         mcnemar_power(*args)
+
+
+def test_a_tiny_alpha_without_a_detection_is_not_refused_by_its_implied_bound() -> None:
+    from qgate.quality.sizing import gate_power
+
+    # at alpha 1e-310 even 1,000 items all lost cannot fail the gate (2**-1000 > alpha)
+    power = gate_power("math.short", MathSuite(alpha=1e-310, max_drop=0.5), 64)
+    assert power.items_needed is None and power.min_detectable_drop is None
