@@ -36,8 +36,8 @@ One vocabulary across commands:
   `show` and `perf`; for `run`, the **folder** that receives the run's own folder (a run
   makes a folder of files: the signed report, its views, raw records, logs).
 - `--format text|json`: lines for people, or one JSON object on stdout (`run`, `plan`,
-  `perf`, `verify`, `validate`, `compare`); `qgate schema NAME` prints the JSON Schema of
-  `run`, `verify`, `validate` and `compare`. `show --format` picks a report view instead.
+  `perf`, `verify`, `validate`, `compare`); `qgate schema NAME` prints its JSON Schema for
+  every one but `plan`. `show --format` picks a report view instead.
 - `--progress/--no-progress`: the live display on a terminal (`run`, `perf`); CI logs get
   plain progress lines either way, and `qgate -q` keeps only warnings and errors.
 - Exit codes: 0 every gate passed (or the check held), 1 a gate failed (or the report does

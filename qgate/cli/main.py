@@ -242,10 +242,12 @@ def validate(profiles: tuple[Path, ...], skip_files: bool, fmt: str) -> None:
 
 
 @main.command()
-@click.argument("name", metavar="NAME", type=click.Choice(["run", "verify", "validate", "compare"]))
+@click.argument(
+    "name", metavar="NAME", type=click.Choice(["compare", "perf", "run", "validate", "verify"])
+)
 def schema(name: str) -> None:
-    """Print the JSON Schema of the `--format json` output of command NAME (run, verify,
-    validate or compare)."""
+    """Print the JSON Schema of the `--format json` output of command NAME (compare, perf, run,
+    validate or verify)."""
     import json
 
     from qgate.cli.outputs import OUTPUTS

@@ -1,4 +1,5 @@
-"""The machine-readable outputs of `run`, `verify`, `validate` and `compare` (`--format json`).
+"""The machine-readable outputs of `run`, `verify`, `validate`, `compare` and `perf`
+(`--format json`).
 
 Each is one JSON object on stdout whose `format` names it and its version
 (`qgate.verify/1`, ...); `qgate schema NAME` prints its JSON Schema, which is
@@ -16,12 +17,15 @@ import click
 from pydantic import Field
 
 from qgate.core.records import Record
+from qgate.perf.metrics import ScenarioMetrics
+from qgate.perf.records import ScenarioRun
 
 __all__ = [
     "OUTPUTS",
     "CompareOutput",
     "CompareRow",
     "FailedGate",
+    "PerfOutput",
     "RunSummary",
     "ValidateOutput",
     "ValidatedFile",
@@ -138,11 +142,32 @@ class RunSummary(Record):
     )
 
 
+class PerfOutput(Record):
+    """`qgate perf --format json`: the perf stage alone, UNGATED (no quality gate ran)."""
+
+    format: Literal["qgate.perf/1"] = "qgate.perf/1"
+    ungated: Literal[True] = Field(
+        default=True, description="Always true: no quality gate was checked."
+    )
+    runs: list[ScenarioRun] = Field(
+        description="Each scenario run (one per sweep level or input length) with every request "
+        "record; t0_unix_ns is the wall-clock time of its zero."
+    )
+    metrics: list[ScenarioMetrics] = Field(
+        description="The figures of each run, as the text table shows them."
+    )
+    notes: list[str] = Field(
+        description="Thin percentiles, failed stream checks, and one 'FAIL gate: reason' line "
+        "per failed scenario check (exit 1)."
+    )
+
+
 OUTPUTS: dict[str, type[Record]] = {
     "run": RunSummary,
     "verify": VerifyOutput,
     "validate": ValidateOutput,
     "compare": CompareOutput,
+    "perf": PerfOutput,
 }
 
 

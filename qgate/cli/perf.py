@@ -132,6 +132,7 @@ def perf(
     from the moment the request is written on an open connection: connection
     set-up is recorded apart (connect_ns) and counts as client queueing.
     """
+    from qgate.cli.outputs import PerfOutput
     from qgate.core.env_names import key_env_problem
     from qgate.core.outpaths import check_out_file
     from qgate.perf.checks import scenario_verdicts
@@ -232,17 +233,11 @@ def perf(
     failed = [v for r in runs for v in scenario_verdicts(spec, r) if not v.passed]
     notes.extend(f"FAIL {v.gate}: {v.reason}" for v in failed)
     if fmt == "json":
-        doc = {
-            "format": "qgate.perf/1",
-            "ungated": True,
-            "runs": [r.model_dump(mode="json") for r in runs],
-            "metrics": [m.model_dump(mode="json") for m in metrics],
-            "notes": notes,
-        }
+        doc = PerfOutput(runs=runs, metrics=metrics, notes=notes)
         click.echo(UNGATED, err=True)
         for line in notes:
             click.echo(line, err=True)
-        emit(json.dumps(doc) + "\n", out)
+        emit(json.dumps(doc.model_dump(mode="json")) + "\n", out)
     else:
         parts = [UNGATED, metrics_table(metrics)]
         parts.extend("\n" + series for series in filter(None, map(series_table, metrics)))

@@ -126,3 +126,11 @@ def test_keygen_out_names_the_private_key_file(tmp_path: Path) -> None:
         "b.pem",
         "b.pub.pem",
     ]
+
+
+def test_schema_names_every_json_output() -> None:
+    from qgate.cli.outputs import OUTPUTS
+
+    (name,) = COMMANDS["qgate schema"].params
+    assert isinstance(name.type, click.Choice)
+    assert set(name.type.choices) == set(OUTPUTS)

@@ -7,9 +7,11 @@ import json
 import re
 from pathlib import Path
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 
+from qgate.cli.main import main
 from qgate.cli.perf import THIN_P99, perf
 from qgate.errors import BadInput, InfrastructureError
 from qgate.perf.tokenizer import choose_tokenizer, local_tokenizer
@@ -128,6 +130,8 @@ def test_format_json_is_one_object_on_stdout_and_text_goes_to_out(
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     assert doc["format"] == "qgate.perf/1" and doc["ungated"] is True
+    schema = CliRunner().invoke(main, ["schema", "perf"])
+    jsonschema.validate(doc, json.loads(schema.stdout))
     assert any("p99 of fewer than" in note for note in doc["notes"])
     assert "UNGATED" in res.stderr and "p99 of fewer than" in res.stderr
     table = tmp_path / "perf.txt"
