@@ -76,7 +76,7 @@ def _type(param: click.Parameter) -> str:
     if isinstance(param, click.Option) and param.count:
         return "count"
     if isinstance(param.type, click.Choice):
-        return "`" + "\\|".join(str(c) for c in param.type.choices) + "`"
+        return " \\| ".join(f"`{c}`" for c in param.type.choices)
     if isinstance(param.type, click.Path):
         return "path"
     name = param.type.name

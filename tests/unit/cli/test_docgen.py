@@ -33,7 +33,7 @@ def test_the_cli_page_has_every_visible_command_and_no_hidden_one() -> None:
         assert command is not None
         assert (f"## qgate {name}\n" in page) != command.hidden, name
     assert "### qgate evals check\n" in page and "qgate evals build\n" not in page
-    assert "| `--format` | `text\\|json` | `text` |" in page
+    assert "| `--format` | `text` \\| `json` | `text` |" in page
 
 
 def test_the_profile_page_has_every_section() -> None:
