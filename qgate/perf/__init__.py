@@ -13,7 +13,7 @@ none of it):
   per-bucket time series (`bucket_series`, via `metrics.time_series(run)`).
 - `RequestRecord`, `ScenarioRun`: the raw records; `ScenarioMetrics`,
   `MetricComparison`: what is derived from them.
-- `commands.perf` is `qgate perf` (UNGATED, against an endpoint).
+- `qgate perf` (UNGATED, against an endpoint) is `qgate/cli/perf.py`.
 """
 
 from __future__ import annotations
