@@ -173,7 +173,7 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--check"]:
         stale = stale_pages()
         for page in stale:
-            print(f"stale: {page} (run `make docs`)")
+            print(f"stale: {page} (run `python -m qgate.cli.docgen` or `make docs`)")
         sys.exit(1 if stale else 0)
     for page in write_pages():
         print(f"wrote {page}")

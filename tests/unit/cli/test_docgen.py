@@ -13,7 +13,10 @@ from qgate.profile.doc import SECTIONS
 
 def test_the_committed_pages_are_current() -> None:
     stale = docgen.stale_pages()
-    assert stale == [], f"stale generated pages {stale}: run `make docs` and commit them"
+    assert stale == [], (
+        f"stale generated pages {stale}: run `python -m qgate.cli.docgen` (or `make docs`) "
+        "and commit them"
+    )
 
 
 def test_a_stale_or_missing_page_is_seen_and_rewritten(tmp_path: Path) -> None:
