@@ -50,6 +50,12 @@ class VerifyOutput(Record):
     require_pass: bool = Field(description="--require-pass was given: a verified non-PASS exits 1.")
     checked: list[str] = Field(description="What was checked, one line each.")
     notes: list[str] = Field(description="Checks that could not be made, and why.")
+    signed_only: list[str] = Field(
+        default_factory=list,
+        description="What the report states that verify cannot re-derive (the fingerprint, "
+        "what servers reported, timings, raw records): signed but not re-derived, it rests on "
+        "the signer's word. Everything in `checked` was re-derived or checked.",
+    )
     error: str | None = Field(description="Why it does not verify (None when it does).")
     exit_code: int = Field(description="The process exit code.")
 

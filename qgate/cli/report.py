@@ -199,6 +199,7 @@ def verify(
                 passed=passed,
                 checked=list(result.checked),
                 notes=list(result.notes),
+                signed_only=list(result.signed_only),
                 error=None,
                 exit_code=code,
             )
@@ -208,6 +209,8 @@ def verify(
             click.echo(f"ok  {line}")
         for note in result.notes:
             click.echo(f"note {note}")
+        for line in result.signed_only:
+            click.echo(f"signed but not re-derived: {line}")
         click.echo(f"VERIFIED {report} (verdict {verdict})")
         if code:
             click.echo(

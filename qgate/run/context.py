@@ -116,11 +116,9 @@ def select(profile: Profile, cpu: CpuCaps) -> tuple[Profile, Selection]:
     Fail fast: a setting this machine's engine cannot run is exit 2 now, not an
     engine traceback after the reference stage; a declared fallback runs instead.
     """
-    from qgate.profile.engine_checks import feature_notes
-    from qgate.runtime.capabilities import select_runtimes
+    from qgate.runtime.capabilities import select_machine
 
-    selection = select_runtimes(profile, cpu)
-    selection.notes.extend(feature_notes(profile))
+    selection = select_machine(profile, cpu)
     update = {"reference": selection.reference, "candidate": selection.candidate}
     return profile.model_copy(update=update), selection
 

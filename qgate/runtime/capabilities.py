@@ -11,18 +11,23 @@ emulated and why.
 `QGATE_CPU_FLAGS` (comma-separated, e.g. `avx2,fma`) replaces the probed
 flags: it lets a test, or a person on an AVX-512 machine, see what happens
 on a CPU without them. The report says when the answer was forced.
+
+Everything here is a pure function of the profile and a `CpuCaps`, and a
+`CpuCaps` follows from the fingerprint alone (`caps_of`): `run` probes this
+machine's, `qgate verify` re-derives the report's capability notes and
+serving settings from its signed fingerprint with the same functions.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-import os
-import platform
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from qgate.core.records import Role
 from qgate.profile import EngineArgValue, EngineLaunch, Profile, RuntimeSpec
+from qgate.profile.engine_checks import feature_notes
+from qgate.runtime.fingerprint import FORCE_ENV, CpuInfo, Fingerprint, cpu_info, package_versions
 
 __all__ = [
     "CpuCaps",
@@ -32,6 +37,7 @@ __all__ = [
     "Rule",
     "Selection",
     "VLLM_CPU_RULES",
+    "caps_of",
     "check_runtime",
     "cpu_serving_dtype",
     "engine_on_cpu",
@@ -39,20 +45,24 @@ __all__ = [
     "native_fp8_kv",
     "probe_cpu",
     "runtime_args",
+    "select_machine",
     "select_runtimes",
 ]
-
-FORCE_ENV = "QGATE_CPU_FLAGS"
 
 
 @dataclass(frozen=True)
 class CpuCaps:
-    """The host CPU as far as engine capabilities go."""
+    """The host CPU as far as engine capabilities go, and the engine distributions installed."""
 
     model: str
     arch: str
     flags: frozenset[str]
     forced: bool = False
+    # None: ask this machine's distribution metadata
+    packages: frozenset[str] | None = None
+
+    def installed(self, dist: str) -> bool:
+        return _installed(dist) if self.packages is None else dist in self.packages
 
     def describe(self) -> str:
         isa = ", ".join(sorted(f for f in self.flags if f.startswith(("avx", "amx")))) or "none"
@@ -62,25 +72,44 @@ class CpuCaps:
 
 def probe_cpu(environ: Mapping[str, str] | None = None) -> CpuCaps:
     """This machine's CPU (cheap: /proc/cpuinfo), or the answer forced by QGATE_CPU_FLAGS."""
-    from qgate.runtime.fingerprint import cpu_info
-
-    env = os.environ if environ is None else environ
-    info = cpu_info()
-    arch = platform.machine() or "unknown"
-    forced = env.get(FORCE_ENV)
-    if forced is not None:
-        flags = frozenset(f.strip().lower() for f in forced.split(",") if f.strip())
-        return CpuCaps(info.model, arch, flags, forced=True)
-    return CpuCaps(info.model, arch, frozenset(info.flags))
+    info = cpu_info(environ)
+    return caps_of(info, frozenset(package_versions()))
 
 
-def engine_on_cpu(profile: Profile, spec: RuntimeSpec | None = None) -> bool:
-    """vLLM started by qgate on the CPU (the target says cpu, or only vllm-cpu is installed)."""
+# The architectures platform.machine() names, as platform.platform() spells them in `os`.
+_ARCHES = ("x86_64", "amd64", "aarch64", "arm64", "ppc64le", "s390x", "riscv64", "i686")
+
+
+def _arch_of(info: CpuInfo, os_text: str) -> str:
+    if info.arch:
+        return info.arch
+    parts = os_text.lower().split("-")
+    return next((a for a in _ARCHES if a in parts), "unknown")
+
+
+def caps_of(
+    info: CpuInfo | Fingerprint, packages: frozenset[str] | None = None, os_text: str = ""
+) -> CpuCaps:
+    """The CpuCaps a run decides with, from a CPU probe or a report's fingerprint."""
+    if isinstance(info, Fingerprint):
+        return caps_of(info.cpu, frozenset(info.packages), info.os)
+    arch = _arch_of(info, os_text)
+    if info.forced_flags is not None:
+        return CpuCaps(info.model, arch, frozenset(info.forced_flags), True, packages)
+    return CpuCaps(info.model, arch, frozenset(info.flags), False, packages)
+
+
+def engine_on_cpu(
+    profile: Profile, spec: RuntimeSpec | None = None, cpu: CpuCaps | None = None
+) -> bool:
+    """vLLM started by qgate on the CPU (the target says cpu, or only vllm-cpu is installed:
+    on `cpu`'s machine, else on this one)."""
     if _launch(profile, spec).kind != "vllm":
         return False
     if profile.target.accelerator.lower() == "cpu":
         return True
-    return _installed("vllm-cpu") and not _installed("vllm")
+    installed = cpu.installed if cpu is not None else _installed
+    return installed("vllm-cpu") and not installed("vllm")
 
 
 def _installed(dist: str) -> bool:
@@ -199,7 +228,7 @@ def runtime_args(profile: Profile, spec: RuntimeSpec) -> dict[str, EngineArgValu
 
 def check_runtime(profile: Profile, role: Role, spec: RuntimeSpec, cpu: CpuCaps) -> list[Problem]:
     """Every setting of `spec` (over engine.args) the engine cannot run on this machine."""
-    if not engine_on_cpu(profile, spec):
+    if not engine_on_cpu(profile, spec, cpu):
         return []
     problems: list[Problem] = []
     for key, value in runtime_args(profile, spec).items():
@@ -271,7 +300,7 @@ def select_runtimes(profile: Profile, cpu: CpuCaps) -> Selection:
         problems = check_runtime(profile, role, spec, cpu)
         if not problems:
             chosen[role] = spec
-            if engine_on_cpu(profile, spec) and any(
+            if engine_on_cpu(profile, spec, cpu) and any(
                 _fp8(v) for v in runtime_args(profile, spec).values()
             ):
                 notes.append(f"{role}: native on this CPU ({cpu.describe()}): {_describe(spec)}")
@@ -295,12 +324,12 @@ def select_runtimes(profile: Profile, cpu: CpuCaps) -> Selection:
     return Selection(chosen["reference"], chosen["candidate"], notes)
 
 
-def _dtype_on_cpu(profile: Profile, spec: RuntimeSpec) -> bool:
+def _dtype_on_cpu(profile: Profile, spec: RuntimeSpec, cpu: CpuCaps) -> bool:
     """A side whose serving dtype `engine.cpu_dtype` decides: vLLM on the CPU, or a CPU
     target's `command` engine (its args follow as --KEY VALUE, so it gets `--dtype`)."""
     if _launch(profile, spec).kind == "command":
         return profile.target.accelerator.lower() == "cpu"
-    return engine_on_cpu(profile, spec)
+    return engine_on_cpu(profile, spec, cpu)
 
 
 def _serving_dtype(profile: Profile, chosen: dict[Role, RuntimeSpec], cpu: CpuCaps) -> list[str]:
@@ -309,7 +338,7 @@ def _serving_dtype(profile: Profile, chosen: dict[Role, RuntimeSpec], cpu: CpuCa
     With 'as_written', a half-precision dtype that this CPU only emulates gets a note.
     """
     sides: tuple[Role, Role] = ("reference", "candidate")
-    on_cpu = [r for r in sides if _dtype_on_cpu(profile, chosen[r])]
+    on_cpu = [r for r in sides if _dtype_on_cpu(profile, chosen[r], cpu)]
     if not on_cpu:
         return []
     if profile.engine.cpu_dtype == "auto":
@@ -335,3 +364,11 @@ def _serving_dtype(profile: Profile, chosen: dict[Role, RuntimeSpec], cpu: CpuCa
                 f"serves float32 here; this CPU: {cpu.describe()}"
             )
     return notes
+
+
+def select_machine(profile: Profile, cpu: CpuCaps) -> Selection:
+    """The specs as `cpu`'s machine runs them, with every capability note the report holds:
+    select_runtimes' and, per side, the suites and perf checks its engine cannot serve."""
+    selection = select_runtimes(profile, cpu)
+    selection.notes.extend(feature_notes(profile))
+    return selection

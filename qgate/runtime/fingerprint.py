@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -77,12 +78,27 @@ class Accelerator(Record):
     source: str = Field(description="Where the facts came from (torch, nvidia-smi, rocm-smi).")
 
 
+# QGATE_CPU_FLAGS (comma-separated, e.g. `avx2,fma`) replaces the probed ISA flags in every
+# capability decision of a run (qgate/runtime/capabilities.py); the fingerprint records it.
+FORCE_ENV = "QGATE_CPU_FLAGS"
+
+
 class CpuInfo(Record):
     """The host CPU."""
 
     model: str = Field(description="CPU model name.")
     logical_cores: int = Field(description="Logical cores visible to the OS.")
     flags: list[str] = Field(default_factory=list, description="Relevant ISA flags present.")
+    arch: str | None = Field(
+        default=None,
+        description="platform.machine(), e.g. 'x86_64' (None in reports made before it was "
+        "recorded: `os` names it).",
+    )
+    forced_flags: list[str] | None = Field(
+        default=None,
+        description=f"The ISA flags {FORCE_ENV} made the run assume instead of `flags` "
+        "(None: the probed flags decided).",
+    )
 
 
 class Fingerprint(Record):
@@ -136,7 +152,16 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def cpu_info() -> CpuInfo:
+def forced_flags(environ: Mapping[str, str] | None = None) -> list[str] | None:
+    """The flags QGATE_CPU_FLAGS forces (lower case, in order), or None when it is not set."""
+    forced = (os.environ if environ is None else environ).get(FORCE_ENV)
+    if forced is None:
+        return None
+    return list(dict.fromkeys(f.strip().lower() for f in forced.split(",") if f.strip()))
+
+
+def cpu_info(environ: Mapping[str, str] | None = None) -> CpuInfo:
+    """This CPU: model, cores, the ISA flags that matter, and the flags QGATE_CPU_FLAGS forces."""
     model = platform.processor() or platform.machine()
     flags: set[str] = set()
     try:
@@ -154,6 +179,8 @@ def cpu_info() -> CpuInfo:
         model=model,
         logical_cores=os.cpu_count() or 1,
         flags=[f for f in CPU_FLAGS if f in flags],
+        arch=platform.machine() or "unknown",
+        forced_flags=forced_flags(environ),
     )
 
 

@@ -373,6 +373,10 @@ def _environment(report: Report) -> Section:
         if report.fingerprint
         else {}
     )
+    cpu = fp.get("cpu", {})
+    for key in ("arch", "forced_flags"):  # recorded since 2026-12; not shown when absent
+        if cpu.get(key) is None:
+            cpu.pop(key, None)
     fp_rows = [[k, v] for k, v in _flatten(fp)]
     if report.fingerprint is not None:
         fp_rows.append(["checkpoint files", str(len(report.fingerprint.checkpoint))])

@@ -14,7 +14,7 @@ from qgate.core.ddmin import Outcome, search
 from qgate.errors import VerificationFailed
 from qgate.profile import Profile
 from qgate.report.model import Report
-from qgate.report.verify.recompute import Recompute, dump, same_value
+from qgate.report.verify.recompute import Recompute, describe, dump, same_value
 
 __all__ = ["check_attribution"]
 
@@ -53,7 +53,7 @@ def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | No
                 rederive_divergence(t.divergence, done, required=True)
             fresh = fns.evaluate_quality(prof.quality, reference + list(t.runs), t.divergence)
             if not same_value(dump(t.verdicts), dump(fresh)):
-                raise _fail(f"trial {t.name}: its verdicts do not follow from its records")
+                raise _fail(describe(f"trial {t.name}: verdicts", dump(t.verdicts), dump(fresh)))
             if t.verdict != ("PASS" if all(v.passed for v in fresh) else "FAIL"):
                 raise _fail(f"trial {t.name}: verdict {t.verdict} does not follow from its gates")
         elif t.runs or t.verdicts:

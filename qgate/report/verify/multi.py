@@ -58,6 +58,8 @@ class MultiVerifyResult:
     subjects: list[dict[str, Any]]
     checked: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    signed_only: list[str] = field(default_factory=list)
+    """What the report states that verify cannot re-derive: it rests on the signature alone."""
 
 
 def is_multi_payload(payload: bytes) -> bool:
@@ -150,16 +152,18 @@ def _candidates(
         result.notes += [
             f"{entry.name}: {line}" for line in sub.notes if not line.startswith("limits taken")
         ]
+        # the same kinds of records in every candidate's report: each named once
+        result.signed_only = list(dict.fromkeys(result.signed_only + sub.signed_only))
 
 
 def _derived(report: MultiReport, result: MultiVerifyResult) -> None:
     from qgate.report.multi_table import multi_verdict, table
-    from qgate.report.verify.recompute import dump, same_value
+    from qgate.report.verify.recompute import describe, dump, same_value
 
     rows = table(report.candidates)
     for stored, got in zip(report.table, rows, strict=False):
         if not same_value(dump(stored), dump(got)):
-            raise fail(f"table row {stored.candidate} does not follow from its report")
+            raise fail(describe(f"table row {stored.candidate}", dump(stored), dump(got)))
     if len(report.table) != len(rows):
         raise fail("the table does not have one row per candidate")
     verdict, optional = multi_verdict(report.candidates)
@@ -199,6 +203,7 @@ def verify_multi_bytes(
             result.checked.append(f"{count} checkpoint files match their subjects")
         _candidates(report, multi, keyid, result, recompute)
         _derived(report, result)
+        result.signed_only.append("the multi report's plan, stage_timings, starts and provenance")
         return result
 
 

@@ -28,12 +28,15 @@ from qgate.report.verdict import overall
 
 __all__ = [
     "Compare",
+    "Diff",
     "EvaluateQuality",
     "Recompute",
     "ScenarioVerdicts",
     "Summarize",
     "check_status_and_verdict",
     "default_recompute",
+    "describe",
+    "differences",
     "recompute_perf",
     "recompute_perf_gates",
     "recompute_quality",
@@ -130,6 +133,98 @@ def _covers(stored: Any, recomputed: Any) -> bool:
     return same_value(stored, recomputed)
 
 
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Diff:
+    """One field whose stored value is not the re-derived one."""
+
+    path: str
+    stored: Any
+    rederived: Any
+
+    def __str__(self) -> str:
+        was, now = _show(self.stored), _show(self.rederived)
+        if isinstance(self.stored, str) and isinstance(self.rederived, str):
+            was, now = _from_first_difference(self.stored, self.rederived)
+        elif was == now:  # floats that differ beyond the tolerance but print alike
+            was, now = repr(self.stored), repr(self.rederived)
+        return f"{self.path}: {was} stored, {now} re-derived"
+
+
+def _from_first_difference(a: str, b: str, width: int = 60) -> tuple[str, str]:
+    """Two long strings shown from a little before where they first differ."""
+    if len(a) <= width and len(b) <= width:
+        return repr(a), repr(b)
+    i = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    start = max(0, i - 20)
+
+    def cut(text: str) -> str:
+        part = text[start : start + width]
+        return ("..." if start else "") + repr(part) + ("..." if start + width < len(text) else "")
+
+    return cut(a), cut(b)
+
+
+def differences(
+    stored: Any, recomputed: Any, path: str = "", *, covers: bool = False
+) -> list[Diff]:
+    """Every (field path, stored, re-derived) where two JSON values differ, in document order.
+
+    Leaves compare as `same_value` does (floats up to a relative 1e-9). With `covers`, a
+    key the stored value lacks is not a difference (a report of an older derivation).
+    """
+    if isinstance(stored, dict) and isinstance(recomputed, dict):
+        out: list[Diff] = []
+        keys = list(stored) + [k for k in recomputed if k not in stored and not covers]
+        for key in keys:
+            sub = f"{path}.{key}" if path else str(key)
+            out += differences(
+                stored.get(key, _MISSING), recomputed.get(key, _MISSING), sub, covers=covers
+            )
+        return out
+    if isinstance(stored, list) and isinstance(recomputed, list):
+        if covers and all(isinstance(x, dict) and "metric" in x for x in stored + recomputed):
+            by_metric = {x["metric"]: x for x in recomputed}
+            return [
+                d
+                for x in stored
+                for d in differences(
+                    x, by_metric.get(x["metric"], _MISSING), f"{path}[{x['metric']}]", covers=True
+                )
+            ]
+        out = []
+        for i, (a, b) in enumerate(zip(stored, recomputed, strict=False)):
+            out += differences(a, b, f"{path}[{i}]", covers=covers)
+        n = min(len(stored), len(recomputed))
+        if len(stored) != len(recomputed):
+            out.append(Diff(f"{path}[{n}:]", stored[n:], recomputed[n:]))
+        return out
+    if stored is _MISSING or recomputed is _MISSING or not same_value(stored, recomputed):
+        return [Diff(path or "(value)", stored, recomputed)]
+    return []
+
+
+def _show(value: Any) -> str:
+    if value is _MISSING:
+        return "nothing"
+    if isinstance(value, float) and not isinstance(value, bool):
+        return f"{value:.4g}"
+    text = json.dumps(value) if isinstance(value, dict | list) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def describe(where: str, stored: Any, recomputed: Any, *, covers: bool = False) -> str:
+    """'WHERE: FIELD: A stored, B re-derived; ...' naming every differing field (at most 3)."""
+    found = differences(stored, recomputed, covers=covers)
+    if not found:
+        return f"{where}: differs from its re-derivation"
+    more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+    shown = [f"{where}{d}" if d.path.startswith("[") else f"{where}: {d}" for d in found[:3]]
+    return "; ".join(shown) + more
+
+
 def _first_verdict_difference(
     stored: Sequence[Verdict], recomputed: Sequence[Verdict], derivation: int = QUALITY_DERIVATION
 ) -> str:
@@ -140,15 +235,13 @@ def _first_verdict_difference(
             return f"gate {v.gate} is not produced by the profile's policy"
         if derivation < 2:
             r = r.model_copy(update={k: getattr(v, k) for k in QUALITY_V2_FIELDS})
-        if r != v:
-            return (
-                f"gate {v.gate}: stored passed={v.passed} observed={v.observed} but "
-                f"records give passed={r.passed} observed={r.observed}"
-            )
+        if not same_value(dump(v), dump(r)):
+            return describe(f"gate {v.gate}", dump(v), dump(r))
     missing = [r.gate for r in recomputed if r.gate not in {v.gate for v in stored}]
     if missing:
         return f"gate {missing[0]} is missing from the report"
-    return "gate verdicts are out of order"
+    order = ", ".join(v.gate for v in recomputed)
+    return f"gate verdicts are out of order (re-derived order: {order})"
 
 
 def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
@@ -222,7 +315,9 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
         for role, run, stored in pairs:
             got = dump(fns.summarize(run, slo)) if run is not None else None
             if not same(stored, got):
-                raise _fail(f"perf {name}: {role} summary does not follow from its request records")
+                raise _fail(
+                    describe(f"perf {name}: {role} summary", stored, got, covers=same is _covers)
+                )
         if ref is not None and cand is not None:
             got_cmp = dump(
                 compare_blocks(
@@ -236,7 +331,11 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
         else:
             got_cmp = []
         if not same(result.comparisons, got_cmp):
-            raise _fail(f"perf {name}: comparisons do not follow from the request records")
+            raise _fail(
+                describe(
+                    f"perf {name}: comparisons", result.comparisons, got_cmp, covers=same is _covers
+                )
+            )
         got_verdicts = list(fns.scenario_verdicts(perf_spec, cand)) if cand is not None else []
         if not same_value(dump(result.verdicts), dump(got_verdicts)):
             raise _fail(f"perf {name}: " + _first_verdict_difference(result.verdicts, got_verdicts))

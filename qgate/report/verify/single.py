@@ -37,6 +37,7 @@ from qgate.report.verify.envelope import (
     parse_predicate,
     subject_digests,
 )
+from qgate.report.verify.machine import check_machine
 from qgate.report.verify.recompute import (
     Recompute,
     check_status_and_verdict,
@@ -59,6 +60,7 @@ __all__ = [
     "recompute_perf",
     "recompute_perf_gates",
     "recompute_quality",
+    "signed_only",
     "verify_bytes",
     "verify_file",
 ]
@@ -73,6 +75,8 @@ class VerifyResult:
     subjects: list[dict[str, Any]]
     checked: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    signed_only: list[str] = field(default_factory=list)
+    """What the report states that verify cannot re-derive: it rests on the signature alone."""
 
 
 def parse_statement(payload: bytes) -> tuple[dict[str, Any], Report]:
@@ -182,6 +186,8 @@ def check_contents(
     Also what a multi report's verification runs on each candidate's embedded report.
     """
     _rederive(report, prof, keyid, result)
+    result.checked += check_machine(report, prof, result.signed_only)
+    result.signed_only += signed_only(report)
     fns = recompute or default_recompute()
     recompute_quality(report, prof, fns)
     result.checked.append(f"{len(report.quality.verdicts)} quality verdicts recomputed")
@@ -195,6 +201,50 @@ def check_contents(
     result.checked.append(f"{gates} perf gates recomputed")
     check_status_and_verdict(report, is_preview(prof))
     result.checked.append(f"overall verdict {report.verdict} follows")
+
+
+def signed_only(report: Report) -> list[str]:
+    """The parts of a single report that rest on its signature: what the run measured or
+    observed, which no record re-derives (every figure derived from them is recomputed)."""
+    out = [
+        "fingerprint: the machine, its packages and checkpoint digests as the run found them "
+        "(--model checks the digests against files you hold)",
+    ]
+    if report.effective_configs:
+        out.append(
+            "effective_configs: what each server reported beyond the settings asked of it "
+            "(engine version, attention backend, kernels, engine warnings, start-up phases)"
+        )
+    if report.quality.runs:
+        out.append(
+            "quality.runs: the raw responses, request parameters and wall times "
+            "(answers, correctness and every verdict are re-derived from them)"
+        )
+    if report.quality.divergence is not None:
+        out.append(
+            "quality.divergence: the per-position top-k logprobs (every KL, agreement and "
+            "delta-p value is re-derived from them)"
+        )
+    if report.perf.runs:
+        out.append(
+            "perf.runs: per-request timestamps, token counts and server counters "
+            "(every perf figure and ratio is re-derived from them)"
+        )
+    if report.reference_provenance is not None:
+        out.append(
+            "reference_provenance: that its cache key matches the run's inputs, and that the "
+            "cache entry's records are the report's"
+        )
+    if report.plan is not None:
+        out.append("plan: the server lives the run planned")
+    if report.attribution is not None:
+        out.append("attribution: each trial's raw records (its verdicts are re-derived)")
+    if report.warnings:
+        out.append("warnings")
+    out.append(
+        "stage_timings, starts, created_at, command_line, qgate_version, provenance, artifacts"
+    )
+    return out
 
 
 def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult) -> None:

@@ -42,8 +42,8 @@ def entry(
     if error is not None:
         return CandidateEntry(name=name, required=required, error=error)
     status = "skipped: gates failed" if cand_wrong == FAILING else "ran"
-    rep = build_report(cand_wrong=cand_wrong, perf_status=status)
     sub = expand_json(multi_json())[name]
+    rep = build_report(cand_wrong=cand_wrong, perf_status=status, profile_json=sub)
     rep.profile = Profile.model_validate(sub).model_dump(mode="json")
     return CandidateEntry(name=name, required=required, report=rep)
 

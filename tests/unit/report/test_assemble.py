@@ -37,6 +37,7 @@ def test_assembled_report_verifies(
         perf_status=status,  # type: ignore[arg-type]
         perf_runs=raw.perf.runs if status == "ran" else [],
         target_mismatches=[],
+        capability_notes=raw.capability_notes,
         stage_timings={"quality": 1.0},
         reference_provenance=raw.reference_provenance,
     )

@@ -377,10 +377,18 @@ def _junk(case: Case) -> Path:
 MATRIX: dict[str, tuple[Callable[[Case], Path], int, str]] = {
     "flipped byte": (_flip_payload_byte, 1, "signature does not verify"),
     "foreign key": (_foreign_key, 1, "signature does not verify"),
-    "edited request record re-signed": (_edited_record, 1, "candidate summary does not follow"),
-    "edited items re-signed": (_edited_items, 1, "gate math.short.max_drop: stored passed=True"),
+    "edited request record re-signed": (_edited_record, 1, "perf short: candidate summary: "),
+    "edited items re-signed": (
+        _edited_items,
+        1,
+        "passed: True stored, False re-derived",
+    ),
     "verdict flipped re-signed": (_verdict_flipped, 1, "overall verdict FAIL does not follow"),
-    "gate flipped re-signed": (_gate_flipped, 1, "gate math.short.max_drop: stored passed=False"),
+    "gate flipped re-signed": (
+        _gate_flipped,
+        1,
+        "gate math.short.max_drop: passed: False stored, True re-derived",
+    ),
     "correctness flags forged re-signed": (
         _forged_flags,
         1,

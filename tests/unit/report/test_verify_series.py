@@ -44,7 +44,7 @@ def test_an_edited_bucket_is_rejected(key: str, edit: object) -> None:
     assert cand is not None
     bucket = next(b for b in cand["time_series"]["buckets"] if b["completed"])
     bucket[key] = edit(bucket[key])  # type: ignore[operator]
-    with pytest.raises(VerificationFailed, match="candidate summary does not follow"):
+    with pytest.raises(VerificationFailed, match="candidate summary: "):
         verify(report)
 
 
@@ -53,7 +53,7 @@ def test_a_dropped_series_is_rejected_at_the_current_derivation() -> None:
     cand = report.perf.results[0].candidate
     assert cand is not None
     del cand["time_series"]
-    with pytest.raises(VerificationFailed, match="candidate summary does not follow"):
+    with pytest.raises(VerificationFailed, match="candidate summary: "):
         verify(report)
 
 
@@ -69,5 +69,5 @@ def test_older_derivations_without_a_series_still_verify(derivation: int) -> Non
     cand = report.perf.results[0].candidate
     assert cand is not None
     cand["output_throughput"] *= 1.01
-    with pytest.raises(VerificationFailed, match="candidate summary does not follow"):
+    with pytest.raises(VerificationFailed, match="candidate summary: "):
         verify(report)
