@@ -100,11 +100,25 @@ def _selection(report: Report, prof: Profile) -> Selection | None:
         ) from None
 
 
+def _check_perf_gpus(report: Report, prof: Profile) -> str | None:
+    """Each perf run's accelerator count (per-GPU throughput divides by it) is the target's."""
+    for index, run in enumerate(report.perf.runs):
+        if run.gpus != prof.target.count:
+            raise _fail(
+                f"perf.runs[{index}] ({run.scenario}, {run.role}).gpus: {run.gpus} stored, "
+                f"{prof.target.count} re-derived (the profile's target.count)"
+            )
+    if not report.perf.runs:
+        return None
+    return f"per-GPU figures divide by the profile's {prof.target.count} accelerator(s)"
+
+
 def check_machine(report: Report, prof: Profile, signed_only: list[str]) -> list[str]:
     """Lines for `checked`; VerificationFailed naming the field when a claim does not follow.
 
     What rests on the fingerprint alone is added to `signed_only`.
     """
+    gpus = _check_perf_gpus(report, prof)
     fp = report.fingerprint
     stored_emulated = sorted({e for c in report.effective_configs for e in c.emulated})
     if report.emulated != stored_emulated:
@@ -115,8 +129,8 @@ def check_machine(report: Report, prof: Profile, signed_only: list[str]) -> list
             "capability_notes, target_mismatches, effective_configs: the report has no "
             "fingerprint to re-derive them from"
         )
-        return []
-    lines: list[str] = []
+        return [gpus] if gpus else []
+    lines: list[str] = [gpus] if gpus else []
     if report.capability_notes != selection.notes:
         raise _fail(describe("capability_notes", report.capability_notes, selection.notes))
     lines.append(

@@ -117,6 +117,11 @@ def _claim_mismatch(p: dict[str, Any]) -> None:
     p["target_mismatches"] = ["target is 1 x H200, this machine has 1 x H100"]
 
 
+def _halve_gpus(p: dict[str, Any]) -> None:
+    for run in p["perf"]["runs"]:
+        run["gpus"] = 0  # per-GPU throughput as if no accelerator were counted
+
+
 def _claim_power(p: dict[str, Any]) -> None:
     gate = next(v for v in p["quality"]["verdicts"] if v["gate"] == "recall.1024.significance")
     gate["power"], gate["underpowered"] = 0.95, False
@@ -129,6 +134,7 @@ def _claim_power(p: dict[str, Any]) -> None:
         (_args_edited, ("effective_configs[1] (candidate).args.kv_cache_dtype: 'auto' stored",)),
         (_claim_emulated, ("effective_configs[1] (candidate).emulated", "re-derived")),
         (_claim_mismatch, ("target_mismatches[0:]: ", "stored, [] re-derived")),
+        (_halve_gpus, ("perf.runs[0] (fixed-256x32@c1, candidate).gpus: 0 stored, 1 re-derived",)),
         (
             _claim_power,
             (
@@ -138,7 +144,7 @@ def _claim_power(p: dict[str, Any]) -> None:
             ),
         ),
     ],
-    ids=["served dtype", "engine args", "emulation label", "target mismatch", "power"],
+    ids=["served dtype", "engine args", "emulation label", "target mismatch", "gpus", "power"],
 )
 def test_a_re_signed_claim_that_does_not_follow_names_its_field(
     tmp_path: Path, edit: Callable[[dict[str, Any]], None], parts: tuple[str, ...]
