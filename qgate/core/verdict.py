@@ -55,3 +55,9 @@ class Verdict(Record):
         description="False when the suite stopped early (quality.stop) before this gate's "
         "verdict was decided by its records; such a gate counts as not passed.",
     )
+    exercised: bool | None = Field(
+        default=None,
+        description="Gates of a reuse pass (quality.reuse): whether the candidate's pass served "
+        "at least the stated share from the path it names; False is NOT EXERCISED, a verdict of "
+        "its own that never passes. None: a gate that exercises no particular path.",
+    )

@@ -135,4 +135,9 @@ def sub_profile(profile: Profile, applied: Sequence[str]) -> Profile:
         endpoint=side.endpoint,
         emulate_weights=weights,
     )
-    return profile.model_copy(update={"candidate": candidate, "attribution": None})
+    # A trial judges the cold gates only: the reuse passes (quality.reuse) are the
+    # candidate's own, and a trial's records hold no passes for verify to re-derive.
+    quality = profile.quality.model_copy(update={"reuse": None})
+    return profile.model_copy(
+        update={"candidate": candidate, "attribution": None, "quality": quality}
+    )

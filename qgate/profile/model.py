@@ -38,6 +38,7 @@ from qgate.profile.quality import (
     QualitySpec,
     RecallSuite,
 )
+from qgate.profile.reuse import LoadFiller, ReuseSpec
 from qgate.profile.scenarios import (
     FixedScenario,
     MultiTurnScenario,
@@ -64,6 +65,7 @@ __all__ = [
     "KeyIssue",
     "KeyPath",
     "LmEvalTask",
+    "LoadFiller",
     "MathSuite",
     "ModelSpec",
     "MultiTurnScenario",
@@ -73,6 +75,7 @@ __all__ = [
     "PublishedFigure",
     "QualitySpec",
     "RecallSuite",
+    "ReuseSpec",
     "RuntimeFallback",
     "RuntimeSpec",
     "Scalar",

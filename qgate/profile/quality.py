@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 
 from qgate.profile.base import Fraction, Strict
+from qgate.profile.reuse import ReuseSpec
 
 __all__ = [
     "ANSWER_MAX_TOKENS",
@@ -194,7 +195,9 @@ class LmEvalTask(AccuracyPolicy):
     chat: bool = Field(default=False, description="Use the chat completions backend.")
 
 
-NON_SUITE_SETTINGS = frozenset({"concurrency", "seed", "on_no_effect", "stop", "stop_block"})
+NON_SUITE_SETTINGS = frozenset(
+    {"concurrency", "seed", "on_no_effect", "stop", "stop_block", "reuse"}
+)
 """Fields of `quality:` that are settings of every suite, not suites; every other field is a
 suite registered in qgate/profile/suites.py (a unit test holds the two lists together)."""
 
@@ -231,6 +234,14 @@ class QualitySpec(Strict):
         default=None,
         ge=1,
         description="Items per block when stopping early (default: `concurrency`).",
+    )
+
+    reuse: ReuseSpec | None = Field(
+        default=None,
+        description="Ask the math and recall items again, served from the prefix cache, a "
+        "restored host/external tier or under KV pressure, on both sides; gated against the "
+        "reference's same pass and the candidate's own cold answers, with the server's counters "
+        "as proof that the pass ran the path it names (docs/concepts/reuse.md).",
     )
 
     @field_validator("stop", mode="before")

@@ -52,6 +52,7 @@ from qgate.quality.cache_auth import (
 )
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.records import SuiteRun
+from qgate.quality.reuse_records import PassRun
 
 if TYPE_CHECKING:
     from qgate.attest.keys import LoadedSigner
@@ -79,6 +80,9 @@ class CachedReference(Record):
     )
     effective_config: EffectiveConfig | None = Field(
         default=None, description="What the reference server reported about itself."
+    )
+    passes: list[PassRun] = Field(
+        default_factory=list, description="quality.reuse: the reference's passes and counters."
     )
     key_inputs: dict[str, Any] = Field(
         default_factory=dict, description="The canonical key inputs, to explain a miss."

@@ -24,6 +24,7 @@ from qgate.profile.suites import configured
 from qgate.quality.board import Board
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.records import SuiteRun
+from qgate.quality.reuse_records import PassRun, PassSuite
 from qgate.quality.runner import PairedRunner, SuiteContext, SuiteRunner
 
 log = logging.getLogger("qgate")
@@ -48,6 +49,10 @@ class QualityOutput(Record):
         default=None, description="What the runtime reported about itself."
     )
     cached: bool = Field(default=False, description="Served from the reference cache.")
+    passes: list[PassRun] = Field(
+        default_factory=list,
+        description="quality.reuse: the cold pass's counters, then each pass's records.",
+    )
 
 
 def runtime_headers(runtime: Runtime) -> dict[str, str]:
@@ -105,7 +110,7 @@ async def _evaluate(
     tokenizer_path: Path | None,
     on_scores: Callable[[ScoreSet], None] | None,
     board: Board | None,
-) -> tuple[list[SuiteRun], ScoreSet | None]:
+) -> tuple[list[SuiteRun], ScoreSet | None, list[PassRun]]:
     ctx = SuiteContext(
         role=role,
         base_url=runtime.base_url,
@@ -121,6 +126,9 @@ async def _evaluate(
     )
     runs: list[SuiteRun] = []
     scores: ScoreSet | None = None
+    passes: list[PassRun] = []
+    cold: list[PassSuite] = []
+    again: list[tuple[str, object, SuiteRunner]] = []  # what the reuse passes ask again
     from qgate.core import progress
 
     suites = configured(spec)
@@ -140,9 +148,48 @@ async def _evaluate(
                     on_scores(scores)
             else:
                 runner: SuiteRunner = entry.load()
-                runs += await runner.run(setting, ctx)
+                if spec.reuse is None:
+                    runs += await runner.run(setting, ctx)
+                else:  # each result on its own, counters around it: the cold pass
+                    runs += await _cold(runner, entry.key, setting, ctx, spec, cold, again)
         runtime.check_alive()
-    return runs, scores
+    if spec.reuse is not None and again and not (board is not None and board.halted(role)):
+        from qgate.quality.reuse_pass import run_passes
+
+        passes.append(PassRun(name="cold", role=role, prepare="the quality stage", suites=cold))
+        with progress.suite(role, "reuse passes"):
+            passes += await run_passes(spec, ctx, again)
+        runtime.check_alive()
+    return runs, scores, passes
+
+
+async def _cold(
+    runner: SuiteRunner,
+    key: str,
+    setting: object,
+    ctx: SuiteContext,
+    spec: QualitySpec,
+    cold: list[PassSuite],
+    again: list[tuple[str, object, SuiteRunner]],
+) -> list[SuiteRun]:
+    """A suite under quality.reuse: result by result, the chosen ones with their counters."""
+    from qgate.quality.reuse_gates import reuse_suites
+    from qgate.quality.reuse_pass import split_setting, suite_with_counters
+
+    parts = split_setting(key, setting)
+    if not parts:
+        return await runner.run(setting, ctx)
+    chosen = {suite for suite, _ in reuse_suites(spec)}
+    out: list[SuiteRun] = []
+    for suite, part in parts:
+        if suite not in chosen:
+            out += await runner.run(part, ctx)
+            continue
+        got, before, after = await suite_with_counters(runner, part, ctx)
+        out += got
+        cold.append(PassSuite(suite=suite, before=before, after=after))
+        again.append((suite, part, runner))
+    return out
 
 
 def evaluate(
@@ -165,7 +212,7 @@ def evaluate(
     from qgate.runtime.causes import blamed_on
 
     with blamed_on(runtime):
-        runs, scores = asyncio.run(
+        runs, scores, passes = asyncio.run(
             _evaluate(
                 runtime,
                 profile.quality,
@@ -178,7 +225,9 @@ def evaluate(
                 board=board,
             )
         )
-    return QualityOutput(role=role, runs=runs, scores=scores, effective_config=effective)
+    return QualityOutput(
+        role=role, runs=runs, scores=scores, effective_config=effective, passes=passes
+    )
 
 
 def reference_key(

@@ -16,6 +16,7 @@ from qgate.perf.records import ScenarioRun
 from qgate.profile import PerfSpec, Profile
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.records import DivergenceRun, SuiteRun
+from qgate.quality.reuse_records import PassRun
 from qgate.report.attribution import Attribution
 from qgate.report.model import (
     PERF_DERIVATION,
@@ -77,6 +78,7 @@ def build_report(
     effective_configs: Sequence[EffectiveConfig],
     suite_runs: Sequence[SuiteRun],
     divergence: DivergenceRun | None,
+    passes: Sequence[PassRun] = (),
     verdicts: Sequence[Verdict],
     perf_status: PerfStatus,
     perf_runs: Sequence[ScenarioRun],
@@ -121,6 +123,7 @@ def build_report(
             runs=list(suite_runs),
             divergence=divergence,
             verdicts=list(verdicts),
+            passes=list(passes),
         ),
         perf=perf,
         verdict=overall(all_verdicts, perf_status, is_preview(profile)),

@@ -26,6 +26,7 @@ from qgate.core.verdict import Verdict
 from qgate.perf.records import ScenarioRun
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.records import DivergenceRun, SuiteRun
+from qgate.quality.reuse_records import PassRun
 from qgate.report.attribution import Attribution
 from qgate.runtime.fingerprint import Fingerprint
 
@@ -83,7 +84,13 @@ class QualitySection(Record):
         default=None, description="Teacher-forced divergence records, if the suite ran."
     )
     verdicts: list[Verdict] = Field(
-        default_factory=list, description="Gate verdicts (evaluate_quality), in gate order."
+        default_factory=list,
+        description="Gate verdicts (evaluate_quality, then evaluate_reuse), in gate order.",
+    )
+    passes: list[PassRun] = Field(
+        default_factory=list,
+        description="quality.reuse: both sides' passes (cold counters, then warm, restored, "
+        "load), each suite's records and the server counters around it.",
     )
 
 

@@ -72,6 +72,7 @@ def judge(
 ) -> None:
     """Gate the candidate's quality (in `out`) against the reference's; decide its perf status."""
     from qgate.quality.gates import evaluate_quality, overall_passed
+    from qgate.quality.reuse_gates import evaluate_reuse
     from qgate.report.verdict import perf_status
     from qgate.run import stages
     from qgate.runtime.scales import kv_scale_verdicts
@@ -80,6 +81,7 @@ def judge(
     out.divergence = stages.divergence_of(reference, out.quality)
     runs = reference.runs + out.quality.runs
     out.verdicts = evaluate_quality(ctx.profile.quality, runs, out.divergence)
+    out.verdicts += evaluate_reuse(ctx.profile.quality, runs, reference.passes + out.quality.passes)
     out.verdicts += kv_scale_verdicts(
         ctx.profile.engine.uncalibrated_kv_scales,
         [c for c in (reference.effective_config, out.quality.effective_config) if c],

@@ -140,6 +140,7 @@ def reference_life(
                     scores=entry.divergence,
                     effective_config=entry.effective_config,
                     cached=True,
+                    passes=entry.passes,
                 )
                 save_raw(ctx, "reference-quality.json", out)
                 return out, None
@@ -165,7 +166,11 @@ def store_reference(ctx: RunContext, out: QualityOutput) -> None:
 
     cache, key = _reference_cache(ctx)
     value = CachedReference(
-        key=key, suite_runs=out.runs, divergence=out.scores, effective_config=out.effective_config
+        key=key,
+        suite_runs=out.runs,
+        divergence=out.scores,
+        effective_config=out.effective_config,
+        passes=out.passes,
     )
     whole = complete(ctx.profile.quality, out)
     if not whole:

@@ -149,6 +149,7 @@ def build(
         fingerprint=ctx.fingerprint,
         effective_configs=configs,
         suite_runs=reference.runs + candidate.runs,
+        passes=reference.passes + candidate.passes,
         divergence=result.divergence,
         verdicts=result.verdicts,
         perf_status=result.status,

@@ -23,6 +23,7 @@ from qgate.perf.gates import report_gates
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
 from qgate.quality.records import DivergenceRun, SuiteRun
+from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.report.model import PERF_DERIVATION, QUALITY_DERIVATION, QUALITY_V2_FIELDS, Report
 from qgate.report.verdict import overall
 
@@ -248,9 +249,9 @@ def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
     """The stored quality verdicts equal evaluate_quality over the stored records."""
     from qgate.runtime.scales import kv_scale_verdicts
 
-    recomputed = list(
-        fns.evaluate_quality(profile.quality, list(report.quality.runs), report.quality.divergence)
-    )
+    runs = list(report.quality.runs)
+    recomputed = list(fns.evaluate_quality(profile.quality, runs, report.quality.divergence))
+    recomputed += evaluate_reuse(profile.quality, runs, report.quality.passes)
     recomputed += kv_scale_verdicts(profile.engine.uncalibrated_kv_scales, report.effective_configs)
     derivation = report.quality.derivation
     if derivation > QUALITY_DERIVATION:

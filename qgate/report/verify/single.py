@@ -261,6 +261,11 @@ def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult) -
     rederive_correctness(list(report.quality.runs), prof, done)
     result.checked.append(f"{done.items} item answers and correctness re-derived from responses")
     check_questions(list(report.quality.runs), prof, done)
+    if report.quality.passes:
+        from qgate.report.verify.reuse import check_passes
+
+        n = check_passes(report, prof, done)
+        result.checked.append(f"{n} reuse-pass answers re-derived from their responses")
     if done.data_checked:
         result.checked.append(f"{done.data_checked} math items match the math set the run used")
     if report.quality.divergence is not None:

@@ -1,0 +1,254 @@
+"""Gates of the reuse passes (quality.reuse): pure functions of the profile and the records.
+
+For every pass and every suite it asks again (`<suite>@<pass>`, e.g. 'math.long@warm'):
+
+- `exercised`: the candidate's pass served at least `min_exercised_share` of the suite's
+  prompt tokens from the path the pass names (warm: the device prefix cache; restored: the
+  host/external tier), or its server preempted at least `load.min_preemptions` requests
+  (load), read from the counters scraped around the suite;
+- the suite's own paired gates (its policy: max_flips, max_drop, ...), the candidate's pass
+  against the reference's same pass;
+- `self_flips`: cold-correct answers the candidate lost in the pass, beyond those the
+  reference lost in its own pass (its cold/warm noise floor), at most `max_extra_flips`.
+
+A pass that was not exercised ends every one of its suite's gates NOT EXERCISED (not
+passed, `exercised=False`): a pass that never ran the changed path proves nothing about it.
+`qgate run` and `qgate verify` call the same `evaluate_reuse`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from qgate.core.records import Role
+from qgate.core.verdict import Verdict
+from qgate.profile import AccuracyPolicy, QualitySpec, ReuseSpec
+from qgate.profile.reuse import PassName
+from qgate.profile.suites import exact_results
+from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.quality.reuse_records import PassRun, PassSuite, Shares, shares
+from qgate.quality.stats import pct
+from qgate.quality.suite_gates import EPS, all_failed, evaluate_suite
+
+__all__ = ["PATH_OF", "SelfFlips", "evaluate_reuse", "reuse_suites", "self_flips", "shares_text"]
+
+PATH_OF: dict[PassName, Literal["device", "external"] | None] = {
+    "warm": "device",
+    "restored": "external",
+    "load": None,
+}
+_PATH_WORDS = {"device": "device prefix cache", "external": "host/external KV tier"}
+
+
+def reuse_suites(spec: QualitySpec) -> list[tuple[str, AccuracyPolicy]]:
+    """The math and recall results the passes ask again, in the profile's order."""
+    reuse = spec.reuse
+    if reuse is None:
+        return []
+    out = []
+    for suite, policy in exact_results(spec):
+        family = suite.partition(".")[0]
+        if family not in ("math", "recall"):
+            continue
+        if reuse.suites is None or suite in reuse.suites or family in reuse.suites:
+            out.append((suite, policy))
+    return out
+
+
+def _find(passes: Sequence[PassRun], name: str, role: Role, suite: str) -> PassSuite | None:
+    for p in passes:
+        if p.name == name and p.role == role:
+            return next((s for s in p.suites if s.suite == suite), None)
+    return None
+
+
+def shares_text(s: Shares) -> str:
+    """'1,234 prompt tokens: 80.0% device cache, 0.0% host/external, 20.0% computed'."""
+    if s.prompt_tokens is None:
+        return "the server reports no prompt tokens by source"
+    if s.device is None or s.external is None or s.computed is None:
+        return "no prompt tokens counted"
+    return (
+        f"{s.prompt_tokens:,.0f} prompt tokens: {pct(s.device)} device cache, "
+        f"{pct(s.external)} host/external, {pct(s.computed)} computed"
+    )
+
+
+class SelfFlips:
+    """One side's cold answers against the same items in a pass."""
+
+    def __init__(self, cold: SuiteRun, warm: SuiteRun) -> None:
+        by_id = {i.id: i for i in warm.items}
+        pairs: list[tuple[ItemRecord, ItemRecord]] = [
+            (i, by_id[i.id]) for i in cold.items if i.id in by_id
+        ]
+        self.n = len(pairs)
+        self.lost = sum(1 for c, w in pairs if c.correct and not w.correct)
+        self.gained = sum(1 for c, w in pairs if not c.correct and w.correct)
+        self.changed = sum(1 for c, w in pairs if c.output != w.output)
+        self.prompt_differs = [c.id for c, w in pairs if c.prompt_sha256 != w.prompt_sha256]
+        self.unpaired = len(warm.items) - self.n
+        self.cold_partial = cold.partial  # quality.stop ended the cold run before its end
+
+
+def self_flips(cold: SuiteRun | None, warm: SuiteRun | None) -> SelfFlips | None:
+    """A side's cold-versus-pass table, or None without both runs."""
+    return None if cold is None or warm is None else SelfFlips(cold, warm)
+
+
+def _cold(runs: Sequence[SuiteRun], suite: str, role: Role) -> SuiteRun | None:
+    return next((r for r in runs if r.suite == suite and r.role == role), None)
+
+
+def _exercised(
+    reuse: ReuseSpec, name: PassName, where: str, ref: PassSuite, cand: PassSuite
+) -> Verdict:
+    path = PATH_OF[name]
+    c, r = shares(cand.before, cand.after), shares(ref.before, ref.after)
+    seen = f"candidate {shares_text(c)}; reference {shares_text(r)}"
+    if path is None:
+        limit = float(reuse.load.min_preemptions)
+        observed = c.preemptions
+        ok = observed is not None and observed + EPS >= limit
+        got = "no preemption counter" if observed is None else f"{observed:.0f} preemptions"
+        ref_got = "-" if r.preemptions is None else f"{r.preemptions:.0f}"
+        reason = (
+            f"{where}: candidate {got} under the filler traffic (reference {ref_got}); "
+            + (">=" if ok else "<")
+            + f" {limit:.0f} required; {seen}"
+        )
+        metric = "preemptions"
+    else:
+        limit = reuse.min_exercised_share
+        observed = c.of(path)
+        ok = observed is not None and observed + EPS >= limit
+        share = "no share" if observed is None else pct(observed)
+        reason = (
+            f"{where}: candidate served {share} from the {_PATH_WORDS[path]}; "
+            + (">=" if ok else "<")
+            + f" {pct(limit)} required; {seen}"
+        )
+        metric = f"{path}_share"
+    return Verdict(
+        gate=f"{where}.exercised",
+        suite=where,
+        observed=observed,
+        limit=limit,
+        passed=ok,
+        reason=reason,
+        metric=metric,
+        comparator=">=",
+        n=None if c.prompt_tokens is None else int(c.prompt_tokens),
+        exercised=ok,
+    )
+
+
+def _self_flips(
+    reuse: ReuseSpec,
+    where: str,
+    name: str,
+    runs: Sequence[SuiteRun],
+    ref: PassSuite,
+    cand: PassSuite,
+    suite: str,
+) -> Verdict:
+    limit = float(reuse.max_extra_flips)
+    fr = self_flips(_cold(runs, suite, "reference"), ref.run)
+    fc = self_flips(_cold(runs, suite, "candidate"), cand.run)
+    problem = None
+    if fr is None or fc is None:
+        problem = "no cold run or no pass run to compare"
+    else:
+        differs = fc.prompt_differs or fr.prompt_differs
+        if differs:
+            problem = f"item {differs[0]} was asked with another prompt than in the cold pass"
+        elif (fc.unpaired and not fc.cold_partial) or (fr.unpaired and not fr.cold_partial):
+            problem = "the pass asked items the cold pass did not"
+    if problem is not None or fr is None or fc is None:
+        return Verdict(
+            gate=f"{where}.self_flips",
+            suite=where,
+            observed=None,
+            limit=limit,
+            passed=False,
+            reason=f"{where}: {problem}",
+        )
+    extra = fc.lost - fr.lost
+    ok = extra <= limit + EPS
+    return Verdict(
+        gate=f"{where}.self_flips",
+        suite=where,
+        observed=float(extra),
+        limit=limit,
+        passed=ok,
+        reason=f"{where}: cold -> {name}, candidate lost {fc.lost} and gained {fc.gained} of "
+        f"{fc.n} ({fc.changed} outputs changed); reference lost {fr.lost} and gained "
+        f"{fr.gained} of {fr.n} ({fr.changed} changed); {extra} lost beyond the reference's "
+        + ("<=" if ok else ">")
+        + f" {reuse.max_extra_flips} allowed",
+        metric="extra_lost_items",
+        comparator="<=",
+        n=fc.n,
+    )
+
+
+def _not_exercised(v: Verdict, why: Verdict) -> Verdict:
+    if v.gate == why.gate:
+        return v.model_copy(update={"reason": "NOT EXERCISED: " + v.reason})
+    return v.model_copy(
+        update={
+            "passed": False,
+            "exercised": False,
+            "reason": f"NOT EXERCISED ({why.gate}): " + v.reason,
+        }
+    )
+
+
+def _suite_pass(
+    reuse: ReuseSpec,
+    name: PassName,
+    suite: str,
+    policy: AccuracyPolicy,
+    runs: Sequence[SuiteRun],
+    passes: Sequence[PassRun],
+) -> list[Verdict]:
+    where = f"{suite}@{name}"
+    ref, cand = _find(passes, name, "reference", suite), _find(passes, name, "candidate", suite)
+    if ref is None or cand is None or ref.run is None or cand.run is None:
+        missing = " and ".join(
+            role for role, x in (("reference", ref), ("candidate", cand)) if x is None or not x.run
+        )
+        failed = all_failed(where, policy, f"no {missing} {name} pass")
+        failed.append(
+            Verdict(
+                gate=f"{where}.exercised",
+                suite=where,
+                observed=None,
+                limit=None,
+                passed=False,
+                reason=f"{where}: no {missing} {name} pass",
+                exercised=False,
+            )
+        )
+        return failed
+    exercised = _exercised(reuse, name, where, ref, cand)
+    verdicts = [exercised, *evaluate_suite(where, policy, ref.run, cand.run)]
+    verdicts.append(_self_flips(reuse, where, name, runs, ref, cand, suite))
+    if not exercised.passed:
+        verdicts = [_not_exercised(v, exercised) for v in verdicts]
+    return verdicts
+
+
+def evaluate_reuse(
+    spec: QualitySpec, runs: Sequence[SuiteRun], passes: Sequence[PassRun]
+) -> list[Verdict]:
+    """Every reuse verdict, pass by pass and suite by suite (none without quality.reuse)."""
+    reuse = spec.reuse
+    if reuse is None:
+        return []
+    out: list[Verdict] = []
+    for name in reuse.passes:
+        for suite, policy in reuse_suites(spec):
+            out += _suite_pass(reuse, name, suite, policy, runs, passes)
+    return out

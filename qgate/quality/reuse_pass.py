@@ -1,0 +1,239 @@
+"""The reuse passes on one runtime: the chosen suites asked again, counters scraped around each.
+
+Called by the quality stage (stage.py) once the cold suites ran. Per pass:
+
+- warm: nothing before it; the items were just asked, so a prefix cache serves them;
+- restored: `POST /reset_prefix_cache?reset_external=false` drops the device prefix cache and
+  keeps the host/external tier (vLLM answers it only with VLLM_SERVER_DEV_MODE=1); where the
+  server has no such endpoint, filler prompts of 1.2x its KV capacity evict the device cache;
+- load: filler requests (`quality.reuse.load`) that fill the KV cache run while the items
+  are asked, so the engine preempts and evicts around them.
+
+Filler prompts are token ids (exact lengths), seeded alike on both sides and sized from
+each side's own KV capacity (`vllm:cache_config_info`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import math
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
+
+from qgate.profile import MathSuite, QualitySpec, RecallSuite, ReuseSpec
+from qgate.profile.reuse import PassName
+from qgate.quality.records import SuiteRun
+from qgate.quality.reuse_counters import kv_capacity_tokens, parse_pass_counters, scrape_text
+from qgate.quality.reuse_records import KV_USAGE, PassRun, PassSuite
+from qgate.quality.runner import SuiteContext, SuiteRunner
+
+__all__ = ["filler_prompts", "pass_setting", "run_passes", "split_setting", "suite_with_counters"]
+
+log = logging.getLogger("qgate")
+
+EVICT_FILL = 1.2
+_FILLER_IDS = (1000, 8000)  # token ids every tokenizer qgate serves has (vocabularies > 8K)
+_FILLER_SEED = 20261202
+
+
+def split_setting(key: str, setting: Any) -> list[tuple[str, Any]]:
+    """A math or recall setting as one setting per result id, in the suite's order."""
+    if key == "math" and isinstance(setting, MathSuite):
+        return [(f"math.{f}", setting.model_copy(update={"prompts": [f]})) for f in setting.prompts]
+    if key == "recall" and isinstance(setting, RecallSuite):
+        return [
+            (f"recall.{n}", setting.model_copy(update={"context_tokens": [n]}))
+            for n in setting.context_tokens
+        ]
+    return []
+
+
+def pass_setting(setting: Any, limit: int | None) -> Any:
+    """A one-result setting cut to the pass's first `limit` items (unchanged without one)."""
+    from qgate.quality.sizing import math_limit, recall_haystacks
+
+    if limit is None:
+        return setting
+    if isinstance(setting, MathSuite):
+        have = math_limit(setting)
+        return setting.model_copy(
+            update={"limit": limit if have is None else min(limit, have), "detect": None}
+        )
+    if isinstance(setting, RecallSuite):
+        wanted = math.ceil(limit / len(setting.depths))
+        return setting.model_copy(
+            update={"haystacks": min(wanted, recall_haystacks(setting)), "detect": None}
+        )
+    return setting
+
+
+async def _counters(ctx: SuiteContext) -> tuple[dict[str, float], str]:
+    text = await scrape_text(ctx.base_url, ctx.headers)
+    return (parse_pass_counters(text) if text else {}), text
+
+
+async def suite_with_counters(
+    runner: SuiteRunner, setting: Any, ctx: SuiteContext
+) -> tuple[list[SuiteRun], dict[str, float], dict[str, float]]:
+    """Run a suite with the server's counters scraped right before and right after it."""
+    before, _ = await _counters(ctx)
+    runs = await runner.run(setting, ctx)
+    after, _ = await _counters(ctx)
+    return runs, before, after
+
+
+def filler_prompts(total_tokens: int, per_prompt: int, salt: str) -> list[list[int]]:
+    """Unique token-id prompts of `per_prompt` tokens adding up to at least `total_tokens`."""
+    count = max(1, math.ceil(total_tokens / max(1, per_prompt)))
+    out = []
+    for i in range(count):
+        rng = random.Random(f"{_FILLER_SEED}-{salt}-{i}")
+        out.append([rng.randrange(*_FILLER_IDS) for _ in range(per_prompt)])
+    return out
+
+
+async def _send_fillers(
+    ctx: SuiteContext, prompts: list[list[int]], output_tokens: int, in_flight: int
+) -> None:
+    from qgate.quality.client import SuiteClient
+
+    async with SuiteClient(
+        ctx.base_url,
+        ctx.model,
+        concurrency=in_flight,
+        timeout_s=ctx.timeout_s,
+        headers=ctx.headers,
+    ) as client:
+        body = {"model": ctx.model, "max_tokens": output_tokens, "temperature": 0.0}
+        extra = {"ignore_eos": True, "min_tokens": output_tokens}
+        async with asyncio.TaskGroup() as group:
+            for p in prompts:
+                group.create_task(client.completions({**body, **extra, "prompt": p}, "filler"))
+
+
+def _per_prompt(ctx: SuiteContext, cap: int, output_tokens: int) -> int:
+    room = (ctx.max_model_len or cap + output_tokens + 16) - output_tokens - 16
+    return max(16, min(cap, room))
+
+
+async def _reset(ctx: SuiteContext, wait_s: float) -> bool:
+    """POST /reset_prefix_cache?reset_external=false; whether the server did it."""
+    import aiohttp
+
+    from qgate.core.http import root_url
+
+    await asyncio.sleep(wait_s)  # asynchronous stores to the host tier finish first
+    url = root_url(ctx.base_url) + "/reset_prefix_cache?reset_external=false"
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as s,
+            s.post(url, headers=ctx.headers) as resp,
+        ):
+            return resp.status == 200
+    except (aiohttp.ClientError, TimeoutError):
+        return False
+
+
+async def _prepare_restored(ctx: SuiteContext, reuse: ReuseSpec) -> str:
+    if await _reset(ctx, reuse.reset_wait_s):
+        return "device prefix cache reset, host/external tier kept (reset_external=false)"
+    _, text = await _counters(ctx)
+    cap = kv_capacity_tokens(text)
+    if cap is None:
+        return "no reset endpoint (VLLM_SERVER_DEV_MODE=1?) and no KV capacity to size an eviction"
+    per = _per_prompt(ctx, reuse.load.max_prompt_tokens, 1)
+    prompts = filler_prompts(int(EVICT_FILL * cap), per, "evict")
+    await _send_fillers(ctx, prompts, 1, ctx.concurrency)
+    return (
+        f"no reset endpoint: evicted by {len(prompts)} filler prompts of {per} tokens "
+        f"({EVICT_FILL:g}x the KV capacity of {cap:,} tokens)"
+    )
+
+
+async def _under_load(
+    ctx: SuiteContext, reuse: ReuseSpec, suite: str, run: Callable[[], Awaitable[PassSuite]]
+) -> tuple[PassSuite, str]:
+    spec = reuse.load
+    _, text = await _counters(ctx)
+    cap = kv_capacity_tokens(text)
+    if cap is None:
+        return await run(), "no KV capacity reported: the items ran without filler traffic"
+    per = _per_prompt(ctx, spec.max_prompt_tokens, spec.output_tokens)
+    total = int(spec.fill * cap)
+    prompts = filler_prompts(total, per, f"load-{suite}")
+    filler = asyncio.create_task(_send_fillers(ctx, prompts, spec.output_tokens, spec.requests))
+    # Let the filler fill the cache before the items join it.
+    deadline = time.monotonic() + 60
+    during: dict[str, float] = {}
+    while time.monotonic() < deadline and not filler.done():
+        during, _ = await _counters(ctx)
+        if during.get(KV_USAGE, 0.0) >= 0.5:
+            break
+        await asyncio.sleep(0.5)
+    result = await run()
+    filler.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):  # an aborted filler: no result
+        await filler
+    how = (
+        f"{len(prompts)} filler requests of {per} + {spec.output_tokens} tokens, {spec.requests} "
+        f"in flight ({spec.fill:g}x the KV capacity of {cap:,} tokens)"
+    )
+    return result.model_copy(update={"during": during}), how
+
+
+async def run_passes(
+    spec: QualitySpec,
+    ctx: SuiteContext,
+    settings: list[tuple[str, Any, SuiteRunner]],
+) -> list[PassRun]:
+    """Every pass of `quality.reuse` on one runtime, over (suite id, setting, runner) triples."""
+    reuse = spec.reuse
+    assert reuse is not None
+    ctx = replace(ctx, board=None)  # a pass never stops early
+    out: list[PassRun] = []
+    for name in reuse.passes:
+        start = time.perf_counter()
+        prepare = await _prepare_restored(ctx, reuse) if name == "restored" else ""
+        suites: list[PassSuite] = []
+        for suite, setting, runner in settings:
+            part = pass_setting(setting, reuse.limit)
+            if name == "load":
+                call = functools.partial(_one, runner, part, ctx, suite, name)
+                one, prepare = await _under_load(ctx, reuse, suite, call)
+            else:
+                one = await _one(runner, part, ctx, suite, name)
+            suites.append(one)
+        log.info(
+            "%s: %s pass (%s): %.0f s",
+            ctx.role,
+            name,
+            prepare or "as is",
+            time.perf_counter() - start,
+        )
+        out.append(
+            PassRun(
+                name=name,
+                role=ctx.role,
+                prepare=prepare,
+                suites=suites,
+                wall_s=round(time.perf_counter() - start, 3),
+            )
+        )
+    return out
+
+
+async def _one(
+    runner: SuiteRunner, setting: Any, ctx: SuiteContext, suite: str, name: PassName
+) -> PassSuite:
+    from qgate.core import progress
+
+    with progress.suite(ctx.role, f"{suite}@{name}"):
+        runs, before, after = await suite_with_counters(runner, setting, ctx)
+    run = next((r for r in runs if r.suite == suite), None)
+    return PassSuite(suite=suite, run=run, before=before, after=after)

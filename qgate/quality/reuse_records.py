@@ -1,0 +1,113 @@
+"""Records of the reuse passes (quality.reuse) and what their server counters say they served.
+
+A pass holds, per suite, the items as answered in that pass and the server's counters
+scraped right before and right after the suite ran (each side has its own server, and the
+suites of a pass run one after another, so a delta belongs to one suite). `shares` turns a
+pair of scrapes into the share of prompt tokens computed, served from the device prefix
+cache and from the host/external tier: the one function the gates, the views and `qgate
+verify` read them with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import Field
+
+from qgate.core.records import Record, Role
+from qgate.quality.records import SuiteRun
+
+__all__ = [
+    "COMPUTED",
+    "DEVICE",
+    "EXTERNAL",
+    "KV_USAGE",
+    "PREEMPTIONS",
+    "PassRun",
+    "PassSuite",
+    "Shares",
+    "shares",
+]
+
+# Keys of the recorded counters: vLLM's sample names (labels summed over engines and models,
+# prompt tokens kept apart by their `source` label); qgate/quality/reuse_counters.py reads them.
+COMPUTED = 'vllm:prompt_tokens_by_source_total{source="local_compute"}'
+DEVICE = 'vllm:prompt_tokens_by_source_total{source="local_cache_hit"}'
+EXTERNAL = 'vllm:prompt_tokens_by_source_total{source="external_kv_transfer"}'
+PREEMPTIONS = "vllm:num_preemptions_total"
+KV_USAGE = "vllm:kv_cache_usage_perc"
+"""A gauge: the scrape's current value, not a counter (shown, never differenced)."""
+
+PassKind = Literal["cold", "warm", "restored", "load"]
+
+
+class PassSuite(Record):
+    """One suite of one pass on one side: its answers and the counters around it."""
+
+    suite: str = Field(description="Suite id, e.g. 'math.long', 'recall.1024'.")
+    run: SuiteRun | None = Field(
+        default=None,
+        description="The items as answered in this pass (None in the cold pass: its items are "
+        "the quality stage's own run of the suite).",
+    )
+    before: dict[str, float] = Field(
+        default_factory=dict, description="Server counters scraped right before the suite."
+    )
+    after: dict[str, float] = Field(
+        default_factory=dict, description="Server counters scraped right after the suite."
+    )
+    during: dict[str, float] = Field(
+        default_factory=dict,
+        description="Counters scraped while the suite's items were in flight (load pass: the "
+        "KV cache usage with the filler running); shown, never gated.",
+    )
+
+
+class PassRun(Record):
+    """One pass on one side: what was done before it, and each suite's records."""
+
+    name: PassKind = Field(description="cold, warm, restored or load.")
+    role: Role = Field(description="Which runtime.")
+    prepare: str = Field(
+        default="",
+        description="What qgate did to the server before the pass, in words (a device-cache "
+        "reset, filler prompts that evicted it, the filler traffic of the load pass).",
+    )
+    suites: list[PassSuite] = Field(default_factory=list, description="Per suite, in order.")
+    wall_s: float = Field(default=0.0, description="Wall time of the pass.")
+
+
+@dataclass(frozen=True)
+class Shares:
+    """What a pair of scrapes says a suite's prompts were served from."""
+
+    prompt_tokens: float | None  # None: the server reports no prompt tokens by source
+    computed: float | None
+    device: float | None
+    external: float | None
+    preemptions: float | None
+
+    def of(self, path: Literal["device", "external"]) -> float | None:
+        return self.device if path == "device" else self.external
+
+
+def _delta(before: Mapping[str, float], after: Mapping[str, float], key: str) -> float | None:
+    if key not in after:
+        return None
+    d = after[key] - before.get(key, 0.0)
+    return after[key] if d < 0 else d  # a restarted server counts from zero
+
+
+def shares(before: Mapping[str, float], after: Mapping[str, float]) -> Shares:
+    """Shares of the prompt tokens computed, from device cache, from the host/external tier."""
+    parts = [_delta(before, after, k) for k in (COMPUTED, DEVICE, EXTERNAL)]
+    preempted = _delta(before, after, PREEMPTIONS)
+    if all(p is None for p in parts):
+        return Shares(None, None, None, None, preempted)
+    computed, device, external = (p or 0.0 for p in parts)
+    total = computed + device + external
+    if total <= 0:
+        return Shares(0.0, None, None, None, preempted)
+    return Shares(total, computed / total, device / total, external / total, preempted)
