@@ -117,6 +117,11 @@ class FailedGate(Record):
         description="False: not decided, the quality stage stopped once another gate's FAIL "
         "was (quality.stop: verdict).",
     )
+    exercised: bool | None = Field(
+        default=None,
+        description="False: NOT EXERCISED, a reuse pass that served less than the stated share "
+        "from the path it names (quality.reuse); None for gates of no such pass.",
+    )
 
 
 class RunSummary(Record):

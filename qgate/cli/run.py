@@ -170,8 +170,12 @@ def text_summary(outcome: RunOutcome) -> None:
     )
     for line in outcome.candidates:
         click.echo(f"  candidate {line}")
+    from qgate.quality.reuse_gates import not_exercised_lines
+
+    for line in not_exercised_lines(failed):
+        click.echo(f"  NOT EXERCISED {line}")
     for v in failed:
-        if v.settled:
+        if v.settled and v.exercised is not False:
             click.echo(f"  FAIL {v.gate}: {v.reason}")
     open_gates = [v.gate for v in failed if not v.settled]
     if open_gates:
@@ -215,7 +219,7 @@ def json_summary(outcome: RunOutcome) -> RunSummary:
         gates_passed=sum(v.passed for v in outcome.verdicts),
         gates_total=len(outcome.verdicts),
         failed=[
-            FailedGate(gate=v.gate, reason=v.reason, settled=v.settled)
+            FailedGate(gate=v.gate, reason=v.reason, settled=v.settled, exercised=v.exercised)
             for v in outcome.verdicts
             if not v.passed
         ],

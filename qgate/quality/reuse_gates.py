@@ -31,7 +31,15 @@ from qgate.quality.reuse_records import PassRun, PassSuite, Shares, shares
 from qgate.quality.stats import pct
 from qgate.quality.suite_gates import EPS, all_failed, evaluate_suite
 
-__all__ = ["PATH_OF", "SelfFlips", "evaluate_reuse", "reuse_suites", "self_flips", "shares_text"]
+__all__ = [
+    "PATH_OF",
+    "SelfFlips",
+    "evaluate_reuse",
+    "not_exercised_lines",
+    "reuse_suites",
+    "self_flips",
+    "shares_text",
+]
 
 PATH_OF: dict[PassName, Literal["device", "external"] | None] = {
     "warm": "device",
@@ -251,4 +259,15 @@ def evaluate_reuse(
     for name in reuse.passes:
         for suite, policy in reuse_suites(spec):
             out += _suite_pass(reuse, name, suite, policy, runs, passes)
+    return out
+
+
+def not_exercised_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """One line per pass and suite that was NOT EXERCISED: its share against the stated one."""
+    out = []
+    for v in verdicts:
+        if v.exercised is False and v.gate.endswith(".exercised"):
+            others = sum(1 for o in verdicts if o.suite == v.suite and o.exercised is False) - 1
+            reason = v.reason.removeprefix("NOT EXERCISED: ")
+            out.append(f"{v.suite} ({others} more gates of it): {reason}")
     return out

@@ -53,7 +53,13 @@ def add_suite(root: ET.Element, name: str, report: Report) -> None:
             + (" underpowered" if v.underpowered else "")
         )
         if not v.passed:
-            kind = "GateFailed" if v.settled else "GateNotSettled"
+            kind = (
+                "GateNotExercised"
+                if v.exercised is False
+                else "GateFailed"
+                if v.settled
+                else "GateNotSettled"
+            )
             failure = ET.SubElement(case, "failure", message=v.reason, type=kind)
             failure.text = detail + (f" — {notes[v.gate]}" if v.gate in notes else "")
         else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from qgate.quality.records import SuiteRun
+from qgate.quality.reuse_gates import not_exercised_lines
 from qgate.report.attribution import summary_lines
 from qgate.report.derive import (
     accuracy,
@@ -24,6 +25,7 @@ from qgate.report.model import Report
 from qgate.report.render.attribution_view import attribution_section
 from qgate.report.render.localise_view import localise_section, worst_suffix
 from qgate.report.render.parts import Section, Table, fmt, origin_lines
+from qgate.report.render.reuse_view import gate_result, reuse_section
 from qgate.report.verdict import verdict_label
 from qgate.runtime.scales import warning_lines
 
@@ -48,7 +50,11 @@ def _headline(report: Report) -> Section:
     total = len(report.all_verdicts())
     sec.lines.append(f"Gates: {total - len(failed)} of {total} passed; perf: {report.perf.status}.")
     notes = worst_notes(report)
+    for line in not_exercised_lines(failed):
+        sec.lines.append(f"NOT EXERCISED {line}")
     for v in failed:
+        if v.exercised is False:
+            continue
         if v.settled:
             sec.lines.append(f"FAILED {v.gate}: {v.reason}{worst_suffix(notes, v.gate)}")
     open_gates = [v.gate for v in failed if not v.settled]
@@ -103,7 +109,7 @@ def _gates(report: Report) -> Section:
             (f"{v.comparator} " if v.comparator else "") + fmt(v.limit),
             fmt(v.n),
             "–" if v.power is None else f"{v.power:.2f}",
-            "pass" if v.passed else "FAIL" if v.settled else "not settled",
+            gate_result(v),
             v.reason + (" (underpowered)" if v.underpowered else "") + worst_suffix(notes, v.gate),
         ]
         for v in report.all_verdicts()
@@ -428,7 +434,12 @@ def sections(report: Report) -> list[Section]:
     """The report as titled sections: verdict first, then gates, quality, divergence, where
     the damage sits, perf, environment."""
     out = [_headline(report), _gates(report), _quality(report)]
-    for extra in (_divergence(report), localise_section(report), attribution_section(report)):
+    for extra in (
+        reuse_section(report),
+        _divergence(report),
+        localise_section(report),
+        attribution_section(report),
+    ):
         if extra is not None:
             out.append(extra)
     out.append(_perf(report))

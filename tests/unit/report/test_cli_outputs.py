@@ -176,6 +176,11 @@ def test_run_json_summary_matches_its_schema(tmp_path: Path) -> None:
     data = _valid("run", json_summary(outcome).model_dump_json())
     assert (data["gates_passed"], data["gates_total"], data["exit_code"]) == (1, 2, 1)
     assert data["failed"] == [
-        {"gate": "math.long.max_drop", "reason": "drop 23 pts > 15 allowed", "settled": True}
+        {
+            "gate": "math.long.max_drop",
+            "reason": "drop 23 pts > 15 allowed",
+            "settled": True,
+            "exercised": None,
+        }
     ]
     assert data["underpowered"] == ["recall.1024.max_drop"]

@@ -1,0 +1,208 @@
+"""The reuse passes' pure parts: counters to shares, the gates, NOT EXERCISED, settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from qgate.profile import MathSuite, QualitySpec, RecallSuite
+from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.quality.reuse_counters import kv_capacity_tokens, parse_pass_counters
+from qgate.quality.reuse_gates import evaluate_reuse, reuse_suites
+from qgate.quality.reuse_pass import filler_prompts, pass_setting, split_setting
+from qgate.quality.reuse_records import (
+    COMPUTED,
+    DEVICE,
+    EXTERNAL,
+    PREEMPTIONS,
+    PassRun,
+    PassSuite,
+    shares,
+)
+
+METRICS = """\
+# HELP vllm:prompt_tokens_by_source_total Number of prompt tokens by source.
+# TYPE vllm:prompt_tokens_by_source_total counter
+vllm:prompt_tokens_by_source_total{engine="0",model_name="m",source="local_compute"} 300.0
+vllm:prompt_tokens_by_source_total{engine="0",model_name="m",source="local_cache_hit"} 700.0
+vllm:prompt_tokens_by_source_total{engine="0",model_name="m",source="external_kv_transfer"} 0.0
+# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.
+# TYPE vllm:num_preemptions_total counter
+vllm:num_preemptions_total{engine="0",model_name="m"} 2.0
+# HELP vllm:kv_cache_usage_perc KV-cache usage.
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25
+# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="128",engine="0",num_gpu_blocks="700"} 1.0
+"""
+
+
+def test_counters_keep_prompt_tokens_by_source_and_the_kv_capacity() -> None:
+    got = parse_pass_counters(METRICS)
+    assert got[COMPUTED] == 300.0 and got[DEVICE] == 700.0 and got[EXTERNAL] == 0.0
+    assert got[PREEMPTIONS] == 2.0 and got["vllm:kv_cache_usage_perc"] == 0.25
+    assert kv_capacity_tokens(METRICS) == 700 * 128
+    assert kv_capacity_tokens("") is None
+
+
+def test_shares_are_deltas_of_the_sources() -> None:
+    before = {COMPUTED: 100.0, DEVICE: 0.0, EXTERNAL: 0.0, PREEMPTIONS: 1.0}
+    after = {COMPUTED: 150.0, DEVICE: 150.0, EXTERNAL: 50.0, PREEMPTIONS: 4.0}
+    s = shares(before, after)
+    assert s.prompt_tokens == 250.0
+    assert (s.computed, s.device, s.external) == (0.2, 0.6, 0.2)
+    assert s.preemptions == 3.0
+    assert shares({}, {}).prompt_tokens is None  # no by-source counters: nothing to say
+
+
+def _item(i: int, correct: bool, output: str = "x") -> ItemRecord:
+    return ItemRecord(
+        id=f"q{i}",
+        prompt_sha256=f"p{i}",
+        output=output,
+        answer="1" if correct else "2",
+        expected="1",
+        correct=correct,
+    )
+
+
+def _run(role: str, correct: list[bool], suite: str = "math.long") -> SuiteRun:
+    return SuiteRun(
+        suite=suite,
+        role=role,  # type: ignore[arg-type]
+        data_sha256="d",
+        items=[_item(i, c) for i, c in enumerate(correct)],
+    )
+
+
+def _counted(device: float, computed: float) -> tuple[dict[str, float], dict[str, float]]:
+    return {}, {COMPUTED: computed, DEVICE: device, EXTERNAL: 0.0}
+
+
+SPEC = QualitySpec.model_validate(
+    {
+        "math": {"prompts": ["short", "long"], "max_flips": 1, "significance": False},
+        "reuse": {"passes": ["warm"], "suites": ["math.long"], "min_exercised_share": 0.5},
+    }
+)
+
+
+def _passes(
+    cand_warm: list[bool], ref_warm: list[bool], cand_device: float
+) -> tuple[list[SuiteRun], list[PassRun]]:
+    cold = [_run("reference", [True] * 6), _run("candidate", [True] * 6)]
+    passes = []
+    for role, warm, device in (
+        ("reference", ref_warm, 0.0),
+        ("candidate", cand_warm, cand_device),
+    ):
+        before, after = _counted(device, 1000.0 - device)
+        passes.append(
+            PassRun(
+                name="warm",
+                role=role,  # type: ignore[arg-type]
+                suites=[
+                    PassSuite(suite="math.long", run=_run(role, warm), before=before, after=after)
+                ],
+            )
+        )
+    return cold, passes
+
+
+def test_only_the_chosen_math_and_recall_results_are_asked_again() -> None:
+    assert [s for s, _ in reuse_suites(SPEC)] == ["math.long"]
+    both = SPEC.model_copy(update={"reuse": SPEC.reuse.model_copy(update={"suites": None})})  # type: ignore[union-attr]
+    assert [s for s, _ in reuse_suites(both)] == ["math.short", "math.long"]
+
+
+def test_an_exercised_warm_pass_is_gated_paired_and_against_its_cold_answers() -> None:
+    cold, passes = _passes([True] * 6, [True] * 6, cand_device=800.0)
+    verdicts = {v.gate: v for v in evaluate_reuse(SPEC, cold, passes)}
+    assert list(verdicts) == [
+        "math.long@warm.exercised",
+        "math.long@warm.max_flips",
+        "math.long@warm.self_flips",
+    ]
+    ex = verdicts["math.long@warm.exercised"]
+    assert ex.passed and ex.exercised is True and ex.observed == pytest.approx(0.8)
+    assert "80.0% device cache" in ex.reason
+    assert all(v.passed for v in verdicts.values())
+
+
+def test_losses_beyond_the_references_own_floor_fail() -> None:
+    # the reference loses one cold-correct answer when served warm (its floor), the candidate 3
+    cold, passes = _passes([False, False, False, True, True, True], [False] + [True] * 5, 800.0)
+    verdicts = {v.gate: v for v in evaluate_reuse(SPEC, cold, passes)}
+    own = verdicts["math.long@warm.self_flips"]
+    assert not own.passed and own.observed == 2.0
+    assert "candidate lost 3" in own.reason and "reference lost 1" in own.reason
+    assert not verdicts["math.long@warm.max_flips"].passed  # 2 lost vs the reference's warm pass
+    # at the floor it passes
+    cold, passes = _passes([False] + [True] * 5, [False] + [True] * 5, 800.0)
+    assert all(v.passed for v in evaluate_reuse(SPEC, cold, passes))
+
+
+def test_a_pass_below_the_stated_share_is_not_exercised_never_a_pass() -> None:
+    cold, passes = _passes([True] * 6, [True] * 6, cand_device=100.0)
+    verdicts = evaluate_reuse(SPEC, cold, passes)
+    assert verdicts and all(not v.passed and v.exercised is False for v in verdicts)
+    assert all(v.reason.startswith("NOT EXERCISED") for v in verdicts)
+    assert "10.0% from the device prefix cache" in verdicts[0].reason
+
+
+def test_a_missing_pass_fails_its_gates() -> None:
+    cold, passes = _passes([True] * 6, [True] * 6, 800.0)
+    verdicts = evaluate_reuse(SPEC, cold, passes[:1])
+    assert verdicts and not any(v.passed for v in verdicts)
+    assert "no candidate warm pass" in verdicts[-1].reason
+
+
+def test_a_pass_asked_with_another_prompt_fails_its_self_flips() -> None:
+    cold, passes = _passes([True] * 6, [True] * 6, 800.0)
+    run = passes[1].suites[0].run
+    assert run is not None
+    run.items[0] = run.items[0].model_copy(update={"prompt_sha256": "other"})
+    own = {v.gate: v for v in evaluate_reuse(SPEC, cold, passes)}["math.long@warm.self_flips"]
+    assert not own.passed and "another prompt" in own.reason
+
+
+def test_the_load_pass_is_exercised_by_preemptions() -> None:
+    spec = SPEC.model_copy(
+        update={"reuse": SPEC.reuse.model_copy(update={"passes": ["load"]})}  # type: ignore[union-attr]
+    )
+    cold, passes = _passes([True] * 6, [True] * 6, 0.0)
+    for p in passes:
+        p.name = "load"
+    verdicts = evaluate_reuse(spec, cold, passes)
+    assert verdicts[0].gate == "math.long@load.exercised" and not verdicts[0].passed
+    passes[1].suites[0].after[PREEMPTIONS] = 3.0
+    verdicts = evaluate_reuse(spec, cold, passes)
+    assert verdicts[0].passed and verdicts[0].observed == 3.0
+
+
+def test_settings_split_per_result_and_cut_to_the_limit() -> None:
+    math = MathSuite(prompts=["short", "long"], limit=20)
+    parts = split_setting("math", math)
+    assert [s for s, _ in parts] == ["math.short", "math.long"]
+    assert parts[1][1].prompts == ["long"] and parts[1][1].limit == 20
+    assert pass_setting(parts[1][1], 5).limit == 5
+    assert pass_setting(parts[1][1], 50).limit == 20
+    recall = RecallSuite(context_tokens=[512, 1024], haystacks=4, depths=[0.2, 0.8])
+    rparts = split_setting("recall", recall)
+    assert [s for s, _ in rparts] == ["recall.512", "recall.1024"]
+    assert pass_setting(rparts[0][1], 3).haystacks == 2
+
+
+def test_filler_prompts_are_unique_sized_and_the_same_on_both_sides() -> None:
+    a = filler_prompts(1000, 300, "load")
+    assert len(a) == 4 and all(len(p) == 300 for p in a)
+    assert len({tuple(p) for p in a}) == 4
+    assert a == filler_prompts(1000, 300, "load")
+    assert a != filler_prompts(1000, 300, "evict")
+
+
+def test_a_profile_names_only_exact_answer_results_and_each_pass_once() -> None:
+    with pytest.raises(ValueError, match="prompt_logprobs"):
+        QualitySpec.model_validate({"reuse": {"suites": ["divergence"]}})
+    with pytest.raises(ValueError, match="at most once"):
+        QualitySpec.model_validate({"reuse": {"passes": ["warm", "warm"]}})
