@@ -62,13 +62,13 @@ async def scrape_text(base_url: str, headers: Mapping[str, str] | None = None) -
     """The `/metrics` text of a server ('' when it has none or does not answer)."""
     import aiohttp
 
-    from qgate.perf.counters import metrics_url
+    from qgate.core.http import root_url
 
     try:
         timeout = aiohttp.ClientTimeout(total=10)
         async with (
             aiohttp.ClientSession(timeout=timeout) as s,
-            s.get(metrics_url(base_url), headers=dict(headers or {})) as resp,
+            s.get(root_url(base_url) + "/metrics", headers=dict(headers or {})) as resp,
         ):
             return await resp.text() if resp.status == 200 else ""
     except (aiohttp.ClientError, TimeoutError, ValueError):
