@@ -32,6 +32,8 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("candidate.emulate_weights", p.WeightEmulation),
     ("quality", p.QualitySpec),
     *registry.profile_sections(),
+    ("quality.reuse", p.ReuseSpec),
+    ("quality.reuse.load", p.LoadFiller),
     ("perf", p.PerfSpec),
     ("perf.scenarios[] (kind: fixed, the default)", p.FixedScenario),
     ("perf.scenarios[] (kind: multi_turn)", p.MultiTurnScenario),
