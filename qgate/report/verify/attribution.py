@@ -36,6 +36,11 @@ def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | No
     att = report.attribution
     if att is None:
         return None
+    if "complete" not in att.model_fields_set:
+        raise _fail(
+            "made by an older qgate, whose search tried every change alone first and did not "
+            "record whether it ran to its end; verify it with that qgate"
+        )
     names = [c.name for c in att.changes]
     reference = [r for r in report.quality.runs if r.role == "reference"]
     outcomes: dict[tuple[str, ...], Outcome] = {}

@@ -335,6 +335,21 @@ def test_an_attribution_verifies_trial_by_trial(case: Case) -> None:
     )
 
 
+def test_an_attribution_of_an_older_search_is_named_as_such(case: Case) -> None:
+    from qgate.errors import VerificationFailed
+    from qgate.report.attribution import Attribution
+    from qgate.report.verify.attribution import check_attribution
+    from qgate.report.verify.single import default_recompute
+
+    report = _attributed(case)
+    assert report.attribution is not None
+    old = report.attribution.model_dump(mode="json")
+    del old["complete"]  # what a report of the singles-first search holds
+    report.attribution = Attribution.model_validate(old)
+    with pytest.raises(VerificationFailed, match="made by an older qgate"):
+        check_attribution(report, Profile.model_validate(report.profile), default_recompute())
+
+
 def _attribution_verdict_edited(case: Case) -> Path:
     report = _attributed(case)
     assert report.attribution is not None
