@@ -77,6 +77,12 @@ class EffectiveConfig(StartFacts):
         default_factory=list,
         description="Engine warnings qgate surfaces in the report (e.g. uncalibrated FP8 scales).",
     )
+    not_verified: list[str] = Field(
+        default_factory=list,
+        description="Requested settings the server stated nowhere qgate can read (e.g. its INFO "
+        "log lines hidden by VLLM_LOGGING_LEVEL=WARNING), one line each: 'dtype: asked for "
+        "'float32'; ...'. Their fields above stay None; the run goes on and the report says so.",
+    )
     max_model_len: int | None = Field(default=None, description="Context length served.")
     tensor_parallel_size: int | None = Field(default=None)
     pipeline_parallel_size: int | None = Field(default=None)

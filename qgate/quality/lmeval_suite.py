@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from qgate.core import http
 from qgate.core.files import sha256_file, sha256_json
 from qgate.core.records import Role
 from qgate.errors import BadInput, InfrastructureError
@@ -265,7 +266,8 @@ def run_lm_eval(
         model_args["tokenized_requests"] = False
     else:
         model_args["tokenizer_backend"] = "none"
-    with _resolved_include_dir(task) as include:
+    # lm-eval's one-at-a-time client (`requests`) reads HTTP_PROXY: a local server is direct
+    with _resolved_include_dir(task) as include, http.direct_to_loopback(base_url):
         try:
             results = lm_eval.simple_evaluate(
                 model="local-chat-completions" if task.chat else "local-completions",

@@ -1,7 +1,16 @@
 """What a vLLM server says it applied, and whether that is what the profile asked for.
 
-Pure functions over log text and parsed JSON, so that captured logs can be
-tested and a report's effective configuration can be re-checked offline.
+Pure functions over log text, /metrics text and parsed JSON, so that captured logs
+can be tested and a report's effective configuration can be re-checked offline.
+
+Sources, most trusted first: what the server answers over HTTP whatever its log level
+(`max_model_len` in /v1/models; the KV cache dtype in the labels of /metrics'
+`vllm:cache_config_info`), then its start-up log (the engine config line, at INFO: the
+dtype, the quantization, the parallel sizes; the kernels and warnings). A user's
+environment can hide the log lines (`VLLM_LOGGING_LEVEL=WARNING`,
+`VLLM_CONFIGURE_LOGGING=0`, a `VLLM_LOGGING_CONFIG_PATH` that drops them): a setting
+that no source states is then recorded as not verified (`not_verified`), never
+reported as "not applied", which is only for a setting the server states otherwise.
 """
 
 from __future__ import annotations
@@ -23,8 +32,12 @@ __all__ = [
     "check_applied",
     "engine_facts",
     "fatal_startup_line",
+    "log_hidden_by",
+    "metrics_cache_config",
+    "metrics_facts",
     "models_max_len",
     "normalize_dtype",
+    "not_verified",
     "parse_engine_log",
     "recorded_env",
 ]
@@ -224,10 +237,44 @@ def models_max_len(models_json: Mapping[str, Any], served_model: str) -> int | N
     return None
 
 
-def _kv_matches(asked: str, applied: str | None, dtype: str | None) -> bool:
+# `vllm:cache_config_info{block_size="128",cache_dtype="auto",...} 1.0` (vLLM's CacheConfig as
+# the labels of an info gauge, served whatever the log level; v1/metrics/loggers.py).
+_CACHE_INFO_RE = re.compile(r"^vllm:cache_config_info\{(?P<labels>.*)\}\s", re.MULTILINE)
+_LABEL_RE = re.compile(r'(?P<name>[A-Za-z_][A-Za-z0-9_]*)="(?P<value>(?:[^"\\]|\\.)*)"')
+
+
+def metrics_cache_config(text: str) -> dict[str, str]:
+    """The labels of the first `vllm:cache_config_info` sample of a /metrics page ({} if none:
+    another engine, or vLLM run with --disable-log-stats)."""
+    found = _CACHE_INFO_RE.search(text)
+    if found is None:
+        return {}
+    return {
+        m.group("name"): m.group("value").replace('\\"', '"').replace("\\\\", "\\")
+        for m in _LABEL_RE.finditer(found.group("labels"))
+    }
+
+
+def metrics_facts(labels: Mapping[str, str]) -> dict[str, Any]:
+    """The EffectiveConfig fields that `vllm:cache_config_info`'s labels state."""
+    kv = _none_if_null(labels.get("cache_dtype"))
+    return {} if kv is None else {"kv_cache_dtype": kv}
+
+
+def log_hidden_by(env: Mapping[str, str]) -> str | None:
+    """The server environment setting that can keep vLLM's INFO lines out of its log, or None."""
+    level = env.get("VLLM_LOGGING_LEVEL", "").strip().upper()
+    if level and level not in ("DEBUG", "INFO", "NOTSET"):
+        return f"VLLM_LOGGING_LEVEL={level}"
+    if env.get("VLLM_CONFIGURE_LOGGING", "").strip() == "0":
+        return "VLLM_CONFIGURE_LOGGING=0"
+    if env.get("VLLM_LOGGING_CONFIG_PATH"):
+        return "VLLM_LOGGING_CONFIG_PATH (a logging configuration of its own)"
+    return None
+
+
+def _kv_matches(asked: str, applied: str, dtype: str | None) -> bool:
     a = asked.lower()
-    if applied is None:
-        return False
     b = applied.lower()
     if a == "auto":
         # Some versions resolve `auto` to the model dtype before logging it.
@@ -238,41 +285,62 @@ def _kv_matches(asked: str, applied: str | None, dtype: str | None) -> bool:
     return a == b
 
 
-def check_applied(requested: Mapping[str, EngineArgValue], applied: Mapping[str, Any]) -> list[str]:
-    """One line per setting the profile asked for that the server did not apply.
+_CHECKED_INTS = ("max_model_len", "tensor_parallel_size", "pipeline_parallel_size")
 
-    `applied` holds EffectiveConfig's fields (dtype, quantization,
-    kv_cache_dtype, max_model_len, tensor/pipeline_parallel_size). A setting
-    that was asked for but not reported at all is a mismatch too: a server
-    that cannot show it applied FP8 KV cache must not pass as one that did.
-    """
-    problems: list[str] = []
 
-    def report(key: str, asked: object, got: object) -> None:
-        problems.append(f"{key}: asked for {asked!r}, server reports {got!r}")
-
-    kv = requested.get("kv_cache_dtype")
-    if isinstance(kv, str) and not _kv_matches(
-        kv, applied.get("kv_cache_dtype"), applied.get("dtype")
-    ):
-        report("kv_cache_dtype", kv, applied.get("kv_cache_dtype"))
+def _asked(requested: Mapping[str, EngineArgValue]) -> dict[str, EngineArgValue]:
+    """The requested settings a server can be held to (an `auto` dtype asks for nothing)."""
+    out: dict[str, EngineArgValue] = {}
+    for key in ("kv_cache_dtype", "quantization"):
+        if isinstance(requested.get(key), str):
+            out[key] = requested[key]
     dtype = requested.get("dtype")
     if isinstance(dtype, str) and dtype.lower() != "auto":
-        got = applied.get("dtype")
-        if normalize_dtype(dtype) != normalize_dtype(got):
-            report("dtype", dtype, got)
-    quant = requested.get("quantization")
-    if isinstance(quant, str):
-        got = applied.get("quantization")
-        if got is None or quant.lower() != str(got).lower():
-            report("quantization", quant, got)
-    for key in ("max_model_len", "tensor_parallel_size", "pipeline_parallel_size"):
+        out["dtype"] = dtype
+    for key in _CHECKED_INTS:
         asked = requested.get(key)
         if isinstance(asked, int) and not isinstance(asked, bool):
-            got = applied.get(key)
-            if got != asked:
-                report(key, asked, got)
+            out[key] = asked
+    return out
+
+
+def check_applied(requested: Mapping[str, EngineArgValue], applied: Mapping[str, Any]) -> list[str]:
+    """One line per setting the profile asked for that the server states it applied otherwise.
+
+    `applied` holds EffectiveConfig's fields (dtype, quantization,
+    kv_cache_dtype, max_model_len, tensor/pipeline_parallel_size). A setting the
+    server did not state at all (None) is not a mismatch: `not_verified` lists it.
+    """
+    problems: list[str] = []
+    for key, asked in _asked(requested).items():
+        got = applied.get(key)
+        if got is None:
+            continue
+        if key == "kv_cache_dtype":
+            same = _kv_matches(str(asked), str(got), applied.get("dtype"))
+        elif key == "dtype":
+            same = normalize_dtype(str(asked)) == normalize_dtype(str(got))
+        elif key == "quantization":
+            same = str(asked).lower() == str(got).lower()
+        else:
+            same = got == asked
+        if not same:
+            problems.append(f"{key}: asked for {asked!r}, server reports {got!r}")
     return problems
+
+
+def not_verified(
+    requested: Mapping[str, EngineArgValue], applied: Mapping[str, Any], why: str
+) -> list[str]:
+    """One line per setting the profile asked for that no source of the server stated.
+
+    `why` says what hid it, for the report (e.g. "its log did not state it").
+    """
+    return [
+        f"{key}: asked for {asked!r}; {why}"
+        for key, asked in _asked(requested).items()
+        if applied.get(key) is None
+    ]
 
 
 # Lines after which a starting vLLM server never becomes healthy; some

@@ -27,8 +27,14 @@ def quantized_kv(config: EffectiveConfig) -> bool:
 
 
 def warning_lines(configs: Iterable[EffectiveConfig]) -> list[str]:
-    """One line per engine warning, prefixed with the runtime's role (for every view)."""
-    return [f"{c.role}: {w}" for c in configs for w in c.engine_warnings]
+    """One line per engine warning and per setting not verified, prefixed with the runtime's
+    role (for every view)."""
+    return [
+        line
+        for c in configs
+        for line in [f"{c.role}: {w}" for w in c.engine_warnings]
+        + [f"{c.role}: not verified: {n}" for n in c.not_verified]
+    ]
 
 
 def kv_scale_verdicts(policy: Policy, configs: Sequence[EffectiveConfig]) -> list[Verdict]:

@@ -119,6 +119,10 @@ class ServerProcess(EngineDecl, Lifecycle):
         """Requested settings the server says it did not apply."""
         return []
 
+    def unverified(self, config: EffectiveConfig) -> list[str]:
+        """Requested settings the server stated nowhere qgate reads (recorded, not failed)."""
+        return []
+
     def fatal_exit_grace_s(self) -> float:
         """How long a server that logged a fatal line may take to exit by itself."""
         return FATAL_EXIT_GRACE_S
@@ -249,6 +253,11 @@ class ServerProcess(EngineDecl, Lifecycle):
             self._effective = self._probe_effective()
             ready = ready_line(self._effective, self.log_path)
             log.info("%s runtime ready in %s", self.role, ready)
+            unverified = self.unverified(self._effective)
+            if unverified:
+                self._effective = self._effective.model_copy(update={"not_verified": unverified})
+                for line in unverified:
+                    log.warning("%s runtime: not verified: %s", self.role, line)
             problems = self.applied_problems(self._effective)
             if problems:
                 raise RuntimeFailure(

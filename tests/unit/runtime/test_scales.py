@@ -55,3 +55,12 @@ def test_profile_option_defaults_to_warn_and_rejects_other_values() -> None:
     assert strict.engine.uncalibrated_kv_scales == "fail"
     with pytest.raises(ValueError):
         Profile.model_validate({**base, "engine": {"uncalibrated_kv_scales": "error"}})
+
+
+def test_settings_not_verified_are_lines_of_every_view() -> None:
+    quiet = _cfg("candidate", "auto", [], []).model_copy(
+        update={"not_verified": ["dtype: asked for 'float32'; not stated by the server"]}
+    )
+    assert warning_lines([REF, quiet]) == [
+        "candidate: not verified: dtype: asked for 'float32'; not stated by the server"
+    ]
