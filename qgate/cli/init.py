@@ -3,7 +3,9 @@
 The CPU profile runs as written on any machine `make demo` runs on (the
 embedded SmolLM2); the GPU one names a checkpoint folder to fill in. Both
 validate as printed (tests/unit/test_init.py), and the CPU one is shipped
-as precision_profiles/minimal.yaml.
+as precision_profiles/minimal.yaml. Their exact-answer suites are sized by
+`detect` for the drop they forbid, so `qgate plan` finds no gate underpowered
+(tests/unit/run/test_plan_power.py).
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ engine:
 candidate:                      # the configuration you want to roll out
   emulate_weights: {format: fp8_e4m3, granularity: per_channel}
 quality:                        # gates: the candidate against the reference, item by item
-  math: {prompts: [short], limit: 32, max_drop: 0.2}
+  math:                         # sized by `detect`: enough items to catch the drop it forbids
+    prompts: [short]
+    max_drop: 0.2
+    detect: {drop: 0.2}         # 67 items: a 20-point drop is caught 8 times in 10
   divergence: {sequences: 8, tokens: 16, max_mean_kld: 0.05, min_top1_agreement: 0.85}
 perf:                           # runs only when every gate passed
   scenarios:
@@ -50,8 +55,8 @@ candidate:                      # the configuration you want to roll out
   args: {quantization: fp8, kv_cache_dtype: fp8}
   # env: {VLLM_ROCM_USE_AITER: "1"}    # kernel switches go here (AMD: AITER)
 quality:                        # gates: the candidate against the reference, item by item
-  math: {limit: 200, max_drop: 0.02}
-  recall: {context_tokens: [1024, 8192], max_drop: 0.05}
+  math: {max_drop: 0.02, detect: {drop: 0.02}}      # sized: 670 items per prompt form
+  recall: {context_tokens: [1024, 8192], max_drop: 0.05, detect: {drop: 0.05}}  # 270 per length
   divergence: {sequences: 64, tokens: 128, max_mean_kld: 0.01, min_top1_agreement: 0.95}
 perf:                           # runs only when every gate passed
   scenarios:

@@ -61,6 +61,13 @@ class GatePower(Record):
     )
     sized: bool = Field(description="The suite is sized by its `detect` (items = items_needed).")
 
+    @property
+    def powered(self) -> bool:
+        """The planned items reach the stated power for the target drop (no target: True)."""
+        if self.target_drop is None:
+            return True
+        return self.items_needed is not None and self.items_needed <= self.items
+
 
 class Plan(Record):
     """What `qgate run` will do with each runtime, decided before it starts any."""

@@ -93,9 +93,9 @@ def _power_line(g: GatePower) -> str:
     need = "more than the bound" if g.items_needed is None else f"{g.items_needed} items"
     what = "detect" if g.sized else "max_drop"
     line += f"; {what} {100 * g.target_drop:.1f} pts needs {need}"
-    if g.sized and (g.items_needed is None or g.items_needed > g.items):
+    if g.sized and not g.powered:
         line += " (CAPPED at detect.max_items: the stated power is not reached)"
-    elif not g.sized and (g.items_needed is None or g.items_needed > g.items):
+    elif not g.powered:
         key = g.suite.split(".")[0] + ("[]" if g.suite.startswith("lm_eval.") else "")
         line += f" (UNDERPOWERED: state quality.{key}.detect to size it)"
     return line
