@@ -46,8 +46,8 @@ def plan_cmd(profile: Path, cache_dir: Path | None, refresh_reference: bool, fmt
     from qgate.profile.load import LoadedProfile
     from qgate.profile.load_multi import load_any_profile_file
     from qgate.run.context import select
+    from qgate.run.placement import plan_for
     from qgate.run.plan import describe, make_plan
-    from qgate.run.stages import plan_for
     from qgate.runtime.capabilities import probe_cpu
 
     loaded = load_any_profile_file(profile, check_files=False)

@@ -6,24 +6,77 @@ by `qgate plan` and at the start of `qgate run`.
 
 from __future__ import annotations
 
+import enum
 from typing import Literal
 
 from pydantic import Field
 
 from qgate.core.records import Record
 
-__all__ = ["GatePower", "Life", "Plan", "Preflight", "ScenarioPlan", "SuitePlan"]
+__all__ = [
+    "GatePower",
+    "Life",
+    "Plan",
+    "Preflight",
+    "ScenarioPlan",
+    "SuitePlan",
+    "Work",
+    "serves_of",
+]
 
 Preflight = Literal["dry", "start", "none"]
+
+
+class Work(enum.Flag):
+    """What one life serves, typed: the run decides by these; people read `Life.serves`."""
+
+    QUALITY = enum.auto()  # the quality suites
+    GATES = enum.auto()  # the candidate's gates against the reference
+    PERF = enum.auto()  # the candidate's perf scenarios (after its gates, when it has any)
+    PERF_BASELINE = enum.auto()  # the reference's perf scenarios
+    SUB_CANDIDATES = enum.auto()  # attribution: sub-candidates, one life each, gates only
+
+
+def serves_of(work: Work, blocks: int | None = None) -> list[str]:
+    """`work` in words, in the order a life serves it; `blocks`: perf in interleaved blocks
+    (side by side), where perf waits for every gate when the life runs quality suites."""
+    out = []
+    if Work.SUB_CANDIDATES in work:
+        out.append("sub-candidates, one life each: quality suites, gates (no perf)")
+    if Work.QUALITY in work:
+        out.append("quality suites")
+    if Work.GATES in work:
+        out.append("gates")
+    gated = ", if every gate passed"
+    interleaved = "" if blocks is None else f" in {blocks} interleaved block(s)"
+    if Work.PERF_BASELINE in work:
+        after = gated if blocks is not None and Work.QUALITY in work else ""
+        out.append(f"perf baseline{interleaved}{after}")
+    if Work.PERF in work:
+        out.append(f"perf{interleaved}{gated if Work.GATES in work else ''}")
+    return out
 
 
 class Life(Record):
     """One server start: whose, what it serves, in which order, where."""
 
     side: str = Field(description="'reference', or the candidate's name ('candidate' alone).")
-    serves: list[str] = Field(description="What this life serves, in order.")
+    serves: list[str] = Field(description="What this life serves, in order (`work` in words).")
     condition: str = Field(default="", description="When it happens ('' = always).")
     placement: str = Field(description="Where it runs (cores, accelerators).")
+    work: Work = Field(
+        default=Work(0),
+        exclude=True,
+        description="What it serves, typed (not recorded: a report's plan keeps the words).",
+    )
+
+    @classmethod
+    def of(
+        cls, side: str, work: Work, placement: str, condition: str = "", blocks: int | None = None
+    ) -> Life:
+        """The life of `side` serving `work`, its words derived (`serves_of`)."""
+        serves = serves_of(work, blocks)
+        return cls(side=side, serves=serves, condition=condition, placement=placement, work=work)
 
 
 class SuitePlan(Record):

@@ -12,7 +12,8 @@ spent (then the set reached is reported as not minimal). A sub-candidate that
 cannot run here is recorded as ERROR (never guessed), and counts as not failing.
 
 `changes_of` and `sub_profile` are pure functions of the profile; `search` is
-ddmin over any test; `attribute` runs the trials.
+ddmin over any test; `attribute` runs the trials; `attribute_failures` runs it
+for each failing candidate of a run where it is asked.
 """
 
 from __future__ import annotations
@@ -23,12 +24,16 @@ import time
 from collections.abc import Sequence
 
 from qgate.core.ddmin import Outcome, search
+from qgate.core.progress import StageClock
 from qgate.profile.changes import changes_of, sub_profile
+from qgate.quality.gates import overall_passed
 from qgate.quality.stage import QualityOutput
 from qgate.report.attribution import Attribution, Trial
-from qgate.run.context import RunContext
+from qgate.run.candidate import CandidateResult, evaluate
+from qgate.run.context import RunContext, RunSet, model_paths
+from qgate.run.reference import complete
 
-__all__ = ["attribute"]
+__all__ = ["attribute", "attribute_failures", "attribution_wanted"]
 
 log = logging.getLogger("qgate")
 
@@ -42,10 +47,6 @@ def attribute(
     ctx: RunContext, reference: QualityOutput, max_lives: int, groups: Sequence[Sequence[str]]
 ) -> Attribution:
     """Run the search for the failing candidate of `ctx`; every trial's records kept."""
-    from qgate.quality.gates import overall_passed
-    from qgate.run.candidate import evaluate
-    from qgate.run.context import model_paths
-
     changes = changes_of(ctx.profile, groups)
     trials: list[Trial] = []
     opts = dataclasses.replace(ctx.opts, skip_perf=True)  # attribution judges gates only
@@ -97,3 +98,29 @@ def attribute(
         max_lives=max_lives,
         not_tried=[" + ".join(found.next_set)] if found.next_set else [],
     )
+
+
+def attribution_wanted(ctx: RunContext) -> bool:
+    """`--attribute`, or the profile's `attribution:` block enabled."""
+    spec = ctx.profile.attribution
+    return ctx.opts.attribute or (spec is not None and spec.enabled)
+
+
+def attribute_failures(
+    runs: RunSet, reference: QualityOutput, results: list[CandidateResult], clock: StageClock
+) -> None:
+    """For each failing candidate where attribution is asked: its attribution, in `results`."""
+    for index, (ctx, result) in enumerate(zip(runs.candidates, results, strict=True)):
+        if not attribution_wanted(ctx) or result.error or result.quality is None:
+            continue
+        if overall_passed(result.verdicts):
+            continue
+        if not complete(ctx.profile.quality, reference):
+            log.warning("attribution skipped: the reference's quality stopped early")
+            continue
+        spec = ctx.profile.attribution
+        stage = "attribution" + ("" if runs.multi is None else f":{runs.names[index]}")
+        with clock.stage(stage):
+            result.attribution = attribute(
+                ctx, reference, spec.max_lives if spec else 8, spec.groups if spec else []
+            )

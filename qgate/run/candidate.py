@@ -14,14 +14,21 @@ import time
 from dataclasses import dataclass, field
 
 from qgate.core.verdict import Verdict
+from qgate.errors import InfrastructureError
 from qgate.perf.records import ScenarioRun
+from qgate.quality.divergence_suite import build_divergence_run
+from qgate.quality.gates import evaluate_quality, overall_passed
 from qgate.quality.records import DivergenceRun
+from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.quality.stage import QualityOutput
 from qgate.report.attribution import Attribution
-from qgate.report.model import PerfStatus, Report
-from qgate.run.context import RunContext
+from qgate.report.model import PerfStatus
+from qgate.report.verdict import perf_status
+from qgate.run.context import RunContext, quality_on, started
+from qgate.run.perf import perf_blocks
+from qgate.runtime.scales import kv_scale_verdicts
 
-__all__ = ["CandidateResult", "evaluate", "judge", "perf_with_baseline", "report_of"]
+__all__ = ["CandidateResult", "divergence_of", "evaluate", "judge", "perf_with_baseline"]
 
 log = logging.getLogger("qgate")
 
@@ -45,17 +52,14 @@ def evaluate(
     ctx: RunContext, name: str, reference: QualityOutput, force_perf: bool, keep_going: bool
 ) -> CandidateResult:
     """Start the candidate, run its quality, gate it, run its perf when every gate passed."""
-    from qgate.errors import InfrastructureError
-    from qgate.run import stages
-
     out = CandidateResult(name=name)
     start = time.perf_counter()
     try:
-        with stages.started(ctx, "candidate") as runtime:
-            out.quality = stages.quality_on(ctx, runtime, "candidate", reference)
+        with started(ctx, "candidate") as runtime:
+            out.quality = quality_on(ctx, runtime, "candidate", reference)
             judge(ctx, out, reference, force_perf)
             if out.status in ("ran", "ungated"):
-                out.perf_runs = stages.perf_blocks(ctx, runtime, "candidate", out.quality)
+                out.perf_runs = perf_blocks(ctx, runtime, "candidate", out.quality)
     except InfrastructureError as exc:
         if not keep_going:
             raise
@@ -71,14 +75,8 @@ def judge(
     ctx: RunContext, out: CandidateResult, reference: QualityOutput, force_perf: bool
 ) -> None:
     """Gate the candidate's quality (in `out`) against the reference's; decide its perf status."""
-    from qgate.quality.gates import evaluate_quality, overall_passed
-    from qgate.quality.reuse_gates import evaluate_reuse
-    from qgate.report.verdict import perf_status
-    from qgate.run import stages
-    from qgate.runtime.scales import kv_scale_verdicts
-
     assert out.quality is not None
-    out.divergence = stages.divergence_of(reference, out.quality)
+    out.divergence = divergence_of(reference, out.quality)
     runs = reference.runs + out.quality.runs
     out.verdicts = evaluate_quality(ctx.profile.quality, runs, out.divergence)
     out.verdicts += evaluate_reuse(ctx.profile.quality, runs, reference.passes + out.quality.passes)
@@ -95,22 +93,8 @@ def perf_with_baseline(result: CandidateResult, ref_perf: list[ScenarioRun]) -> 
     return result.perf_runs + [r for r in ref_perf if r.scenario in scenarios]
 
 
-def report_of(
-    ctx: RunContext,
-    result: CandidateResult,
-    reference: QualityOutput,
-    ref_perf: list[ScenarioRun],
-    timings: dict[str, float],
-) -> Report | None:
-    """The single-candidate report of this candidate; None when its runtime failed."""
-    from qgate.run.report import build
-
-    if result.quality is None or result.error is not None:
+def divergence_of(reference: QualityOutput, candidate: QualityOutput) -> DivergenceRun | None:
+    """Per-position divergence of the candidate's scores from the reference's."""
+    if reference.scores is None or candidate.scores is None:
         return None
-    single: dict[str, float] = {}
-    for key, seconds in timings.items():  # in stage order; every candidate's time is its own
-        if key.startswith("candidate:"):
-            single.setdefault("candidate", result.seconds)
-        else:
-            single[key] = seconds
-    return build(ctx, reference, result, perf_with_baseline(result, ref_perf), single)
+    return build_divergence_run(reference.scores, candidate.scores)

@@ -2,13 +2,15 @@
 
 `prepare` turns the profile, read once, into a `RunSet` (the reference's
 context and one per candidate): it resolves (and where asked, emulates) the
-checkpoint, loads the signer and makes the run folder; `save_raw` writes a
-stage's raw results into it at once; `started` and `quality_on` start one
-runtime and run every suite on it.
+checkpoint, loads the signer and makes the run folder; `fingerprint` records the
+machine and the checkpoint; `save_raw` writes a stage's raw results into it at
+once; `started` and `quality_on` start one runtime (made by the run's `Lives`,
+qgate/run/lives.py) and run every suite on it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -18,26 +20,40 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from qgate.attest.keys import LoadedSigner
+from qgate.attest.keys import LoadedSigner, load_signer
+from qgate.checkpoint.embedded import cache_root, require_checkpoint
+from qgate.checkpoint.emulate import emulate_checkpoint
+from qgate.checkpoint.formats import stored_dtype
+from qgate.core.files import atomic_write
 from qgate.core.records import Role
 from qgate.core.serving import Runtime, ServerStart
 from qgate.errors import BadInput
 from qgate.profile import Profile
+from qgate.profile.engine_checks import starts_process
 from qgate.profile.load import LoadedProfile
 from qgate.profile.load_multi import LoadedMulti
 from qgate.quality.board import Board
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.divergence_data import ScoreSet
-from qgate.quality.stage import QualityOutput
+from qgate.quality.stage import QualityOutput, ReferenceScores, evaluate
+from qgate.report.files import new_run_dir
+from qgate.run.lives import LOCAL, Lives
 from qgate.run.options import RunOptions
-from qgate.runtime.capabilities import CpuCaps, Selection
-from qgate.runtime.fingerprint import Fingerprint
+from qgate.runtime.capabilities import (
+    CpuCaps,
+    Selection,
+    probe_cpu,
+    runtime_args,
+    select_machine,
+)
+from qgate.runtime.fingerprint import Fingerprint, check_target, collect_fingerprint
 
 __all__ = [
     "CANDIDATES_DIR",
     "RAW",
     "RunContext",
     "RunSet",
+    "fingerprint",
     "model_paths",
     "prepare",
     "quality_on",
@@ -77,16 +93,19 @@ class RunContext:
     # every server start of the run, in order (one list shared by all of a run's contexts)
     starts: list[ServerStart] = field(default_factory=list)
     side: str = "candidate"  # this context's candidate name
+    lives: Lives = LOCAL  # where each server of the run lives (qgate/run/lives.py)
 
     @property
     def no_perf(self) -> bool:
         return self.opts.skip_perf or self.profile.perf is None
 
+    def new_runtime(self, role: Role) -> Runtime:
+        """The runtime of `role` for this context's profile, made by its `lives`, not started."""
+        return self.lives.runtime(self.profile, role, self.model_paths[role], self.run_dir / "logs")
+
 
 def save_raw(ctx: RunContext, name: str, model: BaseModel | Sequence[BaseModel]) -> None:
     """Write one stage's raw results into the run folder (atomic)."""
-    from qgate.core.files import atomic_write
-
     if isinstance(model, BaseModel):
         data = model.model_dump_json(indent=1)
     else:
@@ -96,13 +115,9 @@ def save_raw(ctx: RunContext, name: str, model: BaseModel | Sequence[BaseModel])
 
 def resolve_model(profile: Profile) -> Path:
     if profile.model.embedded is not None:
-        from qgate.checkpoint.embedded import require_checkpoint
-
         return require_checkpoint(profile.model.embedded)
     assert profile.model.path is not None
     path = profile.model.path
-    from qgate.profile.engine_checks import starts_process
-
     if any(starts_process(profile.engine_of(r).kind) for r in ("reference", "candidate")) and (
         not path.is_dir()
     ):
@@ -116,8 +131,6 @@ def select(profile: Profile, cpu: CpuCaps) -> tuple[Profile, Selection]:
     Fail fast: a setting this machine's engine cannot run is exit 2 now, not an
     engine traceback after the reference stage; a declared fallback runs instead.
     """
-    from qgate.runtime.capabilities import select_machine
-
     selection = select_machine(profile, cpu)
     update = {"reference": selection.reference, "candidate": selection.candidate}
     return profile.model_copy(update=update), selection
@@ -125,8 +138,6 @@ def select(profile: Profile, cpu: CpuCaps) -> tuple[Profile, Selection]:
 
 def signer_for(opts: RunOptions, profile: Profile) -> LoadedSigner:
     """The signing key, read before the (minutes long) weight emulation so a bad key fails fast."""
-    from qgate.attest.keys import load_signer
-
     signing = profile.signing
     return load_signer(
         opts.key or signing.key,
@@ -142,18 +153,12 @@ def model_paths(profile: Profile, source: Path) -> dict[str, Path]:
     An emulated copy is stored in the side's serving dtype, so that float32 serving
     (`engine.cpu_dtype: auto` on a CPU without bf16) computes with the rounded values exactly.
     """
-    from qgate.checkpoint.embedded import cache_root
-    from qgate.runtime.capabilities import runtime_args
-
     paths: dict[str, Path] = {}
     for role in ("reference", "candidate"):
         side = getattr(profile, role)
         if side.emulate_weights is None:
             paths[role] = source
         else:
-            from qgate.checkpoint.emulate import emulate_checkpoint
-            from qgate.checkpoint.formats import stored_dtype
-
             dtype = stored_dtype(runtime_args(profile, side).get("dtype"))
             paths[role] = emulate_checkpoint(
                 source, side.emulate_weights, cache_root() / "emulated", dtype
@@ -193,18 +198,13 @@ class RunSet:
             ctx.reference_provenance = ref.reference_provenance
 
 
-def prepare(opts: RunOptions, loaded: LoadedProfile | LoadedMulti) -> RunSet:
+def prepare(opts: RunOptions, loaded: LoadedProfile | LoadedMulti, lives: Lives = LOCAL) -> RunSet:
     """Resolve (and where asked, emulate) the checkpoint, load the signer, make the run folder.
 
     `loaded` is the profile as read once by the pipeline; each candidate's profile is
     selected for this machine (fallbacks, serving dtype) and its weights emulated once per
-    distinct setting (the emulation cache).
+    distinct setting (the emulation cache). Every server of the run is made by `lives`.
     """
-    import dataclasses
-
-    from qgate.report.files import new_run_dir
-    from qgate.runtime.capabilities import probe_cpu
-
     cpu = probe_cpu()
     if isinstance(loaded, LoadedMulti):
         declared = [(c.name, c.profile) for c in loaded.multi.candidates]
@@ -244,6 +244,7 @@ def prepare(opts: RunOptions, loaded: LoadedProfile | LoadedMulti) -> RunSet:
             selection=selection,
             starts=starts,
             side=name,
+            lives=lives,
         )
         for (name, declared_profile, profile, selection), own in zip(chosen, paths, strict=True)
     ]
@@ -258,9 +259,7 @@ def started(
     ctx: RunContext, role: Role, purpose: Literal["preflight", "life"] = "life"
 ) -> Iterator[Runtime]:
     """A started, ready runtime for `role`, its start recorded; always stopped on the way out."""
-    from qgate.runtime.factory import make_runtime
-
-    runtime = make_runtime(ctx.profile, role, ctx.model_paths[role], ctx.run_dir / "logs")
+    runtime = ctx.new_runtime(role)
     with runtime:
         ctx.starts.append(start_record(runtime, ctx.side if role == "candidate" else role, purpose))
         yield runtime
@@ -293,8 +292,6 @@ def quality_on(
     running beside this one): only the paired divergence step waits for it. `on_scores`
     gets the reference's own scores as soon as they exist.
     """
-    from qgate.quality.stage import ReferenceScores, evaluate
-
     scores: ReferenceScores = (
         reference.scores if isinstance(reference, QualityOutput) else reference
     )
@@ -311,3 +308,11 @@ def quality_on(
     )
     save_raw(ctx, f"{role}-quality.json", out)
     return out
+
+
+def fingerprint(ctx: RunContext) -> None:
+    """Fingerprint the machine and the checkpoint; check the profile's target."""
+    model_dir = ctx.source_model if ctx.source_model.is_dir() else None
+    ctx.fingerprint = collect_fingerprint(model_dir, cache_root() / "digests.json")
+    ctx.target_mismatches = check_target(ctx.profile.target, ctx.fingerprint)
+    save_raw(ctx, "fingerprint.json", ctx.fingerprint)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from qgate.core.plan import GatePower, Life, Plan, Preflight, ScenarioPlan, SuitePlan
+from qgate.core.plan import GatePower, Life, Plan, Preflight, ScenarioPlan, SuitePlan, Work
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
 
 __all__ = [
@@ -238,22 +238,18 @@ def make_plan(
     if side_by_side is not None:
         return _together(profiles[0], side_by_side, reference_cached)
     lives: list[Life] = []
+    quality = Work.QUALITY if has_quality else Work(0)
     if not cached:
-        serves = (["quality suites"] if has_quality else []) + (["perf baseline"] if perf else [])
-        lives.append(Life(side="reference", serves=serves or ["nothing"], placement=placement))
+        ref = Life.of("reference", quality | (Work.PERF_BASELINE if perf else Work(0)), placement)
+        lives.append(ref if ref.serves else ref.model_copy(update={"serves": ["nothing"]}))
+    gated = quality | Work.GATES if has_quality else Work(0)
     for name, profile in profiles:
-        serves = ["quality suites", "gates"] if has_quality else []
-        if profile.perf is not None:
-            serves.append("perf" if not has_quality else "perf, if every gate passed")
-        lives.append(Life(side=name, serves=serves, placement=placement))
+        lives.append(
+            Life.of(name, gated | (Work.PERF if profile.perf is not None else Work(0)), placement)
+        )
     if cached and perf:
         lives.append(
-            Life(
-                side="reference",
-                serves=["perf baseline"],
-                placement=placement,
-                condition="when some candidate's perf ran",
-            )
+            Life.of("reference", Work.PERF_BASELINE, placement, "when some candidate's perf ran")
         )
     notes: list[str] = []
     if cached:
@@ -302,13 +298,9 @@ def _together(
     perf = profile.perf is not None
     compared = perf and profile.perf is not None and profile.perf.compare_to == "reference"
     quality = profile.quality.has_suites()  # none: a dummy-weights preview, speed only
-    gated = ", if every gate passed" if quality else ""
-    ref_serves = ["quality suites"] if quality else []
-    if compared:
-        ref_serves.append(f"perf baseline in {blocks} interleaved block(s){gated}")
-    cand_serves = ["quality suites", "gates"] if quality else []
-    if perf:
-        cand_serves.append(f"perf in {blocks} interleaved block(s){gated}")
+    suites = Work.QUALITY if quality else Work(0)
+    ref_work = suites | (Work.PERF_BASELINE if compared else Work(0))
+    cand_work = (suites | Work.GATES if quality else Work(0)) | (Work.PERF if perf else Work(0))
     last = "first (quality.stop: verdict)" if profile.quality.stop == "verdict" else "last"
     on_cpu = profile.target.accelerator.lower() == "cpu"
     start = (
@@ -345,13 +337,8 @@ def _together(
         # it starts once the reference is ready, so a bad argument is worth catching first
         preflight={name: "none" if on_cpu else _preflight(profile, reference_cached, False)},
         lives=[
-            Life(side="reference", serves=ref_serves, placement=where[0]),
-            Life(
-                side=name,
-                serves=cand_serves,
-                placement=where[1],
-                condition="started together with the reference",
-            ),
+            Life.of("reference", ref_work, where[0], blocks=blocks),
+            Life.of(name, cand_work, where[1], "started together with the reference", blocks),
         ],
         suites=_suites(profile.quality),
         scenarios=_scenarios(profile),

@@ -11,22 +11,31 @@ import logging
 from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
+from typing import NamedTuple
 
+from qgate.attest.keys import public_key_from_pem
+from qgate.checkpoint.embedded import cache_root
 from qgate.core.progress import StageClock
-from qgate.core.serving import Runtime
+from qgate.core.redact import redact_env
 from qgate.errors import BadInput
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile, QualitySpec
-from qgate.quality.cache import ReferenceCache
-from qgate.quality.stage import QualityOutput
+from qgate.quality.cache import CachedReference, ReferenceCache
+from qgate.quality.stage import QualityOutput, data_digests, reference_key
+from qgate.run.candidate import CandidateResult
 from qgate.run.context import RunContext, quality_on, save_raw, started
+from qgate.run.perf import compares_to_reference, perf_blocks
+from qgate.run.plan import make_plan
 from qgate.runtime.fingerprint import Fingerprint
 
 __all__ = [
+    "ReferenceLife",
+    "complete",
     "preflight_candidate",
     "reference_cached",
     "reference_key_for",
     "reference_life",
+    "reference_perf",
     "store_reference",
     "wants_preflight",
 ]
@@ -42,9 +51,6 @@ def _engine_version(fp: Fingerprint | None) -> str | None:
 
 def reference_key_for(profile: Profile, fingerprint: Fingerprint | None) -> str:
     """The reference cache key of `profile` on the machine `fingerprint` describes."""
-    from qgate.core.redact import redact_env
-    from qgate.quality.stage import reference_key
-
     digests = {d.path: d.sha256 for d in fingerprint.checkpoint} if fingerprint else {}
     shared = profile.engine_of("reference").env
     env = redact_env({**shared, **profile.reference.env}, profile.secrets)
@@ -53,9 +59,6 @@ def reference_key_for(profile: Profile, fingerprint: Fingerprint | None) -> str:
 
 def _reference_cache(ctx: RunContext) -> tuple[ReferenceCache, str]:
     """The reference cache and this run's key in it."""
-    from qgate.checkpoint.embedded import cache_root
-    from qgate.quality.cache import ReferenceCache
-
     cache = ReferenceCache(
         ctx.opts.cache_dir or cache_root(),
         ctx.signer,
@@ -80,8 +83,6 @@ def wants_preflight(ctx: RunContext) -> str:
 
     'auto' checks it only when the reference stage will really run.
     """
-    from qgate.run.plan import make_plan
-
     plan = make_plan(
         [("candidate", ctx.profile)],
         reference_cached=reference_cached(ctx),
@@ -97,11 +98,7 @@ def preflight_candidate(ctx: RunContext, how: str = "start") -> None:
     'dry': its command line through the engine's own argument parser, nothing started
     (seconds instead of a start); 'start': start it, check its applied configuration, stop.
     """
-    from qgate.runtime.factory import make_runtime
-
-    runtime = make_runtime(
-        ctx.profile, "candidate", ctx.model_paths["candidate"], ctx.run_dir / "logs"
-    )
+    runtime = ctx.new_runtime("candidate")
     can_dry = getattr(runtime, "can_dry_check", None)
     if how == "dry" and can_dry is not None and can_dry():
         log.info("preflight: the candidate's command line through the engine's own parser")
@@ -112,9 +109,14 @@ def preflight_candidate(ctx: RunContext, how: str = "start") -> None:
         pass
 
 
-def reference_life(
-    ctx: RunContext, with_perf: bool, clock: StageClock
-) -> tuple[QualityOutput, list[ScenarioRun] | None]:
+class ReferenceLife(NamedTuple):
+    """What the reference's one life produced."""
+
+    quality: QualityOutput
+    perf: list[ScenarioRun] | None  # None: not measured in this life (a cached reference)
+
+
+def reference_life(ctx: RunContext, with_perf: bool, clock: StageClock) -> ReferenceLife:
     """The reference's one life: its quality results, and its perf baseline in the same life.
 
     From the signed cache when nothing that shapes them changed: then nothing starts,
@@ -143,11 +145,11 @@ def reference_life(
                     passes=entry.passes,
                 )
                 save_raw(ctx, "reference-quality.json", out)
-                return out, None
+                return ReferenceLife(out, None)
             if not ctx.profile.quality.has_suites():  # a dummy-weights preview: perf only
                 out = QualityOutput(role="reference")
                 if not with_perf:
-                    return out, None
+                    return ReferenceLife(out, None)
                 runtime = life.enter_context(started(ctx, "reference"))
             else:
                 runtime = life.enter_context(started(ctx, "reference"))
@@ -156,14 +158,12 @@ def reference_life(
         perf: list[ScenarioRun] | None = None
         if with_perf:
             with clock.stage("reference_perf"):
-                perf = _perf(ctx, runtime, out)
-    return out, perf
+                perf = perf_blocks(ctx, runtime, "reference", out)
+    return ReferenceLife(out, perf)
 
 
 def store_reference(ctx: RunContext, out: QualityOutput) -> None:
     """Sign the reference's fresh quality results into the cache; note their provenance."""
-    from qgate.quality.cache import CachedReference
-
     cache, key = _reference_cache(ctx)
     value = CachedReference(
         key=key,
@@ -180,23 +180,23 @@ def store_reference(ctx: RunContext, out: QualityOutput) -> None:
 
 def complete(spec: QualitySpec, out: QualityOutput) -> bool:
     """Whether a reference ran every configured suite to its end (only such are cached)."""
-    from qgate.quality.stage import data_digests
-
     ran = {r.suite for r in out.runs if not r.partial}
     wanted = {k for k in data_digests(spec, None) if k != "divergence"}
     return wanted <= ran and (spec.divergence is None or out.scores is not None)
 
 
-def _perf(ctx: RunContext, runtime: Runtime, quality: QualityOutput) -> list[ScenarioRun]:
-    from qgate.run import stages
-
-    return stages.perf_blocks(ctx, runtime, "reference", quality)
+def reference_perf(
+    ctx: RunContext, reference: QualityOutput, results: Sequence[CandidateResult]
+) -> list[ScenarioRun]:
+    """The reference's perf baseline, once, when some candidate's perf ran and compares to it."""
+    if not any(r.perf_runs for r in results) or not compares_to_reference(ctx):
+        return []
+    with started(ctx, "reference") as runtime:
+        return perf_blocks(ctx, runtime, "reference", reference)
 
 
 def _trusted_keys(paths: Sequence[Path]) -> list[str]:
     """PEM text of each --trust-cache-key file, checked to be a usable public key."""
-    from qgate.attest.keys import public_key_from_pem
-
     out: list[str] = []
     for path in paths:
         try:

@@ -10,19 +10,26 @@ import os
 from collections.abc import Sequence
 
 from qgate.core.plan import Plan
-from qgate.core.provenance import RunProvenance
+from qgate.core.provenance import RunProvenance, run_provenance
 from qgate.core.serving import ServerStart
 from qgate.errors import ExitCode
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
+from qgate.quality.effect import no_effect_message
+from qgate.quality.gates import configured_suites
+from qgate.quality.sizing import items_needed
 from qgate.quality.stage import QualityOutput
+from qgate.report.assemble import build_multi_report, build_report
 from qgate.report.attribution import summary_lines
 from qgate.report.derive import time_breakdown
 from qgate.report.model import PerfStatus, Report
 from qgate.report.multi_model import CandidateEntry, CandidateVerdict
-from qgate.run.candidate import CandidateResult, perf_with_baseline, report_of
+from qgate.report.signing import subjects_for
+from qgate.report.writer import write_report
+from qgate.run.candidate import CandidateResult, perf_with_baseline
 from qgate.run.context import RunContext, RunSet
 from qgate.run.options import RunOptions, RunOutcome
+from qgate.runtime.scales import warning_lines
 
 __all__ = [
     "build",
@@ -30,6 +37,7 @@ __all__ = [
     "exit_code_of",
     "headline",
     "report",
+    "report_of",
     "write_multi",
     "write_single",
 ]
@@ -56,6 +64,25 @@ def report(
     return write_multi(runs, results, reports, timings, plan)
 
 
+def report_of(
+    ctx: RunContext,
+    result: CandidateResult,
+    reference: QualityOutput,
+    ref_perf: list[ScenarioRun],
+    timings: dict[str, float],
+) -> Report | None:
+    """The single-candidate report of this candidate; None when its runtime failed."""
+    if result.quality is None or result.error is not None:
+        return None
+    single: dict[str, float] = {}
+    for key, seconds in timings.items():  # in stage order; every candidate's time is its own
+        if key.startswith("candidate:"):
+            single.setdefault("candidate", result.seconds)
+        else:
+            single[key] = seconds
+    return build(ctx, reference, result, perf_with_baseline(result, ref_perf), single)
+
+
 def write_single(
     ctx: RunContext,
     reference: QualityOutput,
@@ -65,10 +92,6 @@ def write_single(
     plan: Plan | None = None,
 ) -> RunOutcome:
     """Build, redact, sign and write the report and its views; the outcome for the CLI."""
-    from qgate.report.signing import subjects_for
-    from qgate.report.writer import write_report
-    from qgate.runtime.scales import warning_lines
-
     unsigned = build(ctx, reference, result, perf_runs, timings, plan)
     written = write_report(
         ctx.run_dir,
@@ -105,9 +128,6 @@ def time_lines(rows: Sequence[tuple[str, float]]) -> list[str]:
 
 def capped_detections(profile: Profile) -> list[str]:
     """A warning per suite whose stated detection `detect.max_items` cut short."""
-    from qgate.quality.gates import configured_suites
-    from qgate.quality.sizing import items_needed
-
     out = []
     for suite, policy in configured_suites(profile.quality):
         if policy.detect is None:
@@ -132,9 +152,6 @@ def build(
     plan: Plan | None = None,
 ) -> Report:
     """The unsigned report of one candidate against the reference."""
-    from qgate.quality.effect import no_effect_message
-    from qgate.report.assemble import build_report
-
     candidate = result.quality
     assert candidate is not None  # a candidate whose runtime failed has no report of its own
     configs = [c for c in (reference.effective_config, candidate.effective_config) if c]
@@ -168,8 +185,6 @@ def build(
 
 def provenance_of(opts: RunOptions) -> RunProvenance | None:
     """The CI job this process runs in (its own variables) and the run's --metadata."""
-    from qgate.core.provenance import run_provenance
-
     return run_provenance(os.environ, opts.metadata)
 
 
@@ -210,11 +225,6 @@ def write_multi(
     plan: Plan | None = None,
 ) -> RunOutcome:
     """Build, redact, sign and write the multi report; the outcome for the CLI."""
-    from qgate.report.assemble import build_multi_report
-    from qgate.report.signing import subjects_for
-    from qgate.report.writer import write_report
-    from qgate.runtime.scales import warning_lines
-
     ref = runs.reference
     assert runs.multi is not None
     loaded = runs.multi

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, ExitStack, nullcontext
-from typing import Any
+from typing import Any, NamedTuple
 
 from qgate.core.progress import StageClock
 from qgate.core.records import Role
@@ -39,10 +39,14 @@ from qgate.perf.records import ScenarioRun
 from qgate.quality.board import Board
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.stage import QualityOutput
+from qgate.run.attribute import attribution_wanted
 from qgate.run.candidate import CandidateResult, judge
 from qgate.run.context import RunContext, quality_on, save_raw, start_record
+from qgate.run.perf import compares_to_reference, perf_blocks, perf_on
+from qgate.run.reference import store_reference
+from qgate.runtime.cores import usable_cores
 
-__all__ = ["side_by_side"]
+__all__ = ["SideBySide", "side_by_side"]
 
 log = logging.getLogger("qgate")
 
@@ -55,9 +59,6 @@ def _start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Run
     from the device's free memory while it profiles, which a neighbour starting at the
     same time moves (it fails when memory is freed under it).
     """
-    from qgate.runtime.cores import usable_cores
-    from qgate.runtime.factory import make_runtime
-
     usable = usable_cores()
     half = max(1, len(usable) // 2)
     stagger = ctx.profile.target.accelerator.lower() != "cpu"
@@ -67,7 +68,7 @@ def _start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Run
         (cand, "candidate", usable[half : 2 * half]),
     )
     for side, role, own in roles:
-        runtime = make_runtime(side.profile, role, side.model_paths[role], side.run_dir / "logs")
+        runtime = side.new_runtime(role)
         if hasattr(runtime, "cores_chosen"):
             runtime.cores_chosen = own  # disjoint halves, whatever else holds cores
         life.callback(runtime.stop)  # stopped on the way out, whatever happens
@@ -103,12 +104,18 @@ def _scores(early: Future[ScoreSet], whole: Future[QualityOutput]) -> Callable[[
     return get
 
 
+class SideBySide(NamedTuple):
+    """What the two lives side by side produced."""
+
+    reference: QualityOutput  # the reference's quality
+    ref_perf: list[ScenarioRun]  # its perf baseline ([]: the candidate's perf did not run)
+    result: CandidateResult  # the candidate's quality, gates and perf
+
+
 def side_by_side(
     ctx: RunContext, cand: RunContext, name: str, force_perf: bool, clock: StageClock, blocks: int
-) -> tuple[QualityOutput, list[ScenarioRun], CandidateResult]:
+) -> SideBySide:
     """Both lives at once: the reference's quality, the candidate's result, both sides' perf."""
-    from qgate.run import stages
-
     out = CandidateResult(name=name)
     ref_perf: list[ScenarioRun] = []
     began = time.perf_counter()
@@ -128,16 +135,16 @@ def side_by_side(
         cand.reference_cached = ctx.reference_cached
         cand.reference_provenance = ctx.reference_provenance
         judge(cand, out, reference, force_perf)
-        if out.status in ("ran", "ungated") and stages.compares_to_reference(cand):
+        if out.status in ("ran", "ungated") and compares_to_reference(cand):
             with clock.stage("perf"):
                 ref_perf, out.perf_runs = interleaved(
                     ctx, cand, ref_rt, cand_rt, reference, out.quality, blocks
                 )
         elif out.status in ("ran", "ungated"):
             with clock.stage("perf"):
-                out.perf_runs = stages.perf_blocks(cand, cand_rt, "candidate", out.quality)
+                out.perf_runs = perf_blocks(cand, cand_rt, "candidate", out.quality)
     out.seconds = round(time.perf_counter() - began, 3)
-    return reference, ref_perf, out
+    return SideBySide(reference, ref_perf, out)
 
 
 def _both_qualities(
@@ -149,9 +156,6 @@ def _both_qualities(
     clock: StageClock,
 ) -> tuple[QualityOutput, QualityOutput]:
     """Both quality stages at once; the reference's results signed into the cache."""
-    from qgate.run import reference as ref_stage
-    from qgate.run.stages import attribution_wanted
-
     with clock.stage("quality"):
         early: Future[ScoreSet] = Future()
         # one board for both sides: with quality.stop a suite ends once its verdict is
@@ -166,7 +170,7 @@ def _both_qualities(
             quality_on, cand, cand_rt, "candidate", _scores(early, ref_future), None, board
         )
         reference = ref_future.result()  # the reference's failure first: it is the root
-        ref_stage.store_reference(ctx, reference)
+        store_reference(ctx, reference)
         return reference, cand_future.result()
 
 
@@ -180,8 +184,6 @@ def interleaved(
     blocks: int,
 ) -> tuple[list[ScenarioRun], list[ScenarioRun]]:
     """`blocks` blocks per side, reference then candidate, every run tagged with its block."""
-    from qgate.run import stages
-
     sides: dict[Role, list[ScenarioRun]] = {"reference": [], "candidate": []}
     order: tuple[tuple[RunContext, Runtime, Runtime, Role, QualityOutput], ...] = (
         (ctx, ref_rt, cand_rt, "reference", reference),
@@ -191,7 +193,7 @@ def interleaved(
         for side, runtime, neighbour, role, quality in order:
             log.info("perf block %d/%d: %s (the other side paused)", block + 1, blocks, role)
             with _paused(neighbour):
-                runs = stages.perf_on(side, runtime, role, quality, save=False, block=block)
+                runs = perf_on(side, runtime, role, quality, save=False, block=block)
             sides[role] += runs
             save_raw(side, f"{role}-perf.json", sides[role])
     return sides["reference"], sides["candidate"]

@@ -1,5 +1,6 @@
 """The package layers hold: every import points down (or within its own package), no module
-imports another's private names, and at most a handful of modules sit at the top of qgate/.
+imports another's private names, no two modules import each other (directly or round a
+circle), and at most a handful of modules sit at the top of qgate/.
 
 Layers, bottom first (docs/development.md, "Layout"): errors, core, profile, attest, checkpoint,
 runtime, quality, perf, report, run, cli. Imports made only for type checking count too.
@@ -8,6 +9,7 @@ runtime, quality, perf, report, run, cli. Imports made only for type checking co
 from __future__ import annotations
 
 import ast
+import graphlib
 from pathlib import Path
 
 import pytest
@@ -88,3 +90,36 @@ def test_no_private_names_from_other_modules(module: str) -> None:
 def test_few_modules_at_the_top() -> None:
     top = sorted(p.name for p in ROOT.glob("*.py"))
     assert top == ["__init__.py", "errors.py"], top
+
+
+def _edges() -> dict[str, set[str]]:
+    """Module -> the qgate modules it imports (at its top, in a function, for type checking).
+
+    `from qgate.a import b` names the module `qgate.a.b` where that is one, else `qgate.a`.
+    """
+    edges: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        for _, target, names in _imports(path):
+            found = {f"{target}.{n}" for n in names if f"{target}.{n}" in MODULES}
+            if not found or len(found) < len(names):
+                found.add(target)
+            edges.setdefault(module, set()).update(t for t in found if t in MODULES and t != module)
+    return edges
+
+
+def test_no_import_circles() -> None:
+    edges = _edges()
+    circle = None
+    try:
+        graphlib.TopologicalSorter(edges).prepare()
+    except graphlib.CycleError as exc:
+        circle = exc.args[1]
+    assert circle is None, " -> ".join(circle)
+
+
+def test_a_circle_is_seen() -> None:
+    """The circle check fails where two modules import each other (it can fail)."""
+    edges = _edges()
+    edges.setdefault("qgate.errors", set()).add("qgate.run.pipeline")  # pipeline reaches errors
+    with pytest.raises(graphlib.CycleError):
+        graphlib.TopologicalSorter(edges).prepare()

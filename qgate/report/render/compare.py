@@ -107,7 +107,7 @@ def compare_table(reports: list[tuple[str, Report]]) -> Table:
 
 def compare_plot(reports: list[tuple[str, Report]]) -> bytes:
     """Scatter: mean accuracy delta against output tokens/s ratio, one point per report."""
-    from qgate.report.render.plots import load_pyplot, png_bytes
+    from qgate.report.render.figure import load_pyplot, png_bytes
 
     plt = load_pyplot()
     fig, ax = plt.subplots(figsize=(6.0, 4.0))

@@ -46,7 +46,7 @@ def localise_plot(report: Report) -> bytes | None:
     depths = [g for g in length_groups(report) if g.depth_pct is not None and g.n]
     if not buckets and not depths:
         return None
-    from qgate.report.render.plots import load_pyplot, png_bytes
+    from qgate.report.render.figure import load_pyplot, png_bytes
 
     plt = load_pyplot()
     panels = int(bool(buckets)) + int(bool(depths))

@@ -44,7 +44,7 @@ def pareto_plot(report: MultiReport) -> bytes | None:
     pts = points(report)
     if not pts:
         return None
-    from qgate.report.render.plots import load_pyplot, png_bytes
+    from qgate.report.render.figure import load_pyplot, png_bytes
 
     plt = load_pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))

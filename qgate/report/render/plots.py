@@ -1,36 +1,20 @@
 """Plots for the HTML view, drawn with matplotlib's Agg backend and returned as PNG bytes.
 
-matplotlib is imported inside `load_pyplot` so that importing qgate.report stays cheap.
+matplotlib is imported inside `load_pyplot` (qgate/report/render/figure.py) so that
+importing qgate.report stays cheap.
 """
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 from qgate.report.derive import accuracy, kld_values, suite_pairs
 from qgate.report.model import Report
+from qgate.report.render.figure import load_pyplot, png_bytes
 from qgate.report.render.localise_plot import localise_plot
 from qgate.report.render.view import wilson
 
 _REF, _CAND = "#4c72b0", "#dd8452"
-
-
-def load_pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def png_bytes(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    # a fixed date in the metadata keeps the PNG bytes reproducible
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
-    load_pyplot().close(fig)
-    return buf.getvalue()
 
 
 def accuracy_plot(report: Report) -> bytes | None:

@@ -172,9 +172,7 @@ def test_run_loop_is_uvloop_when_installed() -> None:
 
 def test_qgate_run_perf_stage_uses_the_same_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     import qgate.perf.client as client
-    import qgate.perf.runner as runner
-    import qgate.quality.stage as quality_stage
-    import qgate.run.stages as stages
+    import qgate.run.perf as stages
 
     used: list[str] = []
     real = client.run_loop
@@ -187,11 +185,11 @@ def test_qgate_run_perf_stage_uses_the_same_loop(monkeypatch: pytest.MonkeyPatch
         used.append(type(asyncio.get_running_loop()).__module__)
         return []
 
-    monkeypatch.setattr(client, "run_loop", spy_loop)
-    monkeypatch.setattr(runner, "run_scenarios", fake_run)
-    monkeypatch.setattr(quality_stage, "runtime_headers", lambda rt: None)
+    monkeypatch.setattr(stages, "run_loop", spy_loop)
+    monkeypatch.setattr(stages, "run_scenarios", fake_run)
+    monkeypatch.setattr(stages, "runtime_headers", lambda rt: None)
     monkeypatch.setattr(stages, "_probes", lambda ctx, q: [])
-    monkeypatch.setattr(stages, "_save", lambda ctx, name, runs: None)
+    monkeypatch.setattr(stages, "save_raw", lambda ctx, name, runs: None)
     ctx: Any = SimpleNamespace(
         profile=SimpleNamespace(
             perf=fixed_spec(1, 1),

@@ -16,8 +16,7 @@ from qgate.core.verdict import Verdict
 from qgate.profile.changes import changes_of
 from qgate.profile.load import load_profile
 from qgate.quality.stage import QualityOutput
-from qgate.run import candidate as candidate_stage
-from qgate.run import context as context_stage
+from qgate.run import attribute as attribute_module
 from qgate.run.attribute import attribute
 from qgate.run.candidate import CandidateResult
 from qgate.run.context import RunContext
@@ -67,8 +66,8 @@ def test_halves_first_then_the_smallest_failing_set(
             name=name, quality=QualityOutput(role="candidate"), verdicts=[verdict]
         )
 
-    monkeypatch.setattr(candidate_stage, "evaluate", evaluate)
-    monkeypatch.setattr(context_stage, "model_paths", lambda profile, source: {})
+    monkeypatch.setattr(attribute_module, "evaluate", evaluate)
+    monkeypatch.setattr(attribute_module, "model_paths", lambda profile, source: {})
     att = attribute(ctx, QualityOutput(role="reference"), max_lives=6, groups=[])
     assert [s[1] for s in seen] == [  # halves first
         ["args.enable_prefix_caching", "args.max_num_seqs"],
@@ -116,10 +115,8 @@ def test_each_failing_candidate_of_a_multi_run_gets_its_own_attribution(
 ) -> None:
     from qgate.core.progress import StageClock
     from qgate.profile.load_multi import load_multi_file
-    from qgate.run import attribute as attribute_module
-    from qgate.run import reference as reference_stage
+    from qgate.run.attribute import attribute_failures
     from qgate.run.context import RunSet
-    from qgate.run.stages import attribute_failures
 
     multi = SHIPPED / "smollm2-cpu-multi.yaml"
     loaded = load_multi_file(multi)
@@ -158,7 +155,7 @@ def test_each_failing_candidate_of_a_multi_run_gets_its_own_attribution(
 
     results = [result(name, passed=i != 1) for i, name in enumerate(runs.names)]
     asked: list[str] = []
-    monkeypatch.setattr(reference_stage, "complete", lambda spec, out: True)
+    monkeypatch.setattr(attribute_module, "complete", lambda spec, out: True)
     monkeypatch.setattr(
         attribute_module,
         "attribute",

@@ -8,21 +8,22 @@ for one candidate or several (qgate/run/pipeline.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from qgate.core.records import Role
+from qgate.core.serving import EffectiveConfig
 from qgate.errors import RuntimeFailure
+from qgate.profile import Profile
 from qgate.profile.load_multi import load_multi_file
-from qgate.quality import gates
 from qgate.quality.stage import QualityOutput
-from qgate.run import pipeline
+from qgate.run import candidate as candidate_stage
+from qgate.run import pipeline, placement, together
+from qgate.run import reference as ref_stage
 from qgate.run import report as report_stage
-from qgate.run import stages as run_stages
 from qgate.run.context import RunContext, RunSet
 from qgate.run.options import RunOptions
 
@@ -52,45 +53,71 @@ def _contexts(tmp_path: Path) -> RunSet:
     return RunSet(loaded, ref, contexts, [c.name for c in loaded.multi.candidates])
 
 
+class _Runtime:
+    """A stand-in server: its start is recorded (or fails, for the `broken` side)."""
+
+    def __init__(self, name: str, role: Role, calls: list[tuple[str, str]], broken: str | None):
+        self.name, self.role, self.calls, self.broken = name, role, calls, broken
+
+    def __enter__(self) -> _Runtime:
+        self.calls.append(("start", self.name))
+        if self.name == self.broken:
+            raise RuntimeFailure("candidate", "exited with status 1", ["RuntimeError: no KV space"])
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def effective_config(self) -> EffectiveConfig:
+        return EffectiveConfig(role=self.role, kind="stand-in", base_url="-", served_model="m")
+
+
+class _Lives:
+    """The run's lives as stand-ins: every server the run starts goes through here."""
+
+    def __init__(self, calls: list[tuple[str, str]], broken: str | None = None) -> None:
+        self.calls, self.broken = calls, broken
+
+    def runtime(self, profile: Profile, role: Role, model: Path, logs: Path) -> Any:
+        name = logs.parent.name if role == "candidate" else "reference"
+        return _Runtime(name, role, self.calls, self.broken)
+
+
+def _use_lives(runs: RunSet, lives: _Lives) -> None:
+    for ctx in [runs.reference, *runs.candidates]:
+        ctx.lives = lives
+        ctx.model_paths = {"reference": ctx.source_model, "candidate": ctx.source_model}
+
+
 def test_failing_candidate_does_not_stop_the_others(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[tuple[str, str]] = []
     captured: dict[str, Any] = {}
     mctx = _contexts(tmp_path)
+    _use_lives(mctx, _Lives(calls, broken="prefix-cache"))
 
-    @contextmanager
-    def started(ctx: RunContext, role: str) -> Iterator[str]:
-        name = ctx.run_dir.name if role == "candidate" else "reference"
-        calls.append(("start", name))
-        if name == "prefix-cache":
-            raise RuntimeFailure("candidate", "exited with status 1", ["RuntimeError: no KV space"])
-        yield name
-
-    def perf_on(ctx: RunContext, runtime: str, role: str, quality: QualityOutput) -> list[str]:
-        calls.append(("perf", runtime))
-        return [f"{runtime}-run"]
+    def perf_on(ctx: RunContext, runtime: Any, role: str, quality: QualityOutput) -> list[str]:
+        calls.append(("perf", runtime.name))
+        return [f"{runtime.name}-run"]
 
     def write_multi(*args: Any) -> str:
         captured["args"] = args
         return "outcome"
 
-    monkeypatch.setattr(run_stages, "prepare", lambda opts, loaded: mctx)
-    monkeypatch.setattr(run_stages, "fingerprint", lambda ctx: None)
+    monkeypatch.setattr(pipeline, "prepare", lambda opts, loaded, lives: mctx)
+    monkeypatch.setattr(pipeline, "fingerprint", lambda ctx: None)
     # the reference's quality is cached: its one life is the perf baseline, after the candidates
-    monkeypatch.setattr(run_stages, "reference_cached", lambda ctx: True)
-    cached_life = (QualityOutput(role="reference"), None)
-    monkeypatch.setattr(run_stages, "reference_life", lambda ctx, with_perf, clock: cached_life)
-    monkeypatch.setattr(run_stages, "started", started)
+    monkeypatch.setattr(placement, "reference_cached", lambda ctx: True)
+    cached_life = ref_stage.ReferenceLife(QualityOutput(role="reference"), None)
+    monkeypatch.setattr(pipeline, "reference_life", lambda ctx, with_perf, clock: cached_life)
     monkeypatch.setattr(
-        run_stages, "quality_on", lambda ctx, rt, role, ref: QualityOutput(role="candidate")
+        candidate_stage, "quality_on", lambda ctx, rt, role, ref: QualityOutput(role="candidate")
     )
-    monkeypatch.setattr(run_stages, "divergence_of", lambda ref, cand: None)
-    monkeypatch.setattr(run_stages, "perf_on", perf_on)
-    monkeypatch.setattr(
-        run_stages, "perf_blocks", lambda ctx, rt, role, q: perf_on(ctx, rt, role, q)
-    )
-    monkeypatch.setattr(gates, "evaluate_quality", lambda spec, runs, div: [])
+    monkeypatch.setattr(candidate_stage, "divergence_of", lambda ref, cand: None)
+    monkeypatch.setattr(candidate_stage, "perf_blocks", perf_on)
+    monkeypatch.setattr(ref_stage, "perf_blocks", perf_on)
+    monkeypatch.setattr(candidate_stage, "evaluate_quality", lambda spec, runs, div: [])
     monkeypatch.setattr(report_stage, "report_of", lambda *a: None)
     monkeypatch.setattr(report_stage, "write_multi", write_multi)
 
@@ -139,49 +166,44 @@ def _stand_ins(
     broken: str | None = None,
     cached: bool = False,
 ) -> None:
-    @contextmanager
-    def started(ctx: RunContext, role: str) -> Iterator[str]:
-        name = ctx.run_dir.name if role == "candidate" else "reference"
-        calls.append(("start", name))
-        if name == broken:
-            raise RuntimeFailure("candidate", "exited with status 1", ["RuntimeError: boom"])
-        yield name
+    _use_lives(runs, _Lives(calls, broken))
 
     def perf_on(
-        ctx: RunContext, rt: str, role: str, q: QualityOutput, save: bool = True, block: int = 0
+        ctx: RunContext, rt: Any, role: str, q: QualityOutput, save: bool = True, block: int = 0
     ) -> list[SimpleNamespace]:
-        return [SimpleNamespace(scenario="s", rt=rt, block=block)]
+        return [SimpleNamespace(scenario="s", rt=getattr(rt, "name", rt), block=block)]
 
-    def reference_life(ctx: RunContext, with_perf: bool, clock: Any) -> tuple[QualityOutput, Any]:
+    def reference_life(ctx: RunContext, with_perf: bool, clock: Any) -> ref_stage.ReferenceLife:
         out = QualityOutput(role="reference")
         with clock.stage("reference_quality"):
             if cached:
-                return out, None
+                return ref_stage.ReferenceLife(out, None)
             calls.append(("start", "reference"))
         if not with_perf:
-            return out, None
+            return ref_stage.ReferenceLife(out, None)
         with clock.stage("reference_perf"):
-            return out, perf_on(ctx, "reference", "reference", out)
+            return ref_stage.ReferenceLife(out, perf_on(ctx, "reference", "reference", out))
 
-    monkeypatch.setattr(run_stages, "prepare", lambda opts, loaded: runs)
-    monkeypatch.setattr(run_stages, "fingerprint", lambda ctx: None)
-    monkeypatch.setattr(run_stages, "reference_cached", lambda ctx: cached)
+    monkeypatch.setattr(pipeline, "prepare", lambda opts, loaded, lives: runs)
+    monkeypatch.setattr(pipeline, "fingerprint", lambda ctx: None)
+    monkeypatch.setattr(placement, "reference_cached", lambda ctx: cached)
     monkeypatch.setattr(
-        run_stages,
+        pipeline,
         "preflight_candidate",
         lambda ctx, how: calls.append(("preflight", ctx.run_dir.name)),
     )
-    monkeypatch.setattr(run_stages, "reference_life", reference_life)
-    monkeypatch.setattr(run_stages, "started", started)
+    monkeypatch.setattr(pipeline, "reference_life", reference_life)
     monkeypatch.setattr(
-        run_stages, "quality_on", lambda ctx, rt, role, ref: QualityOutput(role="candidate")
+        candidate_stage, "quality_on", lambda ctx, rt, role, ref: QualityOutput(role="candidate")
     )
-    monkeypatch.setattr(run_stages, "divergence_of", lambda ref, cand: None)
-    monkeypatch.setattr(run_stages, "perf_on", perf_on)
-    monkeypatch.setattr(
-        run_stages, "perf_blocks", lambda ctx, rt, role, q: perf_on(ctx, rt, role, q)
-    )
-    monkeypatch.setattr(gates, "evaluate_quality", lambda spec, runs, div: [])
+    monkeypatch.setattr(candidate_stage, "divergence_of", lambda ref, cand: None)
+
+    def blocks(ctx: RunContext, rt: Any, role: str, q: QualityOutput) -> list[SimpleNamespace]:
+        return perf_on(ctx, rt, role, q)
+
+    monkeypatch.setattr(candidate_stage, "perf_blocks", blocks)
+    monkeypatch.setattr(ref_stage, "perf_blocks", blocks)
+    monkeypatch.setattr(candidate_stage, "evaluate_quality", lambda spec, runs, div: [])
 
 
 def _single(tmp_path: Path, placement: str = "sequence") -> RunSet:
@@ -282,9 +304,6 @@ def _side_by_side_stand_ins(
     calls: list[tuple[str, str]],
     gates_pass: bool = True,
 ) -> None:
-    from qgate.run import reference as ref_stage
-    from qgate.run import together
-
     _stand_ins(monkeypatch, runs, calls)
     monkeypatch.setattr(
         together,
@@ -331,11 +350,9 @@ def _side_by_side_stand_ins(
     monkeypatch.setattr(together, "quality_on", quality_on)
     monkeypatch.setattr(together, "judge", judge)
     monkeypatch.setattr(together, "save_raw", lambda *a: None)
-    monkeypatch.setattr(ref_stage, "store_reference", lambda ctx, out: None)
-    monkeypatch.setattr(run_stages, "perf_on", perf_on)
-    monkeypatch.setattr(
-        run_stages, "perf_blocks", lambda ctx, rt, role, q: perf_on(ctx, rt, role, q)
-    )
+    monkeypatch.setattr(together, "store_reference", lambda ctx, out: None)
+    monkeypatch.setattr(together, "perf_on", perf_on)
+    monkeypatch.setattr(together, "perf_blocks", lambda ctx, rt, role, q: perf_on(ctx, rt, role, q))
 
 
 def test_side_by_side_starts_both_at_once_and_interleaves_perf_blocks(
@@ -377,8 +394,6 @@ def _side_by_side_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quality_on: Any
 ) -> RunOptions:
     """Options of a side-by-side run whose quality stage is `quality_on` (the rest stand-ins)."""
-    from qgate.run import together
-
     calls: list[tuple[str, str]] = []
     runs = _single(tmp_path, placement="together")
     _side_by_side_stand_ins(monkeypatch, runs, calls)

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from qgate.cli.main import main
+from qgate.core.plan import Life, Plan, Work
 from qgate.profile.load import load_profile
 from qgate.profile.load_multi import load_multi_file
 from qgate.run.plan import describe, make_plan
@@ -33,6 +34,29 @@ def test_fresh_reference_serves_quality_and_perf_in_one_life() -> None:
     suites = {s.suite: s.items for s in plan.suites}
     assert suites["recall.1024"] == 15 and suites["divergence"] == 16
     assert suites["math.short"] == suites["math.long"] == 64
+
+
+def test_lives_are_typed_and_their_words_derived_from_the_type() -> None:
+    plan = make_plan(
+        [("candidate", _single("smollm2-cpu-int8"))], reference_cached=False, placement="x"
+    )
+    assert [life.work for life in plan.lives] == [
+        Work.QUALITY | Work.PERF_BASELINE,
+        Work.QUALITY | Work.GATES | Work.PERF,
+    ]
+    cached = make_plan(
+        [("candidate", _single("smollm2-cpu-int8"))], reference_cached=True, placement="x"
+    )
+    assert cached.lives[1].work == Work.PERF_BASELINE and cached.lives[1].side == "reference"
+    # the words are recorded (a report's plan is unchanged); the type is not
+    recorded = json.loads(plan.model_dump_json())["lives"][0]
+    assert list(recorded) == ["side", "serves", "condition", "placement"]
+    assert Plan.model_validate_json(plan.model_dump_json()).lives[0].serves == recorded["serves"]
+    together = Life.of("reference", Work.QUALITY | Work.PERF_BASELINE, "x", blocks=2)
+    assert together.serves == [
+        "quality suites",
+        "perf baseline in 2 interleaved block(s), if every gate passed",
+    ]
 
 
 def test_cached_reference_starts_once_after_the_candidates_for_perf_only() -> None:
@@ -183,7 +207,7 @@ def test_two_servers_share_one_accelerator_when_their_memory_shares_fit() -> Non
     assert _why(greedy, on_cpu=False) == "gpu_memory_utilization 0.3 + 0.7 > 0.9 of one device"
     eight = profile.model_copy(update={"target": profile.target.model_copy(update={"count": 8})})
     assert _why(eight, on_cpu=False) == "8 accelerators (servers share one device only)"
-    from qgate.run.stages import plan_for
+    from qgate.run.placement import plan_for
 
     plan = plan_for([("candidate", profile)], reference_cached=False, refresh=False)
     assert plan.mode == "together" and plan.starts == 2
@@ -193,7 +217,7 @@ def test_two_servers_share_one_accelerator_when_their_memory_shares_fit() -> Non
 
 
 def test_attribution_is_a_conditional_life_after_the_candidate() -> None:
-    from qgate.run.stages import plan_for
+    from qgate.run.placement import plan_for
 
     plan = plan_for(
         [("candidate", _single("smollm2-cpu-int4-attribute"))],

@@ -1,0 +1,52 @@
+"""Where a side's server lives: the one seam an executor replaces.
+
+Every server a run starts (the reference's life, each candidate's, a preflight,
+both sides of a side-by-side run, each attribution trial) is made by the run's
+`Lives`, through `RunContext.new_runtime(role)` (qgate/run/context.py)::
+
+    class Lives(Protocol):
+        def runtime(self, profile: Profile, role: Role, model: Path, logs: Path) -> Runtime
+
+It hands back a runtime **not yet started**; the run starts it (`with runtime:`
+in `context.started`, or `start()` then `wait_ready()` in qgate/run/together.py,
+which overlaps two start-ups), talks to it over HTTP at `base_url` and always
+stops it. `LOCAL` makes the engine's own runtime class in this process
+(qgate/runtime/factory.py). An executor that runs each life elsewhere (a Ray
+actor on a GPU node) hands back a proxy implementing the same protocol
+(qgate/core/serving.py: role, base_url, served_model, log_path, start,
+wait_ready, effective_config, check_alive, stop, and the context manager), with
+a `base_url` this process can reach, and is passed as
+`pipeline.run(opts, lives=...)`. Optional engine extras the run looks for with
+`getattr` (`cores_chosen`, `paused`, `can_dry_check`/`dry_check`, `metrics`)
+may be left out: the run then does without them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from qgate.core.records import Role
+from qgate.core.serving import Runtime
+from qgate.profile import Profile
+from qgate.runtime.factory import make_runtime
+
+__all__ = ["LOCAL", "Lives", "LocalLives"]
+
+
+class Lives(Protocol):
+    """Makes the runtime of one side's life (not started; the run starts and stops it)."""
+
+    def runtime(self, profile: Profile, role: Role, model: Path, logs: Path) -> Runtime:
+        """The runtime serving `model` as `profile` asks of `role`, its logs under `logs`."""
+        ...
+
+
+class LocalLives:
+    """Every life a server process of this machine (or the endpoint the profile names)."""
+
+    def runtime(self, profile: Profile, role: Role, model: Path, logs: Path) -> Runtime:
+        return make_runtime(profile, role, model, logs)
+
+
+LOCAL: Lives = LocalLives()

@@ -1,0 +1,114 @@
+"""The perf stage of one life: every perf scenario on a started runtime, in blocks.
+
+Correctness under load rides along: the math items this runtime answered in its
+quality stage are asked again between the scenarios' requests (`_probes`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from qgate.core.records import Role
+from qgate.core.serving import Runtime
+from qgate.perf.client import run_loop
+from qgate.perf.probes import Probe
+from qgate.perf.records import ScenarioRun
+from qgate.perf.runner import run_scenarios
+from qgate.perf.workloads import BLOCK
+from qgate.profile import ANSWER_MAX_TOKENS
+from qgate.quality.math_suite import load_math_set, short_prompt
+from qgate.quality.sizing import math_limit
+from qgate.quality.stage import QualityOutput, runtime_headers
+from qgate.run.context import RunContext, save_raw
+from qgate.run.plan import blocks_of
+from qgate.runtime.causes import blamed_on
+
+__all__ = ["PROBES_MAX", "compares_to_reference", "perf_blocks", "perf_on"]
+
+log = logging.getLogger("qgate")
+
+PROBES_MAX = 16
+
+
+def _probes(ctx: RunContext, quality: QualityOutput) -> list[Probe]:
+    """Math items for correctness under load, with this runtime's quality-stage answers."""
+    spec = ctx.profile.quality.math
+    run = next((r for r in quality.runs if r.suite == "math.short"), None)
+    if spec is None or run is None:
+        return []
+    items = {i.id: i for i in load_math_set(spec.set, math_limit(spec))[0]}
+    out: list[Probe] = []
+    for rec in run.items[:PROBES_MAX]:
+        item = items.get(rec.id)
+        if item is not None:
+            out.append(
+                (rec.id, [{"role": "user", "content": short_prompt(item.question)}], rec.answer)
+            )
+    return out
+
+
+def perf_on(
+    ctx: RunContext,
+    runtime: Runtime,
+    role: Role,
+    quality: QualityOutput,
+    save: bool = True,
+    block: int = 0,
+) -> list[ScenarioRun]:
+    """Every perf scenario on one started runtime; raw records saved at once (unless the
+    caller saves them with other blocks'). Block `block` draws its own prompts."""
+    spec = ctx.profile.perf
+    assert spec is not None
+    if quality.effective_config is None:  # a preview's reference starts only for perf
+        quality.effective_config = runtime.effective_config()
+    math = ctx.profile.quality.math
+    # The same event loop (uvloop when installed) as `qgate perf`: the fidelity measured
+    # by perf/bench_client_fidelity.py is the fidelity shipped.
+    token = BLOCK.set(block)
+    try:
+        with blamed_on(runtime):
+            runs = run_loop(
+                run_scenarios(
+                    runtime.base_url,
+                    runtime.served_model,
+                    spec,
+                    role,
+                    gpus=ctx.profile.target.count,
+                    headers=runtime_headers(runtime),
+                    metric_names=getattr(runtime, "metrics", None),
+                    probes=_probes(ctx, quality),
+                    probe_params={
+                        "temperature": 0.0,
+                        "seed": ctx.profile.quality.seed,
+                        "max_tokens": math.max_tokens if math else ANSWER_MAX_TOKENS,
+                    },
+                    progress=ctx.opts.progress,
+                    timeout_s=ctx.profile.engine.request_timeout_s,
+                )
+            )
+    finally:
+        BLOCK.reset(token)
+    runs = [r.model_copy(update={"block": block}) for r in runs] if block else runs
+    if save:
+        save_raw(ctx, f"{role}-perf.json", runs)
+    return runs
+
+
+def perf_blocks(
+    ctx: RunContext, runtime: Runtime, role: Role, quality: QualityOutput
+) -> list[ScenarioRun]:
+    """perf.blocks blocks of every scenario on one runtime in one life (in sequence: the
+    blocks' spread covers the drift within a life, not between the two lives)."""
+    runs: list[ScenarioRun] = []
+    blocks = blocks_of(ctx.profile, together=False)
+    for block in range(blocks):
+        if blocks > 1:
+            log.info("perf block %d/%d: %s", block + 1, blocks, role)
+        runs += perf_on(ctx, runtime, role, quality, save=False, block=block)
+        save_raw(ctx, f"{role}-perf.json", runs)
+    return runs
+
+
+def compares_to_reference(ctx: RunContext) -> bool:
+    """The candidate's speed is compared with the reference's (not a published baseline)."""
+    return ctx.profile.perf is not None and ctx.profile.perf.compare_to == "reference"

@@ -1,0 +1,134 @@
+"""The plan on this machine: its cores and memory decide side by side or in sequence.
+
+`plan_for` measures what the pure `make_plan` (qgate/run/plan.py) is a function
+of (usable cores, available memory, the engine's placement) and adds the lives
+attribution may take; `plan` is the run's plan, logged before any life starts.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from qgate.core.plan import Life, Plan, Work
+from qgate.profile import Profile
+from qgate.profile.changes import changes_of
+from qgate.report.attribution import budget_note
+from qgate.run.attribute import attribution_wanted
+from qgate.run.context import RunSet
+from qgate.run.plan import describe, make_plan, memory_shares, sequence_reason
+from qgate.run.reference import reference_cached
+from qgate.runtime.capabilities import engine_on_cpu
+from qgate.runtime.command import CPU_KVCACHE_DEFAULT, CPU_KVCACHE_ENV
+from qgate.runtime.cores import bind_spec, usable_cores
+
+__all__ = ["plan", "plan_for", "placement"]
+
+log = logging.getLogger("qgate")
+
+
+def placement(profile: Profile) -> str:
+    """Where a started runtime runs, in words (the plan's placement)."""
+    kinds = {profile.engine_of(role).kind for role in ("reference", "candidate")}
+    if kinds == {"endpoint"}:
+        return "already running (endpoints)"
+    target = profile.target
+    if target.accelerator.lower() == "cpu" or engine_on_cpu(profile):
+        cores = usable_cores()
+        return f"cores {bind_spec(cores)} (all {len(cores)} usable), one server at a time"
+    return f"{target.count} x {target.accelerator}, one server at a time"
+
+
+def plan_for(
+    profiles: list[tuple[str, Profile]], reference_cached: bool | None, refresh: bool
+) -> Plan:
+    """The plan on this machine: its cores and memory decide side by side or in sequence."""
+    first = profiles[0][1]
+    cores = usable_cores()
+    # side by side on the CPU only where the profile targets it (a GPU profile on a CPU
+    # build of vLLM runs as written, one server at a time)
+    on_cpu = first.target.accelerator.lower() == "cpu" and engine_on_cpu(first)
+    why = sequence_reason(
+        profiles,
+        reference_cached=reference_cached,
+        refresh=refresh,
+        on_cpu=on_cpu,
+        cores=len(cores),
+        available_gib=_available_gib(),
+        kv_cache_gib=_kv_cache_gib(first),
+    )
+    side_by_side = None
+    if why is None and on_cpu:
+        half = len(cores) // 2
+        side_by_side = (
+            f"cores {bind_spec(cores[:half])} (of {len(cores)})",
+            f"cores {bind_spec(cores[half : half * 2])} (of {len(cores)})",
+        )
+    elif why is None:
+        shares = memory_shares(first)
+        assert shares is not None  # sequence_reason found them
+        device = f"{first.target.accelerator} 0"
+        side_by_side = (
+            f"{device}, {shares[0]:.0%} of its memory",
+            f"{device}, {shares[1]:.0%} of its memory, started once the reference is ready",
+        )
+    out = make_plan(
+        profiles,
+        reference_cached=reference_cached,
+        placement=placement(first),
+        refresh=refresh,
+        side_by_side=side_by_side,
+    )
+    for name, profile in profiles:
+        if profile.attribution is not None and profile.attribution.enabled:
+            _attribution_life(out, name, profile)
+    if why is not None and first.engine.placement == "together":
+        out.notes.append(f"engine.placement 'together' cannot apply here ({why}): in sequence")
+    elif why is not None and out.lives and on_cpu:
+        out.notes.append(f"in sequence: {why}")
+    return out
+
+
+def _attribution_life(out: Plan, name: str, profile: Profile) -> None:
+    """The lives attribution may take, after the candidate's (once per candidate)."""
+    side = f"{name} attribution"
+    if any(life.side == side for life in out.lives):
+        return
+    lives = profile.attribution.max_lives if profile.attribution else 8
+    condition = f"when {name} fails its gates; up to {lives} lives"
+    out.lives.append(Life.of(side, Work.SUB_CANDIDATES, placement(profile), condition))
+    changes = changes_of(profile, profile.attribution.groups if profile.attribution else [])
+    out.notes.append(f"{side}: {budget_note(len(changes), lives)}")
+
+
+def _available_gib() -> float | None:
+    """MemAvailable of /proc/meminfo in GiB (None where there is none)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        return None
+    return None
+
+
+def _kv_cache_gib(profile: Profile) -> float:
+    sizes = [profile.engine_of(r).env.get(CPU_KVCACHE_ENV) for r in ("reference", "candidate")]
+    sizes += [getattr(profile, r).env.get(CPU_KVCACHE_ENV) for r in ("reference", "candidate")]
+    try:
+        return max(float(s) for s in [*sizes, CPU_KVCACHE_DEFAULT] if s)
+    except ValueError:
+        return float(CPU_KVCACHE_DEFAULT)
+
+
+def plan(runs: RunSet) -> Plan:
+    """The run plan (qgate/run/plan.py): every life, decided before any starts; logged."""
+    profiles = list(zip(runs.names, (c.profile for c in runs.candidates), strict=True))
+    refresh = runs.reference.opts.refresh_reference
+    out = plan_for(profiles, reference_cached(runs.reference), refresh)
+    for name, ctx in zip(runs.names, runs.candidates, strict=True):
+        if attribution_wanted(ctx):  # --attribute, where the profile does not ask for it
+            _attribution_life(out, name, ctx.profile)
+    for line in describe(out):
+        log.info("%s", line)
+    return out
