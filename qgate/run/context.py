@@ -32,6 +32,7 @@ from qgate.profile import Profile
 from qgate.profile.engine_checks import starts_process
 from qgate.profile.load import LoadedProfile
 from qgate.profile.load_multi import LoadedMulti
+from qgate.profile.started_checks import attribution_refused
 from qgate.quality.board import Board
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.divergence_data import ScoreSet
@@ -213,8 +214,6 @@ def prepare(opts: RunOptions, loaded: LoadedProfile | LoadedMulti, lives: Lives 
         declared = [("candidate", loaded.profile)]
         run_name = loaded.profile.name
     if opts.attribute:
-        from qgate.profile.started_checks import attribution_refused
-
         for _, profile in declared:
             why = attribution_refused(profile)
             if why is not None:
