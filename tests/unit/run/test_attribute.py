@@ -103,8 +103,8 @@ def test_a_spent_budget_is_recorded_with_the_set_it_would_try_next(
     ) -> CandidateResult:
         return CandidateResult(name=name, error="did not start")
 
-    monkeypatch.setattr(candidate_stage, "evaluate", evaluate)
-    monkeypatch.setattr(context_stage, "model_paths", lambda profile, source: {})
+    monkeypatch.setattr(attribute_module, "evaluate", evaluate)
+    monkeypatch.setattr(attribute_module, "model_paths", lambda profile, source: {})
     att = attribute(ctx, QualityOutput(role="reference"), max_lives=1, groups=[])
     assert att.lives == 1 and not att.complete and att.minimal is None
     assert att.not_tried == ["emulate_weights"]
