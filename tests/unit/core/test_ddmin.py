@@ -11,7 +11,7 @@ import itertools
 
 import pytest
 
-from qgate.core.ddmin import Outcome, Search, search, worst_case
+from qgate.core.ddmin import Outcome, Search, search, search_rounds, worst_case
 
 
 def _oracle(culprits: set[frozenset[str]], calls: list[tuple[str, ...]]):  # type: ignore[no-untyped-def]
@@ -139,3 +139,135 @@ def test_errors_do_not_count_as_failing() -> None:
 
     found = search(["a", "b"], oracle, budget=8)
     assert found == Search(failing=None, complete=True, tests=2, next_set=None)
+
+
+class _Out(Exception):
+    def __init__(self, key: tuple[str, ...]) -> None:
+        self.key = key
+
+
+def _one_at_a_time(names, test, budget) -> Search:  # type: ignore[no-untyped-def]
+    """The search as written before rounds (one test at a time): the reference for rounds."""
+    tried: dict[tuple[str, ...], Outcome] = {}
+
+    def fails(subset):  # type: ignore[no-untyped-def]
+        key = tuple(n for n in names if n in subset)
+        if key not in tried:
+            if len(tried) >= budget:
+                raise _Out(key)
+            tried[key] = test(key)
+        return tried[key] == "FAIL"
+
+    current = list(names)
+
+    def found(complete, next_set=None):  # type: ignore[no-untyped-def]
+        failing = tuple(current) if len(current) < len(names) else None
+        return Search(failing, complete, len(tried), next_set)
+
+    n = 2
+    try:
+        while len(current) >= 2:
+            size = -(-len(current) // n)
+            parts = [current[i : i + size] for i in range(0, len(current), size)]
+            part = next((p for p in parts if fails(p)), None)
+            if part is not None:
+                current, n = part, 2
+                continue
+            rest = next(
+                (c for p in parts if len(c := [x for x in current if x not in p]) and fails(c)),
+                None,
+            )
+            if rest is not None:
+                current, n = rest, max(n - 1, 2)
+                continue
+            if n >= len(current):
+                break
+            n = min(len(current), 2 * n)
+    except _Out as out:
+        return found(False, out.key)
+    return found(True)
+
+
+def _random_oracle(seed: int, names: list[str]):  # type: ignore[no-untyped-def]
+    import random
+
+    rng = random.Random(seed)
+    culprits = [frozenset(rng.sample(names, rng.randint(1, 3))) for _ in range(rng.randint(1, 2))]
+    errors = {tuple(rng.sample(names, 1)) for _ in range(rng.randint(0, 2))}
+
+    def oracle(key: tuple[str, ...]) -> Outcome:
+        if key in errors:
+            return "ERROR"
+        return "FAIL" if any(c <= set(key) for c in culprits) else "PASS"
+
+    return oracle
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_rounds_of_width_one_ask_exactly_what_one_at_a_time_asks(seed: int) -> None:
+    names = _names(3 + seed % 5)
+    oracle = _random_oracle(seed, names)
+    budget = 2 + seed % 12
+    calls_old: list[tuple[str, ...]] = []
+    calls_new: list[tuple[str, ...]] = []
+    old = _one_at_a_time(names, lambda k: calls_old.append(k) or oracle(k), budget)
+    new = search_rounds(
+        names, lambda ks: [calls_new.append(k) or oracle(k) for k in ks], budget, width=1
+    )
+    assert new == old and calls_new == calls_old
+
+
+@pytest.mark.parametrize("width", [2, 3, 4])
+@pytest.mark.parametrize("seed", range(40))
+def test_wider_rounds_find_the_same_set_in_fewer_waves_within_the_budget(
+    seed: int, width: int
+) -> None:
+    names = _names(4 + seed % 5)
+    oracle = _random_oracle(seed, names)
+    one: list[list[tuple[str, ...]]] = []
+    wide: list[list[tuple[str, ...]]] = []
+    budget = 64  # ample: both searches end by themselves
+
+    def batches(log):  # type: ignore[no-untyped-def]
+        return lambda ks: (log.append(list(ks)), [oracle(k) for k in ks])[1]
+
+    got = search_rounds(names, batches(wide), budget, width)
+    want = search_rounds(names, batches(one), budget, 1)
+    assert (got.failing, got.complete) == (want.failing, want.complete)
+    assert all(1 <= len(b) <= width for b in wide)
+    assert len(wide) <= len(one)  # never more waves
+    flat = [k for b in wide for k in b]
+    assert len(set(flat)) == len(flat) == got.tests  # no set tested twice
+    assert {k for b in one for k in b} <= set(flat)  # at most extra sets, none missing
+
+
+def test_the_first_round_of_four_changes_on_two_lives_takes_one_wave_per_pair() -> None:
+    waves: list[list[tuple[str, ...]]] = []
+
+    def test_many(keys: list[tuple[str, ...]]) -> list[Outcome]:
+        waves.append(keys)
+        return ["FAIL" if "c" in k else "PASS" for k in keys]
+
+    found = search_rounds(list("abcd"), test_many, budget=8, width=2)
+    assert found.failing == ("c",) and found.complete
+    # halves first (a b | c d): the second half fails; then c | d; then (c alone is 1-minimal)
+    assert waves[0] == [("a", "b"), ("c", "d")]
+
+
+@pytest.mark.parametrize("width", [1, 2, 3])
+def test_a_round_never_starts_more_tests_than_the_budget(width: int) -> None:
+    started: list[tuple[str, ...]] = []
+
+    def test_many(keys: list[tuple[str, ...]]) -> list[Outcome]:
+        started.extend(keys)
+        return ["FAIL" if set("ae") <= set(k) else "PASS" for k in keys]
+
+    found = search_rounds(list("abcdef"), test_many, budget=3, width=width)
+    assert len(started) == found.tests <= 3
+    assert not found.complete and found.next_set is not None
+    assert found.next_set not in started
+
+
+def test_width_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="width"):
+        search_rounds(["a"], lambda ks: ["PASS"] * len(ks), 4, width=0)
