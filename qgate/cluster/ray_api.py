@@ -1,0 +1,63 @@
+"""The one place qgate imports `ray` (heavy, optional: `pip install 'qgate-llm[ray]'`).
+
+`connect` joins a running cluster as its driver (an address `HOST:PORT`, or `auto`
+for the cluster this machine belongs to) and shuts the connection down when qgate
+exits, which also ends every actor it started; `nodes` lists the alive nodes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+from types import ModuleType
+
+from qgate.cluster.placement import NodeInfo
+from qgate.errors import BadInput, InfrastructureError
+
+__all__ = ["ADDRESS_ENV", "connect", "import_ray", "nodes", "ray_version"]
+
+ADDRESS_ENV = "RAY_ADDRESS"
+
+
+def import_ray() -> ModuleType:
+    """`ray`, or BadInput naming the extra to install."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise BadInput("a Ray cluster needs Ray: pip install 'qgate-llm[ray]' (Ray 2.60)") from exc
+    return ray
+
+
+def ray_version() -> str:
+    return str(import_ray().__version__)
+
+
+def connect(address: str | None) -> str:
+    """Join the cluster at `address` (else $RAY_ADDRESS) unless already joined; its address.
+
+    The connection is shut down at exit (the actors of the run end with it).
+    """
+    ray = import_ray()
+    if ray.is_initialized():
+        return str(ray.get_runtime_context().gcs_address)
+    target = address or os.environ.get(ADDRESS_ENV)
+    if not target:
+        raise BadInput(f"no Ray cluster named: give --cluster ADDRESS or set {ADDRESS_ENV}")
+    try:
+        ray.init(address=target, logging_level="WARNING", log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise InfrastructureError(f"cannot join the Ray cluster at {target}: {exc}") from exc
+    atexit.register(ray.shutdown)
+    return str(ray.get_runtime_context().gcs_address)
+
+
+def nodes() -> list[NodeInfo]:
+    """The alive nodes of the joined cluster, in Ray's order."""
+    ray = import_ray()
+    out = []
+    for n in ray.nodes():
+        if not n.get("Alive"):
+            continue
+        res = {k: float(v) for k, v in n["Resources"].items() if not k.startswith("node:")}
+        out.append(NodeInfo(node_id=n["NodeID"], ip=n["NodeManagerAddress"], resources=res))
+    return out

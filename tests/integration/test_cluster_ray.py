@@ -1,0 +1,146 @@
+"""Lives on a simulated two-node Ray cluster: each an actor on its own node, nothing left after.
+
+Stand-in engines (tests/integration/fake_vllm.py, started exactly as vLLM would be)
+keep these cheap: what is tested is the placement, the HTTP from the driver, the log
+copied back, the stop on every path, and attribution's rounds run as waves.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from qgate.cluster import ray_api
+from qgate.cluster.life import RayLife
+from qgate.cluster.placement import LifeNeeds, assign, capacity, needs_of
+from qgate.cluster.waves import Wave, ddmin_on
+from qgate.core import http
+from qgate.core.ddmin import Key, Outcome, search
+from qgate.errors import RuntimeFailure
+from qgate.runtime.vllm_server import VllmServer
+
+pytestmark = pytest.mark.integration
+
+
+def _stand_in(role: str, run_dir: Path, launcher: list[str], served: str) -> VllmServer:
+    return VllmServer(
+        role=role,  # type: ignore[arg-type]
+        model_path=Path("/stand-in/model"),
+        served_model=served,
+        run_dir=run_dir,
+        launcher=launcher,
+        accelerator="cpu",
+        startup_timeout_s=120,
+    )
+
+
+def _left(marker: str) -> list[str]:
+    """Processes of this test still alive (not zombies): servers, guards, actors."""
+    out = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if marker in cmd and p.info["status"] != psutil.STATUS_ZOMBIE:
+            out.append(cmd[:120])
+    return out
+
+
+def _gone(marker: str, timeout: float = 20.0) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while (left := _left(marker)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def test_each_life_runs_on_its_own_node_and_the_driver_talks_to_it(
+    ray_cluster: object, fake_launcher: list[str], tmp_path: Path
+) -> None:
+    ray_api.connect(ray_cluster.address)  # type: ignore[attr-defined]
+    nodes = ray_api.nodes()
+    assert len(nodes) == 2
+    marker = f"stand-in-{uuid.uuid4().hex[:8]}"
+    needs = [needs_of("cpu", 1, 1, {"ref": 1}), needs_of("cpu", 1, 1, {"cand": 1})]
+    placed = assign(needs, nodes)
+    assert not isinstance(placed, str)
+    lives = [
+        RayLife(_stand_in(role, tmp_path, fake_launcher, marker), need, f"{role}-{marker}", node)
+        for role, need, node in zip(("reference", "candidate"), needs, placed, strict=True)
+    ]
+    try:
+        for life in lives:
+            life.start()
+        for life in lives:
+            life.wait_ready()
+        ids = [life.placement.node_id for life in lives if life.placement]
+        assert ids == [n.node_id for n in placed] and len(set(ids)) == 2
+        for life in lives:
+            models = http.get_json(f"{life.base_url}/models", timeout=10)
+            assert models["data"][0]["id"] == marker
+            assert life.effective_config().engine_version == "0.0.0-fake"
+            life.check_alive()
+        assert len(_left(marker)) >= 4  # two servers and their guards, on their nodes
+    finally:
+        for life in lives:
+            life.stop()
+    assert _gone(marker) == []
+    log = (tmp_path / "candidate.log").read_text()
+    assert "fake vllm: serving on" in log  # the node's log, copied back to the driver
+    assert "stopped; its actor ended" in log
+
+
+def test_a_life_that_fails_on_its_node_is_reported_with_its_log_and_leaves_nothing(
+    ray_cluster: object, fake_launcher: list[str], tmp_path: Path
+) -> None:
+    ray_api.connect(ray_cluster.address)  # type: ignore[attr-defined]
+    marker = f"stand-in-{uuid.uuid4().hex[:8]}"
+    life = RayLife(
+        _stand_in("candidate", tmp_path, [*fake_launcher, "--fake-mode", "exit"], marker),
+        needs_of("cpu", 1, 1, {"cand": 1}),
+        f"candidate-{marker}",
+    )
+    with pytest.raises(RuntimeFailure) as err:
+        with life:
+            pass
+    assert "exited during startup" in err.value.message
+    assert str(tmp_path / "candidate.log") in err.value.message  # the driver's copy
+    assert any("refuses this configuration" in line for line in err.value.log_tail)
+    assert _gone(marker) == []
+
+
+def test_attribution_rounds_run_as_parallel_waves_on_the_cluster(
+    ray_cluster: object, fake_launcher: list[str], tmp_path: Path
+) -> None:
+    """Three changes, two nodes: the singles round runs in two waves instead of three lives."""
+    ray_api.connect(ray_cluster.address)  # type: ignore[attr-defined]
+    nodes = ray_api.nodes()
+    one = LifeNeeds(num_cpus=1)
+    width = capacity(one, nodes)
+    assert width == 2
+    marker = f"stand-in-{uuid.uuid4().hex[:8]}"
+    spans: dict[Key, tuple[float, float, str]] = {}
+
+    def verdict(key: Key) -> Outcome:
+        return "FAIL" if "kv" in key else "PASS"
+
+    def trial(key: Key, wave: Wave) -> Outcome:
+        name = "-".join(key)
+        server = _stand_in("candidate", tmp_path / name, fake_launcher, marker)
+        with wave.hold(RayLife(server, one, f"only-{name}-{marker}")) as life:
+            start = time.monotonic()
+            http.get_json(f"{life.base_url}/models", timeout=10)  # the suites, from the driver
+            time.sleep(2.0)
+            assert life.placement is not None
+            spans[key] = (start, time.monotonic(), life.placement.node_id)
+        return verdict(key)
+
+    waves: list[list[Key]] = []
+    found = ddmin_on(["weights", "kv", "kernels"], trial, 8, width, on_wave=waves.append)
+    assert found == search(["weights", "kv", "kernels"], verdict, 8)  # as one at a time
+    assert waves == [[("weights",), ("kv",)], [("kernels",)]]
+    first, second = spans[("weights",)], spans[("kv",)]
+    assert first[0] < second[1] and second[0] < first[1], "a wave's trials did not overlap"
+    assert first[2] != second[2], "a wave's trials shared a node"
+    assert _gone(marker) == []

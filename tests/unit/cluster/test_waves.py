@@ -1,0 +1,88 @@
+"""A wave runs its jobs at once; Ctrl-C or an error stops every life it holds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from qgate.cluster.waves import Wave, ddmin_on
+from qgate.core.ddmin import Key, Outcome
+
+
+class _Life:
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def test_a_waves_jobs_run_at_once_and_return_in_order() -> None:
+    barrier = threading.Barrier(3, timeout=10)  # only passes when all three run together
+
+    def job(i: int) -> int:
+        barrier.wait()
+        return i * 10
+
+    assert Wave().run([lambda i=i: job(i) for i in range(3)]) == [0, 10, 20]  # type: ignore[misc]
+
+
+def test_an_error_in_one_job_is_raised_once_every_job_has_ended() -> None:
+    ended: list[int] = []
+
+    def ok() -> int:
+        time.sleep(0.3)
+        ended.append(1)
+        return 1
+
+    def bad() -> int:
+        raise RuntimeError("life failed")
+
+    with pytest.raises(RuntimeError, match="life failed"):
+        Wave().run([ok, bad])
+    assert ended == [1]
+
+
+def test_ctrl_c_while_waiting_stops_every_life_of_the_wave() -> None:
+    wave = Wave()
+    lives = [wave.hold(_Life()), wave.hold(_Life())]
+
+    def job(life: _Life) -> None:
+        life.stopped.wait(10)  # a life runs until it is stopped
+
+    def interrupt() -> None:
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        wave.run([lambda life=life: job(life) for life in lives])  # type: ignore[misc]
+    assert all(life.stopped.is_set() for life in lives)
+    assert time.monotonic() - started < 5
+
+
+def test_attribution_rounds_run_as_waves_of_at_most_width_trials() -> None:
+    waves: list[list[Key]] = []
+    running = 0
+    most = 0
+    lock = threading.Lock()
+
+    def trial(key: Key, wave: Wave) -> Outcome:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.2)
+        with lock:
+            running -= 1
+        return "FAIL" if "b" in key and "c" in key else "PASS"
+
+    found, skipped = ddmin_on(list("abcd"), trial, budget=20, width=2, on_wave=waves.append)
+    assert found == ("b", "c") and skipped == []
+    assert all(len(w) <= 2 for w in waves) and most == 2
+    assert waves[:2] == [[("a",), ("b",)], [("c",), ("d",)]]
