@@ -101,9 +101,8 @@ def test_a_life_that_fails_on_its_node_is_reported_with_its_log_and_leaves_nothi
         needs_of("cpu", 1, 1, {"cand": 1}),
         f"candidate-{marker}",
     )
-    with pytest.raises(RuntimeFailure) as err:
-        with life:
-            pass
+    with pytest.raises(RuntimeFailure) as err, life:
+        pass
     assert "exited during startup" in err.value.message
     assert str(tmp_path / "candidate.log") in err.value.message  # the driver's copy
     assert any("refuses this configuration" in line for line in err.value.log_tail)
