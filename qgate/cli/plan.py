@@ -20,6 +20,7 @@ import click
 from qgate.cli.util import TEXT_OR_JSON
 
 if TYPE_CHECKING:
+    from qgate.core.plan import Plan
     from qgate.profile import Profile
 
 
@@ -33,6 +34,20 @@ if TYPE_CHECKING:
 )
 @click.option("--refresh-reference", is_flag=True, help="Plan as `run --refresh-reference`.")
 @click.option(
+    "--cluster",
+    metavar="ADDRESS",
+    default=None,
+    help="Also plan on this Ray cluster (HOST:PORT, or 'auto'): which lives run together "
+    "and the expected wall time against the local plan (docs/cluster.md). JSON: the "
+    "cluster plan.",
+)
+@click.option(
+    "--life-s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds one life takes, to state the expected wall times in minutes.",
+)
+@click.option(
     "--format",
     "fmt",
     type=TEXT_OR_JSON,
@@ -40,7 +55,14 @@ if TYPE_CHECKING:
     show_default=True,
     help="Lines for people, or the plan as JSON.",
 )
-def plan_cmd(profile: Path, cache_dir: Path | None, refresh_reference: bool, fmt: str) -> None:
+def plan_cmd(
+    profile: Path,
+    cache_dir: Path | None,
+    refresh_reference: bool,
+    cluster: str | None,
+    life_s: float | None,
+    fmt: str,
+) -> None:
     """Print the run plan of PROFILE (server lives, suites, scenarios); start nothing."""
     from qgate.errors import BadInput
     from qgate.profile.load import LoadedProfile
@@ -74,6 +96,9 @@ def plan_cmd(profile: Path, cache_dir: Path | None, refresh_reference: bool, fmt
     else:
         plan = plan_for(selected, cached, refresh_reference)
     plan.notes.extend(refusals)
+    if cluster is not None:
+        _cluster(plan, selected, cluster, life_s, fmt)
+        return
     if fmt == "json":
         click.echo(json.dumps(plan.model_dump(mode="json"), indent=1))
         return
@@ -96,3 +121,29 @@ def _cached(profile: Profile, cache_dir: Path | None) -> bool | None:
     key = reference_key_for(profile, fingerprint)
     root = (cache_dir or cache_root()) / "reference"
     return (root / key).is_dir()
+
+
+def _cluster(
+    plan: Plan, selected: list[tuple[str, Profile]], address: str, life_s: float | None, fmt: str
+) -> None:
+    """The local plan, then its waves on the cluster at `address` (JSON: the cluster plan)."""
+    from qgate.cluster import ray_api
+    from qgate.cluster.plan import cluster_plan, describe_cluster
+    from qgate.errors import BadInput
+    from qgate.profile.changes import changes_of
+    from qgate.run.plan import describe
+
+    joined = ray_api.connect(address)
+    changes = {
+        name: len(changes_of(p, p.attribution.groups if p.attribution else []))
+        for name, p in selected
+        if any(life.side == f"{name} attribution" for life in plan.lives)
+    }
+    out = cluster_plan(plan, selected, ray_api.nodes(), joined, changes=changes, life_s=life_s)
+    if isinstance(out, str):
+        raise BadInput(f"--cluster {address}: {out}")
+    if fmt == "json":
+        click.echo(json.dumps(out.model_dump(mode="json"), indent=1))
+        return
+    for line in [*describe(plan), *describe_cluster(out)]:
+        click.echo(line)

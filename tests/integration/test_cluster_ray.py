@@ -143,3 +143,20 @@ def test_attribution_rounds_run_as_parallel_waves_on_the_cluster(
     assert first[0] < second[1] and second[0] < first[1], "a wave's trials did not overlap"
     assert first[2] != second[2], "a wave's trials shared a node"
     assert _gone(marker) == []
+
+
+def test_plan_on_the_cluster_says_which_lives_run_together(ray_cluster: object) -> None:
+    from click.testing import CliRunner
+
+    from qgate.cli.main import main
+
+    shipped = Path(__file__).resolve().parents[2] / "precision_profiles"
+    address = ray_cluster.address  # type: ignore[attr-defined]
+    result = CliRunner().invoke(
+        main, ["plan", str(shipped / "smollm2-cpu-multi.yaml"), "--cluster", address]
+    )
+    assert result.exit_code == 0, result.output
+    assert f"cluster {address}: 2 node(s)" in result.output
+    waves = [line for line in result.output.splitlines() if line.startswith("  wave ")]
+    assert len(waves) == 3 and waves[0].startswith("  wave 1: reference on ")
+    assert "on the cluster against 5 life length(s) locally" in result.output

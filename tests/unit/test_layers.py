@@ -3,7 +3,7 @@ imports another's private names, no two modules import each other (directly or r
 circle), and at most a handful of modules sit at the top of qgate/.
 
 Layers, bottom first (docs/development.md, "Layout"): errors, core, profile, attest, checkpoint,
-runtime, quality, perf, report, run, cli. Imports made only for type checking count too.
+runtime, quality, perf, report, cluster, run, cli. Imports made only for type checking count too.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ LAYERS = [
     "quality",
     "perf",
     "report",
+    "cluster",
     "run",
     "cli",
 ]

@@ -1,0 +1,78 @@
+"""The plan on a Ray cluster: lives in waves on nodes, and the wall time against the local plan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qgate.cluster.placement import NodeInfo
+from qgate.cluster.plan import cluster_plan, describe_cluster
+from qgate.profile.load import load_profile
+from qgate.profile.load_multi import load_multi_file
+from qgate.run.plan import make_plan
+
+SHIPPED = Path(__file__).resolve().parents[3] / "precision_profiles"
+
+
+def _nodes(count: int, **res: float) -> list[NodeInfo]:
+    return [
+        NodeInfo(node_id=f"{i:02d}" + "ab" * 20, ip=f"10.0.0.{i}", resources={"CPU": 1, **res})
+        for i in range(count)
+    ]
+
+
+def test_a_multi_candidate_run_starts_as_many_lives_at_once_as_the_nodes_hold() -> None:
+    multi = load_multi_file(SHIPPED / "smollm2-cpu-multi.yaml", check_files=False).multi
+    profiles = [(c.name, c.profile) for c in multi.candidates]
+    plan = make_plan(profiles, reference_cached=False, placement="here")
+    out = cluster_plan(plan, profiles, _nodes(2), "head:6379")
+    assert not isinstance(out, str)
+    sides = [w.lives for w in out.waves]
+    assert sides == [
+        ["reference", profiles[0][0]],
+        [profiles[1][0], profiles[2][0]],
+        [profiles[3][0]],
+    ]
+    assert all(len(set(w.nodes)) == len(w.nodes) for w in out.waves)  # distinct nodes
+    assert (out.local_lengths, out.cluster_lengths) == (5, 3)
+    wider = cluster_plan(plan, profiles, _nodes(5), "head:6379")
+    assert not isinstance(wider, str) and wider.cluster_lengths == 1
+
+
+def test_attribution_rounds_are_planned_in_waves_of_the_clusters_width() -> None:
+    profile = load_profile(SHIPPED / "smollm2-cpu-int4-attribute.yaml", check_files=False)
+    plan = make_plan([("candidate", profile)], reference_cached=False, placement="here")
+    from qgate.run.stages import _attribution_life
+
+    _attribution_life(plan, "candidate", profile)
+    out = cluster_plan(
+        plan, [("candidate", profile)], _nodes(2), "head:6379", changes={"candidate": 3}, life_s=60
+    )
+    assert not isinstance(out, str)
+    trials = [w for w in out.waves if w.condition.startswith("when candidate fails")]
+    assert [len(w.lives) for w in trials] == [2, 1] and out.attribution_width == 2
+    text = "\n".join(describe_cluster(out))
+    assert "in 2 wave(s) of at most 2 against 3 lives" in text
+    assert "~1.0 min (1 x 60 s) on the cluster against ~2.0 min (2 x 60 s) locally (x2.0" in text
+
+
+def test_a_life_no_node_holds_is_named() -> None:
+    profile = load_profile(SHIPPED / "kimi-k3-fp8kv-h200.yaml", check_files=False)
+    plan = make_plan([("candidate", profile)], reference_cached=False, placement="here")
+    assert cluster_plan(plan, [("candidate", profile)], _nodes(3, GPU=4), "h:1") == (
+        "reference: no node of the cluster has CPU 1, GPU 8 (life 1)"
+    )
+    eight = cluster_plan(plan, [("candidate", profile)], _nodes(2, GPU=8), "h:1")
+    assert not isinstance(eight, str) and eight.cluster_lengths == 1
+
+
+def test_custom_resources_put_each_side_on_its_pool() -> None:
+    profile = load_profile(SHIPPED / "smollm2-cpu-int8.yaml", check_files=False)
+    plan = make_plan([("candidate", profile)], reference_cached=False, placement="here")
+    nodes = [
+        NodeInfo(node_id="a" * 40, ip="10.0.0.1", resources={"CPU": 4, "ref": 1}),
+        NodeInfo(node_id="b" * 40, ip="10.0.0.2", resources={"CPU": 4, "cand": 1}),
+    ]
+    custom = {"reference": {"ref": 1.0}, "candidate": {"cand": 1.0}}
+    out = cluster_plan(plan, [("candidate", profile)], nodes, "h:1", custom=custom)
+    assert not isinstance(out, str)
+    assert out.waves[0].nodes == ["aaaaaaaa (10.0.0.1)", "bbbbbbbb (10.0.0.2)"]
