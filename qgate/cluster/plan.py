@@ -6,8 +6,8 @@ node with its resources (distinct nodes first); a candidate's gates wait for
 the reference's records, as side by side on one machine. A reference whose
 quality is cached starts for its perf baseline in the next wave. Attribution's
 sub-candidates run in rounds of ddmin, up to `width` at once (as many as the
-nodes hold); only its first round's size (every change alone) is known before
-the run. Lives that do not fit at once go to the next wave.
+nodes hold); only its first round (the two halves of the changes) is known
+before the run. Lives that do not fit at once go to the next wave.
 
 Expected wall time is counted in life lengths, every life assumed as long as
 the others (`life_s` turns it into seconds): the local plan takes one per life
@@ -101,7 +101,7 @@ def cluster_plan(
 ) -> ClusterPlan | str:
     """The waves of `plan` on `nodes`, or why a life fits on none of them.
 
-    `changes`: per candidate with attribution, how many changes its first round tries.
+    `changes`: per candidate with attribution, how many changes it has.
     """
     by_name = dict(profiles)
     first = profiles[0][1]
@@ -140,17 +140,18 @@ def cluster_plan(
         trial = needs(name)
         width = max(1, capacity(trial, nodes))
         count = (changes or {}).get(name, 0)
-        if count:
-            sides = [f"{name} attribution trial {i + 1}" for i in range(count)]
-            round_waves = _waves(sides, [trial] * count, nodes, f"when {name} fails its gates")
+        if count >= 2:
+            halves = [f"{name} attribution, half {i + 1}" for i in range(2)]
+            round_waves = _waves(halves, [trial] * 2, nodes, f"when {name} fails its gates")
             if isinstance(round_waves, str):
                 return round_waves
             waves += round_waves
             notes.append(
-                f"attribution of {name}: its first round ({count} changes, each alone) in "
-                f"{len(round_waves)} wave(s) of at most {width} against {count} lives one "
-                "after another; later rounds (halving) likewise; a wave may spend lives the "
-                "one-at-a-time search would not (qgate/core/ddmin.py), within the budget"
+                f"attribution of {name} ({count} changes): each round of ddmin (the parts of "
+                f"the current set, then their complements) runs up to {width} sub-candidates "
+                f"at once; its first round, the two halves, in {len(round_waves)} wave(s) "
+                "against 2 lives one after another. A wave may spend lives the one-at-a-time "
+                "search would not (qgate/core/ddmin.py), within the same budget"
             )
     return ClusterPlan(
         address=address,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Protocol, TypeVar
 
-from qgate.core.ddmin import Key, Outcome, search_rounds
+from qgate.core.ddmin import Key, Outcome, Search, search_rounds
 
 __all__ = ["Stoppable", "Wave", "ddmin_on"]
 
@@ -72,7 +72,7 @@ def ddmin_on(
     budget: int,
     width: int,
     on_wave: Callable[[list[Key]], None] | None = None,
-) -> tuple[Key | None, list[str]]:
+) -> Search:
     """ddmin with each round's sets run `width` at a time, each wave's trials at once.
 
     `trial(key, wave)` runs one sub-candidate's life (registering it with `wave.hold`) and

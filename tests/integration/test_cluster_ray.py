@@ -112,7 +112,7 @@ def test_a_life_that_fails_on_its_node_is_reported_with_its_log_and_leaves_nothi
 def test_attribution_rounds_run_as_parallel_waves_on_the_cluster(
     ray_cluster: object, fake_launcher: list[str], tmp_path: Path
 ) -> None:
-    """Three changes, two nodes: the singles round runs in two waves instead of three lives."""
+    """Three changes, two nodes: three lives one after another become two waves of two."""
     ray_api.connect(ray_cluster.address)  # type: ignore[attr-defined]
     nodes = ray_api.nodes()
     one = LifeNeeds(num_cpus=1)
@@ -136,10 +136,13 @@ def test_attribution_rounds_run_as_parallel_waves_on_the_cluster(
         return verdict(key)
 
     waves: list[list[Key]] = []
-    found = ddmin_on(["weights", "kv", "kernels"], trial, 8, width, on_wave=waves.append)
-    assert found == search(["weights", "kv", "kernels"], verdict, 8)  # as one at a time
-    assert waves == [[("weights",), ("kv",)], [("kernels",)]]
-    first, second = spans[("weights",)], spans[("kv",)]
+    names = ["weights", "kv", "kernels"]
+    found = ddmin_on(names, trial, 8, width, on_wave=waves.append)
+    one = search(names, verdict, 8)  # one at a time: (weights kv), (weights), (kv)
+    assert (found.failing, found.complete) == (one.failing, one.complete) == (("kv",), True)
+    assert (found.tests, one.tests) == (4, 3)  # one life more, one wave less
+    assert waves == [[("weights", "kv"), ("kernels",)], [("weights",), ("kv",)]]
+    first, second = spans[("weights", "kv")], spans[("kernels",)]
     assert first[0] < second[1] and second[0] < first[1], "a wave's trials did not overlap"
     assert first[2] != second[2], "a wave's trials shared a node"
     assert _gone(marker) == []

@@ -49,9 +49,12 @@ def test_attribution_rounds_are_planned_in_waves_of_the_clusters_width() -> None
     )
     assert not isinstance(out, str)
     trials = [w for w in out.waves if w.condition.startswith("when candidate fails")]
-    assert [len(w.lives) for w in trials] == [2, 1] and out.attribution_width == 2
+    assert [len(w.lives) for w in trials] == [2] and out.attribution_width == 2
+    assert len(set(trials[0].nodes)) == 2  # the two halves on their own nodes
     text = "\n".join(describe_cluster(out))
-    assert "in 2 wave(s) of at most 2 against 3 lives" in text
+    assert "its first round, the two halves, in 1 wave(s) against 2 lives" in text
+    one = cluster_plan(plan, [("candidate", profile)], _nodes(1), "h:1", changes={"candidate": 3})
+    assert not isinstance(one, str) and one.attribution_width == 1
     assert "~1.0 min (1 x 60 s) on the cluster against ~2.0 min (2 x 60 s) locally (x2.0" in text
 
 

@@ -82,7 +82,7 @@ def test_attribution_rounds_run_as_waves_of_at_most_width_trials() -> None:
             running -= 1
         return "FAIL" if "b" in key and "c" in key else "PASS"
 
-    found, skipped = ddmin_on(list("abcd"), trial, budget=20, width=2, on_wave=waves.append)
-    assert found == ("b", "c") and skipped == []
+    found = ddmin_on(list("abcd"), trial, budget=20, width=2, on_wave=waves.append)
+    assert found.failing == ("b", "c") and found.complete
     assert all(len(w) <= 2 for w in waves) and most == 2
-    assert waves[:2] == [[("a",), ("b",)], [("c",), ("d",)]]
+    assert waves[0] == [("a", "b"), ("c", "d")]  # the two halves at once
