@@ -41,7 +41,7 @@ def test_a_multi_candidate_run_starts_as_many_lives_at_once_as_the_nodes_hold() 
 def test_attribution_rounds_are_planned_in_waves_of_the_clusters_width() -> None:
     profile = load_profile(SHIPPED / "smollm2-cpu-int4-attribute.yaml", check_files=False)
     plan = make_plan([("candidate", profile)], reference_cached=False, placement="here")
-    from qgate.run.stages import _attribution_life
+    from qgate.run.placement import _attribution_life
 
     _attribution_life(plan, "candidate", profile)
     out = cluster_plan(
