@@ -1,9 +1,10 @@
 """`quality.reuse`: the exact-answer items asked again, served from the cache the runtime has.
 
 Both sides answer the chosen suites cold (the quality stage itself), then again in each
-pass: `warm` (right away, from the device prefix cache), `restored` (after the device
-prefix cache was reset keeping the host/external tier, or evicted by filler prompts where
-no reset exists) and `load` (inside concurrent filler traffic that fills the KV cache).
+pass: `warm` (right away, from reused KV: the device prefix cache or a host tier),
+`restored` (after the device prefix cache was reset keeping the host/external tier, or
+evicted by filler prompts where no reset exists) and `load` (inside concurrent filler
+traffic that fills the KV cache).
 The gates and the counters that prove a pass ran the path it names: qgate/quality/reuse*.py
 and docs/concepts/reuse.md.
 """
@@ -59,7 +60,8 @@ class ReuseSpec(Strict):
     passes: list[PassName] = Field(
         default_factory=_warm_only,
         min_length=1,
-        description="Passes after the cold one, in order: 'warm' (device prefix cache), "
+        description="Passes after the cold one, in order: 'warm' (reused KV: device prefix "
+        "cache or host tier), "
         "'restored' (host/external KV tier after a device-cache reset or eviction), 'load' "
         "(inside filler traffic that fills the KV cache).",
     )
@@ -78,7 +80,8 @@ class ReuseSpec(Strict):
     min_exercised_share: Fraction = Field(
         default=0.5,
         description="Share of a suite's prompt tokens the candidate must serve from the path a "
-        "pass names (warm: device cache, `local_cache_hit`; restored: host/external, "
+        "pass names (warm: reused, `local_cache_hit` + `external_kv_transfer`; restored: "
+        "host/external, "
         "`external_kv_transfer`); below it the pass's gates are NOT EXERCISED.",
     )
     max_extra_flips: int = Field(

@@ -3,9 +3,9 @@
 For every pass and every suite it asks again (`<suite>@<pass>`, e.g. 'math.long@warm'):
 
 - `exercised`: the candidate's pass served at least `min_exercised_share` of the suite's
-  prompt tokens from the path the pass names (warm: the device prefix cache; restored: the
-  host/external tier), or its server preempted at least `load.min_preemptions` requests
-  (load), read from the counters scraped around the suite;
+  prompt tokens from the path the pass names (warm: reused KV, from the device prefix cache or
+  the host/external tier; restored: the host/external tier), or its server preempted at least
+  `load.min_preemptions` requests (load), read from the counters scraped around the suite;
 - the suite's own paired gates (its policy: max_flips, max_drop, ...), the candidate's pass
   against the reference's same pass;
 - `self_flips`: cold-correct answers the candidate lost in the pass, beyond those the
@@ -41,12 +41,18 @@ __all__ = [
     "shares_text",
 ]
 
-PATH_OF: dict[PassName, Literal["device", "external"] | None] = {
-    "warm": "device",
+# warm counts every token not computed again: a candidate with a small device cache and a host
+# tier serves its warm pass from the host tier (seen on the H200: 67.7% host, 31.8% device), and
+# that is reuse just the same; restored must come from the host/external tier.
+PATH_OF: dict[PassName, Literal["reused", "external"] | None] = {
+    "warm": "reused",
     "restored": "external",
     "load": None,
 }
-_PATH_WORDS = {"device": "device prefix cache", "external": "host/external KV tier"}
+_PATH_WORDS = {
+    "reused": "KV cache (device prefix cache or host/external tier)",
+    "external": "host/external KV tier",
+}
 
 
 def reuse_suites(spec: QualitySpec) -> list[tuple[str, AccuracyPolicy]]:

@@ -89,8 +89,14 @@ class Shares:
     external: float | None
     preemptions: float | None
 
-    def of(self, path: Literal["device", "external"]) -> float | None:
-        return self.device if path == "device" else self.external
+    def of(self, path: Literal["reused", "external"]) -> float | None:
+        """The share from a pass's path: 'reused' (device cache or host/external tier, not
+        computed again) or 'external' (the host/external tier alone)."""
+        if path == "external":
+            return self.external
+        if self.device is None or self.external is None:
+            return None
+        return self.device + self.external
 
 
 def _delta(before: Mapping[str, float], after: Mapping[str, float], key: str) -> float | None:

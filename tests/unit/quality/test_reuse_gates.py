@@ -16,6 +16,7 @@ from qgate.quality.reuse_records import (
     PREEMPTIONS,
     PassRun,
     PassSuite,
+    Shares,
     shares,
 )
 
@@ -147,7 +148,17 @@ def test_a_pass_below_the_stated_share_is_not_exercised_never_a_pass() -> None:
     verdicts = evaluate_reuse(SPEC, cold, passes)
     assert verdicts and all(not v.passed and v.exercised is False for v in verdicts)
     assert all(v.reason.startswith("NOT EXERCISED") for v in verdicts)
-    assert "10.0% from the device prefix cache" in verdicts[0].reason
+    assert (
+        "10.0% from the KV cache (device prefix cache or host/external tier)" in verdicts[0].reason
+    )
+
+
+def test_warm_counts_a_host_tier_as_reuse_restored_only_the_host_tier() -> None:
+    """A small device cache with a host tier serves its warm pass from the host (H200 run)."""
+    s = Shares(1000.0, computed=0.006, device=0.318, external=0.677, preemptions=0.0)
+    assert s.of("reused") == 0.318 + 0.677
+    assert s.of("external") == 0.677
+    assert Shares(None, None, None, None, None).of("reused") is None
 
 
 def test_a_missing_pass_fails_its_gates() -> None:
