@@ -9,9 +9,10 @@ passes or fails only where every outcome of the items it did not run agrees
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from qgate.core.verdict import Verdict
+from qgate.core.verdict import Comparator, Verdict
 from qgate.profile import AccuracyPolicy
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.settle import bounds
@@ -26,45 +27,158 @@ from qgate.quality.stats import (
     wilson,
 )
 
-__all__ = ["EPS", "all_failed", "evaluate_suite", "settled_gates"]
+__all__ = [
+    "ACCURACY_GATES",
+    "EPS",
+    "AccuracyGate",
+    "all_failed",
+    "evaluate_suite",
+    "gates_of",
+    "settled_gates",
+]
 
 # Differences of accuracies are ratios of integers; this absorbs float rounding
 # so that a drop exactly at the limit passes.
 EPS = 1e-12
 
 
-def _gates_of(policy: AccuracyPolicy) -> list[str]:
-    names = []
-    if policy.min_accuracy is not None:
-        names.append("min_accuracy")
-    if policy.max_drop is not None:
-        names.append("max_drop")
-    if policy.max_flips is not None:
-        names.append("max_flips")
-    if policy.significance:
-        names.append("significance")
-    return names
+@dataclass(frozen=True)
+class _Texts:
+    """What the reasons of one suite's verdicts say, worked out once."""
+
+    suite: str
+    flips: FlipCounts
+    acc_text: str
+    mdd_text: str
+    warn: str
+    power_text: str
+    underpowered: bool
 
 
-def _limit(policy: AccuracyPolicy, gate: str) -> float | None:
-    if gate == "significance":
-        return policy.alpha
-    value = getattr(policy, gate)
-    return None if value is None else float(value)
+def _min_accuracy_reason(policy: AccuracyPolicy, t: _Texts, ok: bool) -> str:
+    floor = pct(policy.min_accuracy or 0.0)
+    return f"{t.suite}: {t.acc_text}; floor {floor} " + ("met" if ok else "not met")
+
+
+def _max_drop_reason(policy: AccuracyPolicy, t: _Texts, ok: bool) -> str:
+    drop = (t.flips.lost - t.flips.gained) / t.flips.n
+    return (
+        f"{t.suite}: {t.acc_text}; drop {100 * drop:.1f} pts "
+        + ("<=" if ok else ">")
+        + f" {100 * (policy.max_drop or 0.0):.1f} allowed{t.warn}{t.power_text}"
+    )
+
+
+def _max_flips_reason(policy: AccuracyPolicy, t: _Texts, ok: bool) -> str:
+    f = t.flips
+    return (
+        f"{t.suite}: {f.lost} lost, {f.gained} gained of {f.n}; "
+        + ("<=" if ok else ">")
+        + f" {policy.max_flips} lost allowed"
+    )
+
+
+def _significance_reason(policy: AccuracyPolicy, t: _Texts, ok: bool) -> str:
+    f = t.flips
+    return (
+        f"{t.suite}: exact McNemar {f.lost} lost vs {f.gained} gained, "
+        f"p={mcnemar_p(f.lost, f.gained):.3g} "
+        + (">=" if ok else "<")
+        + f" alpha {policy.alpha:g}"
+        + ("" if ok else " (candidate significantly worse)")
+        + f"; {t.mdd_text}"
+        + (" (UNDERPOWERED for max_drop)" if t.underpowered else "")
+        + t.power_text
+    )
+
+
+@dataclass(frozen=True)
+class AccuracyGate:
+    """One gate of an exact-answer suite: when the policy asks for it, and its rule."""
+
+    name: str
+    metric: str
+    comparator: Comparator
+    limit: Callable[[AccuracyPolicy], float | None]
+    """The gate's limit; None: the policy does not ask for this gate."""
+    observed: Callable[[FlipCounts], float]
+    passes: Callable[[AccuracyPolicy, FlipCounts], bool]
+    """The gate's rule on a full 2x2 table (run, verify and settle all use this one)."""
+    reason: Callable[[AccuracyPolicy, _Texts, bool], str]
+    powered: bool
+    """The verdict carries the sample's power fields."""
+
+
+def _accuracy(f: FlipCounts) -> float:
+    return (f.both_correct + f.gained) / f.n
+
+
+def _drop(f: FlipCounts) -> float:
+    return (f.lost - f.gained) / f.n
+
+
+ACCURACY_GATES: tuple[AccuracyGate, ...] = (
+    AccuracyGate(
+        "min_accuracy",
+        "accuracy",
+        ">=",
+        lambda policy: policy.min_accuracy,
+        _accuracy,
+        lambda policy, f: _accuracy(f) + EPS >= (policy.min_accuracy or 0.0),
+        _min_accuracy_reason,
+        powered=False,
+    ),
+    AccuracyGate(
+        "max_drop",
+        "accuracy_drop",
+        "<=",
+        lambda policy: policy.max_drop,
+        _drop,
+        lambda policy, f: _drop(f) <= (policy.max_drop or 0.0) + EPS,
+        _max_drop_reason,
+        powered=True,
+    ),
+    AccuracyGate(
+        "max_flips",
+        "lost_items",
+        "<=",
+        lambda policy: None if policy.max_flips is None else float(policy.max_flips),
+        lambda f: float(f.lost),
+        lambda policy, f: f.lost <= (policy.max_flips or 0),
+        _max_flips_reason,
+        powered=False,
+    ),
+    AccuracyGate(
+        "significance",
+        "mcnemar_p",
+        ">=",
+        lambda policy: policy.alpha if policy.significance else None,
+        lambda f: mcnemar_p(f.lost, f.gained),
+        lambda policy, f: not mcnemar_rejects(f.lost, f.gained, policy.alpha),
+        _significance_reason,
+        powered=True,
+    ),
+)
+"""The four accuracy gates, in verdict order: the one list of them."""
+
+
+def gates_of(policy: AccuracyPolicy) -> list[AccuracyGate]:
+    """The accuracy gates `policy` asks for, in verdict order."""
+    return [g for g in ACCURACY_GATES if g.limit(policy) is not None]
 
 
 def all_failed(suite: str, policy: AccuracyPolicy, reason: str) -> list[Verdict]:
-    gates = _gates_of(policy) or ["records"]
+    gates = [(g.name, g.limit(policy)) for g in gates_of(policy)] or [("records", None)]
     return [
         Verdict(
-            gate=f"{suite}.{g}",
+            gate=f"{suite}.{name}",
             suite=suite,
             observed=None,
-            limit=_limit(policy, g) if g != "records" else None,
+            limit=limit,
             passed=False,
             reason=f"{suite}: {reason}",
         )
-        for g in gates
+        for name, limit in gates
     ]
 
 
@@ -101,19 +215,8 @@ def _few(ids: Sequence[str], n: int = 3) -> str:
 
 
 def _passes(policy: AccuracyPolicy, f: FlipCounts) -> dict[str, bool]:
-    """Each gate's verdict on a full 2x2 table (the one place its rule is written)."""
-    n = f.n
-    cand_k = f.both_correct + f.gained
-    out: dict[str, bool] = {}
-    if policy.min_accuracy is not None:
-        out["min_accuracy"] = cand_k / n + EPS >= policy.min_accuracy
-    if policy.max_drop is not None:
-        out["max_drop"] = (f.lost - f.gained) / n <= policy.max_drop + EPS
-    if policy.max_flips is not None:
-        out["max_flips"] = f.lost <= policy.max_flips
-    if policy.significance:
-        out["significance"] = not mcnemar_rejects(f.lost, f.gained, policy.alpha)
-    return out
+    """Each gate's verdict on a full 2x2 table."""
+    return {g.name: g.passes(policy, f) for g in gates_of(policy)}
 
 
 def _power_fields(
@@ -174,7 +277,6 @@ def evaluate_suite(
     ref_k = flips.both_correct + flips.lost
     cand_k = flips.both_correct + flips.gained
     ref_acc, cand_acc = ref_k / n, cand_k / n
-    drop = (ref_k - cand_k) / n
     low, high = wilson(cand_k, n)
     acc_text = (
         f"candidate {pct(cand_acc)} [{100 * low:.1f}, {100 * high:.1f}] "
@@ -192,78 +294,22 @@ def evaluate_suite(
         if underpowered and policy.max_drop is not None and (mdd is None or mdd > policy.max_drop)
         else ""
     )
-    common = {"suite": suite, "n": n}
+    texts = _Texts(suite, flips, acc_text, mdd_text, warn, power_text, underpowered)
     power_of = {"power": power, "min_detectable_drop": mdd, "underpowered": underpowered}
-
-    if policy.min_accuracy is not None:
-        ok = cand_acc + EPS >= policy.min_accuracy
+    for gate in gates_of(policy):
+        ok = gate.passes(policy, flips)
         verdicts.append(
             Verdict(
-                gate=f"{suite}.min_accuracy",
-                observed=cand_acc,
-                limit=policy.min_accuracy,
+                gate=f"{suite}.{gate.name}",
+                observed=gate.observed(flips),
+                limit=gate.limit(policy),
                 passed=ok,
-                reason=f"{suite}: {acc_text}; floor {pct(policy.min_accuracy)} "
-                + ("met" if ok else "not met"),
-                metric="accuracy",
-                comparator=">=",
-                **common,
-            )
-        )
-    if policy.max_drop is not None:
-        ok = drop <= policy.max_drop + EPS
-        verdicts.append(
-            Verdict(
-                gate=f"{suite}.max_drop",
-                observed=drop,
-                limit=policy.max_drop,
-                passed=ok,
-                reason=f"{suite}: {acc_text}; drop {100 * drop:.1f} pts "
-                + ("<=" if ok else ">")
-                + f" {100 * policy.max_drop:.1f} allowed{warn}{power_text}",
-                metric="accuracy_drop",
-                comparator="<=",
-                **common,
-                **power_of,
-            )
-        )
-    if policy.max_flips is not None:
-        ok = flips.lost <= policy.max_flips
-        verdicts.append(
-            Verdict(
-                gate=f"{suite}.max_flips",
-                observed=float(flips.lost),
-                limit=float(policy.max_flips),
-                passed=ok,
-                reason=f"{suite}: {flips.lost} lost, {flips.gained} gained of {n}; "
-                + ("<=" if ok else ">")
-                + f" {policy.max_flips} lost allowed",
-                metric="lost_items",
-                comparator="<=",
-                **common,
-            )
-        )
-    if policy.significance:
-        p = mcnemar_p(flips.lost, flips.gained)
-        ok = not mcnemar_rejects(flips.lost, flips.gained, policy.alpha)
-        verdicts.append(
-            Verdict(
-                gate=f"{suite}.significance",
-                observed=p,
-                limit=policy.alpha,
-                passed=ok,
-                reason=f"{suite}: exact McNemar {flips.lost} lost vs {flips.gained} gained, "
-                f"p={p:.3g} "
-                + (">=" if ok else "<")
-                + f" alpha {policy.alpha:g}"
-                + ("" if ok else " (candidate significantly worse)")
-                + f"; {mdd_text}"
-                + (" (UNDERPOWERED for max_drop)" if underpowered else "")
-                + power_text,
-                metric="mcnemar_p",
-                comparator=">=",
-                **common,
-                **power_of,
+                reason=gate.reason(policy, texts, ok),
+                metric=gate.metric,
+                comparator=gate.comparator,
+                suite=suite,
+                n=n,
+                **(power_of if gate.powered else {}),
             )
         )
     if planned is not None and (ref.partial or cand.partial):
