@@ -157,19 +157,60 @@ class PerfSection(Record):
     )
 
 
-class Report(Record):
-    """The qgate report (predicate type https://qgate.dev/report/v1)."""
+class ReportHead(Record):
+    """The fields every signed qgate report starts with, single or multi, in this order.
 
-    schema_version: SchemaVersion = Field(default=SCHEMA_VERSION, description="Report format.")
+    Each kind narrows `schema_version` to its own versions (a field a subclass
+    redeclares keeps its place). The fields both kinds hold after their own ones
+    (stage timings, starts, artifacts, signer, plan, provenance) are declared
+    once below as shared `Field`s: field order is the format, and the two kinds
+    place their own fields between those, so they cannot live in this base.
+    """
+
+    schema_version: str = Field(description="Report format.")
     qgate_version: str = Field(description="qgate version that produced the report.")
     command_line: list[str] = Field(default_factory=list, description="argv of the run (redacted).")
     created_at: str = Field(description="UTC time the report was made, ISO 8601.")
-    profile: dict[str, Any] = Field(description="The resolved profile (JSON form, redacted).")
+    profile: dict[str, Any] = Field(
+        description="The resolved profile (JSON form, redacted; a multi report's holds its "
+        "`candidates:`)."
+    )
     profile_sha256: str = Field(description="sha256 of the profile file as given.")
     fingerprint: Fingerprint | None = Field(
         default=None,
         description="Environment fingerprint: hardware, packages, checkpoint digests.",
     )
+
+
+STAGE_TIMINGS: dict[str, float] = Field(
+    default_factory=dict, description="Wall seconds per pipeline stage, in order."
+)
+STARTS: list[ServerStart] = Field(
+    default_factory=list,
+    description="Every server start of the run, in order, with its time to ready and the "
+    "start-up phases the engine logged (empty in reports made before it was recorded).",
+)
+ARTIFACTS: list[Artifact] = Field(
+    default_factory=list, description="Every other file the run wrote, by digest."
+)
+SIGNER = Field(default=None, description="The signing key; set by sign_report before signing.")
+PLAN = Field(
+    default=None,
+    description="The run plan it followed: every server life, decided before any started "
+    "(None in reports made before plans, and in the per-candidate reports of a multi run, "
+    "whose plan is the multi report's).",
+)
+PROVENANCE = Field(
+    default=None,
+    description="Where it ran: the CI job (commit, ref, run id and URL, runner) and "
+    "--metadata KEY=VALUE; None outside CI without metadata, and in reports made before.",
+)
+
+
+class Report(ReportHead):
+    """The qgate report (predicate type https://qgate.dev/report/v1)."""
+
+    schema_version: SchemaVersion = Field(default=SCHEMA_VERSION, description="Report format.")
     effective_configs: list[EffectiveConfig] = Field(
         default_factory=list, description="What each runtime reported about itself."
     )
@@ -193,39 +234,20 @@ class Report(Record):
     warnings: list[str] = Field(
         default_factory=list, description="Things people must look at that failed no gate."
     )
-    stage_timings: dict[str, float] = Field(
-        default_factory=dict, description="Wall seconds per pipeline stage, in order."
-    )
-    starts: list[ServerStart] = Field(
-        default_factory=list,
-        description="Every server start of the run, in order, with its time to ready and the "
-        "start-up phases the engine logged (empty in reports made before it was recorded).",
-    )
-    artifacts: list[Artifact] = Field(
-        default_factory=list, description="Every other file the run wrote, by digest."
-    )
-    signer: SignerInfo | None = Field(
-        default=None, description="The signing key; set by sign_report before signing."
-    )
+    stage_timings: dict[str, float] = STAGE_TIMINGS
+    starts: list[ServerStart] = STARTS
+    artifacts: list[Artifact] = ARTIFACTS
+    signer: SignerInfo | None = SIGNER
     reference_provenance: ReferenceProvenance | None = Field(
         default=None, description="Where the reference's quality results came from (schema 2)."
     )
-    plan: Plan | None = Field(
-        default=None,
-        description="The run plan it followed: every server life, decided before any started "
-        "(None in reports made before plans, and in the per-candidate reports of a multi run, "
-        "whose plan is the multi report's).",
-    )
+    plan: Plan | None = PLAN
     attribution: Attribution | None = Field(
         default=None,
         description="When the candidate failed and attribution was asked: which of its "
         "changes broke it (qgate/report/attribution.py).",
     )
-    provenance: RunProvenance | None = Field(
-        default=None,
-        description="Where it ran: the CI job (commit, ref, run id and URL, runner) and "
-        "--metadata KEY=VALUE; None outside CI without metadata, and in reports made before.",
-    )
+    provenance: RunProvenance | None = PROVENANCE
 
     def all_verdicts(self) -> list[Verdict]:
         """Quality verdicts, then perf scenario checks, then perf gates."""

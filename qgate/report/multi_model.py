@@ -9,7 +9,7 @@ from those reports (qgate/report/multi_table.py) and re-derived by verify.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -17,8 +17,19 @@ from qgate.core.plan import Plan
 from qgate.core.provenance import RunProvenance
 from qgate.core.records import Record
 from qgate.core.serving import ServerStart
-from qgate.report.model import Artifact, OverallVerdict, Report, SignerInfo
-from qgate.runtime.fingerprint import Fingerprint
+from qgate.report.model import (
+    ARTIFACTS,
+    PLAN,
+    PROVENANCE,
+    SIGNER,
+    STAGE_TIMINGS,
+    STARTS,
+    Artifact,
+    OverallVerdict,
+    Report,
+    ReportHead,
+    SignerInfo,
+)
 
 __all__ = [
     "MULTI_PREDICATE_TYPE",
@@ -96,20 +107,10 @@ class CandidateRow(Record):
     )
 
 
-class MultiReport(Record):
+class MultiReport(ReportHead):
     """The qgate multi-candidate report (predicate type https://qgate.dev/multi-report/v1)."""
 
     schema_version: Literal["1"] = Field(default=MULTI_SCHEMA_VERSION, description="Format.")
-    qgate_version: str = Field(description="qgate version that produced the report.")
-    command_line: list[str] = Field(default_factory=list, description="argv of the run (redacted).")
-    created_at: str = Field(description="UTC time the report was made, ISO 8601.")
-    profile: dict[str, Any] = Field(
-        description="The resolved multi profile (JSON form with `candidates:`, redacted)."
-    )
-    profile_sha256: str = Field(description="sha256 of the profile file as given.")
-    fingerprint: Fingerprint | None = Field(
-        default=None, description="Environment fingerprint: hardware, packages, checkpoint."
-    )
     candidates: list[CandidateEntry] = Field(description="One entry per candidate, in order.")
     table: list[CandidateRow] = Field(
         description="The side-by-side table, derived from the candidates' reports."
@@ -121,28 +122,12 @@ class MultiReport(Record):
         default_factory=list,
         description="Optional candidates that did not pass (they do not decide the verdict).",
     )
-    stage_timings: dict[str, float] = Field(
-        default_factory=dict, description="Wall seconds per pipeline stage, in order."
-    )
-    starts: list[ServerStart] = Field(
-        default_factory=list,
-        description="Every server start of the run, in order, with its time to ready and the "
-        "start-up phases the engine logged (empty in reports made before it was recorded).",
-    )
-    artifacts: list[Artifact] = Field(
-        default_factory=list, description="Every other file the run wrote, by digest."
-    )
-    signer: SignerInfo | None = Field(
-        default=None, description="The signing key; set before signing."
-    )
-    plan: Plan | None = Field(
-        default=None, description="The run plan it followed (None in reports made before plans)."
-    )
-    provenance: RunProvenance | None = Field(
-        default=None,
-        description="Where it ran: the CI job (commit, ref, run id and URL, runner) and "
-        "--metadata KEY=VALUE; None outside CI without metadata, and in reports made before.",
-    )
+    stage_timings: dict[str, float] = STAGE_TIMINGS
+    starts: list[ServerStart] = STARTS
+    artifacts: list[Artifact] = ARTIFACTS
+    signer: SignerInfo | None = SIGNER
+    plan: Plan | None = PLAN
+    provenance: RunProvenance | None = PROVENANCE
 
     def entry(self, name: str) -> CandidateEntry | None:
         return next((c for c in self.candidates if c.name == name), None)
