@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,17 +25,20 @@ from qgate.attest.dsse import read_envelope
 from qgate.errors import BadInput
 from qgate.profile import Profile
 from qgate.profile.multi import MultiProfile, expand_json, multi_from_json
+from qgate.report.model import Report
 from qgate.report.multi_model import MULTI_PREDICATE_TYPE, MultiReport
-from qgate.report.verify.envelope import check_profile_file, fail, open_signed, parse_predicate
-from qgate.report.verify.profile import first_difference
-from qgate.report.verify.single import (
-    Recompute,
+from qgate.report.verify.envelope import (
+    OWN_LIMITS_NOTE,
     VerifyResult,
-    check_contents,
-    check_model_dir,
+    check_profile_file,
     cyclic_gc_paused,
-    verify_bytes,
+    fail,
+    open_signed,
+    parse_predicate,
+    read_inputs,
 )
+from qgate.report.verify.profile import first_difference
+from qgate.report.verify.single import Recompute, check_contents, verify_bytes
 
 __all__ = [
     "MultiVerifyResult",
@@ -49,17 +51,8 @@ __all__ = [
 _PREDICATE = re.compile(rb'"predicateType"\s*:\s*"([^"\\]*)"')
 
 
-@dataclass
-class MultiVerifyResult:
-    """What verification of a multi report established, for the CLI to print."""
-
-    report: MultiReport
-    keyid: str
-    subjects: list[dict[str, Any]]
-    checked: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    signed_only: list[str] = field(default_factory=list)
-    """What the report states that verify cannot re-derive: it rests on the signature alone."""
+MultiVerifyResult = VerifyResult[MultiReport]
+"""What verification of a multi report established (the single report's result type)."""
 
 
 def is_multi_payload(payload: bytes) -> bool:
@@ -98,10 +91,7 @@ def _profile(
     except (ValidationError, ValueError) as exc:
         raise fail(f"embedded multi profile does not validate: {exc}") from None
     if file is None:
-        result.notes.append(
-            "limits taken from the report's own embedded profile "
-            "(pass --profile FILE to gate against a profile you trust)"
-        )
+        result.limits_from(None)
         return embedded
     from qgate.profile.load_multi import load_multi_file
 
@@ -114,7 +104,7 @@ def _profile(
             f"report has {was!r:.60}, file has {now!r:.60}"
         )
     check_profile_file(statement, report.profile_sha256, file)
-    result.checked.append(f"embedded profile equals {file.name}; gates use its limits")
+    result.limits_from(file)
     return loaded.multi
 
 
@@ -146,12 +136,10 @@ def _candidates(
             raise fail(f"{where}: its report's profile differs from the multi profile at {diff[0]}")
         if rep.profile_sha256 != report.profile_sha256 or rep.fingerprint != report.fingerprint:
             raise fail(f"{where}: its report names another profile file or machine")
-        sub = VerifyResult(report=rep, keyid=keyid, subjects=[])
+        sub = VerifyResult[Report](report=rep, keyid=keyid, subjects=[])
         check_contents(rep, cand.profile, keyid, sub, recompute)
         result.checked += [f"{entry.name}: {line}" for line in sub.checked]
-        result.notes += [
-            f"{entry.name}: {line}" for line in sub.notes if not line.startswith("limits taken")
-        ]
+        result.notes += [f"{entry.name}: {line}" for line in sub.notes if line != OWN_LIMITS_NOTE]
         # the same kinds of records in every candidate's report: each named once
         result.signed_only = list(dict.fromkeys(result.signed_only + sub.signed_only))
 
@@ -189,20 +177,11 @@ def verify_multi_bytes(
         opened = open_signed(
             data, pubkey_pem, origin, MULTI_PREDICATE_TYPE, MultiReport.model_validate
         )
-        statement, report, keyid = opened.statement, opened.report, opened.keyid
-        result = MultiVerifyResult(
-            report=report,
-            keyid=keyid,
-            subjects=statement["subject"],
-            checked=opened.checked,
-            notes=opened.notes,
-        )
-        multi = _profile(report, statement, profile, result)
-        if model_dir is not None:
-            count = check_model_dir(statement, model_dir)
-            result.checked.append(f"{count} checkpoint files match their subjects")
-        _candidates(report, multi, keyid, result, recompute)
-        _derived(report, result)
+        result = VerifyResult.of(opened)
+        multi = _profile(result.report, opened.statement, profile, result)
+        result.check_model(model_dir)
+        _candidates(result.report, multi, result.keyid, result, recompute)
+        _derived(result.report, result)
         result.signed_only.append("the multi report's plan, stage_timings, starts and provenance")
         return result
 
@@ -213,16 +192,9 @@ def verify_any_file(
     profile: Path | None = None,
     model_dir: Path | None = None,
     recompute: Recompute | None = None,
-) -> VerifyResult | MultiVerifyResult:
+) -> VerifyResult[Report] | MultiVerifyResult:
     """Verify a single or a multi report, by its predicate type (what `qgate verify` calls)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise BadInput(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        pem = pubkey.read_bytes()
-    except OSError as exc:
-        raise BadInput(f"cannot read public key {pubkey}: {exc.strerror}") from None
+    data, pem = read_inputs(path, pubkey)
     if _envelope_is_multi(data, str(path)):
         return verify_multi_bytes(data, pem, profile, model_dir, recompute, origin=str(path))
     return verify_bytes(data, pem, profile, model_dir, recompute, origin=str(path))

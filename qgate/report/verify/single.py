@@ -15,27 +15,23 @@ recomputation itself lives in recompute.py.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from qgate.attest.statement import CHECKPOINT_PREFIX
-from qgate.core.files import sha256_file
-from qgate.errors import BadInput
 from qgate.profile import Profile
 from qgate.profile.perf import is_preview
 from qgate.report.model import PREDICATE_TYPE, Report
 from qgate.report.verify.envelope import (
+    VerifyResult,
+    check_model_dir,
     check_profile_file,
+    cyclic_gc_paused,
     fail,
     open_signed,
     parse_predicate,
-    subject_digests,
+    read_inputs,
 )
 from qgate.report.verify.machine import check_machine
 from qgate.report.verify.recompute import (
@@ -66,60 +62,9 @@ __all__ = [
 ]
 
 
-@dataclass
-class VerifyResult:
-    """What verification established, for the CLI to print."""
-
-    report: Report
-    keyid: str
-    subjects: list[dict[str, Any]]
-    checked: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    signed_only: list[str] = field(default_factory=list)
-    """What the report states that verify cannot re-derive: it rests on the signature alone."""
-
-
 def parse_statement(payload: bytes) -> tuple[dict[str, Any], Report]:
     """The Statement dict and its validated report predicate."""
     return parse_predicate(payload, PREDICATE_TYPE, Report.model_validate)
-
-
-def check_model_dir(statement: dict[str, Any], model_dir: Path) -> int:
-    """Every checkpoint file matches its subject and no subject is missing; returns the count."""
-    expected = subject_digests(statement["subject"], CHECKPOINT_PREFIX)
-    if not model_dir.is_dir():
-        raise BadInput(f"--model {model_dir}: not a folder")
-    found = {
-        p.relative_to(model_dir).as_posix(): p for p in sorted(model_dir.rglob("*")) if p.is_file()
-    }
-    for name, digest in sorted(expected.items()):
-        path = found.get(name)
-        if path is None:
-            raise fail(f"checkpoint file {name} named in the report is missing from {model_dir}")
-        if sha256_file(path) != digest:
-            raise fail(f"checkpoint file {name} does not match its sha256 in the report")
-    extra = sorted(set(found) - set(expected))
-    if extra:
-        raise fail(f"checkpoint file {extra[0]} is not among the report's subjects")
-    return len(expected)
-
-
-@contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector for the duration (restored after).
-
-    A large report is millions of small objects, built at once and kept to
-    the end; the collections their allocation triggers walk all of them again
-    and again (about a sixth of verifying 10,000 records) and free nothing.
-    Reference counting still frees everything as usual.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def verify_bytes(
@@ -129,7 +74,7 @@ def verify_bytes(
     model_dir: Path | None = None,
     recompute: Recompute | None = None,
     origin: str = "report",
-) -> VerifyResult:
+) -> VerifyResult[Report]:
     """Verify an envelope end to end; raise BadInput or VerificationFailed on the first problem."""
     with cyclic_gc_paused():
         return _verify(data, pubkey_pem, profile, model_dir, recompute, origin)
@@ -142,16 +87,10 @@ def _verify(
     model_dir: Path | None,
     recompute: Recompute | None,
     origin: str,
-) -> VerifyResult:
+) -> VerifyResult[Report]:
     opened = open_signed(data, pubkey_pem, origin, PREDICATE_TYPE, Report.model_validate)
-    statement, report, keyid = opened.statement, opened.report, opened.keyid
-    result = VerifyResult(
-        report=report,
-        keyid=keyid,
-        subjects=statement["subject"],
-        checked=opened.checked,
-        notes=opened.notes,
-    )
+    result = VerifyResult.of(opened)
+    report = result.report
     try:
         prof = Profile.model_validate(report.profile)
     except ValidationError as exc:
@@ -164,22 +103,19 @@ def _verify(
         matched = match_profile(report.profile, profile)
         prof = matched.profile
         result.notes += matched.notes
-        check_profile_file(statement, report.profile_sha256, profile)
-        result.checked.append(f"embedded profile equals {profile.name}; gates use its limits")
-    else:
-        result.notes.append(
-            "limits taken from the report's own embedded profile "
-            "(pass --profile FILE to gate against a profile you trust)"
-        )
-    if model_dir is not None:
-        count = check_model_dir(statement, model_dir)
-        result.checked.append(f"{count} checkpoint files match their subjects")
-    check_contents(report, prof, keyid, result, recompute)
+        check_profile_file(opened.statement, report.profile_sha256, profile)
+    result.limits_from(profile)
+    result.check_model(model_dir)
+    check_contents(report, prof, result.keyid, result, recompute)
     return result
 
 
 def check_contents(
-    report: Report, prof: Profile, keyid: str, result: VerifyResult, recompute: Recompute | None
+    report: Report,
+    prof: Profile,
+    keyid: str,
+    result: VerifyResult[Report],
+    recompute: Recompute | None,
 ) -> None:
     """Everything but the envelope: records re-derived, every verdict and figure recomputed.
 
@@ -247,7 +183,7 @@ def signed_only(report: Report) -> list[str]:
     return out
 
 
-def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult) -> None:
+def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult[Report]) -> None:
     """Correctness, divergence and reference provenance from the raw records."""
     from qgate.report.verify.provenance import check_provenance
     from qgate.report.verify.rederive import (
@@ -286,14 +222,7 @@ def verify_file(
     profile: Path | None = None,
     model_dir: Path | None = None,
     recompute: Recompute | None = None,
-) -> VerifyResult:
-    """verify_bytes for files on disk (what `qgate verify` calls)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise BadInput(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        pem = pubkey.read_bytes()
-    except OSError as exc:
-        raise BadInput(f"cannot read public key {pubkey}: {exc.strerror}") from None
+) -> VerifyResult[Report]:
+    """verify_bytes for files on disk."""
+    data, pem = read_inputs(path, pubkey)
     return verify_bytes(data, pem, profile, model_dir, recompute, origin=str(path))
