@@ -11,13 +11,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+from cryptography.hazmat.primitives.serialization import load_pem_private_key, load_pem_public_key
+from securesystemslib.signer import (  # type: ignore[attr-defined]  # re-exported without __all__
+    SIGNER_FOR_URI_SCHEME,
+    CryptoSigner,
+    Key,
+    Signer,
+    SSlibKey,
+)
+
 from qgate.core.files import atomic_write
 from qgate.errors import BadInput
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-    from securesystemslib.signer import Key, Signer  # type: ignore[attr-defined]  # re-exported without __all__
 
 KeyType = Literal["ecdsa", "ed25519"]
 DEFAULT_KEY_ENV = "QGATE_SIGNING_KEY"
@@ -48,9 +58,6 @@ def _key_type(scheme: str) -> KeyType:
 
 def generate_private_pem(key_type: str = "ecdsa") -> bytes:
     """A new private key (ECDSA P-256 or Ed25519) as unencrypted PKCS#8 PEM."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
-
     private: ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
     if _key_type(key_type) == "ecdsa":
         private = ec.generate_private_key(ec.SECP256R1())
@@ -65,8 +72,6 @@ def generate_private_pem(key_type: str = "ecdsa") -> bytes:
 
 def public_pem_of(private_pem: bytes) -> str:
     """The SubjectPublicKeyInfo PEM of a private key PEM."""
-    from cryptography.hazmat.primitives import serialization
-
     private = _load_private(private_pem, "key")
     return (
         private.public_key()
@@ -95,9 +100,6 @@ def dev_key_path() -> Path:
 
 
 def _load_private(pem: bytes, origin: str) -> EllipticCurvePrivateKey | Ed25519PrivateKey:
-    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
-    from cryptography.hazmat.primitives.serialization import load_pem_private_key
-
     try:
         private = load_pem_private_key(pem, password=None)
     except (ValueError, TypeError) as exc:
@@ -112,17 +114,11 @@ def _load_private(pem: bytes, origin: str) -> EllipticCurvePrivateKey | Ed25519P
 
 def signer_from_pem(pem: bytes, origin: str = "key") -> Signer:
     """A securesystemslib CryptoSigner for an ECDSA P-256 or Ed25519 private key PEM."""
-    from securesystemslib.signer import CryptoSigner  # type: ignore[attr-defined]  # re-exported without __all__
-
     return CryptoSigner(_load_private(pem, origin))
 
 
 def public_key_from_pem(pem: str | bytes, origin: str = "public key") -> Key:
     """A securesystemslib Key (with its default keyid) for a public key PEM."""
-    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
-    from cryptography.hazmat.primitives.serialization import load_pem_public_key
-    from securesystemslib.signer import SSlibKey  # type: ignore[attr-defined]  # re-exported without __all__
-
     data = pem.encode() if isinstance(pem, str) else pem
     try:
         public = load_pem_public_key(data)
@@ -137,9 +133,6 @@ def public_key_from_pem(pem: str | bytes, origin: str = "public key") -> Key:
 
 
 def _public_pem_of_key(key: Key) -> str:
-    from cryptography.hazmat.primitives import serialization
-    from securesystemslib.signer import SSlibKey  # type: ignore[attr-defined]  # re-exported without __all__
-
     if not isinstance(key, SSlibKey):
         raise BadInput(f"unsupported signing key type {type(key).__name__}")
     return (
@@ -153,8 +146,6 @@ def _public_pem_of_key(key: Key) -> str:
 
 def _kms_signer(uri: str) -> Signer:
     """Load a KMS signer through securesystemslib: `import_` fetches the public key."""
-    from securesystemslib.signer import SIGNER_FOR_URI_SCHEME, Signer  # type: ignore[attr-defined]  # re-exported without __all__
-
     scheme, _, rest = uri.partition(":")
     cls = SIGNER_FOR_URI_SCHEME.get(scheme)
     importer = getattr(cls, "import_", None)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pydantic_core
 from pydantic import Field
+from securesystemslib.dsse import Envelope
 
 from qgate.attest.keys import LoadedSigner
 from qgate.core.files import sha256_file
@@ -73,8 +74,6 @@ def checkpoint_subjects(
 
 def sign_statement(statement: Mapping[str, Any], loaded: LoadedSigner) -> bytes:
     """Sign a Statement dict; return the DSSE envelope as one line of JSON plus newline."""
-    from securesystemslib.dsse import Envelope
-
     # NaN/inf become null: JSON has no such numbers and other verifiers reject them
     payload = pydantic_core.to_json(statement, inf_nan_mode="null")
     envelope = Envelope(payload=payload, payload_type=PAYLOAD_TYPE, signatures={})

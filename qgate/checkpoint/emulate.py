@@ -23,6 +23,7 @@ so an interrupted build never leaves a half-written checkpoint behind.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import time
@@ -257,8 +258,6 @@ def _build(src: Path, spec: WeightEmulation, tmp: Path, key: str, dtype: str) ->
 
 def _write_config_dtype(src: Path, dst: Path, dtype: str) -> None:
     """config.json with the dtype the copy is stored in (so `dtype: auto` loads it as such)."""
-    import json
-
     config = json.loads(src.read_text())
     for key in ("torch_dtype", "dtype"):
         if key in config:

@@ -7,16 +7,15 @@ checkpoint-digest cache all write and hash files the same way.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "CHUNK",
     "atomic_write",
-    "jsonl_bytes",
     "sha256_bytes",
     "sha256_file",
     "sha256_file_sized",
@@ -68,8 +67,6 @@ def sha256_text(text: str) -> str:
 
 def sha256_json(value: Any) -> str:
     """Hex sha256 of `json.dumps(value, sort_keys=True)`: the digest of a data view."""
-    import json
-
     return sha256_text(json.dumps(value, sort_keys=True))
 
 
@@ -87,18 +84,3 @@ def sha256_file_sized(path: str | Path) -> tuple[str, int]:
 def sha256_file(path: str | Path) -> str:
     """Hex sha256 of a file, read in 1 MiB chunks."""
     return sha256_file_sized(path)[0]
-
-
-def jsonl_bytes(rows: Iterable[Any], *, ensure_ascii: bool = True) -> bytes:
-    """`rows` as JSONL (UTF-8): one JSON value a line with sorted keys, each line ending in \\n."""
-    import io
-    import json
-    from functools import partial
-
-    import jsonlines
-
-    out = io.StringIO()
-    dumps = partial(json.dumps, sort_keys=True, ensure_ascii=ensure_ascii)
-    with jsonlines.Writer(out, dumps=dumps) as writer:
-        writer.write_all(rows)
-    return out.getvalue().encode()

@@ -1,4 +1,4 @@
-"""Reading JSONL data files by line, and the first problem of one a profile names.
+"""Reading JSONL data files by line, and the first problem of one a profile names; writing one.
 
 The suites and the trace replay read these files only when their stage
 starts, which for a trace is after the whole quality stage. Their loaders
@@ -9,11 +9,15 @@ loaders use too, so that `qgate validate` stays fast and agrees with them.
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+import jsonlines
 
 __all__ = [
     "MATH_ITEM",
@@ -21,6 +25,7 @@ __all__ = [
     "JsonlLineError",
     "JsonlShape",
     "corpus_prompt",
+    "jsonl_bytes",
     "jsonl_problem",
     "jsonl_values",
 ]
@@ -62,8 +67,6 @@ def jsonl_values(text: str) -> Iterator[tuple[int, Any]]:
     Lines are `str.splitlines()` lines; a line that is not JSON raises
     JsonlLineError with its number (a JSON `null` is a value, None).
     """
-    import jsonlines
-
     at = 0
 
     def lines() -> Iterator[str]:
@@ -176,3 +179,12 @@ def jsonl_problem(path: Path, shape: JsonlShape) -> str | None:
     if count < shape.needed:
         return f"{path}: only {count} {shape.what}(s); {shape.needed} needed"
     return None
+
+
+def jsonl_bytes(rows: Iterable[Any], *, ensure_ascii: bool = True) -> bytes:
+    """`rows` as JSONL (UTF-8): one JSON value a line with sorted keys, each line ending in \\n."""
+    out = io.StringIO()
+    dumps = partial(json.dumps, sort_keys=True, ensure_ascii=ensure_ascii)
+    with jsonlines.Writer(out, dumps=dumps) as writer:
+        writer.write_all(rows)
+    return out.getvalue().encode()

@@ -46,8 +46,10 @@ from qgate.profile import (
     ScenarioBase,
     TraceScenario,
 )
+from qgate.profile.base import RESERVED_ARGS
 from qgate.profile.engine_checks import engine_problems, starts_process
 from qgate.profile.quality import detect_problem
+from qgate.profile.scenarios import DEFAULT_BUCKET_S, MAX_BUCKETS
 from qgate.profile.started_checks import attribution_group_problems, started_only_problems
 
 __all__ = [
@@ -159,8 +161,6 @@ def _block(data: dict[Any, Any], name: str, key: str) -> dict[Any, Any]:
 
 def raw_problems(data: dict[Any, Any]) -> Found:
     """Problems in the YAML data itself, found before the schema runs."""
-    from qgate.profile.base import RESERVED_ARGS
-
     found = _scalar_problems(data)
     for name in RUNTIME_BLOCKS:
         for key in _block(data, name, "env"):
@@ -234,8 +234,6 @@ def _limit_problems(model: BaseModel, path: KeyPath) -> Found:
 
 def _scenario_problems(perf: PerfSpec | None) -> Found:
     """A scenario bound by both a count and a duration; a series with too many buckets."""
-    from qgate.profile.scenarios import DEFAULT_BUCKET_S, MAX_BUCKETS
-
     found: Found = []
     for index, s in enumerate(perf.scenarios if perf else []):
         path: KeyPath = ("perf", "scenarios", index)

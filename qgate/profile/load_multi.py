@@ -18,13 +18,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from qgate.core.files import sha256_bytes
-from qgate.core.yamlload import KeyPath, YamlDocument
+from qgate.core.yamlload import KeyPath, YamlDocument, load_yaml
 from qgate.errors import ProfileError
 from qgate.profile.load import (
     LoadedProfile,
     Problem,
     decode_text,
     doc_problems,
+    parse_profile_text,
     profile_error,
     read_document,
     read_profile_bytes,
@@ -189,9 +190,6 @@ def parse_multi_text(text: str, shown: str, folder: Path, check_files: bool = Tr
 
 
 def _load(path: str | Path, check_files: bool) -> LoadedProfile | LoadedMulti:
-    from qgate.core.yamlload import load_yaml
-    from qgate.profile.load import parse_profile_text
-
     shown = str(path)
     file = Path(path)
     raw = read_profile_bytes(file, shown)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Mapping
+from difflib import get_close_matches
 from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
@@ -194,8 +195,6 @@ def check_selectors(
     compare_to: str,
 ) -> KeyIssues:
     """Problems with `perf.gates` and `perf.published` that need the scenario list."""
-    from difflib import get_close_matches
-
     # a run name and each of its '@' prefixes: 'm', 'm@in512', 'm@in512@c4'
     names = {
         "@".join(parts[:k])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from qgate.core.files import jsonl_bytes
+from qgate.core.jsonl_checks import jsonl_bytes
 
 GENERATOR_VERSION = "1"
 CORPUS_SEED = 99

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from qgate.core.files import jsonl_bytes
+from qgate.core.jsonl_checks import jsonl_bytes
 
 GENERATOR_VERSION = "1"
 MATH_SEED = 20261130

@@ -22,7 +22,7 @@ import json
 import random
 from dataclasses import dataclass
 
-from qgate.core.files import jsonl_bytes
+from qgate.core.jsonl_checks import jsonl_bytes
 
 GENERATOR_VERSION = "2"
 # The token-sized suite's layout: "3" = one filler stream per haystack, shared by its depths.
