@@ -17,8 +17,8 @@ import click
 from pydantic import Field
 
 from qgate.core.records import Record
-from qgate.perf.metrics import ScenarioMetrics
 from qgate.perf.records import ScenarioRun
+from qgate.perf.summaries import ScenarioMetrics
 
 __all__ = [
     "OUTPUTS",

@@ -17,8 +17,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import jsonlines
-
 __all__ = [
     "MATH_ITEM",
     "TRACE_LINE",
@@ -67,6 +65,8 @@ def jsonl_values(text: str) -> Iterator[tuple[int, Any]]:
     Lines are `str.splitlines()` lines; a line that is not JSON raises
     JsonlLineError with its number (a JSON `null` is a value, None).
     """
+    import jsonlines  # deferred: qgate/core/lazy.py, DEFERRED
+
     at = 0
 
     def lines() -> Iterator[str]:
@@ -183,6 +183,8 @@ def jsonl_problem(path: Path, shape: JsonlShape) -> str | None:
 
 def jsonl_bytes(rows: Iterable[Any], *, ensure_ascii: bool = True) -> bytes:
     """`rows` as JSONL (UTF-8): one JSON value a line with sorted keys, each line ending in \\n."""
+    import jsonlines  # deferred: qgate/core/lazy.py, DEFERRED
+
     out = io.StringIO()
     dumps = partial(json.dumps, sort_keys=True, ensure_ascii=ensure_ascii)
     with jsonlines.Writer(out, dumps=dumps) as writer:

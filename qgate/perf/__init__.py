@@ -26,11 +26,12 @@ if TYPE_CHECKING:
     from qgate.perf.checks import scenario_verdicts
     from qgate.perf.compare import MetricComparison, compare
     from qgate.perf.gates import evaluate_perf_gates
-    from qgate.perf.metrics import ScenarioMetrics, summarize
+    from qgate.perf.metrics import summarize
     from qgate.perf.probes import probe_agreement
     from qgate.perf.records import RequestRecord, ScenarioRun
     from qgate.perf.runner import run_scenarios
     from qgate.perf.series import bucket_series
+    from qgate.perf.summaries import ScenarioMetrics
 
 __all__ = [
     "MetricComparison",
@@ -51,7 +52,7 @@ _HOME = {
     "MetricComparison": "compare",
     "compare": "compare",
     "evaluate_perf_gates": "gates",
-    "ScenarioMetrics": "metrics",
+    "ScenarioMetrics": "summaries",
     "summarize": "metrics",
     "probe_agreement": "probes",
     "RequestRecord": "records",

@@ -25,7 +25,10 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import aiohttp
+
 from qgate.core.http_errors import TransportError, map_exceptions
+from qgate.perf.framing import body_pieces
 
 if TYPE_CHECKING:
     import aiohttp
@@ -57,8 +60,6 @@ class RawResponse:
         """Fill `chunks` from `wire` (no-op when done or not needed); bad framing is an error."""
         if self.wire is None:
             return
-        from qgate.perf.framing import body_pieces
-
         pieces, complete = body_pieces(self.wire, self.head_end, self.chunked)
         self.wire = None
         if not complete and self.error is None:
@@ -68,8 +69,6 @@ class RawResponse:
 
 def make_session(limit: int, timeout_s: float) -> aiohttp.ClientSession:
     """A session with room for `limit` concurrent connections and a per-request timeout."""
-    import aiohttp
-
     connector = aiohttp.TCPConnector(limit=max(limit, 1), limit_per_host=0, ttl_dns_cache=300)
     # sock_read catches a stall mid-stream early; total bounds the whole request.
     timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=timeout_s)

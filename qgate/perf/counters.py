@@ -5,6 +5,7 @@ monotone series are kept (counters, and histogram `_sum`/`_count`), summed
 over their label sets, so that after-minus-before deltas explain a scenario:
 prefix-cache hit rate, preemptions, prompt and generation tokens, and the
 server's own queue time. A server without `/metrics` gives empty counters.
+Scraping them is qgate/perf/scrape.py; this module reads the records (pure).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from qgate.core.serving import MetricNames
+from qgate.runtime.vllm_metrics import VLLM_METRICS
 
 
 def names_of(recorded: MetricNames | None) -> MetricNames:
@@ -19,54 +21,7 @@ def names_of(recorded: MetricNames | None) -> MetricNames:
     vLLM's for records made before engines declared theirs (all of them came from vLLM)."""
     if recorded is not None:
         return recorded
-    from qgate.runtime.vllm_server import VLLM_METRICS
-
     return VLLM_METRICS
-
-
-def metrics_url(base_url: str) -> str:
-    """`http://h:p/v1` -> `http://h:p/metrics`."""
-    root = base_url.rstrip("/")
-    if root.endswith("/v1"):
-        root = root[: -len("/v1")]
-    return root + "/metrics"
-
-
-def parse_counters(text: str) -> dict[str, float]:
-    """Monotone samples of a Prometheus exposition, summed over labels (buckets dropped)."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    out: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        if family.type not in ("counter", "histogram", "summary", "unknown"):
-            continue
-        for s in family.samples:
-            if s.name.endswith("_bucket") or s.name.endswith("_created"):
-                continue
-            # Untyped series count only when their name says they are counters.
-            if family.type == "unknown" and not s.name.endswith("_total"):
-                continue
-            if family.type in ("histogram", "summary") and not s.name.endswith(("_sum", "_count")):
-                continue
-            out[s.name] = out.get(s.name, 0.0) + float(s.value)
-    return out
-
-
-async def scrape(base_url: str, headers: Mapping[str, str] | None = None) -> dict[str, float]:
-    """Fetch and parse `/metrics`; an endpoint without it (or unparsable) gives {}."""
-    import aiohttp
-
-    try:
-        timeout = aiohttp.ClientTimeout(total=10)
-        async with (
-            aiohttp.ClientSession(timeout=timeout) as s,
-            s.get(metrics_url(base_url), headers=dict(headers or {})) as resp,
-        ):
-            if resp.status != 200:
-                return {}
-            return parse_counters(await resp.text())
-    except (aiohttp.ClientError, TimeoutError, ValueError):
-        return {}
 
 
 def deltas(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:

@@ -23,8 +23,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import numpy as np
+
 from qgate.perf.checks import with_checks
 from qgate.perf.client import RawResponse, send
+from qgate.perf.probes import extract_answer
 from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import RequestRecord
 from qgate.perf.stream import ParsedStream, parse_sse
@@ -94,8 +97,6 @@ class Exchange:
         times = [t - t0 for t in parsed.token_times_ns]
         answer = None
         if spec.probe_id is not None and error is None:
-            from qgate.perf.probes import extract_answer
-
             answer = extract_answer(parsed.text)
         return with_checks(
             RequestRecord(
@@ -205,8 +206,6 @@ def arrival_offsets_ns(
     The first request arrives at 0, as in vLLM's `bench serve`. With a
     horizon, arrivals stop at the horizon instead of after `n`.
     """
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     theta = 1.0 / (rate * burstiness)
     out: list[int] = []

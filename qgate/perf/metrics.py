@@ -29,95 +29,24 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import TYPE_CHECKING
 
-from pydantic import Field
+import numpy as np
 
-from qgate.core.records import Record
+from qgate.perf.counters import deltas, names_of, prefix_cache_hit_rate
+from qgate.perf.probes import probe_agreement
 from qgate.perf.records import RequestRecord, ScenarioRun
-from qgate.perf.series import TimeSeries, bucket_series, bucket_width
+from qgate.perf.series import bucket_series, bucket_width
+from qgate.perf.summaries import Distribution, ScenarioMetrics, TimeSeries
 from qgate.profile import Slo
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
 
 NS_PER_MS = 1_000_000
 NS_PER_S = 1_000_000_000
 
 
-class Distribution(Record):
-    """Summary of one latency metric over the measured requests, in milliseconds."""
-
-    count: int = Field(description="Number of values summarized.")
-    mean: float = Field(description="Arithmetic mean (0 when empty, as vLLM).")
-    std: float = Field(description="Population standard deviation (ddof=0).")
-    p50: float = Field(description="Median.")
-    p90: float = Field(description="90th percentile (linear interpolation).")
-    p99: float = Field(description="99th percentile (linear interpolation).")
-    max: float = Field(description="Largest value.")
-
-
-class ScenarioMetrics(Record):
-    """Everything the perf table shows for one scenario on one runtime."""
-
-    scenario: str = Field(description="Scenario name (with '@cN' for a sweep level).")
-    role: str = Field(description="reference | candidate.")
-    requests: int = Field(description="Measured workload requests (probes excluded).")
-    completed: int = Field(description="Requests with no transport/HTTP error and a first token.")
-    failed: int = Field(description="Requests that ended in an error.")
-    check_failed: int = Field(description="Completed requests with stream-check failures.")
-    duration_s: float = Field(description="Measured window in seconds.")
-    total_input_tokens: int = Field(description="Prompt tokens of completed requests (usage).")
-    total_output_tokens: int = Field(description="Output tokens of completed requests (usage).")
-    request_throughput: float = Field(description="Completed requests per second.")
-    request_goodput: float | None = Field(
-        description="Completed requests per second that met every SLO; None without SLOs."
-    )
-    output_throughput: float = Field(description="Output tokens per second.")
-    output_throughput_per_gpu: float = Field(description="Output tokens per second per GPU.")
-    total_token_throughput: float = Field(description="(Input + output) tokens per second.")
-    ttft_ms: Distribution = Field(description="Time to first token.")
-    tpot_ms: Distribution = Field(description="Time per output token after the first.")
-    itl_ms: Distribution = Field(description="Inter-token latency, every gap pooled.")
-    e2e_ms: Distribution = Field(description="End-to-end request latency.")
-    request_output_tok_s: Distribution = Field(
-        description="Per request: output tokens / E2E, the full-request output rate (tok/s)."
-    )
-    request_decode_tok_s: Distribution = Field(
-        description="Per request: output tokens after the first / (E2E - TTFT), the decode "
-        "rate once the first token is out (tok/s)."
-    )
-    queue_ms: Distribution = Field(
-        description="Client-side queueing (sent minus scheduled); large values mean the "
-        "client, not the server, limited the offered load."
-    )
-    peak_concurrency: int = Field(description="Most requests in flight at one instant.")
-    max_output_tokens_per_s: float = Field(
-        description="Largest output-token count in any one-second bucket (vLLM's definition)."
-    )
-    prefix_cache_hit_rate: float | None = Field(
-        default=None, description="Prefix-cache hits / queries from the /metrics deltas."
-    )
-    preemptions: float | None = Field(
-        default=None, description="Server preemptions during the scenario (/metrics delta)."
-    )
-    server_counters: dict[str, float] = Field(
-        default_factory=dict,
-        description="Every /metrics counter's delta over the scenario (tokens, queue time sums, "
-        "cache queries...), to explain the figures above.",
-    )
-    probe_agree: int = Field(default=0, description="Quality probes answered as in quality stage.")
-    probe_total: int = Field(default=0, description="Quality probes sent.")
-    time_series: TimeSeries | None = Field(
-        default=None,
-        description="Output tok/s, requests and TTFT p50/p90 per time bucket "
-        "(qgate.perf.series), for runs that ask for one (duration-bound scenarios do).",
-    )
-
-
 def distribution(values: Sequence[float] | npt.NDArray[np.float64]) -> Distribution:
     """Mean, std and percentiles of `values` (all zeros when empty, as vLLM reports)."""
-    import numpy as np
-
     if len(values) == 0:
         return Distribution(count=0, mean=0.0, std=0.0, p50=0.0, p90=0.0, p99=0.0, max=0.0)
     a = np.asarray(values, dtype=np.float64)
@@ -200,8 +129,6 @@ def _token_times(
     requests: Sequence[RequestRecord],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Every request's chunk arrival times, concatenated in order, and how many each has."""
-    import numpy as np
-
     lens = np.fromiter((len(r.token_times_ns) for r in requests), np.int64, len(requests))
     times = chain.from_iterable(r.token_times_ns for r in requests)
     return np.fromiter(times, np.int64, int(lens.sum())), lens
@@ -211,8 +138,6 @@ def itl_gaps_ms(
     requests: Sequence[RequestRecord],
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
     """`itls_ms` of every request, concatenated in order (the same floats), and each one's count."""
-    import numpy as np
-
     times, lens = _token_times(requests)
     keep = np.ones(max(times.size - 1, 0), dtype=bool)
     starts = np.cumsum(lens)[:-1]
@@ -250,8 +175,6 @@ def peak_concurrency(requests: Sequence[RequestRecord]) -> int:
 
 def max_tokens_per_second(requests: Sequence[RequestRecord]) -> float:
     """Largest number of content chunks in any one-second bucket from the first send."""
-    import numpy as np
-
     if not requests:
         return 0.0
     start = min(r.sent_ns for r in requests)
@@ -279,8 +202,6 @@ def time_series(run: ScenarioRun) -> TimeSeries | None:
     width = bucket_width(run.params)
     if width is None:
         return None
-    import numpy as np
-
     reqs = workload_requests(run)
     ok = [r for r in reqs if succeeded(r)]
     times, _ = _token_times(ok)
@@ -296,9 +217,6 @@ def time_series(run: ScenarioRun) -> TimeSeries | None:
 
 def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
     """All scenario metrics from the raw records (pure; `qgate verify` calls it too)."""
-    from qgate.perf.counters import deltas, names_of, prefix_cache_hit_rate
-    from qgate.perf.probes import probe_agreement
-
     reqs = workload_requests(run)
     ok = [r for r in reqs if succeeded(r)]
     dur_s = run.duration_ns / NS_PER_S

@@ -14,18 +14,21 @@ gate passed); this module only measures.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
+
+import aiohttp
 
 from qgate.core.http import root_url
 from qgate.core.serving import MetricNames
 from qgate.errors import InfrastructureError
 from qgate.perf.client import make_session, post_json
-from qgate.perf.counters import scrape
 from qgate.perf.loadgen import Exchange, RequestSpec, Sender
 from qgate.perf.probes import Probe
 from qgate.perf.progress import ScenarioProgress
 from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import PerfRole, ScenarioRun
+from qgate.perf.scrape import scrape
 from qgate.perf.series import DEFAULT_BUCKET_S, PARAM
 from qgate.perf.workloads import (
     Mark,
@@ -149,8 +152,6 @@ async def _run_one(
     timeout_s: float,
     local_tokenize: Tokenize | None,
 ) -> ScenarioRun:
-    import aiohttp
-
     width = level or (s.conversations if isinstance(s, MultiTurnScenario) else 256)
     root = root_url(base_url)
     async with make_session(width + 8, timeout_s) as session:
@@ -252,6 +253,4 @@ async def _dispatch(
 
 
 def _now() -> int:
-    import time
-
     return time.perf_counter_ns()

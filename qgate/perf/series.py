@@ -35,25 +35,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
+import numpy as np
 
-from qgate.core.records import Record
+from qgate.perf.summaries import SeriesBucket, TimeSeries
+from qgate.profile.scenarios import DEFAULT_BUCKET_S, MAX_BUCKETS
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
 
     Ints = Sequence[int] | npt.NDArray[np.int64]
-
-from qgate.profile.scenarios import DEFAULT_BUCKET_S, MAX_BUCKETS
 
 __all__ = [
     "DEFAULT_BUCKET_S",
     "MAX_BUCKETS",
     "PARAM",
     "Finished",
-    "SeriesBucket",
-    "TimeSeries",
     "bucket_series",
     "bucket_width",
 ]
@@ -64,36 +60,6 @@ NS_PER_S = 1_000_000_000
 
 # (done_ns, completed, TTFT ms or None) of one request
 Finished = tuple[int, bool, float | None]
-
-
-class SeriesBucket(Record):
-    """One time bucket of a scenario's series."""
-
-    start_s: float = Field(description="Bucket start, seconds after the scenario's zero.")
-    seconds: float = Field(
-        description="Seconds the bucket covers: the width, less for the last bucket (it ends "
-        "at the last completion)."
-    )
-    completed: int = Field(description="Requests that completed in the bucket (by done time).")
-    failed: int = Field(description="Requests that ended in an error in the bucket.")
-    output_tokens: int = Field(
-        description="Output tokens that arrived in the bucket (completed requests, by chunk "
-        "arrival)."
-    )
-    output_throughput: float = Field(description="output_tokens / seconds (tok/s).")
-    ttft_p50_ms: float | None = Field(
-        description="Median TTFT of the requests completed in the bucket; None without any."
-    )
-    ttft_p90_ms: float | None = Field(
-        description="90th percentile TTFT (linear interpolation) of the same requests."
-    )
-
-
-class TimeSeries(Record):
-    """Per-bucket output throughput, request counts and TTFT of one scenario run."""
-
-    bucket_s: float = Field(description="Bucket width in seconds.")
-    buckets: list[SeriesBucket] = Field(description="Buckets in time order, empty ones kept.")
 
 
 def bucket_width(params: Mapping[str, Any]) -> float | None:
@@ -117,8 +83,6 @@ def bucket_series(
     the tokens it carried. The series ends at the last `done_ns`; anything at
     or after that instant belongs to the last bucket.
     """
-    import numpy as np
-
     width = max(1, round(bucket_s * NS_PER_S))
     end = max((done for done, _, _ in finished), default=0)
     if not finished:

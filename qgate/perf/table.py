@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from qgate.perf.compare import MetricComparison
-from qgate.perf.metrics import ScenarioMetrics
+from qgate.perf.summaries import ScenarioMetrics
 
 QUEUE_SHOWN_MS = 0.05  # client queueing below this is not shown
 

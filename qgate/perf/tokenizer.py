@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 from qgate.core.http import root_url
 from qgate.errors import BadInput, InfrastructureError
 
@@ -42,8 +44,6 @@ def local_tokenizer(path: str | Path) -> Tokenize:
 
 async def served_models(base_url: str, headers: dict[str, str] | None) -> list[dict[str, Any]]:
     """The `data` entries of GET {base_url}/models."""
-    import aiohttp
-
     try:
         async with (
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as s,
@@ -61,8 +61,6 @@ async def served_models(base_url: str, headers: dict[str, str] | None) -> list[d
 
 async def server_tokenizes(base_url: str, model: str, headers: dict[str, str] | None) -> bool:
     """Whether POST {root}/tokenize answers with token ids (vLLM does)."""
-    import aiohttp
-
     body = {"model": model, "prompt": "hello world", "add_special_tokens": False}
     try:
         async with (

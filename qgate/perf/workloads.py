@@ -19,6 +19,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from qgate.core.jsonl_checks import JsonlLineError, jsonl_values
 from qgate.errors import BadInput
 from qgate.perf.loadgen import RequestSpec, Sender, arrival_offsets_ns, closed_loop, open_loop
 from qgate.profile import FixedScenario, MultiTurnScenario, TraceScenario
@@ -55,8 +58,6 @@ def scenario_seed(name: str) -> int:
 
 
 def random_text(words: int, seed: int) -> str:
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     return " ".join(_WORDS[i] for i in rng.integers(0, len(_WORDS), size=words))
 
@@ -146,8 +147,6 @@ async def run_fixed(
     seed = scenario_seed(s.name)
     input_tokens = _input_len(s)
     pool = await token_pool(tokenize, max(2 * input_tokens, 256), seed)
-    import numpy as np
-
     rng = np.random.default_rng(seed + level)
     offsets = [int(o) for o in rng.integers(0, len(pool), size=100_000)]
 
@@ -232,8 +231,6 @@ async def run_multi_turn(
     prefix = window(prefix_pool, s.shared_prefix_tokens, 0)
     user_tag = await tokenize("\nUser:")
     tool_tag = await tokenize('\nTool result: {"status": "ok", "output":')
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     for _ in range(s.warmup):
         ids = window(pool, s.turn_input_tokens, int(rng.integers(0, len(pool))))
@@ -313,8 +310,6 @@ def load_trace(path: Path) -> list[tuple[float, int, int]]:
         raise BadInput(f"trace {path}: {e.strerror}") from e
     except UnicodeDecodeError as e:
         raise BadInput(f"trace {path}: not UTF-8 text ({e.reason})") from None
-    from qgate.core.jsonl_checks import JsonlLineError, jsonl_values
-
     need = "need timestamp, input_tokens, output_tokens"
     try:
         for i, o in jsonl_values("\n".join(lines)):
@@ -344,8 +339,6 @@ async def run_trace(
     rows = load_trace(s.path)
     seed = scenario_seed(s.name)
     pool = await token_pool(tokenize, max(2 * max(r[1] for r in rows), 256), seed)
-    import numpy as np
-
     rng = np.random.default_rng(seed)
 
     def spec(inp: int, out: int) -> RequestSpec:

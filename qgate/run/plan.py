@@ -19,7 +19,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from qgate.core.plan import GatePower, Life, Plan, Preflight, ScenarioPlan, SuitePlan, Work
+from qgate.perf.runner import levels
+from qgate.perf.workloads import expand_inputs, measured_count
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
+from qgate.profile.engine_checks import starts_process
+from qgate.profile.engines import engine_class
+from qgate.profile.suites import configured
+from qgate.quality.gates import policy_for
+from qgate.quality.math_suite import load_math_set
+from qgate.quality.sizing import gate_power, lmeval_limit, math_limit, recall_haystacks
 
 __all__ = [
     "ACCELERATOR_SHARE",
@@ -32,22 +40,15 @@ __all__ = [
 
 
 def _suites(spec: QualitySpec) -> list[SuitePlan]:
-    from qgate.profile.suites import configured
-
     out: list[SuitePlan] = []
     for entry, setting in configured(spec):
         if entry.key == "math":
-            from qgate.quality.math_suite import load_math_set
-            from qgate.quality.sizing import math_limit
-
             count = len(load_math_set(setting.set, math_limit(setting))[0])
             out += [
                 SuitePlan(suite=f"math.{f}", items=count, detail="exact-answer questions")
                 for f in setting.prompts
             ]
         elif entry.key == "recall":
-            from qgate.quality.sizing import recall_haystacks
-
             count = recall_haystacks(setting) * len(setting.depths)
             out += [
                 SuitePlan(suite=f"recall.{n}", items=count, detail=f"{n}-token haystacks")
@@ -57,8 +58,6 @@ def _suites(spec: QualitySpec) -> list[SuitePlan]:
             detail = f"sequences of {setting.tokens} scored tokens"
             out.append(SuitePlan(suite="divergence", items=setting.sequences, detail=detail))
         elif entry.key == "lm_eval":
-            from qgate.quality.sizing import lmeval_limit
-
             out += [
                 SuitePlan(
                     suite=f"lm_eval.{t.task}", items=lmeval_limit(t), detail="lm-eval documents"
@@ -72,9 +71,6 @@ def _suites(spec: QualitySpec) -> list[SuitePlan]:
 
 def _power(spec: QualitySpec) -> list[GatePower]:
     """Per gated exact-answer suite of known size: what its paired test can detect."""
-    from qgate.quality.gates import policy_for
-    from qgate.quality.sizing import gate_power
-
     out = []
     for s in _suites(spec):
         policy = policy_for(spec, s.suite)
@@ -102,9 +98,6 @@ def _power_line(g: GatePower) -> str:
 
 
 def _scenarios(profile: Profile) -> list[ScenarioPlan]:
-    from qgate.perf.runner import levels
-    from qgate.perf.workloads import expand_inputs, measured_count
-
     out: list[ScenarioPlan] = []
     for scenario in profile.perf.scenarios if profile.perf else []:
         for s in expand_inputs(scenario):
@@ -126,9 +119,6 @@ def _scenarios(profile: Profile) -> list[ScenarioPlan]:
 
 
 def _preflight(profile: Profile, reference_cached: bool | None, refresh: bool) -> Preflight:
-    from qgate.profile.engine_checks import starts_process
-    from qgate.profile.engines import engine_class
-
     mode = profile.engine.preflight
     launch = profile.engine_of("candidate")
     if mode == "never" or not starts_process(launch.kind):

@@ -24,7 +24,9 @@ import importlib.metadata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from qgate.checkpoint.formats import emulated_label
 from qgate.core.records import Role
+from qgate.errors import BadInput
 from qgate.profile import EngineArgValue, EngineLaunch, Profile, RuntimeSpec
 from qgate.profile.engine_checks import feature_notes
 from qgate.runtime.fingerprint import FORCE_ENV, CpuInfo, Fingerprint, cpu_info, package_versions
@@ -277,8 +279,6 @@ def _fallback_spec(spec: RuntimeSpec) -> RuntimeSpec:
 def _describe(spec: RuntimeSpec) -> str:
     parts = [f"{k}={v}" for k, v in sorted(spec.args.items())]
     if spec.emulate_weights is not None:
-        from qgate.checkpoint.formats import emulated_label
-
         # the serving dtype (engine.cpu_dtype) is chosen after this note is written
         parts.append(emulated_label(spec.emulate_weights, None))
     return ", ".join(parts) or "engine defaults"
@@ -290,8 +290,6 @@ def select_runtimes(profile: Profile, cpu: CpuCaps) -> Selection:
     Raise BadInput (exit 2) naming the setting, the CPU and the way out when a
     role cannot run here and has no fallback that can.
     """
-    from qgate.errors import BadInput
-
     chosen: dict[Role, RuntimeSpec] = {}
     notes: list[str] = []
     failures: list[str] = []

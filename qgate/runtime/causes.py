@@ -19,6 +19,7 @@ A server killed by a signal is reported by that signal first
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -164,8 +165,6 @@ def death_reading(returncode: int | None) -> str | None:
     """What a death by signal usually means (`killed by SIGKILL` -> the OOM killer), or None."""
     if returncode is None or returncode >= 0:
         return None
-    import signal
-
     try:
         name = signal.Signals(-returncode).name
     except ValueError:

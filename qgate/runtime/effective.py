@@ -23,7 +23,9 @@ from typing import Any
 from pydantic import Field
 
 from qgate.core.records import Record
+from qgate.core.redact import redact_env
 from qgate.profile.base import EngineArgValue
+from qgate.runtime.causes import is_noise
 
 __all__ = [
     "ENGINE_ENV_PREFIXES",
@@ -362,8 +364,6 @@ def fatal_startup_line(text: str) -> str | None:
 
     Lines at INFO/WARNING level and Python warnings never count, whatever they quote.
     """
-    from qgate.runtime.causes import is_noise
-
     for line in text.splitlines():
         if any(marker in line for marker in FATAL_STARTUP_MARKERS) and not is_noise(line):
             return line.strip()
@@ -396,8 +396,6 @@ def recorded_env(
 ) -> dict[str, str]:
     """The environment a server ran with, as recorded: engine variables it inherited, the
     profile's overlay, secrets redacted."""
-    from qgate.core.redact import redact_env
-
     env = os.environ if inherited is None else inherited
     kept = {k: v for k, v in env.items() if k.startswith(ENGINE_ENV_PREFIXES)}
     return redact_env({**kept, **overlay}, list(secret_names))

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import Field
 
 from qgate.checkpoint.digests import FileDigest, checkpoint_digests, tree_digest
+from qgate.checkpoint.embedded import cache_root
 from qgate.core.records import Record
 from qgate.errors import BadInput
 from qgate.profile import Target
@@ -368,8 +369,6 @@ def accelerators(facts: dict[str, Any] | None = None) -> list[Accelerator]:
 
 def default_cache_path() -> Path:
     """Where checkpoint digests are cached: `<qgate cache>/checkpoint-digests.json`."""
-    from qgate.checkpoint.embedded import cache_root
-
     return cache_root() / "checkpoint-digests.json"
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from qgate.checkpoint.formats import emulated_label, stored_dtype
 from qgate.core import http
 from qgate.core.records import Role
 from qgate.core.redact import redact_argv, redact_text, secret_values
@@ -26,6 +27,8 @@ from qgate.errors import RuntimeFailure
 from qgate.profile.base import EngineArgValue
 from qgate.profile.engines import EngineDecl
 from qgate.runtime import causes, effective, process
+from qgate.runtime import command as cmd
+from qgate.runtime.command import server_environment
 from qgate.runtime.ports import free_port, port_in_use
 from qgate.runtime.startup import ready_line, start_facts
 from qgate.runtime.waiting import poll_health, startup_progress
@@ -103,8 +106,6 @@ class ServerProcess(EngineDecl, Lifecycle):
 
     def server_env(self) -> dict[str, str]:
         """The process environment of the server."""
-        from qgate.runtime.command import server_environment
-
         return server_environment(self.env_overlay)
 
     def log_facts(self, log_text: str) -> dict[str, Any]:
@@ -132,16 +133,12 @@ class ServerProcess(EngineDecl, Lifecycle):
         cls, profile: Profile, role: Role, model_path: Path, run_dir: Path
     ) -> ServerProcess:
         """The reference or candidate server of a profile: its side's engine + overrides."""
-        from qgate.runtime import command as cmd
-
         spec = getattr(profile, role)
         engine = profile.engine_of(role)
         served = profile.model.served_name or profile.model.embedded or Path(model_path).name
         args = cls.merge_args(engine.args, spec.args)
         emulated = []
         if spec.emulate_weights is not None:
-            from qgate.checkpoint.formats import emulated_label, stored_dtype
-
             emulated.append(emulated_label(spec.emulate_weights, stored_dtype(args.get("dtype"))))
         server = cls(
             role=role,
@@ -166,8 +163,6 @@ class ServerProcess(EngineDecl, Lifecycle):
         cls, shared: Mapping[str, EngineArgValue], role: Mapping[str, EngineArgValue]
     ) -> dict[str, EngineArgValue]:
         """The side's args over its engine block's (keys compared in snake_case)."""
-        from qgate.runtime import command as cmd
-
         return cmd.merge_args(shared, role)
 
     def configure(self, profile: Profile, role: Role) -> None:

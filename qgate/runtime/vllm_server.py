@@ -8,6 +8,7 @@ names and the request extensions it serves.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from typing import Any, ClassVar
 
@@ -19,18 +20,13 @@ from qgate.errors import RuntimeFailure
 from qgate.profile.base import EngineArgValue
 from qgate.runtime import command as cmd
 from qgate.runtime import cores, effective, server
+from qgate.runtime.causes import cause_context
 from qgate.runtime.ports import free_port, port_in_use
 from qgate.runtime.server import ServerProcess
+from qgate.runtime.vllm_metrics import VLLM_METRICS
 
-__all__ = ["VLLM_METRICS", "VllmServer", "free_port", "port_in_use"]
+__all__ = ["VllmServer", "free_port", "port_in_use"]
 
-VLLM_METRICS = MetricNames(
-    prefix_hits="vllm:prefix_cache_hits_total",
-    prefix_queries="vllm:prefix_cache_queries_total",
-    preemptions="vllm:num_preemptions_total",
-    prompt_tokens="vllm:prompt_tokens_total",
-    generation_tokens="vllm:generation_tokens_total",
-)
 # The engine's own argument parser and config validation, without starting it (its import
 # is most of its cost); the module paths of vLLM 0.32 first, then those of older releases.
 _DRY_CHECK = """
@@ -115,8 +111,6 @@ class VllmServer(ServerProcess):
         RuntimeFailure (exit 3) with the engine's own error line when it refuses; the
         output goes to this runtime's log, before any start.
         """
-        import subprocess
-
         launcher = self.launcher or cmd.detect_launcher()
         if not self.can_dry_check():
             raise ValueError("a custom launcher has no dry check; preflight by starting it")
@@ -149,8 +143,6 @@ class VllmServer(ServerProcess):
             lines = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
             found = [ln for ln in lines if ln.startswith("vllm: error:")] or lines[-1:]
             cause = found[0].removeprefix("vllm: ") if found else f"exit status {done.returncode}"
-            from qgate.runtime.causes import cause_context
-
             secrets = self._secrets()  # the fatal line and the frames above it, no usage text
             context = [redact_text(ln, secrets) for ln in cause_context(done.stderr)]
             raise RuntimeFailure(

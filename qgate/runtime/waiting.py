@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
+from qgate.core import http
+
 
 class Ticker(Protocol):
     def __call__(self, note: str = "") -> None: ...
@@ -17,7 +19,7 @@ class Ticker(Protocol):
 @contextmanager
 def startup_progress(label: str) -> Iterator[Ticker]:
     """Yield `tick(note)`, to be called on every poll; it redraws "label  12.3 s  note"."""
-    from rich.console import Console
+    from rich.console import Console  # deferred: qgate/core/lazy.py, DEFERRED
 
     console = Console(stderr=True)
     if not console.is_terminal:
@@ -40,8 +42,6 @@ def startup_progress(label: str) -> Iterator[Ticker]:
 def poll_health(proc: subprocess.Popen[bytes], url: str, timeout_s: float) -> str | None:
     """Poll `url` (a server's /health) for up to `timeout_s`: '' once it answers 200, the
     last problem when the time is up, None when the process exited first."""
-    from qgate.core import http
-
     deadline = time.monotonic() + timeout_s
     problem = ""
     while proc.poll() is None:

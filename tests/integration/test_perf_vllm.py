@@ -14,7 +14,7 @@ from qgate.perf.metrics import summarize
 from qgate.perf.records import ScenarioRun
 from qgate.perf.runner import run_scenarios
 from qgate.profile import PerfSpec
-from qgate.runtime.vllm_server import VLLM_METRICS
+from qgate.runtime.vllm_metrics import VLLM_METRICS
 
 pytestmark = pytest.mark.integration
 

@@ -4,15 +4,9 @@ import asyncio
 import socket
 
 from qgate.core.serving import MetricNames
-from qgate.perf.counters import (
-    deltas,
-    metrics_url,
-    names_of,
-    parse_counters,
-    prefix_cache_hit_rate,
-    scrape,
-)
-from qgate.runtime.vllm_server import VLLM_METRICS
+from qgate.perf.counters import deltas, names_of, prefix_cache_hit_rate
+from qgate.perf.scrape import metrics_url, parse_counters, scrape
+from qgate.runtime.vllm_metrics import VLLM_METRICS
 
 TEXT = """# HELP vllm:prefix_cache_queries_total Prefix cache queries.
 # TYPE vllm:prefix_cache_queries_total counter

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from qgate.perf.metrics import ScenarioMetrics
+from qgate.perf.summaries import ScenarioMetrics
 from qgate.perf.table import metrics_table
 from qgate.report.render.view import _distribution_rows
 
