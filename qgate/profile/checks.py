@@ -50,7 +50,11 @@ from qgate.profile.base import RESERVED_ARGS
 from qgate.profile.engine_checks import engine_problems, starts_process
 from qgate.profile.quality import detect_problem
 from qgate.profile.scenarios import DEFAULT_BUCKET_S, MAX_BUCKETS
-from qgate.profile.started_checks import attribution_group_problems, started_only_problems
+from qgate.profile.started_checks import (
+    attribution_group_problems,
+    key_in_args_problems,
+    started_only_problems,
+)
 
 __all__ = [
     "ENGINE_ARG_NAME",
@@ -338,6 +342,7 @@ def profile_problems(profile: Profile) -> Found:
                 )
             )
     found += started_only_problems(profile) + attribution_group_problems(profile)
+    found += key_in_args_problems(profile)
     return found + engine_problems(profile)
 
 

@@ -17,6 +17,10 @@ ignored, so it is refused here, at validate time, naming the key:
 - an endpoint side's `args`, `env`, `fallback` and, in its engine block, `host`, `port`,
   `launcher`, `startup_timeout_s` (`emulate_weights`: qgate/profile/checks.py).
 
+The other way round, `args.api_key` of a server qgate starts is refused: the profile (and
+so the signed report) would carry the key; `VLLM_API_KEY` in the environment (redacted in
+the report) is what qgate sends to it.
+
 An attribution group pattern that matches none of the candidate's changes is almost
 always a typo; it is refused with the closest change names.
 """
@@ -32,9 +36,14 @@ from qgate.profile.engine_checks import starts_process
 
 if TYPE_CHECKING:
     from qgate.profile import Profile
-    from qgate.profile.base import KeyPath
+    from qgate.profile.base import EngineArgValue, KeyPath
 
-__all__ = ["attribution_group_problems", "attribution_refused", "started_only_problems"]
+__all__ = [
+    "attribution_group_problems",
+    "attribution_refused",
+    "key_in_args_problems",
+    "started_only_problems",
+]
 
 ROLES = ("reference", "candidate")
 # Keys of an engine block that only a started server uses.
@@ -127,6 +136,33 @@ def started_only_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
         if path[-1] in LAUNCH_ONLY:
             what = "only for servers qgate starts"
         found.append((path, f"{what}: {_are(roles)}"))
+    return found
+
+
+def key_in_args_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
+    """`api_key` among the args of a side qgate starts (its value would be in the report)."""
+    found: list[tuple[KeyPath, str]] = []
+    for role in ROLES:
+        if not starts_process(profile.engine_of(role).kind):
+            continue
+        blocks: list[tuple[KeyPath, dict[str, EngineArgValue]]] = [
+            ((role, "args"), getattr(profile, role).args),
+            ((*_engine_path(profile, role), "args"), profile.engine_of(role).args),
+        ]
+        for where, args in blocks:
+            for key in args:
+                path = (*where, key)
+                if key.strip("-").replace("-", "_") == "api_key" and path not in [
+                    p for p, _ in found
+                ]:
+                    found.append(
+                        (
+                            path,
+                            "a key here is written into the profile and the signed report; "
+                            "set VLLM_API_KEY in qgate's environment instead (redacted in "
+                            "the report; qgate's probes and suites send it)",
+                        )
+                    )
     return found
 
 

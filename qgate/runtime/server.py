@@ -116,6 +116,10 @@ class ServerProcess(EngineDecl, Lifecycle):
         """EffectiveConfig fields the running server states about itself over HTTP."""
         return {}
 
+    def headers(self) -> dict[str, str]:
+        """HTTP headers every client of this server sends (a key it requires); none here."""
+        return {}
+
     def applied_problems(self, config: EffectiveConfig) -> list[str]:
         """Requested settings the server says it did not apply."""
         return []
@@ -321,7 +325,7 @@ class ServerProcess(EngineDecl, Lifecycle):
     def _probe_effective(self) -> EffectiveConfig:
         root = http.root_url(self.base_url)
         try:
-            models = http.get_json(f"{self.base_url}/models", timeout=10.0)
+            models = http.get_json(f"{self.base_url}/models", timeout=10.0, headers=self.headers())
         except http.ProbeError as e:
             raise self._fail(f"/v1/models failed after /health was OK: {e}") from e
         ids = [m.get("id") for m in models.get("data", []) if isinstance(m, dict)]

@@ -46,6 +46,8 @@ AsyncEngineArgs.from_cli_args(args).create_engine_config()
 print("qgate-dry-check: ok")
 """
 DRY_CHECK_TIMEOUT_S = 300.0
+# vLLM's API key variable: with it set, every /v1 route wants `Authorization: Bearer KEY`.
+API_KEY_ENV = "VLLM_API_KEY"
 # Tests shorten it; read at each start-up.
 _FATAL_EXIT_GRACE_S = server.FATAL_EXIT_GRACE_S
 
@@ -177,6 +179,12 @@ class VllmServer(ServerProcess):
             return {}
         labels = effective.metrics_cache_config(body.decode("utf-8", errors="replace"))
         return effective.metrics_facts(labels)
+
+    def headers(self) -> dict[str, str]:
+        """vLLM requires a bearer key on /v1 when VLLM_API_KEY is set (in the profile's env or
+        inherited): qgate's own probes and suites send it (the report redacts the variable)."""
+        key = self.server_env().get(API_KEY_ENV)
+        return {"Authorization": f"Bearer {key}"} if key else {}
 
     def applied_problems(self, config: EffectiveConfig) -> list[str]:
         return effective.check_applied(self.args, config.model_dump())

@@ -179,3 +179,17 @@ def test_a_group_whose_changes_an_earlier_group_took_is_refused() -> None:
     (found,) = _groups("[['env.*'], ['env.VLLM_ROCM_USE_AITER']]")
     assert "attribution.groups[1]: every change it names is already in" in found
     assert "attribution.groups[0]" in found
+
+
+@pytest.mark.parametrize(
+    ("block", "key"),
+    [
+        ("candidate:\n  args: {api_key: abc}", "candidate.args.api_key"),
+        ("engine:\n  args: {api-key: abc}\ncandidate: {}", "engine.args.api-key"),
+    ],
+)
+def test_an_api_key_in_a_started_servers_args_is_refused(block: str, key: str) -> None:
+    text = f"name: t\nmodel: {{embedded: smollm2}}\n{block}\nquality:\n  math: {{max_drop: 0.1}}\n"
+    (found,) = _problems(text)
+    assert f" {key}: a key here is written into the profile and the signed report" in found
+    assert "abc" not in found and "VLLM_API_KEY" in found

@@ -367,3 +367,20 @@ def test_sglang_applied_config_comes_from_its_server_info() -> None:
     assert unapplied(asked, info) == ["kv_cache_dtype: asked fp8_e5m2, the server runs fp8_e4m3"]
     assert unapplied({"context_length": 32768}, info) == []
     assert unapplied({"dtype": "float16"}, {}) == []
+
+
+def test_a_started_vllm_sends_the_key_it_requires(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM with VLLM_API_KEY wants the key on /v1: qgate's probes and suites send it."""
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+
+    def server(env: dict[str, str]) -> VllmServer:
+        return VllmServer(
+            role="candidate", model_path=tmp_path, served_model="m", run_dir=tmp_path, env=env
+        )
+
+    assert server({}).headers() == {}
+    assert server({"VLLM_API_KEY": "k1"}).headers() == {"Authorization": "Bearer k1"}
+    monkeypatch.setenv("VLLM_API_KEY", "k2")  # inherited from the shell qgate runs in
+    assert server({}).headers() == {"Authorization": "Bearer k2"}
