@@ -14,10 +14,7 @@ from qgate.core.provenance import RunProvenance, run_provenance
 from qgate.core.serving import ServerStart
 from qgate.errors import ExitCode
 from qgate.perf.records import ScenarioRun
-from qgate.profile import Profile
-from qgate.quality.effect import no_effect_message
-from qgate.quality.gates import configured_suites
-from qgate.quality.sizing import items_needed
+from qgate.quality.notices import quality_warnings
 from qgate.quality.stage import QualityOutput
 from qgate.report.assemble import build_multi_report, build_report
 from qgate.report.attribution import summary_lines
@@ -126,23 +123,6 @@ def time_lines(rows: Sequence[tuple[str, float]]) -> list[str]:
     return [f"{seconds:6.0f} s  {what}" for what, seconds in rows]
 
 
-def capped_detections(profile: Profile) -> list[str]:
-    """A warning per suite whose stated detection `detect.max_items` cut short."""
-    out = []
-    for suite, policy in configured_suites(profile.quality):
-        if policy.detect is None:
-            continue
-        sizing = items_needed(policy.detect, policy.alpha)
-        if sizing.capped:
-            out.append(
-                f"{suite}: detect {100 * policy.detect.drop:.1f} pts at power "
-                f"{policy.detect.power:g} needs more than detect.max_items "
-                f"{policy.detect.max_items}; it ran {sizing.used} items (power "
-                f"{sizing.power_at_used:.2f} at the assumed flip rate)"
-            )
-    return out
-
-
 def build(
     ctx: RunContext,
     reference: QualityOutput,
@@ -155,9 +135,9 @@ def build(
     candidate = result.quality
     assert candidate is not None  # a candidate whose runtime failed has no report of its own
     configs = [c for c in (reference.effective_config, candidate.effective_config) if c]
-    no_effect = no_effect_message(reference.runs + candidate.runs, result.divergence)
-    warnings = [no_effect] if no_effect and ctx.profile.quality.on_no_effect == "warn" else []
-    warnings += capped_detections(ctx.profile)
+    warnings = quality_warnings(
+        ctx.profile.quality, reference.runs + candidate.runs, result.divergence
+    )
     return build_report(
         # The profile as written (fallbacks included): the same on every machine, so
         # `verify --profile FILE` compares like with like; capability_notes say what ran.

@@ -41,6 +41,7 @@ __all__ = [
     "recompute_perf",
     "recompute_perf_gates",
     "recompute_quality",
+    "recompute_warnings",
 ]
 
 
@@ -269,6 +270,18 @@ def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
     problems = stop_problems(profile.quality, report.quality.runs, recomputed)
     if problems:
         raise _fail(f"quality: {problems[0]}")
+
+
+def recompute_warnings(report: Report, profile: Profile) -> int:
+    """The report's warnings are the ones its profile and quality records give (no more, no
+    fewer); returns their count."""
+    from qgate.quality.notices import quality_warnings
+
+    q = report.quality
+    fresh = quality_warnings(profile.quality, q.runs, q.divergence)
+    if report.warnings != fresh:
+        raise _fail(describe("warnings", report.warnings, fresh))
+    return len(fresh)
 
 
 def _without(verdicts: list[dict[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:

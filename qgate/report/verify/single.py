@@ -41,6 +41,7 @@ from qgate.report.verify.recompute import (
     recompute_perf,
     recompute_perf_gates,
     recompute_quality,
+    recompute_warnings,
 )
 
 __all__ = [
@@ -127,6 +128,8 @@ def check_contents(
     fns = recompute or default_recompute()
     recompute_quality(report, prof, fns)
     result.checked.append(f"{len(report.quality.verdicts)} quality verdicts recomputed")
+    warnings = recompute_warnings(report, prof)
+    result.checked.append(f"{warnings} warnings re-derived from the profile and the records")
     from qgate.report.verify.attribution import check_attribution
 
     if line := check_attribution(report, prof, fns):
@@ -175,8 +178,6 @@ def signed_only(report: Report) -> list[str]:
         out.append("plan: the server lives the run planned")
     if report.attribution is not None:
         out.append("attribution: each trial's raw records (its verdicts are re-derived)")
-    if report.warnings:
-        out.append("warnings")
     out.append(
         "stage_timings, starts, created_at, command_line, qgate_version, provenance, artifacts"
     )

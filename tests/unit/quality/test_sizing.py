@@ -73,7 +73,7 @@ def test_the_core_math_set_grows_past_its_shipped_items_the_same_way_every_time(
 
 def test_a_capped_detection_is_a_report_warning() -> None:
     from qgate.profile import Profile
-    from qgate.run.report import capped_detections
+    from qgate.quality.notices import capped_detections
 
     def profile(max_items: int) -> Profile:
         math = {"detect": {"drop": 0.02, "max_items": max_items}, "prompts": ["long"]}
@@ -86,12 +86,12 @@ def test_a_capped_detection_is_a_report_warning() -> None:
             }
         )
 
-    (line,) = capped_detections(profile(300))
+    (line,) = capped_detections(profile(300).quality)
     assert line.startswith(
         "math.long: detect 2.0 pts at power 0.8 needs more than "
         "detect.max_items 300; it ran 300 items (power 0."
     )
-    assert capped_detections(profile(5000)) == []
+    assert capped_detections(profile(5000).quality) == []
 
 
 def _first_reaching(detect: Detect, alpha: float) -> int | None:

@@ -122,6 +122,10 @@ def _halve_gpus(p: dict[str, Any]) -> None:
         run["gpus"] = 0  # per-GPU throughput as if no accelerator were counted
 
 
+def _claim_warning(p: dict[str, Any]) -> None:
+    p["warnings"] = ["math.short: detect 2.0 pts at power 0.8 needs more than detect.max_items"]
+
+
 def _claim_power(p: dict[str, Any]) -> None:
     gate = next(v for v in p["quality"]["verdicts"] if v["gate"] == "recall.1024.significance")
     gate["power"], gate["underpowered"] = 0.95, False
@@ -134,6 +138,7 @@ def _claim_power(p: dict[str, Any]) -> None:
         (_args_edited, ("effective_configs[1] (candidate).args.kv_cache_dtype: 'auto' stored",)),
         (_claim_emulated, ("effective_configs[1] (candidate).emulated", "re-derived")),
         (_claim_mismatch, ("target_mismatches[0:]: ", "stored, [] re-derived")),
+        (_claim_warning, ('warnings[0:]: ["math.short: detect 2.0 pts', "stored, [] re-derived")),
         (_halve_gpus, ("perf.runs[0] (fixed-256x32@c1, candidate).gpus: 0 stored, 1 re-derived",)),
         (
             _claim_power,
@@ -144,7 +149,15 @@ def _claim_power(p: dict[str, Any]) -> None:
             ),
         ),
     ],
-    ids=["served dtype", "engine args", "emulation label", "target mismatch", "gpus", "power"],
+    ids=[
+        "served dtype",
+        "engine args",
+        "emulation label",
+        "target mismatch",
+        "warning",
+        "gpus",
+        "power",
+    ],
 )
 def test_a_re_signed_claim_that_does_not_follow_names_its_field(
     tmp_path: Path, edit: Callable[[dict[str, Any]], None], parts: tuple[str, ...]

@@ -1,0 +1,44 @@
+"""The report's warnings about its quality stage: pure functions of the profile and the records.
+
+`qgate run` writes them into the report (run/report.py) and `qgate verify`
+re-derives them (report/verify/machine.py), so a warning cannot be dropped or
+added by re-signing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from qgate.profile import QualitySpec
+from qgate.quality.effect import no_effect_message
+from qgate.quality.gates import configured_suites
+from qgate.quality.records import DivergenceRun, SuiteRun
+from qgate.quality.sizing import items_needed
+
+__all__ = ["capped_detections", "quality_warnings"]
+
+
+def capped_detections(spec: QualitySpec) -> list[str]:
+    """A warning per suite whose stated detection `detect.max_items` cut short."""
+    out = []
+    for suite, policy in configured_suites(spec):
+        if policy.detect is None:
+            continue
+        sizing = items_needed(policy.detect, policy.alpha)
+        if sizing.capped:
+            out.append(
+                f"{suite}: detect {100 * policy.detect.drop:.1f} pts at power "
+                f"{policy.detect.power:g} needs more than detect.max_items "
+                f"{policy.detect.max_items}; it ran {sizing.used} items (power "
+                f"{sizing.power_at_used:.2f} at the assumed flip rate)"
+            )
+    return out
+
+
+def quality_warnings(
+    spec: QualitySpec, runs: Sequence[SuiteRun], divergence: DivergenceRun | None
+) -> list[str]:
+    """The report's warnings: no measurable effect (with `on_no_effect: warn`), capped sizing."""
+    no_effect = no_effect_message(runs, divergence)
+    warnings = [no_effect] if no_effect and spec.on_no_effect == "warn" else []
+    return warnings + capped_detections(spec)
