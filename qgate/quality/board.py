@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from qgate.core.records import Role
 from qgate.core.verdict import Verdict
 from qgate.profile import QualitySpec
+from qgate.quality.gates import policy_for, settled_gates
 from qgate.quality.records import ItemRecord, SuiteRun
 
 __all__ = ["Board", "block_name", "in_blocks"]
@@ -60,8 +61,6 @@ class Board:
 
     def post(self, role: Role, suite: str, items: Sequence[ItemRecord], planned: int) -> str | None:
         """Record a side's items so far; why the suite stops now, or None to go on."""
-        from qgate.quality.gates import policy_for, settled_gates
-
         with self._lock:
             self._items[(suite, role)] = list(items)
             if role == "reference" and self.hold_reference:

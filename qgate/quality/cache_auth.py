@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
+from qgate import __version__
+from qgate.attest.dsse import check_signature, read_envelope
+from qgate.attest.statement import PAYLOAD_TYPE, STATEMENT_TYPE, sign_statement
 from qgate.core.files import sha256_bytes
 from qgate.core.records import Record
 from qgate.errors import BadInput, VerificationFailed
@@ -55,9 +58,6 @@ class EntryStatement(Record):
 
 def entry_statement(envelope: bytes, trusted_pems: Iterable[str]) -> EntryStatement:
     """Verify a cache entry envelope with the trusted keys; VerificationFailed with the reason."""
-    from qgate.attest.dsse import check_signature, read_envelope
-    from qgate.attest.statement import PAYLOAD_TYPE, STATEMENT_TYPE
-
     try:
         env = read_envelope(envelope, "cache entry envelope")
     except BadInput as exc:
@@ -97,9 +97,6 @@ def sign_entry(
     payload: bytes, key: str, signer: LoadedSigner, created_at: str | None = None
 ) -> bytes:
     """The DSSE envelope (one JSON line) that signs a cache entry's payload under `key`."""
-    from qgate import __version__
-    from qgate.attest.statement import STATEMENT_TYPE, sign_statement
-
     created = created_at or datetime.now(UTC).isoformat(timespec="seconds")
     statement = {
         "_type": STATEMENT_TYPE,

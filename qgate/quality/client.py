@@ -18,6 +18,7 @@ from typing import Any, Self
 
 import aiohttp
 
+from qgate.core import progress
 from qgate.core.http import root_url as server_root
 from qgate.core.http_errors import TransportError, map_exceptions
 from qgate.errors import InfrastructureError
@@ -169,8 +170,6 @@ class SuiteClient:
 
         `what` names them in the progress lines (qgate/core/progress.py).
         """
-        from qgate.core import progress
-
         counter = progress.items(what, len(prompts))
 
         async def counted(prompt: str) -> Completion:

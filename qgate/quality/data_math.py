@@ -8,6 +8,7 @@ in every line so a test (or a reader) can recompute them.
 
 from __future__ import annotations
 
+import ast
 import random
 from collections.abc import Callable
 
@@ -116,7 +117,6 @@ def _word(rng: random.Random, n: int) -> MathItem:
 
 def evaluate_expression(expr: str) -> int:
     """Integer value of a generator expression (+, -, *, parentheses), without eval()."""
-    import ast
 
     def walk(node: ast.AST) -> int:
         if isinstance(node, ast.Expression):

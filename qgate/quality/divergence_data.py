@@ -15,6 +15,7 @@ from qgate.core.files import sha256_bytes, sha256_text
 from qgate.core.jsonl_checks import JsonlLineError, jsonl_values
 from qgate.core.records import Record, Role
 from qgate.errors import BadInput
+from qgate.quality.data import evals_root
 
 __all__ = [
     "Continuation",
@@ -69,8 +70,6 @@ class ScoreSet(Record):
 
 def default_corpus() -> Path:
     """The shipped corpus, evals/divergence/corpus.jsonl."""
-    from qgate.quality.data import evals_root
-
     return evals_root() / "divergence" / "corpus.jsonl"
 
 

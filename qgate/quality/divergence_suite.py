@@ -33,6 +33,7 @@ from qgate.core import progress
 from qgate.core.records import Role
 from qgate.errors import BadInput, InfrastructureError
 from qgate.profile import DivergenceSuite
+from qgate.quality.client import SuiteClient
 from qgate.quality.divergence import position_divergence
 from qgate.quality.divergence_data import (
     Continuation,
@@ -297,8 +298,6 @@ class DivergenceRunner:
 
 def _client(ctx: SuiteContext) -> SuiteClient:
     """The suites' one HTTP client for this runtime: its headers, retries and error mapping."""
-    from qgate.quality.client import SuiteClient
-
     return SuiteClient(
         ctx.base_url,
         ctx.model,

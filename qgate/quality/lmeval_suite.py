@@ -24,8 +24,11 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import yaml
 
 from qgate.core import http
 from qgate.core.files import sha256_file, sha256_json
@@ -85,8 +88,6 @@ def _resolve_data_file(value: str, yaml_path: Path) -> Path:
 
 def _data_files(yaml_path: Path) -> dict[str, Path]:
     """Split name -> local data file of a task YAML (empty for hub datasets or odd YAML)."""
-    import yaml
-
     try:
         config = yaml.load(yaml_path.read_text(encoding="utf-8"), Loader=LenientLoader)
     except yaml.YAMLError:
@@ -102,8 +103,6 @@ def _data_files(yaml_path: Path) -> dict[str, Path]:
 
 
 def _lenient_loader() -> type[Any]:
-    import yaml
-
     class Loader(yaml.SafeLoader):
         """SafeLoader that reads lm-eval's `!function` tags as plain strings."""
 
@@ -128,8 +127,6 @@ def lm_eval_data_sha256(task: LmEvalTask) -> str:
     }
     yaml_path = find_task_yaml(task)
     if yaml_path is None:
-        from importlib.metadata import PackageNotFoundError, version
-
         try:
             view["lm_eval_version"] = version("lm_eval")
         except PackageNotFoundError:
@@ -146,8 +143,6 @@ def lm_eval_data_sha256(task: LmEvalTask) -> str:
 @contextmanager
 def _resolved_include_dir(task: LmEvalTask) -> Iterator[list[str]]:
     """Copies of the include folders with absolute `data_files`, removed afterwards."""
-    import yaml
-
     tmp = Path(tempfile.mkdtemp(prefix="qgate-lmeval-"))
     try:
         out: list[str] = []

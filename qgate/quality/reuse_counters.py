@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+from qgate.core.http import root_url
 from qgate.quality.reuse_records import KV_USAGE
 
 __all__ = ["kv_capacity_tokens", "parse_pass_counters", "scrape_text"]
@@ -28,8 +32,6 @@ _BY_SOURCE = ("vllm:prompt_tokens_by_source_total", "vllm:prompt_tokens_cached_b
 
 def parse_pass_counters(text: str) -> dict[str, float]:
     """The counters a pass records (summed over engines and models), and the KV usage gauge."""
-    from prometheus_client.parser import text_string_to_metric_families
-
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
@@ -47,8 +49,6 @@ def parse_pass_counters(text: str) -> dict[str, float]:
 
 def kv_capacity_tokens(text: str) -> int | None:
     """Tokens the KV cache holds: num_gpu_blocks x block_size of `vllm:cache_config_info`."""
-    from prometheus_client.parser import text_string_to_metric_families
-
     for family in text_string_to_metric_families(text):
         for s in family.samples:
             if s.name == "vllm:cache_config_info":
@@ -60,10 +60,6 @@ def kv_capacity_tokens(text: str) -> int | None:
 
 async def scrape_text(base_url: str, headers: Mapping[str, str] | None = None) -> str:
     """The `/metrics` text of a server ('' when it has none or does not answer)."""
-    import aiohttp
-
-    from qgate.core.http import root_url
-
     try:
         timeout = aiohttp.ClientTimeout(total=10)
         async with (

@@ -26,12 +26,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
+import aiohttp
+
+from qgate.core import progress
+from qgate.core.http import root_url
 from qgate.profile import MathSuite, QualitySpec, RecallSuite, ReuseSpec
 from qgate.profile.reuse import PassName
+from qgate.quality.client import SuiteClient
 from qgate.quality.records import SuiteRun
 from qgate.quality.reuse_counters import kv_capacity_tokens, parse_pass_counters, scrape_text
 from qgate.quality.reuse_records import KV_USAGE, PassRun, PassSuite
 from qgate.quality.runner import SuiteContext, SuiteRunner
+from qgate.quality.sizing import math_limit, recall_haystacks
 
 __all__ = ["filler_prompts", "pass_setting", "run_passes", "split_setting", "suite_with_counters"]
 
@@ -56,8 +62,6 @@ def split_setting(key: str, setting: Any) -> list[tuple[str, Any]]:
 
 def pass_setting(setting: Any, limit: int | None) -> Any:
     """A one-result setting cut to the pass's first `limit` items (unchanged without one)."""
-    from qgate.quality.sizing import math_limit, recall_haystacks
-
     if limit is None:
         return setting
     if isinstance(setting, MathSuite):
@@ -101,8 +105,6 @@ def filler_prompts(total_tokens: int, per_prompt: int, salt: str) -> list[list[i
 async def _send_fillers(
     ctx: SuiteContext, prompts: list[list[int]], output_tokens: int, in_flight: int
 ) -> None:
-    from qgate.quality.client import SuiteClient
-
     async with SuiteClient(
         ctx.base_url,
         ctx.model,
@@ -124,10 +126,6 @@ def _per_prompt(ctx: SuiteContext, cap: int, output_tokens: int) -> int:
 
 async def _reset(ctx: SuiteContext, wait_s: float) -> bool:
     """POST /reset_prefix_cache?reset_external=false; whether the server did it."""
-    import aiohttp
-
-    from qgate.core.http import root_url
-
     await asyncio.sleep(wait_s)  # asynchronous stores to the host tier finish first
     url = root_url(ctx.base_url) + "/reset_prefix_cache?reset_external=false"
     try:
@@ -231,8 +229,6 @@ async def run_passes(
 async def _one(
     runner: SuiteRunner, setting: Any, ctx: SuiteContext, suite: str, name: PassName
 ) -> PassSuite:
-    from qgate.core import progress
-
     with progress.suite(ctx.role, f"{suite}@{name}"):
         runs, before, after = await suite_with_counters(runner, setting, ctx)
     run = next((r for r in runs if r.suite == suite), None)

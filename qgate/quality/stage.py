@@ -17,15 +17,22 @@ from pathlib import Path
 
 from pydantic import Field
 
+from qgate.core import progress
 from qgate.core.records import Record, Role
 from qgate.core.serving import EffectiveConfig, Runtime
 from qgate.profile import DivergenceSuite, Profile, QualitySpec
 from qgate.profile.suites import configured
 from qgate.quality.board import Board
+from qgate.quality.cache import reference_cache_key
 from qgate.quality.divergence_data import ScoreSet
+from qgate.quality.divergence_suite import build_divergence_run
+from qgate.quality.gates import evaluate_divergence
 from qgate.quality.records import SuiteRun
+from qgate.quality.reuse_gates import reuse_suites
+from qgate.quality.reuse_pass import run_passes, split_setting, suite_with_counters
 from qgate.quality.reuse_records import PassRun, PassSuite
 from qgate.quality.runner import PairedRunner, SuiteContext, SuiteRunner
+from qgate.runtime.causes import blamed_on
 
 log = logging.getLogger("qgate")
 
@@ -91,9 +98,6 @@ async def _paired(
         raise ValueError("the candidate's divergence needs the reference's scores")
     scores = await runner.candidate(reference, ctx)
     if ctx.board is not None and ctx.board.enabled and isinstance(setting, DivergenceSuite):
-        from qgate.quality.divergence_suite import build_divergence_run
-        from qgate.quality.gates import evaluate_divergence
-
         run = build_divergence_run(reference, scores)
         ctx.board.post_verdicts(evaluate_divergence(setting, run))
     return scores
@@ -129,8 +133,6 @@ async def _evaluate(
     passes: list[PassRun] = []
     cold: list[PassSuite] = []
     again: list[tuple[str, object, SuiteRunner]] = []  # what the reuse passes ask again
-    from qgate.core import progress
-
     suites = configured(spec)
     # The reference runs the paired step first, so that a candidate beside it never waits
     # long; with `stop: verdict` the candidate does too: divergence is the cheapest suite
@@ -154,8 +156,6 @@ async def _evaluate(
                     runs += await _cold(runner, entry.key, setting, ctx, spec, cold, again)
         runtime.check_alive()
     if spec.reuse is not None and again and not (board is not None and board.halted(role)):
-        from qgate.quality.reuse_pass import run_passes
-
         passes.append(PassRun(name="cold", role=role, prepare="the quality stage", suites=cold))
         with progress.suite(role, "reuse passes"):
             passes += await run_passes(spec, ctx, again)
@@ -173,9 +173,6 @@ async def _cold(
     again: list[tuple[str, object, SuiteRunner]],
 ) -> list[SuiteRun]:
     """A suite under quality.reuse: result by result, the chosen ones with their counters."""
-    from qgate.quality.reuse_gates import reuse_suites
-    from qgate.quality.reuse_pass import split_setting, suite_with_counters
-
     parts = split_setting(key, setting)
     if not parts:
         return await runner.run(setting, ctx)
@@ -209,8 +206,6 @@ def evaluate(
     """
     effective = runtime.effective_config()
     max_len = effective.max_model_len or max_model_len_of(profile, role)
-    from qgate.runtime.causes import blamed_on
-
     with blamed_on(runtime):
         runs, scores, passes = asyncio.run(
             _evaluate(
@@ -237,8 +232,6 @@ def reference_key(
     redacted_env: Mapping[str, str],
 ) -> str:
     """The reference cache key: checkpoint, engine args/env/version, data, generation."""
-    from qgate.quality.cache import reference_cache_key
-
     spec = profile.quality
     engine = profile.engine_of("reference")
     args = {**engine.args, **profile.reference.args}

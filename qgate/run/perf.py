@@ -16,7 +16,7 @@ from qgate.perf.records import ScenarioRun
 from qgate.perf.runner import run_scenarios
 from qgate.perf.workloads import BLOCK
 from qgate.profile import ANSWER_MAX_TOKENS
-from qgate.quality.math_suite import load_math_set, short_prompt
+from qgate.quality.math_set import load_math_set, short_prompt
 from qgate.quality.sizing import math_limit
 from qgate.quality.stage import QualityOutput, runtime_headers
 from qgate.run.context import RunContext, save_raw

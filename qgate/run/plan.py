@@ -26,7 +26,7 @@ from qgate.profile.engine_checks import starts_process
 from qgate.profile.engines import engine_class
 from qgate.profile.suites import configured
 from qgate.quality.gates import policy_for
-from qgate.quality.math_suite import load_math_set
+from qgate.quality.math_set import load_math_set
 from qgate.quality.sizing import gate_power, lmeval_limit, math_limit, recall_haystacks
 
 __all__ = [

@@ -38,7 +38,7 @@ def test_reading_stops_where_the_caller_stops() -> None:
 
 
 def test_math_loader_names_file_and_line(tmp_path: Path) -> None:
-    from qgate.quality.math_suite import load_math_set
+    from qgate.quality.math_set import load_math_set
 
     path = tmp_path / "m.jsonl"
     path.write_text('{"id": "a", "question": "1+1", "answer": 2}\n\n{oops\n')

@@ -936,7 +936,7 @@ def _stage_loader(text: str, data: Path) -> None:
 
         load_trace(data)
     elif text is MATH_PROFILE:
-        from qgate.quality.math_suite import load_math_set
+        from qgate.quality.math_set import load_math_set
 
         load_math_set(data)
     else:

@@ -122,7 +122,7 @@ def check_questions(runs: list[SuiteRun], profile: Profile, out: Rederived) -> N
 
 def _check_math_set(run: SuiteRun, profile: Profile, out: Rederived) -> None:
     from qgate.errors import BadInput
-    from qgate.quality.math_suite import load_math_set, math_data_sha256, short_prompt
+    from qgate.quality.math_set import load_math_set, math_data_sha256, short_prompt
     from qgate.quality.sizing import math_limit
 
     spec = profile.quality.math

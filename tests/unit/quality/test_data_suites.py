@@ -20,13 +20,8 @@ from qgate.errors import BadInput, InfrastructureError
 from qgate.profile import LmEvalTask, MathSuite, RecallSuite
 from qgate.quality import client as client_mod
 from qgate.quality.lmeval_suite import lm_eval_data_sha256, samples_to_records
-from qgate.quality.math_suite import (
-    LONG_MARGIN_TOKENS,
-    load_math_set,
-    long_budget,
-    math_data_sha256,
-    run_math,
-)
+from qgate.quality.math_set import LONG_MARGIN_TOKENS, load_math_set, long_budget, math_data_sha256
+from qgate.quality.math_suite import run_math
 from qgate.quality.recall_suite import clip_length, recall_data_sha256, run_recall
 
 Handler = Callable[[dict[str, Any]], str]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from qgate.profile import Detect, LmEvalTask, MathSuite, RecallSuite
-from qgate.quality.math_suite import load_math_set, math_data_sha256
+from qgate.quality.math_set import load_math_set, math_data_sha256
 from qgate.quality.sizing import (
     achieved_power,
     items_needed,

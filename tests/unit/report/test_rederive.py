@@ -229,7 +229,7 @@ def test_both_runtimes_must_expect_the_same_answer() -> None:
 
 def _math_run(role: str, answers: dict[str, str] | None = None) -> SuiteRun:
     from qgate.profile import MathSuite
-    from qgate.quality.math_suite import load_math_set, math_data_sha256, short_prompt
+    from qgate.quality.math_set import load_math_set, math_data_sha256, short_prompt
 
     spec = MathSuite(prompts=["short"], max_drop=0.1, limit=5)
     items = load_math_set(None, 5)[0]

@@ -1,0 +1,139 @@
+"""The math set as data: its items, the short and long prompts, and the digest that defines them.
+
+No HTTP client here (qgate/quality/math_suite.py runs the suite), so that `qgate verify`
+and `qgate plan` read the set without it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from qgate.core.files import sha256_bytes, sha256_json
+from qgate.core.jsonl_checks import JsonlLineError, jsonl_values
+from qgate.errors import BadInput
+from qgate.profile import MathSuite
+from qgate.quality import data_math
+from qgate.quality.data import evals_root, read_eval_file
+from qgate.quality.data_math import EXTENSION_VERSION
+from qgate.quality.sizing import math_limit
+
+__all__ = [
+    "PREAMBLE",
+    "PROMPT_VERSION",
+    "MathItem",
+    "load_math_set",
+    "long_budget",
+    "long_prompt",
+    "math_data_sha256",
+    "short_prompt",
+]
+
+PROMPT_VERSION = "1"
+INSTRUCTION = "Reply with only the number, nothing else."
+LONG_BRIDGE = "The text above is background material; it is not needed for the question below."
+DEFAULT_SET = "math/core.jsonl"
+PREAMBLE = "math/preamble.txt"
+MIN_LONG_TOKENS = 256
+# Room for the question, the chat template and the instruction around the preamble.
+LONG_MARGIN_TOKENS = 192
+
+
+@dataclass(frozen=True)
+class MathItem:
+    """One question of the set."""
+
+    id: str
+    tier: str
+    question: str
+    answer: int
+
+
+def load_math_set(path: Path | None, limit: int | None = None) -> tuple[list[MathItem], bytes]:
+    """Items of a math JSONL set (the shipped core set when `path` is None) and its bytes."""
+    raw = read_eval_file(path if path is not None else evals_root() / DEFAULT_SET)
+    items: list[MathItem] = []
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path or DEFAULT_SET}: not UTF-8 text ({exc.reason})") from None
+    where = path or DEFAULT_SET
+    try:
+        for lineno, obj in jsonl_values(text):
+            try:
+                items.append(
+                    MathItem(
+                        id=str(obj["id"]),
+                        tier=str(obj.get("tier", "")),
+                        question=str(obj["question"]),
+                        answer=int(obj["answer"]),
+                    )
+                )
+            except (ValueError, KeyError, TypeError) as exc:
+                raise BadInput(f"{where}:{lineno}: not a math item ({exc})") from exc
+    except JsonlLineError as exc:
+        raise BadInput(f"{where}:{exc.lineno}: not a math item ({exc.cause})") from exc.cause
+    if not items:
+        raise BadInput(f"{path or DEFAULT_SET}: no math items")
+    if path is None and limit is not None and limit > len(items):
+        items += _extension(limit - len(items))
+    return (items[:limit] if limit else items), raw
+
+
+def _extension(count: int) -> list[MathItem]:
+    """Generated items past the shipped core set (a set sized to a stated detection)."""
+    extra = data_math.extension_items(count, data_math.generate_math())
+    return [
+        MathItem(
+            id=str(e["id"]),
+            tier=str(e["tier"]),
+            question=str(e["question"]),
+            answer=int(e["answer"]),
+        )
+        for e in extra
+    ]
+
+
+def short_prompt(question: str) -> str:
+    """The short form: the question and a one-line instruction."""
+    return f"{question}\n{INSTRUCTION}"
+
+
+def long_prompt(preamble: str, question: str) -> str:
+    """The long form: the shared preamble first (prefix-cacheable), then the short form."""
+    return f"{preamble.rstrip()}\n\n{LONG_BRIDGE}\n\nQuestion: {short_prompt(question)}"
+
+
+def long_budget(requested: int, max_model_len: int | None, max_tokens: int) -> int:
+    """Preamble tokens to use: the request, clipped to fit the context; BadInput if too small."""
+    budget = requested
+    if max_model_len is not None:
+        budget = min(budget, max_model_len - max_tokens - LONG_MARGIN_TOKENS)
+    if budget < MIN_LONG_TOKENS:
+        raise BadInput(
+            f"math.long: max_model_len {max_model_len} leaves {budget} tokens for the preamble "
+            f"(need at least {MIN_LONG_TOKENS}); drop 'long' from quality.math.prompts"
+        )
+    return budget
+
+
+def math_data_sha256(
+    spec: MathSuite, form: str, *, max_model_len: int | None, long_tokens: int | None = None
+) -> str:
+    """Digest of everything that defines a math suite's prompts (the reference cache keys on it)."""
+    items, raw = load_math_set(spec.set)
+    limit = math_limit(spec)
+    view: dict[str, object] = {
+        "suite": f"math.{form}",
+        "prompt_version": PROMPT_VERSION,
+        "set_sha256": sha256_bytes(raw),
+        "limit": limit,
+    }
+    if spec.set is None and limit is not None and limit > len(items):
+        view["extension_version"] = EXTENSION_VERSION
+    if form == "long":
+        view["preamble_sha256"] = sha256_bytes(read_eval_file(evals_root() / PREAMBLE))
+        view["preamble_tokens"] = long_budget(
+            long_tokens or spec.long_tokens, max_model_len, spec.max_tokens
+        )
+    return sha256_json(view)
