@@ -12,8 +12,14 @@ from qgate.core.plan import Plan
 from qgate.core.provenance import RunProvenance
 from qgate.core.serving import EffectiveConfig, ServerStart
 from qgate.core.verdict import Verdict
+from qgate.perf.blocks import compare_blocks, pooled
+from qgate.perf.checks import scenario_verdicts
+from qgate.perf.compare import compare
+from qgate.perf.gates import report_gates
+from qgate.perf.metrics import summarize
 from qgate.perf.records import ScenarioRun
 from qgate.profile import PerfSpec, Profile
+from qgate.profile.perf import is_preview
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_records import PassRun
@@ -28,6 +34,7 @@ from qgate.report.model import (
     ScenarioResult,
 )
 from qgate.report.multi_model import CandidateEntry, MultiReport
+from qgate.report.multi_table import multi_verdict, table
 from qgate.report.verdict import overall
 from qgate.runtime.fingerprint import Fingerprint
 
@@ -36,11 +43,6 @@ def perf_results(
     spec: PerfSpec | None, runs: Sequence[ScenarioRun], *, resamples: int, seed: int
 ) -> list[ScenarioResult]:
     """Summaries of both runtimes, candidate/reference ratios and the candidate's stream checks."""
-    from qgate.perf.blocks import compare_blocks, pooled
-    from qgate.perf.checks import scenario_verdicts
-    from qgate.perf.compare import compare
-    from qgate.perf.metrics import summarize
-
     slo = spec.slo if spec else None
     by_key: dict[tuple[str, str], list[ScenarioRun]] = {}
     for r in runs:
@@ -94,9 +96,6 @@ def build_report(
     attribution: Attribution | None = None,
 ) -> Report:
     """The unsigned report; `write_report` redacts, digests artifacts and signs it."""
-    from qgate.perf.gates import report_gates
-    from qgate.profile.perf import is_preview
-
     resamples = profile.perf.bootstrap if profile.perf else 0
     results = perf_results(profile.perf, perf_runs, resamples=resamples, seed=bootstrap_seed)
     perf = PerfSection(
@@ -152,8 +151,6 @@ def build_multi_report(
     provenance: RunProvenance | None = None,
 ) -> MultiReport:
     """The unsigned multi report; the table and the verdict derived from the entries."""
-    from qgate.report.multi_table import multi_verdict, table
-
     verdict, optional = multi_verdict(candidates)
     return MultiReport(
         qgate_version=__version__,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
+from qgate.quality.divergence import reverse_klds
 from qgate.quality.records import SuiteRun
 from qgate.report.model import Report
 
@@ -100,8 +101,6 @@ def _mean_se(per_sequence: list[list[float]]) -> tuple[float, float | None, int]
 def kld_both_ways(report: Report) -> dict[str, tuple[float, float | None, int]]:
     """`forward` KL(reference || candidate) and, where the report stores both sides' top-k
     logprobs (schema 2), `reverse` KL(candidate || reference): (mean, SE over sequences, n)."""
-    from qgate.quality.divergence import reverse_klds
-
     div = report.quality.divergence
     if div is None or not any(s.kld for s in div.sequences):
         return {}

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from qgate.core.verdict import Verdict
+from qgate.quality.divergence import reverse_klds
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.report.derive import percentile, suite_pairs
 from qgate.report.model import Report
@@ -173,8 +174,6 @@ def _divergence_note(report: Report, gate: str) -> str | None:
     div = report.quality.divergence
     kld = None
     if gate == "max_mean_reverse_kld" and div is not None:
-        from qgate.quality.divergence import reverse_klds
-
         kld = reverse_klds(div)
         if kld is None:
             return None

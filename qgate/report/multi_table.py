@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from qgate.report.derive import accuracy_deltas, flips, mean_kld, suite_pairs
 from qgate.report.model import Report
 from qgate.report.multi_model import (
     CandidateEntry,
@@ -56,8 +57,6 @@ def _speed(report: Report) -> list[ScenarioRatios]:
 
 def candidate_row(entry: CandidateEntry) -> CandidateRow:
     """One row of the table from one candidate's report (or its error)."""
-    from qgate.report.derive import accuracy_deltas, flips, mean_kld, suite_pairs
-
     row = CandidateRow(candidate=entry.name, required=entry.required, verdict=verdict_of(entry))
     rep = entry.report
     if rep is None:

@@ -18,6 +18,10 @@ from qgate.report.files import artifact_digests
 from qgate.report.model import Report
 from qgate.report.multi_model import MultiReport
 from qgate.report.redact import redact_multi, redact_report
+from qgate.report.render.html import render_html
+from qgate.report.render.junit import render_junit
+from qgate.report.render.md import render_markdown, write_step_summary
+from qgate.report.render.multi import render_multi_html, render_multi_junit, render_multi_md
 from qgate.report.signing import R, sign_report, with_signer
 
 ENVELOPE_NAME = "report.intoto.jsonl"
@@ -54,8 +58,6 @@ def write_report(
     The same for a single report and a multi report (whose artifacts include every
     candidate's folder); only the redaction and the views differ by kind.
     """
-    from qgate.report.render.md import write_step_summary
-
     clean: R
     if isinstance(report, MultiReport):
         clean = redact_multi(report, extra_secret_names)
@@ -75,15 +77,8 @@ def write_report(
 def _views(report: Report | MultiReport, html: bool) -> tuple[str, str, str | None]:
     """Markdown, JUnit and (when asked) HTML of a report of either kind."""
     if isinstance(report, MultiReport):
-        from qgate.report.render.multi import render_multi_html, render_multi_junit, render_multi_md
-
         page = render_multi_html(report) if html else None
         return render_multi_md(report), render_multi_junit(report), page
-    from qgate.report.render.junit import render_junit
-    from qgate.report.render.md import render_markdown
-
     if html:
-        from qgate.report.render.html import render_html
-
         return render_markdown(report), render_junit(report), render_html(report)
     return render_markdown(report), render_junit(report), None

@@ -119,8 +119,7 @@ class CommandServer(ServerProcess):
         **kw: object,
     ) -> CommandServer:
         """A command server without a profile (tests, scripts)."""
-        server = cls(
-            role=role, model_path=model_path, served_model=served_model, run_dir=run_dir, **kw
-        )  # type: ignore[arg-type]
+        fields = {"model_path": model_path, "served_model": served_model, "run_dir": run_dir}
+        server = cls(role=role, **fields, **kw)  # type: ignore[arg-type]
         server.set_template(template)
         return server

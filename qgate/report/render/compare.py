@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import html
 import math
 
 from qgate.report.derive import accuracy_deltas, mean_kld
 from qgate.report.model import Report
+from qgate.report.render.figure import load_pyplot, png_bytes
+from qgate.report.render.html import html_table
 from qgate.report.render.parts import Table, fmt
 
 HEADLINE_METRIC = "output_throughput"
@@ -18,20 +22,16 @@ _Z = 1.96
 
 
 def _headline(report: Report) -> list[tuple[float, float | None, float | None]]:
-    out = []
+    out: list[tuple[float, float | None, float | None]] = []
     for r in report.perf.results:
         for c in r.comparisons:
             ratio = c.get("ratio")
             if c.get("metric") == HEADLINE_METRIC and isinstance(ratio, int | float) and ratio > 0:
                 low, high = c.get("ci_low"), c.get("ci_high")
-                ok = isinstance(low, int | float) and isinstance(high, int | float) and low > 0
-                out.append(
-                    (
-                        float(ratio),
-                        float(low) if ok else None,  # type: ignore[arg-type]
-                        float(high) if ok else None,
-                    )
-                )  # type: ignore[arg-type]
+                if isinstance(low, int | float) and isinstance(high, int | float) and low > 0:
+                    out.append((float(ratio), float(low), float(high)))
+                else:
+                    out.append((float(ratio), None, None))
     return out
 
 
@@ -107,8 +107,6 @@ def compare_table(reports: list[tuple[str, Report]]) -> Table:
 
 def compare_plot(reports: list[tuple[str, Report]]) -> bytes:
     """Scatter: mean accuracy delta against output tokens/s ratio, one point per report."""
-    from qgate.report.render.figure import load_pyplot, png_bytes
-
     plt = load_pyplot()
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     for _label, rep in reports:
@@ -134,11 +132,6 @@ def compare_plot(reports: list[tuple[str, Report]]) -> bytes:
 
 def compare_html(reports: list[tuple[str, Report]]) -> str:
     """A self-contained HTML page with the comparison table and the scatter plot."""
-    import base64
-    import html
-
-    from qgate.report.render.html import html_table
-
     png = base64.b64encode(compare_plot(reports)).decode("ascii")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -7,6 +7,7 @@ from typing import Any
 
 from qgate.report.localise import AccuracyGroup, PositionBucket, length_groups, position_buckets
 from qgate.report.model import Report
+from qgate.report.render.figure import load_pyplot, png_bytes
 
 __all__ = ["localise_plot"]
 
@@ -46,8 +47,6 @@ def localise_plot(report: Report) -> bytes | None:
     depths = [g for g in length_groups(report) if g.depth_pct is not None and g.n]
     if not buckets and not depths:
         return None
-    from qgate.report.render.figure import load_pyplot, png_bytes
-
     plt = load_pyplot()
     panels = int(bool(buckets)) + int(bool(depths))
     fig, axes = plt.subplots(1, panels, figsize=(4.6 * panels, 3.2), squeeze=False)

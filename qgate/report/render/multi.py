@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
+import base64
+import html
+import json
 import xml.etree.ElementTree as ET
 
 from qgate.report.multi_model import MultiReport
+from qgate.report.render.html import html_line, html_page, html_table
+from qgate.report.render.junit import add_suite
+from qgate.report.render.md import markdown_of
+from qgate.report.render.multi_plot import pareto_plot
 from qgate.report.render.multi_view import multi_sections
+from qgate.report.render.plots import all_plots
 
 __all__ = ["render_multi", "render_multi_html", "render_multi_junit", "render_multi_md"]
 
 
 def render_multi_md(report: MultiReport) -> str:
     """The side-by-side table first, then each candidate's sections."""
-    from qgate.report.render.md import markdown_of
-
     return markdown_of(multi_sections(report))
 
 
 def _figure(caption: str, png: bytes) -> str:
-    import base64
-    import html
-
     data = base64.b64encode(png).decode("ascii")
     return (
         f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}"/>'
@@ -30,12 +33,6 @@ def _figure(caption: str, png: bytes) -> str:
 
 def render_multi_html(report: MultiReport) -> str:
     """One self-contained HTML file: table, Pareto plot, then every candidate with its plots."""
-    import html
-
-    from qgate.report.render.html import html_line, html_page, html_table
-    from qgate.report.render.multi_plot import pareto_plot
-    from qgate.report.render.plots import all_plots
-
     parts: list[str] = []
     for i, (level, sec) in enumerate(multi_sections(report)):
         parts.append(f"<h{level}>{html.escape(sec.title)}</h{level}>")
@@ -62,8 +59,6 @@ def render_multi_html(report: MultiReport) -> str:
 
 def render_multi_junit(report: MultiReport) -> str:
     """One <testsuite> per candidate; a candidate that could not run is one errored testcase."""
-    from qgate.report.render.junit import add_suite
-
     base = f"qgate.{report.profile.get('name', 'report')}"
     root = ET.Element("testsuites", name=base)
     for entry in report.candidates:
@@ -100,6 +95,4 @@ def render_multi(report: MultiReport, fmt: str) -> str:
         return render_multi_html(report)
     if fmt == "junit":
         return render_multi_junit(report)
-    import json
-
     return json.dumps(report.model_dump(mode="json"), indent=2) + "\n"

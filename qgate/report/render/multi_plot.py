@@ -9,6 +9,7 @@ imported only here and only when the plot is made.
 from __future__ import annotations
 
 from qgate.report.multi_model import CandidateRow, MultiReport
+from qgate.report.render.figure import load_pyplot, png_bytes
 
 __all__ = ["frontier", "pareto_plot", "points"]
 
@@ -44,8 +45,6 @@ def pareto_plot(report: MultiReport) -> bytes | None:
     pts = points(report)
     if not pts:
         return None
-    from qgate.report.render.figure import load_pyplot, png_bytes
-
     plt = load_pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     xy = [(x, y) for _, x, y in pts]

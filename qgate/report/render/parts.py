@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from qgate.core.provenance import provenance_lines
+
 __all__ = ["Section", "Table", "fmt", "origin_lines"]
 
 
@@ -52,6 +54,4 @@ def origin_lines(report: Any) -> list[str]:
         f"qgate {report.qgate_version}, created {report.created_at}, "
         f"profile sha256 {report.profile_sha256[:16]}."
     )
-    from qgate.core.provenance import provenance_lines
-
     return lines + provenance_lines(getattr(report, "provenance", None))

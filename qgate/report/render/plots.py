@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from qgate.report.derive import accuracy, kld_values, suite_pairs
 from qgate.report.model import Report
 from qgate.report.render.figure import load_pyplot, png_bytes
 from qgate.report.render.localise_plot import localise_plot
+from qgate.report.render.series import series_of
 from qgate.report.render.view import wilson
 
 _REF, _CAND = "#4c72b0", "#dd8452"
@@ -53,8 +56,6 @@ def kld_plot(report: Report) -> bytes | None:
     if not vals:
         return None
     plt = load_pyplot()
-    import numpy as np
-
     arr = np.asarray(vals, dtype=float)
     floor = 1e-6
     bins = np.logspace(np.log10(floor), np.log10(max(arr.max(), floor * 10)), 40)
@@ -141,8 +142,6 @@ def throughput_plot(report: Report) -> bytes | None:
 
 def series_plot(report: Report, scenario: str) -> bytes | None:
     """Output tok/s and TTFT p90 per time bucket, reference vs candidate, for one scenario."""
-    from qgate.report.render.series import series_of
-
     result = next((r for r in report.perf.results if r.scenario == scenario), None)
     if result is None:
         return None

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
+from qgate.perf.published import CAVEAT, compare_published
+from qgate.profile.perf import PublishedFigure
 from qgate.report.model import Report
 from qgate.report.render.parts import Section, Table, fmt
 
@@ -10,11 +14,6 @@ __all__ = ["published_section"]
 
 def published_section(report: Report) -> Section | None:
     """Published figures beside the measured runs, with the caveat (qgate.perf.published)."""
-    from pydantic import ValidationError
-
-    from qgate.perf.published import CAVEAT, compare_published
-    from qgate.profile.perf import PublishedFigure
-
     perf = report.profile.get("perf") or {}
     try:
         figures = [PublishedFigure.model_validate(f) for f in perf.get("published") or []]

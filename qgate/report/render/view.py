@@ -10,6 +10,7 @@ from typing import Any
 
 from qgate.quality.records import SuiteRun
 from qgate.quality.reuse_gates import not_exercised_lines
+from qgate.quality.stats import wilson as stats_wilson
 from qgate.report.attribution import summary_lines
 from qgate.report.derive import (
     accuracy,
@@ -25,15 +26,15 @@ from qgate.report.model import Report
 from qgate.report.render.attribution_view import attribution_section
 from qgate.report.render.localise_view import localise_section, worst_suffix
 from qgate.report.render.parts import Section, Table, fmt, origin_lines
+from qgate.report.render.published import published_section
 from qgate.report.render.reuse_view import gate_result, reuse_section
+from qgate.report.render.series import series_section
 from qgate.report.verdict import verdict_label
 from qgate.runtime.scales import warning_lines
 
 
 def wilson(correct: int, n: int) -> tuple[float, float]:
     """95% Wilson interval, the very function the gates report (qgate.quality.stats)."""
-    from qgate.quality.stats import wilson as stats_wilson
-
     return stats_wilson(correct, n)
 
 
@@ -443,13 +444,9 @@ def sections(report: Report) -> list[Section]:
         if extra is not None:
             out.append(extra)
     out.append(_perf(report))
-    from qgate.report.render.series import series_section
-
     series = series_section(report)
     if series is not None:
         out.append(series)
-    from qgate.report.render.published import published_section
-
     published = published_section(report)
     if published is not None:
         out.append(published)

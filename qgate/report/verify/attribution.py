@@ -13,8 +13,15 @@ from __future__ import annotations
 from qgate.core.ddmin import Outcome, search
 from qgate.errors import VerificationFailed
 from qgate.profile import Profile
+from qgate.profile.changes import changes_of
 from qgate.report.model import Report
 from qgate.report.verify.recompute import Recompute, describe, dump, same_value
+from qgate.report.verify.rederive import (
+    Rederived,
+    check_questions,
+    rederive_correctness,
+    rederive_divergence,
+)
 
 __all__ = ["check_attribution"]
 
@@ -25,14 +32,6 @@ def _fail(message: str) -> VerificationFailed:
 
 def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | None:
     """The checked line, or None without an attribution; VerificationFailed on a mismatch."""
-    from qgate.profile.changes import changes_of
-    from qgate.report.verify.rederive import (
-        Rederived,
-        check_questions,
-        rederive_correctness,
-        rederive_divergence,
-    )
-
     att = report.attribution
     if att is None:
         return None

@@ -24,9 +24,11 @@ from pydantic import ValidationError
 from qgate.attest.dsse import read_envelope
 from qgate.errors import BadInput
 from qgate.profile import Profile
+from qgate.profile.load_multi import load_multi_file
 from qgate.profile.multi import MultiProfile, expand_json, multi_from_json
 from qgate.report.model import Report
 from qgate.report.multi_model import MULTI_PREDICATE_TYPE, MultiReport
+from qgate.report.multi_table import multi_verdict, table
 from qgate.report.verify.envelope import (
     OWN_LIMITS_NOTE,
     VerifyResult,
@@ -38,6 +40,7 @@ from qgate.report.verify.envelope import (
     read_inputs,
 )
 from qgate.report.verify.profile import first_difference
+from qgate.report.verify.recompute import describe, dump, same_value
 from qgate.report.verify.single import Recompute, check_contents, verify_bytes
 
 __all__ = [
@@ -93,8 +96,6 @@ def _profile(
     if file is None:
         result.limits_from(None)
         return embedded
-    from qgate.profile.load_multi import load_multi_file
-
     loaded = load_multi_file(file, check_files=False)
     diff = first_difference(embedded.to_json(), loaded.multi.to_json())
     if diff is not None:
@@ -145,9 +146,6 @@ def _candidates(
 
 
 def _derived(report: MultiReport, result: MultiVerifyResult) -> None:
-    from qgate.report.multi_table import multi_verdict, table
-    from qgate.report.verify.recompute import describe, dump, same_value
-
     rows = table(report.candidates)
     for stored, got in zip(report.table, rows, strict=False):
         if not same_value(dump(stored), dump(got)):

@@ -26,6 +26,7 @@ from typing import Any
 from qgate.core.redact import REDACTED
 from qgate.errors import VerificationFailed
 from qgate.profile import Profile
+from qgate.profile.load import load_profile_file, parse_profile_text
 
 _MISSING = object()
 
@@ -100,8 +101,6 @@ def _normal(profile_json: dict[str, Any]) -> dict[str, Any]:
 
 def match_profile(embedded: dict[str, Any], file: Path) -> ProfileMatch:
     """Load FILE as `run` does and require the report's embedded profile to equal it."""
-    from qgate.profile.load import load_profile_file, parse_profile_text
-
     # ProfileError (exit 2) for a bad file; the files it names need not exist on the
     # auditor's machine (the checkpoint is checked by --model, by digest)
     loaded = load_profile_file(file, check_files=False)

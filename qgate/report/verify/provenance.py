@@ -22,6 +22,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from qgate.errors import VerificationFailed
+from qgate.quality.cache_auth import entry_statement
 from qgate.report.model import Report
 
 REFERENCE_STAGE = "reference_quality"
@@ -39,8 +40,6 @@ def _time(text: str, what: str) -> datetime:
 
 def check_provenance(report: Report, keyid: str, notes: list[str]) -> str:
     """Raise VerificationFailed when the provenance record does not hold; a line for `checked`."""
-    from qgate.quality.cache_auth import entry_statement
-
     p = report.reference_provenance
     reference_records = report.quality.divergence is not None or any(
         r.role == "reference" for r in report.quality.runs

@@ -19,13 +19,17 @@ import pydantic_core
 
 from qgate.core.verdict import Verdict
 from qgate.errors import InfrastructureError, VerificationFailed
+from qgate.perf.blocks import compare_blocks, pooled
 from qgate.perf.gates import report_gates
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
+from qgate.quality.notices import quality_warnings
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_gates import evaluate_reuse
+from qgate.quality.settle import stop_problems
 from qgate.report.model import PERF_DERIVATION, QUALITY_DERIVATION, QUALITY_V2_FIELDS, Report
 from qgate.report.verdict import overall
+from qgate.runtime.scales import kv_scale_verdicts
 
 __all__ = [
     "Compare",
@@ -248,8 +252,6 @@ def _first_verdict_difference(
 
 def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
     """The stored quality verdicts equal evaluate_quality over the stored records."""
-    from qgate.runtime.scales import kv_scale_verdicts
-
     runs = list(report.quality.runs)
     recomputed = list(fns.evaluate_quality(profile.quality, runs, report.quality.divergence))
     recomputed += evaluate_reuse(profile.quality, runs, report.quality.passes)
@@ -265,8 +267,6 @@ def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
         stored, fresh = _without(stored, QUALITY_V2_FIELDS), _without(fresh, QUALITY_V2_FIELDS)
     if not same_value(stored, fresh):
         raise _fail(_first_verdict_difference(report.quality.verdicts, recomputed, derivation))
-    from qgate.quality.settle import stop_problems
-
     problems = stop_problems(profile.quality, report.quality.runs, recomputed)
     if problems:
         raise _fail(f"quality: {problems[0]}")
@@ -275,8 +275,6 @@ def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
 def recompute_warnings(report: Report, profile: Profile) -> int:
     """The report's warnings are the ones its profile and quality records give (no more, no
     fewer); returns their count."""
-    from qgate.quality.notices import quality_warnings
-
     q = report.quality
     fresh = quality_warnings(profile.quality, q.runs, q.divergence)
     if report.warnings != fresh:
@@ -301,8 +299,6 @@ def _scenario_spec(profile: Profile, name: str) -> None:
 def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
     """Every stored perf summary, comparison and check equals its recomputation."""
     perf = report.perf
-    from qgate.perf.blocks import compare_blocks, pooled
-
     blocks: dict[tuple[str, str], list[ScenarioRun]] = {}
     for r in perf.runs:
         blocks.setdefault((r.scenario, r.role), []).append(r)

@@ -28,9 +28,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from qgate.errors import InfrastructureError, VerificationFailed
+import yaml
+
+from qgate.core.files import sha256_text
+from qgate.errors import BadInput, InfrastructureError, VerificationFailed
 from qgate.profile import LmEvalTask, Profile
+from qgate.quality.lmeval_suite import (
+    LenientLoader,
+    find_task_yaml,
+    lm_eval_data_sha256,
+    split_metric,
+)
+from qgate.quality.math_set import load_math_set, math_data_sha256, short_prompt
 from qgate.quality.records import DivergenceRun, ItemRecord, SuiteRun
+from qgate.quality.sizing import math_limit
 
 # answer extractor, then the correctness rule on (answer, expected)
 Extractor = Callable[[str], "str | None"]
@@ -121,10 +132,6 @@ def check_questions(runs: list[SuiteRun], profile: Profile, out: Rederived) -> N
 
 
 def _check_math_set(run: SuiteRun, profile: Profile, out: Rederived) -> None:
-    from qgate.errors import BadInput
-    from qgate.quality.math_set import load_math_set, math_data_sha256, short_prompt
-    from qgate.quality.sizing import math_limit
-
     spec = profile.quality.math
     assert spec is not None
     form = run.suite.partition(".")[2]
@@ -159,8 +166,6 @@ def _check_math_set(run: SuiteRun, profile: Profile, out: Rederived) -> None:
 
 
 def _sha256(text: str) -> str:
-    from qgate.core.files import sha256_text
-
     return sha256_text(text)
 
 
@@ -200,13 +205,6 @@ _EXACT_MATCH_OPTIONS = frozenset(
 
 def lm_eval_exact_match_options(task: LmEvalTask, data_sha256: str) -> dict[str, Any] | str:
     """exact_match options of a local task whose definition has the recorded digest, or why not."""
-    from qgate.quality.lmeval_suite import (
-        LenientLoader,
-        find_task_yaml,
-        lm_eval_data_sha256,
-        split_metric,
-    )
-
     metric = split_metric(task.metric)[0]
     if metric != "exact_match":
         return f"metric {metric} is not exact_match"
@@ -215,8 +213,6 @@ def lm_eval_exact_match_options(task: LmEvalTask, data_sha256: str) -> dict[str,
         return "not a local task YAML (a task lm-eval ships)"
     if lm_eval_data_sha256(task) != data_sha256:
         return f"{yaml_path.name} or its data differ from what the run used"
-    import yaml
-
     config = yaml.load(yaml_path.read_text(encoding="utf-8"), Loader=LenientLoader)
     if not isinstance(config, dict):
         return f"{yaml_path.name} is not a mapping"

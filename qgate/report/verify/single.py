@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from qgate.profile import Profile
 from qgate.profile.perf import is_preview
 from qgate.report.model import PREDICATE_TYPE, Report
+from qgate.report.verify.attribution import check_attribution
 from qgate.report.verify.envelope import (
     VerifyResult,
     check_model_dir,
@@ -34,6 +35,8 @@ from qgate.report.verify.envelope import (
     read_inputs,
 )
 from qgate.report.verify.machine import check_machine
+from qgate.report.verify.profile import match_profile
+from qgate.report.verify.provenance import check_provenance
 from qgate.report.verify.recompute import (
     Recompute,
     check_status_and_verdict,
@@ -43,6 +46,13 @@ from qgate.report.verify.recompute import (
     recompute_quality,
     recompute_warnings,
 )
+from qgate.report.verify.rederive import (
+    Rederived,
+    check_questions,
+    rederive_correctness,
+    rederive_divergence,
+)
+from qgate.report.verify.reuse import check_passes
 
 __all__ = [
     "Recompute",
@@ -99,8 +109,6 @@ def _verify(
         where = ".".join(str(p) for p in first["loc"])
         raise fail(f"embedded profile does not validate: {where}: {first['msg']}") from None
     if profile is not None:
-        from qgate.report.verify.profile import match_profile
-
         matched = match_profile(report.profile, profile)
         prof = matched.profile
         result.notes += matched.notes
@@ -130,8 +138,6 @@ def check_contents(
     result.checked.append(f"{len(report.quality.verdicts)} quality verdicts recomputed")
     warnings = recompute_warnings(report, prof)
     result.checked.append(f"{warnings} warnings re-derived from the profile and the records")
-    from qgate.report.verify.attribution import check_attribution
-
     if line := check_attribution(report, prof, fns):
         result.checked.append(line)
     scenarios = recompute_perf(report, prof, fns)
@@ -186,21 +192,11 @@ def signed_only(report: Report) -> list[str]:
 
 def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult[Report]) -> None:
     """Correctness, divergence and reference provenance from the raw records."""
-    from qgate.report.verify.provenance import check_provenance
-    from qgate.report.verify.rederive import (
-        Rederived,
-        check_questions,
-        rederive_correctness,
-        rederive_divergence,
-    )
-
     done = Rederived()
     rederive_correctness(list(report.quality.runs), prof, done)
     result.checked.append(f"{done.items} item answers and correctness re-derived from responses")
     check_questions(list(report.quality.runs), prof, done)
     if report.quality.passes:
-        from qgate.report.verify.reuse import check_passes
-
         n = check_passes(report, prof, done)
         result.checked.append(f"{n} reuse-pass answers re-derived from their responses")
     if done.data_checked:
