@@ -308,6 +308,9 @@ def resolve_paths(profile: Profile, folder: Path) -> None:
     profile.model.tokenizer = _resolve(profile.model.tokenizer, folder)
     if profile.quality.math is not None:
         profile.quality.math.set = _resolve(profile.quality.math.set, folder)
+        if profile.quality.math.calibration is not None:
+            calib = profile.quality.math.calibration
+            calib.records = _resolve(calib.records, folder) or calib.records
     if profile.quality.divergence is not None:
         profile.quality.divergence.corpus = _resolve(profile.quality.divergence.corpus, folder)
     for task in profile.quality.lm_eval:

@@ -30,7 +30,9 @@ from qgate.profile.base import (
 from qgate.profile.perf import PerfGate, PublishedFigure, check_dummy, side_args
 from qgate.profile.quality import (
     ANSWER_MAX_TOKENS,
+    LADDER_LEVELS,
     AccuracyPolicy,
+    Calibration,
     Detect,
     DivergenceSuite,
     LmEvalTask,
@@ -52,8 +54,10 @@ from qgate.profile.scenarios import (
 # The profile's whole model, importable from here wherever it is defined.
 __all__ = [
     "ANSWER_MAX_TOKENS",
+    "LADDER_LEVELS",
     "AccuracyPolicy",
     "AttributionSpec",
+    "Calibration",
     "Detect",
     "DivergenceSuite",
     "EndpointSpec",

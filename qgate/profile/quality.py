@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
-from qgate.profile.base import Fraction, Strict
+from qgate.profile.base import Fraction, KeyIssue, Strict
 from qgate.profile.reuse import ReuseSpec
 
 __all__ = [
     "ANSWER_MAX_TOKENS",
     "NON_SUITE_SETTINGS",
+    "LADDER_LEVELS",
     "AccuracyPolicy",
+    "Calibration",
     "Detect",
     "DivergenceSuite",
     "LmEvalTask",
@@ -118,11 +120,52 @@ ANSWER_MAX_TOKENS = 48
 """Generation budget of one exact-answer reply (math items, perf probes)."""
 
 
+LADDER_LEVELS = 10
+"""Levels of the generated math ladder (qgate/quality/data_ladder.py): 1 easiest, 10 hardest."""
+
+
+class Calibration(Strict):
+    """Draw only from the ladder levels where the reference can flip: neither floor nor ceiling."""
+
+    records: Path = Field(
+        description="Calibration records (JSON, written by `qgate calibrate` from a prior "
+        "report): per item, whether the reference (and the candidate, when that run had one) "
+        "answered it; their accuracy per level picks the levels, their flips the discordance."
+    )
+    band: list[Fraction] = Field(
+        default_factory=lambda: [0.2, 0.85],
+        min_length=2,
+        max_length=2,
+        description="Reference accuracy [low, high] a level must lie in to be drawn from.",
+    )
+    min_items: int = Field(
+        default=8, ge=1, description="Records a level needs before its accuracy is trusted."
+    )
+
+    @field_validator("band")
+    @classmethod
+    def _ordered(cls, value: list[float]) -> list[float]:
+        if value[0] >= value[1]:
+            raise ValueError("band must be [low, high] with low < high")
+        return value
+
+
 class MathSuite(AccuracyPolicy):
     """Exact-answer arithmetic and word problems, short and long prompt forms."""
 
     set: Path | None = Field(
         default=None, description="JSONL set; the shipped core set if omitted."
+    )
+    levels: list[Annotated[int, Field(ge=1, le=LADDER_LEVELS)]] | None = Field(
+        default=None,
+        min_length=1,
+        description="Draw from these levels of the difficulty ladder (1-10) instead of the core "
+        "set, interleaved; with `calibration`, the levels it may pick from (default all).",
+    )
+    calibration: Calibration | None = Field(
+        default=None,
+        description="Pick the ladder levels from a prior run's records: those where the "
+        "reference's accuracy lies in the band; sizing then uses their observed discordance.",
     )
     prompts: list[Literal["short", "long"]] = Field(
         default_factory=_both_prompt_forms, min_length=1, description="Prompt forms."
@@ -136,6 +179,16 @@ class MathSuite(AccuracyPolicy):
         ge=256,
         description="Preamble length in tokens for the long form; clipped to fit max_model_len.",
     )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if self.set is not None and (self.levels is not None or self.calibration is not None):
+            raise KeyIssue(
+                [(("set",), "a JSONL set has no ladder levels; drop levels/calibration")]
+            )
+        if self.levels is not None and len(set(self.levels)) != len(self.levels):
+            raise KeyIssue([(("levels",), "each level at most once")])
+        return self
 
 
 class RecallSuite(AccuracyPolicy):

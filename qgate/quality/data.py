@@ -17,7 +17,7 @@ from pathlib import Path
 from qgate.core.files import atomic_write, sha256_file
 from qgate.core.files import sha256_bytes as sha256_bytes
 from qgate.errors import BadInput
-from qgate.quality import data_corpus, data_math, data_recall
+from qgate.quality import data_corpus, data_ladder, data_math, data_recall
 
 MANIFEST_NAME = "MANIFEST.json"
 MANIFEST_VERSION = 1
@@ -41,6 +41,13 @@ GENERATED: tuple[Generated, ...] = (
         data_math.GENERATOR_VERSION,
         data_math.MATH_SEED,
         data_math.math_jsonl,
+    ),
+    Generated(
+        "math/ladder.jsonl",
+        "qgate.quality.data_ladder.ladder_jsonl",
+        data_ladder.LADDER_VERSION,
+        data_ladder.LADDER_SEED,
+        data_ladder.ladder_jsonl,
     ),
     Generated(
         "math/preamble.txt",

@@ -13,7 +13,8 @@ from qgate.core.files import sha256_bytes, sha256_json
 from qgate.core.jsonl_checks import JsonlLineError, jsonl_values
 from qgate.errors import BadInput
 from qgate.profile import MathSuite
-from qgate.quality import data_math
+from qgate.quality import data_ladder, data_math
+from qgate.quality.calibrate import math_levels
 from qgate.quality.data import evals_root, read_eval_file
 from qgate.quality.data_math import EXTENSION_VERSION
 from qgate.quality.sizing import math_limit
@@ -22,7 +23,9 @@ __all__ = [
     "PREAMBLE",
     "PROMPT_VERSION",
     "MathItem",
+    "load_ladder",
     "load_math_set",
+    "math_items",
     "long_budget",
     "long_prompt",
     "math_data_sha256",
@@ -33,6 +36,9 @@ PROMPT_VERSION = "1"
 INSTRUCTION = "Reply with only the number, nothing else."
 LONG_BRIDGE = "The text above is background material; it is not needed for the question below."
 DEFAULT_SET = "math/core.jsonl"
+LADDER_SET = "math/ladder.jsonl"
+LADDER_PER_LEVEL = 16
+"""Items per drawn level when neither `limit` nor `detect` sizes a ladder draw."""
 PREAMBLE = "math/preamble.txt"
 MIN_LONG_TOKENS = 256
 # Room for the question, the chat template and the instruction around the preamble.
@@ -94,6 +100,51 @@ def _extension(count: int) -> list[MathItem]:
     ]
 
 
+def _item(obj: dict[str, object]) -> MathItem:
+    answer = obj["answer"]
+    assert isinstance(answer, int | str)
+    return MathItem(
+        id=str(obj["id"]), tier=str(obj["tier"]), question=str(obj["question"]), answer=int(answer)
+    )
+
+
+def load_ladder(levels: list[int], count: int) -> tuple[list[MathItem], bytes]:
+    """`count` ladder items over `levels`, interleaved, and the committed ladder file's bytes.
+
+    A level's first items come from evals/math/ladder.jsonl; a draw larger than
+    the file holds continues with the same generator (the file is its prefix,
+    which `qgate evals check` guards).
+    """
+    raw = read_eval_file(evals_root() / LADDER_SET)
+    pools: dict[int, list[MathItem]] = {lv: [] for lv in levels}
+    try:
+        for _, obj in jsonl_values(raw.decode("utf-8")):
+            level = data_ladder.level_of(str(obj["id"]))
+            if level in pools:
+                pools[level].append(_item(obj))
+    except (JsonlLineError, UnicodeDecodeError, KeyError, ValueError) as exc:
+        raise BadInput(
+            f"{LADDER_SET}: not the ladder set ({exc}); run `qgate evals check`"
+        ) from None
+    per = -(-count // len(levels))
+    for level, pool in pools.items():
+        if len(pool) < per:
+            pool += [_item(dict(o)) for o in data_ladder.ladder_items(level, per)[len(pool) :]]
+    return [pools[levels[i % len(levels)]][i // len(levels)] for i in range(count)], raw
+
+
+def _ladder_count(spec: MathSuite, levels: list[int]) -> int:
+    return math_limit(spec) or LADDER_PER_LEVEL * len(levels)
+
+
+def math_items(spec: MathSuite) -> list[MathItem]:
+    """The items a math suite asks: a ladder draw when it has levels, else the (core) set."""
+    levels = math_levels(spec)
+    if levels is not None:
+        return load_ladder(levels, _ladder_count(spec, levels))[0]
+    return load_math_set(spec.set, math_limit(spec))[0]
+
+
 def short_prompt(question: str) -> str:
     """The short form: the question and a one-line instruction."""
     return f"{question}\n{INSTRUCTION}"
@@ -121,14 +172,21 @@ def math_data_sha256(
     spec: MathSuite, form: str, *, max_model_len: int | None, long_tokens: int | None = None
 ) -> str:
     """Digest of everything that defines a math suite's prompts (the reference cache keys on it)."""
-    items, raw = load_math_set(spec.set)
-    limit = math_limit(spec)
-    view: dict[str, object] = {
-        "suite": f"math.{form}",
-        "prompt_version": PROMPT_VERSION,
-        "set_sha256": sha256_bytes(raw),
-        "limit": limit,
-    }
+    levels = math_levels(spec)
+    view: dict[str, object] = {"suite": f"math.{form}", "prompt_version": PROMPT_VERSION}
+    items: list[MathItem] = []
+    limit = None
+    if levels is not None:
+        view |= {
+            "ladder_sha256": sha256_bytes(read_eval_file(evals_root() / LADDER_SET)),
+            "ladder_version": data_ladder.LADDER_VERSION,
+            "levels": levels,
+            "count": _ladder_count(spec, levels),
+        }
+    else:
+        items, raw = load_math_set(spec.set)
+        limit = math_limit(spec)
+        view |= {"set_sha256": sha256_bytes(raw), "limit": limit}
     if spec.set is None and limit is not None and limit > len(items):
         view["extension_version"] = EXTENSION_VERSION
     if form == "long":

@@ -26,14 +26,13 @@ from qgate.quality.math_set import (
     PREAMBLE,
     PROMPT_VERSION,
     MathItem,
-    load_math_set,
     long_budget,
     long_prompt,
     math_data_sha256,
+    math_items,
     short_prompt,
 )
 from qgate.quality.records import ItemRecord, SuiteRun
-from qgate.quality.sizing import math_limit
 
 if TYPE_CHECKING:
     from qgate.quality.board import Board
@@ -102,7 +101,7 @@ async def run_math(
     `long_tokens` overrides `spec.long_tokens` (the preamble budget in tokens),
     clipped to `max_model_len`; the budget used is recorded in the run's params.
     """
-    items, _ = load_math_set(spec.set, math_limit(spec))
+    items = math_items(spec)
     runs: list[SuiteRun] = []
     async with SuiteClient(
         base_url, model, concurrency=concurrency, timeout_s=timeout_s, headers=headers

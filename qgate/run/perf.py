@@ -16,8 +16,7 @@ from qgate.perf.records import ScenarioRun
 from qgate.perf.runner import run_scenarios
 from qgate.perf.workloads import BLOCK
 from qgate.profile import ANSWER_MAX_TOKENS
-from qgate.quality.math_set import load_math_set, short_prompt
-from qgate.quality.sizing import math_limit
+from qgate.quality.math_set import math_items, short_prompt
 from qgate.quality.stage import QualityOutput, runtime_headers
 from qgate.run.context import RunContext, save_raw
 from qgate.run.plan import blocks_of
@@ -36,7 +35,7 @@ def _probes(ctx: RunContext, quality: QualityOutput) -> list[Probe]:
     run = next((r for r in quality.runs if r.suite == "math.short"), None)
     if spec is None or run is None:
         return []
-    items = {i.id: i for i in load_math_set(spec.set, math_limit(spec))[0]}
+    items = {i.id: i for i in math_items(spec)}
     out: list[Probe] = []
     for rec in run.items[:PROBES_MAX]:
         item = items.get(rec.id)

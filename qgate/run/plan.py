@@ -26,8 +26,8 @@ from qgate.profile.engine_checks import starts_process
 from qgate.profile.engines import engine_class
 from qgate.profile.suites import configured
 from qgate.quality.gates import policy_for
-from qgate.quality.math_set import load_math_set
-from qgate.quality.sizing import gate_power, lmeval_limit, math_limit, recall_haystacks
+from qgate.quality.math_set import math_items
+from qgate.quality.sizing import gate_power, lmeval_limit, recall_haystacks
 
 __all__ = [
     "ACCELERATOR_SHARE",
@@ -43,7 +43,7 @@ def _suites(spec: QualitySpec) -> list[SuitePlan]:
     out: list[SuitePlan] = []
     for entry, setting in configured(spec):
         if entry.key == "math":
-            count = len(load_math_set(setting.set, math_limit(setting))[0])
+            count = len(math_items(setting))
             out += [
                 SuitePlan(suite=f"math.{f}", items=count, detail="exact-answer questions")
                 for f in setting.prompts

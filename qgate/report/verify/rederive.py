@@ -39,9 +39,8 @@ from qgate.quality.lmeval_suite import (
     lm_eval_data_sha256,
     split_metric,
 )
-from qgate.quality.math_set import load_math_set, math_data_sha256, short_prompt
+from qgate.quality.math_set import math_data_sha256, math_items, short_prompt
 from qgate.quality.records import DivergenceRun, ItemRecord, SuiteRun
-from qgate.quality.sizing import math_limit
 
 # answer extractor, then the correctness rule on (answer, expected)
 Extractor = Callable[[str], "str | None"]
@@ -141,7 +140,7 @@ def _check_math_set(run: SuiteRun, profile: Profile, out: Rederived) -> None:
         digest = math_data_sha256(
             spec, form, max_model_len=None, long_tokens=budget if isinstance(budget, int) else None
         )
-        items = {i.id: i for i in load_math_set(spec.set, math_limit(spec))[0]}
+        items = {i.id: i for i in math_items(spec)}
     except BadInput as exc:
         out.not_rederived.append(f"{run.suite} ({run.role}): math set not checked ({exc.message})")
         return

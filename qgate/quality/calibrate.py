@@ -1,0 +1,297 @@
+"""Calibration to the reference: which ladder levels can flip, and how often items flip there.
+
+A paired test learns only from discordant items. A level the reference
+answers almost always (ceiling) or almost never (floor) has few items that a
+regression can flip, so the suite draws from the levels whose reference
+accuracy lies in a band (default 20-85%: at least a fifth of the level on
+either side of the model's boundary, and room for a 20-point drop to show).
+
+The evidence is a calibration file: per ladder item, whether the reference
+answered it, and the candidate when the run that produced it had one. It is
+written by `qgate calibrate` from a prior report (the reference's records,
+cached or not); everything here is a pure function of that file and the
+profile, so `plan`, `run` and `verify` decide the same levels, and the report
+embeds the file's items so that `verify` re-derives the choice without it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, ValidationError
+
+from qgate.core.files import sha256_bytes
+from qgate.core.records import Record
+from qgate.errors import BadInput
+from qgate.profile import LADDER_LEVELS, Calibration, MathSuite
+from qgate.quality.data_ladder import level_of
+from qgate.quality.records import SuiteRun
+
+__all__ = [
+    "CEILING",
+    "CALIBRATION_VERSION",
+    "FLOOR",
+    "CalibrationFile",
+    "CalibrationItem",
+    "CalibrationResult",
+    "LevelStat",
+    "boundary_warning",
+    "calibrate",
+    "calibration_from_runs",
+    "choose_levels",
+    "level_stats",
+    "math_calibration",
+    "math_levels",
+    "rederive",
+]
+
+CALIBRATION_VERSION = 1
+CEILING = 0.9
+"""Reference accuracy at or above which a suite is at ceiling: few items are left to lose."""
+FLOOR = 0.1
+"""Reference accuracy at or below which a suite is at floor: at most that share can be lost."""
+
+
+class CalibrationItem(Record):
+    """One ladder item of a prior run: whether each side answered it."""
+
+    id: str = Field(description="Item id ('L7-0003': level 7).")
+    reference: bool = Field(description="The reference answered it correctly.")
+    candidate: bool | None = Field(
+        default=None, description="The candidate answered it correctly (None: no candidate)."
+    )
+
+
+class CalibrationFile(Record):
+    """What `qgate calibrate` writes: a prior run's answers on ladder items."""
+
+    calibration_version: int = Field(description="Format version (CALIBRATION_VERSION).")
+    source: str = Field(description="Where the records come from, for people.")
+    suite: str = Field(description="The result id they were taken from, e.g. 'math.short'.")
+    items: list[CalibrationItem] = Field(description="Per-item answers.")
+
+
+class LevelStat(Record):
+    """One ladder level as the calibration records show it."""
+
+    level: int = Field(description="Ladder level.")
+    n: int = Field(description="Items with records.")
+    reference_correct: int = Field(description="Items the reference answered.")
+    paired: int = Field(description="Items the candidate also answered (its records).")
+    lost: int = Field(description="Reference right, candidate wrong.")
+    gained: int = Field(description="Reference wrong, candidate right.")
+    drawn: bool = Field(description="The suite draws from this level.")
+    why: str = Field(description="Why it is (not) drawn.")
+
+    @property
+    def accuracy(self) -> float:
+        return self.reference_correct / self.n if self.n else 0.0
+
+
+class CalibrationResult(Record):
+    """What calibration decided for one suite, with the evidence (re-derived by verify)."""
+
+    suite: str = Field(description="The suite it decides ('math').")
+    records_sha256: str = Field(description="sha256 of the calibration file.")
+    source: str = Field(description="The file's own account of where its records come from.")
+    band: list[float] = Field(description="Reference accuracy [low, high] a level must lie in.")
+    min_items: int = Field(description="Records a level needs to be judged.")
+    allowed: list[int] = Field(description="Levels the profile lets it pick from.")
+    levels: list[LevelStat] = Field(description="Per level: the evidence and the decision.")
+    chosen: list[int] = Field(description="Levels drawn from, in order.")
+    discordance: float | None = Field(
+        description="Observed share of flipped items (lost + gained) over the chosen levels; "
+        "None when the records hold no candidate."
+    )
+    reference_accuracy: float | None = Field(
+        description="The reference's accuracy over the chosen levels (the draw's expectation)."
+    )
+    items: list[CalibrationItem] = Field(description="The calibration file's items.")
+
+
+def level_stats(items: Iterable[CalibrationItem]) -> dict[int, LevelStat]:
+    """Per ladder level: counts of the records (items of no ladder level are ignored)."""
+    acc: dict[int, list[int]] = {}
+    for item in items:
+        level = level_of(item.id)
+        if level is None:
+            continue
+        row = acc.setdefault(level, [0, 0, 0, 0, 0])
+        row[0] += 1
+        row[1] += item.reference
+        if item.candidate is not None:
+            row[2] += 1
+            row[3] += item.reference and not item.candidate
+            row[4] += item.candidate and not item.reference
+    return {
+        lv: LevelStat(
+            level=lv, n=n, reference_correct=r, paired=p, lost=lo, gained=g, drawn=False, why=""
+        )
+        for lv, (n, r, p, lo, g) in sorted(acc.items())
+    }
+
+
+def choose_levels(
+    stats: dict[int, LevelStat], band: Sequence[float], min_items: int, allowed: Sequence[int]
+) -> list[LevelStat]:
+    """Every allowed level with its decision: drawn when its reference accuracy is in the band.
+
+    When no level is in the band, the level nearest to it is drawn alone (a
+    suite needs items), and its reason says so.
+    """
+    low, high = band
+    out: list[LevelStat] = []
+    for lv in allowed:
+        s = stats.get(lv) or LevelStat(
+            level=lv, n=0, reference_correct=0, paired=0, lost=0, gained=0, drawn=False, why=""
+        )
+        acc = f"reference {100 * s.accuracy:.0f}% of {s.n}"
+        if s.n < min_items:
+            why, drawn = f"{s.n} records, fewer than {min_items}: not judged", False
+        elif s.accuracy > high:
+            why, drawn = f"{acc}: ceiling (above {100 * high:.0f}%)", False
+        elif s.accuracy < low:
+            why, drawn = f"{acc}: floor (below {100 * low:.0f}%)", False
+        else:
+            why, drawn = f"{acc}: in the band", True
+        out.append(s.model_copy(update={"drawn": drawn, "why": why}))
+    if not any(s.drawn for s in out):
+        judged = [s for s in out if s.n >= min_items]
+        if judged:
+            mid = (low + high) / 2
+            near = min(judged, key=lambda s: (abs(s.accuracy - mid), s.level))
+            out = [
+                s.model_copy(update={"drawn": True, "why": s.why + "; none in the band: nearest"})
+                if s.level == near.level
+                else s
+                for s in out
+            ]
+    return out
+
+
+def calibrate(
+    data: CalibrationFile, records_sha256: str, setting: Calibration, allowed: Sequence[int]
+) -> CalibrationResult:
+    """The levels to draw from, and the observed discordance there (pure)."""
+    levels = choose_levels(level_stats(data.items), setting.band, setting.min_items, allowed)
+    chosen = [s for s in levels if s.drawn]
+    paired = sum(s.paired for s in chosen)
+    flips = sum(s.lost + s.gained for s in chosen)
+    n = sum(s.n for s in chosen)
+    return CalibrationResult(
+        suite="math",
+        records_sha256=records_sha256,
+        source=data.source,
+        band=list(setting.band),
+        min_items=setting.min_items,
+        allowed=list(allowed),
+        levels=levels,
+        chosen=[s.level for s in chosen],
+        discordance=flips / paired if paired else None,
+        reference_accuracy=sum(s.reference_correct for s in chosen) / n if n else None,
+        items=data.items,
+    )
+
+
+@lru_cache(maxsize=8)
+def _read(path: Path, mtime_ns: int) -> tuple[CalibrationFile, str]:
+    try:
+        raw = path.read_bytes()
+        data = CalibrationFile.model_validate(json.loads(raw))
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read the calibration records ({exc.strerror})") from exc
+    except (ValueError, ValidationError) as exc:
+        first = str(exc).splitlines()[0]
+        raise BadInput(f"{path}: not a qgate calibration file ({first})") from exc
+    if data.calibration_version != CALIBRATION_VERSION:
+        raise BadInput(f"{path}: calibration_version {data.calibration_version} is not supported")
+    return data, sha256_bytes(raw)
+
+
+def math_calibration(spec: MathSuite) -> CalibrationResult | None:
+    """The math suite's calibration, when its profile asks for one."""
+    if spec.calibration is None:
+        return None
+    path = spec.calibration.records
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read the calibration records ({exc.strerror})") from exc
+    data, digest = _read(path, mtime)
+    allowed = spec.levels or list(range(1, LADDER_LEVELS + 1))
+    return calibrate(data, digest, spec.calibration, allowed)
+
+
+def math_levels(spec: MathSuite) -> list[int] | None:
+    """Ladder levels the math suite draws from (None: the core set)."""
+    result = math_calibration(spec)
+    if result is None:
+        return spec.levels
+    if not result.chosen:
+        raise BadInput(
+            f"quality.math.calibration: {spec.calibration and spec.calibration.records} has no "
+            "ladder level with enough records to judge (min_items); calibrate on more items"
+        )
+    return result.chosen
+
+
+def calibration_from_runs(runs: Sequence[SuiteRun], suite: str, source: str) -> CalibrationFile:
+    """A calibration file from a report's runs of `suite` (the reference's, the candidate's)."""
+    by_role = {r.role: r for r in runs if r.suite == suite}
+    ref = by_role.get("reference")
+    if ref is None:
+        raise BadInput(f"{source}: no reference run of {suite}")
+    cand = {i.id: i.correct for i in by_role["candidate"].items} if "candidate" in by_role else {}
+    items = [
+        CalibrationItem(id=i.id, reference=i.correct, candidate=cand.get(i.id))
+        for i in ref.items
+        if level_of(i.id) is not None
+    ]
+    if not items:
+        raise BadInput(f"{source}: {suite} has no ladder items (ids 'L<level>-...')")
+    return CalibrationFile(
+        calibration_version=CALIBRATION_VERSION, source=source, suite=suite, items=items
+    )
+
+
+def rederive(result: CalibrationResult, setting: Calibration) -> list[str]:
+    """Problems with a stored calibration: its decision re-derived from its own items."""
+    data = CalibrationFile(
+        calibration_version=CALIBRATION_VERSION,
+        source=result.source,
+        suite=result.suite,
+        items=result.items,
+    )
+    fresh = calibrate(data, result.records_sha256, setting, result.allowed)
+    if fresh != result:
+        return [
+            f"calibration of {result.suite}: the stored decision (levels {result.chosen}) does "
+            f"not follow from its records (they give levels {fresh.chosen})"
+        ]
+    return []
+
+
+def boundary_warning(suite: str, accuracy: float, undetectable: float | None) -> str | None:
+    """The ceiling/floor warning for a suite whose reference answers `accuracy`, or None.
+
+    `undetectable` is the smallest drop the suite detects at its power (None: none).
+    """
+    if FLOOR < accuracy < CEILING:
+        return None
+    below = (
+        "no drop is detectable here"
+        if undetectable is None
+        else f"a drop below {100 * undetectable:.1f} points is invisible here"
+    )
+    if accuracy >= CEILING:
+        return (
+            f"the reference answers {100 * accuracy:.0f}% of {suite}: {below}, and damage to "
+            "harder items does not reach it (draw from harder ladder levels)"
+        )
+    return (
+        f"the reference answers {100 * accuracy:.0f}% of {suite}: at most "
+        f"{100 * accuracy:.0f} points can be lost here and {below} (draw from easier levels)"
+    )
