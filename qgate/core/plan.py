@@ -85,6 +85,10 @@ class SuitePlan(Record):
     suite: str = Field(description="Result id, e.g. 'math.long'.")
     items: int | None = Field(description="Items per side (None: all of an external task).")
     detail: str = Field(default="", description="What an item is.")
+    draw: str = Field(
+        default="",
+        description="Where its items come from and why (the core set, ladder levels, calibration).",
+    )
 
 
 class ScenarioPlan(Record):
@@ -113,6 +117,10 @@ class GatePower(Record):
         description="Items the target needs at that power (None: more than the bound)."
     )
     sized: bool = Field(description="The suite is sized by its `detect` (items = items_needed).")
+    warning: str | None = Field(
+        default=None,
+        description="Ceiling or floor: the reference's expected accuracy leaves little to flip.",
+    )
 
     @property
     def powered(self) -> bool:

@@ -26,8 +26,8 @@ from pydantic import Field, ValidationError
 from qgate.core.files import sha256_bytes
 from qgate.core.records import Record
 from qgate.errors import BadInput
-from qgate.profile import LADDER_LEVELS, Calibration, MathSuite
-from qgate.quality.data_ladder import level_of
+from qgate.profile import LADDER_LEVELS, AccuracyPolicy, Calibration, MathSuite
+from qgate.quality.data_ladder import LADDER, level_of
 from qgate.quality.records import SuiteRun
 
 __all__ = [
@@ -42,8 +42,10 @@ __all__ = [
     "calibrate",
     "calibration_from_runs",
     "choose_levels",
+    "expected_accuracy",
     "level_stats",
     "math_calibration",
+    "math_draw",
     "math_levels",
     "rederive",
 ]
@@ -236,6 +238,37 @@ def math_levels(spec: MathSuite) -> list[int] | None:
             "ladder level with enough records to judge (min_items); calibrate on more items"
         )
     return result.chosen
+
+
+def math_draw(spec: MathSuite) -> str:
+    """Where a math suite's items come from and why, for the plan."""
+    if spec.set is not None:
+        return f"{spec.set} (a JSONL set: no ladder levels)"
+    result = math_calibration(spec)
+    if result is None and spec.levels is None:
+        return (
+            "the core set (tiers arith, multi, word: about ladder levels 1-2); why: no "
+            "quality.math.levels or calibration in the profile (the default, sized for a "
+            "small model; a strong model is at ceiling on it)"
+        )
+    if result is None:
+        assert spec.levels is not None
+        named = "; ".join(f"L{lv}: {LADDER[lv].describe()}" for lv in spec.levels)
+        return f"ladder levels {spec.levels}; why: named in quality.math.levels ({named})"
+    low, high = result.band
+    decided = "; ".join(f"L{s.level} {s.why}" for s in result.levels)
+    return (
+        f"ladder levels {result.chosen}; why: the reference's accuracy in "
+        f"{100 * low:.0f}-{100 * high:.0f}% on {result.source} ({decided})"
+    )
+
+
+def expected_accuracy(policy: AccuracyPolicy) -> float | None:
+    """The reference's accuracy a calibrated suite expects over its levels (None: unknown)."""
+    if not isinstance(policy, MathSuite):
+        return None
+    result = math_calibration(policy)
+    return None if result is None else result.reference_accuracy
 
 
 def calibration_from_runs(runs: Sequence[SuiteRun], suite: str, source: str) -> CalibrationFile:

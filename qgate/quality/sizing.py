@@ -9,7 +9,9 @@ outnumbering gains by the drop). The math and recall sets are generated, so
 they grow to the count; an lm-eval task's `limit` becomes it.
 
 Everything here is a pure function of the profile, so `run`, `plan` and
-`verify` size the same sets.
+`verify` size the same sets. A math suite calibrated on a prior run's records
+(qgate/quality/calibrate.py) is sized at the discordance OBSERVED there, over
+the levels it draws from, instead of the prior.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from qgate.core.plan import GatePower
 from qgate.profile import AccuracyPolicy, Detect, LmEvalTask, MathSuite, RecallSuite
 from qgate.profile.quality import detect_problem, fewest_rejecting
+from qgate.quality.calibrate import math_calibration
 from qgate.quality.stats import mcnemar_power, smallest_n
 
 __all__ = [
@@ -30,6 +33,7 @@ __all__ = [
     "items_needed",
     "lmeval_limit",
     "math_limit",
+    "observed_discordance",
     "recall_haystacks",
 ]
 
@@ -52,7 +56,24 @@ class Sizing:
         return self.needed is None or self.needed > self.used
 
 
-def _discordance(detect: Detect) -> tuple[float, str]:
+Observed = tuple[float, str]
+"""A discordance measured on a prior run's records, and where it comes from."""
+
+
+def observed_discordance(policy: AccuracyPolicy) -> Observed | None:
+    """The discordance a calibrated math suite observed over its levels (None: none known)."""
+    if not isinstance(policy, MathSuite):
+        return None
+    result = math_calibration(policy)
+    if result is None or result.discordance is None:
+        return None
+    paired = sum(s.paired for s in result.levels if s.drawn)
+    return result.discordance, f"observed on {paired} calibration items of levels {result.chosen}"
+
+
+def _discordance(detect: Detect, observed: Observed | None = None) -> tuple[float, str]:
+    if observed is not None:
+        return max(observed[0], detect.drop), observed[1]
     if detect.discordance is not None:
         return detect.discordance, "stated"
     return min(1.0, DISCORDANCE_PRIOR * detect.drop), "prior: twice the drop"
@@ -67,20 +88,22 @@ def achieved_power(n: int, drop: float, discordance: float, alpha: float) -> flo
     return mcnemar_power(n, drop, min(1.0, max(discordance, drop)), alpha)
 
 
-def items_needed(detect: Detect, alpha: float) -> Sizing:
+def items_needed(detect: Detect, alpha: float, observed: Observed | None = None) -> Sizing:
     """The fewest items, at most `detect.max_items`, whose exact test reaches the stated power.
 
     The exact test's power is a sawtooth in n, so this is the smallest such n
     (`stats.smallest_n`), not the first one a bisection lands on. ValueError
     for a detection outside the model (`profile.quality.detect_problem`;
-    `qgate validate` refuses such profiles for the same reasons).
+    `qgate validate` refuses such profiles for the same reasons). `observed`:
+    the discordance measured on a prior run's records (calibration), used
+    instead of the stated one or the prior.
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha {alpha!r} is not a test level: it must lie between 0 and 1")
     problem = detect_problem(detect, alpha)
     if problem is not None:
         raise ValueError(f"detect.{problem[0]} {problem[1]}")
-    disc, source = _discordance(detect)
+    disc, source = _discordance(detect, observed)
     bound = detect.max_items
     needed = smallest_n(detect.power, detect.drop, disc, alpha, bound)
     used = bound if needed is None else needed
@@ -88,7 +111,9 @@ def items_needed(detect: Detect, alpha: float) -> Sizing:
 
 
 def _sized(policy: AccuracyPolicy) -> int | None:
-    return None if policy.detect is None else items_needed(policy.detect, policy.alpha).used
+    if policy.detect is None:
+        return None
+    return items_needed(policy.detect, policy.alpha, observed_discordance(policy)).used
 
 
 def math_limit(spec: MathSuite) -> int | None:
@@ -109,10 +134,14 @@ def lmeval_limit(task: LmEvalTask) -> int | None:
     return task.limit if sized is None else sized
 
 
-def _mdd_prior(n: int, alpha: float, power: float, detect: Detect | None) -> float | None:
-    """Smallest drop detected at n when items flip as the detection (or the prior) assumes."""
+def _mdd_prior(
+    n: int, alpha: float, power: float, detect: Detect | None, observed: Observed | None = None
+) -> float | None:
+    """Smallest drop detected at n when items flip as observed, stated, or the prior assumes."""
 
     def disc(d: float) -> float:
+        if observed is not None:
+            return observed[0]
         if detect is not None and detect.discordance is not None:
             return detect.discordance
         return DISCORDANCE_PRIOR * d
@@ -135,25 +164,27 @@ def gate_power(suite: str, policy: AccuracyPolicy, items: int) -> GatePower:
     power = detect.power if detect else policy.power
     # a max_drop of 0 forbids any drop: no size detects "any", so it has no target here
     target = detect.drop if detect else (policy.max_drop or None)
+    observed = observed_discordance(policy)
     needed: int | None = None
     if target is not None:
         # the default bound, or the fewest items that can fail at all at a tiny alpha
         ask = detect or Detect(
             drop=target, power=power, max_items=max(1000, fewest_rejecting(policy.alpha))
         )
-        needed = items_needed(ask, policy.alpha).needed
-    assumed = (
-        f"{100 * detect.discordance:.0f}% of items flip (stated)"
-        if detect and detect.discordance is not None
-        else "items flip at twice the drop (prior)"
-    )
+        needed = items_needed(ask, policy.alpha, observed).needed
+    if observed is not None:
+        assumed = f"{100 * observed[0]:.1f}% of items flip ({observed[1]})"
+    elif detect and detect.discordance is not None:
+        assumed = f"{100 * detect.discordance:.0f}% of items flip (stated)"
+    else:
+        assumed = "items flip at twice the drop (prior)"
     return GatePower(
         suite=suite,
         items=items,
         alpha=policy.alpha,
         power=power,
         discordance=assumed,
-        min_detectable_drop=_mdd_prior(items, policy.alpha, power, detect),
+        min_detectable_drop=_mdd_prior(items, policy.alpha, power, detect, observed),
         target_drop=target,
         items_needed=needed,
         sized=detect is not None,

@@ -1,7 +1,10 @@
-"""Where the damage sits: divergence by position in the continuation, accuracy by prompt length.
+"""Where the damage sits: divergence by position in the continuation, accuracy by prompt length
+and by difficulty.
 
 A collapse that shows only late in a generation, or only past some context length or
 needle depth, points at the KV cache; one that shows everywhere points at the weights.
+Lower precision shows first on the hardest items (many steps, long carry chains), so the
+math suites are also split by ladder level (or core-set tier), both sides, with flips.
 Pure functions of a `Report` for its views: verify never reads them, and the gate
 verdicts stay as stored (`worst_notes` only names where a failed gate's damage is).
 """
@@ -10,9 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from qgate.core.verdict import Verdict
+from qgate.quality.data_ladder import level_of
 from qgate.quality.divergence import reverse_klds
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.report.derive import percentile, suite_pairs
@@ -24,6 +28,7 @@ __all__ = [
     "PositionBucket",
     "bucket_bounds",
     "length_groups",
+    "level_groups",
     "position_buckets",
     "worst_note",
     "worst_notes",
@@ -69,9 +74,12 @@ class AccuracyGroup:
     candidate: float | None
     lost: int
     gained: int
+    level: str | None = None  # 'level 7' (ladder) or 'tier word' (core set)
 
     @property
     def label(self) -> str:
+        if self.level is not None:
+            return f"{self.suite} {self.level}"
         return self.suite if self.depth_pct is None else f"{self.suite} depth {self.depth_pct}%"
 
 
@@ -161,6 +169,56 @@ def length_groups(report: Report) -> list[AccuracyGroup]:
     return out
 
 
+_TIERS = ("arith", "multi", "word")  # the core set's tiers, easiest first
+
+
+def _difficulty(item_id: str) -> tuple[int, str] | None:
+    """(sort key, label) of an item's difficulty: its ladder level, or its core-set tier."""
+    level = level_of(item_id)
+    if level is not None:
+        return level, f"level {level}"
+    tier = item_id.split("-")[-2] if item_id.count("-") >= 1 else ""
+    if tier in _TIERS:
+        return -len(_TIERS) + _TIERS.index(tier), f"tier {tier}"
+    return None
+
+
+def level_groups(report: Report) -> list[AccuracyGroup]:
+    """Per math suite, its paired items by difficulty (ladder level or core tier), easiest first.
+
+    A suite whose items all sit at one difficulty gets no rows (its total is in
+    `length_groups`).
+    """
+    out: list[AccuracyGroup] = []
+    for suite, ref, cand in suite_pairs(report.quality.runs):
+        if ref is None or cand is None or not suite.startswith("math."):
+            continue
+        cand_by_id = {i.id: i.correct for i in cand.items}
+        by_level: dict[tuple[int, str], list[tuple[bool, bool]]] = {}
+        for item in ref.items:
+            key = _difficulty(item.id)
+            if key is not None and item.id in cand_by_id:
+                by_level.setdefault(key, []).append((item.correct, cand_by_id[item.id]))
+        if len(by_level) > 1:
+            out += [
+                replace(_group(suite, None, by_level[key]), level=key[1])
+                for key in sorted(by_level)
+            ]
+    return out
+
+
+def _math_note(report: Report, suite: str) -> str | None:
+    levels = [g for g in level_groups(report) if g.suite == suite]
+    if not levels:
+        return None
+    worst = max(levels, key=lambda g: (g.lost - g.gained, g.lost))
+    return (
+        f"worst: {worst.level}, {worst.lost} of {worst.n} lost, {worst.gained} gained "
+        f"(candidate {100 * (worst.candidate or 0):.1f}%, "
+        f"reference {100 * (worst.reference or 0):.1f}%)"
+    )
+
+
 def _times_first(value: float, first: float, worst_is_first: bool, last: float | None) -> str:
     if worst_is_first:
         return f"the first bucket; the last {last:.3g}" if last is not None else "the first bucket"
@@ -212,15 +270,17 @@ def _recall_note(report: Report, suite: str) -> str | None:
 
 
 def worst_note(report: Report, verdict: Verdict) -> str | None:
-    """Where a failed divergence or recall gate's damage sits ('worst: positions 24-31, ...');
-    None for a gate that passed or is not settled, that has no observed value, or that has
-    no position or depth axis (math, lm_eval, perf)."""
+    """Where a failed divergence, recall or math gate's damage sits ('worst: positions 24-31,
+    ...', 'worst: level 8, ...'); None for a gate that passed or is not settled, that has no
+    observed value, or that has no position, depth or difficulty axis (lm_eval, perf)."""
     if verdict.passed or not verdict.settled or verdict.observed is None:
         return None
     if verdict.suite == "divergence" and verdict.gate.startswith("divergence."):
         return _divergence_note(report, verdict.gate.removeprefix("divergence."))
     if verdict.suite.startswith("recall."):
         return _recall_note(report, verdict.suite)
+    if verdict.suite.startswith("math."):
+        return _math_note(report, verdict.suite)
     return None
 
 

@@ -25,6 +25,7 @@ from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
 from qgate.profile.engine_checks import starts_process
 from qgate.profile.engines import engine_class
 from qgate.profile.suites import configured
+from qgate.quality.calibrate import boundary_warning, expected_accuracy, math_draw
 from qgate.quality.gates import policy_for
 from qgate.quality.math_set import math_items
 from qgate.quality.sizing import gate_power, lmeval_limit, recall_haystacks
@@ -44,8 +45,11 @@ def _suites(spec: QualitySpec) -> list[SuitePlan]:
     for entry, setting in configured(spec):
         if entry.key == "math":
             count = len(math_items(setting))
+            draw = math_draw(setting)
             out += [
-                SuitePlan(suite=f"math.{f}", items=count, detail="exact-answer questions")
+                SuitePlan(
+                    suite=f"math.{f}", items=count, detail="exact-answer questions", draw=draw
+                )
                 for f in setting.prompts
             ]
         elif entry.key == "recall":
@@ -76,7 +80,12 @@ def _power(spec: QualitySpec) -> list[GatePower]:
         policy = policy_for(spec, s.suite)
         gated = policy is not None and (policy.max_drop is not None or policy.significance)
         if policy is not None and gated and s.items is not None:
-            out.append(gate_power(s.suite, policy, s.items))
+            power = gate_power(s.suite, policy, s.items)
+            expected = expected_accuracy(policy)
+            if expected is not None:
+                warning = boundary_warning(s.suite, expected, power.min_detectable_drop)
+                power = power.model_copy(update={"warning": warning})
+            out.append(power)
     return out
 
 
@@ -353,7 +362,12 @@ def describe(plan: Plan) -> list[str]:
         items = "all" if s.items is None else str(s.items)
         detail = f" ({s.detail})" if s.detail else ""
         lines.append(f"  quality {s.suite}: {items} items per side{detail}")
-    lines += [_power_line(g) for g in plan.power]
+        if s.draw:
+            lines.append(f"    draws from {s.draw}")
+    for g in plan.power:
+        lines.append(_power_line(g))
+        if g.warning:
+            lines.append(f"    WARNING: {g.warning}")
     for p in plan.scenarios:
         reqs = "until its duration" if p.requests is None else f"{p.requests} requests"
         toks = "" if p.tokens is None else f", ~{p.tokens:,} tokens"

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from qgate.report.localise import BUCKETS, length_groups, position_buckets
+from qgate.report.localise import (
+    BUCKETS,
+    AccuracyGroup,
+    length_groups,
+    level_groups,
+    position_buckets,
+)
 from qgate.report.model import Report
 from qgate.report.render.parts import Section, Table, fmt
 
@@ -46,11 +52,8 @@ def _positions(report: Report) -> Table | None:
     return Table(header, rows, caption=caption)
 
 
-def _lengths(report: Report) -> Table | None:
-    groups = length_groups(report)
-    if not groups:
-        return None
-    rows = [
+def _rows(groups: list[AccuracyGroup]) -> list[list[str]]:
+    return [
         [
             g.label,
             str(g.n),
@@ -64,14 +67,34 @@ def _lengths(report: Report) -> Table | None:
         ]
         for g in groups
     ]
+
+
+def _lengths(report: Report) -> Table | None:
+    groups = length_groups(report)
+    if not groups:
+        return None
+    rows = _rows(groups)
     caption = "Accuracy by prompt length: math short and long, recall per context length and depth"
     header = ["Prompts", "Paired", "Reference", "Candidate", "Delta", "Lost", "Gained"]
     return Table(header, rows, caption=caption)
 
 
+def _levels(report: Report) -> Table | None:
+    groups = level_groups(report)
+    if not groups:
+        return None
+    caption = (
+        "Accuracy by difficulty: math items per ladder level (or core-set tier), both sides; "
+        "a drop concentrated at the hard end shows here first"
+    )
+    header = ["Difficulty", "Paired", "Reference", "Candidate", "Delta", "Lost", "Gained"]
+    return Table(header, _rows(groups), caption=caption)
+
+
 def localise_section(report: Report) -> Section | None:
-    """Divergence per part of the continuation and accuracy per prompt length, if any ran."""
-    tables = [t for t in (_positions(report), _lengths(report)) if t is not None]
+    """Divergence per part of the continuation, accuracy per prompt length and per difficulty."""
+    parts = (_positions(report), _lengths(report), _levels(report))
+    tables = [t for t in parts if t is not None]
     if not tables:
         return None
     return Section(TITLE, lines=[_WHY], tables=tables)

@@ -174,3 +174,17 @@ def test_a_tiny_alpha_without_a_detection_is_not_refused_by_its_implied_bound() 
     # at alpha 1e-310 even 1,000 items all lost cannot fail the gate (2**-1000 > alpha)
     power = gate_power("math.short", MathSuite(alpha=1e-310, max_drop=0.5), 64)
     assert power.items_needed is None and power.min_detectable_drop is None
+
+
+def test_sizing_at_an_observed_discordance_matches_the_exact_power_function() -> None:
+    detect = Detect(drop=0.05)  # the prior would assume 10% of items flip
+    observed = (0.23, "observed on 120 calibration items")
+    sizing = items_needed(detect, 0.0167, observed)
+    assert sizing.discordance == 0.23 and sizing.source == observed[1]
+    assert sizing.power_at_used == mcnemar_power(sizing.used, 0.05, 0.23, 0.0167) >= 0.8
+    # the smallest such count on the sawtooth: no fewer items reach the power
+    assert all(mcnemar_power(m, 0.05, 0.23, 0.0167) < 0.8 for m in range(1, sizing.used))
+    # more observed flips than the prior assumes: more items than the prior's count
+    assert sizing.used > items_needed(detect, 0.0167).used
+    # an observation below the drop is impossible for that drop: floored at the drop
+    assert items_needed(detect, 0.0167, (0.01, "x")).discordance == 0.05

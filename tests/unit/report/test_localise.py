@@ -292,3 +292,47 @@ def test_each_candidate_of_a_multi_report_has_its_own_section_and_plot() -> None
     report = build_multi()
     assert render_multi_md(report).count("\n### Where the damage sits\n") == 2
     assert render_multi_html(report).count("<figcaption>Where the damage sits</figcaption>") == 2
+
+
+def ladder_runs() -> list[SuiteRun]:
+    """math.short over ladder levels 3 and 8: the candidate loses 3 of 4 at level 8 only."""
+    ids = [f"L{lv}-{k:04d}" for k in range(1, 5) for lv in (3, 8)]
+    ref = [_item(i, True) for i in ids]
+    cand = [_item(i, not (i.startswith("L8") and i != "L8-0004")) for i in ids]
+    return [_run("math.short", "reference", ref), _run("math.short", "candidate", cand)]
+
+
+def test_accuracy_by_difficulty_shows_a_drop_at_the_hard_end_on_both_sides() -> None:
+    from qgate.report.localise import level_groups
+
+    report = report_with(ladder_runs(), None, [])
+    rows = [
+        (g.label, g.n, g.reference, g.candidate, g.lost, g.gained) for g in level_groups(report)
+    ]
+    assert rows == [
+        ("math.short level 3", 4, 1.0, 1.0, 0, 0),
+        ("math.short level 8", 4, 1.0, 0.25, 3, 0),
+    ]
+    failed = _verdict("math.short.max_drop", "math.short", False, "math.short: drop too large")
+    assert worst_note(report_with(ladder_runs(), None, [failed]), failed) == (
+        "worst: level 8, 3 of 4 lost, 0 gained (candidate 25.0%, reference 100.0%)"
+    )
+    md = render_markdown(report_with(ladder_runs(), None, [failed]))
+    assert "Accuracy by difficulty" in md and "| math.short level 8 | 4 |" in md
+
+
+def test_the_core_set_is_split_by_tier_easiest_first_and_one_level_gives_no_rows() -> None:
+    from qgate.report.localise import level_groups
+
+    ids = ["word-0001", "arith-0001", "x1-multi-0002", "arith-0002"]
+    runs = [
+        _run("math.long", "reference", [_item(i, True) for i in ids]),
+        _run("math.long", "candidate", [_item(i, i != "word-0001") for i in ids]),
+    ]
+    rows = [(g.label, g.n, g.lost) for g in level_groups(report_with(runs, None, []))]
+    assert rows == [
+        ("math.long tier arith", 2, 0),
+        ("math.long tier multi", 1, 0),
+        ("math.long tier word", 1, 1),
+    ]
+    assert level_groups(report_with(math_runs(), None, [])) == []  # ids of no difficulty

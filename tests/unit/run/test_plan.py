@@ -235,3 +235,73 @@ def test_attribution_is_a_conditional_life_after_the_candidate() -> None:
         [("candidate", _single("smollm2-cpu-int4-fail"))], reference_cached=False, refresh=False
     )
     assert all("attribution" not in life.side for life in plain.lives)
+
+
+def _calibration_file(tmp_path: Path, accuracy: dict[int, float], flips: dict[int, int]) -> Path:
+    """Simulated records of a prior run: per level 40 items, the reference right on a share,
+    the first `flips[level]` of its right items lost by the candidate."""
+    items = []
+    for level, acc in accuracy.items():
+        right = round(40 * acc)
+        for k in range(40):
+            ref = k < right
+            cand = ref and k >= flips.get(level, 0)
+            items.append({"id": f"L{level}-{k + 1:04d}", "reference": ref, "candidate": cand})
+    path = tmp_path / "calibration.json"
+    doc = {"calibration_version": 1, "source": "a simulated run", "suite": "math.short"}
+    path.write_text(json.dumps({**doc, "items": items}))
+    return path
+
+
+def test_plan_names_the_levels_calibration_draws_from_and_sizes_at_the_observed_flips(
+    tmp_path: Path,
+) -> None:
+    from qgate.profile import Calibration, Detect, MathSuite
+
+    strong = {1: 0.99, 2: 0.99, 3: 0.99, 4: 0.95, 5: 0.9, 6: 0.7, 7: 0.5, 8: 0.25, 9: 0.05}
+    path = _calibration_file(tmp_path, strong, {6: 4, 7: 4, 8: 2})
+    profile = _single("smollm2-cpu-int8")
+    profile.quality.math = MathSuite(
+        prompts=["short"],
+        calibration=Calibration(records=path),
+        detect=Detect(drop=0.05),
+        alpha=0.0167,
+    )
+    plan = make_plan([("candidate", profile)], reference_cached=False, placement="x")
+    text = "\n".join(describe(plan))
+    assert "draws from ladder levels [6, 7, 8]; why: the reference's accuracy in 20-85%" in text
+    assert "L2 reference 100% of 40: ceiling" in text and "L9 reference 5% of 40: floor" in text
+    power = next(g for g in plan.power if g.suite == "math.short")
+    assert power.sized and "observed on 120 calibration items of levels [6, 7, 8]" in (
+        power.discordance
+    )
+    assert power.warning is None
+    suites = {s.suite: s.items for s in plan.suites}
+    assert suites["math.short"] == power.items_needed
+
+
+def test_plan_warns_when_the_reference_is_at_ceiling(tmp_path: Path) -> None:
+    from qgate.profile import Calibration, MathSuite
+
+    path = _calibration_file(tmp_path, {1: 0.99, 2: 0.99, 3: 0.99}, {})
+    profile = _single("smollm2-cpu-int8")
+    profile.quality.math = MathSuite(
+        prompts=["short"], levels=[1, 2, 3], calibration=Calibration(records=path), max_drop=0.05
+    )
+    plan = make_plan([("candidate", profile)], reference_cached=False, placement="x")
+    power = next(g for g in plan.power if g.suite == "math.short")
+    assert power.warning is not None
+    lines = describe(plan)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("  power math.short:"))
+    assert lines[at + 1].startswith("    WARNING: the reference answers 100% of math.short: a drop")
+    assert "none in the band: nearest" in "\n".join(lines)
+
+
+def test_the_demo_plan_says_it_draws_from_the_core_set_and_why() -> None:
+    plan = make_plan(
+        [("candidate", _single("smollm2-cpu-int8"))], reference_cached=False, placement="x"
+    )
+    lines = describe(plan)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("  quality math.short:"))
+    assert lines[at + 1].startswith("    draws from the core set")
+    assert "no quality.math.levels or calibration" in lines[at + 1]
