@@ -273,6 +273,11 @@ main.add_lazy_command(
 )
 main.add_lazy_command("perf", "qgate.cli.perf:perf", "Run perf scenarios against an endpoint.")
 main.add_lazy_command("evals", "qgate.cli.evals:evals", "Check the eval data against its manifest.")
+main.add_lazy_command(
+    "calibrate",
+    "qgate.cli.calibrate:calibrate_cmd",
+    "Write calibration records (accuracy per ladder level) from a report.",
+)
 
 
 if __name__ == "__main__":

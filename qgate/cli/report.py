@@ -59,7 +59,7 @@ def _load_any(path: Path, pubkey: Path | None) -> Report | MultiReport:
     return verify_any_file(path, pubkey).report
 
 
-def _load(path: Path, pubkey: Path | None) -> Report:
+def load_report(path: Path, pubkey: Path | None) -> Report:
     """A single report; `REPORT#NAME` picks candidate NAME of a multi report."""
     name = None
     if not path.exists() and "#" in path.name:
@@ -293,7 +293,10 @@ def compare_cmd(
 
         check_out_file(html_out, "--html")
     loaded = [
-        (p.name if len(set(r.name for r in reports)) == len(reports) else str(p), _load(p, pubkey))
+        (
+            p.name if len(set(r.name for r in reports)) == len(reports) else str(p),
+            load_report(p, pubkey),
+        )
         for p in reports
     ]
     if pubkey is None:

@@ -17,7 +17,9 @@ embeds the file's items so that `verify` re-derives the choice without it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
 
@@ -41,6 +43,7 @@ __all__ = [
     "boundary_warning",
     "calibrate",
     "calibration_from_runs",
+    "check_stored",
     "choose_levels",
     "expected_accuracy",
     "level_stats",
@@ -48,6 +51,7 @@ __all__ = [
     "math_draw",
     "math_levels",
     "rederive",
+    "stored_records",
 ]
 
 CALIBRATION_VERSION = 1
@@ -213,17 +217,39 @@ def _read(path: Path, mtime_ns: int) -> tuple[CalibrationFile, str]:
     return data, sha256_bytes(raw)
 
 
+_STORED: ContextVar[CalibrationResult | None] = ContextVar("qgate_calibration", default=None)
+
+
+@contextmanager
+def stored_records(result: CalibrationResult | None) -> Iterator[None]:
+    """Within: calibrate from a report's stored items, not the file (`qgate verify` elsewhere)."""
+    token = _STORED.set(result)
+    try:
+        yield
+    finally:
+        _STORED.reset(token)
+
+
 def math_calibration(spec: MathSuite) -> CalibrationResult | None:
-    """The math suite's calibration, when its profile asks for one."""
+    """The math suite's calibration, when its profile asks for one (pure: file -> decision)."""
     if spec.calibration is None:
         return None
+    allowed = spec.levels or list(range(1, LADDER_LEVELS + 1))
+    stored = _STORED.get()
+    if stored is not None:
+        data = CalibrationFile(
+            calibration_version=CALIBRATION_VERSION,
+            source=stored.source,
+            suite=stored.suite,
+            items=stored.items,
+        )
+        return calibrate(data, stored.records_sha256, spec.calibration, allowed)
     path = spec.calibration.records
     try:
         mtime = path.stat().st_mtime_ns
     except OSError as exc:
         raise BadInput(f"{path}: cannot read the calibration records ({exc.strerror})") from exc
     data, digest = _read(path, mtime)
-    allowed = spec.levels or list(range(1, LADDER_LEVELS + 1))
     return calibrate(data, digest, spec.calibration, allowed)
 
 
@@ -305,6 +331,32 @@ def rederive(result: CalibrationResult, setting: Calibration) -> list[str]:
             f"not follow from its records (they give levels {fresh.chosen})"
         ]
     return []
+
+
+def check_stored(
+    stored: CalibrationResult | None, spec: MathSuite | None, runs: Sequence[SuiteRun]
+) -> list[str]:
+    """Problems with a report's calibration: present exactly when the profile asks for one,
+    its decision re-derived from its own items, every math item from a chosen level."""
+    setting = spec.calibration if spec is not None else None
+    if setting is None:
+        return [] if stored is None else ["the report holds a calibration the profile never asked"]
+    if stored is None:
+        return ["quality.math.calibration is set but the report holds no calibration"]
+    problems = rederive(stored, setting)
+    allowed = spec.levels if spec is not None and spec.levels else list(range(1, LADDER_LEVELS + 1))
+    if stored.allowed != allowed:
+        problems.append(f"calibration: levels {stored.allowed} offered, the profile {allowed}")
+    for run in runs:
+        if not run.suite.startswith("math."):
+            continue
+        outside = sorted({i.id for i in run.items if level_of(i.id) not in stored.chosen})
+        if outside:
+            problems.append(
+                f"{run.suite} ({run.role}): items {', '.join(outside[:3])} are not from the "
+                f"calibrated levels {stored.chosen}"
+            )
+    return problems
 
 
 def boundary_warning(suite: str, accuracy: float, undetectable: float | None) -> str | None:

@@ -21,6 +21,7 @@ from qgate.perf.records import ScenarioRun
 from qgate.profile import PerfSpec, Profile
 from qgate.profile.perf import is_preview
 from qgate.quality.cache_auth import ReferenceProvenance
+from qgate.quality.calibrate import math_calibration
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_records import PassRun
 from qgate.report.attribution import Attribution
@@ -123,6 +124,7 @@ def build_report(
             divergence=divergence,
             verdicts=list(verdicts),
             passes=list(passes),
+            calibration=math_calibration(profile.quality.math) if profile.quality.math else None,
         ),
         perf=perf,
         verdict=overall(all_verdicts, perf_status, is_preview(profile)),

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from qgate.core.verdict import Verdict
+from qgate.quality.calibrate import boundary_warning
 from qgate.quality.data_ladder import level_of
 from qgate.quality.divergence import reverse_klds
 from qgate.quality.records import DivergenceRun, SuiteRun
@@ -25,6 +26,7 @@ from qgate.report.model import Report
 __all__ = [
     "BUCKETS",
     "AccuracyGroup",
+    "boundary_lines",
     "PositionBucket",
     "bucket_bounds",
     "length_groups",
@@ -217,6 +219,26 @@ def _math_note(report: Report, suite: str) -> str | None:
         f"(candidate {100 * (worst.candidate or 0):.1f}%, "
         f"reference {100 * (worst.reference or 0):.1f}%)"
     )
+
+
+def boundary_lines(report: Report) -> list[str]:
+    """The ceiling/floor warning of every gated exact-answer suite whose reference is there.
+
+    The smallest detectable drop is the one its verdicts state (at the observed
+    discordance); the reference's accuracy is over its items, as the gates count.
+    """
+    out: list[str] = []
+    for suite, ref, _ in suite_pairs(report.quality.runs):
+        gated = [v for v in report.quality.verdicts if v.suite == suite]
+        if ref is None or not ref.items or not gated:
+            continue
+        accuracy = sum(i.correct for i in ref.items) / len(ref.items)
+        stated = [v for v in gated if v.power is not None or v.min_detectable_drop is not None]
+        mdd = stated[0].min_detectable_drop if stated else None
+        warning = boundary_warning(suite, accuracy, mdd)
+        if warning is not None:
+            out.append(warning)
+    return out
 
 
 def _times_first(value: float, first: float, worst_is_first: bool, last: float | None) -> str:

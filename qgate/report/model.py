@@ -25,6 +25,7 @@ from qgate.core.serving import EffectiveConfig, ServerStart
 from qgate.core.verdict import Verdict
 from qgate.perf.records import ScenarioRun
 from qgate.quality.cache_auth import ReferenceProvenance
+from qgate.quality.calibrate import CalibrationResult
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_records import PassRun
 from qgate.report.attribution import Attribution
@@ -91,6 +92,11 @@ class QualitySection(Record):
         default_factory=list,
         description="quality.reuse: both sides' passes (cold counters, then warm, restored, "
         "load), each suite's records and the server counters around it.",
+    )
+    calibration: CalibrationResult | None = Field(
+        default=None,
+        description="What calibration to the reference decided for the math suite (its levels, "
+        "their accuracy and flips), with the records it decided on; None: not calibrated.",
     )
 
 

@@ -21,7 +21,7 @@ from qgate.report.derive import (
     suite_pairs,
     time_breakdown,
 )
-from qgate.report.localise import worst_notes
+from qgate.report.localise import boundary_lines, worst_notes
 from qgate.report.model import Report
 from qgate.report.render.attribution_view import attribution_section
 from qgate.report.render.localise_view import localise_section, worst_suffix
@@ -76,6 +76,8 @@ def _headline(report: Report) -> Section:
             f"UNDERPOWERED: {len(weak)} passing gate(s) cannot detect the drop they "
             f"forbid with this sample: {', '.join(weak)}"
         )
+    for line in boundary_lines(report):
+        sec.lines.append("CEILING/FLOOR: " + line)
     if report.emulated:
         sec.lines.append("EMULATED components: " + "; ".join(report.emulated))
     if report.target_mismatches:
@@ -116,6 +118,7 @@ def _gates(report: Report) -> Section:
         for v in report.all_verdicts()
     ]
     sec.tables.append(Table(["Gate", "Observed", "Limit", "n", "Power", "Result", "Reason"], rows))
+    sec.lines += [f"Power: {line}" for line in boundary_lines(report)]
     sec.lines.append(
         "Signs: a max_drop gate observes the drop, reference minus candidate accuracy "
         "(positive = the candidate is worse); the accuracy table's Delta is candidate minus "

@@ -20,8 +20,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from qgate.errors import VerificationFailed
 from qgate.profile import Profile
 from qgate.profile.perf import is_preview
+from qgate.quality.calibrate import check_stored, stored_records
 from qgate.report.model import PREDICATE_TYPE, Report
 from qgate.report.verify.attribution import check_attribution
 from qgate.report.verify.envelope import (
@@ -130,7 +132,14 @@ def check_contents(
 
     Also what a multi report's verification runs on each candidate's embedded report.
     """
-    _rederive(report, prof, keyid, result)
+    stored = report.quality.calibration
+    problems = check_stored(stored, prof.quality.math, report.quality.runs)
+    if problems:
+        raise VerificationFailed("; ".join(problems))
+    if stored is not None:
+        result.checked.append(f"calibration re-derived: levels {stored.chosen}")
+    with stored_records(stored):
+        _rederive(report, prof, keyid, result)
     result.checked += check_machine(report, prof, result.signed_only)
     result.signed_only += signed_only(report)
     fns = recompute or default_recompute()

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from qgate.errors import BadInput
-from qgate.profile import Calibration, MathSuite
+from qgate.profile import Calibration, Detect, MathSuite
 from qgate.quality import calibrate as cal
 from qgate.quality.math_set import math_items
+from qgate.quality.records import ItemRecord, SuiteRun
 
 
 def _simulated(
@@ -109,3 +110,42 @@ def test_the_boundary_warning_at_ceiling_and_floor() -> None:
     assert "below 6.2 points is invisible" in ceiling
     floor = cal.boundary_warning("recall.1024", 0.04, None)
     assert floor is not None and "at most 4 points can be lost" in floor
+
+
+def _math_run(role: str, ids: list[str]) -> SuiteRun:
+    items = [
+        ItemRecord(id=i, prompt_sha256="0" * 64, output="1", answer="1", expected="1", correct=True)
+        for i in ids
+    ]
+    return SuiteRun(suite="math.short", role=role, data_sha256="0" * 64, items=items)  # type: ignore[arg-type]
+
+
+def test_a_stored_calibration_is_checked_against_the_profile_and_the_items(tmp_path: Path) -> None:
+    path = _write(tmp_path, _simulated(STRONG, FLIPS))
+    spec = MathSuite(calibration=Calibration(records=path))
+    stored = cal.math_calibration(spec)
+    assert stored is not None
+    drawn = [i.id for i in math_items(spec)]
+    runs = [_math_run("reference", drawn), _math_run("candidate", drawn)]
+    assert cal.check_stored(stored, spec, runs) == []
+    assert cal.check_stored(None, MathSuite(), runs) == []
+    assert "holds no calibration" in cal.check_stored(None, spec, runs)[0]
+    assert "never asked" in cal.check_stored(stored, MathSuite(), runs)[0]
+    easy = [_math_run("candidate", ["L2-0001", *drawn])]
+    assert "not from the calibrated levels [6, 7, 8]" in cal.check_stored(stored, spec, easy)[0]
+    narrower = MathSuite(levels=[6, 7], calibration=Calibration(records=path))
+    assert any("offered" in p for p in cal.check_stored(stored, narrower, runs))
+
+
+def test_verify_draws_the_same_items_from_the_stored_records_without_the_file(
+    tmp_path: Path,
+) -> None:
+    path = _write(tmp_path, _simulated(STRONG, FLIPS))
+    spec = MathSuite(calibration=Calibration(records=path), detect=Detect(drop=0.05))
+    stored = cal.math_calibration(spec)
+    drawn = [i.id for i in math_items(spec)]
+    path.unlink()
+    with pytest.raises(BadInput):
+        math_items(spec)
+    with cal.stored_records(stored):
+        assert [i.id for i in math_items(spec)] == drawn

@@ -336,3 +336,29 @@ def test_the_core_set_is_split_by_tier_easiest_first_and_one_level_gives_no_rows
         ("math.long tier word", 1, 1),
     ]
     assert level_groups(report_with(math_runs(), None, [])) == []  # ids of no difficulty
+
+
+def test_a_reference_at_ceiling_is_warned_next_to_the_power_in_the_report() -> None:
+    from qgate.report.localise import boundary_lines
+
+    ids = [f"arith-{k:04d}" for k in range(100)]
+    runs = [
+        _run("math.short", "reference", [_item(i, i != "arith-0000") for i in ids]),
+        _run("math.short", "candidate", [_item(i, True) for i in ids]),
+    ]
+    gate = _verdict(
+        "math.short.max_drop", "math.short", True, "drop ok", power=0.3, min_detectable_drop=0.071
+    )
+    report = report_with(runs, None, [gate])
+    (line,) = boundary_lines(report)
+    assert line.startswith("the reference answers 99% of math.short: a drop below 7.1 points")
+    md = render_markdown(report)
+    assert "CEILING/FLOOR: the reference answers 99% of math.short" in md
+    assert "Power: the reference answers 99%" in md
+    middling = [_item(i, k % 2 == 0) for k, i in enumerate(ids)]
+    assert (
+        boundary_lines(
+            report_with([runs[1], _run("math.short", "reference", middling)], None, [gate])
+        )
+        == []
+    )
