@@ -15,6 +15,7 @@ import click
 
 from qgate.cli.report import load_report
 from qgate.core.files import atomic_write
+from qgate.core.outpaths import check_out_file
 from qgate.quality.calibrate import calibration_from_runs, level_stats
 
 _PATH = click.Path(path_type=Path)
@@ -26,7 +27,9 @@ _PATH = click.Path(path_type=Path)
 @click.option("--suite", default="math.short", show_default=True, help="Result id to read.")
 @click.option("--pubkey", type=_PATH, default=None, help="Verify the report first.")
 def calibrate_cmd(report: Path, out: Path, suite: str, pubkey: Path | None) -> None:
-    """Write calibration records (accuracy per ladder level) from a prior report."""
+    """Write calibration records from REPORT (a signed report): per ladder item of --suite,
+    whether the reference and the candidate answered it, and print the accuracy per level."""
+    check_out_file(out, "--out")
     loaded = load_report(report, pubkey)
     trust = "verified" if pubkey is not None else "not verified"
     source = f"{report.name} ({suite}, {trust}, created {loaded.created_at})"

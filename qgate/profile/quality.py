@@ -203,6 +203,13 @@ class RecallSuite(AccuracyPolicy):
         description="Where symbols are planted, as a fraction of the haystack.",
     )
     haystacks: int = Field(default=4, ge=1, description="Haystacks per length.")
+    similar: list[Annotated[int, Field(ge=0, le=64)]] = Field(
+        default_factory=lambda: [0],
+        min_length=1,
+        description="Difficulty levels: how many similar distractor codes (nearby locker "
+        "numbers, codes one character apart) each haystack also holds; every level gets "
+        "every haystack and depth. [0]: none, the classic needle.",
+    )
     seed: int = Field(default=1234, description="Seed of the generated haystacks.")
     max_tokens: int = Field(
         default=32,

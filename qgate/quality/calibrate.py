@@ -168,7 +168,11 @@ def choose_levels(
         judged = [s for s in out if s.n >= min_items]
         if judged:
             mid = (low + high) / 2
-            near = min(judged, key=lambda s: (abs(s.accuracy - mid), s.level))
+            # ties: the hardest level above the band, the easiest below it
+            near = min(
+                judged,
+                key=lambda s: (abs(s.accuracy - mid), -s.level if s.accuracy > high else s.level),
+            )
             out = [
                 s.model_copy(update={"drawn": True, "why": s.why + "; none in the band: nearest"})
                 if s.level == near.level
@@ -279,8 +283,12 @@ def math_draw(spec: MathSuite) -> str:
         )
     if result is None:
         assert spec.levels is not None
-        named = "; ".join(f"L{lv}: {LADDER[lv].describe()}" for lv in spec.levels)
-        return f"ladder levels {spec.levels}; why: named in quality.math.levels ({named})"
+        ends = sorted({min(spec.levels), max(spec.levels)})
+        named = "; ".join(f"L{lv}: {LADDER[lv].describe()}" for lv in ends)
+        return (
+            f"ladder levels {spec.levels}; why: named in quality.math.levels, not calibrated "
+            f"({named})"
+        )
     low, high = result.band
     decided = "; ".join(f"L{s.level} {s.why}" for s in result.levels)
     return (

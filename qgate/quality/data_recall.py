@@ -3,7 +3,9 @@
 A haystack is filler prose made from a committed vocabulary with one
 "access code" sentence planted at one depth (one haystack per depth: a small
 model confuses several codes with each other, which would measure
-distraction rather than recall over distance). Everything is derived from
+distraction rather than recall over distance); distraction is a difficulty
+level of its own (`similar_needles`: codes one character apart for nearby
+lockers, asked for in `quality.recall.similar`). Everything is derived from
 `random.Random`, so the same profile gives the same sentences; how many of
 them fit in N tokens is decided at run time with the served model's tokenizer.
 
@@ -190,6 +192,31 @@ def make_needles(rng: random.Random, depths: list[float]) -> list[Needle]:
         Needle(key=f"locker {n}", symbol=s, depth=d)
         for n, s, d in zip(lockers, symbols, depths, strict=True)
     ]
+
+
+def similar_needles(rng: random.Random, needle: Needle, count: int) -> list[Needle]:
+    """`count` distractors like `needle`: lockers a few numbers away, codes one character apart.
+
+    Spread evenly over the haystack; none shares the needle's locker or code, so
+    the question still has exactly one answer.
+    """
+    number = int(needle.key.split()[-1])
+    near = [n for n in range(number - 3 * count - 3, number + 3 * count + 4) if 100 <= n <= 999]
+    lockers = rng.sample([n for n in near if n != number], count)
+    letters, digits = "ABCDEFGHJKLMNPQRSTUVWXYZ", "0123456789"
+    seen = {needle.symbol}
+    out: list[Needle] = []
+    for i, locker in enumerate(lockers):
+        while True:
+            chars = list(needle.symbol)
+            at = rng.choice([0, 1, 3, 4, 5, 6])
+            chars[at] = rng.choice(letters if at < 2 else digits)
+            symbol = "".join(chars)
+            if symbol not in seen and symbol[3] != "0":
+                break
+        seen.add(symbol)
+        out.append(Needle(key=f"locker {locker}", symbol=symbol, depth=(i + 0.5) / count))
+    return out
 
 
 def filler_sentences(rng: random.Random, vocab: dict[str, list[str]], count: int) -> list[str]:

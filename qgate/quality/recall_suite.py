@@ -9,6 +9,7 @@ the runtime's max_model_len are clipped, and the params of the run say so.
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -82,6 +83,8 @@ def recall_data_sha256(spec: RecallSuite, length: int, *, max_model_len: int | N
         "haystacks": recall_haystacks(spec),
         "haystack_tokens": built,
     }
+    if spec.similar != [0]:  # the classic needle keeps the digest (and cache) it always had
+        view["similar"] = list(spec.similar)
     return sha256_json(view)
 
 
@@ -112,6 +115,7 @@ async def build_haystack(
     built_tokens: int,
     index: int,
     depth: float,
+    similar: int = 0,
 ) -> tuple[str, data_recall.Needle, int]:
     """The largest haystack of at most `built_tokens` tokens; its needle and token count.
 
@@ -123,6 +127,9 @@ async def build_haystack(
     needles = data_recall.make_needles(
         data_recall.haystack_rng(seed, length, index, depth), [depth]
     )
+    if similar:
+        rng = random.Random(f"qgate-recall-similar:{seed}:{length}:{index}:{depth:.4f}:{similar}")
+        needles += data_recall.similar_needles(rng, needles[0], similar)
     filler = data_recall.filler_rng(seed, length, index)
     pool = data_recall.filler_sentences(filler, vocab, built_tokens // 6 + 16)
     lo, hi = 0, len(pool)
@@ -145,25 +152,28 @@ async def _recall_items(
     vocab = data_recall.load_vocabulary(read_eval_file(evals_root() / VOCABULARY))
     items: list[RecallItem] = []
     sizes: list[int] = []
-    for h in range(recall_haystacks(spec)):
-        for d, depth in enumerate(spec.depths):
-            haystack, needle, tokens = await build_haystack(
-                sizer,
-                vocab,
-                seed=spec.seed,
-                length=length,
-                built_tokens=built_tokens,
-                index=h,
-                depth=depth,
-            )
-            sizes.append(tokens)
-            items.append(
-                RecallItem(
-                    id=f"recall.{length}.h{h}.d{d}-{round(depth * 100):02d}",
-                    prompt=data_recall.recall_prompt(haystack, needle),
-                    symbol=needle.symbol,
+    for k in spec.similar:
+        for h in range(recall_haystacks(spec)):
+            for d, depth in enumerate(spec.depths):
+                haystack, needle, tokens = await build_haystack(
+                    sizer,
+                    vocab,
+                    seed=spec.seed,
+                    length=length,
+                    built_tokens=built_tokens,
+                    index=h,
+                    depth=depth,
+                    similar=k,
                 )
-            )
+                sizes.append(tokens)
+                level = f".s{k}" if k else ""
+                items.append(
+                    RecallItem(
+                        id=f"recall.{length}{level}.h{h}.d{d}-{round(depth * 100):02d}",
+                        prompt=data_recall.recall_prompt(haystack, needle),
+                        symbol=needle.symbol,
+                    )
+                )
     return items, sizes
 
 

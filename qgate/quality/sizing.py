@@ -34,6 +34,7 @@ __all__ = [
     "lmeval_limit",
     "math_limit",
     "observed_discordance",
+    "recall_cells",
     "recall_haystacks",
 ]
 
@@ -125,7 +126,12 @@ def math_limit(spec: MathSuite) -> int | None:
 def recall_haystacks(spec: RecallSuite) -> int:
     """Haystacks per length: enough for the detection's count over the depths, else as given."""
     sized = _sized(spec)
-    return spec.haystacks if sized is None else math.ceil(sized / len(spec.depths))
+    return spec.haystacks if sized is None else math.ceil(sized / recall_cells(spec))
+
+
+def recall_cells(spec: RecallSuite) -> int:
+    """Items per haystack index at one length: one per depth and similar-code level."""
+    return len(spec.depths) * len(spec.similar)
 
 
 def lmeval_limit(task: LmEvalTask) -> int | None:

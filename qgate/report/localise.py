@@ -174,8 +174,16 @@ def length_groups(report: Report) -> list[AccuracyGroup]:
 _TIERS = ("arith", "multi", "word")  # the core set's tiers, easiest first
 
 
+_SIMILAR = re.compile(r"^recall\.\d+\.s(\d+)\.")
+
+
 def _difficulty(item_id: str) -> tuple[int, str] | None:
-    """(sort key, label) of an item's difficulty: its ladder level, or its core-set tier."""
+    """(sort key, label) of an item's difficulty: its ladder level, its core-set tier, or its
+    recall haystack's count of similar distractor codes."""
+    if item_id.startswith("recall."):
+        found = _SIMILAR.match(item_id)
+        k = int(found.group(1)) if found else 0
+        return k, f"{k} similar codes"
     level = level_of(item_id)
     if level is not None:
         return level, f"level {level}"
@@ -186,14 +194,15 @@ def _difficulty(item_id: str) -> tuple[int, str] | None:
 
 
 def level_groups(report: Report) -> list[AccuracyGroup]:
-    """Per math suite, its paired items by difficulty (ladder level or core tier), easiest first.
+    """Per math or recall suite, its paired items by difficulty, easiest first: ladder level or
+    core tier (math), similar distractor codes (recall).
 
     A suite whose items all sit at one difficulty gets no rows (its total is in
     `length_groups`).
     """
     out: list[AccuracyGroup] = []
     for suite, ref, cand in suite_pairs(report.quality.runs):
-        if ref is None or cand is None or not suite.startswith("math."):
+        if ref is None or cand is None or not suite.startswith(_SUITES):
             continue
         cand_by_id = {i.id: i.correct for i in cand.items}
         by_level: dict[tuple[int, str], list[tuple[bool, bool]]] = {}

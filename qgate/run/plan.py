@@ -28,7 +28,7 @@ from qgate.profile.suites import configured
 from qgate.quality.calibrate import boundary_warning, expected_accuracy, math_draw
 from qgate.quality.gates import policy_for
 from qgate.quality.math_set import math_items
-from qgate.quality.sizing import gate_power, lmeval_limit, recall_haystacks
+from qgate.quality.sizing import gate_power, lmeval_limit, recall_cells, recall_haystacks
 
 __all__ = [
     "ACCELERATOR_SHARE",
@@ -53,7 +53,7 @@ def _suites(spec: QualitySpec) -> list[SuitePlan]:
                 for f in setting.prompts
             ]
         elif entry.key == "recall":
-            count = recall_haystacks(setting) * len(setting.depths)
+            count = recall_haystacks(setting) * recall_cells(setting)
             out += [
                 SuitePlan(suite=f"recall.{n}", items=count, detail=f"{n}-token haystacks")
                 for n in setting.context_tokens

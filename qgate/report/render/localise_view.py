@@ -84,8 +84,9 @@ def _levels(report: Report) -> Table | None:
     if not groups:
         return None
     caption = (
-        "Accuracy by difficulty: math items per ladder level (or core-set tier), both sides; "
-        "a drop concentrated at the hard end shows here first"
+        "Accuracy by difficulty: math items per ladder level (or core-set tier), recall items "
+        "per count of similar distractor codes, both sides; a drop concentrated at the hard "
+        "end shows here first"
     )
     header = ["Difficulty", "Paired", "Reference", "Candidate", "Delta", "Lost", "Gained"]
     return Table(header, _rows(groups), caption=caption)

@@ -101,7 +101,14 @@ def test_one_progress_flag() -> None:
 
 def test_out_is_a_file_except_for_run() -> None:
     outs = options_named("--out")
-    assert set(outs) == {"qgate run", "qgate init", "qgate keygen", "qgate show", "qgate perf"}
+    assert set(outs) == {
+        "qgate run",
+        "qgate init",
+        "qgate keygen",
+        "qgate show",
+        "qgate perf",
+        "qgate calibrate",
+    }
     for path, option in outs.items():
         assert isinstance(option.type, click.Path), path
         help_text = option.help or ""

@@ -8,6 +8,7 @@ parity) and recall questions by reading the code from the prompt.
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -279,3 +280,45 @@ def test_lm_eval_digest_covers_local_yaml_and_data() -> None:
     assert lm_eval_data_sha256(local) == lm_eval_data_sha256(local)
     assert lm_eval_data_sha256(local) != lm_eval_data_sha256(LmEvalTask(task="qgate_recall_1k"))
     assert lm_eval_data_sha256(local) != lm_eval_data_sha256(local.model_copy(update={"limit": 5}))
+
+
+def test_recall_similar_codes_are_levels_with_one_right_answer_and_the_classic_digest_stays() -> (
+    None
+):
+    from qgate.quality import data_recall
+
+    spec = RecallSuite(context_tokens=[900], depths=[0.3, 0.7], haystacks=1, similar=[0, 4])
+    runs, seen = _run(
+        lambda url: run_recall(
+            url, "m", spec, "reference", concurrency=2, seed=0, max_model_len=None
+        )
+    )
+    ids = [i.id for i in runs[0].items]
+    assert ids == [
+        "recall.900.h0.d0-30",
+        "recall.900.h0.d1-70",
+        "recall.900.s4.h0.d0-30",
+        "recall.900.s4.h0.d1-70",
+    ]
+    assert all(i.correct for i in runs[0].items)  # the fake reads the asked locker's code
+    prompts = [b["messages"][-1]["content"] for b in seen if "messages" in b]
+    for prompt, item in zip(prompts, runs[0].items, strict=True):
+        codes = re.findall(r"The access code for locker (\d+) is ([A-Z]{2}-\d{4})\.", prompt)
+        asked = re.search(r"access code for locker (\d+)\?", prompt)
+        assert asked is not None
+        assert len(codes) == (5 if ".s4." in item.id else 1)
+        assert len({locker for locker, _ in codes}) == len(codes)  # one answer per locker
+        right = dict(codes)[asked.group(1)]
+        for locker, code in codes:
+            if locker != asked.group(1):  # similar: a nearby locker, one character apart
+                assert abs(int(locker) - int(asked.group(1))) <= 15
+                assert sum(a != b for a, b in zip(code, right, strict=True)) == 1
+    classic = RecallSuite(context_tokens=[900], depths=[0.3, 0.7], haystacks=1)
+    assert classic.similar == [0]
+    digest = recall_data_sha256(classic, 900, max_model_len=None)
+    assert digest != recall_data_sha256(spec, 900, max_model_len=None)
+    rng = random.Random(1)
+    needle = data_recall.Needle(key="locker 101", symbol="AB-1234", depth=0.5)
+    near = data_recall.similar_needles(rng, needle, 8)
+    assert len({n.key for n in near}) == 8 and all(n.key != needle.key for n in near)
+    assert all(100 <= int(n.key.split()[1]) <= 999 for n in near)

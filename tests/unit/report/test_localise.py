@@ -362,3 +362,17 @@ def test_a_reference_at_ceiling_is_warned_next_to_the_power_in_the_report() -> N
         )
         == []
     )
+
+
+def test_recall_is_split_by_similar_distractor_codes() -> None:
+    from qgate.report.localise import level_groups
+
+    ids = [f"recall.1024{s}.h0.d{d}-{p}" for s in ("", ".s8") for d, p in ((0, 10), (1, 90))]
+    runs = [
+        _run("recall.1024", "reference", [_item(i, True) for i in ids]),
+        _run("recall.1024", "candidate", [_item(i, ".s8." not in i) for i in ids]),
+    ]
+    rows = [(g.label, g.n, g.lost) for g in level_groups(report_with(runs, None, []))]
+    assert rows == [("recall.1024 0 similar codes", 2, 0), ("recall.1024 8 similar codes", 2, 2)]
+    depths = [g.label for g in length_groups(report_with(runs, None, []))]
+    assert depths == ["recall.1024", "recall.1024 depth 10%", "recall.1024 depth 90%"]
