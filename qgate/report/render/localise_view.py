@@ -98,4 +98,18 @@ def localise_section(report: Report) -> Section | None:
     tables = [t for t in parts if t is not None]
     if not tables:
         return None
-    return Section(TITLE, lines=[_WHY], tables=tables)
+    return Section(TITLE, lines=[_WHY, *_calibration_lines(report)], tables=tables)
+
+
+def _calibration_lines(report: Report) -> list[str]:
+    """What calibration decided (stored in the report and re-derived by verify), if any."""
+    cal = report.quality.calibration
+    if cal is None:
+        return []
+    low, high = cal.band
+    flips = "no candidate records" if cal.discordance is None else f"{100 * cal.discordance:.1f}%"
+    return [
+        f"Calibration: math drew from ladder levels {cal.chosen}, where the reference's accuracy "
+        f"on {cal.source} lay in {100 * low:.0f}-{100 * high:.0f}% (observed flips there: "
+        f"{flips}); " + "; ".join(f"L{s.level} {s.why}" for s in cal.levels)
+    ]

@@ -376,3 +376,21 @@ def test_recall_is_split_by_similar_distractor_codes() -> None:
     assert rows == [("recall.1024 0 similar codes", 2, 0), ("recall.1024 8 similar codes", 2, 2)]
     depths = [g.label for g in length_groups(report_with(runs, None, []))]
     assert depths == ["recall.1024", "recall.1024 depth 10%", "recall.1024 depth 90%"]
+
+
+def test_the_view_states_what_calibration_decided() -> None:
+    from qgate.profile import Calibration
+    from qgate.quality import calibrate as cal
+
+    items = [
+        cal.CalibrationItem(id=f"L{lv}-{k:04d}", reference=k <= acc, candidate=k <= acc)
+        for lv, acc in ((3, 10), (8, 5), (9, 0))
+        for k in range(1, 11)
+    ]
+    data = cal.CalibrationFile(calibration_version=1, source="prior.jsonl", suite="m", items=items)
+    report = report_with(ladder_runs(), None, [])
+    setting = Calibration(records="x.json", band=[0.2, 0.85])  # type: ignore[arg-type]
+    report.quality.calibration = cal.calibrate(data, "0" * 64, setting, [3, 8, 9])
+    md = render_markdown(report)
+    assert "Calibration: math drew from ladder levels [8], where the reference's accuracy" in md
+    assert "L3 reference 100% of 10: ceiling" in md and "L9 reference 0% of 10: floor" in md
