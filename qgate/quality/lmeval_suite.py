@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -221,6 +222,13 @@ def samples_to_records(
     return records
 
 
+# One lm-eval evaluation at a time in this process: two sides side by side run their suites in
+# two threads, and lm-eval is not thread-safe (concurrent first imports of transformers' lazy
+# module fail with "no attribute 'AutoTokenizer'"; simple_evaluate reseeds the global random,
+# numpy and torch generators). The other side's server waits meanwhile; nothing else does.
+_LM_EVAL_LOCK = threading.Lock()
+
+
 def run_lm_eval(
     base_url: str,
     model: str,
@@ -262,7 +270,11 @@ def run_lm_eval(
     else:
         model_args["tokenizer_backend"] = "none"
     # lm-eval's one-at-a-time client (`requests`) reads HTTP_PROXY: a local server is direct
-    with _resolved_include_dir(task) as include, http.direct_to_loopback(base_url):
+    with (
+        _LM_EVAL_LOCK,
+        _resolved_include_dir(task) as include,
+        http.direct_to_loopback(base_url),
+    ):
         try:
             results = lm_eval.simple_evaluate(
                 model="local-chat-completions" if task.chat else "local-completions",
