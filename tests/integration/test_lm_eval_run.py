@@ -68,7 +68,7 @@ def test_a_whole_run_gates_through_lm_eval_offline_and_its_report_verifies(
     assert set(runs) == {"reference", "candidate"}
     ids = [i["id"] for i in runs["reference"]["items"]]
     assert (
-        ids == [f"doc-{n:05d}" for n in range(24)] == [i["id"] for i in runs["candidate"]["items"]]
+        ids == [f"doc-{n:05d}" for n in range(48)] == [i["id"] for i in runs["candidate"]["items"]]
     )
     assert any(i["correct"] for i in runs["reference"]["items"])  # SmolLM2 gets some right
     gates = {v["gate"]: v for v in report["quality"]["verdicts"]}
