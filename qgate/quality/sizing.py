@@ -180,6 +180,8 @@ def gate_power(suite: str, policy: AccuracyPolicy, items: int) -> GatePower:
         needed = items_needed(ask, policy.alpha, observed).needed
     if observed is not None:
         assumed = f"{100 * observed[0]:.1f}% of items flip ({observed[1]})"
+        if target is not None and observed[0] < target:
+            assumed += "; a drop needs at least its own size in flips, so sized at the drop"
     elif detect and detect.discordance is not None:
         assumed = f"{100 * detect.discordance:.0f}% of items flip (stated)"
     else:
