@@ -13,7 +13,7 @@ from qgate.profile import QualitySpec
 from qgate.quality.effect import no_effect_message
 from qgate.quality.gates import configured_suites
 from qgate.quality.records import DivergenceRun, SuiteRun
-from qgate.quality.sizing import items_needed
+from qgate.quality.sizing import items_needed, observed_discordance
 
 __all__ = ["capped_detections", "quality_warnings"]
 
@@ -24,7 +24,7 @@ def capped_detections(spec: QualitySpec) -> list[str]:
     for suite, policy in configured_suites(spec):
         if policy.detect is None:
             continue
-        sizing = items_needed(policy.detect, policy.alpha)
+        sizing = items_needed(policy.detect, policy.alpha, observed_discordance(policy))
         if sizing.capped:
             out.append(
                 f"{suite}: detect {100 * policy.detect.drop:.1f} pts at power "

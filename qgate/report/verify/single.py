@@ -138,8 +138,19 @@ def check_contents(
         raise VerificationFailed("; ".join(problems))
     if stored is not None:
         result.checked.append(f"calibration re-derived: levels {stored.chosen}")
+    # the math items and sizes follow from the report's calibration records, not the local file
     with stored_records(stored):
-        _rederive(report, prof, keyid, result)
+        _checked_contents(report, prof, keyid, result, recompute)
+
+
+def _checked_contents(
+    report: Report,
+    prof: Profile,
+    keyid: str,
+    result: VerifyResult[Report],
+    recompute: Recompute | None,
+) -> None:
+    _rederive(report, prof, keyid, result)
     result.checked += check_machine(report, prof, result.signed_only)
     result.signed_only += signed_only(report)
     fns = recompute or default_recompute()
