@@ -87,3 +87,30 @@ def reuse_section(report: Report) -> Section | None:
 
 def _not_exercised(report: Report, gate: str) -> bool:
     return any(v.gate == gate and v.exercised is False for v in report.quality.verdicts)
+
+
+def changes_section(report: Report) -> Section | None:
+    """Each candidate change, confirmed by the running server or not (None: no changes)."""
+    from pydantic import ValidationError
+
+    from qgate.profile import Profile
+    from qgate.report.changes_applied import confirm_changes
+
+    try:
+        profile = Profile.model_validate(report.profile)
+    except ValidationError:  # a report of another format: nothing to derive the changes from
+        return None
+    checks = confirm_changes(
+        profile, report.effective_configs, report.quality.passes, report.perf.runs
+    )
+    if not checks:
+        return None
+    sec = Section("Changes confirmed applied")
+    rows = [[c.name, c.candidate, c.status.upper(), c.evidence] for c in checks]
+    sec.tables.append(Table(["Change", "Candidate", "Status", "Evidence"], rows))
+    sec.lines.append(
+        "CONFIRMED: the running server's own report (effective configuration, counters, "
+        "emulation labels) shows the change; UNCONFIRMED: the engine took the flag but no "
+        "record shows it took effect."
+    )
+    return sec

@@ -27,7 +27,7 @@ from qgate.report.render.attribution_view import attribution_section
 from qgate.report.render.localise_view import localise_section, worst_suffix
 from qgate.report.render.parts import Section, Table, fmt, origin_lines
 from qgate.report.render.published import published_section
-from qgate.report.render.reuse_view import gate_result, reuse_section
+from qgate.report.render.reuse_view import changes_section, gate_result, reuse_section
 from qgate.report.render.series import series_section
 from qgate.report.verdict import verdict_label
 from qgate.runtime.scales import warning_lines
@@ -439,6 +439,7 @@ def sections(report: Report) -> list[Section]:
     the damage sits, perf, environment."""
     out = [_headline(report), _gates(report), _quality(report)]
     for extra in (
+        changes_section(report),
         reuse_section(report),
         _divergence(report),
         localise_section(report),

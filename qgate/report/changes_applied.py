@@ -1,0 +1,179 @@
+"""Whether the running candidate confirms each of its changes, or leaves it unconfirmed.
+
+The changes are those attribution uses (qgate/profile/changes.py). Evidence comes from what
+the report signs: the candidate server's effective configuration (its own start-up report),
+the counters of its reuse passes and perf scenarios, its emulation labels. A change no such
+record speaks to is **unconfirmed**: the engine accepted the flag, nothing shows it took
+effect (a `hf_overrides` rope_theta, for one, that passed every gate like a no-op). Pure, so
+that every view derives the same list from the signed report.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from qgate.core.serving import EffectiveConfig
+from qgate.perf.records import ScenarioRun
+from qgate.profile import Profile
+from qgate.profile.changes import changes_of
+from qgate.quality.reuse_records import DEVICE, EXTERNAL, PassRun
+from qgate.runtime.effective import check_applied
+
+__all__ = [
+    "ChangeCheck",
+    "Status",
+    "change_warnings",
+    "confirm_changes",
+    "unconfirmed_warning",
+]
+
+Status = Literal["confirmed", "contradicted", "unconfirmed"]
+REPORTED = (
+    "kv_cache_dtype",
+    "dtype",
+    "quantization",
+    "max_model_len",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+)
+OFFLOAD = ("kv_offloading_size", "kv_offloading_backend", "kv_transfer_config")
+
+
+@dataclass(frozen=True)
+class ChangeCheck:
+    """One change of the candidate and what the running server says about it."""
+
+    name: str
+    candidate: str
+    status: Status
+    evidence: str
+
+
+def _gained(passes: Sequence[PassRun], key: str) -> float:
+    total = 0.0
+    for p in passes:
+        if p.role != "candidate":
+            continue
+        for s in p.suites:
+            total += max(0.0, s.after.get(key, 0.0) - s.before.get(key, 0.0))
+    return total
+
+
+def _perf_hits(runs: Sequence[ScenarioRun]) -> float | None:
+    seen = None
+    for r in runs:
+        if r.role == "candidate" and "vllm:prefix_cache_queries_total" in r.counters_after:
+            key = "vllm:prefix_cache_hits_total"
+            hits = r.counters_after.get(key, 0.0) - r.counters_before.get(key, 0.0)
+            seen = (seen or 0.0) + max(0.0, hits)
+    return seen
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _check(
+    key: str,
+    value: Any,
+    cand: EffectiveConfig | None,
+    passes: Sequence[PassRun],
+    perf: Sequence[ScenarioRun],
+) -> tuple[Status, str]:
+    if key in REPORTED and cand is not None:
+        applied = cand.model_dump()
+        got = applied.get(key)
+        if got is None:
+            return "unconfirmed", f"the server reported no {key}"
+        wrong = check_applied({key: value}, applied)
+        if wrong:
+            return "contradicted", wrong[0]
+        return "confirmed", f"the server reports {key}={got}"
+    if key == "enable_prefix_caching":
+        device = _gained(passes, DEVICE)
+        hits = _perf_hits(perf)
+        seen = []
+        if any(p.role == "candidate" for p in passes):
+            seen.append(f"{device:,.0f} prompt tokens from its device cache in the reuse passes")
+        if hits is not None:
+            seen.append(f"{hits:,.0f} prefix-cache hit tokens in perf")
+        if not seen:
+            return "unconfirmed", "no reuse pass or perf counters of the candidate"
+        served = device > 0 or bool(hits)
+        if served == bool(value):
+            return "confirmed", "; ".join(seen)
+        return "contradicted", "; ".join(seen)
+    if key in OFFLOAD:
+        external = _gained(passes, EXTERNAL)
+        if external > 0:
+            return "confirmed", f"{external:,.0f} prompt tokens from the host/external tier"
+        if any(p.role == "candidate" and p.name == "restored" for p in passes):
+            return "unconfirmed", "its restored pass served nothing from a host/external tier"
+        return "unconfirmed", "no restored pass (quality.reuse) to show the tier serving"
+    if key == "hf_overrides":
+        return (
+            "unconfirmed",
+            "vLLM reports no model config back: nothing shows the override reached the model",
+        )
+    return "unconfirmed", "the server reports no effective value qgate reads"
+
+
+def confirm_changes(
+    profile: Profile,
+    configs: Sequence[EffectiveConfig],
+    passes: Sequence[PassRun] = (),
+    perf: Sequence[ScenarioRun] = (),
+) -> list[ChangeCheck]:
+    """Every change of the candidate against the reference, with its status and evidence."""
+    cand = next((c for c in configs if c.role == "candidate"), None)
+    out = []
+    for change in changes_of(profile):
+        kind, _, key = change.name.partition(".")
+        if kind == "args":
+            status, evidence = _check(key, _value(change.candidate), cand, passes, perf)
+        elif kind == "env":
+            got = cand.env_flags.get(key) if cand is not None else None
+            status = "unconfirmed"
+            evidence = (
+                "set in the server's environment; no engine report shows it took effect"
+                if got is not None
+                else "not recorded in the server's environment"
+            )
+        elif change.name == "emulate_weights":
+            labels = cand.emulated if cand is not None else []
+            status = "confirmed" if labels else "unconfirmed"
+            evidence = "; ".join(labels) or "no emulation label on the candidate"
+        elif change.name == "engine" and cand is not None:
+            status = "confirmed" if cand.kind == change.candidate else "contradicted"
+            evidence = f"the candidate ran on {cand.kind}"
+        else:
+            status, evidence = "unconfirmed", "no record speaks to it"
+        out.append(ChangeCheck(change.name, change.candidate, status, evidence))
+    return out
+
+
+def unconfirmed_warning(checks: Sequence[ChangeCheck]) -> str | None:
+    """One report warning naming the changes the running candidate did not confirm."""
+    bad = [c for c in checks if c.status != "confirmed"]
+    if not bad:
+        return None
+    parts = [f"{c.name} {c.status} ({c.evidence})" for c in bad]
+    return "candidate changes not confirmed by the running server: " + "; ".join(parts)
+
+
+def change_warnings(
+    profile: Profile,
+    configs: Sequence[EffectiveConfig],
+    passes: Sequence[PassRun] = (),
+    perf: Sequence[ScenarioRun] = (),
+) -> list[str]:
+    """The report's warning on unconfirmed changes (none when every change is confirmed):
+    what `qgate run` writes and `qgate verify` re-derives (quality derivation 3 on)."""
+    line = unconfirmed_warning(confirm_changes(profile, configs, passes, perf))
+    return [] if line is None else [line]

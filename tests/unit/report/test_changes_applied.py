@@ -1,0 +1,77 @@
+"""Each candidate change confirmed by the running server, contradicted, or unconfirmed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qgate.core.serving import EffectiveConfig
+from qgate.profile import Profile
+from qgate.quality.reuse_records import DEVICE, EXTERNAL, PassRun, PassSuite
+from qgate.report.changes_applied import confirm_changes, unconfirmed_warning
+
+
+def _profile(candidate: dict[str, Any], reference: dict[str, Any] | None = None) -> Profile:
+    return Profile.model_validate(
+        {
+            "name": "p",
+            "model": {"embedded": "smollm2"},
+            "reference": {"args": reference or {}},
+            "candidate": candidate,
+            "quality": {"math": {}},
+        }
+    )
+
+
+def _config(**fields: Any) -> EffectiveConfig:
+    return EffectiveConfig(
+        role="candidate", kind="vllm", base_url="http://h:1/v1", served_model="m", **fields
+    )
+
+
+def _pass(name: str, key: str, tokens: float) -> PassRun:
+    suite = PassSuite(suite="math.long", before={key: 0.0}, after={key: tokens})
+    return PassRun(name=name, role="candidate", suites=[suite])  # type: ignore[arg-type]
+
+
+def test_what_the_server_reports_confirms_or_contradicts() -> None:
+    profile = _profile({"args": {"kv_cache_dtype": "fp8", "dtype": "float16"}})
+    checks = {c.name: c for c in confirm_changes(profile, [_config(kv_cache_dtype="fp8_e4m3")])}
+    assert checks["args.kv_cache_dtype"].status == "confirmed"
+    assert checks["args.dtype"].status == "unconfirmed"  # not reported at all
+    checks = {c.name: c for c in confirm_changes(profile, [_config(dtype="bfloat16")])}
+    assert checks["args.dtype"].status == "contradicted"
+
+
+def test_an_hf_override_is_never_confirmed() -> None:
+    profile = _profile({"args": {"hf_overrides": '{"rope_theta": 300.0}'}})
+    (check,) = confirm_changes(profile, [_config()])
+    assert check.status == "unconfirmed" and "reached the model" in check.evidence
+    warning = unconfirmed_warning([check])
+    assert warning is not None and "args.hf_overrides unconfirmed" in warning
+
+
+def test_prefix_caching_and_offload_are_confirmed_by_the_pass_counters() -> None:
+    profile = _profile(
+        {"args": {"enable_prefix_caching": True, "kv_offloading_size": 4}},
+        {"enable_prefix_caching": False},
+    )
+    passes = [_pass("warm", DEVICE, 900.0), _pass("restored", EXTERNAL, 0.0)]
+    checks = {c.name: c for c in confirm_changes(profile, [_config()], passes)}
+    assert checks["args.enable_prefix_caching"].status == "confirmed"
+    assert "900 prompt tokens" in checks["args.enable_prefix_caching"].evidence
+    assert checks["args.kv_offloading_size"].status == "unconfirmed"
+    passes.append(_pass("load", EXTERNAL, 50.0))
+    checks = {c.name: c for c in confirm_changes(profile, [_config()], passes)}
+    assert checks["args.kv_offloading_size"].status == "confirmed"
+    assert unconfirmed_warning(list(checks.values())) is None
+    # without passes or perf counters nothing speaks to it
+    (alone,) = confirm_changes(_profile({"args": {"enable_prefix_caching": True}}), [_config()])
+    assert alone.status == "unconfirmed"
+
+
+def test_emulated_weights_are_confirmed_by_their_label() -> None:
+    profile = _profile({"emulate_weights": {"format": "fp8_e4m3"}})
+    (check,) = confirm_changes(profile, [_config(emulated=["weights: fp8_e4m3 (emulated)"])])
+    assert check.status == "confirmed"
+    (check,) = confirm_changes(profile, [_config()])
+    assert check.status == "unconfirmed"
