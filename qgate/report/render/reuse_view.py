@@ -106,7 +106,18 @@ def changes_section(report: Report) -> Section | None:
     if not checks:
         return None
     sec = Section("Changes confirmed applied")
-    rows = [[c.name, c.candidate, c.status.upper(), c.evidence] for c in checks]
+    # an environment value may be a secret: a view says only whether it is set
+    rows = [
+        [
+            c.name,
+            ("set" if c.candidate != "-" else "unset")
+            if c.name.startswith("env.")
+            else c.candidate,
+            c.status.upper(),
+            c.evidence,
+        ]
+        for c in checks
+    ]
     sec.tables.append(Table(["Change", "Candidate", "Status", "Evidence"], rows))
     sec.lines.append(
         "CONFIRMED: the running server's own report (effective configuration, counters, "

@@ -439,7 +439,6 @@ def sections(report: Report) -> list[Section]:
     the damage sits, perf, environment."""
     out = [_headline(report), _gates(report), _quality(report)]
     for extra in (
-        changes_section(report),
         reuse_section(report),
         _divergence(report),
         localise_section(report),
@@ -454,5 +453,8 @@ def sections(report: Report) -> list[Section]:
     published = published_section(report)
     if published is not None:
         out.append(published)
+    changes = changes_section(report)
+    if changes is not None:
+        out.append(changes)
     out.append(_environment(report))
     return out

@@ -120,6 +120,7 @@ def assert_readable_layout(layout: dict[str, Any], verdict: str, sections: list[
                 "Logit divergence (KL reference || candidate)",
                 "Where the damage sits",
                 "Performance",
+                "Changes confirmed applied",
                 "Plots",
                 "Environment",
             ],
@@ -127,7 +128,14 @@ def assert_readable_layout(layout: dict[str, Any], verdict: str, sections: list[
         (
             "llama3-8b-shape-h200-preview",
             "FAIL",
-            ["Gates", "Accuracy and flips", "Performance", "Plots", "Environment"],
+            [
+                "Gates",
+                "Accuracy and flips",
+                "Performance",
+                "Changes confirmed applied",
+                "Plots",
+                "Environment",
+            ],
         ),
     ],
 )
