@@ -159,3 +159,28 @@ def test_glm_profile_carries_the_inferencex_row() -> None:
         4.14,
         "agent-4",
     )
+
+
+@pytest.mark.parametrize(
+    "stem",
+    [
+        "glm-5.2-kv-offload-mi325x",
+        "glm-5.2-kv-offload-h200",
+        "smollm2-h200-kv-offload",
+        "smollm2-cpu-prefix-cache",
+    ],
+)
+def test_reuse_profiles_run_every_pass_their_candidate_calls_for(stem: str) -> None:
+    from qgate.profile.reuse_plan import called_for, reuse_notes
+
+    path = next(p for p in PROFILES if p.stem == stem)
+    profile = load_profile(path, check_files=False)
+    reuse = profile.quality.reuse
+    assert reuse is not None and "warm" in reuse.passes
+    wanted = called_for(profile)
+    if "restored" in wanted:  # an offload candidate: the restore is forced, not hoped for
+        assert "restored" in reuse.passes
+        assert profile.engine.env.get("VLLM_SERVER_DEV_MODE") == "1"
+        assert {"load", "restored"} <= set(reuse.passes)
+        assert not any("not configured but called for" in n for n in reuse_notes(profile))
+    assert not any("NOT EXERCISED" in n for n in reuse_notes(profile))
