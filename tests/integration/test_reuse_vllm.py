@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from qgate.quality.reuse_records import shares
+from qgate.report.model import Report
+from qgate.report.render.md import render_markdown
 
 pytestmark = pytest.mark.integration
 
@@ -105,8 +107,7 @@ def test_warm_pass_exercised_with_prefix_caching_and_not_exercised_without(
     warm = [v for v in plain["quality"]["verdicts"] if "@warm." in v["gate"]]
     assert warm and all(v["passed"] is False and v["exercised"] is False for v in warm)
     assert plain["verdict"] == "FAIL"
-    run_dir = envelope.parent
-    md = (run_dir / "candidates" / "no-cache" / "report.md").read_text()
+    md = render_markdown(Report.model_validate(plain))
     assert "NOT EXERCISED math.long@warm" in md and "| NOT EXERCISED |" in md
     assert "Reuse passes: what served the prompts" in md
-    assert "GateNotExercised" in (run_dir / "junit.xml").read_text()
+    assert "GateNotExercised" in (envelope.parent / "junit.xml").read_text()

@@ -8,13 +8,17 @@ shares come from the very function the gates use (qgate/quality/reuse_records.py
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 from qgate.core.verdict import Verdict
+from qgate.profile import Profile
 from qgate.quality.reuse_gates import self_flips
 from qgate.quality.reuse_records import shares
+from qgate.report.changes_applied import confirm_changes
 from qgate.report.model import Report
 from qgate.report.render.parts import Section, Table
 
-__all__ = ["gate_result", "reuse_section"]
+__all__ = ["changes_section", "gate_result", "reuse_section"]
 
 
 def gate_result(v: Verdict) -> str:
@@ -91,11 +95,6 @@ def _not_exercised(report: Report, gate: str) -> bool:
 
 def changes_section(report: Report) -> Section | None:
     """Each candidate change, confirmed by the running server or not (None: no changes)."""
-    from pydantic import ValidationError
-
-    from qgate.profile import Profile
-    from qgate.report.changes_applied import confirm_changes
-
     try:
         profile = Profile.model_validate(report.profile)
     except ValidationError:  # a report of another format: nothing to derive the changes from
