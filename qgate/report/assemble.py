@@ -25,6 +25,7 @@ from qgate.quality.calibrate import math_calibration
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_records import PassRun
 from qgate.report.attribution import Attribution
+from qgate.report.changes_applied import change_warnings
 from qgate.report.model import (
     PERF_DERIVATION,
     QUALITY_DERIVATION,
@@ -131,7 +132,9 @@ def build_report(
         target_mismatches=list(target_mismatches),
         emulated=emulated,
         capability_notes=list(capability_notes),
-        warnings=list(warnings),
+        # the candidate's changes the running server did not confirm: derived here from what
+        # the report holds, as verify re-derives it (quality derivation 3)
+        warnings=[*warnings, *change_warnings(profile, effective_configs, passes, perf_runs)],
         stage_timings=dict(stage_timings),
         starts=list(starts),
         plan=plan,

@@ -18,7 +18,6 @@ from qgate.quality.notices import quality_warnings
 from qgate.quality.stage import QualityOutput
 from qgate.report.assemble import build_multi_report, build_report
 from qgate.report.attribution import summary_lines
-from qgate.report.changes_applied import change_warnings
 from qgate.report.derive import time_breakdown
 from qgate.report.model import PerfStatus, Report
 from qgate.report.multi_model import CandidateEntry, CandidateVerdict
@@ -138,10 +137,6 @@ def build(
     configs = [c for c in (reference.effective_config, candidate.effective_config) if c]
     warnings = quality_warnings(
         ctx.profile.quality, reference.runs + candidate.runs, result.divergence
-    )
-    # from the profile as written, as verify re-derives it
-    warnings += change_warnings(
-        ctx.declared_profile, configs, reference.passes + candidate.passes, perf_runs
     )
     return build_report(
         # The profile as written (fallbacks included): the same on every machine, so

@@ -27,6 +27,7 @@ from qgate.quality.notices import quality_warnings
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.quality.settle import stop_problems
+from qgate.report.changes_applied import change_warnings
 from qgate.report.model import PERF_DERIVATION, QUALITY_DERIVATION, QUALITY_V2_FIELDS, Report
 from qgate.report.verdict import overall
 from qgate.runtime.scales import kv_scale_verdicts
@@ -277,6 +278,8 @@ def recompute_warnings(report: Report, profile: Profile) -> int:
     fewer); returns their count."""
     q = report.quality
     fresh = quality_warnings(profile.quality, q.runs, q.divergence)
+    if q.derivation >= 3:  # made since the changes' confirmation was a warning
+        fresh += change_warnings(profile, report.effective_configs, q.passes, report.perf.runs)
     if report.warnings != fresh:
         raise _fail(describe("warnings", report.warnings, fresh))
     return len(fresh)

@@ -9,14 +9,20 @@ import pytest
 from qgate.errors import VerificationFailed
 from qgate.profile import Profile
 from qgate.quality.gates import evaluate_quality
+from qgate.quality.notices import quality_warnings
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.quality.reuse_records import COMPUTED, DEVICE, EXTERNAL, PassRun, PassSuite
+from qgate.report.changes_applied import change_warnings
 from qgate.report.model import PerfSection, QualitySection, Report
 from qgate.report.render.junit import render_junit
 from qgate.report.render.md import render_markdown
 from qgate.report.verdict import overall
-from qgate.report.verify.recompute import default_recompute, recompute_quality
+from qgate.report.verify.recompute import (
+    default_recompute,
+    recompute_quality,
+    recompute_warnings,
+)
 from qgate.report.verify.rederive import Rederived
 from qgate.report.verify.reuse import check_passes
 
@@ -121,3 +127,21 @@ def test_views_show_not_exercised_as_its_own_result() -> None:
     passing, _ = _report(cand_device=1500.0)
     assert "NOT EXERCISED" not in render_markdown(passing)
     assert "75.0%" in render_markdown(passing)
+
+
+def test_verify_re_derives_the_unconfirmed_changes_warning() -> None:
+    report, profile = _report(cand_device=1500.0)
+    profile = profile.model_copy(
+        update={"candidate": profile.candidate.model_copy(update={"args": {"max_num_seqs": 2}})}
+    )
+    report.quality.derivation = 3
+    q = report.quality
+    before = quality_warnings(profile.quality, q.runs, q.divergence)  # no measurable effect
+    report.warnings = before + change_warnings(profile, [], q.passes)
+    assert "args.max_num_seqs unconfirmed" in report.warnings[-1]
+    assert recompute_warnings(report, profile) == len(before) + 1
+    report.warnings = before  # dropped by someone holding the key
+    with pytest.raises(VerificationFailed, match="warnings"):
+        recompute_warnings(report, profile)
+    report.quality.derivation = 2  # made before the warning existed: not asked of it
+    assert recompute_warnings(report, profile) == len(before)
