@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from qgate.errors import BadInput
+from qgate.quality.data import build_evals, check_evals, evals_root
 
 
 @click.group()
@@ -23,8 +24,6 @@ def evals() -> None:
 )
 def build(root: Path | None) -> None:
     """Regenerate every generated eval file and MANIFEST.json."""
-    from qgate.quality.data import build_evals, evals_root
-
     for path in build_evals(root or evals_root()):
         click.echo(f"wrote {path}")
 
@@ -43,8 +42,6 @@ def build(root: Path | None) -> None:
 )
 def check(root: Path | None, no_regenerate: bool) -> None:
     """Verify every generated file against MANIFEST.json; exit 2 naming each mismatch."""
-    from qgate.quality.data import check_evals, evals_root
-
     folder = root or evals_root()
     problems = check_evals(folder, regenerate=not no_regenerate)
     if problems:

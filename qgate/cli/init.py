@@ -14,6 +14,9 @@ from pathlib import Path
 
 import click
 
+from qgate.core.files import atomic_write
+from qgate.errors import BadInput
+
 __all__ = ["CPU_PROFILE", "GPU_PROFILE", "init_cmd"]
 
 CPU_PROFILE = """\
@@ -82,9 +85,6 @@ perf:                           # runs only when every gate passed
 )
 def init_cmd(kind: str, out: Path | None) -> None:
     """Print a short commented profile to start from."""
-    from qgate.core.files import atomic_write
-    from qgate.errors import BadInput
-
     text = CPU_PROFILE if kind == "cpu" else GPU_PROFILE
     if out is None:
         click.echo(text, nl=False)

@@ -22,14 +22,13 @@ import select
 import signal
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
 
 from qgate import __version__
-from qgate.cli.util import TEXT_OR_JSON, guarded
-from qgate.errors import ExitCode, ProfileError
+from qgate.cli.util import guarded
+from qgate.core import progress
 
 READER_GONE_EXIT = 128 + int(signal.SIGPIPE)
 """141, what a shell reports for a tool that SIGPIPE ended (`yes | head`): the output was
@@ -187,8 +186,6 @@ def main(ctx: click.Context, debug: bool, quiet: bool, verbose: int, log_level: 
     Exit codes: 0 every gate passed, 1 a gate failed, 2 bad input,
     3 infrastructure failure, 130 interrupted.
     """
-    from qgate.core import progress
-
     ctx.meta["qgate.debug"] = debug
     if quiet and verbose:
         raise click.UsageError("--quiet and --verbose contradict each other")
@@ -196,66 +193,13 @@ def main(ctx: click.Context, debug: bool, quiet: bool, verbose: int, log_level: 
     progress.configure(level)
 
 
-@main.command()
-@click.argument("profiles", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--skip-files",
-    is_flag=True,
-    help="Do not check that the model, data and other local files named exist "
-    "(for profiles meant for another machine).",
+# Subcommands (one line each; see the module docstring).
+main.add_lazy_command(
+    "validate", "qgate.cli.validate:validate", "Check profiles without running anything."
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=TEXT_OR_JSON,
-    default="text",
-    show_default=True,
-    help="Lines for people, or one JSON object (`qgate schema validate`).",
+main.add_lazy_command(
+    "schema", "qgate.cli.validate:schema", "Print the JSON Schema of a command's JSON output."
 )
-def validate(profiles: tuple[Path, ...], skip_files: bool, fmt: str) -> None:
-    """Check the PROFILES files without running anything; exit 2 if any is invalid."""
-    from qgate.cli.outputs import ValidatedFile, ValidateOutput, echo_json
-    from qgate.cli.util import echo_error
-    from qgate.profile.load_multi import load_any_profile_file
-
-    files: list[ValidatedFile] = []
-    for path in profiles:
-        try:
-            load_any_profile_file(path, check_files=not skip_files)
-        except ProfileError as exc:
-            files.append(
-                ValidatedFile(
-                    path=str(path), ok=False, error=exc.message, details=list(exc.details)
-                )
-            )
-            if fmt != "json":
-                echo_error(exc)
-        else:
-            files.append(ValidatedFile(path=str(path), ok=True, error=None, details=[]))
-            if fmt != "json":
-                click.echo(f"ok {path}")
-    code = int(ExitCode.BAD_INPUT) if any(not f.ok for f in files) else 0
-    if fmt == "json":
-        echo_json(ValidateOutput(files=files, exit_code=code))
-    if code:
-        raise click.exceptions.Exit(code)
-
-
-@main.command()
-@click.argument(
-    "name", metavar="NAME", type=click.Choice(["compare", "perf", "run", "validate", "verify"])
-)
-def schema(name: str) -> None:
-    """Print the JSON Schema of the `--format json` output of command NAME (compare, perf, run,
-    validate or verify)."""
-    import json
-
-    from qgate.cli.outputs import OUTPUTS
-
-    click.echo(json.dumps(OUTPUTS[name].model_json_schema(), indent=2))
-
-
-# Subcommands from other packages (one line each; see the module docstring).
 main.add_lazy_command("run", "qgate.cli.run:run_cmd", "Gate a candidate config, then measure it.")
 main.add_lazy_command("plan", "qgate.cli.plan:plan_cmd", "Print the run plan; start nothing.")
 main.add_lazy_command(

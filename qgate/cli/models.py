@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from qgate.checkpoint import embedded
+
 
 @click.group("models")
 def models() -> None:
@@ -16,8 +18,6 @@ def models() -> None:
 def prepare_cmd(name: str, force: bool) -> None:
     """Convert embedded model NAME (smollm2) into a bf16 Hugging Face checkpoint in the cache
     (once)."""
-    from qgate.checkpoint import embedded
-
     path = embedded.checkpoint_path(name)
     if (path / embedded.DIGESTS_FILE).is_file() and not force:
         click.echo(f"ready {path}")
@@ -30,6 +30,4 @@ def prepare_cmd(name: str, force: bool) -> None:
 @click.argument("name", metavar="NAME", type=click.Choice(["smollm2"]))
 def path_cmd(name: str) -> None:
     """Print where embedded model NAME's checkpoint is (exit 2 if not prepared)."""
-    from qgate.checkpoint import embedded
-
     click.echo(str(embedded.require_checkpoint(name)))

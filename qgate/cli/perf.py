@@ -17,8 +17,20 @@ from typing import Any
 
 import click
 
+from qgate.cli.outputs import PerfOutput
 from qgate.cli.util import PROGRESS_HELP, TEXT_OR_JSON, emit
+from qgate.core.env_names import key_env_problem
+from qgate.core.outpaths import check_out_file
 from qgate.errors import BadInput, InfrastructureError
+from qgate.perf.checks import scenario_verdicts
+from qgate.perf.client import run_loop
+from qgate.perf.metrics import summarize
+from qgate.perf.runner import run_scenarios
+from qgate.perf.table import metrics_table, series_table
+from qgate.perf.tokenizer import choose_tokenizer, served_models, server_tokenizes
+from qgate.profile import PerfSpec
+from qgate.profile.checks import file_problems
+from qgate.profile.load import format_path, load_profile
 
 THIN_P99 = 100  # fewer values than this and p99 is about the maximum, not a percentile
 UNGATED = "UNGATED: perf stage run alone; no quality gate was checked."
@@ -132,31 +144,15 @@ def perf(
     from the moment the request is written on an open connection: connection
     set-up is recorded apart (connect_ns) and counts as client queueing.
     """
-    from qgate.cli.outputs import PerfOutput
-    from qgate.core.env_names import key_env_problem
-    from qgate.core.outpaths import check_out_file
-    from qgate.perf.checks import scenario_verdicts
-    from qgate.perf.client import run_loop
-    from qgate.perf.metrics import summarize
-    from qgate.perf.runner import run_scenarios
-    from qgate.perf.table import metrics_table, series_table
-    from qgate.perf.tokenizer import choose_tokenizer, served_models, server_tokenizes
-    from qgate.profile import PerfSpec
-
     if out is not None:
         check_out_file(out, "--out")
     if api_key_env is not None and key_env_problem(api_key_env):
         raise BadInput(f"--api-key-env: {key_env_problem(api_key_env)}")
     if profile is not None:
-        from qgate.profile.load import load_profile
-
         # Only the perf section's files matter here; the model may live on the server's machine.
         loaded = load_profile(profile, check_files=False)
         if loaded.perf is None:
             raise BadInput(f"{profile}: the profile has no perf section")
-        from qgate.profile.checks import file_problems
-        from qgate.profile.load import format_path
-
         for path, message in file_problems(loaded):
             if path[0] == "perf":
                 raise BadInput(f"{profile} {format_path(path)}: {message}")

@@ -17,7 +17,20 @@ from typing import TYPE_CHECKING
 
 import click
 
+from qgate.checkpoint.embedded import cache_root, checkpoint_path
 from qgate.cli.util import TEXT_OR_JSON
+from qgate.cluster import ray_api
+from qgate.cluster.plan import cluster_plan, describe_cluster
+from qgate.errors import BadInput
+from qgate.profile.changes import changes_of
+from qgate.profile.load import LoadedProfile
+from qgate.profile.load_multi import load_any_profile_file
+from qgate.run.context import select
+from qgate.run.placement import plan_for
+from qgate.run.plan import describe, make_plan
+from qgate.run.reference import reference_key_for
+from qgate.runtime.capabilities import probe_cpu
+from qgate.runtime.fingerprint import collect_fingerprint
 
 if TYPE_CHECKING:
     from qgate.core.plan import Plan
@@ -64,14 +77,6 @@ def plan_cmd(
     fmt: str,
 ) -> None:
     """Print the run plan of PROFILE (server lives, suites, scenarios); start nothing."""
-    from qgate.errors import BadInput
-    from qgate.profile.load import LoadedProfile
-    from qgate.profile.load_multi import load_any_profile_file
-    from qgate.run.context import select
-    from qgate.run.placement import plan_for
-    from qgate.run.plan import describe, make_plan
-    from qgate.runtime.capabilities import probe_cpu
-
     loaded = load_any_profile_file(profile, check_files=False)
     if isinstance(loaded, LoadedProfile):
         declared = [("candidate", loaded.profile)]
@@ -109,10 +114,6 @@ def plan_cmd(
 def _cached(profile: Profile, cache_dir: Path | None) -> bool | None:
     """Whether the cache holds an entry under the reference's key; None when the checkpoint
     is not here. Presence only: `run` authenticates the entry before it uses it."""
-    from qgate.checkpoint.embedded import cache_root, checkpoint_path
-    from qgate.run.reference import reference_key_for
-    from qgate.runtime.fingerprint import collect_fingerprint
-
     model = profile.model
     folder = checkpoint_path(model.embedded) if model.embedded else model.path
     if folder is None or not folder.is_dir():
@@ -127,12 +128,6 @@ def _cluster(
     plan: Plan, selected: list[tuple[str, Profile]], address: str, life_s: float | None, fmt: str
 ) -> None:
     """The local plan, then its waves on the cluster at `address` (JSON: the cluster plan)."""
-    from qgate.cluster import ray_api
-    from qgate.cluster.plan import cluster_plan, describe_cluster
-    from qgate.errors import BadInput
-    from qgate.profile.changes import changes_of
-    from qgate.run.plan import describe
-
     joined = ray_api.connect(address)
     changes = {
         name: len(changes_of(p, p.attribution.groups if p.attribution else []))

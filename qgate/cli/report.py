@@ -6,16 +6,31 @@ matplotlib) happen inside the command functions.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from qgate.attest.dsse import read_envelope
+from qgate.attest.keys import write_keypair
+from qgate.cli.outputs import CompareOutput, CompareRow, VerifyOutput, echo_json
 from qgate.cli.util import TEXT_OR_JSON, emit
-from qgate.errors import BadInput, VerificationFailed
+from qgate.core.files import atomic_write
+from qgate.core.outpaths import check_in_file, check_out_file
+from qgate.errors import BadInput, QgateError, VerificationFailed
+from qgate.report.derive import accuracy_deltas, mean_kld
 from qgate.report.model import Report
 from qgate.report.multi_model import MultiReport
+from qgate.report.render.compare import AGGREGATE, compare_html, compare_table, headline_interval
+from qgate.report.render.html import render_html
+from qgate.report.render.junit import render_junit
+from qgate.report.render.md import md_table, render_markdown
+from qgate.report.render.multi import render_multi
+from qgate.report.verify.multi import is_multi_payload, parse_multi_statement, verify_any_file
+from qgate.report.verify.single import parse_statement
 
 if TYPE_CHECKING:
     from qgate.cli.outputs import CompareOutput
@@ -25,12 +40,6 @@ _PATH = click.Path(path_type=Path)
 
 def _load_any_unverified(path: Path) -> Report | MultiReport:
     """The report inside an envelope, single or multi, without checking the signature."""
-    import base64
-    import binascii
-
-    from qgate.attest.dsse import read_envelope
-    from qgate.report.verify.single import parse_statement
-
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -41,8 +50,6 @@ def _load_any_unverified(path: Path) -> Report | MultiReport:
     except (binascii.Error, TypeError, ValueError):
         raise BadInput(f"{path}: payload is not valid base64") from None
     try:
-        from qgate.report.verify.multi import is_multi_payload, parse_multi_statement
-
         if is_multi_payload(payload):
             return parse_multi_statement(payload)[1]
         return parse_statement(payload)[1]
@@ -54,8 +61,6 @@ def _load_any_unverified(path: Path) -> Report | MultiReport:
 def _load_any(path: Path, pubkey: Path | None) -> Report | MultiReport:
     if pubkey is None:
         return _load_any_unverified(path)
-    from qgate.report.verify.multi import verify_any_file
-
     return verify_any_file(path, pubkey).report
 
 
@@ -99,9 +104,6 @@ def load_report(path: Path, pubkey: Path | None) -> Report:
 )
 def keygen(key_type: str, out: Path) -> None:
     """Create a signing key pair as PEM files (the private key is never printed)."""
-    from qgate.attest.keys import write_keypair
-    from qgate.core.outpaths import check_out_file
-
     prefix = out.with_name(out.name.removesuffix(".pem") or out.name)
     check_out_file(Path(f"{prefix}.pem"), "--out")
     priv, pub = write_keypair(prefix, key_type)
@@ -155,10 +157,6 @@ def verify(
     --require-pass, when it verifies with a verdict other than PASS), 2 for an
     unreadable file or profile, 3 when this environment cannot run the checks.
     """
-    from qgate.cli.outputs import VerifyOutput, echo_json
-    from qgate.core.outpaths import check_in_file
-    from qgate.errors import QgateError
-    from qgate.report.verify.multi import verify_any_file
 
     def out(**kw: object) -> VerifyOutput:
         return VerifyOutput(report=str(report), require_pass=require_pass, **kw)
@@ -237,27 +235,17 @@ def verify(
 def show(report: Path, fmt: str, out: Path | None, pubkey: Path | None) -> None:
     """Render REPORT (a signed report file) as Markdown, HTML, JSON or JUnit XML."""
     if out is not None:
-        from qgate.core.outpaths import check_out_file
-
         check_out_file(out, "--out")
     rep = _load_any(report, pubkey)
     if pubkey is None:
         click.echo("note: not verified (pass --pubkey, or run `qgate verify`)", err=True)
     if isinstance(rep, MultiReport):
-        from qgate.report.render.multi import render_multi
-
         text = render_multi(rep, fmt)
     elif fmt == "md":
-        from qgate.report.render.md import render_markdown
-
         text = render_markdown(rep)
     elif fmt == "html":
-        from qgate.report.render.html import render_html
-
         text = render_html(rep)
     elif fmt == "junit":
-        from qgate.report.render.junit import render_junit
-
         text = render_junit(rep)
     else:
         text = json.dumps(rep.model_dump(mode="json"), indent=2) + "\n"
@@ -285,12 +273,7 @@ def compare_cmd(
     speed column is the geometric mean over a report's scenarios of the
     candidate/reference output tokens/s ratio, with a 95% interval.
     """
-    from qgate.report.render.compare import AGGREGATE, compare_html, compare_table
-    from qgate.report.render.md import md_table
-
     if html_out is not None:
-        from qgate.core.outpaths import check_out_file
-
         check_out_file(html_out, "--html")
     loaded = [
         (
@@ -302,25 +285,17 @@ def compare_cmd(
     if pubkey is None:
         click.echo("note: not verified (pass --pubkey to verify each report)", err=True)
     if fmt == "json":
-        from qgate.cli.outputs import echo_json
-
         echo_json(compare_output(loaded, verified=pubkey is not None))
     else:
         click.echo("\n".join(md_table(compare_table(loaded))))
         click.echo(f"\nOutput tok/s ratio: {AGGREGATE}; Δacc: candidate − reference accuracy.")
     if html_out is not None:
-        from qgate.core.files import atomic_write
-
         atomic_write(html_out, compare_html(loaded).encode())
         click.echo(f"wrote {html_out}", err=True)
 
 
 def compare_output(loaded: list[tuple[str, Report]], verified: bool) -> CompareOutput:
     """The rows of `compare --format json`."""
-    from qgate.cli.outputs import CompareOutput, CompareRow
-    from qgate.report.derive import accuracy_deltas, mean_kld
-    from qgate.report.render.compare import AGGREGATE, headline_interval
-
     rows = []
     for label, rep in loaded:
         point, low, high, n = headline_interval(rep)

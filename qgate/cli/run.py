@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING
 
 import click
 
+from qgate.cli.outputs import FailedGate, RunSummary, echo_json
 from qgate.cli.util import PROGRESS_HELP, TEXT_OR_JSON
+from qgate.core.outpaths import check_in_file, check_out_dir
+from qgate.core.provenance import parse_metadata
+from qgate.errors import BadInput
+from qgate.quality.reuse_gates import not_exercised_lines
+from qgate.report.verdict import verdict_label
+from qgate.run.pipeline import RunOptions, run
 
 if TYPE_CHECKING:
     from qgate.cli.outputs import RunSummary
@@ -116,11 +123,6 @@ def run_cmd(
     attribute: bool,
 ) -> None:
     """Gate the candidate of PROFILE against its reference, then measure it."""
-    from qgate.core.outpaths import check_in_file, check_out_dir
-    from qgate.core.provenance import parse_metadata
-    from qgate.errors import BadInput
-    from qgate.run.pipeline import RunOptions, run
-
     if skip_perf and force_perf:
         raise BadInput("--skip-perf and --force-perf contradict each other")
     pairs = parse_metadata(metadata)
@@ -150,8 +152,6 @@ def run_cmd(
     finally:
         signal.signal(signal.SIGTERM, previous)
     if fmt == "json":
-        from qgate.cli.outputs import echo_json
-
         echo_json(json_summary(outcome))
     else:
         text_summary(outcome)
@@ -160,8 +160,6 @@ def run_cmd(
 
 def text_summary(outcome: RunOutcome) -> None:
     """The lines `qgate run` ends with."""
-    from qgate.report.verdict import verdict_label
-
     failed = [v for v in outcome.verdicts if not v.passed]
     click.echo(
         f"{verdict_label(outcome.verdict)}: {len(outcome.verdicts) - len(failed)}/"
@@ -170,8 +168,6 @@ def text_summary(outcome: RunOutcome) -> None:
     )
     for line in outcome.candidates:
         click.echo(f"  candidate {line}")
-    from qgate.quality.reuse_gates import not_exercised_lines
-
     for line in not_exercised_lines(failed):
         click.echo(f"  NOT EXERCISED {line}")
     for v in failed:
@@ -211,8 +207,6 @@ def text_summary(outcome: RunOutcome) -> None:
 
 def json_summary(outcome: RunOutcome) -> RunSummary:
     """The same facts as `text_summary`, as `qgate.run/1`."""
-    from qgate.cli.outputs import FailedGate, RunSummary
-
     return RunSummary(
         verdict=str(outcome.verdict),
         exit_code=int(outcome.exit_code),
