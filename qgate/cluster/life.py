@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import Field
 
+from qgate.cluster.host import LifeHost
 from qgate.cluster.placement import LifeNeeds, NodeInfo
 from qgate.cluster.ray_api import import_ray
 from qgate.core.records import Record, Role
@@ -107,8 +108,6 @@ class RayLife(Lifecycle):
     def start(self) -> None:
         """Place the actor and ask it to start the server; returns at once (see wait_ready)."""
         ray = import_ray()
-        from qgate.cluster.host import LifeHost
-
         if self._actor is not None:
             raise RuntimeFailure(self.role, "already started")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from qgate.core.lazy import DEFERRED
+
 ROOT = Path(__file__).resolve().parents[2] / "qgate"
 LAYERS = [
     "errors",
@@ -124,3 +126,49 @@ def test_a_circle_is_seen() -> None:
     edges.setdefault("qgate.errors", set()).add("qgate.run.pipeline")  # pipeline reaches errors
     with pytest.raises(graphlib.CycleError):
         graphlib.TopologicalSorter(edges).prepare()
+
+
+def _function_imports(tree: ast.AST) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import inside a function, and whether a `try` around it catches ImportError."""
+    found: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
+
+    def walk(node: ast.AST, in_function: bool, guarded: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import | ast.ImportFrom) and in_function:
+                found.append((child, guarded))
+            catches = isinstance(child, ast.Try) and any(
+                h.type is not None and "ImportError" in ast.unparse(h.type) for h in child.handlers
+            )
+            inner = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            walk(child, inner, guarded or catches)
+
+    walk(tree, False, False)
+    return found
+
+
+def _late_imports(tree: ast.AST) -> list[str]:
+    """Function-local imports of modules not in DEFERRED and not guarded by ImportError."""
+    late = []
+    for node, guarded in _function_imports(tree):
+        names = (
+            [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else [a.name for a in node.names]
+        )
+        if not guarded and any(n.split(".")[0] not in DEFERRED for n in names):
+            late.append(f"{node.lineno}: {ast.unparse(node)}")
+    return late
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_at_the_top(module: str) -> None:
+    """A module's dependencies are its first lines; only DEFERRED ones wait (qgate/core/lazy.py)."""
+    late = _late_imports(ast.parse(MODULES[module].read_text()))
+    assert not late, f"{MODULES[module]}: move to the top, or name in DEFERRED: {late}"
+
+
+def test_a_late_import_is_seen() -> None:
+    source = "import json\n\ndef f():\n    import torch\n    from qgate.errors import BadInput\n"
+    assert _late_imports(ast.parse(source)) == ["5: from qgate.errors import BadInput"]
+    guarded = "def f():\n    try:\n        import yaml\n    except ImportError:\n        pass\n"
+    assert _late_imports(ast.parse(guarded)) == []
