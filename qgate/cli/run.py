@@ -12,11 +12,13 @@ import click
 
 from qgate.cli.outputs import FailedGate, RunSummary, echo_json
 from qgate.cli.util import PROGRESS_HELP, TEXT_OR_JSON
+from qgate.cluster.lives import RayLives
 from qgate.core.outpaths import check_in_file, check_out_dir
 from qgate.core.provenance import parse_metadata
 from qgate.errors import BadInput
 from qgate.quality.reuse_gates import not_exercised_lines
 from qgate.report.verdict import verdict_label
+from qgate.run.lives import LOCAL, Lives
 from qgate.run.pipeline import RunOptions, run
 
 if TYPE_CHECKING:
@@ -107,6 +109,15 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
     "that fails (sub-candidates against the same reference records; the profile's "
     "attribution: block sets the budget and groups).",
 )
+@click.option(
+    "--cluster",
+    metavar="ADDRESS",
+    envvar="RAY_ADDRESS",
+    default=None,
+    help="Run each server life as a Ray actor on a node of this cluster (HOST:PORT, or "
+    "'auto'), independent lives at once; the suites run here (docs/cluster.md). "
+    "[default: $RAY_ADDRESS when set]",
+)
 def run_cmd(
     profile: Path,
     out_root: Path,
@@ -121,6 +132,7 @@ def run_cmd(
     metadata: tuple[str, ...],
     fmt: str,
     attribute: bool,
+    cluster: str | None,
 ) -> None:
     """Gate the candidate of PROFILE against its reference, then measure it."""
     if skip_perf and force_perf:
@@ -131,6 +143,9 @@ def run_cmd(
         check_out_dir(cache_dir, "--cache-dir")
     if key is not None:
         check_in_file(key, "--key")
+    lives: Lives = LOCAL
+    if cluster:
+        lives = RayLives(cluster)
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         outcome = run(
@@ -147,7 +162,8 @@ def run_cmd(
                 progress=progress and sys.stderr.isatty(),
                 metadata=pairs,
                 attribute=attribute,
-            )
+            ),
+            lives,
         )
     finally:
         signal.signal(signal.SIGTERM, previous)

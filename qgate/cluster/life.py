@@ -103,6 +103,8 @@ class RayLife(Lifecycle):
             opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(
                 node_id=self.node.node_id, soft=False
             )
+        else:  # lives at once on distinct nodes where the cluster has them
+            opts["scheduling_strategy"] = "SPREAD"
         return opts
 
     def start(self) -> None:

@@ -21,6 +21,8 @@ from qgate.errors import BadInput
 
 __all__ = [
     "CiProvenance",
+    "ClusterLife",
+    "ClusterProvenance",
     "RunProvenance",
     "parse_metadata",
     "provenance_lines",
@@ -46,12 +48,42 @@ class CiProvenance(Record):
     runner: str | None = Field(default=None, description="Runner name.")
 
 
+class ClusterLife(Record):
+    """One server life on a Ray cluster: the node it ran on and what it held there."""
+
+    side: str = Field(description="'reference', a candidate's name, or an attribution trial.")
+    node_id: str = Field(description="Ray node id of the life's actor.")
+    ip: str = Field(description="The node's address; the server listened there.")
+    resources: dict[str, float] = Field(
+        description="What the life held on the node (CPU, GPU, custom resources)."
+    )
+    node_resources: dict[str, float] = Field(
+        default_factory=dict, description="The node's total resources, as Ray listed them."
+    )
+
+
+class ClusterProvenance(Record):
+    """The Ray cluster a run's lives ran on (qgate/cluster/); signed, not re-derived."""
+
+    ray_version: str = Field(description="Ray's version on the driver.")
+    address: str = Field(description="The cluster's address the driver joined.")
+    lives: list[ClusterLife] = Field(
+        default_factory=list, description="Every life that got ready, in the order it did."
+    )
+    speed_design: str = Field(
+        description="How speed ratios face node differences: where each side's perf blocks ran."
+    )
+
+
 class RunProvenance(Record):
     """CI provenance and the user's metadata of one run."""
 
     ci: CiProvenance | None = Field(default=None, description="The CI job, when in one.")
     metadata: dict[str, str] = Field(
         default_factory=dict, description="--metadata KEY=VALUE pairs (secret-looking redacted)."
+    )
+    cluster: ClusterProvenance | None = Field(
+        default=None, description="The Ray cluster the lives ran on (None: this machine)."
     )
 
 
@@ -118,12 +150,17 @@ def parse_metadata(pairs: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def run_provenance(env: Mapping[str, str], metadata: Mapping[str, str]) -> RunProvenance | None:
-    """What the report records about where it ran; None outside CI without metadata."""
+def run_provenance(
+    env: Mapping[str, str],
+    metadata: Mapping[str, str],
+    cluster: ClusterProvenance | None = None,
+) -> RunProvenance | None:
+    """What the report records about where it ran; None outside CI and a cluster without
+    metadata."""
     ci = ci_provenance(env)
-    if ci is None and not metadata:
+    if ci is None and not metadata and cluster is None:
         return None
-    return RunProvenance(ci=ci, metadata=dict(metadata))
+    return RunProvenance(ci=ci, metadata=dict(metadata), cluster=cluster)
 
 
 def provenance_lines(p: RunProvenance | None) -> list[str]:
@@ -148,6 +185,16 @@ def provenance_lines(p: RunProvenance | None) -> list[str]:
         lines.append(f"CI: {c.provider}" + (f" ({', '.join(facts)})" if facts else "") + ".")
     if p.metadata:
         lines.append("Metadata: " + ", ".join(f"{k}={v}" for k, v in p.metadata.items()) + ".")
+    if p.cluster is not None:
+        ray = p.cluster
+        where = "; ".join(
+            f"{life.side} on node {life.node_id[:12]} ({life.ip}, "
+            + ", ".join(f"{k} {v:g}" for k, v in life.resources.items())
+            + ")"
+            for life in ray.lives
+        )
+        lines.append(f"Ray cluster {ray.address} (Ray {ray.ray_version}): {where or 'no life'}.")
+        lines.append(f"Speed across nodes: {ray.speed_design}.")
     return lines
 
 

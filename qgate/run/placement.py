@@ -16,6 +16,7 @@ from qgate.profile.reuse_plan import reuse_notes
 from qgate.report.attribution import budget_note
 from qgate.run.attribute import attribution_wanted
 from qgate.run.context import RunSet
+from qgate.run.lives import LOCAL, Lives
 from qgate.run.plan import describe, make_plan, memory_shares, sequence_reason
 from qgate.run.reference import reference_cached
 from qgate.runtime.capabilities import engine_on_cpu
@@ -40,10 +41,20 @@ def placement(profile: Profile) -> str:
 
 
 def plan_for(
-    profiles: list[tuple[str, Profile]], reference_cached: bool | None, refresh: bool
+    profiles: list[tuple[str, Profile]],
+    reference_cached: bool | None,
+    refresh: bool,
+    lives: Lives = LOCAL,
 ) -> Plan:
-    """The plan on this machine: its cores and memory decide side by side or in sequence."""
+    """The plan on this machine: its cores and memory decide side by side or in sequence.
+
+    An executor that places lives elsewhere (qgate/cluster/lives.py) decides instead
+    whether the reference and the candidate fit at once, through its `side_by_side`.
+    """
     first = profiles[0][1]
+    elsewhere = getattr(lives, "side_by_side", None)
+    if elsewhere is not None:
+        return _plan_elsewhere(profiles, reference_cached, refresh, elsewhere(first))
     cores = usable_cores()
     # side by side on the CPU only where the profile targets it (a GPU profile on a CPU
     # build of vLLM runs as written, one server at a time)
@@ -90,6 +101,43 @@ def plan_for(
     return out
 
 
+def _plan_elsewhere(
+    profiles: list[tuple[str, Profile]],
+    reference_cached: bool | None,
+    refresh: bool,
+    where: tuple[str, str] | None,
+) -> Plan:
+    """The plan when an executor places the lives: side by side where `where` says both fit
+    at once, and the profile allows it (one candidate, an uncached reference), else in
+    sequence."""
+    why = sequence_reason(
+        profiles,
+        reference_cached=reference_cached,
+        refresh=refresh,
+        on_cpu=True,  # each life has its own node: no device or cores to share
+        cores=2,
+        available_gib=None,
+        kv_cache_gib=0.0,
+    )
+    if where is None:
+        why = "the cluster does not hold both lives at once"
+    out = make_plan(
+        profiles,
+        reference_cached=reference_cached,
+        placement="a Ray node with the side's resources",
+        refresh=refresh,
+        side_by_side=where if why is None else None,
+    )
+    for name, profile in profiles:
+        if profile.attribution is not None and profile.attribution.enabled:
+            _attribution_life(out, name, profile)
+    out.notes.append(
+        "each life a Ray actor on a node of the cluster; the suites talk to it over HTTP "
+        "from this machine" + (f"; in sequence: {why}" if why else "")
+    )
+    return out
+
+
 def _attribution_life(out: Plan, name: str, profile: Profile) -> None:
     """The lives attribution may take, after the candidate's (once per candidate)."""
     side = f"{name} attribution"
@@ -127,7 +175,7 @@ def plan(runs: RunSet) -> Plan:
     """The run plan (qgate/run/plan.py): every life, decided before any starts; logged."""
     profiles = list(zip(runs.names, (c.profile for c in runs.candidates), strict=True))
     refresh = runs.reference.opts.refresh_reference
-    out = plan_for(profiles, reference_cached(runs.reference), refresh)
+    out = plan_for(profiles, reference_cached(runs.reference), refresh, runs.reference.lives)
     for name, ctx in zip(runs.names, runs.candidates, strict=True):
         if attribution_wanted(ctx):  # --attribute, where the profile does not ask for it
             _attribution_life(out, name, ctx.profile)

@@ -25,6 +25,7 @@ from qgate.report.signing import subjects_for
 from qgate.report.writer import write_report
 from qgate.run.candidate import CandidateResult, perf_with_baseline
 from qgate.run.context import RunContext, RunSet
+from qgate.run.lives import Lives
 from qgate.run.options import RunOptions, RunOutcome
 from qgate.runtime.scales import warning_lines
 
@@ -158,14 +159,16 @@ def build(
         reference_provenance=ctx.reference_provenance,
         plan=plan,
         starts=[s for s in ctx.starts if s.side in ("reference", ctx.side)],
-        provenance=provenance_of(ctx.opts),
+        provenance=provenance_of(ctx.opts, ctx.lives),
         attribution=result.attribution,
     )
 
 
-def provenance_of(opts: RunOptions) -> RunProvenance | None:
-    """The CI job this process runs in (its own variables) and the run's --metadata."""
-    return run_provenance(os.environ, opts.metadata)
+def provenance_of(opts: RunOptions, lives: Lives) -> RunProvenance | None:
+    """The CI job this process runs in (its own variables), the run's --metadata, and the
+    cluster its lives ran on when an executor placed them (qgate/cluster/lives.py)."""
+    cluster = getattr(lives, "provenance", None)
+    return run_provenance(os.environ, opts.metadata, cluster() if cluster is not None else None)
 
 
 def headline(rep: Report) -> list[str]:
@@ -223,7 +226,7 @@ def write_multi(
         stage_timings=timings,
         plan=plan,
         starts=ref.starts,
-        provenance=provenance_of(ref.opts),
+        provenance=provenance_of(ref.opts, ref.lives),
     )
     secrets = sorted({s for c in multi.candidates for s in c.profile.secrets})
     written = write_report(

@@ -61,7 +61,10 @@ def _start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Run
     """
     usable = usable_cores()
     half = max(1, len(usable) // 2)
-    stagger = ctx.profile.target.accelerator.lower() != "cpu"
+    # lives an executor places on nodes (qgate/cluster/lives.py) share no device: no stagger
+    stagger = ctx.profile.target.accelerator.lower() != "cpu" and not getattr(
+        ctx.lives, "places_lives", False
+    )
     made: list[Runtime] = []
     roles: tuple[tuple[RunContext, Role, list[int]], ...] = (
         (ctx, "reference", usable[:half]),

@@ -1,0 +1,107 @@
+"""The Ray executor: every server life of a run a Ray actor on a node of the cluster.
+
+It implements the run's one seam (qgate/run/lives.py, `Lives.runtime`): the
+runtime of a side is the one the local run would make (qgate/runtime/factory.py),
+wrapped in a `RayLife` that starts it on a node with the side's resources
+(qgate/cluster/life.py). Endpoints (servers already running) are not placed:
+they are used as they are. `side_by_side` tells the plan whether the reference
+and the candidate can run at once (both fit on the cluster), `provenance` what
+the report records: the Ray version, each life's node and resources, and where
+each side's perf blocks ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from qgate.cluster import ray_api
+from qgate.cluster.life import RayLife
+from qgate.cluster.placement import assign
+from qgate.cluster.plan import life_needs
+from qgate.core.provenance import ClusterLife, ClusterProvenance
+from qgate.core.records import Role
+from qgate.core.serving import Runtime
+from qgate.profile import Profile
+from qgate.runtime.factory import make_runtime
+from qgate.runtime.server import ServerProcess
+
+__all__ = ["RayLives"]
+
+_NESTED = ("candidates", "attribution")
+
+
+def _side(role: Role, logs: Path) -> str:
+    """'reference', 'candidate', or the candidate's or trial's name (its run folder's)."""
+    folder = logs.parent
+    return folder.name if folder.parent.name in _NESTED else role
+
+
+class RayLives:
+    """Each life an actor on a node of the Ray cluster at `address` (else $RAY_ADDRESS)."""
+
+    places_lives = True  # lives on nodes share no device or cores: both sides start at once
+
+    def __init__(
+        self, address: str | None, custom: Mapping[str, Mapping[str, float]] | None = None
+    ) -> None:
+        self.address = ray_api.connect(address)
+        self.ray_version = ray_api.ray_version()
+        self.nodes = ray_api.nodes()
+        self.custom = {k: dict(v) for k, v in (custom or {}).items()}
+        self._lives: list[RayLife] = []
+
+    def runtime(self, profile: Profile, role: Role, model: Path, logs: Path) -> Runtime:
+        local = make_runtime(profile, role, model, logs)
+        if not isinstance(local, ServerProcess):
+            return local  # an endpoint: already running somewhere, nothing to place
+        life = RayLife(local, life_needs(profile, role, self.custom), _side(role, logs))
+        self._lives.append(life)
+        return life
+
+    def side_by_side(self, profile: Profile) -> tuple[str, str] | None:
+        """Where the reference and the candidate go when both fit at once; None otherwise."""
+        needs = [life_needs(profile, role, self.custom) for role in ("reference", "candidate")]
+        placed = assign(needs, self.nodes)
+        if isinstance(placed, str):
+            return None
+        return tuple(  # type: ignore[return-value]
+            f"a Ray node with {', '.join(f'{k} {v:g}' for k, v in n.as_dict().items() if v)}"
+            + (" (its own)" if len({p.node_id for p in placed}) == 2 else "")
+            for n in needs
+        )
+
+    def lives(self) -> list[ClusterLife]:
+        """Every life that got ready, in the order they were made."""
+        totals = {n.node_id: n.resources for n in self.nodes}
+        return [
+            ClusterLife(
+                side=life.placement.side,
+                node_id=life.placement.node_id,
+                ip=life.placement.ip,
+                resources=life.placement.needs.as_dict(),
+                node_resources=dict(totals.get(life.placement.node_id, {})),
+            )
+            for life in self._lives
+            if life.placement is not None
+        ]
+
+    def provenance(self) -> ClusterProvenance:
+        """The cluster, each life's node, and where each side's perf blocks ran."""
+        lives = self.lives()
+        nodes = {life.side: life.node_id for life in lives}
+        reference = nodes.get("reference")
+        others = {side: node for side, node in nodes.items() if side != "reference"}
+        if reference is None or not others:
+            design = "one side only ran on the cluster: no ratio across nodes"
+        elif all(node == reference for node in others.values()):
+            design = f"same node: every side's perf blocks ran on node {reference[:12]}"
+        else:
+            design = (
+                "each side's perf blocks ran in its own life on its own node (listed per life), "
+                "interleaved with the other side paused; node differences are not cancelled "
+                "(no swapped blocks): the ratio assumes nodes of one kind"
+            )
+        return ClusterProvenance(
+            ray_version=self.ray_version, address=self.address, lives=lives, speed_design=design
+        )
