@@ -204,6 +204,11 @@ def signed_only(report: Report) -> list[str]:
         out.append("plan: the server lives the run planned")
     if report.attribution is not None:
         out.append("attribution: each trial's raw records (its verdicts are re-derived)")
+    if report.provenance is not None and report.provenance.cluster is not None:
+        out.append(
+            "provenance.cluster: the Ray cluster, each life's node and resources, and where "
+            "each side's perf blocks ran"
+        )
     out.append(
         "stage_timings, starts, created_at, command_line, qgate_version, provenance, artifacts"
     )

@@ -79,3 +79,75 @@ def test_custom_resources_put_each_side_on_its_pool() -> None:
     out = cluster_plan(plan, [("candidate", profile)], nodes, "h:1", custom=custom)
     assert not isinstance(out, str)
     assert out.waves[0].nodes == ["aaaaaaaa (10.0.0.1)", "bbbbbbbb (10.0.0.2)"]
+
+
+def test_the_cluster_is_recorded_as_provenance_with_each_lifes_node() -> None:
+    from qgate.core.provenance import (
+        ClusterLife,
+        ClusterProvenance,
+        provenance_lines,
+        run_provenance,
+    )
+
+    cluster = ClusterProvenance(
+        ray_version="2.60.0",
+        address="head:6379",
+        lives=[
+            ClusterLife(side="reference", node_id="a" * 40, ip="10.0.0.1", resources={"GPU": 8}),
+            ClusterLife(side="candidate", node_id="b" * 40, ip="10.0.0.2", resources={"GPU": 8}),
+        ],
+        speed_design="each side's perf blocks ran in its own life on its own node",
+    )
+    recorded = run_provenance({}, {}, cluster)
+    assert recorded is not None and recorded.cluster == cluster
+    lines = provenance_lines(recorded)
+    assert lines[0] == (
+        "Ray cluster head:6379 (Ray 2.60.0): reference on node aaaaaaaaaaaa (10.0.0.1, GPU 8); "
+        "candidate on node bbbbbbbbbbbb (10.0.0.2, GPU 8)."
+    )
+    assert lines[1].startswith("Speed across nodes: each side's perf blocks ran")
+    assert run_provenance({}, {}) is None  # outside CI, no metadata, no cluster: nothing
+
+
+class _Placed:
+    """An executor that places lives elsewhere (qgate/cluster/lives.py's shape)."""
+
+    def __init__(self, where: tuple[str, str] | None) -> None:
+        self.where = where
+
+    def runtime(self, *args: object) -> None:
+        raise AssertionError("the plan starts nothing")
+
+    def side_by_side(self, profile: object) -> tuple[str, str] | None:
+        return self.where
+
+
+def test_an_executor_that_holds_both_lives_runs_them_side_by_side_on_any_machine() -> None:
+    from qgate.run.placement import plan_for
+
+    profile = load_profile(SHIPPED / "kimi-k3-fp8kv-h200.yaml", check_files=False)
+    where = ("a Ray node with GPU 8 (its own)", "a Ray node with GPU 8 (its own)")
+    out = plan_for([("candidate", profile)], False, False, _Placed(where))  # type: ignore[arg-type]
+    assert out.mode == "together" and [life.placement for life in out.lives] == list(where)
+    assert any("Ray actor on a node" in n for n in out.notes)
+    full = plan_for([("candidate", profile)], False, False, _Placed(None))  # type: ignore[arg-type]
+    assert full.mode == "sequence"
+    assert any("the cluster does not hold both lives at once" in n for n in full.notes)
+
+
+def test_several_candidates_on_an_executor_run_in_sequence_for_now() -> None:
+    from qgate.run.placement import plan_for
+
+    multi = load_multi_file(SHIPPED / "smollm2-cpu-multi.yaml", check_files=False).multi
+    profiles = [(c.name, c.profile) for c in multi.candidates]
+    out = plan_for(profiles, False, False, _Placed(("n1", "n2")))  # type: ignore[arg-type]
+    assert out.mode == "sequence" and any("4 candidates" in n for n in out.notes)
+
+
+def test_a_life_is_named_by_its_side_or_its_candidates_or_trials_folder() -> None:
+    from qgate.cluster.lives import _side
+
+    assert _side("reference", Path("/runs/r1/logs")) == "reference"
+    assert _side("candidate", Path("/runs/r1/logs")) == "candidate"
+    assert _side("candidate", Path("/runs/r1/candidates/fp8-weights/logs")) == "fp8-weights"
+    assert _side("candidate", Path("/runs/r1/attribution/only-kv/logs")) == "only-kv"
