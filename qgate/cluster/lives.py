@@ -17,7 +17,7 @@ from pathlib import Path
 
 from qgate.cluster import ray_api
 from qgate.cluster.life import RayLife
-from qgate.cluster.placement import assign
+from qgate.cluster.placement import assign, capacity
 from qgate.cluster.plan import life_needs
 from qgate.core.provenance import ClusterLife, ClusterProvenance
 from qgate.core.records import Role
@@ -58,6 +58,15 @@ class RayLives:
         life = RayLife(local, life_needs(profile, role, self.custom), _side(role, logs))
         self._lives.append(life)
         return life
+
+    def at_once(self, profile: Profile) -> int:
+        """How many candidate lives of `profile` the cluster holds at once (at least 1)."""
+        return max(1, capacity(life_needs(profile, "candidate", self.custom), self.nodes))
+
+    def stop_all(self) -> None:
+        """Stop every life made so far (each stop is idempotent)."""
+        for life in list(self._lives):
+            life.stop()
 
     def side_by_side(self, profile: Profile) -> tuple[str, str] | None:
         """Where the reference and the candidate go when both fit at once; None otherwise."""

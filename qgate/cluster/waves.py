@@ -17,7 +17,7 @@ from typing import Protocol, TypeVar
 
 from qgate.core.ddmin import Key, Outcome, Search, search_rounds
 
-__all__ = ["Stoppable", "Wave", "ddmin_on"]
+__all__ = ["Stoppable", "Wave", "ddmin_on", "in_waves"]
 
 T = TypeVar("T")
 
@@ -64,6 +64,25 @@ class Wave:
         if first is not None:
             raise first
         return [f.result() for f in futures]
+
+
+def in_waves(
+    jobs: Sequence[Callable[[], T]], width: int, stop_all: Callable[[], None] | None = None
+) -> list[T]:
+    """The jobs `width` at a time, in order; their results in order. A Ctrl-C or an error
+    calls `stop_all` (every life the jobs opened) before it propagates."""
+    out: list[T] = []
+    for start in range(0, len(jobs), max(1, width)):
+        wave = Wave()
+        if stop_all is not None:
+            wave.hold(_Call(stop_all))
+        out += wave.run(list(jobs[start : start + max(1, width)]))
+    return out
+
+
+class _Call:
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self.stop = fn
 
 
 def ddmin_on(

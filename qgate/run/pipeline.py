@@ -15,6 +15,9 @@ failed run keeps what it finished.
 
 from __future__ import annotations
 
+from functools import partial
+
+from qgate.cluster.waves import in_waves
 from qgate.core.plan import Work
 from qgate.core.progress import StageClock
 from qgate.profile.load_multi import load_any_profile_file
@@ -71,18 +74,25 @@ def run(opts: RunOptions, lives: Lives = LOCAL) -> RunOutcome:
         clock=clock,
     )
     runs.share_reference()
-    results: list[CandidateResult] = []
-    for index, ctx in enumerate(runs.candidates):
+
+    def one(index: int) -> CandidateResult:
         with clock.stage(runs.stage_of(index)):
-            results.append(
-                evaluate(
-                    ctx,
-                    runs.names[index],
-                    reference,
-                    opts.force_perf,
-                    keep_going=runs.multi is not None,
-                )
+            return evaluate(
+                runs.candidates[index],
+                runs.names[index],
+                reference,
+                opts.force_perf,
+                keep_going=runs.multi is not None,
             )
+
+    # an executor with room for several lives runs the candidates in waves (qgate/cluster/)
+    at_once = getattr(lives, "at_once", None)
+    width = at_once(runs.candidates[0].profile) if at_once is not None else 1
+    results: list[CandidateResult] = in_waves(
+        [partial(one, i) for i in range(len(runs.candidates))],
+        width,
+        getattr(lives, "stop_all", None),
+    )
     attribute_failures(runs, reference, results, clock)
     if ref_perf is None:  # the reference's quality came from the cache: a perf-only life
         with clock.stage("reference_perf"):

@@ -54,7 +54,9 @@ def plan_for(
     first = profiles[0][1]
     elsewhere = getattr(lives, "side_by_side", None)
     if elsewhere is not None:
-        return _plan_elsewhere(profiles, reference_cached, refresh, elsewhere(first))
+        at_once = getattr(lives, "at_once", None)
+        width = at_once(first) if at_once is not None else 1
+        return _plan_elsewhere(profiles, reference_cached, refresh, elsewhere(first), width)
     cores = usable_cores()
     # side by side on the CPU only where the profile targets it (a GPU profile on a CPU
     # build of vLLM runs as written, one server at a time)
@@ -106,6 +108,7 @@ def _plan_elsewhere(
     reference_cached: bool | None,
     refresh: bool,
     where: tuple[str, str] | None,
+    width: int,
 ) -> Plan:
     """The plan when an executor places the lives: side by side where `where` says both fit
     at once, and the profile allows it (one candidate, an uncached reference), else in
@@ -135,6 +138,11 @@ def _plan_elsewhere(
         "each life a Ray actor on a node of the cluster; the suites talk to it over HTTP "
         "from this machine" + (f"; in sequence: {why}" if why else "")
     )
+    if len(profiles) > 1 and width > 1:
+        out.notes.append(
+            f"the candidates' lives start in waves of up to {width} at once (as many as the "
+            "cluster holds), after the reference's"
+        )
     return out
 
 

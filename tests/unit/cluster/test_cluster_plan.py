@@ -121,6 +121,9 @@ class _Placed:
     def side_by_side(self, profile: object) -> tuple[str, str] | None:
         return self.where
 
+    def at_once(self, profile: object) -> int:
+        return 2
+
 
 def test_an_executor_that_holds_both_lives_runs_them_side_by_side_on_any_machine() -> None:
     from qgate.run.placement import plan_for
@@ -135,13 +138,14 @@ def test_an_executor_that_holds_both_lives_runs_them_side_by_side_on_any_machine
     assert any("the cluster does not hold both lives at once" in n for n in full.notes)
 
 
-def test_several_candidates_on_an_executor_run_in_sequence_for_now() -> None:
+def test_several_candidates_on_an_executor_run_in_waves_after_the_reference() -> None:
     from qgate.run.placement import plan_for
 
     multi = load_multi_file(SHIPPED / "smollm2-cpu-multi.yaml", check_files=False).multi
     profiles = [(c.name, c.profile) for c in multi.candidates]
     out = plan_for(profiles, False, False, _Placed(("n1", "n2")))  # type: ignore[arg-type]
     assert out.mode == "sequence" and any("4 candidates" in n for n in out.notes)
+    assert any("in waves of up to 2 at once" in n for n in out.notes)
 
 
 def test_a_life_is_named_by_its_side_or_its_candidates_or_trials_folder() -> None:

@@ -86,3 +86,45 @@ def test_attribution_rounds_run_as_waves_of_at_most_width_trials() -> None:
     assert found.failing == ("b", "c") and found.complete
     assert all(len(w) <= 2 for w in waves) and most == 2
     assert waves[0] == [("a", "b"), ("c", "d")]  # the two halves at once
+
+
+def test_jobs_in_waves_of_width_run_each_wave_together_and_keep_their_order() -> None:
+    from qgate.cluster.waves import in_waves
+
+    running = 0
+    most = 0
+    lock = threading.Lock()
+
+    def job(i: int) -> int:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.2)
+        with lock:
+            running -= 1
+        return i
+
+    assert in_waves([lambda i=i: job(i) for i in range(5)], 2) == [0, 1, 2, 3, 4]  # type: ignore[misc]
+    assert most == 2
+    most = 0
+    assert in_waves([lambda i=i: job(i) for i in range(3)], 1) == [0, 1, 2]  # type: ignore[misc]
+    assert most == 1  # width 1: one at a time, in this thread
+
+
+def test_a_ctrl_c_during_a_wave_stops_every_life_the_executor_made() -> None:
+    from qgate.cluster.waves import in_waves
+
+    stopped = threading.Event()
+
+    def job() -> None:
+        stopped.wait(10)
+
+    def interrupt() -> None:
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt).start()
+    with pytest.raises(KeyboardInterrupt):
+        in_waves([job, job], 2, stopped.set)
+    assert stopped.is_set()
