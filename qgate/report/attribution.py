@@ -56,6 +56,11 @@ class Attribution(Record):
     not_tried: list[str] = Field(
         default_factory=list, description="The set the search would have tried next."
     )
+    width: int = Field(
+        default=1,
+        description="Sub-candidates of one round tried at once (waves on a Ray cluster, "
+        "qgate/core/ddmin.py: search_rounds); 1: one at a time.",
+    )
 
 
 def budget_note(changes: int, max_lives: int) -> str:

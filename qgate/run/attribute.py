@@ -22,8 +22,10 @@ import dataclasses
 import logging
 import time
 from collections.abc import Sequence
+from functools import partial
 
-from qgate.core.ddmin import Outcome, search
+from qgate.cluster.waves import in_waves
+from qgate.core.ddmin import Outcome, search_rounds
 from qgate.core.progress import StageClock
 from qgate.profile.changes import changes_of, sub_profile
 from qgate.quality.gates import overall_passed
@@ -51,10 +53,10 @@ def attribute(
     trials: list[Trial] = []
     opts = dataclasses.replace(ctx.opts, skip_perf=True)  # attribution judges gates only
 
-    def test(applied: tuple[str, ...]) -> Outcome:
+    def trial(applied: tuple[str, ...]) -> Trial:
         name = _trial_name(applied)
         sub = sub_profile(ctx.profile, applied)
-        log.info("attribution: trial %d, %s", len(trials) + 1, " + ".join(applied))
+        log.info("attribution: trial %s", " + ".join(applied))
         trial_ctx = dataclasses.replace(
             ctx,
             opts=opts,
@@ -73,22 +75,29 @@ def attribute(
             if overall_passed(result.verdicts)
             else "FAIL"
         )
-        trials.append(
-            Trial(
-                name=name,
-                changes=list(applied),
-                verdict=verdict,
-                verdicts=result.verdicts,
-                runs=result.quality.runs if result.quality else [],
-                divergence=result.divergence,
-                error=result.error,
-                seconds=round(time.perf_counter() - start, 3),
-            )
-        )
         log.info("attribution: %s -> %s", " + ".join(applied), verdict)
-        return verdict
+        return Trial(
+            name=name,
+            changes=list(applied),
+            verdict=verdict,
+            verdicts=result.verdicts,
+            runs=result.quality.runs if result.quality else [],
+            divergence=result.divergence,
+            error=result.error,
+            seconds=round(time.perf_counter() - start, 3),
+        )
 
-    found = search([c.name for c in changes], test, max_lives)
+    def test_many(keys: list[tuple[str, ...]]) -> list[Outcome]:
+        done = in_waves(
+            [partial(trial, k) for k in keys], width, getattr(ctx.lives, "stop_all", None)
+        )
+        trials.extend(done)  # in the search's order, whichever life ended first
+        return [t.verdict for t in done]
+
+    # an executor with room for several lives tries a round's sets at once (qgate/cluster/)
+    at_once = getattr(ctx.lives, "at_once", None)
+    width = at_once(ctx.profile) if at_once is not None else 1
+    found = search_rounds([c.name for c in changes], test_many, max_lives, width)
     return Attribution(
         changes=changes,
         trials=trials,
@@ -97,6 +106,7 @@ def attribute(
         lives=len(trials),
         max_lives=max_lives,
         not_tried=[" + ".join(found.next_set)] if found.next_set else [],
+        width=width,
     )
 
 

@@ -10,7 +10,7 @@ would have tried next the ones the report states.
 
 from __future__ import annotations
 
-from qgate.core.ddmin import Outcome, search
+from qgate.core.ddmin import Outcome, search_rounds
 from qgate.errors import VerificationFailed
 from qgate.profile import Profile
 from qgate.profile.changes import changes_of
@@ -71,7 +71,7 @@ def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | No
         asked.append(key)
         return outcomes[key]
 
-    found = search(names, replay, att.max_lives)
+    found = search_rounds(names, lambda keys: [replay(k) for k in keys], att.max_lives, att.width)
     if len(asked) != len(att.trials) or att.lives != len(att.trials):
         raise _fail(f"{len(att.trials)} trials recorded, the search asks for {len(asked)}")
     failing = list(found.failing) if found.failing else None
