@@ -168,3 +168,64 @@ def test_each_failing_candidate_of_a_multi_run_gets_its_own_attribution(
     assert results[1].attribution == f"attribution of {failing}"
     assert all(r.attribution is None for i, r in enumerate(results) if i != 1)
     assert f"attribution:{failing}" in clock.timings
+
+
+def test_on_an_executor_with_room_a_rounds_trials_run_at_once_and_the_width_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import time
+
+    class TwoAtOnce:  # an executor that holds two lives at once (qgate/cluster/lives.py)
+        def at_once(self, profile: object) -> int:
+            return 2
+
+        def stop_all(self) -> None:
+            pass
+
+    profile = load_profile(PROFILE, check_files=False)
+    ctx = RunContext(
+        opts=RunOptions(profile=PROFILE, out_root=tmp_path),
+        profile=profile,
+        profile_path=PROFILE,
+        profile_sha256="0" * 64,
+        run_dir=tmp_path,
+        source_model=tmp_path,
+        model_paths={},
+        tokenizer_path=None,
+        signer=Any,
+        declared_profile=profile,  # type: ignore[arg-type]
+        selection=SimpleNamespace(notes=[]),  # type: ignore[arg-type]
+        lives=TwoAtOnce(),  # type: ignore[arg-type]
+    )
+    together = threading.Barrier(2, timeout=10)  # passes only when two trials run at once
+
+    def evaluate(
+        trial: RunContext, name: str, reference: Any, force_perf: bool, keep_going: bool
+    ) -> CandidateResult:
+        applied = [c.name for c in changes_of(trial.profile)]
+        if len(applied) == 2:
+            time.sleep(0.2)  # the first of the two ends last: the records keep the search's order
+        together.wait()
+        failed = "emulate_weights" in applied
+        verdict = Verdict(
+            gate="divergence.max_mean_kld",
+            suite="divergence",
+            observed=0.4,
+            limit=0.05,
+            passed=not failed,
+            reason="r",
+        )
+        return CandidateResult(
+            name=name, quality=QualityOutput(role="candidate"), verdicts=[verdict]
+        )
+
+    monkeypatch.setattr(attribute_module, "evaluate", evaluate)
+    monkeypatch.setattr(attribute_module, "model_paths", lambda profile, source: {})
+    att = attribute(ctx, QualityOutput(role="reference"), max_lives=6, groups=[])
+    assert att.width == 2
+    assert [t.changes for t in att.trials] == [
+        ["args.enable_prefix_caching", "args.max_num_seqs"],
+        ["emulate_weights"],
+    ]
+    assert att.minimal == ["emulate_weights"] and att.complete
