@@ -103,10 +103,15 @@ def test_a_two_life_profile_passes_with_each_life_on_its_own_node(
     profile, served = _profile(tmp_path)
     env = _env(tmp_path)
     address = ray_cluster.address  # type: ignore[attr-defined]
+    keygen = subprocess.run(
+        [*QGATE, "keygen", "--out", str(tmp_path / "ci")], env=env, capture_output=True, check=False
+    )
+    assert keygen.returncode == 0, keygen.stderr
     t0 = time.time()
     done = subprocess.run(
         [*QGATE, "run", str(profile), "--cluster", address, "--out", str(tmp_path / "runs")]
-        + ["--cache-dir", str(tmp_path / "cache"), "--no-progress", "--format", "json"],
+        + ["--key", str(tmp_path / "ci.pem"), "--cache-dir", str(tmp_path / "cache")]
+        + ["--no-progress", "--format", "json"],
         capture_output=True,
         text=True,
         env=env,
@@ -138,7 +143,7 @@ def test_a_two_life_profile_passes_with_each_life_on_its_own_node(
     for life in lives.values():
         assert life["node_id"][:12] in markdown  # the report names the nodes
     verified = subprocess.run(
-        [*QGATE, "verify", str(report_path)],
+        [*QGATE, "verify", str(report_path), "--pubkey", str(tmp_path / "ci.pub.pem")],
         capture_output=True,
         text=True,
         env=env,
