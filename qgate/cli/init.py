@@ -2,7 +2,7 @@
 
 The CPU profile runs as written on any machine `make demo` runs on (the
 embedded SmolLM2); the GPU one names a checkpoint folder to fill in. Both
-validate as printed (tests/unit/test_init.py), and the CPU one is shipped
+validate as printed (tests/unit/cli/test_init.py), and the CPU one is shipped
 as precision_profiles/minimal.yaml. Their exact-answer suites are sized by
 `detect` for the drop they forbid, so `qgate plan` finds no gate underpowered
 (tests/unit/run/test_plan_power.py).

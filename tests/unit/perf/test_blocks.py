@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from test_compare import run_of
+from helpers.perf_runs import run_of
 
 from qgate.perf.blocks import block_interval, compare_blocks, pooled, widened
 from qgate.perf.compare import compare

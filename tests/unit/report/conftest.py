@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from report_synthetic import build_report, make_signer
+from helpers.report_synthetic import build_report, make_signer
 
 from qgate.attest.keys import LoadedSigner
 from qgate.report.model import Report

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from report_synthetic import PROFILE, build_report, make_signer
+from helpers.report_synthetic import PROFILE, build_report, make_signer
 
 from qgate.profile import Profile
 from qgate.quality.gates import evaluate_quality

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from report_synthetic import build_report
+from helpers.report_synthetic import build_report
 
 from qgate.profile import Profile
 from qgate.profile.changes import changes_of

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from report_synthetic import build_report
+from helpers.report_synthetic import build_report
 
 from qgate.attest.keys import load_signer
 from qgate.attest.statement import Subject

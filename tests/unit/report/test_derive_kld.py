@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from report_synthetic import build_report
+from helpers.report_synthetic import build_report
 
 from qgate.quality.divergence import position_divergence
 from qgate.report.derive import kld_both_ways, mean_kld

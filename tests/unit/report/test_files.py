@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from report_synthetic import build_report
+from helpers.report_synthetic import build_report
 
 from qgate.core.verdict import Verdict
 from qgate.errors import BadInput

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from report_synthetic import build_report, divergence_sequence
+from helpers.report_synthetic import build_report, divergence_sequence
 
 from qgate.core.verdict import Verdict
 from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord, SuiteRun
@@ -285,7 +285,7 @@ def test_the_plot_draws_whichever_of_positions_and_depths_ran() -> None:
 
 
 def test_each_candidate_of_a_multi_report_has_its_own_section_and_plot() -> None:
-    from multi_synthetic import build_multi
+    from helpers.multi_synthetic import build_multi
 
     from qgate.report.render.multi import render_multi_html, render_multi_md
 

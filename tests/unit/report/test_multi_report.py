@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from multi_synthetic import FAILING, build_multi, sign_multi, subjects
-from report_synthetic import FAKES
+from helpers.multi_synthetic import FAILING, build_multi, sign_multi, subjects
+from helpers.report_synthetic import FAKES
 
 from qgate.attest.keys import LoadedSigner
 from qgate.attest.statement import sign_statement
@@ -169,7 +169,7 @@ def test_frontier_keeps_the_undominated() -> None:
 
 def test_verify_against_the_profile_file(ecdsa_signer: LoadedSigner, tmp_path: Path) -> None:
     import yaml
-    from multi_synthetic import MULTI_PROFILE
+    from helpers.multi_synthetic import MULTI_PROFILE
 
     from qgate.attest.statement import Subject
     from qgate.core.files import sha256_file

@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from report_synthetic import PROFILE, _requests, build_report, cache_provenance, make_signer
+from helpers.report_synthetic import PROFILE, _requests, build_report, cache_provenance, make_signer
 
 from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed

@@ -6,7 +6,7 @@ import hashlib
 import math
 
 import pytest
-from report_synthetic import divergence_sequence
+from helpers.report_synthetic import divergence_sequence
 
 from qgate.errors import VerificationFailed
 from qgate.profile import LmEvalTask, Profile

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from report_synthetic import PROFILE, build_report, make_signer
+from helpers.report_synthetic import PROFILE, build_report, make_signer
 
 from qgate.attest.statement import profile_subject
 from qgate.cli.main import main

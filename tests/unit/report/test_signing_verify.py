@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from report_synthetic import FAKES, PROFILE, build_report, make_signer
+from helpers.report_synthetic import FAKES, PROFILE, build_report, make_signer
 
 from qgate.attest.keys import LoadedSigner
 from qgate.attest.statement import (

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from report_synthetic import PROFILE, build_report, cache_provenance, make_signer
+from helpers.report_synthetic import PROFILE, build_report, cache_provenance, make_signer
 
 from qgate.attest.keys import LoadedSigner
 from qgate.attest.statement import Subject, profile_subject

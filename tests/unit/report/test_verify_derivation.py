@@ -57,7 +57,7 @@ def test_a_stored_interval_must_match() -> None:
 
 def test_a_newer_derivation_is_refused_by_name() -> None:
     import pytest
-    from report_synthetic import FAKES, build_report, make_signer
+    from helpers.report_synthetic import FAKES, build_report, make_signer
 
     from qgate.attest.statement import Subject
     from qgate.errors import VerificationFailed

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from report_synthetic import build_report, make_signer
+from helpers.report_synthetic import build_report, make_signer
 
 from qgate.attest.statement import Subject
 from qgate.cli.main import main

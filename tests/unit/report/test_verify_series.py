@@ -4,8 +4,8 @@ and reports of older derivations (no series) still verify on the figures they st
 from __future__ import annotations
 
 import pytest
-from report_synthetic import build_report, make_signer
-from series_synthetic import series_report
+from helpers.report_synthetic import build_report, make_signer
+from helpers.series_synthetic import series_report
 
 from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from report_synthetic import build_report
-from series_synthetic import series_report
+from helpers.report_synthetic import build_report
+from helpers.series_synthetic import series_report
 
 from qgate.report.render.html import render_html
 from qgate.report.render.md import render_markdown

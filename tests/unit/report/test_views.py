@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from report_synthetic import build_report
+from helpers.report_synthetic import build_report
 
 from qgate.report.render.compare import compare_html, compare_table, headline_ratio
 from qgate.report.render.html import render_html

@@ -10,7 +10,7 @@ from qgate.cli.init import CPU_PROFILE, GPU_PROFILE
 from qgate.cli.main import main
 from qgate.profile.load import parse_profile_text
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_cpu_profile_validates_and_runs_the_embedded_model() -> None:

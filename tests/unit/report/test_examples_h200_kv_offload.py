@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from qgate.cli.main import main
 from qgate.quality.reuse_records import shares
 
-ROOT = Path(__file__).resolve().parents[2] / "examples" / "h200"
+ROOT = Path(__file__).resolve().parents[3] / "examples" / "h200"
 RUN = ROOT / "kv-offload"
 PUBKEY = ROOT / "signing-key-2026-12-02.pub.pem"
 

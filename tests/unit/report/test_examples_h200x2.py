@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from qgate.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 H200X2 = ROOT / "examples" / "h200x2"
 PUBKEY = H200X2 / "signing-key.pub.pem"
 RUNS = ["qwen3-moe-30b-a3b-shape-h200x2-preview", "qwen3-moe-30b-a3b-shape-h200x2-preview-r2"]

@@ -17,7 +17,7 @@ from qgate.profile.load_multi import (
 from qgate.profile.load_multi import LoadedProfile as Single
 from qgate.profile.multi import expand_json, multi_from_json
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SHIPPED = ROOT / "precision_profiles" / "smollm2-cpu-multi.yaml"
 
 HEAD = """name: multi

@@ -8,7 +8,7 @@ from qgate.profile import Profile
 from qgate.profile.changes import changes_of, sub_profile
 from qgate.profile.load import load_profile
 
-SHIPPED = Path(__file__).resolve().parents[2] / "precision_profiles"
+SHIPPED = Path(__file__).resolve().parents[3] / "precision_profiles"
 
 
 def _profile(**candidate: object) -> Profile:

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from qgate.cli.main import main
 
-H200 = Path(__file__).resolve().parents[2] / "examples" / "h200"
+H200 = Path(__file__).resolve().parents[3] / "examples" / "h200"
 PUBKEY = H200 / "signing-key.pub.pem"
 PUBKEY_2026_12_01 = H200 / "signing-key-2026-12-01.pub.pem"
 KEYS = {"llama3-8b-shape-h200-preview": PUBKEY, "smollm2-h200-fp8": PUBKEY_2026_12_01}

@@ -12,7 +12,7 @@ from qgate.errors import BadInput, ProfileError
 from qgate.profile import Profile
 from qgate.profile.load import format_path, load_profile, load_profile_file, profile_sha256
 
-PROFILES = Path(__file__).parent / "profiles"
+PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 
 BASE = """\
 name: t

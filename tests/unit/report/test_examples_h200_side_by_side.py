@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from qgate.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[2] / "examples" / "h200"
+ROOT = Path(__file__).resolve().parents[3] / "examples" / "h200"
 RUNS = ROOT / "side-by-side"
 PUBKEY = ROOT / "signing-key-2026-12-01.pub.pem"
 NAMES = ["run1", "run2"]

@@ -21,7 +21,7 @@ from qgate.cli.util import run_command
 from qgate.errors import InfrastructureError, ProfileError, RuntimeFailure
 
 HEAVY = ["torch", "vllm", "transformers", "lm_eval", "matplotlib", "securesystemslib"]
-PROFILE = Path(__file__).parent / "profiles" / "valid.yaml"
+PROFILE = Path(__file__).resolve().parents[1] / "profiles" / "valid.yaml"
 
 
 @pytest.fixture

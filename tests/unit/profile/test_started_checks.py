@@ -13,7 +13,7 @@ from qgate.errors import ProfileError
 from qgate.profile.load import parse_profile_text
 from qgate.profile.started_checks import attribution_refused
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ENDPOINT = "{base_url: 'http://127.0.0.1:9/v1'}"
 
 BOTH = f"""\

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from report_synthetic import PROFILE, build_report
+from helpers.report_synthetic import PROFILE, build_report
 
 from qgate.attest.keys import LoadedSigner
 from qgate.attest.statement import Subject, sign_statement

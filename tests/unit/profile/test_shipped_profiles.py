@@ -10,7 +10,7 @@ from qgate.profile import Profile
 from qgate.profile.load import load_profile
 from qgate.profile.load_multi import LoadedMulti, load_any_profile_file
 
-PROFILES = sorted((Path(__file__).resolve().parents[2] / "precision_profiles").glob("*.yaml"))
+PROFILES = sorted((Path(__file__).resolve().parents[3] / "precision_profiles").glob("*.yaml"))
 
 
 def test_profiles_are_shipped() -> None:

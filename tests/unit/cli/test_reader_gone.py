@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from qgate.cli.main import READER_GONE_EXIT, QgateGroup, main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PROFILE = ROOT / "precision_profiles" / "minimal.yaml"
 REPORT = next((ROOT / "examples" / "h200x2").glob("*/report.intoto.jsonl"))
 PUBKEY = ROOT / "examples" / "h200x2" / "signing-key.pub.pem"
