@@ -211,9 +211,9 @@ main.add_lazy_command("keygen", "qgate.cli.report:keygen", "Create a signing key
 main.add_lazy_command(
     "verify", "qgate.cli.report:verify", "Verify a signed report and recompute its verdicts."
 )
-main.add_lazy_command("show", "qgate.cli.report:show", "Render a report (md, html, json, junit).")
+main.add_lazy_command("show", "qgate.cli.show:show", "Render a report (md, html, json, junit).")
 main.add_lazy_command(
-    "compare", "qgate.cli.report:compare_cmd", "Compare several reports side by side."
+    "compare", "qgate.cli.show:compare_cmd", "Compare several reports side by side."
 )
 main.add_lazy_command("perf", "qgate.cli.perf:perf", "Run perf scenarios against an endpoint.")
 main.add_lazy_command("evals", "qgate.cli.evals:evals", "Check the eval data against its manifest.")
