@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -23,9 +22,6 @@ from qgate.report.model import Report
 from qgate.report.multi_model import MultiReport
 from qgate.report.verify.multi import is_multi_payload, parse_multi_statement, verify_any_file
 from qgate.report.verify.single import parse_statement
-
-if TYPE_CHECKING:
-    pass
 
 _PATH = click.Path(path_type=Path)
 
