@@ -1,6 +1,6 @@
 """The H200 KV-offload run (examples/h200/kv-offload/) verifies here, and its passes ran the path.
 
-precision_profiles/smollm2-h200-kv-offload.yaml on the lent H200, 2026-12-02 (qgate c39662d, vLLM
+precision_profiles/smollm2-h200-kv-offload.yaml on the lent H200, 2026-12-02 (qgate bfbcf8c, vLLM
 0.26.0): the candidate adds vLLM's native KV offloading (4 GiB host tier) to the same bf16
 SmolLM2; both sides have a 1024-block GPU KV cache. The reuse passes ask recall again warm,
 restored (device prefix cache reset, host tier kept) and under load. The key is
@@ -65,3 +65,9 @@ def test_the_candidate_restored_from_host_memory_and_the_reference_could_not() -
     load = by[("load", "candidate")]
     preempted = shares(load["before"], load["after"]).preemptions
     assert preempted is not None and preempted >= 1
+
+
+def test_the_offload_change_is_confirmed_by_the_server() -> None:
+    view = (RUN / "report.md").read_text()
+    assert "| args.kv_offloading_size | 4 | CONFIRMED |" in view
+    assert "CONTRADICTED" not in view
