@@ -50,6 +50,7 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 
 lint: $(STAMP)
+	$(VENV)/bin/ruff format --check qgate tests perf
 	$(VENV)/bin/ruff check qgate tests perf
 	$(VENV)/bin/mypy qgate
 
