@@ -108,7 +108,7 @@ def _adversary_worst(n: int) -> int:
         prefix: tuple[Outcome, ...] = stack.pop()
         asked = [0]
 
-        def test(
+        def oracle(
             key: tuple[str, ...], prefix: tuple[Outcome, ...] = prefix, asked: list[int] = asked
         ) -> Outcome:
             asked[0] += 1
@@ -117,7 +117,7 @@ def _adversary_worst(n: int) -> int:
             return prefix[asked[0] - 1]
 
         try:
-            most = max(most, search(_names(n), test, 10_000).tests)
+            most = max(most, search(_names(n), oracle, 10_000).tests)
         except Branch:
             stack += [(*prefix, "PASS"), (*prefix, "FAIL")]
     return most
@@ -244,11 +244,11 @@ def test_wider_rounds_find_the_same_set_in_fewer_waves_within_the_budget(
 def test_the_first_round_of_four_changes_on_two_lives_takes_one_wave_per_pair() -> None:
     waves: list[list[tuple[str, ...]]] = []
 
-    def test_many(keys: list[tuple[str, ...]]) -> list[Outcome]:
+    def oracle_many(keys: list[tuple[str, ...]]) -> list[Outcome]:
         waves.append(keys)
         return ["FAIL" if "c" in k else "PASS" for k in keys]
 
-    found = search_rounds(list("abcd"), test_many, budget=8, width=2)
+    found = search_rounds(list("abcd"), oracle_many, budget=8, width=2)
     assert found.failing == ("c",) and found.complete
     # halves first (a b | c d): the second half fails; then c | d; then (c alone is 1-minimal)
     assert waves[0] == [("a", "b"), ("c", "d")]
@@ -258,11 +258,11 @@ def test_the_first_round_of_four_changes_on_two_lives_takes_one_wave_per_pair() 
 def test_a_round_never_starts_more_tests_than_the_budget(width: int) -> None:
     started: list[tuple[str, ...]] = []
 
-    def test_many(keys: list[tuple[str, ...]]) -> list[Outcome]:
+    def oracle_many(keys: list[tuple[str, ...]]) -> list[Outcome]:
         started.extend(keys)
         return ["FAIL" if set("ae") <= set(k) else "PASS" for k in keys]
 
-    found = search_rounds(list("abcdef"), test_many, budget=3, width=width)
+    found = search_rounds(list("abcdef"), oracle_many, budget=3, width=width)
     assert len(started) == found.tests <= 3
     assert not found.complete and found.next_set is not None
     assert found.next_set not in started

@@ -19,12 +19,12 @@ NAMES = [f"c{i}" for i in range(8)]
 def _attributed(culprit: set[str], budget: int) -> Attribution:
     trials: list[Trial] = []
 
-    def test(key: tuple[str, ...]) -> Outcome:
+    def oracle(key: tuple[str, ...]) -> Outcome:
         verdict: Outcome = "FAIL" if culprit <= set(key) else "PASS"
         trials.append(Trial(name="-".join(key), changes=list(key), verdict=verdict))
         return verdict
 
-    found = search(NAMES, test, budget)
+    found = search(NAMES, oracle, budget)
     return Attribution(
         changes=[Change(name=n, reference="-", candidate="1") for n in NAMES],
         trials=trials,
