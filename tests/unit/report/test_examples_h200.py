@@ -9,11 +9,11 @@ that signed).
 
 from __future__ import annotations
 
-import base64
-import json
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
+from helpers.examples import predicate_of
 
 from qgate.cli.main import main
 
@@ -39,9 +39,8 @@ def _verify(name: str, pubkey: Path | None = None) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def _predicate(name: str) -> dict:  # type: ignore[type-arg]
-    line = (H200 / name / "report.intoto.jsonl").read_text()
-    return json.loads(base64.b64decode(json.loads(line)["payload"]))["predicate"]
+def _predicate(name: str) -> dict[str, Any]:
+    return predicate_of(H200 / name / "report.intoto.jsonl")
 
 
 def test_preview_report_verifies_and_its_fail_verdict_follows() -> None:

@@ -9,12 +9,11 @@ examples/h200/signing-key-2026-12-02.pub.pem.
 
 from __future__ import annotations
 
-import base64
-import json
 from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
+from helpers.examples import predicate_of
 
 from qgate.cli.main import main
 from qgate.quality.reuse_records import shares
@@ -25,9 +24,7 @@ PUBKEY = ROOT / "signing-key-2026-12-02.pub.pem"
 
 
 def _predicate() -> dict[str, Any]:
-    line = (RUN / "report.intoto.jsonl").read_text().splitlines()[0]
-    out: dict[str, Any] = json.loads(base64.b64decode(json.loads(line)["payload"]))["predicate"]
-    return out
+    return predicate_of(RUN / "report.intoto.jsonl")
 
 
 def test_the_run_verifies_against_its_profile() -> None:

@@ -8,13 +8,12 @@ The key is examples/h200/signing-key-2026-12-01.pub.pem.
 
 from __future__ import annotations
 
-import base64
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from helpers.examples import predicate_of
 
 from qgate.cli.main import main
 
@@ -24,9 +23,7 @@ PUBKEY = ROOT / "signing-key-2026-12-01.pub.pem"
 
 
 def _predicate(name: str) -> dict[str, Any]:
-    line = (RUNS / name / "report.intoto.jsonl").read_text().splitlines()[0]
-    out: dict[str, Any] = json.loads(base64.b64decode(json.loads(line)["payload"]))["predicate"]
-    return out
+    return predicate_of(RUNS / name / "report.intoto.jsonl")
 
 
 @pytest.mark.parametrize("name", ["smollm2-run1", "smollm2-run2", "preview-run1", "preview-run2"])

@@ -9,13 +9,12 @@ examples/h200/signing-key-2026-12-01.pub.pem.
 
 from __future__ import annotations
 
-import base64
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from helpers.examples import predicate_of
 
 from qgate.cli.main import main
 
@@ -26,9 +25,7 @@ NAMES = ["run1", "run2"]
 
 
 def _predicate(name: str) -> dict[str, Any]:
-    line = (RUNS / name / "report.intoto.jsonl").read_text().splitlines()[0]
-    out: dict[str, Any] = json.loads(base64.b64decode(json.loads(line)["payload"]))["predicate"]
-    return out
+    return predicate_of(RUNS / name / "report.intoto.jsonl")
 
 
 @pytest.mark.parametrize("name", NAMES)

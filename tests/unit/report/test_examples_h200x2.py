@@ -9,12 +9,12 @@ the machines that signed).
 
 from __future__ import annotations
 
-import base64
-import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from helpers.examples import predicate_of
 
 from qgate.cli.main import main
 
@@ -40,9 +40,8 @@ def _verify(name: str, profile: Path | None = None) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def _predicate(name: str) -> dict:  # type: ignore[type-arg]
-    line = (H200X2 / name / "report.intoto.jsonl").read_text()
-    return json.loads(base64.b64decode(json.loads(line)["payload"]))["predicate"]
+def _predicate(name: str) -> dict[str, Any]:
+    return predicate_of(H200X2 / name / "report.intoto.jsonl")
 
 
 @pytest.mark.parametrize("name", RUNS)
