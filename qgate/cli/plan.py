@@ -26,6 +26,7 @@ from qgate.profile.changes import changes_of
 from qgate.profile.load import LoadedProfile
 from qgate.profile.load_multi import load_any_profile_file
 from qgate.run.context import select
+from qgate.run.lives import cluster_address
 from qgate.run.placement import plan_for
 from qgate.run.plan import describe, make_plan
 from qgate.run.reference import reference_key_for
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     default=None,
     help="Also plan on this Ray cluster (HOST:PORT, or 'auto'): which lives run together "
     "and the expected wall time against the local plan (docs/cluster.md). JSON: the "
-    "cluster plan.",
+    "cluster plan. [default: the profile's cluster.address, when it has one]",
 )
 @click.option(
     "--life-s",
@@ -101,8 +102,9 @@ def plan_cmd(
     else:
         plan = plan_for(selected, cached, refresh_reference)
     plan.notes.extend(refusals)
-    if cluster is not None:
-        _cluster(plan, selected, cluster, life_s, fmt)
+    on_cluster = cluster_address(cluster, first)
+    if on_cluster is not None:
+        _cluster(plan, selected, *on_cluster, life_s, fmt)
         return
     if fmt == "json":
         click.echo(json.dumps(plan.model_dump(mode="json"), indent=1))
@@ -125,10 +127,16 @@ def _cached(profile: Profile, cache_dir: Path | None) -> bool | None:
 
 
 def _cluster(
-    plan: Plan, selected: list[tuple[str, Profile]], address: str, life_s: float | None, fmt: str
+    plan: Plan,
+    selected: list[tuple[str, Profile]],
+    address: str,
+    named_by: str,
+    life_s: float | None,
+    fmt: str,
 ) -> None:
-    """The local plan, then its waves on the cluster at `address` (JSON: the cluster plan)."""
-    joined = ray_api.connect(address)
+    """The local plan, then its waves on the cluster at `address` (JSON: the cluster plan);
+    each life's needs from its profile (target, `cluster` block)."""
+    joined = ray_api.connect(address, named_by)
     changes = {
         name: len(changes_of(p, p.attribution.groups if p.attribution else []))
         for name, p in selected
@@ -136,7 +144,7 @@ def _cluster(
     }
     out = cluster_plan(plan, selected, ray_api.nodes(), joined, changes=changes, life_s=life_s)
     if isinstance(out, str):
-        raise BadInput(f"--cluster {address}: {out}")
+        raise BadInput(f"{named_by} {address}: {out}")
     if fmt == "json":
         click.echo(json.dumps(out.model_dump(mode="json"), indent=1))
         return

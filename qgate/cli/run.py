@@ -12,13 +12,11 @@ import click
 
 from qgate.cli.outputs import FailedGate, RunSummary, echo_json
 from qgate.cli.util import PROGRESS_HELP, TEXT_OR_JSON
-from qgate.cluster.lives import RayLives
 from qgate.core.outpaths import check_in_file, check_out_dir
 from qgate.core.provenance import parse_metadata
 from qgate.errors import BadInput
 from qgate.quality.reuse_gates import not_exercised_lines
 from qgate.report.verdict import verdict_label
-from qgate.run.lives import LOCAL, Lives
 from qgate.run.pipeline import RunOptions, run
 
 if TYPE_CHECKING:
@@ -116,7 +114,7 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
     default=None,
     help="Run each server life as a Ray actor on a node of this cluster (HOST:PORT, or "
     "'auto'), independent lives at once; the suites run here (docs/cluster.md). "
-    "[default: $RAY_ADDRESS when set]",
+    "[default: $RAY_ADDRESS when set, else the profile's cluster.address]",
 )
 def run_cmd(
     profile: Path,
@@ -143,9 +141,6 @@ def run_cmd(
         check_out_dir(cache_dir, "--cache-dir")
     if key is not None:
         check_in_file(key, "--key")
-    lives: Lives = LOCAL
-    if cluster:
-        lives = RayLives(cluster)
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         outcome = run(
@@ -162,8 +157,8 @@ def run_cmd(
                 progress=progress and sys.stderr.isatty(),
                 metadata=pairs,
                 attribute=attribute,
+                cluster=cluster or None,
             ),
-            lives,
         )
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -38,17 +38,24 @@ def _side(role: Role, logs: Path) -> str:
 
 
 class RayLives:
-    """Each life an actor on a node of the Ray cluster at `address` (else $RAY_ADDRESS)."""
+    """Each life an actor on a node of the Ray cluster at `address` (else $RAY_ADDRESS).
+
+    What a life holds on its node: `custom` resources per side when given, else the
+    profile's `cluster` block (qgate/cluster/plan.py, `life_needs`).
+    """
 
     places_lives = True  # lives on nodes share no device or cores: both sides start at once
 
     def __init__(
-        self, address: str | None, custom: Mapping[str, Mapping[str, float]] | None = None
+        self,
+        address: str | None,
+        named_by: str = "--cluster",
+        custom: Mapping[str, Mapping[str, float]] | None = None,
     ) -> None:
-        self.address = ray_api.connect(address)
+        self.address = ray_api.connect(address, named_by)
         self.ray_version = ray_api.ray_version()
         self.nodes = ray_api.nodes()
-        self.custom = {k: dict(v) for k, v in (custom or {}).items()}
+        self.custom = {k: dict(v) for k, v in custom.items()} if custom is not None else None
         self._lives: list[RayLife] = []
 
     def runtime(self, profile: Profile, role: Role, model: Path, logs: Path) -> Runtime:

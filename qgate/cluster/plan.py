@@ -53,10 +53,15 @@ def life_needs(
     profile: Profile, side: str, custom: Mapping[str, Mapping[str, float]] | None = None
 ) -> LifeNeeds:
     """What a life of `side` ('reference' or a candidate) needs: its target on one node,
-    plus the custom resources named for 'reference' or 'candidate'."""
+    `cluster.cpus` cores, plus the custom resources named for 'reference' or 'candidate'
+    (`custom` when given, else the profile's `cluster` block)."""
+    spec = profile.cluster
     key = "reference" if side == "reference" else "candidate"
-    extra = dict((custom or {}).get(key, {}))
-    return needs_of(profile.target.accelerator, profile.target.count, 1.0, extra)
+    if custom is None:
+        custom = spec.custom() if spec is not None else {}
+    extra = dict(custom.get(key, {}))
+    cpus = spec.cpus if spec is not None else 1.0
+    return needs_of(profile.target.accelerator, profile.target.count, cpus, extra)
 
 
 def _label(node: NodeInfo) -> str:

@@ -32,9 +32,10 @@ def ray_version() -> str:
     return str(import_ray().__version__)
 
 
-def connect(address: str | None) -> str:
+def connect(address: str | None, named_by: str = "--cluster") -> str:
     """Join the cluster at `address` (else $RAY_ADDRESS) unless already joined; its address.
 
+    `named_by` says where the address came from, for the error when it cannot be joined.
     The connection is shut down at exit (the actors of the run end with it).
     """
     ray = import_ray()
@@ -42,11 +43,16 @@ def connect(address: str | None) -> str:
         return str(ray.get_runtime_context().gcs_address)
     target = address or os.environ.get(ADDRESS_ENV)
     if not target:
-        raise BadInput(f"no Ray cluster named: give --cluster ADDRESS or set {ADDRESS_ENV}")
+        raise BadInput(
+            f"no Ray cluster named: give --cluster ADDRESS, set {ADDRESS_ENV}, or the "
+            "profile's cluster.address"
+        )
     try:
         ray.init(address=target, logging_level="WARNING", log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise InfrastructureError(f"cannot join the Ray cluster at {target}: {exc}") from exc
+        raise InfrastructureError(
+            f"cannot join the Ray cluster at {target} ({named_by}): {exc}"
+        ) from exc
     atexit.register(ray.shutdown)
     return str(ray.get_runtime_context().gcs_address)
 

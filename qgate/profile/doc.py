@@ -42,6 +42,7 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("perf.gates[]", pp.PerfGate),
     ("perf.published[]", pp.PublishedFigure),
     ("signing", p.SigningSpec),
+    ("cluster", p.ClusterSpec),
 ]
 
 

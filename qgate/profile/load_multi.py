@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from qgate.core.files import sha256_bytes
 from qgate.core.yamlload import KeyPath, YamlDocument, load_yaml
 from qgate.errors import ProfileError
+from qgate.profile import Profile
 from qgate.profile.load import (
     LoadedProfile,
     Problem,
@@ -40,7 +41,13 @@ from qgate.profile.multi import (
     own_gates,
 )
 
-__all__ = ["LoadedMulti", "load_any_profile_file", "load_multi_file", "parse_multi_text"]
+__all__ = [
+    "LoadedMulti",
+    "first_profile",
+    "load_any_profile_file",
+    "load_multi_file",
+    "parse_multi_text",
+]
 
 
 @dataclass(frozen=True)
@@ -221,3 +228,10 @@ def load_multi_file(path: str | Path, check_files: bool = True) -> LoadedMulti:
             f"invalid profile {path}", [f"{path}: has one `candidate:`, expected `candidates:`"]
         )
     return loaded
+
+
+def first_profile(loaded: LoadedProfile | LoadedMulti) -> Profile:
+    """The profile itself, or a multi profile's first candidate's (the shared keys are one)."""
+    if isinstance(loaded, LoadedMulti):
+        return loaded.multi.candidates[0].profile
+    return loaded.profile

@@ -27,6 +27,7 @@ from qgate.profile.base import (
     Scalar,
     Strict,
 )
+from qgate.profile.cluster import ClusterSpec
 from qgate.profile.perf import PerfGate, PublishedFigure, check_dummy, side_args
 from qgate.profile.quality import (
     ANSWER_MAX_TOKENS,
@@ -58,6 +59,7 @@ __all__ = [
     "AccuracyPolicy",
     "AttributionSpec",
     "Calibration",
+    "ClusterSpec",
     "Detect",
     "DivergenceSuite",
     "EndpointSpec",
@@ -341,6 +343,11 @@ class Profile(Strict):
         default=None,
         description="When the candidate fails: find the smallest set of its changes that "
         "fails (sub-candidates against the same reference records).",
+    )
+    cluster: ClusterSpec | None = Field(
+        default=None,
+        description="Run every server life as an actor on a node of a Ray cluster "
+        "(docs/cluster.md); `qgate run --cluster ADDRESS` names one too.",
     )
 
     def engine_of(self, role: str) -> EngineLaunch:

@@ -14,6 +14,9 @@ ignored, so it is refused here, at validate time, naming the key:
   sides alike, and an endpoint's is not qgate's to set);
 - `engine.uncalibrated_kv_scales: fail` (both sides endpoints: the gate reads the engine's
   start-up log, which only a started runtime has);
+- `cluster` (both sides endpoints: a cluster places the lives qgate starts, and there are
+  none), and `cluster.reference` / `cluster.candidates` for an endpoint side (resources
+  that no life of that side would hold);
 - an endpoint side's `args`, `env`, `fallback` and, in its engine block, `host`, `port`,
   `launcher`, `startup_timeout_s` (`emulate_weights`: qgate/profile/checks.py).
 
@@ -112,6 +115,7 @@ def started_only_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
                 f"qgate, so the gate could never run; {_are(idle)}",
             )
         )
+    found += _cluster_problems(profile, idle)
     # Keys of an endpoint side, and of the engine block it runs with (an endpoint block
     # serves endpoint sides alone: its kind is 'endpoint'), keyed by path so that the
     # top-level block of two endpoint sides is named once.
@@ -137,6 +141,29 @@ def started_only_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
             what = "only for servers qgate starts"
         found.append((path, f"{what}: {_are(roles)}"))
     return found
+
+
+def _cluster_problems(profile: Profile, idle: list[str]) -> list[tuple[KeyPath, str]]:
+    """The `cluster` block, or a side's resources in it, where nothing would be placed."""
+    spec = profile.cluster
+    if spec is None:
+        return []
+    if len(idle) == 2:
+        return [
+            (
+                ("cluster",),
+                f"a cluster places the servers qgate starts, and {_are(idle)}; remove this block",
+            )
+        ]
+    keys = {"reference": "reference", "candidate": "candidates"}
+    return [
+        (
+            ("cluster", keys[role]),
+            f"no life of the {role} is placed: {_are([role])}",
+        )
+        for role in idle
+        if getattr(spec, keys[role])
+    ]
 
 
 def key_in_args_problems(profile: Profile) -> list[tuple[KeyPath, str]]:

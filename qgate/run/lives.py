@@ -16,7 +16,9 @@ actor on a GPU node) hands back a proxy implementing the same protocol
 (qgate/core/serving.py: role, base_url, served_model, log_path, start,
 wait_ready, effective_config, check_alive, stop, and the context manager), with
 a `base_url` this process can reach, and is passed as
-`pipeline.run(opts, lives=...)`. Optional engine extras the run looks for with
+`pipeline.run(opts, lives=...)`; without one the run asks `lives_for`: the Ray
+cluster named by `--cluster` (or $RAY_ADDRESS), else by the profile's
+`cluster.address`, else this machine. Optional engine extras the run looks for with
 `getattr` (`cores_chosen`, `paused`, `can_dry_check`/`dry_check`, `metrics`)
 may be left out: the run then does without them.
 """
@@ -26,12 +28,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
+from qgate.cluster.lives import RayLives
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
 from qgate.profile import Profile
 from qgate.runtime.factory import make_runtime
 
-__all__ = ["LOCAL", "Lives", "LocalLives"]
+__all__ = ["LOCAL", "Lives", "LocalLives", "cluster_address", "lives_for"]
 
 
 class Lives(Protocol):
@@ -50,3 +53,21 @@ class LocalLives:
 
 
 LOCAL: Lives = LocalLives()
+
+
+def cluster_address(given: str | None, profile: Profile) -> tuple[str, str] | None:
+    """The Ray cluster a run goes to and who named it: `given` (`--cluster`, $RAY_ADDRESS)
+    first, else the profile's `cluster.address`; None: this machine."""
+    if given:
+        return given, "--cluster or $RAY_ADDRESS"
+    if profile.cluster is not None and profile.cluster.address:
+        return profile.cluster.address, "the profile's cluster.address"
+    return None
+
+
+def lives_for(given: str | None, profile: Profile) -> Lives:
+    """The run's lives: actors on the cluster `cluster_address` names, else this machine's."""
+    where = cluster_address(given, profile)
+    if where is None:
+        return LOCAL
+    return RayLives(*where)

@@ -34,6 +34,9 @@ class RunOptions:
     metadata: dict[str, str] = field(default_factory=dict)
     attribute: bool = False  # a failing candidate: find which of its changes broke it
     """--metadata KEY=VALUE pairs, recorded in the signed report."""
+    cluster: str | None = None
+    """--cluster ADDRESS (or $RAY_ADDRESS): run the lives on that Ray cluster; None: the
+    profile's cluster.address, else this machine (qgate/run/lives.py, `lives_for`)."""
 
 
 @dataclass

@@ -20,11 +20,11 @@ from functools import partial
 from qgate.cluster.waves import in_waves
 from qgate.core.plan import Work
 from qgate.core.progress import StageClock
-from qgate.profile.load_multi import load_any_profile_file
+from qgate.profile.load_multi import first_profile, load_any_profile_file
 from qgate.run.attribute import attribute_failures
 from qgate.run.candidate import CandidateResult, evaluate
 from qgate.run.context import fingerprint, prepare
-from qgate.run.lives import LOCAL, Lives
+from qgate.run.lives import Lives, lives_for
 from qgate.run.options import RunOptions, RunOutcome
 from qgate.run.placement import plan
 from qgate.run.reference import preflight_candidate, reference_life, reference_perf
@@ -34,11 +34,15 @@ from qgate.run.together import side_by_side
 __all__ = ["RunOptions", "RunOutcome", "StageClock", "run"]
 
 
-def run(opts: RunOptions, lives: Lives = LOCAL) -> RunOutcome:
-    """Run the whole pipeline for one profile; every server made by `lives`."""
+def run(opts: RunOptions, lives: Lives | None = None) -> RunOutcome:
+    """Run the whole pipeline for one profile; every server made by `lives` (None: the
+    cluster `opts.cluster` or the profile names, else this machine: `lives_for`)."""
     clock = StageClock()
     with clock.stage("load"):
-        runs = prepare(opts, load_any_profile_file(opts.profile), lives)
+        loaded = load_any_profile_file(opts.profile)
+        if lives is None:
+            lives = lives_for(opts.cluster, first_profile(loaded))
+        runs = prepare(opts, loaded, lives)
     with clock.stage("fingerprint"):
         fingerprint(runs.reference)
     runs.share_reference()

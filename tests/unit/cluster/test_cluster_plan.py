@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from qgate.cluster.placement import NodeInfo
 from qgate.cluster.plan import cluster_plan, describe_cluster
 from qgate.profile.load import load_profile
@@ -155,3 +157,43 @@ def test_a_life_is_named_by_its_side_or_its_candidates_or_trials_folder() -> Non
     assert _side("candidate", Path("/runs/r1/logs")) == "candidate"
     assert _side("candidate", Path("/runs/r1/candidates/fp8-weights/logs")) == "fp8-weights"
     assert _side("candidate", Path("/runs/r1/attribution/only-kv/logs")) == "only-kv"
+
+
+def test_qgate_plan_plans_on_the_profiles_cluster_with_its_pools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No --cluster: the profile's cluster.address is joined, and its block's resources put
+    each side on its pool (the reference on the 'ref' node although it is listed second)."""
+    from click.testing import CliRunner
+
+    from qgate.cli import plan as plan_cli
+    from qgate.cli.main import main
+
+    joined: list[tuple[str, str]] = []
+
+    def connect(address: str, named_by: str) -> str:
+        joined.append((address, named_by))
+        return address
+
+    nodes = [
+        NodeInfo(node_id="b" * 40, ip="10.0.0.2", resources={"CPU": 4, "cand": 1}),
+        NodeInfo(node_id="a" * 40, ip="10.0.0.1", resources={"CPU": 4, "ref": 1}),
+    ]
+    monkeypatch.setattr(plan_cli.ray_api, "connect", connect)
+    monkeypatch.setattr(plan_cli.ray_api, "nodes", lambda: nodes)
+    text = (SHIPPED / "smollm2-cpu-int8.yaml").read_text()
+    profile = tmp_path / "p.yaml"
+    block = "cluster: {address: 'head:6379', reference: {ref: 1}, candidates: {cand: 1}, cpus: 2}\n"
+    profile.write_text(text + block)
+    result = CliRunner().invoke(main, ["plan", str(profile)])
+    assert result.exit_code == 0, result.output
+    assert joined == [("head:6379", "the profile's cluster.address")]
+    assert "wave 1: reference on aaaaaaaa (10.0.0.1); candidate on bbbbbbbb (10.0.0.2)" in (
+        result.output
+    )
+    too_big = "cluster: {address: 'head:6379', cpus: 8}\n"  # more cores than a node has
+    profile.write_text(text + too_big)
+    result = CliRunner().invoke(main, ["plan", str(profile), "--cluster", "other:1"])
+    assert result.exit_code == 2, result.output
+    assert joined[-1] == ("other:1", "--cluster or $RAY_ADDRESS")
+    assert "other:1: reference: no node of the cluster has CPU 8 (life 1)" in result.output

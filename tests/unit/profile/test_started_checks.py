@@ -193,3 +193,31 @@ def test_an_api_key_in_a_started_servers_args_is_refused(block: str, key: str) -
     (found,) = _problems(text)
     assert f" {key}: a key here is written into the profile and the signed report" in found
     assert "abc" not in found and "VLLM_API_KEY" in found
+
+
+def test_a_cluster_block_with_both_sides_endpoints_is_refused() -> None:
+    text = BOTH + "cluster: {address: auto}\n"
+    found = _problems(text)
+    line = text.splitlines().index("cluster: {address: auto}") + 1
+    assert len(found) == 1, found
+    assert found[0].startswith(f"p.yaml:{line} cluster: a cluster places the servers")
+    assert "both sides are endpoints" in found[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "role"),
+    [
+        (CANDIDATE_ONLY, "candidates", "candidate"),
+        (REFERENCE_ONLY, "reference", "reference"),
+    ],
+)
+def test_cluster_resources_for_an_endpoint_side_are_refused(text: str, key: str, role: str) -> None:
+    """The other side's life is placed as usual; resources for the endpoint's would be unused."""
+    other = "reference" if key == "candidates" else "candidates"
+    assert _problems(text + f"cluster: {{address: auto, {other}: {{x: 1}}}}\n") == []
+    block = f"cluster:\n  address: auto\n  {key}: {{x: 1}}\n"
+    found = _problems(text + block)
+    line = len(text.splitlines()) + 3
+    assert len(found) == 1, found
+    assert found[0].startswith(f"p.yaml:{line} cluster.{key}: no life of the {role} is placed")
+    assert f"the {role} is an endpoint" in found[0]
