@@ -33,6 +33,8 @@ _NESTED = ("candidates", "attribution")
 
 def _side(role: Role, logs: Path) -> str:
     """'reference', 'candidate', or the candidate's or trial's name (its run folder's)."""
+    if logs.name.startswith("round-"):  # a later perf round's lives (qgate/run/context.py)
+        logs = logs.parent
     folder = logs.parent
     return folder.name if folder.parent.name in _NESTED else role
 
@@ -58,7 +60,9 @@ class RayLives:
         self.custom = {k: dict(v) for k, v in custom.items()} if custom is not None else None
         self._lives: list[RayLife] = []
 
-    def runtime(self, profile: Profile, role: Role, model: Path, logs: Path) -> Runtime:
+    def runtime(
+        self, profile: Profile, role: Role, model: Path, logs: Path, *, round: int = 0
+    ) -> Runtime:
         local = make_runtime(profile, role, model, logs)
         if not isinstance(local, ServerProcess):
             return local  # an endpoint: already running somewhere, nothing to place

@@ -21,6 +21,20 @@ of a spread estimated from few blocks; a gate near its limit should ask for
 more blocks (perf.blocks). With one block per side nothing changes (the
 figures equal compare()'s), which is also how reports without blocks
 re-derive.
+
+Rounds (perf.rounds) repeat the perf in fresh server lives of both sides
+(ScenarioRun.round), because a restart can move a ratio by more than the
+noise within one life (two H200 runs of one profile: x0.75 [0.69, 0.83] and
+x0.98 [0.61, 1.58], each interval excluding the other's point). With R >= 2
+rounds, each round's ratio pools that round's blocks as `pooled` does, l_r is
+its log and s their standard deviation; the across-round half-width is
+h_r = 1.96 * s / sqrt(R) (stored as the round interval exp(mean(l) -/+ h_r))
+and joins the request and block half-widths in quadrature. 1.96 for the same
+reason as above: with 2 rounds t(0.975, 1) is 12.7, and a gate near its
+limit should ask for more rounds. The block spread is then taken within each
+round (each block ratio less its round's mean, pooled), so the restart
+variation is counted once, by h_r. The point still pools every request of
+every round. With one round every figure is as before.
 """
 
 from __future__ import annotations
@@ -31,7 +45,15 @@ from collections.abc import Callable, Sequence
 from qgate.perf.compare import MetricComparison
 from qgate.perf.records import ScenarioRun
 
-__all__ = ["BlockCompare", "block_interval", "by_block", "compare_blocks", "pooled", "widened"]
+__all__ = [
+    "BlockCompare",
+    "block_interval",
+    "by_block",
+    "compare_blocks",
+    "pooled",
+    "rounds_of",
+    "widened",
+]
 
 Z975 = 1.959963984540054  # the normal 97.5th percentile
 
@@ -39,8 +61,8 @@ BlockCompare = Callable[..., list[MetricComparison]]
 
 
 def by_block(runs: Sequence[ScenarioRun]) -> list[ScenarioRun]:
-    """One side's runs of one scenario in block order."""
-    return sorted(runs, key=lambda r: r.block)
+    """One side's runs of one scenario in round and block order."""
+    return sorted(runs, key=lambda r: (r.round, r.block))
 
 
 def pooled(runs: Sequence[ScenarioRun], counters: bool = True) -> ScenarioRun:
@@ -64,9 +86,13 @@ def pooled(runs: Sequence[ScenarioRun], counters: bool = True) -> ScenarioRun:
     )
 
 
+def _logs(ratios: Sequence[float | None]) -> list[float]:
+    return [math.log(r) for r in ratios if r is not None and r > 0 and math.isfinite(r)]
+
+
 def _half_width(ratios: Sequence[float | None]) -> tuple[float, float] | None:
     """(mean log ratio, between-block half-width) from per-block ratios; None below 2."""
-    logs = [math.log(r) for r in ratios if r is not None and r > 0 and math.isfinite(r)]
+    logs = _logs(ratios)
     if len(logs) < 2:
         return None
     n = len(logs)
@@ -75,13 +101,31 @@ def _half_width(ratios: Sequence[float | None]) -> tuple[float, float] | None:
     return mean, Z975 * sd / math.sqrt(n)
 
 
-def block_interval(ratios: Sequence[float | None]) -> tuple[float | None, float | None]:
-    """The between-block 95% interval of the ratio (None below 2 positive block ratios)."""
-    found = _half_width(ratios)
+def _within_half_width(groups: Sequence[Sequence[float | None]]) -> tuple[float, float] | None:
+    """(mean log ratio, half-width) of block ratios grouped by round, the spread taken within
+    each round (pooled SD, one degree of freedom lost per round); None without any."""
+    logs = [_logs(g) for g in groups]
+    if len(logs) == 1:
+        return _half_width(groups[0])
+    n = sum(len(g) for g in logs)
+    dof = n - sum(1 for g in logs if g)
+    if dof < 1:
+        return None
+    squares = sum((x - sum(g) / len(g)) ** 2 for g in logs if g for x in g)
+    mean = sum(x for g in logs for x in g) / n
+    return mean, Z975 * math.sqrt(squares / dof) / math.sqrt(n)
+
+
+def _interval(found: tuple[float, float] | None) -> tuple[float | None, float | None]:
     if found is None:
         return None, None
     mean, half = found
     return math.exp(mean - half), math.exp(mean + half)
+
+
+def block_interval(ratios: Sequence[float | None]) -> tuple[float | None, float | None]:
+    """The between-block 95% interval of the ratio (None below 2 positive block ratios)."""
+    return _interval(_half_width(ratios))
 
 
 def widened(
@@ -99,6 +143,11 @@ def widened(
     )
 
 
+def rounds_of(runs: Sequence[ScenarioRun]) -> list[int]:
+    """The rounds `runs` hold, in order."""
+    return sorted({r.round for r in runs})
+
+
 def compare_blocks(
     references: Sequence[ScenarioRun],
     candidates: Sequence[ScenarioRun],
@@ -107,27 +156,54 @@ def compare_blocks(
     seed: int,
     compare: BlockCompare,
 ) -> list[MetricComparison]:
-    """Per-metric comparison of one scenario's blocks (pure; `verify` recomputes it)."""
+    """Per-metric comparison of one scenario's blocks and rounds (pure; `verify` recomputes
+    it)."""
     refs, cands = by_block(references), by_block(candidates)
     rows = compare(pooled(refs), pooled(cands), resamples=resamples, seed=seed)
-    pairs = list(zip(refs, cands, strict=False))
-    if len(pairs) < 2:
+    rounds = rounds_of([*refs, *cands])
+    sides = [
+        ([r for r in refs if r.round == k], [c for c in cands if c.round == k]) for k in rounds
+    ]
+    pairs = [list(zip(r, c, strict=False)) for r, c in sides]
+    flat = [pair for in_round in pairs for pair in in_round]
+    blocked = any(len(p) >= 2 for p in pairs)  # some life ran several blocks
+    if not blocked and len(rounds) < 2:
         return rows
-    per_block = [compare(r, c, resamples=0, seed=seed) for r, c in pairs]
+    pairs = pairs if blocked else []
+    per_block = [[compare(r, c, resamples=0, seed=seed) for r, c in p] for p in pairs]
+    per_round = [
+        compare(pooled(r), pooled(c), resamples=0, seed=seed) if r and c else None
+        for r, c in (sides if len(rounds) >= 2 else [])
+    ]
     out: list[MetricComparison] = []
     for k, row in enumerate(rows):
-        ratios = [block[k].ratio for block in per_block]
-        lo, hi = block_interval(ratios)
-        update: dict[str, object] = {
-            "blocks": len(pairs),
-            "block_ratios": ratios,
-            "block_ci_low": lo,
-            "block_ci_high": hi,
-        }
-        found = _half_width(ratios)
-        if row.ratio is not None and found is not None:
+        update: dict[str, object] = {}
+        halves: list[float] = []  # the block and the round half-widths found
+        if blocked:
+            grouped = [[block[k].ratio for block in in_round] for in_round in per_block]
+            found = _within_half_width(grouped)
+            lo, hi = _interval(found)
+            update |= {
+                "blocks": len(flat),
+                "block_ratios": [r for g in grouped for r in g],
+                "block_ci_low": lo,
+                "block_ci_high": hi,
+            }
+            halves += [found[1]] if found is not None else []
+        if len(rounds) >= 2:
+            ratios = [got[k].ratio if got is not None else None for got in per_round]
+            found = _half_width(ratios)
+            lo, hi = _interval(found)
+            update |= {
+                "rounds": len(rounds),
+                "round_ratios": ratios,
+                "round_ci_low": lo,
+                "round_ci_high": hi,
+            }
+            halves += [found[1]] if found is not None else []
+        if row.ratio is not None and halves:
             update["ci_low"], update["ci_high"] = widened(
-                row.ratio, row.ci_low, row.ci_high, found[1]
+                row.ratio, row.ci_low, row.ci_high, math.hypot(*halves)
             )
         out.append(row.model_copy(update=update))
     return out

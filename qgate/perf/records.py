@@ -102,6 +102,12 @@ class ScenarioRun(Record):
         description="Which perf block of its side this run is (0-based): side-by-side runs "
         "interleave blocks, reference then candidate (perf.blocks).",
     )
+    round: int = Field(
+        default=0,
+        ge=0,
+        description="Which perf round this run is (0-based): round 0 is the run's own perf; "
+        "each later round measures both sides again in fresh server lives (perf.rounds).",
+    )
 
 
 class MetricComparison(Record):
@@ -118,13 +124,35 @@ class MetricComparison(Record):
     ci_high: float | None = Field(description="Bootstrap 97.5th percentile of the ratio.")
     resamples: int = Field(description="Bootstrap resamples (0 for aggregate metrics).")
     seed: int = Field(description="Seed of the bootstrap generator.")
-    blocks: int = Field(default=1, description="Block pairs behind the figures (perf.blocks).")
+    blocks: int = Field(
+        default=1,
+        description="Block pairs behind the figures (perf.blocks; over every round when rounds "
+        "> 1, 1 when each life ran one block).",
+    )
     block_ratios: list[float | None] = Field(
-        default_factory=list, description="candidate / reference in each block pair (blocks > 1)."
+        default_factory=list,
+        description="candidate / reference in each block pair (blocks > 1), round by round.",
     )
     block_ci_low: float | None = Field(
-        default=None, description="Student-t 2.5th percentile of the ratio over the blocks."
+        default=None,
+        description="Lower end of the between-block 95% interval of the ratio (normal "
+        "quantile, qgate/perf/blocks.py).",
     )
     block_ci_high: float | None = Field(
-        default=None, description="Student-t 97.5th percentile of the ratio over the blocks."
+        default=None, description="Upper end of the between-block 95% interval of the ratio."
+    )
+    rounds: int = Field(
+        default=1, description="Rounds of fresh lives behind the figures (perf.rounds)."
+    )
+    round_ratios: list[float | None] = Field(
+        default_factory=list,
+        description="candidate / reference in each round, its blocks pooled (rounds > 1).",
+    )
+    round_ci_low: float | None = Field(
+        default=None,
+        description="Lower end of the across-round 95% interval of the ratio (normal "
+        "quantile over the round ratios, qgate/perf/blocks.py).",
+    )
+    round_ci_high: float | None = Field(
+        default=None, description="Upper end of the across-round 95% interval of the ratio."
     )

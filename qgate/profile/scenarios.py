@@ -157,6 +157,19 @@ class PerfSpec(Strict):
         "...) and each ratio's interval widens to cover the spread of its per-block ratios. "
         "Default: 2 side by side, 1 in sequence.",
     )
+    rounds: int = Field(
+        default=1,
+        ge=1,
+        le=10,
+        description="Rounds of perf, each in fresh server lives of both sides (a restart "
+        "between rounds), in ABBA order: round 1 is the run's own perf (reference, then "
+        "candidate), round 2 starts the candidate first, round 3 the reference, and so on; "
+        "side by side, each round starts both at once and its interleaving begins with the "
+        "other side in even rounds. Rounds 2 and later run only when the candidate's gates "
+        "passed and repeat every scenario with all its blocks; quality is not asked again. "
+        "Each ratio's interval widens to cover the spread of its per-round ratios, so it "
+        "holds across restarts, not only within one life. Needs compare_to: reference.",
+    )
     gates: list[PerfGate] = Field(
         default_factory=list,
         description="Speed gates on candidate/reference ratios, judged on their bootstrap 95% "
@@ -180,6 +193,10 @@ class PerfSpec(Strict):
                 )
             seen.add(scenario.name)
         issues += check_selectors(self.scenarios, self.gates, self.published, self.compare_to)
+        if self.rounds > 1 and self.compare_to != "reference":
+            issues.append(
+                (("rounds",), "rounds > 1 repeat both sides: needs compare_to: reference")
+            )
         if issues:
             raise KeyIssue(issues)
         return self

@@ -135,7 +135,9 @@ class ScenarioResult(Record):
 # 3: a per-bucket time series (time_series) in the summaries, for runs that ask for one.
 # 4: interleaved perf blocks (ScenarioRun.block): block ratios and intervals; one block as before.
 # 5: pooled blocks keep the engine's counters (sum of each block's delta).
-PERF_DERIVATION = 5
+# 6: perf rounds in fresh lives (ScenarioRun.round): round ratios and intervals; one round as
+#    before (the comparisons gain the round fields, their figures unchanged).
+PERF_DERIVATION = 6
 
 
 class PerfSection(Record):

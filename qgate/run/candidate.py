@@ -88,9 +88,10 @@ def judge(
 
 
 def perf_with_baseline(result: CandidateResult, ref_perf: list[ScenarioRun]) -> list[ScenarioRun]:
-    """The candidate's perf runs and the reference's runs of the same scenarios."""
-    scenarios = {r.scenario for r in result.perf_runs}
-    return result.perf_runs + [r for r in ref_perf if r.scenario in scenarios]
+    """The candidate's perf runs and the reference's runs of the same scenarios and rounds
+    (a candidate whose gates did not pass has no later rounds)."""
+    held = {(r.scenario, r.round) for r in result.perf_runs}
+    return result.perf_runs + [r for r in ref_perf if (r.scenario, r.round) in held]
 
 
 def divergence_of(reference: QualityOutput, candidate: QualityOutput) -> DivergenceRun | None:

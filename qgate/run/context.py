@@ -95,14 +95,22 @@ class RunContext:
     starts: list[ServerStart] = field(default_factory=list)
     side: str = "candidate"  # this context's candidate name
     lives: Lives = LOCAL  # where each server of the run lives (qgate/run/lives.py)
+    # the perf round this context's lives belong to (0: the run's own lives; perf.rounds)
+    round: int = 0
 
     @property
     def no_perf(self) -> bool:
         return self.opts.skip_perf or self.profile.perf is None
 
     def new_runtime(self, role: Role) -> Runtime:
-        """The runtime of `role` for this context's profile, made by its `lives`, not started."""
-        return self.lives.runtime(self.profile, role, self.model_paths[role], self.run_dir / "logs")
+        """The runtime of `role` for this context's profile, made by its `lives`, not started;
+        a later perf round's logs go to their own folder (`logs/round-N`, N from 2)."""
+        logs = self.run_dir / "logs"
+        if self.round:
+            logs = logs / f"round-{self.round + 1}"
+        return self.lives.runtime(
+            self.profile, role, self.model_paths[role], logs, round=self.round
+        )
 
 
 def save_raw(ctx: RunContext, name: str, model: BaseModel | Sequence[BaseModel]) -> None:

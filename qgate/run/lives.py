@@ -5,7 +5,15 @@ both sides of a side-by-side run, each attribution trial) is made by the run's
 `Lives`, through `RunContext.new_runtime(role)` (qgate/run/context.py)::
 
     class Lives(Protocol):
-        def runtime(self, profile: Profile, role: Role, model: Path, logs: Path) -> Runtime
+        def runtime(
+            self, profile: Profile, role: Role, model: Path, logs: Path, *, round: int = 0
+        ) -> Runtime
+
+`round` is the perf round the life belongs to (perf.rounds, 0-based): 0 for
+every life of the run's own plan, k >= 1 for the fresh lives of round k, which
+serve perf only (qgate/run/rounds.py). `swapped(k)` says whether round k runs
+its sides in the reverse order of round 0 (ABBA: every odd k); an executor that
+places the two sides on two nodes swaps the nodes in those rounds.
 
 It hands back a runtime **not yet started**; the run starts it (`with runtime:`
 in `context.started`, or `start()` then `wait_ready()` in qgate/run/together.py,
@@ -34,21 +42,26 @@ from qgate.core.serving import Runtime
 from qgate.profile import Profile
 from qgate.runtime.factory import make_runtime
 
-__all__ = ["LOCAL", "Lives", "LocalLives", "cluster_address", "lives_for"]
+__all__ = ["LOCAL", "Lives", "LocalLives", "cluster_address", "lives_for", "swapped"]
 
 
 class Lives(Protocol):
     """Makes the runtime of one side's life (not started; the run starts and stops it)."""
 
-    def runtime(self, profile: Profile, role: Role, model: Path, logs: Path) -> Runtime:
-        """The runtime serving `model` as `profile` asks of `role`, its logs under `logs`."""
+    def runtime(
+        self, profile: Profile, role: Role, model: Path, logs: Path, *, round: int = 0
+    ) -> Runtime:
+        """The runtime serving `model` as `profile` asks of `role`, its logs under `logs`,
+        for perf round `round` (0: the run's own lives)."""
         ...
 
 
 class LocalLives:
     """Every life a server process of this machine (or the endpoint the profile names)."""
 
-    def runtime(self, profile: Profile, role: Role, model: Path, logs: Path) -> Runtime:
+    def runtime(
+        self, profile: Profile, role: Role, model: Path, logs: Path, *, round: int = 0
+    ) -> Runtime:
         return make_runtime(profile, role, model, logs)
 
 
@@ -71,3 +84,9 @@ def lives_for(given: str | None, profile: Profile) -> Lives:
     if where is None:
         return LOCAL
     return RayLives(*where)
+
+
+def swapped(round: int) -> bool:
+    """Whether perf round `round` (0-based) runs its sides in the reverse order of round 0:
+    ABBA, every odd round (people count them from 1: rounds 2, 4, ...)."""
+    return round % 2 == 1

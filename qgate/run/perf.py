@@ -7,6 +7,7 @@ quality stage are asked again between the scenarios' requests (`_probes`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
@@ -87,24 +88,30 @@ def perf_on(
             )
     finally:
         BLOCK.reset(token)
-    runs = [r.model_copy(update={"block": block}) for r in runs] if block else runs
+    if block or ctx.round:  # tagged with its block and its perf round (ctx.round)
+        runs = [r.model_copy(update={"block": block, "round": ctx.round}) for r in runs]
     if save:
         save_raw(ctx, f"{role}-perf.json", runs)
     return runs
 
 
 def perf_blocks(
-    ctx: RunContext, runtime: Runtime, role: Role, quality: QualityOutput
+    ctx: RunContext,
+    runtime: Runtime,
+    role: Role,
+    quality: QualityOutput,
+    earlier: Sequence[ScenarioRun] = (),
 ) -> list[ScenarioRun]:
     """perf.blocks blocks of every scenario on one runtime in one life (in sequence: the
-    blocks' spread covers the drift within a life, not between the two lives)."""
+    blocks' spread covers the drift within a life, not between the two lives). The raw file
+    keeps the `earlier` rounds' runs of this side before them."""
     runs: list[ScenarioRun] = []
     blocks = blocks_of(ctx.profile, together=False)
     for block in range(blocks):
         if blocks > 1:
             log.info("perf block %d/%d: %s", block + 1, blocks, role)
         runs += perf_on(ctx, runtime, role, quality, save=False, block=block)
-        save_raw(ctx, f"{role}-perf.json", runs)
+        save_raw(ctx, f"{role}-perf.json", [*earlier, *runs])
     return runs
 
 

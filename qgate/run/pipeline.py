@@ -5,8 +5,9 @@ qgate/run/together.py; otherwise:] [candidate preflight] ->
 the reference's life: quality and perf baseline (or its cached quality) ->
 each candidate's life: quality, gates, perf only when every gate passed ->
 [attribution of a failing candidate: sub-candidates, each a life, qgate/run/attribute.py] ->
-[a perf-only life of the reference when its quality was cached] -> report ->
-sign -> write. Each runtime starts once, made by the run's `Lives`
+[a perf-only life of the reference when its quality was cached] ->
+[perf.rounds: both sides again in fresh lives, ABBA: qgate/run/rounds.py] -> report ->
+sign -> write. Each runtime starts once (once per perf round), made by the run's `Lives`
 (qgate/run/lives.py: local processes, or an executor's). A profile with one `candidate:` is a
 run with one candidate. Every stage's raw results
 are written into the run folder as soon as they exist, so an interrupted or
@@ -29,6 +30,7 @@ from qgate.run.options import RunOptions, RunOutcome
 from qgate.run.placement import plan
 from qgate.run.reference import preflight_candidate, reference_life, reference_perf
 from qgate.run.report import report
+from qgate.run.rounds import rounds_in_sequence, rounds_side_by_side
 from qgate.run.together import side_by_side
 
 __all__ = ["RunOptions", "RunOutcome", "StageClock", "run"]
@@ -65,6 +67,7 @@ def run(opts: RunOptions, lives: Lives | None = None) -> RunOutcome:
             clock,
             the_plan.blocks,
         )
+        both = rounds_side_by_side(runs.reference, runs.candidates[0], both, the_plan.blocks, clock)
         runs.share_reference()
         attribute_failures(runs, both.reference, [both.result], clock)
         with clock.stage("report"):
@@ -72,11 +75,8 @@ def run(opts: RunOptions, lives: Lives | None = None) -> RunOutcome:
                 runs, both.reference, [both.result], both.ref_perf, clock.timings, the_plan
             )
     first = the_plan.lives[0]
-    reference, ref_perf = reference_life(
-        runs.reference,
-        with_perf=first.side == "reference" and Work.PERF_BASELINE in first.work,
-        clock=clock,
-    )
+    reference_first = first.side == "reference" and Work.PERF_BASELINE in first.work
+    reference, ref_perf = reference_life(runs.reference, with_perf=reference_first, clock=clock)
     runs.share_reference()
 
     def one(index: int) -> CandidateResult:
@@ -101,5 +101,7 @@ def run(opts: RunOptions, lives: Lives | None = None) -> RunOutcome:
     if ref_perf is None:  # the reference's quality came from the cache: a perf-only life
         with clock.stage("reference_perf"):
             ref_perf = reference_perf(runs.reference, reference, results)
+    # perf.rounds: both sides again in fresh lives, ABBA (qgate/run/rounds.py)
+    ref_perf = rounds_in_sequence(runs, reference, results, ref_perf, reference_first, clock)
     with clock.stage("report"):
         return report(runs, reference, results, ref_perf, clock.timings, the_plan)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from typing import Any, NamedTuple
@@ -42,16 +42,17 @@ from qgate.quality.stage import QualityOutput
 from qgate.run.attribute import attribution_wanted
 from qgate.run.candidate import CandidateResult, judge
 from qgate.run.context import RunContext, quality_on, save_raw, start_record
+from qgate.run.lives import swapped
 from qgate.run.perf import compares_to_reference, perf_blocks, perf_on
 from qgate.run.reference import store_reference
 from qgate.runtime.cores import usable_cores
 
-__all__ = ["SideBySide", "side_by_side"]
+__all__ = ["SideBySide", "interleaved", "side_by_side", "start_both"]
 
 log = logging.getLogger("qgate")
 
 
-def _start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Runtime, Runtime]:
+def start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Runtime, Runtime]:
     """Spawn both servers, each on half of the cores, then wait for both (start-ups overlap).
 
     On an accelerator both share one device, each with its `gpu_memory_utilization`;
@@ -124,7 +125,7 @@ def side_by_side(
     began = time.perf_counter()
     with ExitStack() as life:
         with clock.stage("startup"):
-            ref_rt, cand_rt = _start_both(ctx, cand, life)
+            ref_rt, cand_rt = start_both(ctx, cand, life)
         # Not `with ThreadPoolExecutor`: its exit waits for both suites to finish, so Ctrl-C or
         # a failure would wait minutes; here the servers stop at once and the threads' requests
         # fail fast (the pool is shut down first, without waiting).
@@ -185,18 +186,24 @@ def interleaved(
     reference: QualityOutput,
     candidate: QualityOutput,
     blocks: int,
+    earlier: tuple[Sequence[ScenarioRun], Sequence[ScenarioRun]] = ((), ()),
 ) -> tuple[list[ScenarioRun], list[ScenarioRun]]:
-    """`blocks` blocks per side, reference then candidate, every run tagged with its block."""
+    """`blocks` blocks per side, reference then candidate (the candidate first in a swapped
+    perf round, qgate/run/rounds.py), every run tagged with its block and round. The raw
+    files keep each side's `earlier` rounds' runs before them."""
     sides: dict[Role, list[ScenarioRun]] = {"reference": [], "candidate": []}
-    order: tuple[tuple[RunContext, Runtime, Runtime, Role, QualityOutput], ...] = (
+    kept: dict[Role, Sequence[ScenarioRun]] = {"reference": earlier[0], "candidate": earlier[1]}
+    order: list[tuple[RunContext, Runtime, Runtime, Role, QualityOutput]] = [
         (ctx, ref_rt, cand_rt, "reference", reference),
         (cand, cand_rt, ref_rt, "candidate", candidate),
-    )
+    ]
+    if swapped(ctx.round):
+        order.reverse()
     for block in range(blocks):
         for side, runtime, neighbour, role, quality in order:
             log.info("perf block %d/%d: %s (the other side paused)", block + 1, blocks, role)
             with _paused(neighbour):
                 runs = perf_on(side, runtime, role, quality, save=False, block=block)
             sides[role] += runs
-            save_raw(side, f"{role}-perf.json", sides[role])
+            save_raw(side, f"{role}-perf.json", [*kept[role], *sides[role]])
     return sides["reference"], sides["candidate"]

@@ -19,7 +19,7 @@ import pydantic_core
 
 from qgate.core.verdict import Verdict
 from qgate.errors import InfrastructureError, VerificationFailed
-from qgate.perf.blocks import compare_blocks, pooled
+from qgate.perf.blocks import compare_blocks, pooled, rounds_of
 from qgate.perf.gates import report_gates
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
@@ -299,14 +299,31 @@ def _scenario_spec(profile: Profile, name: str) -> None:
     raise _fail(f"perf scenario {name} is not in the profile")
 
 
+def _check_rounds(
+    report: Report, profile: Profile, blocks: dict[tuple[str, str], list[ScenarioRun]]
+) -> None:
+    """Every side of every scenario holds the rounds the profile asks (perf.rounds) when the
+    candidate's perf ran on passed gates; one round otherwise (rounds follow passed gates)."""
+    spec = profile.perf
+    asked = spec.rounds if spec is not None and report.perf.status == "ran" else 1
+    for (name, role), side in blocks.items():
+        held = rounds_of(side)
+        if held != list(range(asked)):
+            raise _fail(
+                f"perf {name}: the {role}'s records hold round(s) {held}, the run asks "
+                f"{asked} (perf.rounds {spec.rounds if spec else 1}, perf {report.perf.status})"
+            )
+
+
 def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
     """Every stored perf summary, comparison and check equals its recomputation."""
     perf = report.perf
     blocks: dict[tuple[str, str], list[ScenarioRun]] = {}
     for r in perf.runs:
         blocks.setdefault((r.scenario, r.role), []).append(r)
-    if any(len({r.block for r in side}) != len(side) for side in blocks.values()):
-        raise _fail("perf: two runs share a scenario name, role and block")
+    if any(len({(r.round, r.block) for r in side}) != len(side) for side in blocks.values()):
+        raise _fail("perf: two runs share a scenario name, role, round and block")
+    _check_rounds(report, profile, blocks)
     runs = {key: pooled(side, counters=perf.derivation >= 5) for key, side in blocks.items()}
     results = {r.scenario: r for r in perf.results}
     run_names = {s for s, _ in runs}

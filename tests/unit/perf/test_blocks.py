@@ -94,3 +94,83 @@ def test_widened_adds_the_block_half_width_in_quadrature() -> None:
     assert lo == pytest.approx(math.exp(-0.5))
     assert hi == pytest.approx(math.exp(math.hypot(0.4, 0.4)))
     assert widened(2.0, None, None, 0.1) == pytest.approx((2 * math.exp(-0.1), 2 * math.exp(0.1)))
+
+
+def _in_round(run: ScenarioRun, round_: int) -> ScenarioRun:
+    return run.model_copy(update={"round": round_})
+
+
+def _rounds(
+    cand_ttfts: list[list[float]], blocks: int = 1
+) -> tuple[list[ScenarioRun], list[ScenarioRun]]:
+    """Reference runs at TTFT ~100 ms in every round; the candidate's per round as given."""
+    refs = [
+        _in_round(_block([100, 101, 102, 103, 104, 105], "reference", b), k)
+        for k in range(len(cand_ttfts))
+        for b in range(blocks)
+    ]
+    cands = [
+        _in_round(_block(ttfts, "candidate", b), k)
+        for k, ttfts in enumerate(cand_ttfts)
+        for b in range(blocks)
+    ]
+    return refs, cands
+
+
+def test_a_spread_of_round_ratios_widens_the_interval() -> None:
+    # round 0: the candidate at half the reference's TTFT; round 1 (a restart) at ~0.9
+    refs, cands = _rounds([[50, 51, 52, 53, 54, 55], [90, 91, 92, 93, 94, 95]])
+    ttft = _ttft(compare_blocks(refs, cands, resamples=400, seed=1, compare=compare))
+    pooled_only = _ttft(compare(pooled(refs), pooled(cands), resamples=400, seed=1))
+    assert ttft.rounds == 2 and ttft.blocks == 1 and ttft.block_ratios == []
+    assert ttft.round_ratios == pytest.approx([52.5 / 102.5, 92.5 / 102.5])
+    logs = [math.log(r) for r in ttft.round_ratios]
+    half = 1.96 * abs(logs[0] - logs[1]) / math.sqrt(2) / math.sqrt(2)
+    centre = sum(logs) / 2
+    assert ttft.round_ci_low == pytest.approx(math.exp(centre - half), rel=1e-3)
+    assert ttft.round_ci_high == pytest.approx(math.exp(centre + half), rel=1e-3)
+    assert ttft.ratio == pooled_only.ratio  # the point pools every round's requests
+    expected = widened(pooled_only.ratio, pooled_only.ci_low, pooled_only.ci_high, half)
+    assert (ttft.ci_low, ttft.ci_high) == pytest.approx(expected, rel=1e-3)
+    assert ttft.ci_low < pooled_only.ci_low and ttft.ci_high > pooled_only.ci_high
+
+
+def test_rounds_that_agree_add_nothing() -> None:
+    refs, cands = _rounds([[50, 51, 52, 53, 54, 55]] * 3)
+    ttft = _ttft(compare_blocks(refs, cands, resamples=400, seed=1, compare=compare))
+    pooled_only = _ttft(compare(pooled(refs), pooled(cands), resamples=400, seed=1))
+    assert ttft.rounds == 3 and ttft.round_ci_low == pytest.approx(ttft.round_ci_high)
+    assert (ttft.ci_low, ttft.ci_high) == pytest.approx((pooled_only.ci_low, pooled_only.ci_high))
+
+
+def test_blocks_spread_is_taken_within_rounds() -> None:
+    # two blocks per round, alike within a round, different between rounds: the restart's
+    # effect is counted once, by the rounds, not again by the blocks
+    refs, cands = _rounds([[50, 51, 52, 53, 54, 55], [90, 91, 92, 93, 94, 95]], blocks=2)
+    ttft = _ttft(compare_blocks(refs, cands, resamples=200, seed=1, compare=compare))
+    assert ttft.blocks == 4 and len(ttft.block_ratios) == 4 and ttft.rounds == 2
+    assert ttft.block_ci_low == pytest.approx(ttft.block_ci_high)  # no spread within a round
+    assert ttft.round_ci_low < ttft.round_ratios[0] < ttft.round_ratios[1] < ttft.round_ci_high
+
+
+def test_one_round_whatever_its_number_is_as_before() -> None:
+    refs = [_block([100, 101, 102, 103, 104, 105], "reference", b) for b in (0, 1)]
+    cands = [
+        _block([50, 51, 52, 53, 54, 55], "candidate", 0),
+        _block([90, 91, 92, 93, 94, 95], "candidate", 1),
+    ]
+    before = compare_blocks(refs, cands, resamples=200, seed=2, compare=compare)
+    later = compare_blocks(
+        [_in_round(r, 2) for r in refs],
+        [_in_round(c, 2) for c in cands],
+        resamples=200,
+        seed=2,
+        compare=compare,
+    )
+    assert later == before and all(row.rounds == 1 and row.round_ratios == [] for row in before)
+
+
+def test_records_without_a_round_load_as_round_0() -> None:
+    data = _block([1, 2], "reference", 1).model_dump(mode="json")
+    del data["round"]
+    assert ScenarioRun.model_validate(data).round == 0

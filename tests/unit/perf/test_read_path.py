@@ -198,6 +198,7 @@ def test_qgate_run_perf_stage_uses_the_same_loop(monkeypatch: pytest.MonkeyPatch
             engine=SimpleNamespace(request_timeout_s=5.0),
         ),
         opts=SimpleNamespace(progress=False),
+        round=0,
     )
     runtime: Any = SimpleNamespace(base_url="http://127.0.0.1:9/v1", served_model="m")
     quality: Any = SimpleNamespace(effective_config="applied")  # not a preview's reference

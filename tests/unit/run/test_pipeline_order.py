@@ -24,6 +24,7 @@ from qgate.run import candidate as candidate_stage
 from qgate.run import pipeline, placement, together
 from qgate.run import reference as ref_stage
 from qgate.run import report as report_stage
+from qgate.run import rounds as rounds_stage
 from qgate.run.context import RunContext, RunSet
 from qgate.run.options import RunOptions
 
@@ -78,9 +79,12 @@ class _Lives:
     def __init__(self, calls: list[tuple[str, str]], broken: str | None = None) -> None:
         self.calls, self.broken = calls, broken
 
-    def runtime(self, profile: Profile, role: Role, model: Path, logs: Path) -> Any:
+    def runtime(
+        self, profile: Profile, role: Role, model: Path, logs: Path, *, round: int = 0
+    ) -> Any:
+        logs = logs.parent if round else logs  # a later perf round's logs/round-N
         name = logs.parent.name if role == "candidate" else "reference"
-        return _Runtime(name, role, self.calls, self.broken)
+        return _Runtime(name if not round else f"{name} r{round}", role, self.calls, self.broken)
 
 
 def _use_lives(runs: RunSet, lives: _Lives) -> None:
@@ -171,7 +175,8 @@ def _stand_ins(
     def perf_on(
         ctx: RunContext, rt: Any, role: str, q: QualityOutput, save: bool = True, block: int = 0
     ) -> list[SimpleNamespace]:
-        return [SimpleNamespace(scenario="s", rt=getattr(rt, "name", rt), block=block)]
+        name = getattr(rt, "name", rt)
+        return [SimpleNamespace(scenario="s", rt=name, block=block, round=ctx.round)]
 
     def reference_life(ctx: RunContext, with_perf: bool, clock: Any) -> ref_stage.ReferenceLife:
         out = QualityOutput(role="reference")
@@ -198,21 +203,28 @@ def _stand_ins(
     )
     monkeypatch.setattr(candidate_stage, "divergence_of", lambda ref, cand: None)
 
-    def blocks(ctx: RunContext, rt: Any, role: str, q: QualityOutput) -> list[SimpleNamespace]:
+    def blocks(
+        ctx: RunContext, rt: Any, role: str, q: QualityOutput, earlier: Any = ()
+    ) -> list[SimpleNamespace]:
+        if ctx.round:  # a later perf round's fresh life
+            calls.append(("perf", rt.name))
         return perf_on(ctx, rt, role, q)
 
     monkeypatch.setattr(candidate_stage, "perf_blocks", blocks)
     monkeypatch.setattr(ref_stage, "perf_blocks", blocks)
+    monkeypatch.setattr(rounds_stage, "perf_blocks", blocks)
     monkeypatch.setattr(candidate_stage, "evaluate_quality", lambda spec, runs, div: [])
 
 
-def _single(tmp_path: Path, placement: str = "sequence") -> RunSet:
+def _single(tmp_path: Path, placement: str = "sequence", rounds: int = 1) -> RunSet:
     from qgate.profile.load import load_profile_file
 
     path = SHIPPED.with_name("smollm2-cpu-int8.yaml")
     loaded = load_profile_file(path)
     engine = loaded.profile.engine.model_copy(update={"placement": placement})
-    profile = loaded.profile.model_copy(update={"engine": engine})
+    assert loaded.profile.perf is not None
+    perf = loaded.profile.perf.model_copy(update={"rounds": rounds})
+    profile = loaded.profile.model_copy(update={"engine": engine, "perf": perf})
     ctx = RunContext(
         opts=RunOptions(profile=path, out_root=tmp_path),
         profile=profile,
@@ -305,13 +317,16 @@ def _side_by_side_stand_ins(
     gates_pass: bool = True,
 ) -> None:
     _stand_ins(monkeypatch, runs, calls)
-    monkeypatch.setattr(
-        together,
-        "_start_both",
-        lambda ctx, cand, life: (
-            calls.append(("start together", "reference+candidate")) or ("ref-rt", "cand-rt")
-        ),
-    )
+    # the plan must not depend on what memory other processes of this machine hold now
+    monkeypatch.setattr(placement, "_available_gib", lambda: None)
+
+    def start_both(ctx: RunContext, cand: RunContext, life: Any) -> tuple[str, str]:
+        later = f" r{ctx.round}" if ctx.round else ""
+        calls.append(("start together", "reference+candidate" + later))
+        return "ref-rt", "cand-rt"
+
+    monkeypatch.setattr(together, "start_both", start_both)
+    monkeypatch.setattr(rounds_stage, "start_both", start_both)
 
     def quality_on(
         ctx: RunContext,
@@ -332,7 +347,7 @@ def _side_by_side_stand_ins(
     def perf_on(
         ctx: RunContext, rt: str, role: str, q: Any, save: bool = True, block: int = 0
     ) -> list[Any]:
-        calls.append(("perf", role))
+        calls.append(("perf", role + (f" r{ctx.round}" if ctx.round else "")))
         from qgate.perf.records import ScenarioRun
 
         return [
@@ -344,6 +359,7 @@ def _side_by_side_stand_ins(
                 duration_ns=1,
                 requests=[],
                 block=block,
+                round=ctx.round,
             )
         ]  # type: ignore[arg-type]
 
@@ -462,3 +478,91 @@ def test_side_by_side_candidate_gets_the_reference_error_when_it_fails_before_it
         pipeline.run(_side_by_side_run(tmp_path, monkeypatch, quality_on))
     assert answered.wait(10)
     assert seen == ["reference runtime: server died in math.short"]
+
+
+def test_perf_rounds_in_sequence_start_fresh_lives_in_abba_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    captured: dict[str, Any] = {}
+    runs = _single(tmp_path, rounds=3)
+    _stand_ins(monkeypatch, runs, calls)
+    monkeypatch.setattr(report_stage, "write_single", lambda *a: captured.update(args=a))
+    pipeline.run(runs.reference.opts)
+    # round 1: reference, candidate (their first lives); round 2 reversed; round 3 as round 1
+    assert calls == [
+        ("preflight", "run"),
+        ("start", "reference"),
+        ("start", "run"),
+        ("start", "run r1"),
+        ("perf", "run r1"),
+        ("start", "reference r1"),
+        ("perf", "reference r1"),
+        ("start", "reference r2"),
+        ("perf", "reference r2"),
+        ("start", "run r2"),
+        ("perf", "run r2"),
+    ]
+    _, _, result, perf, timings, _ = captured["args"]
+    assert [(r.rt, r.round) for r in perf] == [
+        ("run", 0),
+        ("run r1", 1),
+        ("run r2", 2),
+        ("reference", 0),
+        ("reference r1", 1),
+        ("reference r2", 2),
+    ]
+    assert result.status == "ran" and "perf_rounds" in timings
+
+
+def test_perf_rounds_after_a_cached_reference_reverse_its_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    runs = _single(tmp_path, rounds=3)
+    _stand_ins(monkeypatch, runs, calls, cached=True)
+    monkeypatch.setattr(report_stage, "write_single", lambda *a: None)
+    pipeline.run(runs.reference.opts)
+    # round 1 ran the candidate, then the reference's perf-only life: round 2 reverses it
+    assert [name for what, name in calls if what == "start"] == [
+        "run",
+        "reference",
+        "reference r1",
+        "run r1",
+        "run r2",
+        "reference r2",
+    ]
+
+
+def test_perf_rounds_wait_for_passed_gates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, str]] = []
+    runs = _single(tmp_path, rounds=3)
+    _stand_ins(monkeypatch, runs, calls)
+    monkeypatch.setattr(candidate_stage, "overall_passed", lambda verdicts: False)
+    monkeypatch.setattr(report_stage, "write_single", lambda *a: None)
+    pipeline.run(runs.reference.opts)
+    assert calls == [("preflight", "run"), ("start", "reference"), ("start", "run")]
+
+
+def test_perf_rounds_side_by_side_start_both_and_swap_the_interleaving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    captured: dict[str, Any] = {}
+    runs = _single(tmp_path, placement="together", rounds=3)
+    _side_by_side_stand_ins(monkeypatch, runs, calls)
+    monkeypatch.setattr(report_stage, "write_single", lambda *a: captured.update(args=a))
+    pipeline.run(runs.reference.opts)
+    perf_calls = calls[3:]
+    assert perf_calls == [
+        *[("perf", "reference"), ("perf", "candidate")] * 2,
+        ("start together", "reference+candidate r1"),
+        *[("perf", "candidate r1"), ("perf", "reference r1")] * 2,
+        ("start together", "reference+candidate r2"),
+        *[("perf", "reference r2"), ("perf", "candidate r2")] * 2,
+    ]
+    _, _, result, perf, timings, _ = captured["args"]
+    assert sorted((r.role, r.round, r.block) for r in perf) == sorted(
+        (role, k, b) for role in ("reference", "candidate") for k in range(3) for b in range(2)
+    )
+    assert "perf_rounds" in timings
