@@ -113,8 +113,11 @@ def cluster_plan(
     main: list[str] = []
     later: list[str] = []
     attributed: list[str] = []
+    rounds: dict[int, list[str]] = {}  # later perf rounds' lives (perf.rounds), by round
     for life in plan.lives:
-        if life.side.endswith(" attribution"):
+        if life.round:
+            rounds.setdefault(life.round, []).append(life.side)
+        elif life.side.endswith(" attribution"):
             attributed.append(life.side.removesuffix(" attribution"))
         elif life.side == "reference" and life.condition:
             later.append(life.side)
@@ -136,6 +139,18 @@ def cluster_plan(
         waves += more
         local += len(later)
         cluster += len(more)
+    for k, sides in sorted(rounds.items()):
+        # side by side, a round's two lives start at once; in sequence, one after the other
+        groups = [sides] if plan.mode == "together" else [[side] for side in sides]
+        for group in groups:
+            more = _waves(
+                group, [needs(s) for s in group], nodes, f"perf round {k + 1}, after passed gates"
+            )
+            if isinstance(more, str):
+                return more
+            waves += more
+            cluster += len(more)
+        local += 1 if plan.mode == "together" else len(sides)
     notes = [
         "a candidate's gates wait for the reference's records (its divergence for the "
         "reference's scores); the perf stages run once the gates are known"

@@ -69,14 +69,33 @@ class Life(Record):
         exclude=True,
         description="What it serves, typed (not recorded: a report's plan keeps the words).",
     )
+    round: int = Field(
+        default=0,
+        exclude=True,
+        description="The perf round it belongs to (0: the run's own lives; k: a fresh life of "
+        "perf round k, perf.rounds), typed (not recorded: the condition says it in words).",
+    )
 
     @classmethod
     def of(
-        cls, side: str, work: Work, placement: str, condition: str = "", blocks: int | None = None
+        cls,
+        side: str,
+        work: Work,
+        placement: str,
+        condition: str = "",
+        blocks: int | None = None,
+        round: int = 0,
     ) -> Life:
         """The life of `side` serving `work`, its words derived (`serves_of`)."""
         serves = serves_of(work, blocks)
-        return cls(side=side, serves=serves, condition=condition, placement=placement, work=work)
+        return cls(
+            side=side,
+            serves=serves,
+            condition=condition,
+            placement=placement,
+            work=work,
+            round=round,
+        )
 
 
 class SuitePlan(Record):
@@ -139,6 +158,11 @@ class Plan(Record):
         "'together': reference and candidate started at once, side by side on their own cores.",
     )
     blocks: int = Field(default=1, description="Perf blocks per side (interleaved when together).")
+    rounds: int = Field(
+        default=1,
+        description="Perf rounds: round 1 in the run's own lives, each later one in fresh lives "
+        "of both sides, in ABBA order (perf.rounds).",
+    )
     reference_cached: bool | None = Field(
         description="The reference's quality results are in the cache (None: not known here)."
     )

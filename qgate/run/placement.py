@@ -153,7 +153,10 @@ def _attribution_life(out: Plan, name: str, profile: Profile) -> None:
         return
     lives = profile.attribution.max_lives if profile.attribution else 8
     condition = f"when {name} fails its gates; up to {lives} lives"
-    out.lives.append(Life.of(side, Work.SUB_CANDIDATES, placement(profile), condition))
+    life = Life.of(side, Work.SUB_CANDIDATES, placement(profile), condition)
+    # before the later perf rounds' lives: the run attributes failures first
+    at = next((i for i, other in enumerate(out.lives) if other.round), len(out.lives))
+    out.lives.insert(at, life)
     changes = changes_of(profile, profile.attribution.groups if profile.attribution else [])
     out.notes.append(f"{side}: {budget_note(len(changes), lives)}")
 

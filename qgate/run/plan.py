@@ -7,7 +7,9 @@ suites come from the signed cache and the reference starts once, for its perf
 baseline, after the candidates (and only when one of them ran perf). Before
 the reference stage a cheap preflight checks each candidate's command line
 with the engine's own argument parser (`engine.preflight: auto`), or starts and
-stops it (`always`).
+stops it (`always`). With perf.rounds R > 1, rounds 2..R add a fresh perf-only
+life of each side that measured speed in round 1, in ABBA order, after passed
+gates (qgate/run/rounds.py).
 
 The plan is data (recorded in the report) and text (printed by `qgate plan`
 and at the start of `qgate run`); `make_plan` is a pure function of the
@@ -29,6 +31,7 @@ from qgate.quality.calibrate import boundary_warning, expected_accuracy, math_dr
 from qgate.quality.gates import policy_for
 from qgate.quality.math_set import math_items
 from qgate.quality.sizing import gate_power, lmeval_limit, recall_cells, recall_haystacks
+from qgate.run.lives import swapped
 
 __all__ = [
     "ACCELERATOR_SHARE",
@@ -36,6 +39,8 @@ __all__ = [
     "describe",
     "make_plan",
     "memory_shares",
+    "round_lives",
+    "rounds_of",
     "sequence_reason",
 ]
 
@@ -250,6 +255,8 @@ def make_plan(
         lives.append(
             Life.of("reference", Work.PERF_BASELINE, placement, "when some candidate's perf ran")
         )
+    rounds = rounds_of(first)
+    lives += round_lives(lives, rounds)
     notes: list[str] = []
     if cached:
         notes.append("reference quality results from the signed cache (authenticated at use)")
@@ -264,13 +271,20 @@ def make_plan(
             if blocks_of(first, together=False) > 1
             else "the noise between requests only"
         )
+        across = (
+            f"; with {rounds} rounds in fresh lives (ABBA) they also cover the spread of the "
+            "round ratios, restart to restart"
+            if rounds > 1
+            else ""
+        )
         notes.append(
             "speed is compared across lives in sequence: the machine's state can "
-            f"move between them, and the intervals cover {within}"
+            f"move between them, and the intervals cover {within}{across}"
         )
     return Plan(
         reference_cached=reference_cached,
         blocks=blocks_of(first, together=False),
+        rounds=rounds,
         preflight={name: _preflight(p, reference_cached, refresh) for name, p in profiles},
         lives=lives,
         suites=_suites(first.quality),
@@ -278,6 +292,37 @@ def make_plan(
         power=_power(first.quality),
         notes=notes,
     )
+
+
+def rounds_of(profile: Profile) -> int:
+    """Perf rounds (perf.rounds) where the candidate's speed compares to the reference's."""
+    spec = profile.perf
+    return spec.rounds if spec is not None and spec.compare_to == "reference" else 1
+
+
+def _when(side: str, k: int, rounds: int, candidates: Sequence[str]) -> str:
+    if side == "reference":  # it measures for whichever candidate passed
+        side = candidates[0] if len(candidates) == 1 else "some candidate"
+    whose = "the candidate's" if side == "candidate" else f"{side}'s"
+    return f"perf round {k + 1} of {rounds}, a fresh life, when {whose} gates passed"
+
+
+def round_lives(first: Sequence[Life], rounds: int, blocks: int | None = None) -> list[Life]:
+    """The fresh lives of perf rounds 2..`rounds`: the perf lives of `first` (round 1), perf
+    only, in ABBA order (every other round reversed, qgate/run/rounds.py). `blocks`: side by
+    side, both sides of a round started at once, the first listed interleaving first."""
+    perf = Work.PERF | Work.PERF_BASELINE
+    measured = [life for life in first if life.work & perf]
+    candidates = [life.side for life in measured if life.side != "reference"]
+    out: list[Life] = []
+    for k in range(1, rounds):
+        order = list(reversed(measured)) if swapped(k) else measured
+        for i, life in enumerate(order):
+            when = _when(life.side, k, rounds, candidates)
+            if blocks is not None:
+                when += "; started together, its blocks first" if i == 0 else "; started together"
+            out.append(Life.of(life.side, life.work & perf, life.placement, when, blocks, k))
+    return out
 
 
 def blocks_of(profile: Profile, together: bool) -> int:
@@ -328,17 +373,26 @@ def _together(
             "ratio's interval covers the spread of its block ratios"
             + (" (one block: the noise between requests only)" if blocks == 1 else "")
         )
+    rounds = rounds_of(profile)
+    if compared and rounds > 1:
+        notes.append(
+            f"perf.rounds {rounds}: after passed gates, rounds 2-{rounds} start both sides "
+            "again in fresh lives, the interleaving begun by the candidate in even rounds "
+            "(ABBA): each ratio's interval also covers the spread of its round ratios"
+        )
+    lives = [
+        Life.of("reference", ref_work, where[0], blocks=blocks),
+        Life.of(name, cand_work, where[1], "started together with the reference", blocks),
+    ]
     return Plan(
         mode="together",
         blocks=blocks,
+        rounds=rounds,
         reference_cached=reference_cached,
         # on the CPU the candidate starts beside the reference, right away; on an accelerator
         # it starts once the reference is ready, so a bad argument is worth catching first
         preflight={name: "none" if on_cpu else _preflight(profile, reference_cached, False)},
-        lives=[
-            Life.of("reference", ref_work, where[0], blocks=blocks),
-            Life.of(name, cand_work, where[1], "started together with the reference", blocks),
-        ],
+        lives=lives + round_lives(lives, rounds if compared else 1, blocks),
         suites=_suites(profile.quality),
         scenarios=_scenarios(profile),
         power=_power(profile.quality),
@@ -372,6 +426,7 @@ def describe(plan: Plan) -> list[str]:
         reqs = "until its duration" if p.requests is None else f"{p.requests} requests"
         toks = "" if p.tokens is None else f", ~{p.tokens:,} tokens"
         per = "per side" if plan.blocks == 1 else f"per side and block, {plan.blocks} blocks"
+        per += f", in each of {plan.rounds} rounds" if plan.rounds > 1 else ""
         lines.append(f"  perf {p.scenario}: {reqs} {per}{toks}")
     lines += [f"  note: {n}" for n in plan.notes]
     return lines

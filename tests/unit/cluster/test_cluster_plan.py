@@ -197,3 +197,35 @@ def test_qgate_plan_plans_on_the_profiles_cluster_with_its_pools(
     assert result.exit_code == 2, result.output
     assert joined[-1] == ("other:1", "--cluster or $RAY_ADDRESS")
     assert "other:1: reference: no node of the cluster has CPU 8 (life 1)" in result.output
+
+
+def test_perf_rounds_count_in_the_wall_time_one_wave_per_life_in_sequence() -> None:
+    profile = load_profile(SHIPPED / "smollm2-cpu-int8.yaml", check_files=False)
+    assert profile.perf is not None
+    profile = profile.model_copy(update={"perf": profile.perf.model_copy(update={"rounds": 3})})
+    plan = make_plan([("candidate", profile)], reference_cached=False, placement="here")
+    out = cluster_plan(plan, [("candidate", profile)], _nodes(2), "head:6379")
+    assert not isinstance(out, str)
+    rounds = [w for w in out.waves if w.condition.startswith("perf round")]
+    assert [w.lives for w in rounds] == [["candidate"], ["reference"], ["reference"], ["candidate"]]
+    assert (out.local_lengths, out.cluster_lengths) == (6, 5)
+    together = make_plan(
+        [("candidate", profile)],
+        reference_cached=False,
+        placement="here",
+        side_by_side=("a node", "a node"),
+    )
+    both = cluster_plan(together, [("candidate", profile)], _nodes(2), "head:6379")
+    assert not isinstance(both, str)
+    assert [w.lives for w in both.waves] == [["reference", "candidate"]] + [
+        ["candidate", "reference"],
+        ["reference", "candidate"],
+    ]
+    assert (both.local_lengths, both.cluster_lengths) == (3, 3)
+
+
+def test_a_later_rounds_life_is_named_by_its_side() -> None:
+    from qgate.cluster.lives import _side
+
+    assert _side("reference", Path("/runs/r1/logs/round-2")) == "reference"
+    assert _side("candidate", Path("/runs/r1/candidates/fp8/logs/round-3")) == "fp8"

@@ -305,3 +305,66 @@ def test_the_demo_plan_says_it_draws_from_the_core_set_and_why() -> None:
     at = next(i for i, ln in enumerate(lines) if ln.startswith("  quality math.short:"))
     assert lines[at + 1].startswith("    draws from the core set")
     assert "no quality.math.levels or calibration" in lines[at + 1]
+
+
+def _with_rounds(name: str, rounds: int):  # type: ignore[no-untyped-def]
+    profile = _single(name)
+    perf = profile.perf.model_copy(update={"rounds": rounds})
+    return profile.model_copy(update={"perf": perf})
+
+
+def test_perf_rounds_add_fresh_perf_lives_in_abba_order() -> None:
+    profile = _with_rounds("smollm2-cpu-int8", 3)
+    plan = make_plan([("candidate", profile)], reference_cached=False, placement="x")
+    assert [(life.side, life.round) for life in plan.lives] == [
+        ("reference", 0),
+        ("candidate", 0),
+        ("candidate", 1),
+        ("reference", 1),
+        ("reference", 2),
+        ("candidate", 2),
+    ]
+    assert plan.rounds == 3 and plan.starts == 6
+    assert [life.work for life in plan.lives[2:4]] == [Work.PERF, Work.PERF_BASELINE]
+    assert plan.lives[2].serves == ["perf"] and plan.lives[3].serves == ["perf baseline"]
+    assert plan.lives[2].condition.startswith("perf round 2 of 3, a fresh life")
+    lines = describe(plan)
+    assert any("2 blocks, in each of 3 rounds" in ln for ln in lines)
+    assert any("round ratios, restart to restart" in ln for ln in lines)
+    # a cached reference's perf-only life came last in round 1: round 2 starts with it
+    cached = make_plan([("candidate", profile)], reference_cached=True, placement="x")
+    assert [life.side for life in cached.lives] == [
+        "candidate",
+        "reference",
+        "reference",
+        "candidate",
+        "candidate",
+        "reference",
+    ]
+
+
+def test_perf_rounds_side_by_side_start_both_and_swap_who_interleaves_first() -> None:
+    profile = _with_rounds("smollm2-cpu-int8", 2)
+    plan = make_plan(
+        [("candidate", profile)],
+        reference_cached=False,
+        placement="x",
+        side_by_side=("cores 0", "cores 1"),
+    )
+    assert [(life.side, life.round, life.placement) for life in plan.lives] == [
+        ("reference", 0, "cores 0"),
+        ("candidate", 0, "cores 1"),
+        ("candidate", 1, "cores 1"),
+        ("reference", 1, "cores 0"),
+    ]
+    assert plan.lives[2].condition.endswith("started together, its blocks first")
+    assert plan.lives[3].serves == ["perf baseline in 2 interleaved block(s)"]
+    assert any("interleaving begun by the candidate in even rounds" in n for n in plan.notes)
+
+
+def test_one_round_adds_no_life() -> None:
+    plan = make_plan(
+        [("candidate", _single("smollm2-cpu-int8"))], reference_cached=False, placement="x"
+    )
+    assert plan.rounds == 1 and all(life.round == 0 for life in plan.lives)
+    assert "rounds" not in " ".join(describe(plan))
