@@ -192,6 +192,9 @@ def _side_by_side_breakdown(report: Report) -> list[tuple[str, float]]:
     if "perf" in timings:
         blocks = report.plan.blocks if report.plan else 1
         rows.append((f"perf, {blocks} interleaved block(s) per side", timings["perf"]))
+    if "perf_rounds" in timings:  # perf.rounds: both sides again in fresh lives
+        rounds = len({r.round for r in report.perf.runs})
+        rows.append((f"perf rounds 2-{rounds}, both sides in fresh lives", timings["perf_rounds"]))
     rows += _attribution_rows(report)
     total = sum(timings.values())
     if total:

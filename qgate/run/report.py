@@ -187,6 +187,9 @@ def headline(rep: Report) -> list[str]:
             if label and c.get("ratio") is not None:
                 lo, hi = c.get("ci_low"), c.get("ci_high")
                 ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
+                each = [r for r in c.get("round_ratios") or [] if r is not None]
+                if len(each) > 1:  # perf.rounds: the ratio of each round, in order
+                    ci += " (rounds " + ", ".join(f"x{r:.2f}" for r in each) + ")"
                 parts.append(f"{label} x{c['ratio']:.2f}{ci}")
         if parts:
             lines.append(f"{result.scenario}: " + ", ".join(parts))

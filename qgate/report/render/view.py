@@ -28,6 +28,7 @@ from qgate.report.render.localise_view import localise_section, worst_suffix
 from qgate.report.render.parts import Section, Table, fmt, origin_lines
 from qgate.report.render.published import published_section
 from qgate.report.render.reuse_view import changes_section, gate_result, reuse_section
+from qgate.report.render.rounds_view import ROUND_HEADER, round_cells, speed_design
 from qgate.report.render.series import series_section
 from qgate.report.verdict import verdict_label
 from qgate.runtime.scales import warning_lines
@@ -240,8 +241,12 @@ def _divergence(report: Report) -> Section | None:
 def _perf(report: Report) -> Section:
     sec = Section("Performance")
     sec.lines.append(f"Status: {report.perf.status}.")
+    design = speed_design(report)
+    if design is not None:
+        sec.lines.append(design)
     for result in report.perf.results:
         rows = []
+        rounds = any((c.get("rounds") or 1) > 1 for c in result.comparisons)
         for c in result.comparisons:
             ci = (
                 f"[{fmt(c.get('ci_low'))}, {fmt(c.get('ci_high'))}]"
@@ -256,6 +261,7 @@ def _perf(report: Report) -> Section:
                     fmt(c.get("candidate")),
                     fmt(c.get("ratio")),
                     ci,
+                    *(round_cells(c) if rounds else []),
                 ]
             )
         if not rows and result.candidate is not None:
@@ -264,7 +270,15 @@ def _perf(report: Report) -> Section:
                     rows.append([key, "", "–", fmt(result.candidate[key]), "–", "–"])
         sec.tables.append(
             Table(
-                ["Metric", "Unit", "Reference", "Candidate", "Ratio", "95% CI"],
+                [
+                    "Metric",
+                    "Unit",
+                    "Reference",
+                    "Candidate",
+                    "Ratio",
+                    "95% CI",
+                    *(ROUND_HEADER if rounds else []),
+                ],
                 rows,
                 caption=f"Scenario {result.scenario}",
             )

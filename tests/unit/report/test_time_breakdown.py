@@ -59,3 +59,16 @@ def test_side_by_side_counts_overlapping_stages_once(report: Report) -> None:
     assert rows[1][0].startswith("quality, both at once (reference: ") and rows[1][1] == 318.0
     assert rows[2] == ("perf, 2 interleaved block(s) per side", 262.0)
     assert rows[-2:] == [("other: load, report", 6.0), ("total", 644.0)]
+
+
+def test_side_by_side_perf_rounds_have_their_own_row() -> None:
+    from helpers.rounds_synthetic import rounds_report
+
+    from qgate.core.plan import Plan
+
+    plan = Plan(mode="together", blocks=1, rounds=3, reference_cached=False, preflight={}, lives=[])
+    timings = {"startup": 50.0, "quality": 300.0, "perf": 100.0, "perf_rounds": 240.0}
+    report = rounds_report(rounds=3).model_copy(update={"plan": plan, "stage_timings": timings})
+    rows = time_breakdown(report)
+    assert ("perf rounds 2-3, both sides in fresh lives", 240.0) in rows
+    assert rows[-1] == ("total", 690.0)
