@@ -194,7 +194,8 @@ def _side_by_side_breakdown(report: Report) -> list[tuple[str, float]]:
         rows.append((f"perf, {blocks} interleaved block(s) per side", timings["perf"]))
     if "perf_rounds" in timings:  # perf.rounds: both sides again in fresh lives
         rounds = len({r.round for r in report.perf.runs})
-        rows.append((f"perf rounds 2-{rounds}, both sides in fresh lives", timings["perf_rounds"]))
+        later = "round 2" if rounds == 2 else f"rounds 2-{rounds}"
+        rows.append((f"perf {later}, both sides in fresh lives", timings["perf_rounds"]))
     rows += _attribution_rows(report)
     total = sum(timings.values())
     if total:

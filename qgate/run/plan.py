@@ -300,6 +300,11 @@ def rounds_of(profile: Profile) -> int:
     return spec.rounds if spec is not None and spec.compare_to == "reference" else 1
 
 
+def _later(rounds: int) -> str:
+    """'round 2' or 'rounds 2-R': the rounds after the first, for people."""
+    return "round 2" if rounds == 2 else f"rounds 2-{rounds}"
+
+
 def _when(side: str, k: int, rounds: int, candidates: Sequence[str]) -> str:
     if side == "reference":  # it measures for whichever candidate passed
         side = candidates[0] if len(candidates) == 1 else "some candidate"
@@ -376,7 +381,7 @@ def _together(
     rounds = rounds_of(profile)
     if compared and rounds > 1:
         notes.append(
-            f"perf.rounds {rounds}: after passed gates, rounds 2-{rounds} start both sides "
+            f"perf.rounds {rounds}: after passed gates, {_later(rounds)} start(s) both sides "
             "again in fresh lives, the interleaving begun by the candidate in even rounds "
             "(ABBA): each ratio's interval also covers the spread of its round ratios"
         )

@@ -82,6 +82,18 @@ CASES: list[tuple[str, str, str, str]] = [
         "compare_to: reference",
     ),
     (
+        "rounds-without-reference",
+        BASE + "  compare_to: none\n  rounds: 2\n",
+        ":13 perf.rounds:",
+        "needs compare_to: reference",
+    ),
+    (
+        "too-many-rounds",
+        BASE + "  rounds: 11\n",
+        ":12 perf.rounds:",
+        "10",
+    ),
+    (
         "published-unknown-scenario",
         BASE
         + "  published:\n    - {source: x, date: 2026-01-01, hardware: 8xMI325X,"
