@@ -22,6 +22,7 @@ __all__ = [
     "SuitePlan",
     "Work",
     "serves_of",
+    "swapped",
 ]
 
 Preflight = Literal["dry", "start", "none"]
@@ -35,6 +36,12 @@ class Work(enum.Flag):
     PERF = enum.auto()  # the candidate's perf scenarios (after its gates, when it has any)
     PERF_BASELINE = enum.auto()  # the reference's perf scenarios
     SUB_CANDIDATES = enum.auto()  # attribution: sub-candidates, one life each, gates only
+
+
+def swapped(round: int) -> bool:
+    """Whether perf round `round` (0-based, perf.rounds) runs its sides in the reverse order
+    of round 0: ABBA, every odd round (people count rounds from 1: rounds 2, 4, ...)."""
+    return round % 2 == 1
 
 
 def serves_of(work: Work, blocks: int | None = None) -> list[str]:

@@ -11,9 +11,10 @@ both sides of a side-by-side run, each attribution trial) is made by the run's
 
 `round` is the perf round the life belongs to (perf.rounds, 0-based): 0 for
 every life of the run's own plan, k >= 1 for the fresh lives of round k, which
-serve perf only (qgate/run/rounds.py). `swapped(k)` says whether round k runs
-its sides in the reverse order of round 0 (ABBA: every odd k); an executor that
-places the two sides on two nodes swaps the nodes in those rounds.
+serve perf only (qgate/run/rounds.py). `swapped(k)` (qgate/core/plan.py) says
+whether round k runs its sides in the reverse order of round 0 (ABBA: every odd
+k); an executor that places the two sides on two nodes swaps the nodes in those
+rounds.
 
 It hands back a runtime **not yet started**; the run starts it (`with runtime:`
 in `context.started`, or `start()` then `wait_ready()` in qgate/run/together.py,
@@ -42,7 +43,7 @@ from qgate.core.serving import Runtime
 from qgate.profile import Profile
 from qgate.runtime.factory import make_runtime
 
-__all__ = ["LOCAL", "Lives", "LocalLives", "cluster_address", "lives_for", "swapped"]
+__all__ = ["LOCAL", "Lives", "LocalLives", "cluster_address", "lives_for"]
 
 
 class Lives(Protocol):
@@ -84,9 +85,3 @@ def lives_for(given: str | None, profile: Profile) -> Lives:
     if where is None:
         return LOCAL
     return RayLives(*where)
-
-
-def swapped(round: int) -> bool:
-    """Whether perf round `round` (0-based) runs its sides in the reverse order of round 0:
-    ABBA, every odd round (people count them from 1: rounds 2, 4, ...)."""
-    return round % 2 == 1

@@ -20,7 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from qgate.core.plan import GatePower, Life, Plan, Preflight, ScenarioPlan, SuitePlan, Work
+from qgate.core.plan import (
+    GatePower,
+    Life,
+    Plan,
+    Preflight,
+    ScenarioPlan,
+    SuitePlan,
+    Work,
+    swapped,
+)
 from qgate.perf.runner import levels
 from qgate.perf.workloads import expand_inputs, measured_count
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
@@ -31,7 +40,6 @@ from qgate.quality.calibrate import boundary_warning, expected_accuracy, math_dr
 from qgate.quality.gates import policy_for
 from qgate.quality.math_set import math_items
 from qgate.quality.sizing import gate_power, lmeval_limit, recall_cells, recall_haystacks
-from qgate.run.lives import swapped
 
 __all__ = [
     "ACCELERATOR_SHARE",

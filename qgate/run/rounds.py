@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import NamedTuple, TypeVar
 
+from qgate.core.plan import swapped
 from qgate.core.progress import StageClock
 from qgate.core.records import Role
 from qgate.errors import InfrastructureError
@@ -33,7 +34,6 @@ from qgate.perf.records import ScenarioRun
 from qgate.quality.stage import QualityOutput
 from qgate.run.candidate import CandidateResult
 from qgate.run.context import RunContext, RunSet, started
-from qgate.run.lives import swapped
 from qgate.run.perf import compares_to_reference, perf_blocks
 from qgate.run.together import SideBySide, interleaved, start_both
 

@@ -32,6 +32,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from typing import Any, NamedTuple
 
+from qgate.core.plan import swapped
 from qgate.core.progress import StageClock
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
@@ -42,7 +43,6 @@ from qgate.quality.stage import QualityOutput
 from qgate.run.attribute import attribution_wanted
 from qgate.run.candidate import CandidateResult, judge
 from qgate.run.context import RunContext, quality_on, save_raw, start_record
-from qgate.run.lives import swapped
 from qgate.run.perf import compares_to_reference, perf_blocks, perf_on
 from qgate.run.reference import store_reference
 from qgate.runtime.cores import usable_cores
