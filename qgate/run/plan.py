@@ -389,8 +389,8 @@ def _together(
     rounds = rounds_of(profile)
     if compared and rounds > 1:
         notes.append(
-            f"perf.rounds {rounds}: after passed gates, {_later(rounds)} start(s) both sides "
-            "again in fresh lives, the interleaving begun by the candidate in even rounds "
+            f"perf.rounds {rounds}: after passed gates, both sides start again in fresh lives "
+            f"for {_later(rounds)}, the interleaving begun by the candidate in even rounds "
             "(ABBA): each ratio's interval also covers the spread of its round ratios"
         )
     lives = [
