@@ -63,7 +63,8 @@ def _failure(exc: BaseException) -> dict[str, Any]:
 
 
 class LifeHost:
-    """One server life on this node: start, report, stream the log, watch, pause, stop."""
+    """One server life on this node: start, report, stream the log, watch, pause, stop;
+    or only the engine's dry check of its command line (a preflight)."""
 
     def __init__(self, runtime: ServerProcess, label: str) -> None:
         self.runtime = runtime
@@ -124,6 +125,20 @@ class LifeHost:
             return {"error": self._failure(exc)}
         config = self.runtime.effective_config()
         return {"ok": {"base_url": self.runtime.base_url, "config": config.model_dump()}}
+
+    def dry_check(self) -> dict[str, Any] | None:
+        """The engine's own check of the command line here, nothing started: None when it
+        accepts it, else the failure (a dry check needs the engine and the platform of a node
+        with the life's resources, which the driver may not have)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        check = getattr(self.runtime, "dry_check", None)
+        if check is None:
+            return {"message": f"{type(self.runtime).__name__} has no dry check", "tail": []}
+        try:
+            check()
+        except Exception as exc:
+            return self._failure(exc)
+        return None
 
     def log_since(self, offset: int) -> tuple[str, int]:
         """Log text written after byte `offset` (whole lines), and the offset after it."""

@@ -7,6 +7,9 @@ The suites talk to the server over HTTP from here, at the node's address; the
 server's log is copied back, as it grows, to the path the local run would have
 written (so failures quote it as usual). Stopping asks the actor to stop the
 server's process group, then kills the actor; a Ctrl-C on the way does the same.
+A dry preflight (the engine's own check of the command line) runs in an actor on
+a node with the life's resources too: the driver may have no engine and no
+accelerator.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from qgate.core.records import Record, Role
 from qgate.core.serving import EffectiveConfig, Lifecycle, MetricNames
 from qgate.errors import RuntimeFailure
 from qgate.runtime.server import ServerProcess
+from qgate.runtime.vllm_server import DRY_CHECK_TIMEOUT_S
 
 __all__ = ["LifePlacement", "RayLife"]
 
@@ -37,6 +41,8 @@ _LOG_POLL_S = 1.0
 # Beyond the engine's own start-up timeout: how long an actor may wait for a node with room.
 PLACEMENT_TIMEOUT_S = 300.0
 _CALL_TIMEOUT_S = 60.0
+# A dry check: placed (PLACEMENT_TIMEOUT_S), then the engine's own parser and config check.
+_DRY_CHECK_WAIT_S = PLACEMENT_TIMEOUT_S + DRY_CHECK_TIMEOUT_S + _CALL_TIMEOUT_S
 
 
 class LifePlacement(Record):
@@ -107,19 +113,52 @@ class RayLife(Lifecycle):
             opts["scheduling_strategy"] = "SPREAD"
         return opts
 
-    def start(self) -> None:
-        """Place the actor and ask it to start the server; returns at once (see wait_ready)."""
+    def _spawn(self, what: str) -> Any:
+        """A LifeHost actor for this life, placed on a node with its resources."""
         ray = import_ray()
-        if self._actor is not None:
-            raise RuntimeFailure(self.role, "already started")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         where = f"node {self.node.node_id[:8]} ({self.node.ip})" if self.node else "any node"
-        self._note(f"placing the {self.side} life on {where}, holding {self.needs.as_dict()}")
+        self._note(f"placing the {self.side} {what} on {where}, holding {self.needs.as_dict()}")
         actor_class = ray.remote(LifeHost)
-        self._actor = actor_class.options(**self._options()).remote(self.local, self.side)
+        return actor_class.options(**self._options()).remote(self.local, self.side)
+
+    def start(self) -> None:
+        """Place the actor and ask it to start the server; returns at once (see wait_ready)."""
+        if self._actor is not None:
+            raise RuntimeFailure(self.role, "already started")
+        self._actor = self._spawn("life")
         self._ready = self._actor.start.remote()
         self._pump = threading.Thread(target=self._pump_log, daemon=True)
         self._pump.start()
+
+    def can_dry_check(self) -> bool:
+        """Whether the engine's own parser can check the command line (vLLM's launchers)."""
+        can = getattr(self.local, "can_dry_check", None)
+        return bool(can is not None and can())
+
+    def dry_check(self) -> None:
+        """The engine's check of the command line on a node with this life's resources (its
+        engine, its platform: the driver may have neither), nothing started; the node's
+        output is copied to the driver's log. RuntimeFailure with the engine's refusal."""
+        ray = import_ray()
+        actor = self._spawn("preflight (the engine's dry check)")
+        try:
+            answer = ray.get(actor.dry_check.remote(), timeout=_DRY_CHECK_WAIT_S)
+            where = ray.get(actor.where.remote(), timeout=_CALL_TIMEOUT_S)
+            text, _ = ray.get(actor.log_since.remote(0), timeout=_CALL_TIMEOUT_S)
+        except (ray.exceptions.RayError, TimeoutError) as exc:
+            raise RuntimeFailure(
+                self.role, f"preflight: its Ray actor failed or did not answer: {exc}"
+            ) from exc
+        finally:
+            with contextlib.suppress(Exception):
+                ray.kill(actor, no_restart=True)
+        with open(self.log_path, "a", encoding="utf-8") as f:
+            f.write(text)
+        self._note(f"preflight ran on node {where['node_id'][:8]} ({where['ip']}); its actor ended")
+        log.info("%s preflight on node %s", self.side, where["node_id"][:8])
+        if answer is not None:
+            raise self._failure(answer)
 
     def _note(self, text: str) -> None:
         with open(self.log_path, "a", encoding="utf-8") as f:

@@ -163,3 +163,39 @@ def test_plan_on_the_cluster_says_which_lives_run_together(ray_cluster: object) 
     waves = [line for line in result.output.splitlines() if line.startswith("  wave ")]
     assert len(waves) == 3 and waves[0].startswith("  wave 1: reference on ")
     assert "on the cluster against 5 life length(s) locally" in result.output
+
+
+def test_a_dry_preflight_runs_vllms_parser_on_the_candidates_node(
+    ray_cluster: object, smollm2_checkpoint: Path, tmp_path: Path
+) -> None:
+    """The candidate's command line through vLLM's own parser, in an actor on the node its
+    life would get ('cand'), not on the driver; a refusal names the flag and the driver's
+    copy of the log, and no actor is left either way."""
+    ray_api.connect(ray_cluster.address)  # type: ignore[attr-defined]
+    cand = next(n for n in ray_api.nodes() if "cand" in n.resources)
+    marker = f"dry-{uuid.uuid4().hex[:8]}"
+
+    def life(folder: str, args: dict[str, object]) -> RayLife:
+        server = VllmServer(
+            role="candidate",
+            model_path=smollm2_checkpoint,
+            served_model=marker,
+            run_dir=tmp_path / folder,
+            accelerator="cpu",
+            args={"max_model_len": 1024, "enforce_eager": True, **args},  # type: ignore[dict-item]
+        )
+        return RayLife(server, needs_of("cpu", 1, 1, {"cand": 1}), f"candidate-{marker}")
+
+    good = life("good", {})
+    assert good.can_dry_check()
+    good.dry_check()
+    log = (tmp_path / "good" / "candidate.log").read_text()
+    assert "qgate-dry-check: ok" in log  # vLLM's own answer, copied back from the node
+    assert f"preflight ran on node {cand.node_id[:8]}" in log
+    bad = life("bad", {"kv_cache_dtype": "fp9"})
+    with pytest.raises(RuntimeFailure) as err:
+        bad.dry_check()
+    assert "preflight: vLLM refused the command line" in err.value.message
+    assert "--kv-cache-dtype: invalid choice: 'fp9'" in err.value.message
+    assert str(tmp_path / "bad" / "candidate.log") in err.value.message
+    assert _gone(marker) == [] and _gone("ray::LifeHost") == []

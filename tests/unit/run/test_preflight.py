@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -53,3 +55,50 @@ def test_preflight_modes(
     if cached:
         _store_reference(ctx)
     assert stages.wants_preflight(ctx) == expected  # type: ignore[arg-type]
+
+
+class _Proxy:
+    """A runtime an executor hands back (qgate/run/lives.py): a dry check, or a start."""
+
+    def __init__(self, can_dry: bool) -> None:
+        self.can_dry = can_dry
+        self.calls: list[str] = []
+
+    def can_dry_check(self) -> bool:
+        return self.can_dry
+
+    def dry_check(self) -> None:
+        self.calls.append("dry_check")
+
+
+@pytest.mark.parametrize(
+    ("how", "can_dry", "expected"),
+    [
+        ("dry", True, ["dry_check"]),  # the executor's dry check (on a node, on a cluster)
+        ("dry", False, ["started"]),  # a launcher without one: started instead
+        ("start", True, ["started"]),
+    ],
+)
+def test_the_preflight_goes_through_the_runs_lives(
+    monkeypatch: pytest.MonkeyPatch, how: str, can_dry: bool, expected: list[str]
+) -> None:
+    """Both kinds of preflight use the runtime the run's Lives made, never one of their own."""
+    proxy = _Proxy(can_dry)
+    made: list[str] = []
+
+    def new_runtime(role: str) -> _Proxy:
+        made.append(role)
+        return proxy
+
+    ctx = SimpleNamespace(new_runtime=new_runtime)
+
+    @contextmanager
+    def started(ctx: SimpleNamespace, role: str, purpose: str) -> Iterator[_Proxy]:
+        assert purpose == "preflight"
+        proxy.calls.append("started")
+        yield ctx.new_runtime(role)
+
+    monkeypatch.setattr(stages, "started", started)
+    stages.preflight_candidate(ctx, how)  # type: ignore[arg-type]
+    assert proxy.calls == expected
+    assert set(made) == {"candidate"}
