@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
+from qgate.core.serving import ServerStart
 from qgate.quality.divergence import reverse_klds
 from qgate.quality.records import SuiteRun
 from qgate.report.model import Report
@@ -125,8 +126,8 @@ def time_breakdown(report: Report) -> list[tuple[str, float]]:
     starts = [s for s in report.starts if s.ready_s is not None]
     if starts:
         sides = ", ".join(
-            f"{s.side}{' preflight' if s.purpose == 'preflight' else ''} {s.ready_s:.0f} s"
-            for s in starts
+            f"{s.side}{' preflight' if s.purpose == 'preflight' else ''}{label} {s.ready_s:.0f} s"
+            for s, label in zip(starts, _round_labels(report, starts), strict=True)
         )
         rows.append(
             (f"start-up: {len(starts)} start(s) ({sides})", sum(s.ready_s or 0.0 for s in starts))
@@ -153,6 +154,19 @@ def time_breakdown(report: Report) -> list[tuple[str, float]]:
     return [(what, round(seconds, 1)) for what, seconds in rows]
 
 
+def _round_labels(report: Report, starts: Sequence[ServerStart]) -> list[str]:
+    """' (round N)' for a side's N-th life when the perf ran in rounds (perf.rounds), else ''."""
+    if len({r.round for r in report.perf.runs}) < 2:
+        return [""] * len(starts)
+    seen: dict[str, int] = {}
+    out = []
+    for s in starts:
+        n = seen.get(s.side, 0) if s.purpose == "life" else 0
+        seen[s.side] = n + (s.purpose == "life")
+        out.append(f" (round {n + 1})" if n else "")
+    return out
+
+
 def _attribution_rows(report: Report) -> list[tuple[str, float]]:
     """The attribution stage: its sub-candidate lives, one after the other."""
     seconds = sum(v for k, v in report.stage_timings.items() if k.startswith("attribution"))
@@ -167,8 +181,10 @@ def _side_by_side_breakdown(report: Report) -> list[tuple[str, float]]:
     """The stages of a side-by-side run (they overlap the two sides), each side's parts inside."""
     timings = report.stage_timings
     rows: list[tuple[str, float]] = []
+    ready = [s for s in report.starts if s.ready_s is not None]
     starts = ", ".join(
-        f"{s.side} {s.ready_s:.0f} s" for s in report.starts if s.ready_s is not None
+        f"{s.side}{label} {s.ready_s:.0f} s"
+        for s, label in zip(ready, _round_labels(report, ready), strict=True)
     )
     if "startup" in timings:
         target = report.profile.get("target") or {}

@@ -72,3 +72,12 @@ def test_side_by_side_perf_rounds_have_their_own_row() -> None:
     rows = time_breakdown(report)
     assert ("perf rounds 2-3, both sides in fresh lives", 240.0) in rows
     assert rows[-1] == ("total", 690.0)
+    starts = [
+        ServerStart(side=side, purpose="life", kind="vllm", ready_s=seconds)
+        for side, seconds in [("reference", 40), ("candidate", 41), ("candidate", 30)]
+    ]
+    rows = time_breakdown(report.model_copy(update={"starts": starts}))
+    assert (
+        rows[0][0]
+        == "start-up, both at once (reference 40 s, candidate 41 s, candidate (round 2) 30 s)"
+    )

@@ -566,3 +566,26 @@ def test_perf_rounds_side_by_side_start_both_and_swap_the_interleaving(
         (role, k, b) for role in ("reference", "candidate") for k in range(3) for b in range(2)
     )
     assert "perf_rounds" in timings
+
+
+def test_perf_rounds_of_several_candidates_skip_a_failed_one_and_reverse_the_whole_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    captured: dict[str, Any] = {}
+    runs = _contexts(tmp_path)
+    for ctx in [runs.reference, *runs.candidates]:
+        assert ctx.profile.perf is not None
+        perf = ctx.profile.perf.model_copy(update={"rounds": 2})
+        ctx.profile = ctx.profile.model_copy(update={"perf": perf})
+    _stand_ins(monkeypatch, runs, calls, broken="prefix-cache")
+    monkeypatch.setattr(report_stage, "report_of", lambda *a: None)
+    monkeypatch.setattr(report_stage, "write_multi", lambda *a: captured.update(args=a))
+    pipeline.run(runs.reference.opts)
+    later = [name for what, name in calls if what == "start" and name.endswith(" r1")]
+    # round 1 ran the reference, then the candidates in order; round 2 reverses all of it,
+    # without the candidate whose runtime failed
+    assert later == ["api-server r1", "max-seqs-2 r1", "fp8-weights r1", "reference r1"]
+    _, results, _, _, _ = captured["args"]
+    assert [r.rt for r in results[0].perf_runs] == ["fp8-weights", "fp8-weights r1"]
+    assert results[1].error is not None and results[1].perf_runs == []
