@@ -70,6 +70,7 @@ class RayLife(Lifecycle):
         self.metrics: MetricNames | None = type(local).metrics
         self.kind = type(local).kind
         self.placement: LifePlacement | None = None
+        self.round = 0  # the perf round it serves (perf.rounds; set by qgate/cluster/lives.py)
         self._actor: Any = None
         self._ready: Any = None
         self._base_url: str | None = None

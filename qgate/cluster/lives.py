@@ -7,7 +7,8 @@ wrapped in a `RayLife` that starts it on a node with the side's resources
 they are used as they are. `side_by_side` tells the plan whether the reference
 and the candidate can run at once (both fit on the cluster), `provenance` what
 the report records: the Ray version, each life's node and resources, and where
-each side's perf blocks ran.
+each side's perf blocks ran. The fresh lives of later perf rounds are pinned to
+the first round's nodes, swapped in alternating rounds (qgate/cluster/rounds.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from qgate.cluster import ray_api
 from qgate.cluster.life import RayLife
 from qgate.cluster.placement import assign, capacity
 from qgate.cluster.plan import life_needs
+from qgate.cluster.rounds import round_node, speed_design
 from qgate.core.provenance import ClusterLife, ClusterProvenance
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
@@ -66,9 +68,25 @@ class RayLives:
         local = make_runtime(profile, role, model, logs)
         if not isinstance(local, ServerProcess):
             return local  # an endpoint: already running somewhere, nothing to place
-        life = RayLife(local, life_needs(profile, role, self.custom), _side(role, logs))
+        side = _side(role, logs)
+        needs = life_needs(profile, role, self.custom)
+        first = self._first_nodes()
+        node_id, swap = round_node(side, round, first, [s for s in first if s != "reference"])
+        node = next((n for n in self.nodes if n.node_id == node_id), None)
+        if swap:  # a side's pool (custom resources) would hold it on its own node
+            needs = needs.model_copy(update={"resources": {}})
+        life = RayLife(local, needs, side, node)
+        life.round = round
         self._lives.append(life)
         return life
+
+    def _first_nodes(self) -> dict[str, str]:
+        """Each side's node in perf round 0 (its last life that got ready there)."""
+        return {
+            life.placement.side: life.placement.node_id
+            for life in self._lives
+            if life.placement is not None and life.round == 0
+        }
 
     def at_once(self, profile: Profile) -> int:
         """How many candidate lives of `profile` the cluster holds at once (at least 1)."""
@@ -101,6 +119,7 @@ class RayLives:
                 ip=life.placement.ip,
                 resources=life.placement.needs.as_dict(),
                 node_resources=dict(totals.get(life.placement.node_id, {})),
+                round=life.round,
             )
             for life in self._lives
             if life.placement is not None
@@ -109,19 +128,9 @@ class RayLives:
     def provenance(self) -> ClusterProvenance:
         """The cluster, each life's node, and where each side's perf blocks ran."""
         lives = self.lives()
-        nodes = {life.side: life.node_id for life in lives}
-        reference = nodes.get("reference")
-        others = {side: node for side, node in nodes.items() if side != "reference"}
-        if reference is None or not others:
-            design = "one side only ran on the cluster: no ratio across nodes"
-        elif all(node == reference for node in others.values()):
-            design = f"same node: every side's perf blocks ran on node {reference[:12]}"
-        else:
-            design = (
-                "each side's perf blocks ran in its own life on its own node (listed per life), "
-                "interleaved with the other side paused; node differences are not cancelled "
-                "(no swapped blocks): the ratio assumes nodes of one kind"
-            )
         return ClusterProvenance(
-            ray_version=self.ray_version, address=self.address, lives=lives, speed_design=design
+            ray_version=self.ray_version,
+            address=self.address,
+            lives=lives,
+            speed_design=speed_design(lives),
         )

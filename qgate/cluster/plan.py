@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import Field
 
 from qgate.cluster.placement import LifeNeeds, NodeInfo, assign, capacity, needs_of
-from qgate.core.plan import Plan
+from qgate.core.plan import Plan, swapped
 from qgate.core.records import Record
 from qgate.profile import Profile
 
@@ -66,6 +66,18 @@ def life_needs(
 
 def _label(node: NodeInfo) -> str:
     return f"{node.node_id[:8]} ({node.ip})"
+
+
+def _swap_nodes(wave: WavePlan, first: WavePlan) -> WavePlan:
+    """`wave` with each of its lives on the node the other side's life has in `first`
+    (the reference and the one candidate: a swapped perf round)."""
+    where = dict(zip(first.lives, first.nodes, strict=True))
+    other = {side: next(o for o in first.lives[:2] if o != side) for side in first.lives[:2]}
+    nodes = [
+        where[other[side]] if side in other else n
+        for side, n in zip(wave.lives, wave.nodes, strict=True)
+    ]
+    return wave.model_copy(update={"nodes": nodes})
 
 
 def _waves(
@@ -139,6 +151,11 @@ def cluster_plan(
         waves += more
         local += len(later)
         cluster += len(more)
+
+    def swaps(k: int) -> bool:
+        """Round k runs each side on the other's first node (qgate/cluster/rounds.py)."""
+        return swapped(k) and len(profiles) == 1 and len(set(waves[0].nodes[:2])) == 2
+
     for k, sides in sorted(rounds.items()):
         # side by side, a round's two lives start at once; in sequence, one after the other
         groups = [sides] if plan.mode == "together" else [[side] for side in sides]
@@ -148,13 +165,26 @@ def cluster_plan(
             )
             if isinstance(more, str):
                 return more
-            waves += more
+            waves += [_swap_nodes(w, waves[0]) if swaps(k) else w for w in more]
             cluster += len(more)
         local += 1 if plan.mode == "together" else len(sides)
     notes = [
         "a candidate's gates wait for the reference's records (its divergence for the "
         "reference's scores); the perf stages run once the gates are known"
     ]
+    if rounds:
+        one = len(profiles) == 1
+        notes.append(
+            f"perf rounds ({len(rounds) + 1}): "
+            + (
+                "in rounds 2, 4, ... each side runs on the node the other side's first life "
+                "ran on (swapped nodes, its custom resources not asked), the other rounds "
+                "back on the first round's nodes"
+                if one
+                else "with several candidates every round runs on the first round's nodes "
+                "(no one node to swap with): node differences are not cancelled"
+            )
+        )
     width = 1
     for name in attributed:
         trial = needs(name)

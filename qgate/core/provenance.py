@@ -60,6 +60,11 @@ class ClusterLife(Record):
     node_resources: dict[str, float] = Field(
         default_factory=dict, description="The node's total resources, as Ray listed them."
     )
+    round: int = Field(
+        default=0,
+        description="The perf round the life served (0: the run's own lives; k: a fresh life "
+        "of perf round k + 1, perf.rounds).",
+    )
 
 
 class ClusterProvenance(Record):
@@ -188,7 +193,8 @@ def provenance_lines(p: RunProvenance | None) -> list[str]:
     if p.cluster is not None:
         ray = p.cluster
         where = "; ".join(
-            f"{life.side} on node {life.node_id[:12]} ({life.ip}, "
+            f"{life.side}{f' (round {life.round + 1})' if life.round else ''} "
+            f"on node {life.node_id[:12]} ({life.ip}, "
             + ", ".join(f"{k} {v:g}" for k, v in life.resources.items())
             + ")"
             for life in ray.lives

@@ -199,3 +199,46 @@ def test_a_dry_preflight_runs_vllms_parser_on_the_candidates_node(
     assert "--kv-cache-dtype: invalid choice: 'fp9'" in err.value.message
     assert str(tmp_path / "bad" / "candidate.log") in err.value.message
     assert _gone(marker) == [] and _gone("ray::LifeHost") == []
+
+
+def test_perf_rounds_swap_the_two_sides_nodes(
+    ray_cluster: object, fake_launcher: list[str], tmp_path: Path
+) -> None:
+    """Round 1 puts each side on its pool's node (reference 'ref', candidate 'cand'); round 2's
+    fresh lives run on each other's node, and the report's design says so."""
+    from qgate.cluster.lives import RayLives
+    from qgate.profile.load import parse_profile_text
+
+    address = ray_cluster.address  # type: ignore[attr-defined]
+    marker = f"stand-in-{uuid.uuid4().hex[:8]}"
+    launcher = ", ".join(f"'{word}'" for word in fake_launcher)
+    text = (
+        f"name: t\nmodel: {{embedded: smollm2, served_name: {marker}}}\n"
+        f"engine: {{launcher: [{launcher}], startup_timeout_s: 120}}\n"
+        "candidate: {args: {kv_cache_dtype: fp8}}\nquality: {math: {max_drop: 0.1}}\n"
+        f"cluster: {{address: '{address}', reference: {{ref: 1}}, candidates: {{cand: 1}}}}\n"
+    )
+    profile = parse_profile_text(text, "p.yaml", tmp_path, check_files=False)
+    lives = RayLives(address)
+    by_pool = {p: next(n.node_id for n in lives.nodes if p in n.resources) for p in ("ref", "cand")}
+
+    def round_of(k: int) -> list[str]:
+        logs = tmp_path / "logs" / (f"round-{k + 1}" if k else "")
+        made = [
+            lives.runtime(profile, r, tmp_path, logs, round=k) for r in ("reference", "candidate")
+        ]
+        try:
+            for life in made:
+                life.start()
+            for life in made:
+                life.wait_ready()  # type: ignore[attr-defined]
+            return [life.placement.node_id for life in made]  # type: ignore[attr-defined]
+        finally:
+            for life in made:
+                life.stop()
+
+    assert round_of(0) == [by_pool["ref"], by_pool["cand"]]
+    assert round_of(1) == [by_pool["cand"], by_pool["ref"]]
+    design = lives.provenance().speed_design
+    assert design.startswith("swapped nodes in alternating rounds (2 rounds)"), design
+    assert _gone(marker) == []

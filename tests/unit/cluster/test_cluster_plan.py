@@ -229,3 +229,26 @@ def test_a_later_rounds_life_is_named_by_its_side() -> None:
 
     assert _side("reference", Path("/runs/r1/logs/round-2")) == "reference"
     assert _side("candidate", Path("/runs/r1/candidates/fp8/logs/round-3")) == "fp8"
+
+
+def test_a_swapped_perf_round_is_planned_on_the_other_sides_node() -> None:
+    profile = load_profile(SHIPPED / "smollm2-cpu-int8.yaml", check_files=False)
+    assert profile.perf is not None
+    profile = profile.model_copy(update={"perf": profile.perf.model_copy(update={"rounds": 3})})
+    together = make_plan(
+        [("candidate", profile)],
+        reference_cached=False,
+        placement="here",
+        side_by_side=("a node", "a node"),
+    )
+    out = cluster_plan(together, [("candidate", profile)], _nodes(2), "head:6379")
+    assert not isinstance(out, str)
+    first = dict(zip(out.waves[0].lives, out.waves[0].nodes, strict=True))
+    assert first["reference"] != first["candidate"]
+    round2, round3 = (dict(zip(w.lives, w.nodes, strict=True)) for w in out.waves[1:])
+    assert round2 == {"reference": first["candidate"], "candidate": first["reference"]}
+    assert round3 == first
+    assert any("in rounds 2, 4, ... each side runs on the node the other" in n for n in out.notes)
+    one = cluster_plan(together, [("candidate", profile)], _nodes(1, CPU=2), "head:6379")
+    assert not isinstance(one, str)  # one node: nothing to swap
+    assert {n for w in one.waves for n in w.nodes} == {one.waves[0].nodes[0]}
