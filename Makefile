@@ -37,8 +37,10 @@ browser:
 	  echo "note: apt-get could not install chromium; the HTML browser test fails in CI"; \
 	else echo "note: no chromium and not root with apt-get; the HTML browser test skips (fails if CI=true)"; fi
 
+# Two workers: the integration tests (real servers) run one after another on one of them, the
+# unit tests on the other meanwhile (tests/conftest.py makes them one unit of work).
 test: setup browser
-	$(PY) -m pytest -q -rs --durations=15 tests
+	$(PY) -m pytest -q -rs --durations=15 -n 2 tests
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit

@@ -1,4 +1,4 @@
-"""SGLang-style and custom-launcher (`command`) runtimes, each started for real on the CPU.
+"""SGLang-style and custom-launcher (`command`) runtimes, started for real on the CPU, at once.
 
 tests/integration/engine_launcher.py translates each command line into a
 vLLM one and execs it, so the process qgate starts, watches and stops is the
@@ -9,10 +9,13 @@ reference on `sglang` (the top-level engine), the candidate on `command`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import urllib.request
 from pathlib import Path
+
+import pytest
 
 from qgate.core.serving import Runtime
 from qgate.profile import Profile
@@ -73,24 +76,45 @@ def _complete(runtime: Runtime) -> dict[str, object]:
     return data
 
 
-def _run(runtime: Runtime) -> tuple[dict[str, object], int]:
-    with runtime:
-        pid = getattr(runtime, "pid", None)
-        assert pid is not None and group_alive(pid)
-        config = runtime.effective_config()
-        answer = _complete(runtime)
-        data = config.model_dump()
-    assert not group_alive(pid), f"{runtime.role} left processes in group {pid}"
-    data["answer"] = answer
-    return data, pid
+def _serve_both(runtimes: list[Runtime]) -> list[dict[str, object]]:
+    """Start every runtime at once (their start-ups overlap, as side-by-side runs do), ask
+    each for a completion, stop them all; each one's applied config, answer and group."""
+    out: list[dict[str, object]] = []
+    with contextlib.ExitStack() as stack:
+        for runtime in runtimes:
+            stack.callback(runtime.stop)
+            runtime.start()
+        for runtime in runtimes:
+            runtime.wait_ready()
+            pid = getattr(runtime, "pid", None)
+            assert pid is not None and group_alive(pid)
+            data = runtime.effective_config().model_dump()
+            data["answer"], data["pid"] = _complete(runtime), pid
+            out.append(data)
+    for data, runtime in zip(out, runtimes, strict=True):
+        assert not group_alive(data["pid"]), f"{runtime.role} left processes in its group"
+    return out
+
+
+@pytest.fixture(scope="module")
+def served(
+    smollm2_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, dict[str, object]]:
+    """The sglang reference and the command candidate of one profile, started together."""
+    profile = _profile()
+    runtimes = [
+        make_runtime(profile, role, smollm2_checkpoint, tmp_path_factory.mktemp(role))
+        for role in ("reference", "candidate")
+    ]
+    assert isinstance(runtimes[0], SglangServer) and isinstance(runtimes[1], CommandServer)
+    reference, candidate = _serve_both(runtimes)
+    return {"reference": reference, "candidate": candidate}
 
 
 def test_sglang_runtime_starts_serves_and_stops(
-    smollm2_checkpoint: Path, runtime_dir: Path
+    served: dict[str, dict[str, object]], smollm2_checkpoint: Path
 ) -> None:
-    runtime = make_runtime(_profile(), "reference", smollm2_checkpoint, runtime_dir)
-    assert isinstance(runtime, SglangServer)
-    config, _ = _run(runtime)
+    config = served["reference"]
     assert config["kind"] == "sglang" and config["served_model"] == "smollm2"
     command = config["command"]
     assert isinstance(command, list)
@@ -108,11 +132,9 @@ def test_sglang_runtime_starts_serves_and_stops(
 
 
 def test_command_runtime_starts_serves_and_stops(
-    smollm2_checkpoint: Path, runtime_dir: Path
+    served: dict[str, dict[str, object]], smollm2_checkpoint: Path
 ) -> None:
-    runtime = make_runtime(_profile(), "candidate", smollm2_checkpoint, runtime_dir)
-    assert isinstance(runtime, CommandServer)
-    config, _ = _run(runtime)
+    config = served["candidate"]
     assert config["kind"] == "command"
     # No {served_name} in the command: the server answers to the model path, as ATOM's does.
     assert config["served_model"] == str(smollm2_checkpoint)

@@ -1,10 +1,18 @@
-"""`qgate run` of a profile with several candidates, end to end on real vLLM (CPU, SmolLM2).
+"""`qgate run` of a profile with several candidates and a reuse pass, end to end on real vLLM
+(CPU, SmolLM2): one run, three server starts, two stories.
 
-One reference and two candidates (a serving-policy no-op: prefix caching on;
-a precision change: emulated FP8 weights), few items and a tiny perf
-scenario: the reference runs once, each candidate is gated and measured
-against it, one signed report verifies against the profile, and its views
-show the side-by-side table.
+One reference (prefix caching off) and two candidates: `prefix-cache` (a serving-policy
+change: prefix caching on) and `fp8-weights` (a precision change: emulated FP8 weights,
+prefix caching still off). The reference runs once; each candidate is gated and measured
+against it; one signed report verifies against the profile, and its views show the
+side-by-side table.
+
+The warm reuse pass asks the items again right after their cold pass, and the server's own
+counters prove which path served it: `prefix-cache` serves it from the device prefix cache
+(local_cache_hit share > 0: exercised, PASS, perf runs); `fp8-weights` has the pass
+configured but no cache to serve it from, so its pass gates end NOT EXERCISED, never PASS,
+and the run fails as for any failed gate. Tiny sets (4 math items in the long form, 2
+recall items, one short perf scenario).
 """
 
 from __future__ import annotations
@@ -16,6 +24,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from qgate.quality.reuse_records import shares
+from qgate.report.model import Report
+from qgate.report.render.md import render_markdown
 
 pytestmark = pytest.mark.integration
 
@@ -37,12 +49,13 @@ candidates:
     description: serving policy only
     args: {enable_prefix_caching: true}
   fp8-weights:
-    required: false
     args: {enable_prefix_caching: false}
     emulate_weights: {format: fp8_e4m3}
 quality:
   concurrency: 4
-  math: {prompts: [short], limit: 6, max_drop: 0.5}
+  math: {prompts: [long], limit: 4, long_tokens: 384, max_flips: 1}
+  recall: {context_tokens: [384], haystacks: 1, depths: [0.3, 0.7]}
+  reuse: {passes: [warm], min_exercised_share: 0.5}
   divergence: {sequences: 2, tokens: 8, max_mean_kld: 1.0, max_p99_kld: 5.0,
                min_top1_agreement: 0.5}
 perf:
@@ -57,47 +70,63 @@ def qgate(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_one_run_several_candidates(tmp_path: Path, smollm2_checkpoint: Path) -> None:
-    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "config"))
-    env.pop("GITHUB_STEP_SUMMARY", None)
-    assert qgate("keygen", "--out", str(tmp_path / "k"), env=env).returncode == 0
-    profile = tmp_path / "multi.yaml"
-    profile.write_text(PROFILE)
-    done = qgate(
-        "run",
-        str(profile),
-        "--out",
-        str(tmp_path / "runs"),
-        "--key",
-        str(tmp_path / "k.pem"),
-        "--cache-dir",
-        str(tmp_path / "cache"),
-        "--no-progress",
-        env=env,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+class MultiRun:
+    """The one run of this module, and what its tests read from it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.env = dict(os.environ, XDG_CONFIG_HOME=str(folder / "config"))
+        self.env.pop("GITHUB_STEP_SUMMARY", None)
+        assert qgate("keygen", "--out", str(folder / "k"), env=self.env).returncode == 0
+        self.pubkey = folder / "k.pub.pem"
+        self.profile = folder / "multi.yaml"
+        self.profile.write_text(PROFILE)
+        self.done = qgate(
+            "run",
+            str(self.profile),
+            *("--out", str(folder / "runs"), "--key", str(folder / "k.pem")),
+            *("--cache-dir", str(folder / "cache"), "--no-progress"),
+            env=self.env,
+        )
+        line = next((ln for ln in self.done.stdout.splitlines() if ln.startswith("report: ")), None)
+        assert line is not None, self.done.stdout + self.done.stderr
+        self.envelope = Path(line.split(": ", 1)[1].strip())
+        self.run_dir = self.envelope.parent
+        shown = qgate("show", str(self.envelope), "--format", "json", env=self.env)
+        assert shown.returncode == 0, shown.stderr
+        self.report = json.loads(shown.stdout)
+        self.reports = {c["name"]: c["report"] for c in self.report["candidates"]}
+
+
+@pytest.fixture(scope="module")
+def multi(tmp_path_factory: pytest.TempPathFactory, smollm2_checkpoint: Path) -> MultiRun:
+    return MultiRun(tmp_path_factory.mktemp("multi"))
+
+
+def test_one_reference_gates_and_measures_several_candidates(multi: MultiRun) -> None:
+    done = multi.done
+    # a NOT EXERCISED gate is never a pass: the run fails as for any failed gate
+    assert done.returncode == 1, done.stdout + done.stderr
     assert "candidate prefix-cache (required): PASS; perf ran" in done.stdout, done.stdout
-    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("report: "))
-    envelope = Path(line.split(": ", 1)[1].strip())
-    run_dir = envelope.parent
-    # one reference server for quality and one for perf, whatever the number of candidates
+    # one reference server for quality and perf, whatever the number of candidates
+    run_dir = multi.run_dir
     assert (run_dir / "raw" / "reference-quality.json").is_file()
     assert (run_dir / "raw" / "reference-perf.json").is_file()
     for name in ("prefix-cache", "fp8-weights"):
         own = run_dir / "candidates" / name
-        for file in ("raw/candidate-quality.json", "raw/candidate-perf.json", "logs/candidate.log"):
+        for file in ("raw/candidate-quality.json", "logs/candidate.log"):
             assert (own / file).is_file(), f"{name}/{file}"
+    # perf only where every gate passed
+    assert (run_dir / "candidates" / "prefix-cache" / "raw" / "candidate-perf.json").is_file()
+    assert not (run_dir / "candidates" / "fp8-weights" / "raw" / "candidate-perf.json").exists()
     verified = qgate(
         "verify",
-        str(envelope),
-        "--pubkey",
-        str(tmp_path / "k.pub.pem"),
-        "--profile",
-        str(profile),
-        env=env,
+        str(multi.envelope),
+        *("--pubkey", str(multi.pubkey), "--profile", str(multi.profile)),
+        env=multi.env,
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "table of 2 candidates and overall verdict" in verified.stdout
+    assert "reuse-pass answers re-derived" in verified.stdout
     md = (run_dir / "report.md").read_text()
     for column in (
         "Out tok/s ratio [95% CI]",
@@ -106,12 +135,42 @@ def test_one_run_several_candidates(tmp_path: Path, smollm2_checkpoint: Path) ->
         "TTFT p90 ratio",
     ):
         assert column in md
-    shown = qgate("show", str(envelope), "--format", "json", env=env)
-    report = json.loads(shown.stdout)
-    rows = {r["candidate"]: r for r in report["table"]}
+    rows = {r["candidate"]: r for r in multi.report["table"]}
     assert rows["prefix-cache"]["speed"][0]["ratios"]["output_throughput"]["ratio"] > 0
-    fp8 = next(c for c in report["candidates"] if c["name"] == "fp8-weights")["report"]
-    assert any("fp8_e4m3" in e for e in fp8["emulated"])
+    assert any("fp8_e4m3" in e for e in multi.reports["fp8-weights"]["emulated"])
     assert "<testsuite " in (run_dir / "junit.xml").read_text()
-    picked = qgate("compare", f"{envelope}#prefix-cache", f"{envelope}#fp8-weights", env=env)
+    picked = qgate(
+        "compare", f"{multi.envelope}#prefix-cache", f"{multi.envelope}#fp8-weights", env=multi.env
+    )
     assert picked.returncode == 0, picked.stdout + picked.stderr
+
+
+def _warm(report: dict[str, object], role: str, suite: str) -> dict[str, object]:
+    passes = report["quality"]["passes"]  # type: ignore[index]
+    run = next(p for p in passes if p["name"] == "warm" and p["role"] == role)
+    return next(s for s in run["suites"] if s["suite"] == suite)
+
+
+def test_warm_pass_exercised_with_prefix_caching_and_not_exercised_without(
+    multi: MultiRun,
+) -> None:
+    cached = multi.reports["prefix-cache"]
+    for suite in ("math.long", "recall.384"):
+        cand = _warm(cached, "candidate", suite)
+        got = shares(cand["before"], cand["after"])  # type: ignore[arg-type]
+        assert got.device is not None and got.device >= 0.5, (suite, got)
+        ref = _warm(cached, "reference", suite)
+        assert shares(ref["before"], ref["after"]).device == 0.0  # type: ignore[arg-type]
+    gates = {v["gate"]: v for v in cached["quality"]["verdicts"]}
+    assert gates["math.long@warm.exercised"]["passed"] is True
+    flips = gates["math.long@warm.self_flips"]
+    assert flips["passed"] is True and "reference lost" in flips["reason"]  # both sides' flips
+
+    plain = multi.reports["fp8-weights"]
+    warm = [v for v in plain["quality"]["verdicts"] if "@warm." in v["gate"]]
+    assert warm and all(v["passed"] is False and v["exercised"] is False for v in warm)
+    assert plain["verdict"] == "FAIL"
+    md = render_markdown(Report.model_validate(plain))
+    assert "NOT EXERCISED math.long@warm" in md and "| NOT EXERCISED |" in md
+    assert "Reuse passes: what served the prompts" in md
+    assert "GateNotExercised" in (multi.run_dir / "junit.xml").read_text()

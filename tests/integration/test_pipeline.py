@@ -3,7 +3,9 @@
 The same code path as `make demo`: the CLI, a cached reference, the candidate,
 the gates, perf only when they pass, a signed report that `qgate verify`
 accepts. Then the failing profile (emulated INT4 weights) exits 1 without
-perf, and Ctrl-C during the candidate's start leaves no server behind.
+perf, with the reference read back from the signed cache (a poisoned entry is refused), and
+Ctrl-C during the candidate's start leaves no server behind. An lm-eval task rides along in
+every run (offline, the committed local task): its items are paired and re-derived by verify.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ quality:
   math: {{prompts: [short, long], limit: 12, max_drop: {math_drop}}}
   recall: {{context_tokens: [512], haystacks: 1, depths: [0.2, 0.5, 0.8]}}
   divergence: {{sequences: 6, tokens: 16, max_mean_kld: {kld}}}
+  lm_eval:                   # offline: the committed local task (evals/lm_eval/qgate_math.yaml)
+    - {{task: qgate_math, metric: "exact_match,last-integer", limit: 16, max_drop: 0.5}}
 perf:
   scenarios:
     - {{name: fixed, input_tokens: 64, output_tokens: 8, concurrency: [2], warmup: 1, requests: 3}}
@@ -88,6 +92,11 @@ def env(workspace: Path) -> dict[str, str]:
     # the development key (if any) stays inside the test's folder
     e["XDG_CONFIG_HOME"] = str(workspace / "config")
     e.pop("GITHUB_STEP_SUMMARY", None)
+    # no network: lm-eval and datasets must read only the committed local task and data
+    e |= {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(workspace / "hf")}
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        e[var] = "http://127.0.0.1:9"  # anything that tries the network fails at once
+    e["NO_PROXY"] = e["no_proxy"] = "127.0.0.1,localhost"
     return e
 
 
@@ -199,6 +208,36 @@ def test_passing_run_writes_a_report_that_verifies(
         env=env,
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "not checked" not in verified.stdout, verified.stdout  # lm-eval items re-derived
+
+
+def test_lm_eval_gates_offline_with_paired_items(
+    passing_run: tuple[subprocess.CompletedProcess[str], Path], env: dict[str, str]
+) -> None:
+    """lm-eval's completions backend on each server, the local task read offline, per-item
+    records of both sides paired into flips (the whole-run path of
+    precision_profiles/smollm2-cpu-lmeval.yaml)."""
+    done, _ = passing_run
+    shown = qgate(
+        "show", str(run_dir_of(done.stdout) / "report.intoto.jsonl"), "--format", "json", env=env
+    )
+    report = json.loads(shown.stdout)
+    runs = {r["role"]: r for r in report["quality"]["runs"] if r["suite"] == "lm_eval.qgate_math"}
+    assert set(runs) == {"reference", "candidate"}
+    ids = [i["id"] for i in runs["reference"]["items"]]
+    assert (
+        ids == [f"doc-{n:05d}" for n in range(16)] == [i["id"] for i in runs["candidate"]["items"]]
+    )
+    assert any(i["correct"] for i in runs["reference"]["items"])  # SmolLM2 gets some right
+    assert any(i["output"] for i in runs["candidate"]["items"])
+    for item in runs["reference"]["items"] + runs["candidate"]["items"]:
+        assert item["expected"].lstrip("-").isdigit()
+        # the task ignores thousands separators when it compares
+        assert item["correct"] == ((item["answer"] or "").replace(",", "") == item["expected"])
+    gates = {v["gate"]: v for v in report["quality"]["verdicts"]}
+    assert gates["lm_eval.qgate_math.max_drop"]["passed"]
+    assert "lost" in gates["lm_eval.qgate_math.significance"]["reason"]  # paired flips
+    assert "lm_eval.qgate_math" in (run_dir_of(done.stdout) / "report.md").read_text()
 
 
 def test_report_holds_both_runtimes_and_fp8_kv(
@@ -255,44 +294,6 @@ def test_report_holds_both_runtimes_and_fp8_kv(
         if c["metric"] == "output_throughput"
     ]
     assert ratios and all(c["blocks"] == 2 and len(c["block_ratios"]) == 2 for c in ratios)
-
-
-def test_rerun_uses_the_cached_reference(
-    passing_run: tuple[subprocess.CompletedProcess[str], Path],
-    workspace: Path,
-    env: dict[str, str],
-    keypair: tuple[Path, Path],
-) -> None:
-    _, profile = passing_run
-    done = qgate(
-        "run",
-        str(profile),
-        "--out",
-        str(workspace / "runs"),
-        "--key",
-        str(keypair[0]),
-        "--cache-dir",
-        str(workspace / "cache"),
-        "--skip-perf",
-        "--no-progress",
-        env=env,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "reference from cache" in done.stdout
-    run_dir = run_dir_of(done.stdout)
-    assert not (run_dir / "logs" / "reference.log").exists()  # no reference server this time
-    assert (run_dir / "raw" / "reference-quality.json").is_file()
-    verified = qgate(
-        "verify",
-        str(run_dir / "report.intoto.jsonl"),
-        "--pubkey",
-        str(keypair[1]),
-        "--profile",
-        str(profile),
-        env=env,
-    )
-    assert verified.returncode == 0, verified.stdout + verified.stderr
-    assert "reference provenance (cache, entry" in verified.stdout
 
 
 def test_poisoned_cache_entry_is_refused(
@@ -357,18 +358,28 @@ def test_failing_profile_exits_1_without_perf(
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("FAIL"), done.stdout
     assert "FAIL divergence.max_mean_kld" in done.stdout
+    # the passing run's reference, from the signed cache: no reference server this time
     assert "reference from cache" in done.stdout.splitlines()[0]
-    not_run = r"not settled \(\d+, quality stopped once the FAIL was\): math\.short\."
+    not_run = r"not settled \(\d+, quality stopped once the FAIL was\): .*math\.short\."
     assert re.search(not_run, done.stdout), done.stdout
     assert "perf skipped: gates failed" in done.stdout
     run_dir = run_dir_of(done.stdout)
     assert not (run_dir / "raw" / "candidate-perf.json").exists()
+    assert not (run_dir / "logs" / "reference.log").exists()
+    assert (run_dir / "raw" / "reference-quality.json").is_file()
     cand = json.loads((run_dir / "raw" / "candidate-quality.json").read_text())
     assert cand["runs"] == [] and cand["scores"] is not None  # divergence alone ran
     verified = qgate(
-        "verify", str(run_dir / "report.intoto.jsonl"), "--pubkey", str(keypair[1]), env=env
+        "verify",
+        str(run_dir / "report.intoto.jsonl"),
+        *("--pubkey", str(keypair[1]), "--profile", str(profile)),
+        env=env,
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "reference provenance (cache, entry" in verified.stdout
+    planned = qgate("plan", str(profile), "--cache-dir", str(workspace / "cache"), env=env)
+    assert planned.returncode == 0, planned.stderr
+    assert "reference results cached" in planned.stdout, planned.stdout
 
 
 def test_candidate_that_cannot_start_fails_before_the_reference(

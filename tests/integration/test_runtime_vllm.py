@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from qgate.core import http
 from qgate.errors import ExitCode, RuntimeFailure
 from qgate.runtime.process import group_alive
 from qgate.runtime.vllm_server import VllmServer
@@ -121,39 +120,3 @@ def _group_members(pgid: int) -> list[int]:
             if int(fields[2]) == pgid:
                 members.append(int(entry.name))
     return members
-
-
-def test_effective_config_is_read_when_the_engine_log_is_quiet(
-    smollm2_checkpoint: Path,
-    runtime_dir: Path,
-    serving_dtype: str,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """VLLM_LOGGING_LEVEL=WARNING hides the INFO config line: the server still starts, its KV
-    cache dtype comes from /metrics and its context length from /v1/models, and the dtype it
-    alone stated is recorded as not verified, not failed. A registry proxy in the environment
-    (HTTP_PROXY, no NO_PROXY) must not catch the probes of the local server, and a server
-    that requires a key (VLLM_API_KEY) gets it from them."""
-    for name in ("NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
-    server = VllmServer(
-        role="candidate",
-        model_path=smollm2_checkpoint,
-        served_model="smollm2",
-        run_dir=runtime_dir,
-        args={"enforce_eager": True, "max_model_len": 4096, "dtype": serving_dtype},
-        env={"VLLM_LOGGING_LEVEL": "WARNING", "VLLM_API_KEY": "qgate-test-key"},
-        startup_timeout_s=600,
-    )
-    with server:
-        eff = server.effective_config()
-        # the key the server requires on /v1 is what qgate's probe of /v1/models sent
-        status, _ = http.get(f"{server.base_url}/models", timeout=10.0)
-        assert status == 401
-    assert "with config:" not in server.log_path.read_text()  # the premise: the line is hidden
-    assert eff.kv_cache_dtype == "auto" and eff.max_model_len == 4096
-    assert eff.dtype is None
-    assert len(eff.not_verified) == 1
-    assert eff.not_verified[0].startswith(f"dtype: asked for {serving_dtype!r}; not stated")
-    assert "VLLM_LOGGING_LEVEL=WARNING" in eff.not_verified[0]

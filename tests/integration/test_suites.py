@@ -1,4 +1,4 @@
-"""The math, recall and lm-eval suites against a real vLLM server (SmolLM2-135M on the CPU).
+"""The math and recall suites against a real vLLM server (SmolLM2-135M on the CPU).
 
 Small limits keep this quick; the point is that real answers flow into
 well-formed records and that the easy items are answered sometimes.
@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from qgate.profile import LmEvalTask, MathSuite, RecallSuite
+from qgate.profile import MathSuite, RecallSuite
 from qgate.quality.extract import SYMBOL_PATTERN
-from qgate.quality.lmeval_suite import run_lm_eval
 from qgate.quality.math_suite import run_math
 from qgate.quality.recall_suite import run_recall
 
@@ -73,22 +72,3 @@ def test_recall_1024(reference_server: Any) -> None:
         assert re.fullmatch(SYMBOL_PATTERN, item.expected)
         assert item.correct == (item.answer == item.expected)
     assert _accuracy(run) > 0
-
-
-def test_lm_eval_local_math(reference_server: Any, smollm2_checkpoint: Any) -> None:
-    task = LmEvalTask(task="qgate_math", metric="exact_match,last-integer", limit=10)
-    run = run_lm_eval(
-        reference_server.base_url,
-        reference_server.served_model,
-        task,
-        "reference",
-        tokenizer_path=smollm2_checkpoint,
-        concurrency=4,
-    )
-    assert run.suite == "lm_eval.qgate_math"
-    assert [i.id for i in run.items] == [f"doc-{n:05d}" for n in range(10)]
-    assert all(i.expected.lstrip("-").isdigit() for i in run.items)
-    assert any(i.output for i in run.items)
-    for item in run.items:
-        # The task ignores thousands separators when it compares.
-        assert item.correct == ((item.answer or "").replace(",", "") == item.expected)
