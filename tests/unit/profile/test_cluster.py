@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from helpers.profiles import problems_of
 from helpers.report_synthetic import PROFILE, build_report
 
 from qgate.attest.keys import load_signer
@@ -38,18 +39,10 @@ quality:
 """
 
 
-def _problems(text: str) -> list[str]:
-    try:
-        parse_profile_text(text, "p.yaml", ROOT, check_files=False)
-    except ProfileError as exc:
-        return exc.details
-    return []
-
-
 @pytest.mark.parametrize("address", ["auto", "ray-head:6379", "10.0.0.7:6380", "[::1]:6379"])
 def test_addresses_ray_can_join_are_accepted(address: str) -> None:
     assert address_problem(address) is None
-    assert _problems(BASE + f"cluster: {{address: '{address}'}}\n") == []
+    assert problems_of(BASE + f"cluster: {{address: '{address}'}}\n") == []
 
 
 @pytest.mark.parametrize(
@@ -64,7 +57,7 @@ def test_addresses_ray_can_join_are_accepted(address: str) -> None:
     ],
 )
 def test_a_bad_address_names_its_line_and_key(address: str, says: str) -> None:
-    found = _problems(BASE + f"cluster:\n  address: '{address}'\n")
+    found = problems_of(BASE + f"cluster:\n  address: '{address}'\n")
     assert len(found) == 1, found
     assert found[0].startswith("p.yaml:9 cluster.address: "), found
     assert says in found[0]
@@ -83,7 +76,7 @@ def test_a_bad_address_names_its_line_and_key(address: str, says: str) -> None:
     ],
 )
 def test_bad_resources_name_their_line_and_key(line: str, key: str, says: str) -> None:
-    found = _problems(BASE + "cluster:\n" + line + "\n")
+    found = problems_of(BASE + "cluster:\n" + line + "\n")
     assert len(found) == 1, found
     assert found[0].startswith(f"p.yaml:9 {key}: "), found
     assert says in found[0]

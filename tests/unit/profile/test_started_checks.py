@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers.profiles import problems_of
 
 from qgate.cli.main import main
-from qgate.errors import ProfileError
 from qgate.profile.load import parse_profile_text
 from qgate.profile.started_checks import attribution_refused
 
@@ -59,14 +59,6 @@ quality:
 """
 
 
-def _problems(text: str) -> list[str]:
-    try:
-        parse_profile_text(text, "p.yaml", ROOT, check_files=False)
-    except ProfileError as exc:
-        return exc.details
-    return []
-
-
 @pytest.mark.parametrize(
     "text",
     [BOTH, CANDIDATE_ONLY, REFERENCE_ONLY],
@@ -74,16 +66,16 @@ def _problems(text: str) -> list[str]:
 )
 def test_attribution_on_an_endpoint_is_bad_input(text: str) -> None:
     with_block = text + "attribution: {max_lives: 4}\n"
-    found = _problems(with_block)
+    found = problems_of(with_block)
     line = with_block.splitlines().index("attribution: {max_lives: 4}") + 1
     assert len(found) == 1, found
     assert found[0].startswith(f"p.yaml:{line} attribution: needs runtimes qgate starts")
     assert "endpoint" in found[0]
-    assert _problems(text) == []
+    assert problems_of(text) == []
 
 
 def test_attribution_with_started_runtimes_is_accepted() -> None:
-    assert _problems(STARTED + "attribution: {max_lives: 4}\n") == []
+    assert problems_of(STARTED + "attribution: {max_lives: 4}\n") == []
 
 
 def test_run_attribute_flag_on_an_endpoint_is_bad_input(tmp_path: Path) -> None:
@@ -115,7 +107,7 @@ def test_run_attribute_flag_on_an_endpoint_is_bad_input(tmp_path: Path) -> None:
 )
 def test_engine_keys_for_started_servers_are_refused_on_endpoints(extra: str, key: str) -> None:
     text = BOTH.replace("engine: {kind: endpoint}", extra)
-    found = _problems(text)
+    found = problems_of(text)
     assert len(found) == 1 and f"p.yaml:3 {key}: " in found[0], found
     assert "endpoint" in found[0] and "already running" in found[0]
 
@@ -130,30 +122,32 @@ def test_engine_keys_for_started_servers_are_refused_on_endpoints(extra: str, ke
 )
 def test_an_endpoint_sides_settings_are_refused_not_ignored(block: str, key: str) -> None:
     text = CANDIDATE_ONLY.replace("  endpoint:", block + "\n  endpoint:")
-    found = _problems(text)
+    found = problems_of(text)
     assert len(found) == 1 and f"p.yaml:5 {key}: " in found[0], found
     assert "the candidate is an endpoint" in found[0]
 
 
 def test_one_sided_endpoint_keys_are_judged_per_side() -> None:
     """A vLLM reference keeps its settings; what only the endpoint side ignores is refused."""
-    assert _problems(CANDIDATE_ONLY.replace("name: t", "name: t\nengine: {port: 8000}")) == []
-    assert _problems(CANDIDATE_ONLY.replace("name: t", "name: t\nengine: {preflight: always}")) == [
+    assert problems_of(CANDIDATE_ONLY.replace("name: t", "name: t\nengine: {port: 8000}")) == []
+    assert problems_of(
+        CANDIDATE_ONLY.replace("name: t", "name: t\nengine: {preflight: always}")
+    ) == [
         "p.yaml:2 engine.preflight: 'always' starts the candidate early; the candidate is an "
         "endpoint (already running: qgate cannot start or configure it)"
     ]
-    together = _problems(
+    together = problems_of(
         REFERENCE_ONLY.replace("name: t", "name: t\nengine: {placement: together}")
     )
     assert len(together) == 1 and "the reference is an endpoint" in together[0]
     # preflight concerns the candidate only
     assert (
-        _problems(REFERENCE_ONLY.replace("name: t", "name: t\nengine: {preflight: always}")) == []
+        problems_of(REFERENCE_ONLY.replace("name: t", "name: t\nengine: {preflight: always}")) == []
     )
 
 
 def _groups(groups: str) -> list[str]:
-    return _problems(STARTED + f"attribution:\n  groups: {groups}\n")
+    return problems_of(STARTED + f"attribution:\n  groups: {groups}\n")
 
 
 def test_a_group_pattern_that_matches_no_change_says_what_was_meant() -> None:
@@ -190,14 +184,14 @@ def test_a_group_whose_changes_an_earlier_group_took_is_refused() -> None:
 )
 def test_an_api_key_in_a_started_servers_args_is_refused(block: str, key: str) -> None:
     text = f"name: t\nmodel: {{embedded: smollm2}}\n{block}\nquality:\n  math: {{max_drop: 0.1}}\n"
-    (found,) = _problems(text)
+    (found,) = problems_of(text)
     assert f" {key}: a key here is written into the profile and the signed report" in found
     assert "abc" not in found and "VLLM_API_KEY" in found
 
 
 def test_a_cluster_block_with_both_sides_endpoints_is_refused() -> None:
     text = BOTH + "cluster: {address: auto}\n"
-    found = _problems(text)
+    found = problems_of(text)
     line = text.splitlines().index("cluster: {address: auto}") + 1
     assert len(found) == 1, found
     assert found[0].startswith(f"p.yaml:{line} cluster: a cluster places the servers")
@@ -214,9 +208,9 @@ def test_a_cluster_block_with_both_sides_endpoints_is_refused() -> None:
 def test_cluster_resources_for_an_endpoint_side_are_refused(text: str, key: str, role: str) -> None:
     """The other side's life is placed as usual; resources for the endpoint's would be unused."""
     other = "reference" if key == "candidates" else "candidates"
-    assert _problems(text + f"cluster: {{address: auto, {other}: {{x: 1}}}}\n") == []
+    assert problems_of(text + f"cluster: {{address: auto, {other}: {{x: 1}}}}\n") == []
     block = f"cluster:\n  address: auto\n  {key}: {{x: 1}}\n"
-    found = _problems(text + block)
+    found = problems_of(text + block)
     line = len(text.splitlines()) + 3
     assert len(found) == 1, found
     assert found[0].startswith(f"p.yaml:{line} cluster.{key}: no life of the {role} is placed")

@@ -14,10 +14,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-from helpers.examples import predicate_of
-
-from qgate.cli.main import main
+from helpers.examples import predicate_of, verify_example
 
 ROOT = Path(__file__).resolve().parents[3] / "examples" / "cpu"
 RUN = ROOT / "smollm2-cpu-rounds"
@@ -28,19 +25,9 @@ def _report() -> dict[str, Any]:
 
 
 def test_the_run_verifies_against_its_profile() -> None:
-    result = CliRunner().invoke(
-        main,
-        [
-            "verify",
-            str(RUN / "report.intoto.jsonl"),
-            "--pubkey",
-            str(ROOT / "signing-key.pub.pem"),
-            "--profile",
-            str(RUN / "profile.yaml"),
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    assert "3 perf scenarios recomputed" in result.output and "(verdict PASS)" in result.output
+    code, output = verify_example(RUN, ROOT / "signing-key.pub.pem")
+    assert code == 0, output
+    assert "3 perf scenarios recomputed" in output and "(verdict PASS)" in output
 
 
 def test_both_sides_ran_two_rounds_in_fresh_lives() -> None:

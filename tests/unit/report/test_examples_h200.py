@@ -12,10 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-from helpers.examples import predicate_of
-
-from qgate.cli.main import main
+from helpers.examples import predicate_of, verify_example
 
 H200 = Path(__file__).resolve().parents[3] / "examples" / "h200"
 PUBKEY = H200 / "signing-key.pub.pem"
@@ -25,18 +22,7 @@ KEYS = {"llama3-8b-shape-h200-preview": PUBKEY, "smollm2-h200-fp8": PUBKEY_2026_
 
 def _verify(name: str, pubkey: Path | None = None) -> tuple[int, str]:
     folder = H200 / name
-    result = CliRunner().invoke(
-        main,
-        [
-            "verify",
-            str(folder / "report.intoto.jsonl"),
-            "--pubkey",
-            str(pubkey or KEYS[name]),
-            "--profile",
-            str(folder / "profile.yaml"),
-        ],
-    )
-    return result.exit_code, result.output
+    return verify_example(folder, pubkey or KEYS[name])
 
 
 def _predicate(name: str) -> dict[str, Any]:

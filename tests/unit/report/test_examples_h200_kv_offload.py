@@ -12,10 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-from helpers.examples import predicate_of
+from helpers.examples import predicate_of, verify_example
 
-from qgate.cli.main import main
 from qgate.quality.reuse_records import shares
 
 ROOT = Path(__file__).resolve().parents[3] / "examples" / "h200"
@@ -28,19 +26,9 @@ def _predicate() -> dict[str, Any]:
 
 
 def test_the_run_verifies_against_its_profile() -> None:
-    result = CliRunner().invoke(
-        main,
-        [
-            "verify",
-            str(RUN / "report.intoto.jsonl"),
-            "--pubkey",
-            str(PUBKEY),
-            "--profile",
-            str(RUN / "profile.yaml"),
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    assert "verdict PASS" in result.output
+    code, output = verify_example(RUN, PUBKEY)
+    assert code == 0, output
+    assert "verdict PASS" in output
 
 
 def test_every_pass_was_exercised_by_its_gate() -> None:

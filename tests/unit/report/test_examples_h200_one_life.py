@@ -12,10 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
-from helpers.examples import predicate_of
-
-from qgate.cli.main import main
+from helpers.examples import predicate_of, verify_example
 
 ROOT = Path(__file__).resolve().parents[3] / "examples" / "h200"
 RUNS = ROOT / "one-life"
@@ -29,19 +26,9 @@ def _predicate(name: str) -> dict[str, Any]:
 @pytest.mark.parametrize("name", ["smollm2-run1", "smollm2-run2", "preview-run1", "preview-run2"])
 def test_each_run_verifies_against_its_profile(name: str) -> None:
     folder = RUNS / name
-    result = CliRunner().invoke(
-        main,
-        [
-            "verify",
-            str(folder / "report.intoto.jsonl"),
-            "--pubkey",
-            str(PUBKEY),
-            "--profile",
-            str(folder / "profile.yaml"),
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    assert "VERIFIED" in result.output
+    code, output = verify_example(folder, PUBKEY)
+    assert code == 0, output
+    assert "VERIFIED" in output
 
 
 @pytest.mark.parametrize("name", ["smollm2-run1", "smollm2-run2", "preview-run1", "preview-run2"])

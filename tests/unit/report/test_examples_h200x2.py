@@ -13,10 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
-from helpers.examples import predicate_of
-
-from qgate.cli.main import main
+from helpers.examples import predicate_of, verify_example
 
 ROOT = Path(__file__).resolve().parents[3]
 H200X2 = ROOT / "examples" / "h200x2"
@@ -26,18 +23,7 @@ RUNS = ["qwen3-moe-30b-a3b-shape-h200x2-preview", "qwen3-moe-30b-a3b-shape-h200x
 
 def _verify(name: str, profile: Path | None = None) -> tuple[int, str]:
     folder = H200X2 / name
-    result = CliRunner().invoke(
-        main,
-        [
-            "verify",
-            str(folder / "report.intoto.jsonl"),
-            "--pubkey",
-            str(PUBKEY),
-            "--profile",
-            str(profile or folder / "profile.yaml"),
-        ],
-    )
-    return result.exit_code, result.output
+    return verify_example(folder, PUBKEY, profile)
 
 
 def _predicate(name: str) -> dict[str, Any]:
