@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
+from typing import Any
 
 import click
+from pydantic import BaseModel
 
 from qgate.cli import docgen
 from qgate.cli.main import main
+from qgate.profile import Profile
 from qgate.profile.doc import SECTIONS
+from qgate.profile.multi import CandidateSpec
 
 
 def test_the_committed_pages_are_current() -> None:
@@ -45,3 +50,24 @@ def test_the_profile_page_has_every_section() -> None:
         assert f"## `{path}`" in page
         for name in model.model_fields:
             assert f"| `{name}` |" in page
+
+
+def _models_in(tp: Any) -> set[type[BaseModel]]:
+    """The pydantic models a field's annotation can hold (through unions, lists, dicts)."""
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return {tp}
+    return {m for arg in typing.get_args(tp) for m in _models_in(arg)}
+
+
+def test_every_model_a_profile_can_hold_has_a_section() -> None:
+    seen: set[type[BaseModel]] = set()
+    todo: list[type[BaseModel]] = [Profile, CandidateSpec]
+    while todo:
+        model = todo.pop()
+        if model not in seen:
+            seen.add(model)
+            for field in model.model_fields.values():
+                todo += _models_in(field.annotation)
+    documented = {model for _, model in SECTIONS}
+    missing = sorted(m.__name__ for m in seen - documented)
+    assert missing == [], f"profile models without a section in qgate/profile/doc.py: {missing}"
