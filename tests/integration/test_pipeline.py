@@ -46,9 +46,9 @@ candidate:
 quality:
   concurrency: 16            # every math item in one wave (CPU decode is weight-read bound)
   stop: {stop}
-  math: {{prompts: [short, long], limit: 12, max_drop: {math_drop}}}
+  math: {{prompts: [short, long], limit: 8, max_drop: {math_drop}}}
   recall: {{context_tokens: [512], haystacks: 1, depths: [0.2, 0.5, 0.8]}}
-  divergence: {{sequences: 6, tokens: 16, max_mean_kld: {kld}}}
+  divergence: {{sequences: 4, tokens: 16, max_mean_kld: {kld}}}
   lm_eval:                   # offline: the committed local task (evals/lm_eval/qgate_math.yaml)
     - {{task: qgate_math, metric: "exact_match,last-integer", limit: 16, max_drop: 0.5}}
 perf:
