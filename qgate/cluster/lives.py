@@ -33,11 +33,10 @@ __all__ = ["RayLives"]
 _NESTED = ("candidates", "attribution")
 
 
-def _side(role: Role, logs: Path) -> str:
-    """'reference', 'candidate', or the candidate's or trial's name (its run folder's)."""
-    if logs.name.startswith("round-"):  # a later perf round's lives (qgate/run/context.py)
-        logs = logs.parent
-    folder = logs.parent
+def _side(role: Role, logs: Path, round: int = 0) -> str:
+    """'reference', 'candidate', or the candidate's or trial's name (its run folder's); a
+    later perf round's logs sit one folder deeper (`round-N`, qgate/run/context.py)."""
+    folder = logs.parent.parent if round else logs.parent
     return folder.name if folder.parent.name in _NESTED else role
 
 
@@ -68,7 +67,7 @@ class RayLives:
         local = make_runtime(profile, role, model, logs)
         if not isinstance(local, ServerProcess):
             return local  # an endpoint: already running somewhere, nothing to place
-        side = _side(role, logs)
+        side = _side(role, logs, round)
         needs = life_needs(profile, role, self.custom)
         first = self._first_nodes()
         node_id, swap = round_node(side, round, first, [s for s in first if s != "reference"])

@@ -227,8 +227,9 @@ def test_perf_rounds_count_in_the_wall_time_one_wave_per_life_in_sequence() -> N
 def test_a_later_rounds_life_is_named_by_its_side() -> None:
     from qgate.cluster.lives import _side
 
-    assert _side("reference", Path("/runs/r1/logs/round-2")) == "reference"
-    assert _side("candidate", Path("/runs/r1/candidates/fp8/logs/round-3")) == "fp8"
+    # its logs sit one folder deeper (round-N, qgate/run/context.py); the round says so
+    assert _side("reference", Path("/runs/r1/logs/round-2"), 1) == "reference"
+    assert _side("candidate", Path("/runs/r1/candidates/fp8/logs/round-3"), 2) == "fp8"
 
 
 def test_a_swapped_perf_round_is_planned_on_the_other_sides_node() -> None:
