@@ -1,0 +1,234 @@
+"""A fault-injecting reverse proxy in front of a real OpenAI-compatible server.
+
+It forwards every path unchanged (the API, /metrics, /tokenize, /reset_prefix_cache, ...)
+and corrupts the answers of completions and chat completions that match a rule, the way
+the field's silent failures did: the server still answers HTTP 200 with the same number
+of tokens, only the text is wrong. Each rule names a mechanism from a public bug report:
+
+    load:N      more than N requests in flight when it arrives   (vLLM #47282)
+    idle:T      the server idle for at least T seconds before it (vLLM #52150)
+    length:L    a prompt of more than L tokens                   (vLLM #39303)
+    life:P      this whole life broken, with probability P       (vLLM PR #46386)
+    drop:FIELD  the request field FIELD removed before it is served (ROCm/aiter #5049)
+
+`--share S` is the strength knob: a matching answer is corrupted with probability S, drawn
+from a seeded stream so a run can be repeated. Corruption rotates digits (d -> d+5 mod 10)
+and letters (ROT13) character by character, so lengths, token counts and the stream's
+shape are unchanged; exact-answer and recall items fail, the logprobs the server returned
+are passed through as they were (a text fault, not a distribution fault).
+
+Every request is logged as one JSON line (`--log`): its number, path, in-flight count,
+idle seconds before it, prompt tokens where a length rule asked for them, and whether and
+why it was corrupted, so a benchmark can say where each corrupted answer fell.
+
+Written by hand on aiohttp (already a vLLM dependency): no maintained proxy library
+injects faults into an SSE stream by request-level conditions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+GENERATE_PATHS = ("/v1/completions", "/v1/chat/completions")
+KINDS = ("load", "idle", "length", "life", "drop")
+HOP_HEADERS = frozenset(
+    {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "host"}
+)
+
+_DIGITS = str.maketrans("0123456789", "5678901234")
+_LETTERS = str.maketrans(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM",
+)
+
+
+def corrupt(text: str) -> str:
+    """The same text with every digit and letter replaced, character for character."""
+    return text.translate(_DIGITS).translate(_LETTERS)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One fault mechanism and its threshold."""
+
+    kind: str
+    value: str
+
+    @classmethod
+    def parse(cls, spec: str) -> Rule:
+        kind, sep, value = spec.partition(":")
+        if kind not in KINDS or not sep or not value:
+            raise ValueError(f"fault {spec!r}: expected KIND:VALUE with KIND one of {KINDS}")
+        if kind in ("load", "length"):
+            if not value.isdigit():
+                raise ValueError(f"fault {spec!r}: {kind} takes a whole number")
+        elif kind in ("idle", "life"):
+            number = float(value)
+            if not (number >= 0 and (kind == "idle" or number <= 1)):
+                raise ValueError(f"fault {spec!r}: out of range")
+        return cls(kind, value)
+
+
+@dataclass
+class Faults:
+    """The proxy's state: rules, the seeded draw, in-flight count and idle clock."""
+
+    rules: Sequence[Rule]
+    share: float = 1.0
+    seed: int = 0
+    in_flight: int = 0
+    served: int = 0
+    last_busy: float = field(default_factory=time.monotonic)
+    life_broken: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.share <= 1:
+            raise ValueError(f"share {self.share}: must be within [0, 1]")
+        life = [float(r.value) for r in self.rules if r.kind == "life"]
+        self.life_broken = bool(life) and random.Random(f"{self.seed}:life").random() < life[0]
+
+    def needs_length(self) -> bool:
+        return any(r.kind == "length" for r in self.rules)
+
+    def dropped(self) -> list[str]:
+        return [r.value for r in self.rules if r.kind == "drop"]
+
+    def decide(self, number: int, in_flight: int, idle_s: float, prompt_tokens: int | None) -> str:
+        """Why request `number` is corrupted ('' when it is not)."""
+        reasons = []
+        for rule in self.rules:
+            if rule.kind == "load" and in_flight > int(rule.value):
+                reasons.append(f"load {in_flight}>{rule.value}")
+            elif rule.kind == "idle" and idle_s >= float(rule.value):
+                reasons.append(f"idle {idle_s:.1f}s>={rule.value}s")
+            elif rule.kind == "length" and (prompt_tokens or 0) > int(rule.value):
+                reasons.append(f"length {prompt_tokens}>{rule.value}")
+            elif rule.kind == "life" and self.life_broken:
+                reasons.append("broken life")
+        if not reasons or random.Random(f"{self.seed}:{number}").random() >= self.share:
+            return ""
+        return "; ".join(reasons)
+
+
+def corrupt_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """A completion (or one stream chunk) with its generated text corrupted."""
+    for choice in payload.get("choices") or []:
+        if isinstance(choice.get("text"), str):
+            choice["text"] = corrupt(choice["text"])
+        for key in ("delta", "message"):
+            part = choice.get(key)
+            if isinstance(part, dict) and isinstance(part.get("content"), str):
+                part["content"] = corrupt(part["content"])
+    return payload
+
+
+def corrupt_sse_line(line: bytes) -> bytes:
+    """One line of a server-sent event stream, its data's text corrupted."""
+    if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
+        return line
+    try:
+        payload = json.loads(line[6:])
+    except ValueError:
+        return line
+    end = line[len(line.rstrip(b"\r\n")) :]
+    return b"data: " + json.dumps(corrupt_payload(payload)).encode() + end
+
+
+def make_app(upstream: str, faults: Faults, log: Any = None) -> Any:
+    """The aiohttp application forwarding to `upstream` (http://host:port)."""
+    import aiohttp
+    from aiohttp import web
+
+    session: dict[str, aiohttp.ClientSession] = {}
+
+    async def on_startup(_: web.Application) -> None:
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30)
+        session["s"] = aiohttp.ClientSession(timeout=timeout, auto_decompress=False)
+
+    async def on_cleanup(_: web.Application) -> None:
+        await session["s"].close()
+
+    async def prompt_tokens(body: dict[str, Any]) -> int | None:
+        ask: dict[str, Any] = {"model": body.get("model")}
+        if "messages" in body:
+            ask["messages"] = body["messages"]
+        else:
+            ask["prompt"] = body.get("prompt")
+        if not isinstance(ask.get("prompt", ""), str):
+            return None  # token ids or a batch: not a shape /tokenize takes
+        async with session["s"].post(upstream + "/tokenize", json=ask) as r:
+            return int((await r.json()).get("count", 0)) if r.status == 200 else None
+
+    async def forward(req: web.Request) -> web.StreamResponse:
+        raw = await req.read()
+        headers = {k: v for k, v in req.headers.items() if k.lower() not in HOP_HEADERS}
+        generate = req.method == "POST" and req.path in GENERATE_PATHS
+        reason, line = "", {}
+        if generate:
+            body = json.loads(raw or b"{}")
+            for name in faults.dropped():
+                body.pop(name, None)
+            raw = json.dumps(body).encode()
+            now = time.monotonic()
+            idle = now - faults.last_busy if faults.in_flight == 0 else 0.0
+            faults.in_flight += 1
+            number, faults.served = faults.served, faults.served + 1
+            tokens = await prompt_tokens(body) if faults.needs_length() else None
+            reason = faults.decide(number, faults.in_flight, idle, tokens)
+            line = {"n": number, "path": req.path, "in_flight": faults.in_flight}
+            line |= {"idle_s": round(idle, 3), "prompt_tokens": tokens, "corrupted": reason}
+        try:
+            url = upstream + req.path_qs
+            async with session["s"].request(req.method, url, data=raw, headers=headers) as up:
+                out_headers = {k: v for k, v in up.headers.items() if k.lower() not in HOP_HEADERS}
+                if not reason:
+                    resp = web.StreamResponse(status=up.status, headers=out_headers)
+                    await resp.prepare(req)
+                    async for chunk in up.content.iter_any():
+                        await resp.write(chunk)
+                elif up.headers.get("Content-Type", "").startswith("text/event-stream"):
+                    resp = web.StreamResponse(status=up.status, headers=out_headers)
+                    await resp.prepare(req)
+                    async for sse in up.content:  # line by line
+                        await resp.write(corrupt_sse_line(sse))
+                else:
+                    data = await up.read()
+                    with contextlib.suppress(ValueError):
+                        data = json.dumps(corrupt_payload(json.loads(data))).encode()
+                    resp = web.Response(status=up.status, body=data, headers=out_headers)
+                    await resp.prepare(req)
+                await resp.write_eof()
+                return resp
+        finally:
+            if generate:
+                faults.in_flight -= 1
+                faults.last_busy = time.monotonic()
+                if log is not None:
+                    log.write(json.dumps(line) + "\n")
+                    log.flush()
+
+    app = web.Application(client_max_size=1 << 30)
+    app.on_startup.append(on_startup)
+    app.on_cleanup.append(on_cleanup)
+    app.router.add_route("*", "/{tail:.*}", forward)
+    return app
+
+
+async def serve(host: str, port: int, upstream: str, faults: Faults, log: Any = None) -> None:
+    """Serve until cancelled."""
+    from aiohttp import web
+
+    runner = web.AppRunner(make_app(upstream, faults, log), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()

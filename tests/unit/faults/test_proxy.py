@@ -1,0 +1,220 @@
+"""The fault proxy (perf/faults/proxy.py) in front of the mock server: it passes answers
+through unchanged unless a rule matches, and then corrupts the text alone, streamed or not."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import json
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+proxy = _load("proxy", ROOT / "perf" / "faults" / "proxy.py")
+launch = _load("fault_launch", ROOT / "perf" / "faults" / "launch.py")
+mock = _load("mock_openai", ROOT / "tests" / "mockserver" / "mock_openai.py")
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[str]:
+    with mock.running(ttft_ms=5.0, itl_ms=1.0) as url:
+        yield url.removesuffix("/v1")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Proxy:
+    """The proxy on its own event loop in a thread; `faults` is its live state."""
+
+    def __init__(self, upstream: str, faults: Any, log: Any = None) -> None:
+        self.port = _free_port()
+        self.faults = faults
+        self.loop = asyncio.new_event_loop()
+        self.task: Any = None
+        ready = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(self.loop)
+            self.task = self.loop.create_task(
+                proxy.serve("127.0.0.1", self.port, upstream, faults, log)
+            )
+            self.loop.call_later(0.3, ready.set)
+            with contextlib.suppress(asyncio.CancelledError):
+                self.loop.run_until_complete(self.task)
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        ready.wait(5)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.task.cancel)
+        self.thread.join(5)
+
+
+def _proxy(upstream: str, *rules: str, share: float = 1.0, seed: int = 0, log: Any = None) -> Any:
+    faults = proxy.Faults([proxy.Rule.parse(r) for r in rules], share=share, seed=seed)
+    return Proxy(upstream, faults, log)
+
+
+def _stream_text(client: httpx.Client, url: str, body: dict[str, Any]) -> str:
+    text = []
+    with client.stream("POST", url + "/v1/completions", json=body) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                for choice in json.loads(line[6:]).get("choices", []):
+                    text.append(choice.get("text", ""))
+    return "".join(text)
+
+
+BODY = {"model": "mock", "prompt": "a b c", "max_tokens": 4, "mock": {"text": "x 12 y7 z"}}
+
+
+def test_corrupt_keeps_length_and_changes_every_digit_and_letter() -> None:
+    out = proxy.corrupt("Answer: 42, abc!")
+    assert len(out) == len("Answer: 42, abc!")
+    assert out == "Nafjre: 97, nop!"
+    assert proxy.corrupt(out) == "Answer: 42, abc!"  # ROT13 and a rotation by 5: an involution
+
+
+def test_passes_through_when_no_rule_matches(upstream: str) -> None:
+    p = _proxy(upstream, "load:100", "length:100000")
+    try:
+        with httpx.Client(timeout=10) as c:
+            assert _stream_text(c, p.url, BODY) == "x 12 y7 z"
+            assert c.get(p.url + "/metrics").status_code == 200  # any path is forwarded
+    finally:
+        p.close()
+
+
+def test_load_corrupts_only_above_its_threshold(upstream: str, tmp_path: Path) -> None:
+    log = (tmp_path / "faults.jsonl").open("a")
+    p = _proxy(upstream, "load:2", log=log)
+    slow = {**BODY, "mock": {"text": "x 12 y7 z", "ttft_ms": 300}}
+    try:
+        with httpx.Client(timeout=10) as c:
+            assert _stream_text(c, p.url, BODY) == "x 12 y7 z"  # alone: clean
+
+        async def burst() -> list[str]:
+            async with httpx.AsyncClient(timeout=10) as ac:
+
+                async def one() -> str:
+                    r = await ac.post(p.url + "/v1/completions", json=slow)
+                    return "".join(
+                        json.loads(line[6:])["choices"][0]["text"]
+                        for line in r.text.splitlines()
+                        if line.startswith("data: {") and json.loads(line[6:])["choices"]
+                    )
+
+                return list(await asyncio.gather(*(one() for _ in range(4))))
+
+        texts = asyncio.run(burst())
+    finally:
+        p.close()
+        log.close()
+    assert sorted(texts).count("x 12 y7 z") == 2  # the first two in flight are served clean
+    assert texts.count("k 67 l2 m") == 2  # the third and fourth arrive above load 2
+    lines = [json.loads(x) for x in (tmp_path / "faults.jsonl").read_text().splitlines()]
+    assert [bool(x["corrupted"]) for x in lines].count(True) == 2
+    assert max(x["in_flight"] for x in lines) == 4
+
+
+def test_idle_corrupts_the_first_request_after_a_pause(upstream: str) -> None:
+    p = _proxy(upstream, "idle:0.5")
+    try:
+        with httpx.Client(timeout=10) as c:
+            p.faults.last_busy -= 1.0  # as if the server had been idle a second
+            first = _stream_text(c, p.url, BODY)
+            second = _stream_text(c, p.url, BODY)
+    finally:
+        p.close()
+    assert (first, second) == ("k 67 l2 m", "x 12 y7 z")
+
+
+def test_length_asks_the_server_for_the_prompt_tokens(upstream: str) -> None:
+    p = _proxy(upstream, "length:5")
+    try:
+        with httpx.Client(timeout=10) as c:
+            short = _stream_text(c, p.url, BODY)
+            long = _stream_text(c, p.url, {**BODY, "prompt": "a b c d e f g h"})
+    finally:
+        p.close()
+    assert (short, long) == ("x 12 y7 z", "k 67 l2 m")
+
+
+def test_chat_answers_and_plain_json_are_corrupted_too(upstream: str) -> None:
+    body = {**BODY, "messages": [{"role": "user", "content": "hi"}]}
+    payload = {"choices": [{"message": {"content": "7 cats"}}, {"text": "9"}]}
+    assert proxy.corrupt_payload(payload) == {
+        "choices": [{"message": {"content": "2 pngf"}}, {"text": "4"}]
+    }
+    p = _proxy(upstream, "life:1")
+    try:
+        with (
+            httpx.Client(timeout=10) as c,
+            c.stream("POST", p.url + "/v1/chat/completions", json=body) as r,
+        ):
+            parts = [
+                json.loads(x[6:])["choices"][0]["delta"].get("content", "")
+                for x in r.iter_lines()
+                if x.startswith("data: {") and json.loads(x[6:])["choices"]
+            ]
+    finally:
+        p.close()
+    assert "".join(parts) == "k 67 l2 m"
+
+
+def test_share_and_life_are_seeded_draws() -> None:
+    rules = [proxy.Rule.parse("load:0")]
+    draws = [proxy.Faults(rules, share=0.3, seed=7).decide(n, 1, 0.0, None) for n in range(400)]
+    again = [proxy.Faults(rules, share=0.3, seed=7).decide(n, 1, 0.0, None) for n in range(400)]
+    assert draws == again
+    assert 0.2 < sum(bool(d) for d in draws) / 400 < 0.4
+    lives = [proxy.Faults([proxy.Rule.parse("life:0.2")], seed=s).life_broken for s in range(500)]
+    assert 0.14 < sum(lives) / 500 < 0.26
+
+
+def test_drop_removes_the_field_before_it_is_served() -> None:
+    faults = proxy.Faults([proxy.Rule.parse("drop:tools")])
+    assert faults.dropped() == ["tools"]
+    assert faults.decide(0, 1, 0.0, None) == ""  # dropping alone corrupts no text
+
+
+@pytest.mark.parametrize("spec", ["load", "load:x", "idle:-1", "life:1.5", "speed:3", "drop:"])
+def test_bad_rules_are_refused(spec: str) -> None:
+    with pytest.raises(ValueError, match="fault"):
+        proxy.Rule.parse(spec)
+
+
+def test_launcher_takes_the_address_qgate_appends_and_requires_the_separator() -> None:
+    rest, host, port = launch.split_address(
+        ["--model", "m", "--host", "0.0.0.0", "--port=8123", "--seed", "3"]
+    )
+    assert (rest, host, port) == (["--model", "m", "--seed", "3"], "0.0.0.0", 8123)
+    with pytest.raises(SystemExit):
+        launch.main(["--fault", "load:4", "--model", "m"])
