@@ -6,11 +6,22 @@ and the runtime's command line build on it, and it imports nothing of qgate.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["RESERVED_ARGS", "EngineArgValue", "Fraction", "KeyIssue", "KeyPath", "Scalar", "Strict"]
+__all__ = [
+    "RESERVED_ARGS",
+    "EngineArgValue",
+    "Fraction",
+    "KeyIssue",
+    "KeyPath",
+    "Scalar",
+    "Strict",
+    "snake_args",
+    "snake_key",
+]
 
 Scalar = str | int | float | bool | None
 KeyPath = tuple[str | int, ...]
@@ -47,3 +58,17 @@ RESERVED_ARGS: dict[str, str] = {
     "port": "engine.port",
     "served_model_name": "model.served_name",
 }
+
+
+def snake_key(key: str) -> str:
+    """The one spelling of an engine argument's name: `--max-model-len` -> `max_model_len`."""
+    return key.strip("-").replace("-", "_")
+
+
+def snake_args(*layers: Mapping[str, EngineArgValue]) -> dict[str, EngineArgValue]:
+    """Engine-argument layers overlaid in order, keys compared in snake_case (`snake_key`)."""
+    merged: dict[str, EngineArgValue] = {}
+    for layer in layers:
+        for key, value in layer.items():
+            merged[snake_key(key)] = value
+    return merged

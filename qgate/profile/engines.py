@@ -12,17 +12,23 @@ Each engine declares, at class level:
 - `features`: what it serves beyond the OpenAI API (qgate/core/features.py);
 - `metrics`: the names of its Prometheus counters qgate reads, or None;
 - `spec_issues(launch)`: problems of an engine block for this kind (validate time);
-- `from_profile(profile, role, model_path, run_dir)`: a not yet started runtime.
+- `from_profile(profile, role, model_path, run_dir)`: a not yet started runtime;
+- `merge_args(shared, role)`: a side's arguments as the engine passes them on;
+- `version(launch, packages)`: the engine's version (the reference cache key records it);
+- `applied_config_offline`: whether verify can re-check a stored applied configuration;
+- `shares_machine`: whether two of its servers can run side by side on one machine.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from qgate.core.features import Feature
 from qgate.core.registry import Registry
 from qgate.core.serving import MetricNames
+from qgate.profile.base import EngineArgValue, snake_args
 
 if TYPE_CHECKING:
     from qgate.core.records import Role
@@ -50,6 +56,29 @@ class EngineDecl:
     starts_process: ClassVar[bool] = False
     has_dry_check: ClassVar[bool] = False
     """Whether `dry_check` can refuse a bad command line without starting the server."""
+    version_distributions: ClassVar[tuple[str, ...]] = ()
+    """Installed distributions whose version is the engine's (the first found); none: the
+    engine block's declared `version`."""
+    applied_config_offline: ClassVar[bool] = False
+    """Whether `qgate verify` can re-check the stored applied configuration against what the
+    profile asked (the engine states it in a form qgate parses: vLLM's config line)."""
+    shares_machine: ClassVar[bool] = False
+    """Whether two of its servers can run side by side on one machine (`placement: auto`)."""
+
+    @classmethod
+    def version(cls, launch: EngineLaunch, packages: Mapping[str, str]) -> str | None:
+        """This engine's version on a machine with `packages` installed (name -> version)."""
+        for name in cls.version_distributions:
+            if name in packages:
+                return packages[name]
+        return None if cls.version_distributions else launch.version
+
+    @classmethod
+    def merge_args(
+        cls, shared: Mapping[str, EngineArgValue], role: Mapping[str, EngineArgValue]
+    ) -> dict[str, EngineArgValue]:
+        """The side's args over its engine block's, keys in snake_case."""
+        return snake_args(shared, role)
 
     @classmethod
     def served_features(cls, launch: EngineLaunch) -> frozenset[Feature]:
@@ -65,6 +94,14 @@ class EngineDecl:
         if launch.features is not None:
             why = "only valid for kinds 'command' and 'endpoint'"
             issues.append((("features",), f"{cls.kind} declares its own features; {why}"))
+        if launch.version is not None and cls.version_distributions:
+            issues.append(
+                (
+                    ("version",),
+                    f"{cls.kind} reports its installed version itself; only valid for kinds "
+                    "'command' and 'endpoint'",
+                )
+            )
         return issues
 
     @classmethod

@@ -197,6 +197,13 @@ class EngineLaunch(Strict):
         "for 'command'; all (a vLLM-compatible server) for 'endpoint'.",
     )
     startup_timeout_s: float = Field(default=900.0, gt=0, description="Wait for /health.")
+    version: str | None = Field(
+        default=None,
+        min_length=1,
+        description="kind 'command' or 'endpoint': the server's version, which the reference "
+        "cache key records (change it when the server changes, or a cached reference of the "
+        "old one is reused); vllm and sglang report their installed version themselves.",
+    )
 
 
 class EngineSpec(EngineLaunch):

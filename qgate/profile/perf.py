@@ -21,7 +21,7 @@ from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 
-from qgate.profile.base import KeyIssue, Strict
+from qgate.profile.base import KeyIssue, Strict, snake_args
 
 Better = Literal["lower", "higher"]
 
@@ -232,8 +232,12 @@ def load_format(args: Mapping[str, Any]) -> str | None:
 
 
 def side_args(profile: Any, role: str) -> dict[str, Any]:
-    """The engine args `role` runs with: its engine block's args, then the side's own."""
-    return {**profile.engine_of(role).args, **getattr(profile, role).args}
+    """The engine args `role` runs with: its engine block's args, then the side's own (keys in
+    snake_case; qgate/profile/side.py owns a side's settings, this serves the model's own
+    validator, which runs before a `Profile` exists)."""
+    spec = getattr(profile, role)
+    launch = spec.engine if spec.engine is not None else profile.engine
+    return snake_args(launch.args, spec.args)
 
 
 def check_dummy(

@@ -13,6 +13,7 @@ from typing import Any
 
 from qgate.profile.model import Profile
 from qgate.profile.reuse import PassName
+from qgate.profile.side import side
 
 __all__ = ["called_for", "reuse_notes", "side_traits"]
 
@@ -28,11 +29,11 @@ DEV_MODE = "VLLM_SERVER_DEV_MODE"
 
 
 def _args(profile: Profile, role: str) -> dict[str, Any]:
-    return {**profile.engine_of(role).args, **getattr(profile, role).args}
+    return side(profile, role).args
 
 
 def _env(profile: Profile, role: str) -> dict[str, str]:
-    return {**profile.engine_of(role).env, **getattr(profile, role).env}
+    return side(profile, role).env
 
 
 def side_traits(profile: Profile, role: str) -> dict[str, str]:

@@ -21,6 +21,7 @@ from qgate.core import progress
 from qgate.core.records import Record, Role
 from qgate.core.serving import EffectiveConfig, Runtime
 from qgate.profile import DivergenceSuite, Profile, QualitySpec
+from qgate.profile.side import side
 from qgate.profile.suites import configured
 from qgate.quality.board import Board
 from qgate.quality.cache import reference_cache_key
@@ -70,8 +71,7 @@ def runtime_headers(runtime: Runtime) -> dict[str, str]:
 
 def max_model_len_of(profile: Profile, role: Role) -> int | None:
     """The context length the profile asks for (shared args, then the role's override)."""
-    value = {**profile.engine_of(role).args, **getattr(profile, role).args}.get("max_model_len")
-    return int(value) if isinstance(value, int | float | str) and str(value).isdigit() else None
+    return side(profile, role).max_model_len
 
 
 def data_digests(spec: QualitySpec, max_model_len: int | None) -> dict[str, str]:
@@ -231,13 +231,14 @@ def reference_key(
     engine_version: str | None,
     redacted_env: Mapping[str, str],
 ) -> str:
-    """The reference cache key: checkpoint, engine args/env/version, data, generation."""
+    """The reference cache key: checkpoint, engine args/env/version, data, generation.
+
+    `engine_version` is the reference engine's own (`Side.engine_version`)."""
     spec = profile.quality
-    engine = profile.engine_of("reference")
-    args = {**engine.args, **profile.reference.args}
+    reference = side(profile, "reference")
     return reference_cache_key(
         checkpoint_digests=checkpoint_digests,
-        engine_args={"kind": engine.kind, **args},
+        engine_args={"kind": reference.kind, **reference.launch_args},
         engine_env=redacted_env,
         engine_version=engine_version,
         data_digests=data_digests(spec, max_model_len_of(profile, "reference")),

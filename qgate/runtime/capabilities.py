@@ -28,6 +28,7 @@ from qgate.checkpoint.formats import emulated_label
 from qgate.core.records import Role
 from qgate.errors import BadInput
 from qgate.profile import EngineArgValue, EngineLaunch, Profile, RuntimeSpec
+from qgate.profile.base import snake_args
 from qgate.profile.engine_checks import feature_notes
 from qgate.runtime.fingerprint import FORCE_ENV, CpuInfo, Fingerprint, cpu_info, package_versions
 
@@ -225,7 +226,7 @@ def _launch(profile: Profile, spec: RuntimeSpec | None) -> EngineLaunch:
 
 
 def runtime_args(profile: Profile, spec: RuntimeSpec) -> dict[str, EngineArgValue]:
-    return {**_launch(profile, spec).args, **spec.args}
+    return snake_args(_launch(profile, spec).args, spec.args)
 
 
 def check_runtime(profile: Profile, role: Role, spec: RuntimeSpec, cpu: CpuCaps) -> list[Problem]:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from qgate.errors import BadInput
-from qgate.profile.base import RESERVED_ARGS, EngineArgValue
+from qgate.profile.base import RESERVED_ARGS, EngineArgValue, snake_args
 
 __all__ = [
     "API_SERVER_MODULE",
@@ -110,11 +110,7 @@ def merge_args(
     shared: Mapping[str, EngineArgValue], role: Mapping[str, EngineArgValue]
 ) -> dict[str, EngineArgValue]:
     """Shared engine args overlaid by the role's (keys compared in snake_case)."""
-    merged: dict[str, EngineArgValue] = {}
-    for source in (shared, role):
-        for key, value in source.items():
-            merged[key.strip("-").replace("-", "_")] = value
-    return merged
+    return snake_args(shared, role)
 
 
 def merge_env(shared: Mapping[str, str], role: Mapping[str, str]) -> dict[str, str]:

@@ -26,8 +26,8 @@ from qgate.core.serving import EffectiveConfig, Lifecycle
 from qgate.errors import RuntimeFailure
 from qgate.profile.base import EngineArgValue
 from qgate.profile.engines import EngineDecl
+from qgate.profile.side import side
 from qgate.runtime import causes, effective, process
-from qgate.runtime import command as cmd
 from qgate.runtime.command import server_environment
 from qgate.runtime.ports import free_port, port_in_use
 from qgate.runtime.startup import ready_line, start_facts
@@ -137,8 +137,8 @@ class ServerProcess(EngineDecl, Lifecycle):
         cls, profile: Profile, role: Role, model_path: Path, run_dir: Path
     ) -> ServerProcess:
         """The reference or candidate server of a profile: its side's engine + overrides."""
-        spec = getattr(profile, role)
-        engine = profile.engine_of(role)
+        own = side(profile, role)
+        spec, engine = own.spec, own.launch
         served = profile.model.served_name or profile.model.embedded or Path(model_path).name
         args = cls.merge_args(engine.args, spec.args)
         emulated = []
@@ -150,7 +150,7 @@ class ServerProcess(EngineDecl, Lifecycle):
             served_model=served,
             run_dir=run_dir,
             args=args,
-            env=cmd.merge_env(engine.env, spec.env),
+            env=own.env,
             host=engine.host,
             port=engine.port,
             launcher=engine.launcher,
@@ -161,13 +161,6 @@ class ServerProcess(EngineDecl, Lifecycle):
         )
         server.configure(profile, role)
         return server
-
-    @classmethod
-    def merge_args(
-        cls, shared: Mapping[str, EngineArgValue], role: Mapping[str, EngineArgValue]
-    ) -> dict[str, EngineArgValue]:
-        """The side's args over its engine block's (keys compared in snake_case)."""
-        return cmd.merge_args(shared, role)
 
     def configure(self, profile: Profile, role: Role) -> None:
         """Engine settings beyond the common ones (e.g. a command template)."""

