@@ -129,7 +129,8 @@ class Calibration(Strict):
 
     records: Path = Field(
         description="Calibration records (JSON, written by `qgate calibrate` from a prior "
-        "report): per item, whether the reference (and the candidate, when that run had one) "
+        "verified report of this model; a run of another checkpoint refuses them): per item, "
+        "whether the reference (and the candidate, when that run had one) "
         "answered it; their accuracy per level picks the levels, their flips the discordance."
     )
     band: list[Fraction] = Field(

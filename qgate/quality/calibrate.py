@@ -8,10 +8,12 @@ either side of the model's boundary, and room for a 20-point drop to show).
 
 The evidence is a calibration file: per ladder item, whether the reference
 answered it, and the candidate when the run that produced it had one. It is
-written by `qgate calibrate` from a prior report (the reference's records,
-cached or not); everything here is a pure function of that file and the
-profile, so `plan`, `run` and `verify` decide the same levels, and the report
-embeds the file's items so that `verify` re-derives the choice without it.
+written by `qgate calibrate` from a prior, verified report (the reference's
+records, cached or not) and bound to the model it measured (the checkpoint's
+digest), the engine and its version: a run of another model refuses it.
+Everything here is a pure function of that file and the profile, so `plan`,
+`run` and `verify` decide the same levels, and the report embeds the file's
+items so that `verify` re-derives the choice without it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pydantic import Field, ValidationError
 from qgate.core.files import sha256_bytes
 from qgate.core.records import Record
 from qgate.errors import BadInput
-from qgate.profile import LADDER_LEVELS, AccuracyPolicy, Calibration, MathSuite
+from qgate.profile import LADDER_LEVELS, AccuracyPolicy, Calibration, MathSuite, ModelSpec
 from qgate.quality.data_ladder import LADDER, level_of
 from qgate.quality.records import SuiteRun
 
@@ -43,6 +45,9 @@ __all__ = [
     "boundary_warning",
     "calibrate",
     "calibration_from_runs",
+    "canonical_bytes",
+    "model_label",
+    "model_problem",
     "check_stored",
     "choose_levels",
     "expected_accuracy",
@@ -54,7 +59,7 @@ __all__ = [
     "stored_records",
 ]
 
-CALIBRATION_VERSION = 1
+CALIBRATION_VERSION = 2
 CEILING = 0.9
 """Reference accuracy at or above which a suite is at ceiling: few items are left to lose."""
 FLOOR = 0.1
@@ -72,12 +77,24 @@ class CalibrationItem(Record):
 
 
 class CalibrationFile(Record):
-    """What `qgate calibrate` writes: a prior run's answers on ladder items."""
+    """What `qgate calibrate` writes: a prior run's answers on ladder items, and what answered."""
 
     calibration_version: int = Field(description="Format version (CALIBRATION_VERSION).")
     source: str = Field(description="Where the records come from, for people.")
     suite: str = Field(description="The result id they were taken from, e.g. 'math.short'.")
+    model: str = Field(description="The model that answered, for people (embedded name or path).")
+    model_sha256: str = Field(
+        description="The checkpoint's digest in that run (the fingerprint's checkpoint_sha256); "
+        "a run of another checkpoint refuses the file."
+    )
+    engine: str = Field(description="The reference's engine kind in that run ('vllm').")
+    engine_version: str | None = Field(description="That engine's version (None: not stated).")
     items: list[CalibrationItem] = Field(description="Per-item answers.")
+
+
+def canonical_bytes(data: CalibrationFile) -> bytes:
+    """The file as `qgate calibrate` writes it; `records_sha256` is the sha256 of these bytes."""
+    return (json.dumps(data.model_dump(mode="json"), indent=1) + "\n").encode()
 
 
 class LevelStat(Record):
@@ -101,8 +118,16 @@ class CalibrationResult(Record):
     """What calibration decided for one suite, with the evidence (re-derived by verify)."""
 
     suite: str = Field(description="The suite it decides ('math').")
-    records_sha256: str = Field(description="sha256 of the calibration file.")
+    records_sha256: str = Field(
+        description="sha256 of the calibration records as `qgate calibrate` writes them "
+        "(`canonical_bytes`; verify re-derives it from the fields below)."
+    )
     source: str = Field(description="The file's own account of where its records come from.")
+    records_suite: str = Field(description="The result id the records were taken from.")
+    model: str = Field(description="The model the records measured, for people.")
+    model_sha256: str = Field(description="Its checkpoint digest (checked against the run's).")
+    engine: str = Field(description="The engine kind that served it.")
+    engine_version: str | None = Field(description="That engine's version.")
     band: list[float] = Field(description="Reference accuracy [low, high] a level must lie in.")
     min_items: int = Field(description="Records a level needs to be judged.")
     allowed: list[int] = Field(description="Levels the profile lets it pick from.")
@@ -195,6 +220,11 @@ def calibrate(
         suite="math",
         records_sha256=records_sha256,
         source=data.source,
+        records_suite=data.suite,
+        model=data.model,
+        model_sha256=data.model_sha256,
+        engine=data.engine,
+        engine_version=data.engine_version,
         band=list(setting.band),
         min_items=setting.min_items,
         allowed=list(allowed),
@@ -210,7 +240,14 @@ def calibrate(
 def _read(path: Path, mtime_ns: int) -> tuple[CalibrationFile, str]:
     try:
         raw = path.read_bytes()
-        data = CalibrationFile.model_validate(json.loads(raw))
+        loaded = json.loads(raw)
+        version = loaded.get("calibration_version") if isinstance(loaded, dict) else None
+        if isinstance(version, int) and version != CALIBRATION_VERSION:
+            raise BadInput(
+                f"{path}: calibration_version {version} is not supported (version "
+                f"{CALIBRATION_VERSION} names the model it measured: run `qgate calibrate` again)"
+            )
+        data = CalibrationFile.model_validate(loaded)
     except OSError as exc:
         raise BadInput(f"{path}: cannot read the calibration records ({exc.strerror})") from exc
     except (ValueError, ValidationError) as exc:
@@ -218,7 +255,7 @@ def _read(path: Path, mtime_ns: int) -> tuple[CalibrationFile, str]:
         raise BadInput(f"{path}: not a qgate calibration file ({first})") from exc
     if data.calibration_version != CALIBRATION_VERSION:
         raise BadInput(f"{path}: calibration_version {data.calibration_version} is not supported")
-    return data, sha256_bytes(raw)
+    return data, sha256_bytes(canonical_bytes(data))
 
 
 _STORED: ContextVar[CalibrationResult | None] = ContextVar("qgate_calibration", default=None)
@@ -241,13 +278,7 @@ def math_calibration(spec: MathSuite) -> CalibrationResult | None:
     allowed = spec.levels or list(range(1, LADDER_LEVELS + 1))
     stored = _STORED.get()
     if stored is not None:
-        data = CalibrationFile(
-            calibration_version=CALIBRATION_VERSION,
-            source=stored.source,
-            suite=stored.suite,
-            items=stored.items,
-        )
-        return calibrate(data, stored.records_sha256, spec.calibration, allowed)
+        return calibrate(file_of(stored), stored.records_sha256, spec.calibration, allowed)
     path = spec.calibration.records
     try:
         mtime = path.stat().st_mtime_ns
@@ -305,8 +336,18 @@ def expected_accuracy(policy: AccuracyPolicy) -> float | None:
     return None if result is None else result.reference_accuracy
 
 
-def calibration_from_runs(runs: Sequence[SuiteRun], suite: str, source: str) -> CalibrationFile:
-    """A calibration file from a report's runs of `suite` (the reference's, the candidate's)."""
+def calibration_from_runs(
+    runs: Sequence[SuiteRun],
+    suite: str,
+    source: str,
+    *,
+    model: str,
+    model_sha256: str,
+    engine: str,
+    engine_version: str | None,
+) -> CalibrationFile:
+    """A calibration file from a report's runs of `suite` (the reference's, the candidate's),
+    bound to the model, engine and version that answered them."""
     by_role = {r.role: r for r in runs if r.suite == suite}
     ref = by_role.get("reference")
     if ref is None:
@@ -320,25 +361,65 @@ def calibration_from_runs(runs: Sequence[SuiteRun], suite: str, source: str) -> 
     if not items:
         raise BadInput(f"{source}: {suite} has no ladder items (ids 'L<level>-...')")
     return CalibrationFile(
-        calibration_version=CALIBRATION_VERSION, source=source, suite=suite, items=items
+        calibration_version=CALIBRATION_VERSION,
+        source=source,
+        suite=suite,
+        model=model,
+        model_sha256=model_sha256,
+        engine=engine,
+        engine_version=engine_version,
+        items=items,
     )
 
 
 def rederive(result: CalibrationResult, setting: Calibration) -> list[str]:
     """Problems with a stored calibration: its decision re-derived from its own items."""
-    data = CalibrationFile(
-        calibration_version=CALIBRATION_VERSION,
-        source=result.source,
-        suite=result.suite,
-        items=result.items,
-    )
-    fresh = calibrate(data, result.records_sha256, setting, result.allowed)
+    problems = []
+    digest = sha256_bytes(canonical_bytes(file_of(result)))
+    if digest != result.records_sha256:
+        problems.append(
+            f"calibration.records_sha256: {result.records_sha256} stored, {digest} re-derived "
+            "from its records"
+        )
+    fresh = calibrate(file_of(result), result.records_sha256, setting, result.allowed)
     if fresh != result:
-        return [
+        problems.append(
             f"calibration of {result.suite}: the stored decision (levels {result.chosen}) does "
             f"not follow from its records (they give levels {fresh.chosen})"
-        ]
-    return []
+        )
+    return problems
+
+
+def file_of(result: CalibrationResult) -> CalibrationFile:
+    """The calibration file a stored result was made from (its fields hold all of it)."""
+    return CalibrationFile(
+        calibration_version=CALIBRATION_VERSION,
+        source=result.source,
+        suite=result.records_suite,
+        model=result.model,
+        model_sha256=result.model_sha256,
+        engine=result.engine,
+        engine_version=result.engine_version,
+        items=result.items,
+    )
+
+
+def model_label(model: ModelSpec) -> str:
+    """A profile's model, for people: its embedded name, else its path."""
+    return model.embedded or str(model.path)
+
+
+def model_problem(result: CalibrationResult, model: str, model_sha256: str | None) -> str | None:
+    """Why calibration records cannot serve a run of `model` (checkpoint digest
+    `model_sha256`): they measured another checkpoint. None when they fit, or when the run
+    has no checkpoint digest to compare (an endpoint's model)."""
+    if model_sha256 is None or result.model_sha256 == model_sha256:
+        return None
+    return (
+        f"quality.math.calibration: the records measured {result.model} (checkpoint "
+        f"{result.model_sha256[:12]}), this run serves {model} (checkpoint {model_sha256[:12]}); "
+        "calibrate on this model's own report (`qgate calibrate`)"
+    )
 
 
 def check_stored(

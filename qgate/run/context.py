@@ -35,6 +35,7 @@ from qgate.profile.load_multi import LoadedMulti
 from qgate.profile.started_checks import attribution_refused
 from qgate.quality.board import Board
 from qgate.quality.cache_auth import ReferenceProvenance
+from qgate.quality.calibrate import math_calibration, model_label, model_problem
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.stage import QualityOutput, ReferenceScores, evaluate
 from qgate.report.files import new_run_dir
@@ -54,6 +55,7 @@ __all__ = [
     "RAW",
     "RunContext",
     "RunSet",
+    "check_calibration_model",
     "fingerprint",
     "model_paths",
     "prepare",
@@ -323,3 +325,14 @@ def fingerprint(ctx: RunContext) -> None:
     ctx.fingerprint = collect_fingerprint(model_dir, cache_root() / "digests.json")
     ctx.target_mismatches = check_target(ctx.profile.target, ctx.fingerprint)
     save_raw(ctx, "fingerprint.json", ctx.fingerprint)
+    check_calibration_model(ctx.profile, ctx.fingerprint.checkpoint_sha256)
+
+
+def check_calibration_model(profile: Profile, checkpoint_sha256: str | None) -> None:
+    """BadInput (exit 2) when the math suite's calibration records measured another model."""
+    spec = profile.quality.math
+    result = math_calibration(spec) if spec is not None else None
+    if result is not None:
+        problem = model_problem(result, model_label(profile.model), checkpoint_sha256)
+        if problem:
+            raise BadInput(problem)

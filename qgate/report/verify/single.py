@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from qgate.errors import VerificationFailed
 from qgate.profile import Profile
 from qgate.profile.perf import is_preview
-from qgate.quality.calibrate import check_stored, stored_records
+from qgate.quality.calibrate import check_stored, model_label, model_problem, stored_records
 from qgate.report.model import PREDICATE_TYPE, Report
 from qgate.report.verify.attribution import check_attribution
 from qgate.report.verify.envelope import (
@@ -134,6 +134,10 @@ def check_contents(
     """
     stored = report.quality.calibration
     problems = check_stored(stored, prof.quality.math, report.quality.runs)
+    if stored is not None:
+        digest = report.fingerprint.checkpoint_sha256 if report.fingerprint else None
+        problem = model_problem(stored, model_label(prof.model), digest)
+        problems += [problem] if problem else []
     if problems:
         raise VerificationFailed("; ".join(problems))
     if stored is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from pathlib import Path
@@ -13,6 +14,8 @@ from qgate.profile import Calibration, Detect, MathSuite
 from qgate.quality import calibrate as cal
 from qgate.quality.math_set import math_items
 from qgate.quality.records import ItemRecord, SuiteRun
+
+IDENTITY = {"model": "smollm2", "model_sha256": "a" * 64, "engine": "vllm", "engine_version": "1"}
 
 
 def _simulated(
@@ -31,7 +34,11 @@ def _simulated(
                 cal.CalibrationItem(id=f"L{level}-{k + 1:04d}", reference=ref, candidate=cand)
             )
     return cal.CalibrationFile(
-        calibration_version=1, source="simulated", suite="math.short", items=items
+        calibration_version=cal.CALIBRATION_VERSION,
+        source="simulated",
+        suite="math.short",
+        **IDENTITY,
+        items=items,
     )
 
 
@@ -100,6 +107,46 @@ def test_bad_calibration_files_are_bad_input(tmp_path: Path) -> None:
     path.write_text(json.dumps({"items": []}))
     with pytest.raises(BadInput, match="not a qgate calibration file"):
         cal.math_calibration(MathSuite(calibration=Calibration(records=path)))
+
+
+def test_a_file_without_its_model_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "v1.json"
+    items = [{"id": "L1-0001", "reference": True, "candidate": True}]
+    path.write_text(
+        json.dumps({"calibration_version": 1, "source": "s", "suite": "m", "items": items})
+    )
+    with pytest.raises(BadInput, match="calibration_version 1 is not supported"):
+        cal.math_calibration(MathSuite(calibration=Calibration(records=path)))
+
+
+def test_records_of_another_model_are_refused_naming_both(tmp_path: Path) -> None:
+    from qgate.profile import Profile
+    from qgate.run.context import check_calibration_model
+
+    path = _write(tmp_path, _simulated(STRONG, FLIPS))
+    profile = Profile.model_validate(
+        {
+            "name": "glm",
+            "model": {"path": "/models/GLM-5.2"},
+            "candidate": {"args": {"kv_cache_dtype": "fp8"}},
+            "quality": {"math": {"calibration": {"records": str(path)}}},
+        }
+    )
+    check_calibration_model(profile, "a" * 64)  # the model the records measured
+    check_calibration_model(profile, None)  # no checkpoint digest to compare (an endpoint)
+    with pytest.raises(BadInput) as exc:
+        check_calibration_model(profile, "b" * 64)
+    assert "smollm2" in exc.value.message and "/models/GLM-5.2" in exc.value.message
+    assert "aaaaaaaaaaaa" in exc.value.message and "bbbbbbbbbbbb" in exc.value.message
+
+
+def test_the_shipped_records_name_the_embedded_model() -> None:
+    root = Path(__file__).resolve().parents[3] / "precision_profiles" / "calibration"
+    for path in root.glob("*.json"):
+        result = cal.math_calibration(MathSuite(calibration=Calibration(records=path)))
+        assert result is not None and result.model == "smollm2" and result.engine == "vllm"
+        # the committed file is in the form `qgate calibrate` writes: its digest is the file's
+        assert result.records_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_the_boundary_warning_at_ceiling_and_floor() -> None:

@@ -387,7 +387,16 @@ def test_the_view_states_what_calibration_decided() -> None:
         for lv, acc in ((3, 10), (8, 5), (9, 0))
         for k in range(1, 11)
     ]
-    data = cal.CalibrationFile(calibration_version=1, source="prior.jsonl", suite="m", items=items)
+    data = cal.CalibrationFile(
+        calibration_version=cal.CALIBRATION_VERSION,
+        source="prior.jsonl",
+        suite="m",
+        model="smollm2",
+        model_sha256="a" * 64,
+        engine="vllm",
+        engine_version="0.32.0",
+        items=items,
+    )
     report = report_with(ladder_runs(), None, [])
     setting = Calibration(records="x.json", band=[0.2, 0.85])  # type: ignore[arg-type]
     report.quality.calibration = cal.calibrate(data, "0" * 64, setting, [3, 8, 9])

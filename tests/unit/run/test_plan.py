@@ -248,7 +248,8 @@ def _calibration_file(tmp_path: Path, accuracy: dict[int, float], flips: dict[in
             cand = ref and k >= flips.get(level, 0)
             items.append({"id": f"L{level}-{k + 1:04d}", "reference": ref, "candidate": cand})
     path = tmp_path / "calibration.json"
-    doc = {"calibration_version": 1, "source": "a simulated run", "suite": "math.short"}
+    doc = {"calibration_version": 2, "source": "a simulated run", "suite": "math.short"}
+    doc |= {"model": "smollm2", "model_sha256": "a" * 64, "engine": "vllm", "engine_version": "1"}
     path.write_text(json.dumps({**doc, "items": items}))
     return path
 
