@@ -174,6 +174,27 @@ def haystack_rng(seed: int, length: int, index: int, depth: float) -> random.Ran
     return random.Random(f"qgate-recall:{seed}:{length}:{depth:.4f}:{index}")
 
 
+def item_id(length: int, similar: int, index: int, slot: int, depth: float) -> str:
+    """A recall item's id: `recall.<length>[.s<similar>].h<index>.d<slot>-<depth %>`."""
+    level = f".s{similar}" if similar else ""
+    return f"recall.{length}{level}.h{index}.d{slot}-{round(depth * 100):02d}"
+
+
+def planted(
+    seed: int, length: int, haystacks: int, depths: list[float], similar: list[int]
+) -> dict[str, str]:
+    """Item id -> the code planted in it: what a recall run of these settings asks, derived
+    without a tokenizer (the code depends on the seed, length, haystack and depth only)."""
+    return {
+        item_id(length, k, h, d, depth): make_needles(
+            haystack_rng(seed, length, h, depth), [depth]
+        )[0].symbol
+        for k in similar
+        for h in range(haystacks)
+        for d, depth in enumerate(depths)
+    }
+
+
 def filler_rng(seed: int, length: int, index: int) -> random.Random:
     """The filler generator of one token-sized haystack, the same for every depth."""
     return random.Random(f"qgate-recall-filler:{seed}:{length}:{index}")

@@ -166,10 +166,9 @@ async def _recall_items(
                     similar=k,
                 )
                 sizes.append(tokens)
-                level = f".s{k}" if k else ""
                 items.append(
                     RecallItem(
-                        id=f"recall.{length}{level}.h{h}.d{d}-{round(depth * 100):02d}",
+                        id=data_recall.item_id(length, k, h, d, depth),
                         prompt=data_recall.recall_prompt(haystack, needle),
                         symbol=needle.symbol,
                     )

@@ -27,6 +27,7 @@ from qgate.quality.reuse_records import PassRun
 from qgate.report.attribution import Attribution
 from qgate.report.changes_applied import change_warnings
 from qgate.report.model import (
+    BOOTSTRAP_SEED,
     PERF_DERIVATION,
     QUALITY_DERIVATION,
     PerfSection,
@@ -90,7 +91,7 @@ def build_report(
     stage_timings: dict[str, float],
     plan: Plan | None = None,
     starts: Sequence[ServerStart] = (),
-    bootstrap_seed: int = 0,
+    bootstrap_seed: int = BOOTSTRAP_SEED,
     capability_notes: Sequence[str] = (),
     warnings: Sequence[str] = (),
     reference_provenance: ReferenceProvenance | None = None,

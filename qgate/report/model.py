@@ -138,6 +138,8 @@ class ScenarioResult(Record):
 # 6: perf rounds in fresh lives (ScenarioRun.round): round ratios and intervals; one round as
 #    before (the comparisons gain the round fields, their figures unchanged).
 PERF_DERIVATION = 6
+BOOTSTRAP_SEED = 0
+"""The seed every run draws its bootstrap with (verify holds a report to it)."""
 
 
 class PerfSection(Record):
@@ -147,7 +149,9 @@ class PerfSection(Record):
     bootstrap_resamples: int = Field(
         default=2000, ge=0, description="Bootstrap resamples used for ratio intervals."
     )
-    bootstrap_seed: int = Field(default=0, description="Seed of the bootstrap, for re-derivation.")
+    bootstrap_seed: int = Field(
+        default=BOOTSTRAP_SEED, description="Seed of the bootstrap, for re-derivation."
+    )
     derivation: int = Field(
         default=1,
         ge=1,

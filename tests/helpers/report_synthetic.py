@@ -17,10 +17,18 @@ from qgate.checkpoint.digests import FileDigest
 from qgate.core.serving import EffectiveConfig
 from qgate.core.verdict import Verdict
 from qgate.perf.records import RequestRecord, ScenarioRun
-from qgate.profile import Profile
+from qgate.profile import MathSuite, Profile
 from qgate.quality.cache_auth import ReferenceProvenance
+from qgate.quality.math_set import math_data_sha256, math_items, short_prompt
 from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord, SuiteRun
-from qgate.report.model import PERF_DERIVATION, PerfSection, QualitySection, Report, ScenarioResult
+from qgate.report.model import (
+    BOOTSTRAP_SEED,
+    PERF_DERIVATION,
+    PerfSection,
+    QualitySection,
+    Report,
+    ScenarioResult,
+)
 from qgate.report.verdict import overall
 from qgate.report.verify.single import Recompute
 from qgate.runtime.capabilities import caps_of, select_machine
@@ -37,6 +45,7 @@ PROFILE: dict[str, Any] = {
     "perf": {
         "scenarios": [{"name": "short", "input_tokens": 32, "output_tokens": 4, "requests": 3}],
         "slo": {"ttft_ms": 500},
+        "bootstrap": 200,
     },
 }
 
@@ -204,19 +213,21 @@ def cache_provenance(signer: LoadedSigner | None = None) -> ReferenceProvenance:
     return provenance_of("cache", envelope, signer.public_pem)
 
 
-def _items(role: str, n: int, wrong: set[int]) -> list[ItemRecord]:
+def _items(role: str, n: int, wrong: set[int], spec: MathSuite) -> list[ItemRecord]:
+    """The first `n` items of the math set `spec` names (the short form), `wrong` answered
+    one too high."""
     return [
         ItemRecord(
-            id=f"m{i:05d}",
-            prompt_sha256=_sha(f"q{i}"),
-            output=f"The answer is {i + (1 if i in wrong else 0)}",
-            answer=str(i + (1 if i in wrong else 0)),
-            expected=str(i),
+            id=item.id,
+            prompt_sha256=_sha(short_prompt(item.question)),
+            output=f"The answer is {item.answer + (1 if i in wrong else 0)}",
+            answer=str(item.answer + (1 if i in wrong else 0)),
+            expected=str(item.answer),
             correct=i not in wrong,
             output_tokens=6,
             finish_reason="stop",
         )
-        for i in range(n)
+        for i, item in enumerate(math_items(spec)[:n])
     ]
 
 
@@ -260,15 +271,16 @@ def build_report(
     """
     profile = Profile.model_validate(PROFILE if profile_json is None else profile_json)
     cand_args = {**profile.engine.args, **profile.candidate.args}
+    spec = profile.quality.math or MathSuite()
     runs = []
     for role, wrong in (("reference", {3}), ("candidate", set(cand_wrong))):
         runs.append(
             SuiteRun(
                 suite="math.short",
                 role=role,  # type: ignore[arg-type]
-                data_sha256=_sha("math"),
+                data_sha256=math_data_sha256(spec, "short", max_model_len=None),
                 params={"temperature": 0.0, "max_tokens": 48},
-                items=_items(role, items, wrong),
+                items=_items(role, items, wrong, spec),
                 wall_s=1.5,
                 cached=role == "reference",
             )
@@ -283,8 +295,8 @@ def build_report(
     verdicts = fns.evaluate_quality(profile.quality, runs, divergence)
     perf = PerfSection(
         status=perf_status,  # type: ignore[arg-type]
-        bootstrap_resamples=200,
-        bootstrap_seed=7,
+        bootstrap_resamples=profile.perf.bootstrap if profile.perf else 0,
+        bootstrap_seed=BOOTSTRAP_SEED,
         derivation=PERF_DERIVATION,  # held to exact recomputation, as a new report is
     )
     if perf_status in ("ran", "ungated"):
@@ -313,7 +325,7 @@ def build_report(
                 scenario="short",
                 reference=fns.summarize(ref_run, profile.perf.slo),
                 candidate=fns.summarize(cand_run, profile.perf.slo),
-                comparisons=fns.compare(ref_run, cand_run, resamples=200, seed=7),
+                comparisons=fns.compare(ref_run, cand_run, resamples=200, seed=BOOTSTRAP_SEED),
                 verdicts=fns.scenario_verdicts(profile.perf, cand_run),
             )
         ]

@@ -188,6 +188,8 @@ class VerifyResult(Generic[P]):
     notes: list[str] = field(default_factory=list)
     signed_only: list[str] = field(default_factory=list)
     """What the report states that verify cannot re-derive: it rests on the signature alone."""
+    profile_given: bool = False
+    """`--profile FILE` was given (set by `limits_from`)."""
 
     @classmethod
     def of(cls, opened: Opened[P]) -> VerifyResult[P]:
@@ -211,6 +213,7 @@ class VerifyResult(Generic[P]):
         if profile is None:
             self.notes.append(OWN_LIMITS_NOTE)
         else:
+            self.profile_given = True
             self.checked.append(f"embedded profile equals {profile.name}; gates use its limits")
 
 

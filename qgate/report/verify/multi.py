@@ -137,7 +137,9 @@ def _candidates(
             raise fail(f"{where}: its report's profile differs from the multi profile at {diff[0]}")
         if rep.profile_sha256 != report.profile_sha256 or rep.fingerprint != report.fingerprint:
             raise fail(f"{where}: its report names another profile file or machine")
-        sub = VerifyResult[Report](report=rep, keyid=keyid, subjects=[])
+        sub = VerifyResult[Report](
+            report=rep, keyid=keyid, subjects=[], profile_given=result.profile_given
+        )
         check_contents(rep, cand.profile, keyid, sub, recompute)
         result.checked += [f"{entry.name}: {line}" for line in sub.checked]
         result.notes += [f"{entry.name}: {line}" for line in sub.notes if line != OWN_LIMITS_NOTE]

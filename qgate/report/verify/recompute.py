@@ -28,7 +28,14 @@ from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.quality.settle import stop_problems
 from qgate.report.changes_applied import change_warnings
-from qgate.report.model import PERF_DERIVATION, QUALITY_DERIVATION, QUALITY_V2_FIELDS, Report
+from qgate.report.model import (
+    BOOTSTRAP_SEED,
+    PERF_DERIVATION,
+    QUALITY_DERIVATION,
+    QUALITY_V2_FIELDS,
+    PerfSection,
+    Report,
+)
 from qgate.report.verdict import overall
 from qgate.runtime.scales import kv_scale_verdicts
 
@@ -332,6 +339,7 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
         raise _fail(f"perf: scenario {odd} has records without results or results without records")
     perf_spec = profile.perf
     slo = perf_spec.slo if perf_spec else None
+    _check_bootstrap(perf, profile)
     if perf.derivation > PERF_DERIVATION:
         raise _fail(
             f"perf figures of derivation {perf.derivation}: made by a newer qgate "
@@ -370,6 +378,22 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
         if not same_value(dump(result.verdicts), dump(got_verdicts)):
             raise _fail(f"perf {name}: " + _first_verdict_difference(result.verdicts, got_verdicts))
     return len(results)
+
+
+def _check_bootstrap(perf: PerfSection, profile: Profile) -> None:
+    """The bootstrap the intervals were drawn with is the profile's (`perf.bootstrap`
+    resamples) and qgate's fixed seed: a report cannot pick the draw that suits it."""
+    want = profile.perf.bootstrap if profile.perf else 0
+    if perf.bootstrap_resamples != want:
+        raise _fail(
+            f"perf.bootstrap_resamples: {perf.bootstrap_resamples} stored, {want} re-derived "
+            "from the profile (perf.bootstrap)"
+        )
+    if perf.bootstrap_seed != BOOTSTRAP_SEED:
+        raise _fail(
+            f"perf.bootstrap_seed: {perf.bootstrap_seed} stored, {BOOTSTRAP_SEED} re-derived "
+            "(qgate's fixed seed)"
+        )
 
 
 def recompute_perf_gates(report: Report, profile: Profile) -> int:

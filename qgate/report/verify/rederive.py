@@ -6,7 +6,9 @@ the raw data next to them with the very functions `run` used:
 
 - math items: `extract_number` on the stored response, `answer_matches` with
   the expected answer;
-- recall items: `extract_symbol`, exact equality with the planted code;
+- recall items: `extract_symbol`, exact equality with the planted code; each
+  item's id (its haystack and depth) and expected code re-derived from the
+  profile's recall settings;
 - lm-eval items: lm-eval's `exact_match` (its regexes_to_ignore, ignore_case,
   ignore_punctuation and ignore_numbers options, read from the task's local
   YAML) on the logged filtered response and target, when the task is local,
@@ -32,7 +34,8 @@ import yaml
 
 from qgate.core.files import sha256_text
 from qgate.errors import BadInput, InfrastructureError, VerificationFailed
-from qgate.profile import LmEvalTask, Profile
+from qgate.profile import LmEvalTask, Profile, RecallSuite
+from qgate.quality.data_recall import planted
 from qgate.quality.lmeval_suite import (
     LenientLoader,
     find_task_yaml,
@@ -41,6 +44,7 @@ from qgate.quality.lmeval_suite import (
 )
 from qgate.quality.math_set import math_data_sha256, math_items, short_prompt
 from qgate.quality.records import DivergenceRun, ItemRecord, SuiteRun
+from qgate.quality.sizing import recall_haystacks
 
 # answer extractor, then the correctness rule on (answer, expected)
 Extractor = Callable[[str], "str | None"]
@@ -54,7 +58,10 @@ class Rederived:
     items: int = 0
     positions: int = 0
     data_checked: int = 0
+    recall_checked: int = 0
     not_rederived: list[str] = field(default_factory=list)
+    profile_given: bool = False
+    """`--profile FILE` was given: the data its suites define must be what the run used."""
 
 
 def _extractors() -> dict[str, tuple[Extractor, Judge]]:
@@ -128,6 +135,35 @@ def check_questions(runs: list[SuiteRun], profile: Profile, out: Rederived) -> N
         for run in runs:
             if run.suite.startswith("math."):
                 _check_math_set(run, profile, out)
+    if profile.quality.recall is not None:
+        for run in runs:
+            if run.suite.startswith("recall."):
+                _check_recall_items(run, profile.quality.recall)
+                out.recall_checked += len(run.items)
+
+
+def _check_recall_items(run: SuiteRun, spec: RecallSuite) -> None:
+    """Every recall item is one the profile plants (its id names its haystack and depth) and
+    expects the code planted there; no item twice."""
+    length = int(run.suite.partition(".")[2])
+    codes = planted(spec.seed, length, recall_haystacks(spec), list(spec.depths), spec.similar)
+    seen: set[str] = set()
+    for record in run.items:
+        where = f"{run.suite} {run.role} item {record.id}"
+        if record.id in seen:
+            raise VerificationFailed(f"{where}: stored twice")
+        seen.add(record.id)
+        want = codes.get(record.id)
+        if want is None:
+            raise VerificationFailed(
+                f"{where}: id names no haystack and depth the profile plants "
+                f"(haystacks {recall_haystacks(spec)}, depths {list(spec.depths)})"
+            )
+        if record.expected != want:
+            raise VerificationFailed(
+                f"{where}.expected: {record.expected!r} stored, {want!r} re-derived "
+                "(the code planted at its depth)"
+            )
 
 
 def _check_math_set(run: SuiteRun, profile: Profile, out: Rederived) -> None:
@@ -144,6 +180,11 @@ def _check_math_set(run: SuiteRun, profile: Profile, out: Rederived) -> None:
     except BadInput as exc:
         out.not_rederived.append(f"{run.suite} ({run.role}): math set not checked ({exc.message})")
         return
+    if digest != run.data_sha256 and out.profile_given:
+        raise VerificationFailed(
+            f"{run.suite} ({run.role}).data_sha256: {run.data_sha256} stored, {digest} "
+            "re-derived from the profile (--profile): the run did not ask the math set it names"
+        )
     if digest != run.data_sha256:
         out.not_rederived.append(
             f"{run.suite} ({run.role}): the local math set differs from the run's; "

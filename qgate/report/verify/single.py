@@ -221,7 +221,7 @@ def signed_only(report: Report) -> list[str]:
 
 def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult[Report]) -> None:
     """Correctness, divergence and reference provenance from the raw records."""
-    done = Rederived()
+    done = Rederived(profile_given=result.profile_given)
     rederive_correctness(list(report.quality.runs), prof, done)
     result.checked.append(f"{done.items} item answers and correctness re-derived from responses")
     check_questions(list(report.quality.runs), prof, done)
@@ -230,6 +230,10 @@ def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult[Re
         result.checked.append(f"{n} reuse-pass answers re-derived from their responses")
     if done.data_checked:
         result.checked.append(f"{done.data_checked} math items match the math set the run used")
+    if done.recall_checked:
+        result.checked.append(
+            f"{done.recall_checked} recall items: ids, depths and planted codes re-derived"
+        )
     if report.quality.divergence is not None:
         required = report.schema_version != "1"
         rederive_divergence(report.quality.divergence, done, required=required)

@@ -20,6 +20,7 @@ from aiohttp.test_utils import TestServer
 from qgate.errors import BadInput, InfrastructureError
 from qgate.profile import LmEvalTask, MathSuite, RecallSuite
 from qgate.quality import client as client_mod
+from qgate.quality.data_recall import planted
 from qgate.quality.lmeval_suite import lm_eval_data_sha256, samples_to_records
 from qgate.quality.math_set import LONG_MARGIN_TOKENS, load_math_set, long_budget, math_data_sha256
 from qgate.quality.math_suite import run_math
@@ -171,6 +172,10 @@ def test_recall_sizes_haystacks_in_tokens_and_scores_exact_codes() -> None:
     assert big.params["context_tokens_built"] == 2048 - spec.max_tokens - 128
     assert "clipped" in str(big.params["clip_reason"])
     assert len({i.id for i in small.items + big.items}) == 12
+    # what verify re-derives without a tokenizer: each id's haystack, depth and planted code
+    for run, length in ((small, 600), (big, 5000)):
+        codes = planted(spec.seed, length, 2, list(spec.depths), spec.similar)
+        assert {i.id: i.expected for i in run.items} == codes
 
 
 def test_recall_depths_of_one_haystack_share_its_prose_up_to_the_code() -> None:

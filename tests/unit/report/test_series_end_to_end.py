@@ -47,7 +47,7 @@ def _measured_report() -> tuple[Report, dict[str, object]]:
     mock = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mock)
     profile_json = json.loads(json.dumps(PROFILE))
-    profile_json["perf"] = {"scenarios": [AGENT], "probe_share": 0.0}
+    profile_json["perf"] = {"scenarios": [AGENT], "probe_share": 0.0, "bootstrap": 200}
     perf = Profile.model_validate(profile_json).perf
     assert perf is not None
     with mock.running(ttft_ms=30.0, itl_ms=5.0) as url:
@@ -59,7 +59,7 @@ def _measured_report() -> tuple[Report, dict[str, object]]:
     report = build_report(fns=default_recompute())
     report.profile = Profile.model_validate(profile_json).model_dump(mode="json")
     report.perf.runs = runs
-    report.perf.results = perf_results(perf, runs, resamples=200, seed=7)
+    report.perf.results = perf_results(perf, runs, resamples=200, seed=0)
     report.perf.gates = report_gates(perf, report.perf.status, report.perf.results)
     report.verdict = overall(report.all_verdicts(), report.perf.status)
     return report, profile_json

@@ -407,13 +407,13 @@ MATRIX: dict[str, tuple[Callable[[Case], Path], int, str]] = {
     "correctness flags forged re-signed": (
         _forged_flags,
         1,
-        "math.short candidate item m00000: stored correct=True but its response gives "
-        "answer '999' against expected '0' (correct=False)",
+        "math.short candidate item arith-0001: stored correct=True but its response gives "
+        "answer '999' against expected '3' (correct=False)",
     ),
     "answers forged re-signed": (
         _forged_answer,
         1,
-        "math.short candidate item m00000: stored answer '1000' but its response gives '999'",
+        "math.short candidate item arith-0001: stored answer '1000' but its response gives '999'",
     ),
     "kld forged re-signed": (_forged_kld, 1, "divergence sequence s0 position 1: stored kld=0.0"),
     "logprobs stripped re-signed": (
@@ -616,7 +616,7 @@ def test_schema_1_report_is_still_readable(case: Case) -> None:
     cand = next(r for r in data["quality"]["runs"] if r["role"] == "candidate")
     cand["items"][0]["output"] = "The answer is 999"
     res = case.verify(case.resign(Report.model_validate(data)))
-    assert res.exit_code == 1 and "item m00000" in res.stderr
+    assert res.exit_code == 1 and "item arith-0001" in res.stderr
 
 
 def test_unknown_schema_version_is_named(case: Case) -> None:
