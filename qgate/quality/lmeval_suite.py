@@ -217,6 +217,7 @@ def samples_to_records(
                 answer=None if answer is None else str(answer),
                 expected=str(s.get("target")),
                 correct=float(s[name]) == 1.0,
+                score=float(s[name]),
             )
         )
     return records

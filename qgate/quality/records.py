@@ -22,6 +22,12 @@ class ItemRecord(Record):
     correct: bool = Field(description="Whether the extracted answer equals the expected one.")
     output_tokens: int | None = Field(default=None, description="Completion tokens (usage).")
     finish_reason: str | None = Field(default=None, description="Server's finish reason.")
+    score: float | None = Field(
+        default=None,
+        description="The item's metric value where the metric can be fractional (an lm-eval "
+        "metric such as LongBench's `score`); a suite with a score strictly between 0 and 1 is "
+        "gated on paired score differences (qgate/quality/score_gates.py). None: exact-answer.",
+    )
 
 
 class SuiteRun(Record):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from qgate.core.verdict import Comparator, Verdict
 from qgate.profile import AccuracyPolicy
 from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.quality.score_gates import evaluate_scored, fractional
 from qgate.quality.settle import bounds
 from qgate.quality.sizing import achieved_power
 from qgate.quality.stats import (
@@ -262,6 +263,11 @@ def evaluate_suite(
                 passed=False,
                 reason=f"{suite}: {problem}",
             )
+        )
+    if fractional(ref, cand):
+        return verdicts + (
+            evaluate_scored(suite, policy, ref, cand)
+            or all_failed(suite, policy, "no paired items to compare")
         )
     cand_by_id = {i.id: i for i in cand.items}
     pairs = [(i.correct, cand_by_id[i.id].correct) for i in ref.items if i.id in cand_by_id]

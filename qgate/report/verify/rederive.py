@@ -270,10 +270,26 @@ def lm_eval_exact_match_options(task: LmEvalTask, data_sha256: str) -> dict[str,
     return dict(entry)
 
 
+def _check_scores(run: SuiteRun) -> None:
+    """An item's score is a metric value in [0, 1] and its `correct` flag is `score == 1`."""
+    for item in run.items:
+        if item.score is None:
+            continue
+        where = f"{run.suite} {run.role} item {item.id}"
+        if not 0.0 <= item.score <= 1.0:
+            raise VerificationFailed(f"{where}.score: {item.score} stored, outside [0, 1]")
+        if item.correct != (item.score == 1.0):
+            raise VerificationFailed(
+                f"{where}.correct: {item.correct} stored, {item.score == 1.0} re-derived from "
+                f"its score {item.score}"
+            )
+
+
 def _rederive_lm_eval(run: SuiteRun, task: LmEvalTask | None, out: Rederived) -> None:
     ids = [i.id for i in run.items]
     if not ids:
         return
+    _check_scores(run)
     if task is None:
         out.not_rederived.append(f"{run.suite} ({run.role}): task not in the profile; {_few(ids)}")
         return
