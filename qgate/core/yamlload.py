@@ -26,6 +26,16 @@ PyYAML composes nodes recursively, so text nested thousands of levels deep
 would end in a RecursionError instead of a message with a line.
 """
 
+MAX_NODES = 100_000
+"""Most values a document may stand for once every alias is expanded; a profile holds hundreds.
+
+An alias costs one node in the text but stands for its whole anchored value, so a few
+lines of nested aliases (the "billion laughs") stand for billions of values, and merge keys
+(`<<: [*a, *a]`) make PyYAML before 6.0.4 copy every pair while building. The count is
+taken on the composed nodes before anything is built or merged, so such a document is
+refused at once with every PyYAML.
+"""
+
 
 @dataclass(frozen=True)
 class YamlProblem:
@@ -117,6 +127,49 @@ def _syntax_error(exc: yaml.YAMLError) -> YamlSyntaxError:
     return YamlSyntaxError(f"YAML syntax error: {exc}", None)
 
 
+def _expansion_problem(root: yaml.Node) -> YamlSyntaxError | None:
+    """A document standing for more than MAX_NODES values, or nested deeper than MAX_DEPTH,
+    once its aliases are expanded; each distinct node is visited once (no recursion)."""
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    active: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if key in size:
+            continue
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        if not done:
+            if key in active:
+                return YamlSyntaxError(
+                    "YAML syntax error: recursive alias", node.start_mark.line + 1
+                )
+            active.add(key)
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in size)
+            continue
+        active.discard(key)
+        size[key] = 1 + sum(size[id(child)] for child in children)
+        depth[key] = 1 + max((depth[id(child)] for child in children), default=0)
+        line = node.start_mark.line + 1
+        if size[key] > MAX_NODES:
+            return YamlSyntaxError(
+                f"YAML aliases expand this value to more than {MAX_NODES:,} values "
+                "(an alias bomb?); write the values out or use fewer aliases",
+                line,
+            )
+        if depth[key] > MAX_DEPTH:
+            return YamlSyntaxError(
+                f"YAML aliases nest this value more than {MAX_DEPTH} levels deep", line
+            )
+    return None
+
+
 class _Builder:
     """Turns a composed node tree into plain data, lines and duplicate-key problems."""
 
@@ -197,6 +250,9 @@ def load_yaml(text: str) -> YamlDocument:
         builder = _Builder(loader)
         if node is None:
             return builder.doc
+        expansion = _expansion_problem(node)
+        if expansion is not None:
+            raise expansion
         builder.doc.lines[()] = node.start_mark.line + 1
         try:
             builder.doc.data = builder.build(node, ())
