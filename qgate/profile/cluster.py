@@ -11,6 +11,7 @@ docs/cluster.md says what runs where.
 
 from __future__ import annotations
 
+import math
 from typing import Self
 
 from pydantic import Field, field_validator, model_validator
@@ -42,6 +43,8 @@ def address_problem(address: str) -> str | None:
 
 def amount_problem(amount: float) -> str | None:
     """Why a Ray actor cannot hold `amount` of a resource (Ray's rule), or None."""
+    if not math.isfinite(amount):
+        return "must be a finite number"
     if not amount > 0:
         return "must be > 0"
     if amount > 1 and amount != int(amount):

@@ -25,6 +25,7 @@ from qgate.core.yamlload import KeyPath, YamlDocument, YamlSyntaxError, load_yam
 from qgate.errors import ProfileError
 from qgate.profile import KeyIssue, Profile
 from qgate.profile.checks import file_problems, profile_problems, raw_problems
+from qgate.profile.scalars import ambiguous_problems
 
 ENGINE_ARG_BLOCKS: tuple[KeyPath, ...] = (
     ("engine", "args"),
@@ -357,6 +358,8 @@ def read_document(text: str, shown: str) -> YamlDocument:
 def doc_problems(doc: YamlDocument, at: Path, files: bool) -> tuple[Profile | None, list[Problem]]:
     """The profile of one YAML mapping (paths resolved against `at`) and every problem in it."""
     problems = [Problem(p.line, p.path, p.message) for p in doc.problems]
+    ambiguous = ambiguous_problems(doc.ambiguous)
+    problems += [Problem(line, path, message) for line, path, message in ambiguous]
     arg_problems = _engine_arg_problems(doc.data)
     problems += [Problem(doc.line_of(path), path, message) for path, message in arg_problems]
     raw = raw_problems(doc.data)
@@ -367,6 +370,7 @@ def doc_problems(doc: YamlDocument, at: Path, files: bool) -> tuple[Profile | No
     except ValidationError as exc:
         # A bad engine arg is reported once, by the check above, not per union branch.
         skip = [path[:3] for path, _ in arg_problems] + [path for path, _ in raw]
+        skip += [path for _, path, _ in ambiguous]
         problems += _problems_from(exc, doc, skip)
     if profile is not None:
         resolve_paths(profile, at)

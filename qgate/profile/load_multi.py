@@ -11,7 +11,7 @@ shared part once.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,18 +69,25 @@ def _sub_document(doc: YamlDocument, name: str, data: dict[str, Any]) -> YamlDoc
     A candidate's own `perf_gates` stand where `perf.gates` would.
     """
     own = own_gates(doc.data["candidates"].get(name)) is not None
+
+    def moved(path: KeyPath) -> KeyPath | None:
+        if path[:3] == ("candidates", name, "perf_gates"):
+            return (*_OWN, *path[3:])
+        if path[:2] == ("candidates", name):
+            return ("candidate", *path[2:])
+        if (own and path[:2] == _OWN) or (path and path[0] == "candidates"):
+            return None
+        return path
+
     lines: dict[KeyPath, int] = {}
     for path, line in doc.lines.items():
-        if path[:3] == ("candidates", name, "perf_gates"):
-            lines[(*_OWN, *path[3:])] = line
-        elif path[:2] == ("candidates", name):
-            lines[("candidate", *path[2:])] = line
-        elif own and path[:2] == _OWN:
-            continue
-        elif not path or path[0] != "candidates":
-            lines[path] = line
+        if (where := moved(path)) is not None:
+            lines[where] = line
     lines.setdefault(("candidate",), doc.lines.get(("candidates",), 1))
-    return YamlDocument(data=data, lines=lines)
+    ambiguous = [
+        replace(a, path=where) for a in doc.ambiguous if (where := moved(a.path)) is not None
+    ]
+    return YamlDocument(data=data, lines=lines, ambiguous=ambiguous)
 
 
 def _in_file(problem: Problem, name: str, own: bool) -> Problem:

@@ -814,7 +814,7 @@ def test_every_new_problem_is_listed_at_once(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
     path.write_text(
         BASE.replace("embedded: smollm2", "path: gone")
-        + "engine:\n  env: {'A=B': x}\n  args: {port: 1}\n  startup_timeout_s: .inf\n"
+        + "engine:\n  env: {'A=B': x}\n  args: {port: 1}\n  startup_timeout_s: 2e6\n"
         + "  request_timeout_s: 1e9\n"
     )
     with pytest.raises(ProfileError) as info:

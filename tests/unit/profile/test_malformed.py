@@ -1,0 +1,251 @@
+"""Malformed profiles aimed at every key, the newest features included: each exits 2.
+
+Each case must be refused by `qgate validate` (and `qgate plan`) with exit 2, the
+file, the line and the key path, a message of bounded length, and no traceback; a
+generic test per class walks every model's fields, so that a key added later is
+covered without a new case.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+import pytest
+from click.testing import CliRunner
+from pydantic import BaseModel, ValidationError
+
+from qgate.cli.main import main
+from qgate.profile import Profile
+from qgate.profile.base import Strict
+
+BASE = """\
+name: t
+model: {embedded: smollm2}
+target: {accelerator: cpu}
+candidate:
+  emulate_weights: {format: fp8_e4m3}
+quality:
+  math: {prompts: [short], max_drop: 0.2, limit: 8}
+"""
+# line 8 onwards: the case's own lines
+
+PERF = """\
+perf:
+  scenarios:
+    - {name: chat, input_tokens: 64, output_tokens: 8}
+"""
+
+LONGEST_LINE = 400
+"""No line of an error may be longer: a huge value is never echoed whole."""
+
+# (id, lines after BASE (quality's own keys indented by two), "LINE KEY.PATH:", message part)
+CASES: list[tuple[str, str, str, str]] = [
+    # 1. non-finite numbers, every spelling, new features included
+    ("inf-cluster-cpus", "cluster: {cpus: .inf}\n", ":8 cluster.cpus:", "finite"),
+    ("str-inf-cluster-cpus", "cluster: {cpus: 'inf'}\n", ":8 cluster.cpus:", "finite"),
+    ("inf-resource", "cluster: {reference: {ref: .inf}}\n", ":8 cluster.reference.ref:", "finite"),
+    ("-inf-resource", "cluster: {candidates: {c: -.inf}}\n", ":8 cluster.candidates.c:", "finite"),
+    ("nan-resource", "cluster: {reference: {ref: .nan}}\n", ":8 cluster.reference.ref:", "finite"),
+    (
+        "str-nan-fill",
+        "  reuse: {passes: [load], load: {fill: 'NaN'}}\n",
+        ":8 quality.reuse.load.fill:",
+        "finite",
+    ),
+    (
+        "str-inf-reset-wait",
+        "  reuse: {passes: [restored], reset_wait_s: '-inf'}\n",
+        ":8 quality.reuse.reset_wait_s:",
+        "finite",
+    ),
+    ("str-infinity-slo", PERF + "  slo: {ttft_ms: Infinity}\n", ":11 perf.slo.ttft_ms:", "finite"),
+    (
+        "nan-band",
+        "  math: {max_drop: 0.2, calibration: {records: c.json, band: [.nan, 0.9]}}\n",
+        ":8 quality.math.calibration.band[0]:",
+        "finite",
+    ),
+    (
+        "inf-rate",
+        PERF.replace("output_tokens: 8", "output_tokens: 8, request_rate: .inf"),
+        ":10 perf.scenarios[0].request_rate:",
+        "finite",
+    ),
+    # 2. YAML 1.1 scalars nobody meant
+    (
+        "yes-for-count",
+        PERF.replace("output_tokens: 8", "output_tokens: yes"),
+        ":10 perf.scenarios[0].output_tokens:",
+        "YAML 1.1 reads the bare word yes as true",
+    ),
+    (
+        "on-for-name",
+        PERF.replace("name: chat", "name: on"),
+        ":10 perf.scenarios[0].name:",
+        "quote it",
+    ),
+    (
+        "off-for-bool",
+        "  lm_eval: [{task: gsm8k, chat: off}]\n",
+        ":8 quality.lm_eval[0].chat:",
+        "write true or false",
+    ),
+    (
+        "no-in-engine-args",
+        "engine: {args: {enforce_eager: no}}\n",
+        ":8 engine.args.enforce_eager:",
+        "write true or false",
+    ),
+    (
+        "leading-zero",
+        PERF.replace("input_tokens: 64", "input_tokens: 010"),
+        ":10 perf.scenarios[0].input_tokens:",
+        "as 8 (octal)",
+    ),
+    ("leading-zero-rounds", PERF + "  rounds: 03\n", ":11 perf.rounds:", "octal"),
+    (
+        "base-60",
+        "  reuse: {reset_wait_s: 1:30}\n",
+        ":8 quality.reuse.reset_wait_s:",
+        "as 90 (base 60)",
+    ),
+    (
+        "true-for-count",
+        "  reuse: {limit: true}\n",
+        ":8 quality.reuse.limit:",
+        "must be a number, not true or false",
+    ),
+    (
+        "true-for-level",
+        PERF.replace("concurrency", "x").replace(
+            "output_tokens: 8", "output_tokens: 8, concurrency: [1, true]"
+        ),
+        ":10 perf.scenarios[0].concurrency[1]:",
+        "not true or false",
+    ),
+    ("false-for-amount", "cluster: {cpus: false}\n", ":8 cluster.cpus:", "not true or false"),
+]
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    return path
+
+
+def _check(command: str, path: Path, where: str, message: str) -> None:
+    start = time.monotonic()
+    result = CliRunner().invoke(main, [command, str(path)])
+    assert time.monotonic() - start < 5.0
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if where in line]
+    assert lines, result.output
+    assert message in lines[0], result.output
+    assert max(len(line) for line in result.output.splitlines()) <= LONGEST_LINE
+
+
+@pytest.mark.parametrize(("name", "extra", "where", "message"), CASES, ids=[c[0] for c in CASES])
+def test_validate_and_plan_refuse_it(
+    tmp_path: Path, name: str, extra: str, where: str, message: str
+) -> None:
+    path = _write(tmp_path, BASE + extra)
+    _check("validate", path, f"{path}{where}", message)
+    _check("plan", path, f"{path}{where}", message)
+
+
+def test_stop_off_is_the_word_the_key_names() -> None:
+    from qgate.profile.scalars import word_choices
+
+    assert "off" in word_choices(("quality", "stop"))
+    assert word_choices(("engine", "args", "off")) == set()
+    assert word_choices(("quality", "math", "prompts", 0)) == {"short", "long"}
+
+
+def _models() -> list[type[BaseModel]]:
+    """Every profile model reachable from `Profile` (and a multi profile's candidate)."""
+    from qgate.profile.multi import CandidateSpec
+
+    seen: list[type[BaseModel]] = []
+    todo: list[Any] = [Profile, CandidateSpec]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            if item in seen:
+                continue
+            seen.append(item)
+            todo += [f.annotation for f in item.model_fields.values()]
+        else:
+            todo += list(get_args(item))
+    return seen
+
+
+def _numeric_fields() -> list[tuple[type[BaseModel], str, Any]]:
+    """(model, field, how a value sits there: 'plain', 'list' or 'dict') of every number key."""
+    found = []
+    for model in _models():
+        for name, field in model.model_fields.items():
+            for leaf in _leaves(field.annotation):
+                origin = get_origin(leaf)
+                inner = get_args(leaf)[-1] if origin in (list, dict) else leaf
+                kinds = _leaves(inner)
+                # engine args are free scalars: "inf" there is text for the engine
+                if any(x in (int, float) for x in kinds) and str not in kinds:
+                    found.append((model, name, {list: "list", dict: "dict"}.get(origin, "plain")))
+                    break
+    return found
+
+
+def _leaves(annotation: Any) -> list[Any]:
+    from qgate.profile.base import _leaves as leaves  # noqa: PLC2701
+
+    return leaves(annotation)
+
+
+def _wrap(shape: str, value: Any) -> Any:
+    return [value] if shape == "list" else {"x": value} if shape == "dict" else value
+
+
+def test_every_model_is_strict() -> None:
+    assert all(issubclass(m, Strict) for m in _models())
+
+
+@pytest.mark.parametrize(
+    "spelling", [float("inf"), float("-inf"), float("nan"), "inf", "-Infinity", "NaN", "nan"]
+)
+def test_every_numeric_field_refuses_every_non_finite_spelling(spelling: Any) -> None:
+    fields = _numeric_fields()
+    assert len(fields) > 60  # the walk finds them (cluster.cpus, reuse.load.fill, ...)
+    for model, name, shape in fields:
+        with pytest.raises(ValidationError) as info:
+            model.model_validate({name: _wrap(shape, spelling)})
+        at_field = [e for e in info.value.errors() if e["loc"][:1] == (name,)]
+        assert at_field, (model.__name__, name, info.value.errors())
+
+
+def test_every_numeric_field_refuses_true_and_false() -> None:
+    for model, name, shape in _numeric_fields():
+        for value in (True, False):
+            with pytest.raises(ValidationError) as info:
+                model.model_validate({name: _wrap(shape, value)})
+            texts = [str(e.get("ctx", {}).get("error", e["msg"])) for e in info.value.errors()]
+            assert any(
+                "not true or false" in t or e["loc"][:1] == (name,)
+                for t, e in zip(texts, info.value.errors(), strict=True)
+            ), (model.__name__, name)
+
+
+def _bomb() -> str:
+    lines = [
+        "x:",
+        '  a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]',
+    ]
+    lines += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    return "\n".join(lines) + "\ndescription: *a9\n"
+
+
+def test_an_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
+    path = _write(tmp_path, BASE + _bomb())
+    _check("validate", path, f"{path}:13:", "YAML aliases expand this value")
