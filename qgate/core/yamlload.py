@@ -33,8 +33,11 @@ PyYAML composes nodes recursively, so text nested thousands of levels deep
 would end in a RecursionError instead of a message with a line.
 """
 
-MAX_NODES = 100_000
-"""Most values a document may stand for once every alias is expanded; a profile holds hundreds.
+MAX_NODES = 20_000
+"""Most values a document may hold, every alias expanded; a profile holds a few hundred.
+
+PyYAML's pure-Python scanner reads about 10,000 values a second here, so the count is also
+kept while composing: a megabyte of `[1, 1, 1, ...]` stops after MAX_NODES, not 50 s later.
 
 An alias costs one node in the text but stands for its whole anchored value, so a few
 lines of nested aliases (the "billion laughs") stand for billions of values, and merge keys
@@ -166,11 +169,19 @@ class _Loader(yaml.SafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._where: list[Any] = []
+        self._nodes = 0
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         # Stop at the first node too deep, before the recursion gets there.
         self._where.append(index.value if isinstance(index, yaml.ScalarNode) else index)
+        self._nodes += 1
         try:
+            if self._nodes > MAX_NODES:
+                event = self.peek_event()  # type: ignore[no-untyped-call]
+                raise YamlSyntaxError(
+                    f"more than {MAX_NODES:,} values; a profile holds a few hundred",
+                    event.start_mark.line + 1,
+                )
             if len(self._where) > MAX_DEPTH:
                 event = self.peek_event()  # type: ignore[no-untyped-call]
                 # The outermost key is enough to find the place; the full path is 64 keys long.

@@ -11,7 +11,16 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["RESERVED_ARGS", "EngineArgValue", "Fraction", "KeyIssue", "KeyPath", "Scalar", "Strict"]
+__all__ = [
+    "MAX_TEXT",
+    "RESERVED_ARGS",
+    "EngineArgValue",
+    "Fraction",
+    "KeyIssue",
+    "KeyPath",
+    "Scalar",
+    "Strict",
+]
 
 Scalar = str | int | float | bool | None
 KeyPath = tuple[str | int, ...]
@@ -33,6 +42,10 @@ class KeyIssue(ValueError):
 
 EngineArgValue = Scalar | list[str | int | float | bool]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+MAX_TEXT = 10_000
+"""Characters of any one text in a profile (a description, an engine argument, a path)."""
 
 
 def _leaves(annotation: Any) -> list[Any]:
@@ -70,11 +83,14 @@ def _bool_for_number(annotation: Any, value: Any, path: KeyPath) -> list[tuple[K
 class Strict(BaseModel):
     """Base of every profile model: unknown keys are errors; numbers are numbers.
 
-    No float field takes infinity or NaN (in any spelling: `.inf`, "inf", "NaN"), and no
-    number field takes true or false (pydantic alone reads true as 1).
+    No float field takes infinity or NaN (in any spelling: `.inf`, "inf", "NaN"), no
+    number field takes true or false (pydantic alone reads true as 1), and no text is
+    longer than MAX_TEXT characters.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid", validate_default=True, allow_inf_nan=False, str_max_length=MAX_TEXT
+    )
 
     @model_validator(mode="before")
     @classmethod

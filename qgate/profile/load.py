@@ -22,9 +22,11 @@ from pydantic import BaseModel, ValidationError
 
 from qgate.core.files import sha256_bytes, sha256_file
 from qgate.core.yamlload import KeyPath, YamlDocument, YamlSyntaxError, load_yaml, tab_problems
-from qgate.errors import ProfileError
 from qgate.profile import KeyIssue, Profile
 from qgate.profile.checks import file_problems, profile_problems, raw_problems
+from qgate.profile.problems import Problem as Problem
+from qgate.profile.problems import format_path as format_path
+from qgate.profile.problems import profile_error as profile_error
 from qgate.profile.scalars import ambiguous_problems
 
 ENGINE_ARG_BLOCKS: tuple[KeyPath, ...] = (
@@ -47,42 +49,9 @@ class LoadedProfile:
     """The text that was parsed."""
 
 
-@dataclass(frozen=True)
-class Problem:
-    line: int | None
-    path: KeyPath
-    message: str
-
-
 def profile_sha256(path: str | Path) -> str:
     """sha256 (hex) of a profile file's bytes, as `load_profile_file` records it."""
     return sha256_file(path)
-
-
-def format_path(path: KeyPath) -> str:
-    """`("perf", "scenarios", 0, "name")` -> `perf.scenarios[0].name`."""
-    out = ""
-    for part in path:
-        if isinstance(part, int) and not isinstance(part, bool):
-            out += f"[{part}]"
-        else:
-            text = str(part)
-            # A key with a newline or NUL in it must not break the one-line message.
-            text = text if text.isprintable() else text.encode("unicode_escape").decode()
-            out += f".{text}" if out else text
-    return out
-
-
-def _format(shown: str, problem: Problem) -> str:
-    where = shown if problem.line is None else f"{shown}:{problem.line}"
-    key = format_path(problem.path)
-    return f"{where} {key}: {problem.message}" if key else f"{where}: {problem.message}"
-
-
-def profile_error(shown: str, problems: list[Problem]) -> ProfileError:
-    ordered = sorted(problems, key=lambda p: p.line or 0)
-    count = f"{len(ordered)} problem" + ("s" if len(ordered) != 1 else "")
-    return ProfileError(f"invalid profile {shown} ({count})", [_format(shown, p) for p in ordered])
 
 
 MAX_PROFILE_BYTES = 1 << 20
@@ -322,12 +291,15 @@ def resolve_paths(profile: Profile, folder: Path) -> None:
     profile.signing.key = _resolve(profile.signing.key, folder)
 
 
-def parse_profile_text(text: str, shown: str, folder: Path, check_files: bool = True) -> Profile:
+def parse_profile_text(
+    text: str, shown: str, folder: Path, check_files: bool = True, doc: YamlDocument | None = None
+) -> Profile:
     """Validate profile text; `shown` names the file in messages, `folder` anchors paths.
 
-    With `check_files`, every local file and folder the profile names must exist.
+    With `check_files`, every local file and folder the profile names must exist; `doc` is
+    the text's document when the caller read it already (`read_document`).
     """
-    doc = read_document(text, shown)
+    doc = doc or read_document(text, shown)
     profile, problems = doc_problems(doc, folder, check_files)
     if problems or profile is None:
         raise profile_error(shown, problems or [Problem(None, (), "invalid profile")])

@@ -312,7 +312,9 @@ class SigningSpec(Strict):
 class Profile(Strict):
     """One precision profile: what to compare, how to gate it, what to measure."""
 
-    name: str = Field(min_length=1, description="Short name; used in run folder names.")
+    name: str = Field(
+        min_length=1, max_length=128, description="Short name; used in run folder names."
+    )
     description: str = Field(default="", description="Free text for people.")
     model: ModelSpec = Field(description="The checkpoint both runtimes serve.")
     target: Target = Field(

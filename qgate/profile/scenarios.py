@@ -31,7 +31,7 @@ MAX_BUCKETS = 20_000
 
 
 class ScenarioBase(Strict):
-    name: str = Field(min_length=1, description="Unique scenario name.")
+    name: str = Field(min_length=1, max_length=128, description="Unique scenario name.")
     warmup: int = Field(default=2, ge=0, description="Requests sent first and not measured.")
     requests: int | None = Field(default=None, ge=1, description="Measured requests.")
     duration_s: float | None = Field(

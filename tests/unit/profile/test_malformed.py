@@ -37,7 +37,7 @@ perf:
     - {name: chat, input_tokens: 64, output_tokens: 8}
 """
 
-LONGEST_LINE = 400
+LONGEST_LINE = 1300
 """No line of an error may be longer: a huge value is never echoed whole."""
 
 # (id, lines after BASE (quality's own keys indented by two), "LINE KEY.PATH:", message part)
@@ -126,6 +126,100 @@ CASES: list[tuple[str, str, str, str]] = [
         "not true or false",
     ),
     ("false-for-amount", "cluster: {cpus: false}\n", ":8 cluster.cpus:", "not true or false"),
+    # 3. sizes: every count, list and total bounded; no huge value echoed whole
+    (
+        "filler-requests",
+        "  reuse: {passes: [load], load: {requests: 50000000}}\n",
+        ":8 quality.reuse.load.requests:",
+        "at most 10,000 requests in flight",
+    ),
+    (
+        "reuse-limit",
+        "  reuse: {limit: 1000000000}\n",
+        ":8 quality.reuse.limit:",
+        "at most 1,000,000",
+    ),
+    (
+        "calibration-min-items",
+        "  math: {max_drop: 0.2, calibration: {records: c.json, min_items: 99999999}}\n",
+        ":8 quality.math.calibration.min_items:",
+        "at most 1,000,000",
+    ),
+    ("rounds", PERF + "  rounds: 11\n", ":11 perf.rounds:", "less than or equal to 10"),
+    (
+        "resource-amount",
+        "cluster: {reference: {ref: 1e12}}\n",
+        ":8 cluster.reference.ref:",
+        "at most 1,000,000",
+    ),
+    (
+        "sixty-five-levels",
+        PERF.replace(
+            "output_tokens: 8",
+            "output_tokens: 8, concurrency: [" + ", ".join(str(i) for i in range(1, 66)) + "]",
+        ),
+        ":10 perf.scenarios[0].concurrency:",
+        "at most 64 entries",
+    ),
+    (
+        "a-thousand-secrets",
+        "secrets: [" + ", ".join(f"S{i}" for i in range(1001)) + "]\n",
+        ":8 secrets:",
+        "at most 1,000 entries (got 1,001)",
+    ),
+    (
+        "fifty-million-requests",
+        PERF.replace(
+            "output_tokens: 8", "output_tokens: 8, requests: 1000000, concurrency: [1, 2, 4, 8, 16]"
+        )
+        + "  rounds: 10\n",
+        ":9 perf.scenarios:",
+        "would send 200,000,400 requests",
+    ),
+    (
+        "a-week-of-levels",
+        PERF.replace(
+            "output_tokens: 8", "output_tokens: 8, duration_s: 600000, concurrency: [1, 2]"
+        ),
+        ":9 perf.scenarios:",
+        "would measure for 4,800,000 s",
+    ),
+    (
+        "endless-conversation",
+        "perf:\n  scenarios:\n    - {name: a, kind: multi_turn, turns: 1000000, turn_input_tokens: 64}\n",
+        ":10 perf.scenarios[0].turns:",
+        "the last turn's prompt would hold 96,001,024 tokens",
+    ),
+    ("huge-unknown-key", "x" * 1000 + ": 1\n", ":8 xxxxxxxx", "unknown key"),
+    (
+        "huge-name",
+        "perf:\n  scenarios:\n    - {name: "
+        + "n" * 9000
+        + ", input_tokens: 8, output_tokens: 2}\n",
+        ":10 perf.scenarios[0].name:",
+        "at most 128 characters",
+    ),
+    (
+        "huge-reuse-suite",
+        "  reuse: {suites: [" + "s" * 9000 + "]}\n",
+        ":8 quality.reuse.suites:",
+        "more)...",
+    ),
+    (
+        "huge-text",
+        "description: " + "d" * 10_001 + "\n",
+        ":8 description:",
+        "at most 10000 characters",
+    ),
+    (
+        "huge-gate-selector",
+        PERF
+        + "  gates: [{metric: output_throughput, min_ratio: 1.1, scenario: "
+        + "s" * 9000
+        + "}]\n",
+        ":11 perf.gates[0].scenario:",
+        "unknown scenario",
+    ),
 ]
 
 
@@ -206,6 +300,27 @@ def _leaves(annotation: Any) -> list[Any]:
 
 def _wrap(shape: str, value: Any) -> Any:
     return [value] if shape == "list" else {"x": value} if shape == "dict" else value
+
+
+def _bounded(annotation: Any, metadata: list[Any]) -> bool:
+    """Whether a field's constraints (its own or its items') hold an upper bound."""
+    if any(
+        getattr(m, "le", None) is not None or getattr(m, "lt", None) is not None for m in metadata
+    ):
+        return True
+    return any(_bounded(a, list(getattr(a, "metadata", ()))) for a in get_args(annotation))
+
+
+def test_every_number_key_has_an_upper_bound() -> None:
+    from qgate.profile.limits import LIMITS
+
+    unbounded = [
+        f"{model.__name__}.{name}"
+        for model, name, _ in _numeric_fields()
+        if not _bounded(model.model_fields[name].annotation, model.model_fields[name].metadata)
+        and not any((owner, name) in LIMITS for owner in model.__mro__)
+    ]
+    assert unbounded == []
 
 
 def test_every_model_is_strict() -> None:
