@@ -36,6 +36,7 @@ from qgate.profile import (
 )
 from qgate.profile.base import RESERVED_ARGS
 from qgate.profile.engine_checks import engine_problems, starts_process
+from qgate.profile.inert import endpoint_round_problems, inert_problems, repeat_problems
 from qgate.profile.limits import (
     LIMITS,
     MAX_CONCURRENCY,
@@ -129,11 +130,16 @@ def raw_problems(data: dict[Any, Any]) -> Found:
                 message = env_name_problem(key)
                 if message:
                     found.append(((name, "env", key), message))
+        spelled: dict[str, str] = {}
         for key in _block(data, name, "args"):
             if not isinstance(key, str) or "\x00" in key:
                 continue
             norm = key.strip("-").replace("-", "_")
-            if not ENGINE_ARG_NAME.match(key):
+            other = spelled.setdefault(norm.casefold(), key)
+            if other != key:
+                message = f"the same engine argument as {other!r}; give it once"
+                found.append(((name, "args", key), message))
+            elif not ENGINE_ARG_NAME.match(key):
                 message = "not an engine argument name (letters, digits, _ and -)"
                 found.append(((name, "args", key), message))
             elif norm in RESERVED_ARGS:
@@ -219,30 +225,22 @@ def _power_problems(spec: QualitySpec) -> Found:
 def profile_problems(profile: Profile) -> Found:
     """Problems of a profile that passed the schema."""
     found = limit_problems(profile) + perf_total_problems(profile.perf)
+    found += inert_problems(profile) + repeat_problems(profile) + endpoint_round_problems(profile)
     found += _power_problems(profile.quality)
     found += _scenario_problems(profile.perf)
     first: dict[str, int] = {}
     for index, task in enumerate(profile.quality.lm_eval):
-        if not task.task.strip():
-            found.append((("quality", "lm_eval", index, "task"), "must name an lm-eval task"))
-            continue
-        if not all(part.strip() for part in task.metric.split(",")):
-            found.append(
-                (
-                    ("quality", "lm_eval", index, "metric"),
-                    "must be a metric, or a metric and a filter, "
-                    "e.g. 'exact_match,flexible-extract'",
-                )
-            )
-        if task.task in first:
+        earlier = first.setdefault(task.task.casefold(), index)
+        if earlier != index:
+            other = profile.quality.lm_eval[earlier].task
+            case = "" if other == task.task else f", as {other!r}: they differ only in case"
             found.append(
                 (
                     ("quality", "lm_eval", index, "task"),
                     f"duplicate lm-eval task {task.task!r} (first at quality.lm_eval"
-                    f"[{first[task.task]}]); both would report as lm_eval.{task.task}",
+                    f"[{earlier}]{case}); both would report as lm_eval.{task.task}",
                 )
             )
-        first.setdefault(task.task, index)
     if profile.model.served_name is not None and not profile.model.served_name.strip():
         found.append((("model", "served_name"), "must not be empty"))
     if not profile.engine.host.strip():

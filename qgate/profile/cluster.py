@@ -36,7 +36,8 @@ def address_problem(address: str) -> str | None:
     host, sep, port = address.rpartition(":")
     if not sep or not host or any(c.isspace() for c in host):
         return "give 'auto' or HOST:PORT of the cluster's head (Ray's GCS port, 6379 by default)"
-    if not port.isdigit() or not 1 <= int(port) <= 65535:
+    # str.isdigit() and int() also take other scripts' digits ('８０００'): ASCII only
+    if not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
         return f"port {port!r} is not a number from 1 to 65535"
     return None
 

@@ -132,9 +132,14 @@ def _shape_problems(doc: YamlDocument) -> list[Problem]:
             )
         ]
     out = []
+    folded: dict[str, str] = {}
     for name, spec in entries.items():
         path: KeyPath = ("candidates", name)
-        if not isinstance(name, str) or not CANDIDATE_NAME.fullmatch(name):
+        other = folded.setdefault(name.casefold(), name) if isinstance(name, str) else name
+        if other != name:
+            message = f"differs from candidate {other!r} only in case; names are folders"
+            out.append(Problem(doc.line_of(path), path, message))
+        elif not isinstance(name, str) or not CANDIDATE_NAME.fullmatch(name):
             out.append(
                 Problem(
                     doc.line_of(path),

@@ -37,10 +37,23 @@ perf:
     - {name: chat, input_tokens: 64, output_tokens: 8}
 """
 
+ENDPOINT_REFERENCE = """\
+reference:
+  engine: {kind: endpoint}
+  endpoint: {base_url: 'http://h:8000/v1'}
+"""
+
+
+def MATH(extra: str) -> str:  # noqa: N802  (reads as the block it writes)
+    """BASE with more keys in its math suite (on line 7)."""
+    return BASE.replace("limit: 8}", f"limit: 8, {extra}}}")
+
+
 LONGEST_LINE = 1300
 """No line of an error may be longer: a huge value is never echoed whole."""
 
-# (id, lines after BASE (quality's own keys indented by two), "LINE KEY.PATH:", message part)
+# (id, lines after BASE (quality's own keys indented by two) or a whole profile,
+#  "LINE KEY.PATH:", message part)
 CASES: list[tuple[str, str, str, str]] = [
     # 1. non-finite numbers, every spelling, new features included
     ("inf-cluster-cpus", "cluster: {cpus: .inf}\n", ":8 cluster.cpus:", "finite"),
@@ -63,8 +76,8 @@ CASES: list[tuple[str, str, str, str]] = [
     ("str-infinity-slo", PERF + "  slo: {ttft_ms: Infinity}\n", ":11 perf.slo.ttft_ms:", "finite"),
     (
         "nan-band",
-        "  math: {max_drop: 0.2, calibration: {records: c.json, band: [.nan, 0.9]}}\n",
-        ":8 quality.math.calibration.band[0]:",
+        MATH("calibration: {records: c.json, band: [.nan, 0.9]}"),
+        ":7 quality.math.calibration.band[0]:",
         "finite",
     ),
     (
@@ -141,8 +154,8 @@ CASES: list[tuple[str, str, str, str]] = [
     ),
     (
         "calibration-min-items",
-        "  math: {max_drop: 0.2, calibration: {records: c.json, min_items: 99999999}}\n",
-        ":8 quality.math.calibration.min_items:",
+        MATH("calibration: {records: c.json, min_items: 99999999}"),
+        ":7 quality.math.calibration.min_items:",
         "at most 1,000,000",
     ),
     ("rounds", PERF + "  rounds: 11\n", ":11 perf.rounds:", "less than or equal to 10"),
@@ -186,7 +199,8 @@ CASES: list[tuple[str, str, str, str]] = [
     ),
     (
         "endless-conversation",
-        "perf:\n  scenarios:\n    - {name: a, kind: multi_turn, turns: 1000000, turn_input_tokens: 64}\n",
+        "perf:\n  scenarios:\n"
+        "    - {name: a, kind: multi_turn, turns: 1000000, turn_input_tokens: 64}\n",
         ":10 perf.scenarios[0].turns:",
         "the last turn's prompt would hold 96,001,024 tokens",
     ),
@@ -204,6 +218,161 @@ CASES: list[tuple[str, str, str, str]] = [
         "  reuse: {suites: [" + "s" * 9000 + "]}\n",
         ":8 quality.reuse.suites:",
         "more)...",
+    ),
+    # 4. settings of a pass or stage that is not enabled; repeats; case; ports
+    (
+        "load-without-load-pass",
+        "  reuse: {passes: [warm], load: {requests: 4}}\n",
+        ":8 quality.reuse.load:",
+        "only the 'load' pass",
+    ),
+    (
+        "reset-wait-without-restored",
+        "  reuse: {passes: [warm, load], reset_wait_s: 5}\n",
+        ":8 quality.reuse.reset_wait_s:",
+        "only the 'restored' pass",
+    ),
+    (
+        "share-with-only-load",
+        "  reuse: {passes: [load], min_exercised_share: 0.9}\n",
+        ":8 quality.reuse.min_exercised_share:",
+        "only the warm and restored passes",
+    ),
+    ("stop-block-while-off", "  stop_block: 16\n", ":8 quality.stop_block:", "stop is 'off'"),
+    (
+        "burstiness-closed-loop",
+        PERF.replace("output_tokens: 8", "output_tokens: 8, burstiness: 0.5"),
+        ":10 perf.scenarios[0].burstiness:",
+        "set request_rate too",
+    ),
+    (
+        "long-tokens-short-only",
+        MATH("long_tokens: 4096"),
+        ":7 quality.math.long_tokens:",
+        "no 'long'",
+    ),
+    (
+        "limit-and-detect",
+        MATH("detect: {drop: 0.2}"),
+        ":7 quality.math.limit:",
+        "detect sizes the suite",
+    ),
+    (
+        "power-and-detect",
+        MATH("detect: {drop: 0.2}, power: 0.9").replace("limit: 8, ", ""),
+        ":7 quality.math.power:",
+        "detect.power is the power",
+    ),
+    (
+        "group-size-per-channel",
+        BASE.replace(
+            "{format: fp8_e4m3}", "{format: int8, granularity: per_channel, group_size: 64}"
+        ),
+        ":5 candidate.emulate_weights.group_size:",
+        "only used with granularity 'group'",
+    ),
+    (
+        "rounds-on-an-endpoint",
+        ENDPOINT_REFERENCE + PERF + "  rounds: 3\n",
+        ":14 perf.rounds:",
+        "cannot restart the reference's running endpoint",
+    ),
+    (
+        "repeated-level",
+        PERF.replace("output_tokens: 8", "output_tokens: 8, concurrency: [4, 8, 4]"),
+        ":10 perf.scenarios[0].concurrency[2]:",
+        "repeats 4, first at [0]",
+    ),
+    (
+        "repeated-input-length",
+        PERF.replace("input_tokens: 64", "input_tokens: [64, 64]"),
+        ":10 perf.scenarios[0].input_tokens[1]:",
+        "repeats 64",
+    ),
+    (
+        "repeated-context-length",
+        "  recall: {context_tokens: [1024, 1024], max_drop: 0.2}\n",
+        ":8 quality.recall.context_tokens[1]:",
+        "repeats 1024",
+    ),
+    (
+        "repeated-depth",
+        "  recall: {depths: [0.5, 0.5], max_drop: 0.2}\n",
+        ":8 quality.recall.depths[1]:",
+        "repeats 0.5",
+    ),
+    (
+        "repeated-prompt-form",
+        BASE.replace("prompts: [short]", "prompts: [short, short]"),
+        ":7 quality.math.prompts[1]:",
+        "repeats 'short'",
+    ),
+    (
+        "repeated-reuse-suite",
+        "  reuse: {suites: [recall, recall]}\n",
+        ":8 quality.reuse.suites[1]:",
+        "repeats 'recall'",
+    ),
+    (
+        "repeated-secret",
+        "secrets: [HF_TOKEN, HF_TOKEN]\n",
+        ":8 secrets[1]:",
+        "repeats 'HF_TOKEN'",
+    ),
+    (
+        "scenario-names-differ-in-case",
+        PERF + "    - {name: Chat, input_tokens: 64, output_tokens: 8}\n",
+        ":11 perf.scenarios[1].name:",
+        "'chat' differs only in case",
+    ),
+    (
+        "lm-eval-tasks-differ-in-case",
+        "  lm_eval: [{task: GSM8K}, {task: gsm8k}]\n",
+        ":8 quality.lm_eval[1].task:",
+        "differ only in case",
+    ),
+    (
+        "engine-arg-twice",
+        "engine: {args: {max_model_len: 1024, max-model-len: 2048}}\n",
+        ":8 engine.args.max-model-len:",
+        "the same engine argument as 'max_model_len'",
+    ),
+    (
+        "fullwidth-port",
+        "engine: {port: '８０００'}\n",
+        ":8 engine.port:",
+        "must be a valid integer",
+    ),
+    (
+        "fullwidth-cluster-port",
+        "cluster: {address: 'head:６３７９'}\n",
+        ":8 cluster.address:",
+        "is not a number from 1 to 65535",
+    ),
+    (
+        "arabic-indic-endpoint-port",
+        ENDPOINT_REFERENCE.replace("8000", "٨٠٠٠"),
+        ":10 reference.endpoint.base_url:",
+        "ASCII digits",
+    ),
+    # 6. lm-eval names, checked now rather than after the servers ran
+    (
+        "lm-eval-task-syntax",
+        "  lm_eval: [{task: 'gsm8k; rm -rf /'}]\n",
+        ":8 quality.lm_eval[0].task:",
+        "not an lm-eval task name",
+    ),
+    (
+        "lm-eval-metric-space",
+        "  lm_eval: [{task: gsm8k, metric: 'exact match'}]\n",
+        ":8 quality.lm_eval[0].metric:",
+        "a metric and a filter",
+    ),
+    (
+        "lm-eval-metric-two-filters",
+        "  lm_eval: [{task: gsm8k, metric: 'exact_match,strict-match,x'}]\n",
+        ":8 quality.lm_eval[0].metric:",
+        "a metric and a filter",
     ),
     (
         "huge-text",
@@ -245,9 +414,40 @@ def _check(command: str, path: Path, where: str, message: str) -> None:
 def test_validate_and_plan_refuse_it(
     tmp_path: Path, name: str, extra: str, where: str, message: str
 ) -> None:
-    path = _write(tmp_path, BASE + extra)
+    path = _write(tmp_path, extra if extra.startswith("name:") else BASE + extra)
     _check("validate", path, f"{path}{where}", message)
     _check("plan", path, f"{path}{where}", message)
+
+
+MULTI = """\
+name: m
+model: {embedded: smollm2}
+candidates:
+  fast: {args: {kv_cache_dtype: fp8}}
+  FAST: {args: {kv_cache_dtype: auto}}
+quality:
+  math: {max_drop: 0.2}
+"""
+
+
+def test_candidate_names_that_differ_only_in_case(tmp_path: Path) -> None:
+    path = _write(tmp_path, MULTI)
+    _check(
+        "validate", path, f"{path}:5 candidates.FAST:", "differs from candidate 'fast' only in case"
+    )
+
+
+def test_lm_eval_names_people_write_are_accepted() -> None:
+    from qgate.profile import LmEvalTask
+
+    for task, metric in [
+        ("gsm8k", "exact_match,flexible-extract"),
+        ("longbench_passage_retrieval_en", "score"),
+        ("humaneval", "pass@1,create_test"),
+        ("arc_challenge", "acc_norm,none"),
+        ("mmlu-pro.math", "exact_match,custom-extract"),
+    ]:
+        LmEvalTask(task=task, metric=metric)
 
 
 def test_stop_off_is_the_word_the_key_names() -> None:
@@ -364,3 +564,19 @@ def _bomb() -> str:
 def test_an_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
     path = _write(tmp_path, BASE + _bomb())
     _check("validate", path, f"{path}:13:", "YAML aliases expand this value")
+
+
+def test_every_inert_rule_names_a_field_of_its_model() -> None:
+    from qgate.profile.inert import INERT, REPEATS_MEAN_SOMETHING
+
+    for model, name in [*INERT, *REPEATS_MEAN_SOMETHING]:
+        assert name in model.model_fields, (model.__name__, name)
+
+
+def test_defaults_are_never_inert() -> None:
+    from qgate.profile.inert import inert_problems, repeat_problems
+    from qgate.profile.load import load_profile
+
+    shipped = Path(__file__).resolve().parents[3] / "precision_profiles" / "minimal.yaml"
+    profile = load_profile(shipped, check_files=False)
+    assert inert_problems(profile) == [] and repeat_problems(profile) == []
