@@ -22,11 +22,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from qgate.core.env_names import env_name_problem, key_env_problem
-from qgate.core.jsonl_checks import MATH_ITEM, TRACE_LINE, JsonlShape, corpus_prompt, jsonl_problem
 from qgate.core.yamlload import KeyPath
 from qgate.profile import (
     AccuracyPolicy,
@@ -35,7 +33,8 @@ from qgate.profile import (
     QualitySpec,
 )
 from qgate.profile.base import RESERVED_ARGS
-from qgate.profile.engine_checks import engine_problems, starts_process
+from qgate.profile.engine_checks import engine_problems
+from qgate.profile.files import file_problems
 from qgate.profile.inert import endpoint_round_problems, inert_problems, repeat_problems
 from qgate.profile.limits import (
     LIMITS,
@@ -263,59 +262,3 @@ def profile_problems(profile: Profile) -> Found:
     found += started_only_problems(profile) + attribution_group_problems(profile)
     found += key_in_args_problems(profile)
     return found + engine_problems(profile)
-
-
-def _missing(path: Path, folder: bool) -> str | None:
-    kind = "folder" if folder else "file"
-    text = str(path)
-    # A newline in a file name must not break the one-line message.
-    shown = text if text.isprintable() else text.encode("unicode_escape").decode()
-    if not path.exists():
-        return f"no such {kind}: {shown}"
-    if folder and not path.is_dir():
-        return f"not a folder: {shown}"
-    if not folder and path.is_dir():
-        return f"is a folder, not a file: {shown}"
-    return None
-
-
-def file_problems(profile: Profile) -> Found:
-    """Local files and folders the profile names that do not exist or cannot be read as data.
-
-    Paths must already be resolved. JSONL data (math set, corpus, trace) is
-    read line by line as its stage would read it.
-    """
-    wanted: list[tuple[KeyPath, Path | None, bool]] = [
-        (("model", "tokenizer"), profile.model.tokenizer, True),
-        (("signing", "key"), profile.signing.key, False),
-    ]
-    if any(starts_process(profile.engine_of(r).kind) for r in ("reference", "candidate")):
-        wanted.append((("model", "path"), profile.model.path, True))
-    shapes: dict[KeyPath, JsonlShape] = {}
-    if profile.quality.math is not None:
-        wanted.append((("quality", "math", "set"), profile.quality.math.set, False))
-        shapes[("quality", "math", "set")] = MATH_ITEM
-    if profile.quality.divergence is not None:
-        divergence = profile.quality.divergence
-        wanted.append((("quality", "divergence", "corpus"), divergence.corpus, False))
-        shapes[("quality", "divergence", "corpus")] = corpus_prompt(divergence.sequences)
-    for index, task in enumerate(profile.quality.lm_eval):
-        wanted.append((("quality", "lm_eval", index, "include_path"), task.include_path, True))
-    for index, scenario in enumerate(profile.perf.scenarios if profile.perf else []):
-        if scenario.kind == "trace":
-            wanted.append((("perf", "scenarios", index, "path"), scenario.path, False))
-            shapes[("perf", "scenarios", index, "path")] = TRACE_LINE
-    found: Found = []
-    for path, value, folder in wanted:
-        if value is None or "\x00" in str(value):
-            continue  # a NUL was reported by raw_problems; no file system can hold it
-        message = _missing(value, folder)
-        if message and path == ("model", "path") and not value.exists():
-            message += " (is the profile meant for another machine? validate --skip-files)"
-        if message:
-            found.append((path, message))
-        elif path in shapes:
-            message = jsonl_problem(value, shapes[path])
-            if message:
-                found.append((path, message))
-    return found

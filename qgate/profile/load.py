@@ -24,6 +24,8 @@ from qgate.core.files import sha256_bytes, sha256_file
 from qgate.core.yamlload import KeyPath, YamlDocument, YamlSyntaxError, load_yaml, tab_problems
 from qgate.profile import KeyIssue, Profile
 from qgate.profile.checks import file_problems, profile_problems, raw_problems
+from qgate.profile.files import path_problems
+from qgate.profile.files import resolve_paths as resolve_paths
 from qgate.profile.problems import Problem as Problem
 from qgate.profile.problems import format_path as format_path
 from qgate.profile.problems import profile_error as profile_error
@@ -265,32 +267,6 @@ def _problems_from(exc: ValidationError, doc: YamlDocument, skip: list[KeyPath])
     return problems
 
 
-def _resolve(path: Path | None, folder: Path) -> Path | None:
-    if path is None:
-        return None
-    path = path.expanduser()
-    return path if path.is_absolute() else folder / path
-
-
-def resolve_paths(profile: Profile, folder: Path) -> None:
-    """Make every relative path in the profile absolute against `folder` (in place)."""
-    profile.model.path = _resolve(profile.model.path, folder)
-    profile.model.tokenizer = _resolve(profile.model.tokenizer, folder)
-    if profile.quality.math is not None:
-        profile.quality.math.set = _resolve(profile.quality.math.set, folder)
-        if profile.quality.math.calibration is not None:
-            calib = profile.quality.math.calibration
-            calib.records = _resolve(calib.records, folder) or calib.records
-    if profile.quality.divergence is not None:
-        profile.quality.divergence.corpus = _resolve(profile.quality.divergence.corpus, folder)
-    for task in profile.quality.lm_eval:
-        task.include_path = _resolve(task.include_path, folder)
-    for scenario in profile.perf.scenarios if profile.perf is not None else []:
-        if scenario.kind == "trace":
-            scenario.path = _resolve(scenario.path, folder) or scenario.path
-    profile.signing.key = _resolve(profile.signing.key, folder)
-
-
 def parse_profile_text(
     text: str, shown: str, folder: Path, check_files: bool = True, doc: YamlDocument | None = None
 ) -> Profile:
@@ -345,6 +321,8 @@ def doc_problems(doc: YamlDocument, at: Path, files: bool) -> tuple[Profile | No
         skip += [path for _, path, _ in ambiguous]
         problems += _problems_from(exc, doc, skip)
     if profile is not None:
+        where = path_problems(profile, at)
+        problems += [Problem(doc.line_of(path), path, message) for path, message in where]
         resolve_paths(profile, at)
         checks = profile_problems(profile) + (file_problems(profile) if files else [])
         problems += [Problem(doc.line_of(path), path, message) for path, message in checks]

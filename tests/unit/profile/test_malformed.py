@@ -580,3 +580,119 @@ def test_defaults_are_never_inert() -> None:
     shipped = Path(__file__).resolve().parents[3] / "precision_profiles" / "minimal.yaml"
     profile = load_profile(shipped, check_files=False)
     assert inert_problems(profile) == [] and repeat_problems(profile) == []
+
+
+# 5. every file a profile names, checked at validate (plan skips files: it plans for any machine)
+FILE_CASES: list[tuple[str, str, str, str]] = [
+    (
+        "calibration-missing",
+        MATH("calibration: {records: gone.json}").replace("limit: 8, ", ""),
+        ":7 quality.math.calibration.records:",
+        "no such file",
+    ),
+    (
+        "calibration-not-json",
+        MATH("calibration: {records: c.json}").replace("limit: 8, ", ""),
+        ":7 quality.math.calibration.records:",
+        "not a qgate calibration file: not JSON",
+    ),
+    (
+        "calibration-no-items",
+        MATH("calibration: {records: empty.json}").replace("limit: 8, ", ""),
+        ":7 quality.math.calibration.records:",
+        "no 'items' list",
+    ),
+    (
+        "calibration-folder",
+        MATH("calibration: {records: sub}").replace("limit: 8, ", ""),
+        ":7 quality.math.calibration.records:",
+        "is a folder, not a file",
+    ),
+    (
+        "set-is-a-device",
+        MATH("set: /dev/zero").replace("prompts: [short], ", ""),
+        ":7 quality.math.set:",
+        "not a regular file",
+    ),
+    ("set-too-large", MATH("set: huge.jsonl"), ":7 quality.math.set:", "more than the 256 MiB"),
+    (
+        "trace-missing",
+        PERF + "    - {name: t, kind: trace, path: gone.jsonl}\n",
+        ":11 perf.scenarios[1].path:",
+        "no such file",
+    ),
+    (
+        "include-path-is-a-file",
+        "  lm_eval: [{task: gsm8k, include_path: c.json}]\n",
+        ":8 quality.lm_eval[0].include_path:",
+        "not a folder",
+    ),
+    ("key-missing", "signing: {key: gone.pem}\n", ":8 signing.key:", "no such file"),
+    (
+        "climbs-out",
+        MATH("set: ../../../../../../../../../etc/hostname"),
+        ":7 quality.math.set:",
+        "climbs out of the profile's folder",
+    ),
+    (
+        "climbs-out-of-include",
+        "  lm_eval: [{task: gsm8k, include_path: ../../../../../../../../x}]\n",
+        ":8 quality.lm_eval[0].include_path:",
+        "name a file elsewhere by its absolute path",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "where", "message"), FILE_CASES, ids=[c[0] for c in FILE_CASES]
+)
+def test_validate_checks_every_file(
+    tmp_path: Path, name: str, extra: str, where: str, message: str
+) -> None:
+    (tmp_path / "c.json").write_text("{not json")
+    (tmp_path / "empty.json").write_text('{"calibration_version": 1}')
+    (tmp_path / "sub").mkdir()
+    with (tmp_path / "huge.jsonl").open("wb") as fh:
+        fh.truncate((256 << 20) + 1)  # sparse: no disk is written
+    path = _write(tmp_path, extra if extra.startswith("name:") else BASE + extra)
+    _check("validate", path, f"{path}{where}", message)
+
+
+def test_relative_paths_inside_the_project_are_accepted(tmp_path: Path) -> None:
+    from qgate.profile.load import load_profile
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "profiles").mkdir()
+    item = '{"id": "a", "question": "1+1?", "answer": 2}\n'
+    (tmp_path / "data" / "set.jsonl").write_text(item)
+    text = MATH("set: ../data/set.jsonl").replace("prompts: [short], ", "")
+    profile = load_profile(_write(tmp_path / "profiles", text))
+    assert profile.quality.math is not None
+    assert profile.quality.math.set.resolve() == tmp_path / "data" / "set.jsonl"
+
+
+def test_shipped_profiles_name_evals_by_climbing_out_of_their_folder(tmp_path: Path) -> None:
+    from qgate.profile.files import evals_root, path_problems
+    from qgate.profile.load import parse_profile_text
+
+    core = evals_root() / "math" / "core.jsonl"
+    assert core.is_file()
+    folder = evals_root().parent / "precision_profiles"
+    text = MATH("set: ../evals/math/core.jsonl").replace("prompts: [short], ", "")
+    profile = parse_profile_text(text, "p.yaml", folder, check_files=False)
+    assert path_problems(profile, folder) == []
+
+
+def test_every_path_key_is_listed() -> None:
+    from qgate.profile.files import PATH_KEYS
+
+    paths = [
+        (model, name)
+        for model in _models()
+        for name, field in model.model_fields.items()
+        if Path in _leaves(field.annotation)
+    ]
+    assert len(paths) >= 8
+    for model, name in paths:
+        assert any((owner, name) in PATH_KEYS for owner in model.__mro__), (model, name)
