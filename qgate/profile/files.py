@@ -31,6 +31,7 @@ from qgate.core.yamlload import KeyPath
 from qgate.profile import (
     Calibration,
     DivergenceSuite,
+    EngineLaunch,
     LmEvalTask,
     MathSuite,
     ModelSpec,
@@ -210,4 +211,28 @@ def file_problems(profile: Profile) -> Found:
             message = key.data(model, value)
         if message:
             found.append((where, message))
+    return found + _program_problems(profile)
+
+
+def _program_problems(profile: Profile) -> Found:
+    """A launcher or command whose program is an absolute path that cannot be run."""
+    found: Found = []
+    blocks: list[tuple[KeyPath, EngineLaunch]] = [(("engine",), profile.engine)]
+    blocks += [
+        ((r, "engine"), e) for r in ("reference", "candidate") if (e := getattr(profile, r).engine)
+    ]
+    for where, launch in blocks:
+        for name in ("launcher", "command"):
+            words = getattr(launch, name) or []
+            program = words[0] if words else ""
+            if not program.startswith("/") or "{" in program or "\x00" in program:
+                continue  # looked up on PATH, or a placeholder qgate fills in
+            path = Path(program)
+            message = None
+            if not path.is_file():
+                message = f"no such program: {_shown(path)}"
+            elif not os.access(path, os.X_OK):
+                message = f"not executable: {_shown(path)}"
+            if message:
+                found.append(((*where, name, 0), message))
     return found

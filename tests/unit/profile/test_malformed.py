@@ -629,6 +629,18 @@ FILE_CASES: list[tuple[str, str, str, str]] = [
     ),
     ("key-missing", "signing: {key: gone.pem}\n", ":8 signing.key:", "no such file"),
     (
+        "launcher-missing",
+        "engine: {launcher: [/opt/nowhere/vllm, serve]}\n",
+        ":8 engine.launcher[0]:",
+        "no such program",
+    ),
+    (
+        "command-not-executable",
+        "reference:\n  engine: {kind: command, command: [/etc/passwd, '{port}']}\n",
+        ":9 reference.engine.command[0]:",
+        "not executable",
+    ),
+    (
         "climbs-out",
         MATH("set: ../../../../../../../../../etc/hostname"),
         ":7 quality.math.set:",
