@@ -6,12 +6,14 @@ and the runtime's command line build on it, and it imports nothing of qgate.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Mapping
-from typing import Annotated
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "MAX_TEXT",
     "RESERVED_ARGS",
     "EngineArgValue",
     "Fraction",
@@ -45,10 +47,67 @@ EngineArgValue = Scalar | list[str | int | float | bool]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
-class Strict(BaseModel):
-    """Base of every profile model: unknown keys are errors."""
+MAX_TEXT = 10_000
+"""Characters of any one text in a profile (a description, an engine argument, a path)."""
 
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+def _leaves(annotation: Any) -> list[Any]:
+    """The alternatives of a type: `int | list[int] | None` -> [int, list[int], None]."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _leaves(get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        return [leaf for arg in get_args(annotation) for leaf in _leaves(arg)]
+    return [annotation]
+
+
+def _bool_for_number(annotation: Any, value: Any, path: KeyPath) -> list[tuple[KeyPath, str]]:
+    """Where a YAML true/false stands for a number (pydantic would read true as 1)."""
+    leaves = _leaves(annotation)
+    if isinstance(value, bool):
+        takes_bool = any(
+            leaf in (bool, Any) or (get_origin(leaf) is Literal and value in get_args(leaf))
+            for leaf in leaves
+        )
+        number = any(leaf in (int, float) for leaf in leaves)
+        return [(path, "must be a number, not true or false")] if number and not takes_bool else []
+    kind = list if isinstance(value, list) else dict if isinstance(value, dict) else None
+    inner = [get_args(leaf)[-1] for leaf in leaves if kind and get_origin(leaf) is kind]
+    if not inner:
+        return []
+    items = enumerate(value) if isinstance(value, list) else value.items()
+    return [
+        issue
+        for key, item in items
+        for issue in _bool_for_number(Union[tuple(inner)], item, (*path, key))  # noqa: UP007
+    ]
+
+
+class Strict(BaseModel):
+    """Base of every profile model: unknown keys are errors; numbers are numbers.
+
+    No float field takes infinity or NaN (in any spelling: `.inf`, "inf", "NaN"), no
+    number field takes true or false (pydantic alone reads true as 1), and no text is
+    longer than MAX_TEXT characters.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid", validate_default=True, allow_inf_nan=False, str_max_length=MAX_TEXT
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            issues = [
+                issue
+                for name, field in cls.model_fields.items()
+                if name in data
+                for issue in _bool_for_number(field.annotation, data[name], (name,))
+            ]
+            if issues:
+                raise KeyIssue(issues)
+        return data
 
 
 # Set by qgate from other parts of the profile; an engine arg for them would conflict.

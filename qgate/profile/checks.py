@@ -22,32 +22,31 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from qgate.core.env_names import env_name_problem, key_env_problem
-from qgate.core.jsonl_checks import MATH_ITEM, TRACE_LINE, JsonlShape, corpus_prompt, jsonl_problem
 from qgate.core.yamlload import KeyPath
 from qgate.profile import (
     AccuracyPolicy,
-    Detect,
-    DivergenceSuite,
-    EngineSpec,
-    FixedScenario,
-    LmEvalTask,
-    MathSuite,
-    MultiTurnScenario,
     PerfSpec,
     Profile,
     QualitySpec,
-    RecallSuite,
-    ScenarioBase,
-    TraceScenario,
 )
 from qgate.profile.base import RESERVED_ARGS
-from qgate.profile.engine_checks import engine_problems, starts_process
+from qgate.profile.engine_checks import engine_problems
+from qgate.profile.files import file_problems
+from qgate.profile.inert import endpoint_round_problems, inert_problems, repeat_problems
+from qgate.profile.limits import (
+    LIMITS,
+    MAX_CONCURRENCY,
+    MAX_COUNT,
+    MAX_SECONDS,
+    MAX_SEED,
+    MAX_TOKENS,
+    limit_problems,
+    number,
+    perf_total_problems,
+)
 from qgate.profile.quality import detect_problem
 from qgate.profile.scenarios import DEFAULT_BUCKET_S, MAX_BUCKETS
 from qgate.profile.started_checks import (
@@ -77,48 +76,6 @@ ENGINE_ARG_NAME = re.compile(r"-{0,2}[A-Za-z0-9][A-Za-z0-9_-]*\Z")
 # Prefixes of common credentials: a value that starts like one is a pasted key.
 
 RUNTIME_BLOCKS = ("engine", "reference", "candidate")
-
-MAX_TOKENS = 10_000_000
-MAX_COUNT = 1_000_000
-MAX_CONCURRENCY = 10_000
-MAX_SECONDS = 7 * 24 * 3600
-MAX_SEED = 2**63 - 1
-
-_TOKENS = " tokens; no model's context is that long"
-_COUNT = "; a run that large would not finish"
-# (model, field) -> (largest sensible value, why). Sizes beyond these would
-# not fail: they would allocate until the machine runs out, or never end.
-LIMITS: dict[tuple[type[BaseModel], str], tuple[int, str]] = {
-    (MathSuite, "max_tokens"): (MAX_TOKENS, _TOKENS),
-    (MathSuite, "long_tokens"): (MAX_TOKENS, _TOKENS),
-    (MathSuite, "limit"): (MAX_COUNT, " items" + _COUNT),
-    (Detect, "max_items"): (MAX_COUNT, " items" + _COUNT),
-    (RecallSuite, "context_tokens"): (MAX_TOKENS, _TOKENS),
-    (RecallSuite, "max_tokens"): (MAX_TOKENS, _TOKENS),
-    (RecallSuite, "haystacks"): (MAX_COUNT, " haystacks" + _COUNT),
-    (DivergenceSuite, "sequences"): (MAX_COUNT, " sequences" + _COUNT),
-    (DivergenceSuite, "tokens"): (MAX_TOKENS, _TOKENS),
-    (LmEvalTask, "limit"): (MAX_COUNT, " documents" + _COUNT),
-    (QualitySpec, "concurrency"): (MAX_CONCURRENCY, " requests in flight"),
-    (QualitySpec, "seed"): (MAX_SEED, "; engines take a 64-bit seed"),
-    (ScenarioBase, "warmup"): (MAX_COUNT, " requests" + _COUNT),
-    (ScenarioBase, "requests"): (MAX_COUNT, " requests" + _COUNT),
-    (ScenarioBase, "duration_s"): (MAX_SECONDS, " s, a week"),
-    (ScenarioBase, "series_bucket_s"): (MAX_SECONDS, " s, a week"),
-    (FixedScenario, "input_tokens"): (MAX_TOKENS, _TOKENS),
-    (FixedScenario, "output_tokens"): (MAX_TOKENS, _TOKENS),
-    (FixedScenario, "concurrency"): (MAX_CONCURRENCY, " requests in flight"),
-    (MultiTurnScenario, "conversations"): (MAX_CONCURRENCY, " conversations in flight"),
-    (MultiTurnScenario, "turns"): (MAX_COUNT, " turns" + _COUNT),
-    (MultiTurnScenario, "shared_prefix_tokens"): (MAX_TOKENS, _TOKENS),
-    (MultiTurnScenario, "turn_input_tokens"): (MAX_TOKENS, _TOKENS),
-    (MultiTurnScenario, "output_tokens"): (MAX_TOKENS, _TOKENS),
-    (MultiTurnScenario, "think_time_s"): (MAX_SECONDS, " s, a week"),
-    (TraceScenario, "time_scale"): (1_000_000, "; the replay would not finish"),
-    (PerfSpec, "bootstrap"): (MAX_COUNT, " resamples" + _COUNT),
-    (EngineSpec, "startup_timeout_s"): (MAX_SECONDS, " s, a week"),
-    (EngineSpec, "request_timeout_s"): (MAX_SECONDS, " s, a week"),
-}
 
 
 def _walk(node: Any, path: KeyPath, seen: set[int]) -> Iterator[tuple[KeyPath, Any, bool]]:
@@ -172,11 +129,16 @@ def raw_problems(data: dict[Any, Any]) -> Found:
                 message = env_name_problem(key)
                 if message:
                     found.append(((name, "env", key), message))
+        spelled: dict[str, str] = {}
         for key in _block(data, name, "args"):
             if not isinstance(key, str) or "\x00" in key:
                 continue
             norm = key.strip("-").replace("-", "_")
-            if not ENGINE_ARG_NAME.match(key):
+            other = spelled.setdefault(norm.casefold(), key)
+            if other != key:
+                message = f"the same engine argument as {other!r}; give it once"
+                found.append(((name, "args", key), message))
+            elif not ENGINE_ARG_NAME.match(key):
                 message = "not an engine argument name (letters, digits, _ and -)"
                 found.append(((name, "args", key), message))
             elif norm in RESERVED_ARGS:
@@ -197,42 +159,6 @@ def raw_problems(data: dict[Any, Any]) -> Found:
             message = key_env_problem(value)
             if message:
                 found.append((path, message))
-    return found
-
-
-def _number(value: float) -> str:
-    return f"{int(value):,}" if float(value).is_integer() else f"{value:,}"
-
-
-def _over_limit(value: Any, limit: int, why: str) -> tuple[KeyPath, str] | None:
-    """(where in a list, or (), and the message) for the first value beyond `limit`."""
-    items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
-    for index, item in items:
-        number = isinstance(item, int | float) and not isinstance(item, bool)
-        # Infinity and NaN were reported by `raw_problems` already.
-        if number and math.isfinite(item) and abs(item) > limit:
-            where = () if index is None else (index,)
-            bound = f"at least {-limit:,}" if item < 0 else f"at most {limit:,}"
-            return where, f"must be {bound}{why} (got {_number(item)})"
-    return None
-
-
-def _limit_problems(model: BaseModel, path: KeyPath) -> Found:
-    found: Found = []
-    for name in type(model).model_fields:
-        value = getattr(model, name)
-        for owner in type(model).__mro__:
-            rule = LIMITS.get((owner, name))
-            if rule is not None:
-                over = _over_limit(value, *rule)
-                if over:
-                    found.append(((*path, name, *over[0]), over[1]))
-                break
-        children = value if isinstance(value, list) else [value]
-        for index, child in enumerate(children):
-            if isinstance(child, BaseModel):
-                where = (*path, name, index) if isinstance(value, list) else (*path, name)
-                found += _limit_problems(child, where)
     return found
 
 
@@ -259,9 +185,9 @@ def _scenario_problems(perf: PerfSpec | None) -> Found:
             found.append(
                 (
                     (*path, key),
-                    f"{_number(duration)} s in {_number(width)} s buckets is more than "
+                    f"{number(duration)} s in {number(width)} s buckets is more than "
                     f"{MAX_BUCKETS:,} time-series buckets; set series_bucket_s to at least "
-                    f"{_number(math.ceil(duration / MAX_BUCKETS))}",
+                    f"{number(math.ceil(duration / MAX_BUCKETS))}",
                 )
             )
     return found
@@ -297,31 +223,23 @@ def _power_problems(spec: QualitySpec) -> Found:
 
 def profile_problems(profile: Profile) -> Found:
     """Problems of a profile that passed the schema."""
-    found = _limit_problems(profile, ())
+    found = limit_problems(profile) + perf_total_problems(profile.perf)
+    found += inert_problems(profile) + repeat_problems(profile) + endpoint_round_problems(profile)
     found += _power_problems(profile.quality)
     found += _scenario_problems(profile.perf)
     first: dict[str, int] = {}
     for index, task in enumerate(profile.quality.lm_eval):
-        if not task.task.strip():
-            found.append((("quality", "lm_eval", index, "task"), "must name an lm-eval task"))
-            continue
-        if not all(part.strip() for part in task.metric.split(",")):
-            found.append(
-                (
-                    ("quality", "lm_eval", index, "metric"),
-                    "must be a metric, or a metric and a filter, "
-                    "e.g. 'exact_match,flexible-extract'",
-                )
-            )
-        if task.task in first:
+        earlier = first.setdefault(task.task.casefold(), index)
+        if earlier != index:
+            other = profile.quality.lm_eval[earlier].task
+            case = "" if other == task.task else f", as {other!r}: they differ only in case"
             found.append(
                 (
                     ("quality", "lm_eval", index, "task"),
                     f"duplicate lm-eval task {task.task!r} (first at quality.lm_eval"
-                    f"[{first[task.task]}]); both would report as lm_eval.{task.task}",
+                    f"[{earlier}]{case}); both would report as lm_eval.{task.task}",
                 )
             )
-        first.setdefault(task.task, index)
     if profile.model.served_name is not None and not profile.model.served_name.strip():
         found.append((("model", "served_name"), "must not be empty"))
     if not profile.engine.host.strip():
@@ -344,59 +262,3 @@ def profile_problems(profile: Profile) -> Found:
     found += started_only_problems(profile) + attribution_group_problems(profile)
     found += key_in_args_problems(profile)
     return found + engine_problems(profile)
-
-
-def _missing(path: Path, folder: bool) -> str | None:
-    kind = "folder" if folder else "file"
-    text = str(path)
-    # A newline in a file name must not break the one-line message.
-    shown = text if text.isprintable() else text.encode("unicode_escape").decode()
-    if not path.exists():
-        return f"no such {kind}: {shown}"
-    if folder and not path.is_dir():
-        return f"not a folder: {shown}"
-    if not folder and path.is_dir():
-        return f"is a folder, not a file: {shown}"
-    return None
-
-
-def file_problems(profile: Profile) -> Found:
-    """Local files and folders the profile names that do not exist or cannot be read as data.
-
-    Paths must already be resolved. JSONL data (math set, corpus, trace) is
-    read line by line as its stage would read it.
-    """
-    wanted: list[tuple[KeyPath, Path | None, bool]] = [
-        (("model", "tokenizer"), profile.model.tokenizer, True),
-        (("signing", "key"), profile.signing.key, False),
-    ]
-    if any(starts_process(profile.engine_of(r).kind) for r in ("reference", "candidate")):
-        wanted.append((("model", "path"), profile.model.path, True))
-    shapes: dict[KeyPath, JsonlShape] = {}
-    if profile.quality.math is not None:
-        wanted.append((("quality", "math", "set"), profile.quality.math.set, False))
-        shapes[("quality", "math", "set")] = MATH_ITEM
-    if profile.quality.divergence is not None:
-        divergence = profile.quality.divergence
-        wanted.append((("quality", "divergence", "corpus"), divergence.corpus, False))
-        shapes[("quality", "divergence", "corpus")] = corpus_prompt(divergence.sequences)
-    for index, task in enumerate(profile.quality.lm_eval):
-        wanted.append((("quality", "lm_eval", index, "include_path"), task.include_path, True))
-    for index, scenario in enumerate(profile.perf.scenarios if profile.perf else []):
-        if scenario.kind == "trace":
-            wanted.append((("perf", "scenarios", index, "path"), scenario.path, False))
-            shapes[("perf", "scenarios", index, "path")] = TRACE_LINE
-    found: Found = []
-    for path, value, folder in wanted:
-        if value is None or "\x00" in str(value):
-            continue  # a NUL was reported by raw_problems; no file system can hold it
-        message = _missing(value, folder)
-        if message and path == ("model", "path") and not value.exists():
-            message += " (is the profile meant for another machine? validate --skip-files)"
-        if message:
-            found.append((path, message))
-        elif path in shapes:
-            message = jsonl_problem(value, shapes[path])
-            if message:
-                found.append((path, message))
-    return found

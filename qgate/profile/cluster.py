@@ -11,6 +11,7 @@ docs/cluster.md says what runs where.
 
 from __future__ import annotations
 
+import math
 from typing import Self
 
 from pydantic import Field, field_validator, model_validator
@@ -35,13 +36,16 @@ def address_problem(address: str) -> str | None:
     host, sep, port = address.rpartition(":")
     if not sep or not host or any(c.isspace() for c in host):
         return "give 'auto' or HOST:PORT of the cluster's head (Ray's GCS port, 6379 by default)"
-    if not port.isdigit() or not 1 <= int(port) <= 65535:
+    # str.isdigit() and int() also take other scripts' digits ('８０００'): ASCII only
+    if not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
         return f"port {port!r} is not a number from 1 to 65535"
     return None
 
 
 def amount_problem(amount: float) -> str | None:
     """Why a Ray actor cannot hold `amount` of a resource (Ray's rule), or None."""
+    if not math.isfinite(amount):
+        return "must be a finite number"
     if not amount > 0:
         return "must be > 0"
     if amount > 1 and amount != int(amount):

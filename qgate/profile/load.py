@@ -22,9 +22,14 @@ from pydantic import BaseModel, ValidationError
 
 from qgate.core.files import sha256_bytes, sha256_file
 from qgate.core.yamlload import KeyPath, YamlDocument, YamlSyntaxError, load_yaml, tab_problems
-from qgate.errors import ProfileError
 from qgate.profile import KeyIssue, Profile
 from qgate.profile.checks import file_problems, profile_problems, raw_problems
+from qgate.profile.files import path_problems
+from qgate.profile.files import resolve_paths as resolve_paths
+from qgate.profile.problems import Problem as Problem
+from qgate.profile.problems import format_path as format_path
+from qgate.profile.problems import profile_error as profile_error
+from qgate.profile.scalars import ambiguous_problems
 
 ENGINE_ARG_BLOCKS: tuple[KeyPath, ...] = (
     ("engine", "args"),
@@ -46,42 +51,9 @@ class LoadedProfile:
     """The text that was parsed."""
 
 
-@dataclass(frozen=True)
-class Problem:
-    line: int | None
-    path: KeyPath
-    message: str
-
-
 def profile_sha256(path: str | Path) -> str:
     """sha256 (hex) of a profile file's bytes, as `load_profile_file` records it."""
     return sha256_file(path)
-
-
-def format_path(path: KeyPath) -> str:
-    """`("perf", "scenarios", 0, "name")` -> `perf.scenarios[0].name`."""
-    out = ""
-    for part in path:
-        if isinstance(part, int) and not isinstance(part, bool):
-            out += f"[{part}]"
-        else:
-            text = str(part)
-            # A key with a newline or NUL in it must not break the one-line message.
-            text = text if text.isprintable() else text.encode("unicode_escape").decode()
-            out += f".{text}" if out else text
-    return out
-
-
-def _format(shown: str, problem: Problem) -> str:
-    where = shown if problem.line is None else f"{shown}:{problem.line}"
-    key = format_path(problem.path)
-    return f"{where} {key}: {problem.message}" if key else f"{where}: {problem.message}"
-
-
-def profile_error(shown: str, problems: list[Problem]) -> ProfileError:
-    ordered = sorted(problems, key=lambda p: p.line or 0)
-    count = f"{len(ordered)} problem" + ("s" if len(ordered) != 1 else "")
-    return ProfileError(f"invalid profile {shown} ({count})", [_format(shown, p) for p in ordered])
 
 
 MAX_PROFILE_BYTES = 1 << 20
@@ -295,38 +267,15 @@ def _problems_from(exc: ValidationError, doc: YamlDocument, skip: list[KeyPath])
     return problems
 
 
-def _resolve(path: Path | None, folder: Path) -> Path | None:
-    if path is None:
-        return None
-    path = path.expanduser()
-    return path if path.is_absolute() else folder / path
-
-
-def resolve_paths(profile: Profile, folder: Path) -> None:
-    """Make every relative path in the profile absolute against `folder` (in place)."""
-    profile.model.path = _resolve(profile.model.path, folder)
-    profile.model.tokenizer = _resolve(profile.model.tokenizer, folder)
-    if profile.quality.math is not None:
-        profile.quality.math.set = _resolve(profile.quality.math.set, folder)
-        if profile.quality.math.calibration is not None:
-            calib = profile.quality.math.calibration
-            calib.records = _resolve(calib.records, folder) or calib.records
-    if profile.quality.divergence is not None:
-        profile.quality.divergence.corpus = _resolve(profile.quality.divergence.corpus, folder)
-    for task in profile.quality.lm_eval:
-        task.include_path = _resolve(task.include_path, folder)
-    for scenario in profile.perf.scenarios if profile.perf is not None else []:
-        if scenario.kind == "trace":
-            scenario.path = _resolve(scenario.path, folder) or scenario.path
-    profile.signing.key = _resolve(profile.signing.key, folder)
-
-
-def parse_profile_text(text: str, shown: str, folder: Path, check_files: bool = True) -> Profile:
+def parse_profile_text(
+    text: str, shown: str, folder: Path, check_files: bool = True, doc: YamlDocument | None = None
+) -> Profile:
     """Validate profile text; `shown` names the file in messages, `folder` anchors paths.
 
-    With `check_files`, every local file and folder the profile names must exist.
+    With `check_files`, every local file and folder the profile names must exist; `doc` is
+    the text's document when the caller read it already (`read_document`).
     """
-    doc = read_document(text, shown)
+    doc = doc or read_document(text, shown)
     profile, problems = doc_problems(doc, folder, check_files)
     if problems or profile is None:
         raise profile_error(shown, problems or [Problem(None, (), "invalid profile")])
@@ -357,6 +306,8 @@ def read_document(text: str, shown: str) -> YamlDocument:
 def doc_problems(doc: YamlDocument, at: Path, files: bool) -> tuple[Profile | None, list[Problem]]:
     """The profile of one YAML mapping (paths resolved against `at`) and every problem in it."""
     problems = [Problem(p.line, p.path, p.message) for p in doc.problems]
+    ambiguous = ambiguous_problems(doc.ambiguous)
+    problems += [Problem(line, path, message) for line, path, message in ambiguous]
     arg_problems = _engine_arg_problems(doc.data)
     problems += [Problem(doc.line_of(path), path, message) for path, message in arg_problems]
     raw = raw_problems(doc.data)
@@ -367,8 +318,11 @@ def doc_problems(doc: YamlDocument, at: Path, files: bool) -> tuple[Profile | No
     except ValidationError as exc:
         # A bad engine arg is reported once, by the check above, not per union branch.
         skip = [path[:3] for path, _ in arg_problems] + [path for path, _ in raw]
+        skip += [path for _, path, _ in ambiguous]
         problems += _problems_from(exc, doc, skip)
     if profile is not None:
+        where = path_problems(profile, at)
+        problems += [Problem(doc.line_of(path), path, message) for path, message in where]
         resolve_paths(profile, at)
         checks = profile_problems(profile) + (file_problems(profile) if files else [])
         problems += [Problem(doc.line_of(path), path, message) for path, message in checks]

@@ -11,14 +11,14 @@ shared part once.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from qgate.core.files import sha256_bytes
-from qgate.core.yamlload import KeyPath, YamlDocument, load_yaml
+from qgate.core.yamlload import KeyPath, YamlDocument
 from qgate.errors import ProfileError
 from qgate.profile import Profile
 from qgate.profile.load import (
@@ -69,18 +69,25 @@ def _sub_document(doc: YamlDocument, name: str, data: dict[str, Any]) -> YamlDoc
     A candidate's own `perf_gates` stand where `perf.gates` would.
     """
     own = own_gates(doc.data["candidates"].get(name)) is not None
+
+    def moved(path: KeyPath) -> KeyPath | None:
+        if path[:3] == ("candidates", name, "perf_gates"):
+            return (*_OWN, *path[3:])
+        if path[:2] == ("candidates", name):
+            return ("candidate", *path[2:])
+        if (own and path[:2] == _OWN) or (path and path[0] == "candidates"):
+            return None
+        return path
+
     lines: dict[KeyPath, int] = {}
     for path, line in doc.lines.items():
-        if path[:3] == ("candidates", name, "perf_gates"):
-            lines[(*_OWN, *path[3:])] = line
-        elif path[:2] == ("candidates", name):
-            lines[("candidate", *path[2:])] = line
-        elif own and path[:2] == _OWN:
-            continue
-        elif not path or path[0] != "candidates":
-            lines[path] = line
+        if (where := moved(path)) is not None:
+            lines[where] = line
     lines.setdefault(("candidate",), doc.lines.get(("candidates",), 1))
-    return YamlDocument(data=data, lines=lines)
+    ambiguous = [
+        replace(a, path=where) for a in doc.ambiguous if (where := moved(a.path)) is not None
+    ]
+    return YamlDocument(data=data, lines=lines, ambiguous=ambiguous)
 
 
 def _in_file(problem: Problem, name: str, own: bool) -> Problem:
@@ -125,9 +132,14 @@ def _shape_problems(doc: YamlDocument) -> list[Problem]:
             )
         ]
     out = []
+    folded: dict[str, str] = {}
     for name, spec in entries.items():
         path: KeyPath = ("candidates", name)
-        if not isinstance(name, str) or not CANDIDATE_NAME.fullmatch(name):
+        other = folded.setdefault(name.casefold(), name) if isinstance(name, str) else name
+        if other != name:
+            message = f"differs from candidate {other!r} only in case; names are folders"
+            out.append(Problem(doc.line_of(path), path, message))
+        elif not isinstance(name, str) or not CANDIDATE_NAME.fullmatch(name):
             out.append(
                 Problem(
                     doc.line_of(path),
@@ -151,9 +163,11 @@ def _shape_problems(doc: YamlDocument) -> list[Problem]:
     return out
 
 
-def parse_multi_text(text: str, shown: str, folder: Path, check_files: bool = True) -> MultiProfile:
+def parse_multi_text(
+    text: str, shown: str, folder: Path, check_files: bool = True, doc: YamlDocument | None = None
+) -> MultiProfile:
     """Validate the text of a profile with `candidates:`; ProfileError listing every problem."""
-    doc = read_document(text, shown)
+    doc = doc or read_document(text, shown)
     problems = [Problem(p.line, p.path, p.message) for p in doc.problems]
     problems += _shape_problems(doc)
     entries = doc.data.get("candidates")
@@ -202,14 +216,11 @@ def _load(path: str | Path, check_files: bool) -> LoadedProfile | LoadedMulti:
     raw = read_profile_bytes(file, shown)
     text = decode_text(raw, shown)
     absolute = Path(os.path.normpath(file.absolute()))
-    try:
-        data = load_yaml(text).data
-    except Exception:  # reported with its line by the loaders below
-        data = None
-    if isinstance(data, dict) and "candidates" in data:
-        multi = parse_multi_text(text, shown, absolute.parent, check_files)
+    doc = read_document(text, shown)  # read once: PyYAML reads about 10,000 values a second
+    if "candidates" in doc.data:
+        multi = parse_multi_text(text, shown, absolute.parent, check_files, doc)
         return LoadedMulti(multi=multi, path=absolute, sha256=sha256_bytes(raw), raw_text=text)
-    profile = parse_profile_text(text, shown, absolute.parent, check_files)
+    profile = parse_profile_text(text, shown, absolute.parent, check_files, doc)
     return LoadedProfile(profile=profile, path=absolute, sha256=sha256_bytes(raw), raw_text=text)
 
 

@@ -152,6 +152,11 @@ class EndpointSpec(Strict):
     def _http(cls, v: str) -> str:
         if not v.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
+        host = v.split("://", 1)[1].split("/", 1)[0].rpartition("@")[2]
+        port = host.rpartition("]")[2].partition(":")[2] if ":" in host.rpartition("]")[2] else None
+        # Python's int() and urllib take other scripts' digits ('８０００'); servers do not
+        if port is not None and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+            raise ValueError(f"port {port[:12]!r} is not a number from 1 to 65535 (ASCII digits)")
         return v.rstrip("/")
 
 
@@ -319,7 +324,9 @@ class SigningSpec(Strict):
 class Profile(Strict):
     """One precision profile: what to compare, how to gate it, what to measure."""
 
-    name: str = Field(min_length=1, description="Short name; used in run folder names.")
+    name: str = Field(
+        min_length=1, max_length=128, description="Short name; used in run folder names."
+    )
     description: str = Field(default="", description="Free text for people.")
     model: ModelSpec = Field(description="The checkpoint both runtimes serve.")
     target: Target = Field(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Literal, Self
 
@@ -14,6 +15,8 @@ __all__ = [
     "ANSWER_MAX_TOKENS",
     "NON_SUITE_SETTINGS",
     "LADDER_LEVELS",
+    "LM_EVAL_METRIC",
+    "LM_EVAL_TASK",
     "AccuracyPolicy",
     "Calibration",
     "Detect",
@@ -243,17 +246,49 @@ class DivergenceSuite(Strict):
     )
 
 
+LM_EVAL_TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
+"""An lm-eval task or group name as its registry spells them ('gsm8k', 'mmlu_pro', 'arc-c')."""
+LM_EVAL_METRIC = re.compile(r"[A-Za-z0-9_@.\-]{1,64}(,[A-Za-z0-9_@.\-]{1,64})?")
+"""A metric, optionally a comma and its filter: 'exact_match,flexible-extract', 'pass@1'."""
+
+
 class LmEvalTask(AccuracyPolicy):
     """Any lm-eval task, run against the server through lm-eval's OpenAI-compatible backend."""
 
-    task: str = Field(description="lm-eval task name.")
+    task: str = Field(
+        description="lm-eval task name (letters, digits, '_', '.', '-'; at most 128)."
+    )
     metric: str = Field(
-        default="exact_match", description="Metric and filter, e.g. 'exact_match,flexible-extract'."
+        default="exact_match",
+        description="Metric and filter, e.g. 'exact_match,flexible-extract' (letters, digits, "
+        "'_', '@', '.', '-', one comma before the filter).",
     )
     include_path: Path | None = Field(default=None, description="Folder of task YAMLs.")
     limit: int | None = Field(default=None, ge=1, description="Use only the first N documents.")
     num_fewshot: int | None = Field(default=None, ge=0, description="Few-shot examples.")
     chat: bool = Field(default=False, description="Use the chat completions backend.")
+
+    @field_validator("task")
+    @classmethod
+    def _task_name(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must name an lm-eval task")
+        if not LM_EVAL_TASK.fullmatch(value):
+            raise ValueError(
+                "not an lm-eval task name: letters, digits, '_', '.' or '-', at most 128, "
+                "e.g. 'gsm8k' (checked now, not after the servers ran)"
+            )
+        return value
+
+    @field_validator("metric")
+    @classmethod
+    def _metric_name(cls, value: str) -> str:
+        if not LM_EVAL_METRIC.fullmatch(value):
+            raise ValueError(
+                "must be a metric, or a metric and a filter, e.g. "
+                "'exact_match,flexible-extract' (letters, digits, '_', '@', '.', '-')"
+            )
+        return value
 
 
 NON_SUITE_SETTINGS = frozenset(

@@ -31,7 +31,7 @@ MAX_BUCKETS = 20_000
 
 
 class ScenarioBase(Strict):
-    name: str = Field(min_length=1, description="Unique scenario name.")
+    name: str = Field(min_length=1, max_length=128, description="Unique scenario name.")
     warmup: int = Field(default=2, ge=0, description="Requests sent first and not measured.")
     requests: int | None = Field(default=None, ge=1, description="Measured requests.")
     duration_s: float | None = Field(
@@ -184,14 +184,19 @@ class PerfSpec(Strict):
 
     @model_validator(mode="after")
     def _unique_names(self) -> Self:
-        seen: set[str] = set()
+        seen: dict[str, int] = {}
         issues: list[tuple[KeyPath, str]] = []
         for index, scenario in enumerate(self.scenarios):
-            if scenario.name in seen:
+            first = seen.setdefault(scenario.name.casefold(), index)
+            if first != index:
+                other = self.scenarios[first].name
+                case = "" if other == scenario.name else f" ({other!r} differs only in case)"
                 issues.append(
-                    (("scenarios", index, "name"), f"duplicate scenario name {scenario.name!r}")
+                    (
+                        ("scenarios", index, "name"),
+                        f"duplicate scenario name {scenario.name!r}{case}; names are folders",
+                    )
                 )
-            seen.add(scenario.name)
         issues += check_selectors(self.scenarios, self.gates, self.published, self.compare_to)
         if self.rounds > 1 and self.compare_to != "reference":
             issues.append(

@@ -1,0 +1,710 @@
+"""Malformed profiles aimed at every key, the newest features included: each exits 2.
+
+Each case must be refused by `qgate validate` (and `qgate plan`) with exit 2, the
+file, the line and the key path, a message of bounded length, and no traceback; a
+generic test per class walks every model's fields, so that a key added later is
+covered without a new case.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+import pytest
+from click.testing import CliRunner
+from pydantic import BaseModel, ValidationError
+
+from qgate.cli.main import main
+from qgate.profile import Profile
+from qgate.profile.base import Strict
+
+BASE = """\
+name: t
+model: {embedded: smollm2}
+target: {accelerator: cpu}
+candidate:
+  emulate_weights: {format: fp8_e4m3}
+quality:
+  math: {prompts: [short], max_drop: 0.2, limit: 8}
+"""
+# line 8 onwards: the case's own lines
+
+PERF = """\
+perf:
+  scenarios:
+    - {name: chat, input_tokens: 64, output_tokens: 8}
+"""
+
+ENDPOINT_REFERENCE = """\
+reference:
+  engine: {kind: endpoint}
+  endpoint: {base_url: 'http://h:8000/v1'}
+"""
+
+
+def MATH(extra: str) -> str:  # noqa: N802  (reads as the block it writes)
+    """BASE with more keys in its math suite (on line 7)."""
+    return BASE.replace("limit: 8}", f"limit: 8, {extra}}}")
+
+
+LONGEST_LINE = 1300
+"""No line of an error may be longer: a huge value is never echoed whole."""
+
+# (id, lines after BASE (quality's own keys indented by two) or a whole profile,
+#  "LINE KEY.PATH:", message part)
+CASES: list[tuple[str, str, str, str]] = [
+    # 1. non-finite numbers, every spelling, new features included
+    ("inf-cluster-cpus", "cluster: {cpus: .inf}\n", ":8 cluster.cpus:", "finite"),
+    ("str-inf-cluster-cpus", "cluster: {cpus: 'inf'}\n", ":8 cluster.cpus:", "finite"),
+    ("inf-resource", "cluster: {reference: {ref: .inf}}\n", ":8 cluster.reference.ref:", "finite"),
+    ("-inf-resource", "cluster: {candidates: {c: -.inf}}\n", ":8 cluster.candidates.c:", "finite"),
+    ("nan-resource", "cluster: {reference: {ref: .nan}}\n", ":8 cluster.reference.ref:", "finite"),
+    (
+        "str-nan-fill",
+        "  reuse: {passes: [load], load: {fill: 'NaN'}}\n",
+        ":8 quality.reuse.load.fill:",
+        "finite",
+    ),
+    (
+        "str-inf-reset-wait",
+        "  reuse: {passes: [restored], reset_wait_s: '-inf'}\n",
+        ":8 quality.reuse.reset_wait_s:",
+        "finite",
+    ),
+    ("str-infinity-slo", PERF + "  slo: {ttft_ms: Infinity}\n", ":11 perf.slo.ttft_ms:", "finite"),
+    (
+        "nan-band",
+        MATH("calibration: {records: c.json, band: [.nan, 0.9]}"),
+        ":7 quality.math.calibration.band[0]:",
+        "finite",
+    ),
+    (
+        "inf-rate",
+        PERF.replace("output_tokens: 8", "output_tokens: 8, request_rate: .inf"),
+        ":10 perf.scenarios[0].request_rate:",
+        "finite",
+    ),
+    # 2. YAML 1.1 scalars nobody meant
+    (
+        "yes-for-count",
+        PERF.replace("output_tokens: 8", "output_tokens: yes"),
+        ":10 perf.scenarios[0].output_tokens:",
+        "YAML 1.1 reads the bare word yes as true",
+    ),
+    (
+        "on-for-name",
+        PERF.replace("name: chat", "name: on"),
+        ":10 perf.scenarios[0].name:",
+        "quote it",
+    ),
+    (
+        "off-for-bool",
+        "  lm_eval: [{task: gsm8k, chat: off}]\n",
+        ":8 quality.lm_eval[0].chat:",
+        "write true or false",
+    ),
+    (
+        "no-in-engine-args",
+        "engine: {args: {enforce_eager: no}}\n",
+        ":8 engine.args.enforce_eager:",
+        "write true or false",
+    ),
+    (
+        "leading-zero",
+        PERF.replace("input_tokens: 64", "input_tokens: 010"),
+        ":10 perf.scenarios[0].input_tokens:",
+        "as 8 (octal)",
+    ),
+    ("leading-zero-rounds", PERF + "  rounds: 03\n", ":11 perf.rounds:", "octal"),
+    (
+        "base-60",
+        "  reuse: {reset_wait_s: 1:30}\n",
+        ":8 quality.reuse.reset_wait_s:",
+        "as 90 (base 60)",
+    ),
+    (
+        "true-for-count",
+        "  reuse: {limit: true}\n",
+        ":8 quality.reuse.limit:",
+        "must be a number, not true or false",
+    ),
+    (
+        "true-for-level",
+        PERF.replace("concurrency", "x").replace(
+            "output_tokens: 8", "output_tokens: 8, concurrency: [1, true]"
+        ),
+        ":10 perf.scenarios[0].concurrency[1]:",
+        "not true or false",
+    ),
+    ("false-for-amount", "cluster: {cpus: false}\n", ":8 cluster.cpus:", "not true or false"),
+    # 3. sizes: every count, list and total bounded; no huge value echoed whole
+    (
+        "filler-requests",
+        "  reuse: {passes: [load], load: {requests: 50000000}}\n",
+        ":8 quality.reuse.load.requests:",
+        "at most 10,000 requests in flight",
+    ),
+    (
+        "reuse-limit",
+        "  reuse: {limit: 1000000000}\n",
+        ":8 quality.reuse.limit:",
+        "at most 1,000,000",
+    ),
+    (
+        "calibration-min-items",
+        MATH("calibration: {records: c.json, min_items: 99999999}"),
+        ":7 quality.math.calibration.min_items:",
+        "at most 1,000,000",
+    ),
+    ("rounds", PERF + "  rounds: 11\n", ":11 perf.rounds:", "less than or equal to 10"),
+    (
+        "resource-amount",
+        "cluster: {reference: {ref: 1e12}}\n",
+        ":8 cluster.reference.ref:",
+        "at most 1,000,000",
+    ),
+    (
+        "sixty-five-levels",
+        PERF.replace(
+            "output_tokens: 8",
+            "output_tokens: 8, concurrency: [" + ", ".join(str(i) for i in range(1, 66)) + "]",
+        ),
+        ":10 perf.scenarios[0].concurrency:",
+        "at most 64 entries",
+    ),
+    (
+        "a-thousand-secrets",
+        "secrets: [" + ", ".join(f"S{i}" for i in range(1001)) + "]\n",
+        ":8 secrets:",
+        "at most 1,000 entries (got 1,001)",
+    ),
+    (
+        "fifty-million-requests",
+        PERF.replace(
+            "output_tokens: 8", "output_tokens: 8, requests: 1000000, concurrency: [1, 2, 4, 8, 16]"
+        )
+        + "  rounds: 10\n",
+        ":9 perf.scenarios:",
+        "would send 200,000,400 requests",
+    ),
+    (
+        "a-week-of-levels",
+        PERF.replace(
+            "output_tokens: 8", "output_tokens: 8, duration_s: 600000, concurrency: [1, 2]"
+        ),
+        ":9 perf.scenarios:",
+        "would measure for 4,800,000 s",
+    ),
+    (
+        "endless-conversation",
+        "perf:\n  scenarios:\n"
+        "    - {name: a, kind: multi_turn, turns: 1000000, turn_input_tokens: 64}\n",
+        ":10 perf.scenarios[0].turns:",
+        "the last turn's prompt would hold 96,001,024 tokens",
+    ),
+    ("huge-unknown-key", "x" * 1000 + ": 1\n", ":8 xxxxxxxx", "unknown key"),
+    (
+        "huge-name",
+        "perf:\n  scenarios:\n    - {name: "
+        + "n" * 9000
+        + ", input_tokens: 8, output_tokens: 2}\n",
+        ":10 perf.scenarios[0].name:",
+        "at most 128 characters",
+    ),
+    (
+        "huge-reuse-suite",
+        "  reuse: {suites: [" + "s" * 9000 + "]}\n",
+        ":8 quality.reuse.suites:",
+        "more)...",
+    ),
+    # 4. settings of a pass or stage that is not enabled; repeats; case; ports
+    (
+        "load-without-load-pass",
+        "  reuse: {passes: [warm], load: {requests: 4}}\n",
+        ":8 quality.reuse.load:",
+        "only the 'load' pass",
+    ),
+    (
+        "reset-wait-without-restored",
+        "  reuse: {passes: [warm, load], reset_wait_s: 5}\n",
+        ":8 quality.reuse.reset_wait_s:",
+        "only the 'restored' pass",
+    ),
+    (
+        "share-with-only-load",
+        "  reuse: {passes: [load], min_exercised_share: 0.9}\n",
+        ":8 quality.reuse.min_exercised_share:",
+        "only the warm and restored passes",
+    ),
+    ("stop-block-while-off", "  stop_block: 16\n", ":8 quality.stop_block:", "stop is 'off'"),
+    (
+        "burstiness-closed-loop",
+        PERF.replace("output_tokens: 8", "output_tokens: 8, burstiness: 0.5"),
+        ":10 perf.scenarios[0].burstiness:",
+        "set request_rate too",
+    ),
+    (
+        "long-tokens-short-only",
+        MATH("long_tokens: 4096"),
+        ":7 quality.math.long_tokens:",
+        "no 'long'",
+    ),
+    (
+        "limit-and-detect",
+        MATH("detect: {drop: 0.2}"),
+        ":7 quality.math.limit:",
+        "detect sizes the suite",
+    ),
+    (
+        "power-and-detect",
+        MATH("detect: {drop: 0.2}, power: 0.9").replace("limit: 8, ", ""),
+        ":7 quality.math.power:",
+        "detect.power is the power",
+    ),
+    (
+        "group-size-per-channel",
+        BASE.replace(
+            "{format: fp8_e4m3}", "{format: int8, granularity: per_channel, group_size: 64}"
+        ),
+        ":5 candidate.emulate_weights.group_size:",
+        "only used with granularity 'group'",
+    ),
+    (
+        "rounds-on-an-endpoint",
+        ENDPOINT_REFERENCE + PERF + "  rounds: 3\n",
+        ":14 perf.rounds:",
+        "cannot restart the reference's running endpoint",
+    ),
+    (
+        "repeated-level",
+        PERF.replace("output_tokens: 8", "output_tokens: 8, concurrency: [4, 8, 4]"),
+        ":10 perf.scenarios[0].concurrency[2]:",
+        "repeats 4, first at [0]",
+    ),
+    (
+        "repeated-input-length",
+        PERF.replace("input_tokens: 64", "input_tokens: [64, 64]"),
+        ":10 perf.scenarios[0].input_tokens[1]:",
+        "repeats 64",
+    ),
+    (
+        "repeated-context-length",
+        "  recall: {context_tokens: [1024, 1024], max_drop: 0.2}\n",
+        ":8 quality.recall.context_tokens[1]:",
+        "repeats 1024",
+    ),
+    (
+        "repeated-depth",
+        "  recall: {depths: [0.5, 0.5], max_drop: 0.2}\n",
+        ":8 quality.recall.depths[1]:",
+        "repeats 0.5",
+    ),
+    (
+        "repeated-prompt-form",
+        BASE.replace("prompts: [short]", "prompts: [short, short]"),
+        ":7 quality.math.prompts[1]:",
+        "repeats 'short'",
+    ),
+    (
+        "repeated-reuse-suite",
+        "  reuse: {suites: [recall, recall]}\n",
+        ":8 quality.reuse.suites[1]:",
+        "repeats 'recall'",
+    ),
+    (
+        "repeated-secret",
+        "secrets: [HF_TOKEN, HF_TOKEN]\n",
+        ":8 secrets[1]:",
+        "repeats 'HF_TOKEN'",
+    ),
+    (
+        "scenario-names-differ-in-case",
+        PERF + "    - {name: Chat, input_tokens: 64, output_tokens: 8}\n",
+        ":11 perf.scenarios[1].name:",
+        "'chat' differs only in case",
+    ),
+    (
+        "lm-eval-tasks-differ-in-case",
+        "  lm_eval: [{task: GSM8K}, {task: gsm8k}]\n",
+        ":8 quality.lm_eval[1].task:",
+        "differ only in case",
+    ),
+    (
+        "engine-arg-twice",
+        "engine: {args: {max_model_len: 1024, max-model-len: 2048}}\n",
+        ":8 engine.args.max-model-len:",
+        "the same engine argument as 'max_model_len'",
+    ),
+    (
+        "fullwidth-port",
+        "engine: {port: '８０００'}\n",
+        ":8 engine.port:",
+        "must be a valid integer",
+    ),
+    (
+        "fullwidth-cluster-port",
+        "cluster: {address: 'head:６３７９'}\n",
+        ":8 cluster.address:",
+        "is not a number from 1 to 65535",
+    ),
+    (
+        "arabic-indic-endpoint-port",
+        ENDPOINT_REFERENCE.replace("8000", "٨٠٠٠"),
+        ":10 reference.endpoint.base_url:",
+        "ASCII digits",
+    ),
+    # 6. lm-eval names, checked now rather than after the servers ran
+    (
+        "lm-eval-task-syntax",
+        "  lm_eval: [{task: 'gsm8k; rm -rf /'}]\n",
+        ":8 quality.lm_eval[0].task:",
+        "not an lm-eval task name",
+    ),
+    (
+        "lm-eval-metric-space",
+        "  lm_eval: [{task: gsm8k, metric: 'exact match'}]\n",
+        ":8 quality.lm_eval[0].metric:",
+        "a metric and a filter",
+    ),
+    (
+        "lm-eval-metric-two-filters",
+        "  lm_eval: [{task: gsm8k, metric: 'exact_match,strict-match,x'}]\n",
+        ":8 quality.lm_eval[0].metric:",
+        "a metric and a filter",
+    ),
+    (
+        "huge-text",
+        "description: " + "d" * 10_001 + "\n",
+        ":8 description:",
+        "at most 10000 characters",
+    ),
+    (
+        "huge-gate-selector",
+        PERF
+        + "  gates: [{metric: output_throughput, min_ratio: 1.1, scenario: "
+        + "s" * 9000
+        + "}]\n",
+        ":11 perf.gates[0].scenario:",
+        "unknown scenario",
+    ),
+]
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    return path
+
+
+def _check(command: str, path: Path, where: str, message: str) -> None:
+    start = time.monotonic()
+    result = CliRunner().invoke(main, [command, str(path)])
+    assert time.monotonic() - start < 5.0
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if where in line]
+    assert lines, result.output
+    assert message in lines[0], result.output
+    assert max(len(line) for line in result.output.splitlines()) <= LONGEST_LINE
+
+
+@pytest.mark.parametrize(("name", "extra", "where", "message"), CASES, ids=[c[0] for c in CASES])
+def test_validate_and_plan_refuse_it(
+    tmp_path: Path, name: str, extra: str, where: str, message: str
+) -> None:
+    path = _write(tmp_path, extra if extra.startswith("name:") else BASE + extra)
+    _check("validate", path, f"{path}{where}", message)
+    _check("plan", path, f"{path}{where}", message)
+
+
+MULTI = """\
+name: m
+model: {embedded: smollm2}
+candidates:
+  fast: {args: {kv_cache_dtype: fp8}}
+  FAST: {args: {kv_cache_dtype: auto}}
+quality:
+  math: {max_drop: 0.2}
+"""
+
+
+def test_candidate_names_that_differ_only_in_case(tmp_path: Path) -> None:
+    path = _write(tmp_path, MULTI)
+    _check(
+        "validate", path, f"{path}:5 candidates.FAST:", "differs from candidate 'fast' only in case"
+    )
+
+
+def test_lm_eval_names_people_write_are_accepted() -> None:
+    from qgate.profile import LmEvalTask
+
+    for task, metric in [
+        ("gsm8k", "exact_match,flexible-extract"),
+        ("longbench_passage_retrieval_en", "score"),
+        ("humaneval", "pass@1,create_test"),
+        ("arc_challenge", "acc_norm,none"),
+        ("mmlu-pro.math", "exact_match,custom-extract"),
+    ]:
+        LmEvalTask(task=task, metric=metric)
+
+
+def test_stop_off_is_the_word_the_key_names() -> None:
+    from qgate.profile.scalars import word_choices
+
+    assert "off" in word_choices(("quality", "stop"))
+    assert word_choices(("engine", "args", "off")) == set()
+    assert word_choices(("quality", "math", "prompts", 0)) == {"short", "long"}
+
+
+def _models() -> list[type[BaseModel]]:
+    """Every profile model reachable from `Profile` (and a multi profile's candidate)."""
+    from qgate.profile.multi import CandidateSpec
+
+    seen: list[type[BaseModel]] = []
+    todo: list[Any] = [Profile, CandidateSpec]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            if item in seen:
+                continue
+            seen.append(item)
+            todo += [f.annotation for f in item.model_fields.values()]
+        else:
+            todo += list(get_args(item))
+    return seen
+
+
+def _numeric_fields() -> list[tuple[type[BaseModel], str, Any]]:
+    """(model, field, how a value sits there: 'plain', 'list' or 'dict') of every number key."""
+    found = []
+    for model in _models():
+        for name, field in model.model_fields.items():
+            for leaf in _leaves(field.annotation):
+                origin = get_origin(leaf)
+                inner = get_args(leaf)[-1] if origin in (list, dict) else leaf
+                kinds = _leaves(inner)
+                # engine args are free scalars: "inf" there is text for the engine
+                if any(x in (int, float) for x in kinds) and str not in kinds:
+                    found.append((model, name, {list: "list", dict: "dict"}.get(origin, "plain")))
+                    break
+    return found
+
+
+def _leaves(annotation: Any) -> list[Any]:
+    from qgate.profile.base import _leaves as leaves  # noqa: PLC2701
+
+    return leaves(annotation)
+
+
+def _wrap(shape: str, value: Any) -> Any:
+    return [value] if shape == "list" else {"x": value} if shape == "dict" else value
+
+
+def _bounded(annotation: Any, metadata: list[Any]) -> bool:
+    """Whether a field's constraints (its own or its items') hold an upper bound."""
+    if any(
+        getattr(m, "le", None) is not None or getattr(m, "lt", None) is not None for m in metadata
+    ):
+        return True
+    return any(_bounded(a, list(getattr(a, "metadata", ()))) for a in get_args(annotation))
+
+
+def test_every_number_key_has_an_upper_bound() -> None:
+    from qgate.profile.limits import LIMITS
+
+    unbounded = [
+        f"{model.__name__}.{name}"
+        for model, name, _ in _numeric_fields()
+        if not _bounded(model.model_fields[name].annotation, model.model_fields[name].metadata)
+        and not any((owner, name) in LIMITS for owner in model.__mro__)
+    ]
+    assert unbounded == []
+
+
+def test_every_model_is_strict() -> None:
+    assert all(issubclass(m, Strict) for m in _models())
+
+
+@pytest.mark.parametrize(
+    "spelling", [float("inf"), float("-inf"), float("nan"), "inf", "-Infinity", "NaN", "nan"]
+)
+def test_every_numeric_field_refuses_every_non_finite_spelling(spelling: Any) -> None:
+    fields = _numeric_fields()
+    assert len(fields) > 60  # the walk finds them (cluster.cpus, reuse.load.fill, ...)
+    for model, name, shape in fields:
+        with pytest.raises(ValidationError) as info:
+            model.model_validate({name: _wrap(shape, spelling)})
+        at_field = [e for e in info.value.errors() if e["loc"][:1] == (name,)]
+        assert at_field, (model.__name__, name, info.value.errors())
+
+
+def test_every_numeric_field_refuses_true_and_false() -> None:
+    for model, name, shape in _numeric_fields():
+        for value in (True, False):
+            with pytest.raises(ValidationError) as info:
+                model.model_validate({name: _wrap(shape, value)})
+            texts = [str(e.get("ctx", {}).get("error", e["msg"])) for e in info.value.errors()]
+            assert any(
+                "not true or false" in t or e["loc"][:1] == (name,)
+                for t, e in zip(texts, info.value.errors(), strict=True)
+            ), (model.__name__, name)
+
+
+def _bomb() -> str:
+    lines = [
+        "x:",
+        '  a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]',
+    ]
+    lines += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    return "\n".join(lines) + "\ndescription: *a9\n"
+
+
+def test_an_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
+    path = _write(tmp_path, BASE + _bomb())
+    _check("validate", path, f"{path}:13:", "YAML aliases expand this value")
+
+
+def test_every_inert_rule_names_a_field_of_its_model() -> None:
+    from qgate.profile.inert import INERT, REPEATS_MEAN_SOMETHING
+
+    for model, name in [*INERT, *REPEATS_MEAN_SOMETHING]:
+        assert name in model.model_fields, (model.__name__, name)
+
+
+def test_defaults_are_never_inert() -> None:
+    from qgate.profile.inert import inert_problems, repeat_problems
+    from qgate.profile.load import load_profile
+
+    shipped = Path(__file__).resolve().parents[3] / "precision_profiles" / "minimal.yaml"
+    profile = load_profile(shipped, check_files=False)
+    assert inert_problems(profile) == [] and repeat_problems(profile) == []
+
+
+# 5. every file a profile names, checked at validate (plan skips files: it plans for any machine)
+FILE_CASES: list[tuple[str, str, str, str]] = [
+    (
+        "calibration-missing",
+        MATH("calibration: {records: gone.json}").replace("limit: 8, ", ""),
+        ":7 quality.math.calibration.records:",
+        "no such file",
+    ),
+    (
+        "calibration-not-json",
+        MATH("calibration: {records: c.json}").replace("limit: 8, ", ""),
+        ":7 quality.math.calibration.records:",
+        "not a qgate calibration file: not JSON",
+    ),
+    (
+        "calibration-no-items",
+        MATH("calibration: {records: empty.json}").replace("limit: 8, ", ""),
+        ":7 quality.math.calibration.records:",
+        "no 'items' list",
+    ),
+    (
+        "calibration-folder",
+        MATH("calibration: {records: sub}").replace("limit: 8, ", ""),
+        ":7 quality.math.calibration.records:",
+        "is a folder, not a file",
+    ),
+    (
+        "set-is-a-device",
+        MATH("set: /dev/zero").replace("prompts: [short], ", ""),
+        ":7 quality.math.set:",
+        "not a regular file",
+    ),
+    ("set-too-large", MATH("set: huge.jsonl"), ":7 quality.math.set:", "more than the 256 MiB"),
+    (
+        "trace-missing",
+        PERF + "    - {name: t, kind: trace, path: gone.jsonl}\n",
+        ":11 perf.scenarios[1].path:",
+        "no such file",
+    ),
+    (
+        "include-path-is-a-file",
+        "  lm_eval: [{task: gsm8k, include_path: c.json}]\n",
+        ":8 quality.lm_eval[0].include_path:",
+        "not a folder",
+    ),
+    ("key-missing", "signing: {key: gone.pem}\n", ":8 signing.key:", "no such file"),
+    (
+        "launcher-missing",
+        "engine: {launcher: [/opt/nowhere/vllm, serve]}\n",
+        ":8 engine.launcher[0]:",
+        "no such program",
+    ),
+    (
+        "command-not-executable",
+        "reference:\n  engine: {kind: command, command: [/etc/passwd, '{port}']}\n",
+        ":9 reference.engine.command[0]:",
+        "not executable",
+    ),
+    (
+        "climbs-out",
+        MATH("set: ../../../../../../../../../etc/hostname"),
+        ":7 quality.math.set:",
+        "climbs out of the profile's folder",
+    ),
+    (
+        "climbs-out-of-include",
+        "  lm_eval: [{task: gsm8k, include_path: ../../../../../../../../x}]\n",
+        ":8 quality.lm_eval[0].include_path:",
+        "name a file elsewhere by its absolute path",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "where", "message"), FILE_CASES, ids=[c[0] for c in FILE_CASES]
+)
+def test_validate_checks_every_file(
+    tmp_path: Path, name: str, extra: str, where: str, message: str
+) -> None:
+    (tmp_path / "c.json").write_text("{not json")
+    (tmp_path / "empty.json").write_text('{"calibration_version": 1}')
+    (tmp_path / "sub").mkdir()
+    with (tmp_path / "huge.jsonl").open("wb") as fh:
+        fh.truncate((256 << 20) + 1)  # sparse: no disk is written
+    path = _write(tmp_path, extra if extra.startswith("name:") else BASE + extra)
+    _check("validate", path, f"{path}{where}", message)
+
+
+def test_relative_paths_inside_the_project_are_accepted(tmp_path: Path) -> None:
+    from qgate.profile.load import load_profile
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "profiles").mkdir()
+    item = '{"id": "a", "question": "1+1?", "answer": 2}\n'
+    (tmp_path / "data" / "set.jsonl").write_text(item)
+    text = MATH("set: ../data/set.jsonl").replace("prompts: [short], ", "")
+    profile = load_profile(_write(tmp_path / "profiles", text))
+    assert profile.quality.math is not None
+    assert profile.quality.math.set.resolve() == tmp_path / "data" / "set.jsonl"
+
+
+def test_shipped_profiles_name_evals_by_climbing_out_of_their_folder(tmp_path: Path) -> None:
+    from qgate.profile.files import evals_root, path_problems
+    from qgate.profile.load import parse_profile_text
+
+    core = evals_root() / "math" / "core.jsonl"
+    assert core.is_file()
+    folder = evals_root().parent / "precision_profiles"
+    text = MATH("set: ../evals/math/core.jsonl").replace("prompts: [short], ", "")
+    profile = parse_profile_text(text, "p.yaml", folder, check_files=False)
+    assert path_problems(profile, folder) == []
+
+
+def test_every_path_key_is_listed() -> None:
+    from qgate.profile.files import PATH_KEYS
+
+    paths = [
+        (model, name)
+        for model in _models()
+        for name, field in model.model_fields.items()
+        if Path in _leaves(field.annotation)
+    ]
+    assert len(paths) >= 8
+    for model, name in paths:
+        assert any((owner, name) in PATH_KEYS for owner in model.__mro__), (model, name)
