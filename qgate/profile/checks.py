@@ -49,6 +49,7 @@ from qgate.profile import (
 from qgate.profile.base import RESERVED_ARGS
 from qgate.profile.engine_checks import engine_problems, starts_process
 from qgate.profile.quality import detect_problem
+from qgate.profile.reuse_checks import reuse_problems
 from qgate.profile.scenarios import DEFAULT_BUCKET_S, MAX_BUCKETS
 from qgate.profile.started_checks import (
     attribution_group_problems,
@@ -300,6 +301,7 @@ def profile_problems(profile: Profile) -> Found:
     found = _limit_problems(profile, ())
     found += _power_problems(profile.quality)
     found += _scenario_problems(profile.perf)
+    found += reuse_problems(profile.quality)
     first: dict[str, int] = {}
     for index, task in enumerate(profile.quality.lm_eval):
         if not task.task.strip():
