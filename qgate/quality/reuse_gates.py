@@ -32,7 +32,9 @@ from qgate.quality.stats import pct
 from qgate.quality.suite_gates import EPS, all_failed, evaluate_suite
 
 __all__ = [
+    "DERIVATION",
     "PATH_OF",
+    "STRICT",
     "SelfFlips",
     "evaluate_reuse",
     "not_exercised_lines",
@@ -49,6 +51,11 @@ PATH_OF: dict[PassName, Literal["reused", "external"] | None] = {
     "restored": "external",
     "load": None,
 }
+STRICT = 4
+"""The quality derivation from which a missing or broken counter snapshot proves nothing and warm
+is judged against its cold pass (before it: lenient scrapes, a raw share)."""
+DERIVATION = STRICT
+"""The newest quality derivation of the reuse verdicts (report/model.py QUALITY_DERIVATION)."""
 _PATH_WORDS = {
     "reused": "KV cache (device prefix cache or host/external tier)",
     "external": "host/external KV tier",
@@ -116,10 +123,96 @@ def _cold(runs: Sequence[SuiteRun], suite: str, role: Role) -> SuiteRun | None:
 
 
 def _exercised(
+    reuse: ReuseSpec,
+    name: PassName,
+    where: str,
+    ref: PassSuite,
+    cand: PassSuite,
+    cold: tuple[PassSuite | None, PassSuite | None],
+    derivation: int,
+) -> Verdict:
+    if derivation < STRICT:
+        return _exercised_v3(reuse, name, where, ref, cand)
+    c, r = shares(cand.before, cand.after), shares(ref.before, ref.after)
+    seen = f"candidate {shares_text(c)}; reference {shares_text(r)}"
+    if c.problem is not None:
+        return _unproven(where, f"{where}: the candidate's counters say nothing: {c.problem}")
+    if name == "warm":
+        return _warm_against_cold(reuse, where, c, seen, cold)
+    return _exercised_v3(reuse, name, where, ref, cand)
+
+
+def _unproven(where: str, reason: str, metric: str | None = None) -> Verdict:
+    return Verdict(
+        gate=f"{where}.exercised",
+        suite=where,
+        observed=None,
+        limit=None,
+        passed=False,
+        reason=reason,
+        metric=metric,
+        exercised=False,
+    )
+
+
+def _warm_against_cold(
+    reuse: ReuseSpec,
+    where: str,
+    c: Shares,
+    seen: str,
+    cold: tuple[PassSuite | None, PassSuite | None],
+) -> Verdict:
+    """The warm pass reused what the cold pass left: of the prompt tokens the candidate's cold
+    pass computed (its share not served from cache: a shared preamble is cached within the
+    cold pass itself), the share its warm pass served from reused KV."""
+    metric = "reused_beyond_cold_share"
+    ref_cold, cand_cold = cold
+    if cand_cold is None:
+        return _unproven(where, f"{where}: no cold-pass counters to compare the warm pass with")
+    k = shares(cand_cold.before, cand_cold.after)
+    cold_seen = f"cold: candidate {shares_text(k)}"
+    if ref_cold is not None:
+        cold_seen += f"; reference {shares_text(shares(ref_cold.before, ref_cold.after))}"
+    was, now = k.of("reused"), c.of("reused")
+    if k.problem is not None or was is None or now is None:
+        why = k.problem or "no prompt tokens by source in the cold or the warm pass"
+        return _unproven(where, f"{where}: warm cannot be compared with cold: {why}", metric)
+    if was >= 1.0 - EPS:
+        return _unproven(
+            where,
+            f"{where}: the cold pass was already served entirely from cache ({pct(was)}): "
+            f"nothing it left can show reuse across passes; {cold_seen}",
+            metric,
+        )
+    lift = max(0.0, (now - was) / (1.0 - was))
+    limit = reuse.min_exercised_share
+    ok = lift + EPS >= limit
+    return Verdict(
+        gate=f"{where}.exercised",
+        suite=where,
+        observed=lift,
+        limit=limit,
+        passed=ok,
+        reason=f"{where}: evidence: warm against the same side's cold pass; the candidate's warm "
+        f"pass reused {pct(lift)} of the prompt tokens its cold pass computed (reused share "
+        f"{pct(now)} warm, {pct(was)} cold); "
+        + (">=" if ok else "<")
+        + f" {pct(limit)} required; warm: {seen}; {cold_seen}",
+        metric=metric,
+        comparator=">=",
+        n=None if c.prompt_tokens is None else int(c.prompt_tokens),
+        exercised=ok,
+    )
+
+
+def _exercised_v3(
     reuse: ReuseSpec, name: PassName, where: str, ref: PassSuite, cand: PassSuite
 ) -> Verdict:
+    """The exercise of quality derivation 3 and before: a raw share (warm, restored) or the
+    preemptions of the whole window (load); lenient scrapes."""
     path = PATH_OF[name]
-    c, r = shares(cand.before, cand.after), shares(ref.before, ref.after)
+    c = shares(cand.before, cand.after, strict=False)
+    r = shares(ref.before, ref.after, strict=False)
     seen = f"candidate {shares_text(c)}; reference {shares_text(r)}"
     if path is None:
         limit = float(reuse.load.min_preemptions)
@@ -226,6 +319,7 @@ def _suite_pass(
     policy: AccuracyPolicy,
     runs: Sequence[SuiteRun],
     passes: Sequence[PassRun],
+    derivation: int,
 ) -> list[Verdict]:
     where = f"{suite}@{name}"
     ref, cand = _find(passes, name, "reference", suite), _find(passes, name, "candidate", suite)
@@ -246,7 +340,8 @@ def _suite_pass(
             )
         )
         return failed
-    exercised = _exercised(reuse, name, where, ref, cand)
+    cold = (_find(passes, "cold", "reference", suite), _find(passes, "cold", "candidate", suite))
+    exercised = _exercised(reuse, name, where, ref, cand, cold, derivation)
     verdicts = [exercised, *evaluate_suite(where, policy, ref.run, cand.run)]
     verdicts.append(_self_flips(reuse, where, name, runs, ref, cand, suite))
     if not exercised.passed:
@@ -255,16 +350,20 @@ def _suite_pass(
 
 
 def evaluate_reuse(
-    spec: QualitySpec, runs: Sequence[SuiteRun], passes: Sequence[PassRun]
+    spec: QualitySpec,
+    runs: Sequence[SuiteRun],
+    passes: Sequence[PassRun],
+    derivation: int = DERIVATION,
 ) -> list[Verdict]:
-    """Every reuse verdict, pass by pass and suite by suite (none without quality.reuse)."""
+    """Every reuse verdict, pass by pass and suite by suite (none without quality.reuse), as
+    the report's quality derivation derives them (a report made before STRICT by its rules)."""
     reuse = spec.reuse
     if reuse is None:
         return []
     out: list[Verdict] = []
     for name in reuse.passes:
         for suite, policy in reuse_suites(spec):
-            out += _suite_pass(reuse, name, suite, policy, runs, passes)
+            out += _suite_pass(reuse, name, suite, policy, runs, passes, derivation)
     return out
 
 

@@ -10,6 +10,7 @@ verify` read them with.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -29,6 +30,7 @@ __all__ = [
     "PassSuite",
     "Shares",
     "shares",
+    "snapshot_problem",
 ]
 
 # Keys of the recorded counters: vLLM's sample names (labels summed over engines and models,
@@ -88,6 +90,7 @@ class Shares:
     device: float | None
     external: float | None
     preemptions: float | None
+    problem: str | None = None  # why the scrapes say nothing (a missing or broken snapshot)
 
     def of(self, path: Literal["reused", "external"]) -> float | None:
         """The share from a pass's path: 'reused' (device cache or host/external tier, not
@@ -106,8 +109,43 @@ def _delta(before: Mapping[str, float], after: Mapping[str, float], key: str) ->
     return after[key] if d < 0 else d  # a restarted server counts from zero
 
 
-def shares(before: Mapping[str, float], after: Mapping[str, float]) -> Shares:
-    """Shares of the prompt tokens computed, from device cache, from the host/external tier."""
+_COUNTED = (COMPUTED, DEVICE, EXTERNAL, PREEMPTIONS)
+
+
+def snapshot_problem(before: Mapping[str, float], after: Mapping[str, float]) -> str | None:
+    """Why a pair of scrapes cannot be differenced, or None: a scrape that is missing (it timed
+    out: its delta would be the server's lifetime totals), a counter one scrape has and the
+    other lacks, a value that is not a finite count, a counter that went backwards."""
+    if not after:
+        return "no counters scraped after the suite"
+    if not before:
+        return "no counters scraped before the suite (its window would be the server's lifetime)"
+    for key in _COUNTED:
+        if (key in before) != (key in after):
+            where = "before" if key in after else "after"
+            return f"{key} missing from the scrape {where} the suite"
+        if key not in after:
+            continue
+        b, a = before[key], after[key]
+        if not (math.isfinite(b) and math.isfinite(a)) or b < 0 or a < 0:
+            return f"{key} is not a count ({b!r} before, {a!r} after)"
+        if a < b:
+            return f"{key} went backwards ({b:,.0f} before, {a:,.0f} after)"
+    return None
+
+
+def shares(
+    before: Mapping[str, float], after: Mapping[str, float], *, strict: bool = True
+) -> Shares:
+    """Shares of the prompt tokens computed, from device cache, from the host/external tier.
+
+    Strict (quality derivation 4 on): a pair of scrapes with a `snapshot_problem` says nothing
+    (every share None, the problem named). Not strict (older reports, as they were derived): a
+    missing counter before counts from zero, one that went backwards counts from zero."""
+    if strict:
+        problem = snapshot_problem(before, after)
+        if problem is not None:
+            return Shares(None, None, None, None, None, problem)
     parts = [_delta(before, after, k) for k in (COMPUTED, DEVICE, EXTERNAL)]
     preempted = _delta(before, after, PREEMPTIONS)
     if all(p is None for p in parts):

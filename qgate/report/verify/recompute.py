@@ -255,9 +255,9 @@ def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
     """The stored quality verdicts equal evaluate_quality over the stored records."""
     runs = list(report.quality.runs)
     recomputed = list(fns.evaluate_quality(profile.quality, runs, report.quality.divergence))
-    recomputed += evaluate_reuse(profile.quality, runs, report.quality.passes)
-    recomputed += kv_scale_verdicts(profile.engine.uncalibrated_kv_scales, report.effective_configs)
     derivation = report.quality.derivation
+    recomputed += evaluate_reuse(profile.quality, runs, report.quality.passes, derivation)
+    recomputed += kv_scale_verdicts(profile.engine.uncalibrated_kv_scales, report.effective_configs)
     if derivation > QUALITY_DERIVATION:
         raise _fail(
             f"quality verdicts of derivation {derivation}: made by a newer qgate "

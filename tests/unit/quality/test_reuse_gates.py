@@ -76,8 +76,22 @@ def _run(role: str, correct: list[bool], suite: str = "math.long") -> SuiteRun:
     )
 
 
+ZERO = {COMPUTED: 0.0, DEVICE: 0.0, EXTERNAL: 0.0, PREEMPTIONS: 0.0}
+
+
 def _counted(device: float, computed: float) -> tuple[dict[str, float], dict[str, float]]:
-    return {}, {COMPUTED: computed, DEVICE: device, EXTERNAL: 0.0}
+    return dict(ZERO), {COMPUTED: computed, DEVICE: device, EXTERNAL: 0.0, PREEMPTIONS: 0.0}
+
+
+def _cold_pass(role: str, cached: float) -> PassRun:
+    """A side's cold counters: `cached` of 1000 prompt tokens from its device cache (a shared
+    preamble is cached within the cold pass itself)."""
+    before, after = _counted(cached, 1000.0 - cached)
+    return PassRun(
+        name="cold",
+        role=role,  # type: ignore[arg-type]
+        suites=[PassSuite(suite="math.long", before=before, after=after)],
+    )
 
 
 SPEC = QualitySpec.model_validate(
@@ -89,10 +103,10 @@ SPEC = QualitySpec.model_validate(
 
 
 def _passes(
-    cand_warm: list[bool], ref_warm: list[bool], cand_device: float
+    cand_warm: list[bool], ref_warm: list[bool], cand_device: float, cold_cached: float = 0.0
 ) -> tuple[list[SuiteRun], list[PassRun]]:
     cold = [_run("reference", [True] * 6), _run("candidate", [True] * 6)]
-    passes = []
+    passes = [_cold_pass("reference", cold_cached), _cold_pass("candidate", cold_cached)]
     for role, warm, device in (
         ("reference", ref_warm, 0.0),
         ("candidate", cand_warm, cand_device),
@@ -126,7 +140,7 @@ def test_an_exercised_warm_pass_is_gated_paired_and_against_its_cold_answers() -
     ]
     ex = verdicts["math.long@warm.exercised"]
     assert ex.passed and ex.exercised is True and ex.observed == pytest.approx(0.8)
-    assert "80.0% device cache" in ex.reason
+    assert "80.0% device cache" in ex.reason and "against the same side's cold pass" in ex.reason
     assert all(v.passed for v in verdicts.values())
 
 
@@ -148,9 +162,7 @@ def test_a_pass_below_the_stated_share_is_not_exercised_never_a_pass() -> None:
     verdicts = evaluate_reuse(SPEC, cold, passes)
     assert verdicts and all(not v.passed and v.exercised is False for v in verdicts)
     assert all(v.reason.startswith("NOT EXERCISED") for v in verdicts)
-    assert (
-        "10.0% from the KV cache (device prefix cache or host/external tier)" in verdicts[0].reason
-    )
+    assert "reused 10.0% of the prompt tokens its cold pass computed" in verdicts[0].reason
 
 
 def test_warm_counts_a_host_tier_as_reuse_restored_only_the_host_tier() -> None:
@@ -163,14 +175,14 @@ def test_warm_counts_a_host_tier_as_reuse_restored_only_the_host_tier() -> None:
 
 def test_a_missing_pass_fails_its_gates() -> None:
     cold, passes = _passes([True] * 6, [True] * 6, 800.0)
-    verdicts = evaluate_reuse(SPEC, cold, passes[:1])
+    verdicts = evaluate_reuse(SPEC, cold, passes[:3])
     assert verdicts and not any(v.passed for v in verdicts)
     assert "no candidate warm pass" in verdicts[-1].reason
 
 
 def test_a_pass_asked_with_another_prompt_fails_its_self_flips() -> None:
     cold, passes = _passes([True] * 6, [True] * 6, 800.0)
-    run = passes[1].suites[0].run
+    run = passes[3].suites[0].run
     assert run is not None
     run.items[0] = run.items[0].model_copy(update={"prompt_sha256": "other"})
     own = {v.gate: v for v in evaluate_reuse(SPEC, cold, passes)}["math.long@warm.self_flips"]
@@ -182,11 +194,11 @@ def test_the_load_pass_is_exercised_by_preemptions() -> None:
         update={"reuse": SPEC.reuse.model_copy(update={"passes": ["load"]})}  # type: ignore[union-attr]
     )
     cold, passes = _passes([True] * 6, [True] * 6, 0.0)
-    for p in passes:
+    for p in passes[2:]:
         p.name = "load"
     verdicts = evaluate_reuse(spec, cold, passes)
     assert verdicts[0].gate == "math.long@load.exercised" and not verdicts[0].passed
-    passes[1].suites[0].after[PREEMPTIONS] = 3.0
+    passes[3].suites[0].after[PREEMPTIONS] = 3.0
     verdicts = evaluate_reuse(spec, cold, passes)
     assert verdicts[0].passed and verdicts[0].observed == 3.0
 
@@ -217,3 +229,54 @@ def test_a_profile_names_only_exact_answer_results_and_each_pass_once() -> None:
         QualitySpec.model_validate({"reuse": {"suites": ["divergence"]}})
     with pytest.raises(ValueError, match="at most once"):
         QualitySpec.model_validate({"reuse": {"passes": ["warm", "warm"]}})
+
+
+def test_warm_is_judged_against_its_cold_pass_not_a_raw_share_of_hits() -> None:
+    """math.long's shared preamble makes the cold pass ~74% cached on the CPU: a warm pass that
+    is no more cached than that reused nothing the cold pass left (issue 43)."""
+    cold, passes = _passes([True] * 6, [True] * 6, cand_device=740.0, cold_cached=736.0)
+    verdicts = evaluate_reuse(SPEC, cold, passes)
+    ex = verdicts[0]
+    assert ex.gate == "math.long@warm.exercised" and not ex.passed and ex.exercised is False
+    assert ex.observed == pytest.approx(4.0 / 264.0)
+    assert "74.0% warm, 73.6% cold" in ex.reason
+    assert all(v.reason.startswith("NOT EXERCISED") for v in verdicts)
+    # the same cold pass, and a warm pass that reused what it computed: exercised
+    cold, passes = _passes([True] * 6, [True] * 6, cand_device=990.0, cold_cached=736.0)
+    ex = evaluate_reuse(SPEC, cold, passes)[0]
+    assert ex.passed and ex.observed == pytest.approx(254.0 / 264.0)
+    # a report of derivation 3 keeps its raw share
+    cold, passes = _passes([True] * 6, [True] * 6, cand_device=740.0, cold_cached=736.0)
+    assert evaluate_reuse(SPEC, cold, passes, derivation=3)[0].passed
+
+
+def test_warm_without_cold_counters_or_fully_cached_cold_is_not_exercised() -> None:
+    cold, passes = _passes([True] * 6, [True] * 6, cand_device=990.0, cold_cached=1000.0)
+    ex = evaluate_reuse(SPEC, cold, passes)[0]
+    assert not ex.passed and "already served entirely from cache" in ex.reason
+    cold, passes = _passes([True] * 6, [True] * 6, cand_device=990.0)
+    ex = evaluate_reuse(SPEC, cold, passes[2:])[0]
+    assert not ex.passed and ex.observed is None and "no cold-pass counters" in ex.reason
+
+
+@pytest.mark.parametrize(
+    ("before", "says"),
+    [
+        ({}, "no counters scraped before"),
+        ({COMPUTED: 0.0, DEVICE: 0.0, PREEMPTIONS: 0.0}, "missing from the scrape before"),
+        ({**ZERO, DEVICE: 995.0}, "went backwards"),
+        ({**ZERO, COMPUTED: float("nan")}, "is not a count"),
+    ],
+)
+def test_a_missing_or_broken_snapshot_is_not_exercised_never_lifetime_totals(
+    before: dict[str, float], says: str
+) -> None:
+    """A timed-out 'before' scrape ({}) would make the window the server's lifetime."""
+    cold, passes = _passes([True] * 6, [True] * 6, cand_device=990.0)
+    passes[3].suites[0].before = before
+    verdicts = evaluate_reuse(SPEC, cold, passes)
+    ex = verdicts[0]
+    assert not ex.passed and ex.exercised is False and ex.observed is None
+    assert says in ex.reason and "counters say nothing" in ex.reason
+    assert all(not v.passed and v.exercised is False for v in verdicts)
+    assert shares(before, passes[3].suites[0].after).problem is not None

@@ -14,7 +14,7 @@ from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.quality.reuse_records import COMPUTED, DEVICE, EXTERNAL, PassRun, PassSuite
 from qgate.report.changes_applied import change_warnings
-from qgate.report.model import PerfSection, QualitySection, Report
+from qgate.report.model import QUALITY_DERIVATION, PerfSection, QualitySection, Report
 from qgate.report.render.junit import render_junit
 from qgate.report.render.md import render_markdown
 from qgate.report.verdict import overall
@@ -62,14 +62,24 @@ def _run(role: str, wrong: set[int]) -> SuiteRun:
 def _report(cand_device: float) -> tuple[Report, Profile]:
     profile = Profile.model_validate(PROFILE)
     runs = [_run("reference", set()), _run("candidate", set())]
-    passes = []
+    zero = {COMPUTED: 0.0, DEVICE: 0.0, EXTERNAL: 0.0}
+    passes = [
+        PassRun(
+            name="cold",
+            role=role,  # type: ignore[arg-type]
+            suites=[PassSuite(suite="math.long", before=zero, after={**zero, COMPUTED: 2000.0})],
+        )
+        for role in ("reference", "candidate")
+    ]
     for role, device in (("reference", 0.0), ("candidate", cand_device)):
         after = {COMPUTED: 2000.0 - device, DEVICE: device, EXTERNAL: 0.0}
         passes.append(
             PassRun(
                 name="warm",
                 role=role,  # type: ignore[arg-type]
-                suites=[PassSuite(suite="math.long", run=_run(role, set()), after=after)],
+                suites=[
+                    PassSuite(suite="math.long", run=_run(role, set()), before=zero, after=after)
+                ],
             )
         )
     verdicts = evaluate_quality(profile.quality, runs, None)
@@ -79,7 +89,9 @@ def _report(cand_device: float) -> tuple[Report, Profile]:
         created_at="2026-12-02T00:00:00+00:00",
         profile=profile.model_dump(mode="json"),
         profile_sha256="0" * 64,
-        quality=QualitySection(derivation=2, runs=runs, verdicts=verdicts, passes=passes),
+        quality=QualitySection(
+            derivation=QUALITY_DERIVATION, runs=runs, verdicts=verdicts, passes=passes
+        ),
         perf=PerfSection(status="skipped: --skip-perf"),
         verdict=overall(verdicts, "skipped: --skip-perf", False),
     )
@@ -91,7 +103,7 @@ def test_verify_recomputes_the_pass_verdicts_from_the_recorded_counters() -> Non
     recompute_quality(report, profile, default_recompute())
     assert report.verdict == "PASS"
     # a forged counter that claims the candidate served more from its cache
-    report.quality.passes[1].suites[0].after[DEVICE] = 1900.0
+    report.quality.passes[3].suites[0].after[DEVICE] = 1900.0
     with pytest.raises(VerificationFailed, match=r"math\.long@warm\.exercised"):
         recompute_quality(report, profile, default_recompute())
 
@@ -110,7 +122,7 @@ def test_a_forged_not_exercised_pass_claimed_as_passed_is_rejected() -> None:
 def test_pass_answers_are_re_derived_from_their_responses() -> None:
     report, profile = _report(cand_device=1500.0)
     assert check_passes(report, profile, Rederived()) == 12
-    run = report.quality.passes[1].suites[0].run
+    run = report.quality.passes[3].suites[0].run
     assert run is not None
     run.items[0] = run.items[0].model_copy(update={"output": "The answer is 9"})
     with pytest.raises(VerificationFailed, match="m0"):
