@@ -27,7 +27,7 @@ from qgate.quality.notices import quality_warnings
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.quality.settle import stop_problems
-from qgate.report.changes_applied import change_warnings
+from qgate.report.changes_applied import CONTRADICTED_FROM, change_warnings, contradicted_verdicts
 from qgate.report.model import PERF_DERIVATION, QUALITY_DERIVATION, QUALITY_V2_FIELDS, Report
 from qgate.report.verdict import overall
 from qgate.runtime.scales import kv_scale_verdicts
@@ -258,6 +258,10 @@ def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
     derivation = report.quality.derivation
     recomputed += evaluate_reuse(profile.quality, runs, report.quality.passes, derivation)
     recomputed += kv_scale_verdicts(profile.engine.uncalibrated_kv_scales, report.effective_configs)
+    if derivation >= CONTRADICTED_FROM:
+        recomputed += contradicted_verdicts(
+            profile, report.effective_configs, report.quality.passes
+        )
     if derivation > QUALITY_DERIVATION:
         raise _fail(
             f"quality verdicts of derivation {derivation}: made by a newer qgate "

@@ -157,3 +157,25 @@ def test_verify_re_derives_the_unconfirmed_changes_warning() -> None:
         recompute_warnings(report, profile)
     report.quality.derivation = 2  # made before the warning existed: not asked of it
     assert recompute_warnings(report, profile) == len(before)
+
+
+def test_an_attribution_trial_is_judged_on_its_reuse_passes_too() -> None:
+    """A failure that lives only in a reuse pass must fail the trials that hold its cause:
+    a trial keeps its passes, and verify re-derives their verdicts (issue 43)."""
+    from qgate.report.attribution import Trial
+    from qgate.report.verify.attribution import _trial_extras
+
+    report, profile = _report(cand_device=100.0)  # the warm pass is NOT EXERCISED
+    cand = [p for p in report.quality.passes if p.role == "candidate"]
+    runs = [r for r in report.quality.runs if r.role == "candidate"]
+    trial = Trial(name="t", changes=["args.enable_prefix_caching"], verdict="FAIL", runs=runs)
+    dropped = _trial_extras(report, profile, trial)  # passes dropped: failed, never PASS
+    assert dropped and not any(v.passed for v in dropped)
+    assert "no candidate warm pass" in dropped[-1].reason
+    trial.passes = cand
+    extras = _trial_extras(report, profile, trial)
+    assert [v.gate for v in extras][0] == "math.long@warm.exercised"
+    assert not any(v.passed for v in extras) and extras[0].observed == pytest.approx(0.05)
+    report.quality.derivation = 3  # made when trials held no passes
+    with pytest.raises(VerificationFailed, match="its derivation lacks"):
+        _trial_extras(report, profile, trial)
