@@ -27,7 +27,7 @@ from qgate.profile import AccuracyPolicy, QualitySpec, ReuseSpec
 from qgate.profile.reuse import PassName
 from qgate.profile.suites import exact_results
 from qgate.quality.records import ItemRecord, SuiteRun
-from qgate.quality.reuse_records import PassRun, PassSuite, Shares, shares
+from qgate.quality.reuse_records import PassRun, PassSuite, Shares, item_usage, shares
 from qgate.quality.stats import pct
 from qgate.quality.suite_gates import EPS, all_failed, evaluate_suite
 
@@ -139,7 +139,53 @@ def _exercised(
         return _unproven(where, f"{where}: the candidate's counters say nothing: {c.problem}")
     if name == "warm":
         return _warm_against_cold(reuse, where, c, seen, cold)
+    if name == "load":
+        return _load(reuse, where, c, r, cand, ref)
     return _exercised_v3(reuse, name, where, ref, cand)
+
+
+def _own(s: PassSuite) -> str:
+    got = item_usage(s.usage)
+    return "no usage recorded" if got is None else got.text()
+
+
+def _load(
+    reuse: ReuseSpec, where: str, c: Shares, r: Shares, cand: PassSuite, ref: PassSuite
+) -> Verdict:
+    """The load pass: the engine preempted while the items were in flight (the counters are
+    scraped right before the first item and right after the last, so the window holds the
+    items and the filler running beside them: a preemption is the engine's, whichever request
+    it hit); what the items themselves were served comes from their own answers' usage
+    (per-request cached tokens), never from the window, which counts the filler's prompts."""
+    limit = float(reuse.load.min_preemptions)
+    observed = c.preemptions
+    ok = observed is not None and observed + EPS >= limit
+    got = "no preemption counter" if observed is None else f"{observed:.0f} preemptions"
+    ref_got = "-" if r.preemptions is None else f"{r.preemptions:.0f}"
+    mine = item_usage(cand.usage)
+    evidence = (
+        "the items' own answers (usage.prompt_tokens_details, per request)"
+        if mine is not None and mine.cached_share is not None
+        else "no per-request cached tokens (vLLM: --enable-prompt-tokens-details), so no "
+        "share of the items' own; the window's shares below count the filler's prompts too"
+    )
+    return Verdict(
+        gate=f"{where}.exercised",
+        suite=where,
+        observed=observed,
+        limit=limit,
+        passed=ok,
+        reason=f"{where}: candidate {got} while its items were in flight beside the filler "
+        f"(reference {ref_got}); "
+        + (">=" if ok else "<")
+        + f" {limit:.0f} required; items served: evidence: {evidence}; candidate items "
+        f"{_own(cand)}, reference items {_own(ref)}; window (filler included): candidate "
+        f"{shares_text(c)}; reference {shares_text(r)}",
+        metric="preemptions",
+        comparator=">=",
+        n=None if mine is None else int(mine.prompt_tokens),
+        exercised=ok,
+    )
 
 
 def _unproven(where: str, reason: str, metric: str | None = None) -> Verdict:

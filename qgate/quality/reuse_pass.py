@@ -32,7 +32,7 @@ from qgate.core import progress
 from qgate.core.http import root_url
 from qgate.profile import MathSuite, QualitySpec, RecallSuite, ReuseSpec
 from qgate.profile.reuse import PassName
-from qgate.quality.client import SuiteClient
+from qgate.quality.client import USAGE, SuiteClient, UsageTally
 from qgate.quality.records import SuiteRun
 from qgate.quality.reuse_counters import kv_capacity_tokens, parse_pass_counters, scrape_text
 from qgate.quality.reuse_records import KV_USAGE, PassRun, PassSuite
@@ -84,12 +84,18 @@ async def _counters(ctx: SuiteContext) -> tuple[dict[str, float], str]:
 
 async def suite_with_counters(
     runner: SuiteRunner, setting: Any, ctx: SuiteContext
-) -> tuple[list[SuiteRun], dict[str, float], dict[str, float]]:
-    """Run a suite with the server's counters scraped right before and right after it."""
+) -> tuple[list[SuiteRun], dict[str, float], dict[str, float], dict[str, float]]:
+    """Run a suite with the server's counters scraped right before and right after it, and the
+    usage its own answers reported (filler traffic around it is not counted)."""
     before, _ = await _counters(ctx)
-    runs = await runner.run(setting, ctx)
+    tally = UsageTally()
+    token = USAGE.set(tally)
+    try:
+        runs = await runner.run(setting, ctx)
+    finally:
+        USAGE.reset(token)
     after, _ = await _counters(ctx)
-    return runs, before, after
+    return runs, before, after, tally.as_record()
 
 
 def filler_prompts(total_tokens: int, per_prompt: int, salt: str) -> list[list[int]]:
@@ -230,6 +236,6 @@ async def _one(
     runner: SuiteRunner, setting: Any, ctx: SuiteContext, suite: str, name: PassName
 ) -> PassSuite:
     with progress.suite(ctx.role, f"{suite}@{name}"):
-        runs, before, after = await suite_with_counters(runner, setting, ctx)
+        runs, before, after, usage = await suite_with_counters(runner, setting, ctx)
     run = next((r for r in runs if r.suite == suite), None)
-    return PassSuite(suite=suite, run=run, before=before, after=after)
+    return PassSuite(suite=suite, run=run, before=before, after=after, usage=usage)

@@ -28,7 +28,9 @@ __all__ = [
     "PREEMPTIONS",
     "PassRun",
     "PassSuite",
+    "ItemUsage",
     "Shares",
+    "item_usage",
     "shares",
     "snapshot_problem",
 ]
@@ -59,6 +61,13 @@ class PassSuite(Record):
     )
     after: dict[str, float] = Field(
         default_factory=dict, description="Server counters scraped right after the suite."
+    )
+    usage: dict[str, float] = Field(
+        default_factory=dict,
+        description="What the server reported for this suite's own answers, summed: requests, "
+        "prompt_tokens, detailed (answers that carried usage.prompt_tokens_details."
+        "cached_tokens) and cached_tokens. Unlike the counters it never holds filler traffic; "
+        "empty: not recorded (a report made before quality derivation 4).",
     )
     during: dict[str, float] = Field(
         default_factory=dict,
@@ -155,3 +164,31 @@ def shares(
     if total <= 0:
         return Shares(0.0, None, None, None, preempted)
     return Shares(total, computed / total, device / total, external / total, preempted)
+
+
+@dataclass(frozen=True)
+class ItemUsage:
+    """A suite's own answers as the server reported them (PassSuite.usage)."""
+
+    requests: int
+    prompt_tokens: float
+    cached_share: float | None  # None: the server returned no per-request cached tokens
+
+    def text(self) -> str:
+        """'24 answers, 12,345 prompt tokens, 40.0% cached (per request)'."""
+        head = f"{self.requests} answers, {self.prompt_tokens:,.0f} prompt tokens"
+        if self.cached_share is None:
+            return head + ", no per-request cached tokens returned"
+        return head + f", {100 * self.cached_share:.1f}% cached (per request)"
+
+
+def item_usage(usage: Mapping[str, float]) -> ItemUsage | None:
+    """The items' own usage, or None where none was recorded; the cached share only where
+    every answer carried its cached tokens."""
+    requests = usage.get("requests")
+    if not requests:
+        return None
+    prompt = usage.get("prompt_tokens", 0.0)
+    whole = usage.get("detailed", 0.0) == requests and prompt > 0
+    share = usage.get("cached_tokens", 0.0) / prompt if whole else None
+    return ItemUsage(int(requests), prompt, share)

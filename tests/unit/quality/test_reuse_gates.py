@@ -17,6 +17,7 @@ from qgate.quality.reuse_records import (
     PassRun,
     PassSuite,
     Shares,
+    item_usage,
     shares,
 )
 
@@ -280,3 +281,69 @@ def test_a_missing_or_broken_snapshot_is_not_exercised_never_lifetime_totals(
     assert says in ex.reason and "counters say nothing" in ex.reason
     assert all(not v.passed and v.exercised is False for v in verdicts)
     assert shares(before, passes[3].suites[0].after).problem is not None
+
+
+def test_the_usage_tally_counts_the_items_never_filler_started_before_it() -> None:
+    """Per-request usage: what the items were served, without the filler traffic that runs in
+    the same scrape window (issue 43: load counts the filler)."""
+    import asyncio
+
+    from qgate.quality.client import USAGE, UsageTally
+
+    usage = {"prompt_tokens": 100, "prompt_tokens_details": {"cached_tokens": 40}}
+
+    async def answer() -> None:
+        tally = USAGE.get()
+        if tally is not None:
+            tally.add(usage)
+
+    async def main() -> UsageTally:
+        gate = asyncio.Event()
+
+        async def filler() -> None:
+            await gate.wait()
+            for _ in range(5):
+                await answer()
+
+        background = asyncio.create_task(filler())  # started before the items: not counted
+        tally = UsageTally()
+        token = USAGE.set(tally)
+        try:
+            gate.set()
+            await asyncio.gather(answer(), answer())
+            await background
+        finally:
+            USAGE.reset(token)
+        return tally
+
+    tally = asyncio.run(main())
+    assert (tally.requests, tally.prompt_tokens, tally.cached_tokens) == (2, 200, 80)
+    got = item_usage(tally.as_record())
+    assert got is not None and got.cached_share == pytest.approx(0.4)
+    tally.add({"prompt_tokens": 10})  # one answer without details: no share at all
+    got = item_usage(tally.as_record())
+    assert got is not None and got.cached_share is None
+
+
+def test_the_load_pass_says_the_items_were_counted_by_their_own_answers() -> None:
+    spec = SPEC.model_copy(
+        update={"reuse": SPEC.reuse.model_copy(update={"passes": ["load"]})}  # type: ignore[union-attr]
+    )
+    cold, passes = _passes([True] * 6, [True] * 6, 0.0)
+    for p in passes[2:]:
+        p.name = "load"
+        p.suites[0].after[PREEMPTIONS] = 3.0
+        p.suites[0].usage = {
+            "requests": 6.0,
+            "prompt_tokens": 600.0,
+            "detailed": 6.0,
+            "cached_tokens": 150.0,
+        }
+    ex = evaluate_reuse(spec, cold, passes)[0]
+    assert ex.passed and ex.n == 600
+    assert "the items' own answers (usage.prompt_tokens_details, per request)" in ex.reason
+    assert "candidate items 6 answers, 600 prompt tokens, 25.0% cached" in ex.reason
+    assert "window (filler included)" in ex.reason
+    passes[3].suites[0].usage = {}  # the server returned no usage details
+    ex = evaluate_reuse(spec, cold, passes)[0]
+    assert "no per-request cached tokens" in ex.reason and ex.n is None
