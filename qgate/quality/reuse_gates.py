@@ -2,10 +2,15 @@
 
 For every pass and every suite it asks again (`<suite>@<pass>`, e.g. 'math.long@warm'):
 
-- `exercised`: the candidate's pass served at least `min_exercised_share` of the suite's
-  prompt tokens from the path the pass names (warm: reused KV, from the device prefix cache or
-  the host/external tier; restored: the host/external tier), or its server preempted at least
-  `load.min_preemptions` requests (load), read from the counters scraped around the suite;
+- `exercised`, from the counters scraped around the suite (quality derivation 4 on; a missing
+  or broken snapshot proves nothing): warm reused at least `min_exercised_share` of the prompt
+  tokens the same side's cold pass computed (a shared preamble is cached within the cold pass
+  itself, so a raw share of hits proves no reuse across passes); restored: a probe shows the
+  reset took (device-cache hits fall to about zero) and the pass served at least
+  `min_exercised_share` from the host/external tier; load: the engine preempted at least
+  `load.min_preemptions` requests while the items were in flight, the items' own served
+  share read from their answers' usage, not the window that holds the filler. Reports of
+  derivation 3 and before are judged by their rules (`_exercised_v3`);
 - the suite's own paired gates (its policy: max_flips, max_drop, ...), the candidate's pass
   against the reference's same pass;
 - `self_flips`: cold-correct answers the candidate lost in the pass, beyond those the
@@ -27,7 +32,15 @@ from qgate.profile import AccuracyPolicy, QualitySpec, ReuseSpec
 from qgate.profile.reuse import PassName
 from qgate.profile.suites import exact_results
 from qgate.quality.records import ItemRecord, SuiteRun
-from qgate.quality.reuse_records import PassRun, PassSuite, Shares, item_usage, shares
+from qgate.quality.reuse_records import (
+    AFTER_RESET,
+    BEFORE_RESET,
+    PassRun,
+    PassSuite,
+    Shares,
+    item_usage,
+    shares,
+)
 from qgate.quality.stats import pct
 from qgate.quality.suite_gates import EPS, all_failed, evaluate_suite
 
@@ -54,6 +67,8 @@ PATH_OF: dict[PassName, Literal["reused", "external"] | None] = {
 STRICT = 4
 """The quality derivation from which a missing or broken counter snapshot proves nothing and warm
 is judged against its cold pass (before it: lenient scrapes, a raw share)."""
+RESET_LEFT = 0.05
+"""Share of the probe's device-cache hits that may remain after a reset that took."""
 DERIVATION = STRICT
 """The newest quality derivation of the reuse verdicts (report/model.py QUALITY_DERIVATION)."""
 _PATH_WORDS = {
@@ -130,6 +145,7 @@ def _exercised(
     cand: PassSuite,
     cold: tuple[PassSuite | None, PassSuite | None],
     derivation: int,
+    probes: Sequence[PassSuite] = (),
 ) -> Verdict:
     if derivation < STRICT:
         return _exercised_v3(reuse, name, where, ref, cand)
@@ -141,7 +157,62 @@ def _exercised(
         return _warm_against_cold(reuse, where, c, seen, cold)
     if name == "load":
         return _load(reuse, where, c, r, cand, ref)
-    return _exercised_v3(reuse, name, where, ref, cand)
+    return _restored(reuse, where, c, seen, probes)
+
+
+def _device_tokens(s: Shares) -> float | None:
+    if s.prompt_tokens is None or s.device is None:
+        return None
+    return s.prompt_tokens * s.device
+
+
+def _restored(
+    reuse: ReuseSpec, where: str, c: Shares, seen: str, probes: Sequence[PassSuite]
+) -> Verdict:
+    """The restored pass: the reset took (a probe prompt the device cache served before the
+    reset is served from it no more after it) and the items' hits came from the host/external
+    tier. HTTP 200 from the reset endpoint alone proves neither."""
+    metric = "external_share"
+    held = next((p for p in probes if p.suite == BEFORE_RESET), None)
+    after = next((p for p in probes if p.suite == AFTER_RESET), None)
+    if held is None or after is None:
+        return _unproven(where, f"{where}: no reset probe recorded: the reset cannot be shown")
+    h, a = shares(held.before, held.after), shares(after.before, after.after)
+    was, now = _device_tokens(h), _device_tokens(a)
+    if h.problem or a.problem or was is None or now is None:
+        why = h.problem or a.problem or "no prompt tokens by source"
+        return _unproven(where, f"{where}: the reset probe's counters say nothing: {why}")
+    probe = f"reset probe: {was:,.0f} prompt tokens from the device cache before the reset, "
+    probe += f"{now:,.0f} after it"
+    if was <= 0:
+        return _unproven(
+            where,
+            f"{where}: the device cache did not serve the probe before the reset, so the reset "
+            f"cannot be shown to take; {probe}",
+        )
+    if now > RESET_LEFT * was:
+        return _unproven(
+            where, f"{where}: the reset did not take: {probe} (> {pct(RESET_LEFT)} left)"
+        )
+    limit = reuse.min_exercised_share
+    observed = c.external
+    ok = observed is not None and observed + EPS >= limit
+    share = "no share" if observed is None else pct(observed)
+    return Verdict(
+        gate=f"{where}.exercised",
+        suite=where,
+        observed=observed,
+        limit=limit,
+        passed=ok,
+        reason=f"{where}: evidence: the reset took ({probe}); after it the candidate served "
+        f"{share} of the items' prompt tokens from the {_PATH_WORDS['external']}; "
+        + (">=" if ok else "<")
+        + f" {pct(limit)} required; {seen}",
+        metric=metric,
+        comparator=">=",
+        n=None if c.prompt_tokens is None else int(c.prompt_tokens),
+        exercised=ok,
+    )
 
 
 def _own(s: PassSuite) -> str:
@@ -387,7 +458,8 @@ def _suite_pass(
         )
         return failed
     cold = (_find(passes, "cold", "reference", suite), _find(passes, "cold", "candidate", suite))
-    exercised = _exercised(reuse, name, where, ref, cand, cold, derivation)
+    probes = next((p.probes for p in passes if p.name == name and p.role == "candidate"), [])
+    exercised = _exercised(reuse, name, where, ref, cand, cold, derivation, probes)
     verdicts = [exercised, *evaluate_suite(where, policy, ref.run, cand.run)]
     verdicts.append(_self_flips(reuse, where, name, runs, ref, cand, suite))
     if not exercised.passed:

@@ -35,11 +35,17 @@ from qgate.profile.reuse import PassName
 from qgate.quality.client import USAGE, SuiteClient, UsageTally
 from qgate.quality.records import SuiteRun
 from qgate.quality.reuse_counters import kv_capacity_tokens, parse_pass_counters, scrape_text
-from qgate.quality.reuse_records import KV_USAGE, PassRun, PassSuite
+from qgate.quality.reuse_records import AFTER_RESET, BEFORE_RESET, KV_USAGE, PassRun, PassSuite
 from qgate.quality.runner import SuiteContext, SuiteRunner
 from qgate.quality.sizing import math_limit, recall_haystacks
 
-__all__ = ["filler_prompts", "pass_setting", "run_passes", "split_setting", "suite_with_counters"]
+__all__ = [
+    "filler_prompts",
+    "pass_setting",
+    "run_passes",
+    "split_setting",
+    "suite_with_counters",
+]
 
 log = logging.getLogger("qgate")
 
@@ -144,6 +150,18 @@ async def _reset(ctx: SuiteContext, wait_s: float) -> bool:
         return False
 
 
+PROBE_TOKENS = 512
+
+
+async def _probe(ctx: SuiteContext, reuse: ReuseSpec, label: str) -> PassSuite:
+    """The reset probe asked once, with the counters scraped around it."""
+    per = _per_prompt(ctx, min(PROBE_TOKENS, reuse.load.max_prompt_tokens), 1)
+    before, _ = await _counters(ctx)
+    await _send_fillers(ctx, filler_prompts(per, per, "reset-probe"), 1, 1)
+    after, _ = await _counters(ctx)
+    return PassSuite(suite=label, before=before, after=after)
+
+
 async def _prepare_restored(ctx: SuiteContext, reuse: ReuseSpec) -> str:
     if await _reset(ctx, reuse.reset_wait_s):
         return "device prefix cache reset, host/external tier kept (reset_external=false)"
@@ -203,7 +221,13 @@ async def run_passes(
     out: list[PassRun] = []
     for name in reuse.passes:
         start = time.perf_counter()
-        prepare = await _prepare_restored(ctx, reuse) if name == "restored" else ""
+        probes: list[PassSuite] = []
+        prepare = ""
+        if name == "restored":
+            await _probe(ctx, reuse, "probe:seed")
+            probes.append(await _probe(ctx, reuse, BEFORE_RESET))
+            prepare = await _prepare_restored(ctx, reuse)
+            probes.append(await _probe(ctx, reuse, AFTER_RESET))
         suites: list[PassSuite] = []
         for suite, setting, runner in settings:
             part = pass_setting(setting, reuse.limit)
@@ -226,6 +250,7 @@ async def run_passes(
                 role=ctx.role,
                 prepare=prepare,
                 suites=suites,
+                probes=probes,
                 wall_s=round(time.perf_counter() - start, 3),
             )
         )

@@ -21,6 +21,8 @@ from qgate.core.records import Record, Role
 from qgate.quality.records import SuiteRun
 
 __all__ = [
+    "AFTER_RESET",
+    "BEFORE_RESET",
     "COMPUTED",
     "DEVICE",
     "EXTERNAL",
@@ -41,6 +43,8 @@ COMPUTED = 'vllm:prompt_tokens_by_source_total{source="local_compute"}'
 DEVICE = 'vllm:prompt_tokens_by_source_total{source="local_cache_hit"}'
 EXTERNAL = 'vllm:prompt_tokens_by_source_total{source="external_kv_transfer"}'
 PREEMPTIONS = "vllm:num_preemptions_total"
+BEFORE_RESET, AFTER_RESET = "probe:before-reset", "probe:after-reset"
+"""The restored pass's reset probe, as PassRun.probes names it."""
 KV_USAGE = "vllm:kv_cache_usage_perc"
 """A gauge: the scrape's current value, not a counter (shown, never differenced)."""
 
@@ -87,6 +91,13 @@ class PassRun(Record):
         "reset, filler prompts that evicted it, the filler traffic of the load pass).",
     )
     suites: list[PassSuite] = Field(default_factory=list, description="Per suite, in order.")
+    probes: list[PassSuite] = Field(
+        default_factory=list,
+        description="Restored pass: one fixed probe prompt asked with the counters around it, "
+        "'probe:before-reset' (asked a second time, so the device cache holds it) and "
+        "'probe:after-reset' (after the reset or eviction): the device-cache hits falling to "
+        "about zero show the reset took.",
+    )
     wall_s: float = Field(default=0.0, description="Wall time of the pass.")
 
 

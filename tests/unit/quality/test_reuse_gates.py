@@ -347,3 +347,51 @@ def test_the_load_pass_says_the_items_were_counted_by_their_own_answers() -> Non
     passes[3].suites[0].usage = {}  # the server returned no usage details
     ex = evaluate_reuse(spec, cold, passes)[0]
     assert "no per-request cached tokens" in ex.reason and ex.n is None
+
+
+def _restored(
+    device_before: float, device_after: float, external: float
+) -> tuple[QualitySpec, list[SuiteRun], list[PassRun]]:
+    spec = SPEC.model_copy(
+        update={"reuse": SPEC.reuse.model_copy(update={"passes": ["restored"]})}  # type: ignore[union-attr]
+    )
+    cold, passes = _passes([True] * 6, [True] * 6, 0.0)
+    for p in passes[2:]:
+        p.name = "restored"
+        p.suites[0].after = {**ZERO, COMPUTED: 1000.0 - external, EXTERNAL: external}
+        p.probes = [
+            PassSuite(
+                suite=label,
+                before=dict(ZERO),
+                after={**ZERO, COMPUTED: 512.0 - dev, DEVICE: dev},
+            )
+            for label, dev in (
+                ("probe:before-reset", device_before),
+                ("probe:after-reset", device_after),
+            )
+        ]
+    return spec, cold, passes
+
+
+def test_restored_proves_the_reset_took_and_the_hits_came_from_the_host_tier() -> None:
+    """HTTP 200 from /reset_prefix_cache is no proof (issue 43: restored equalled warm)."""
+    spec, cold, passes = _restored(384.0, 0.0, 700.0)
+    ex = evaluate_reuse(spec, cold, passes)[0]
+    assert ex.passed and ex.observed == pytest.approx(0.7)
+    assert "the reset took (reset probe: 384 prompt tokens from the device cache" in ex.reason
+    # the probe still served from the device cache after the reset: it did not take
+    spec, cold, passes = _restored(384.0, 384.0, 700.0)
+    ex = evaluate_reuse(spec, cold, passes)[0]
+    assert not ex.passed and ex.exercised is False and "the reset did not take" in ex.reason
+    # the device cache never served the probe: nothing shows a reset
+    spec, cold, passes = _restored(0.0, 0.0, 700.0)
+    assert "cannot be shown to take" in evaluate_reuse(spec, cold, passes)[0].reason
+    # the reset took but nothing came from a host tier (a CPU server has none)
+    spec, cold, passes = _restored(384.0, 0.0, 0.0)
+    ex = evaluate_reuse(spec, cold, passes)[0]
+    assert not ex.passed and ex.exercised is False and "0.0% of the items'" in ex.reason
+    # no probe recorded
+    spec, cold, passes = _restored(384.0, 0.0, 700.0)
+    passes[3].probes = []
+    ex = evaluate_reuse(spec, cold, passes)[0]
+    assert not ex.passed and "no reset probe recorded" in ex.reason
