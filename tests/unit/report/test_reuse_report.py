@@ -72,13 +72,14 @@ def _report(cand_device: float) -> tuple[Report, Profile]:
         for role in ("reference", "candidate")
     ]
     for role, device in (("reference", 0.0), ("candidate", cand_device)):
-        after = {COMPUTED: 2000.0 - device, DEVICE: device, EXTERNAL: 0.0}
+        warm = {**zero, COMPUTED: 2000.0}  # where the cold pass left the counters
+        after = {COMPUTED: 4000.0 - device, DEVICE: device, EXTERNAL: 0.0}
         passes.append(
             PassRun(
                 name="warm",
                 role=role,  # type: ignore[arg-type]
                 suites=[
-                    PassSuite(suite="math.long", run=_run(role, set()), before=zero, after=after)
+                    PassSuite(suite="math.long", run=_run(role, set()), before=warm, after=after)
                 ],
             )
         )
@@ -104,6 +105,7 @@ def test_verify_recomputes_the_pass_verdicts_from_the_recorded_counters() -> Non
     assert report.verdict == "PASS"
     # a forged counter that claims the candidate served more from its cache
     report.quality.passes[3].suites[0].after[DEVICE] = 1900.0
+    report.quality.passes[3].suites[0].after[COMPUTED] = 2100.0
     with pytest.raises(VerificationFailed, match=r"math\.long@warm\.exercised"):
         recompute_quality(report, profile, default_recompute())
 
