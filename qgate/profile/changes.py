@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import Field
 
 from qgate.core.records import Record
-from qgate.profile.model import Profile, RuntimeSpec
+from qgate.profile.model import EngineLaunch, Profile, RuntimeSpec
 
 __all__ = ["Change", "changes_of", "raw_change_names", "sub_profile"]
 
@@ -25,13 +25,18 @@ class Change(Record):
 
     name: str = Field(
         description="'args.kv_cache_dtype', 'env.X', 'emulate_weights', "
-        "'engine', or a group's names joined by '+'."
+        "'engine', 'engine.launcher' (a start-up setting), or a group's names joined by '+'."
     )
     reference: str = Field(description="The reference's setting, as text ('-' when unset).")
     candidate: str = Field(description="The candidate's setting, as text ('-' when unset).")
 
 
 _UNSET = object()
+
+STARTUP = ("launcher", "command", "features", "host")
+"""Start-up settings of a side's engine block that are changes when the sides differ in them
+(besides its kind, arguments and environment); the port and the start-up timeout are where
+and how long, not what is served."""
 
 
 def _text(value: Any) -> str:
@@ -68,6 +73,11 @@ def _raw_changes(profile: Profile) -> list[Change]:
                 candidate=profile.engine_of("candidate").kind,
             )
         )
+    ref_e, cand_e = profile.engine_of("reference"), profile.engine_of("candidate")
+    for key in STARTUP:
+        r, c = getattr(ref_e, key), getattr(cand_e, key)
+        if r != c:
+            out.append(Change(name=f"engine.{key}", reference=_text(r), candidate=_text(c)))
     return out
 
 
@@ -128,16 +138,21 @@ def sub_profile(profile: Profile, applied: Sequence[str]) -> Profile:
     ref = profile.reference
     side = spec if "engine" in names else ref
     weights = (spec if "emulate_weights" in names else ref).emulate_weights
+    engine = side.engine
+    startup = {
+        k: getattr(profile.engine_of("candidate"), k) for k in STARTUP if f"engine.{k}" in names
+    }
+    if startup and "engine" not in names:
+        base = profile.engine_of("reference")
+        kept = {k: getattr(base, k) for k in EngineLaunch.model_fields}
+        engine = EngineLaunch.model_validate({**kept, **startup})
     candidate = RuntimeSpec(
         args=fields["args"],
         env=fields["env"],
-        engine=side.engine,
+        engine=engine,
         endpoint=side.endpoint,
         emulate_weights=weights,
     )
-    # A trial judges the cold gates only: the reuse passes (quality.reuse) are the
-    # candidate's own, and a trial's records hold no passes for verify to re-derive.
-    quality = profile.quality.model_copy(update={"reuse": None})
-    return profile.model_copy(
-        update={"candidate": candidate, "attribution": None, "quality": quality}
-    )
+    # A trial keeps the reuse passes (quality.reuse): a failure that lives only in a pass
+    # must fail the trials that hold its cause; the trial records hold the passes for verify.
+    return profile.model_copy(update={"candidate": candidate, "attribution": None})

@@ -48,6 +48,7 @@ from qgate.profile.limits import (
     perf_total_problems,
 )
 from qgate.profile.quality import detect_problem
+from qgate.profile.reuse_checks import reuse_problems
 from qgate.profile.scenarios import DEFAULT_BUCKET_S, MAX_BUCKETS
 from qgate.profile.started_checks import (
     attribution_group_problems,
@@ -227,6 +228,7 @@ def profile_problems(profile: Profile) -> Found:
     found += inert_problems(profile) + repeat_problems(profile) + endpoint_round_problems(profile)
     found += _power_problems(profile.quality)
     found += _scenario_problems(profile.perf)
+    found += reuse_problems(profile.quality)
     first: dict[str, int] = {}
     for index, task in enumerate(profile.quality.lm_eval):
         earlier = first.setdefault(task.task.casefold(), index)

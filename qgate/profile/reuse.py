@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from qgate.profile.base import Fraction, Strict
+from qgate.profile.base import Strict
 
 __all__ = ["PASS_NAMES", "LoadFiller", "PassName", "ReuseSpec"]
 
@@ -44,7 +44,7 @@ class LoadFiller(Strict):
     )
     min_preemptions: int = Field(
         default=1,
-        ge=0,
+        ge=1,
         description="The load pass counts as exercised when the candidate's server preempted at "
         "least this many requests while the pass ran (`vllm:num_preemptions`).",
     )
@@ -77,12 +77,16 @@ class ReuseSpec(Strict):
         description="Ask only the first N items of each suite again (math: the first N "
         "questions; recall: the haystacks that hold the first N); default all of them.",
     )
-    min_exercised_share: Fraction = Field(
+    min_exercised_share: float = Field(
         default=0.5,
+        gt=0.0,
+        le=1.0,
         description="Share of a suite's prompt tokens the candidate must serve from the path a "
         "pass names (warm: reused, `local_cache_hit` + `external_kv_transfer`; restored: "
         "host/external, "
-        "`external_kv_transfer`); below it the pass's gates are NOT EXERCISED.",
+        "`external_kv_transfer`); below it the pass's gates are NOT EXERCISED. Warm counts "
+        "against the same side's cold pass: the share of what cold computed that warm "
+        "reused. Above 0: a floor that zero meets would switch NOT EXERCISED off.",
     )
     max_extra_flips: int = Field(
         default=0,

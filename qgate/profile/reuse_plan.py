@@ -47,6 +47,7 @@ def side_traits(profile: Profile, role: str) -> dict[str, str]:
         "offload": ", ".join(offload),
         "limits": ", ".join(limits),
         "dev": "yes" if _env(profile, role).get(DEV_MODE) == "1" else "",
+        "details": "yes" if args.get("enable_prompt_tokens_details") is True else "",
     }
 
 
@@ -109,8 +110,8 @@ def _expect(name: PassName, traits: dict[str, dict[str, str]], share: float) -> 
             else "served from its own prefix cache"
         )
         return (
-            f"the candidate must serve >= {need} from reused KV (its device prefix cache or a "
-            f"host tier); reference {floor}"
+            f"the candidate must reuse >= {need} of what its cold pass computed (its device "
+            f"prefix cache or a host tier); reference {floor}"
         )
     if name == "restored":
         how = (
@@ -124,9 +125,18 @@ def _expect(name: PassName, traits: dict[str, dict[str, str]], share: float) -> 
                 f"{how}; the candidate has no host/external KV tier: its gates will be NOT "
                 "EXERCISED"
             )
-        return f"{how}; the candidate ({cand['offload']}) must serve >= {need} from that tier"
+        return (
+            f"{how}; a probe must show the reset took; the candidate ({cand['offload']}) must "
+            f"serve >= {need} from that tier"
+        )
     limits = cand["limits"] or "the engine's defaults"
+    own = (
+        "the items' own served share from their answers' usage"
+        if cand["details"]
+        else "no enable_prompt_tokens_details on the candidate: the items' own served share "
+        "cannot be told from the filler's"
+    )
     return (
         f"filler traffic of the KV capacity on each side; the candidate ({limits}) must "
-        "preempt at least load.min_preemptions requests"
+        f"preempt at least load.min_preemptions requests while its items are in flight; {own}"
     )

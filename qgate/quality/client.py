@@ -11,6 +11,7 @@ answer is a real result about the server and retrying would hide it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 from dataclasses import dataclass
 from types import TracebackType
@@ -23,7 +24,15 @@ from qgate.core.http import root_url as server_root
 from qgate.core.http_errors import TransportError, map_exceptions
 from qgate.errors import InfrastructureError
 
-__all__ = ["CONNECT_RETRIES", "Completion", "HttpError", "RETRY_DELAY_S", "SuiteClient"]
+__all__ = [
+    "CONNECT_RETRIES",
+    "Completion",
+    "HttpError",
+    "RETRY_DELAY_S",
+    "SuiteClient",
+    "USAGE",
+    "UsageTally",
+]
 
 CONNECT_RETRIES = 3
 RETRY_DELAY_S = 1.0
@@ -44,6 +53,47 @@ class Completion:
     text: str
     finish_reason: str | None
     completion_tokens: int | None
+
+
+@dataclass
+class UsageTally:
+    """The usage the server reported for the answers of one suite: prompt tokens, and of them
+    the ones it served from cache (`usage.prompt_tokens_details.cached_tokens`: vLLM returns it
+    with `--enable-prompt-tokens-details`), so a pass can count its own items, not the traffic
+    around them."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    detailed: int = 0  # answers that carried cached_tokens
+    cached_tokens: int = 0
+
+    def add(self, usage: object) -> None:
+        """Count one answer's `usage` object."""
+        self.requests += 1
+        if not isinstance(usage, dict):
+            return
+        prompt = usage.get("prompt_tokens")
+        if isinstance(prompt, int) and prompt >= 0:
+            self.prompt_tokens += prompt
+        details = usage.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
+        if isinstance(cached, int) and cached >= 0:
+            self.detailed += 1
+            self.cached_tokens += cached
+
+    def as_record(self) -> dict[str, float]:
+        """The tally as a pass records it (PassSuite.usage)."""
+        return {
+            "requests": float(self.requests),
+            "prompt_tokens": float(self.prompt_tokens),
+            "detailed": float(self.detailed),
+            "cached_tokens": float(self.cached_tokens),
+        }
+
+
+USAGE: contextvars.ContextVar[UsageTally | None] = contextvars.ContextVar("usage", default=None)
+"""Set around a suite to tally its answers' usage; tasks started before it (filler traffic)
+do not see it, so they are never counted."""
 
 
 def _first_leaf(error: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -156,6 +206,9 @@ class SuiteClient:
                 f"chat completion without choices: {json.dumps(data)[:160]}"
             ) from exc
         usage = data.get("usage") or {}
+        tally = USAGE.get()
+        if tally is not None:
+            tally.add(usage)
         tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
         return Completion(
             text=str(text),

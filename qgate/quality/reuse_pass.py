@@ -32,14 +32,20 @@ from qgate.core import progress
 from qgate.core.http import root_url
 from qgate.profile import MathSuite, QualitySpec, RecallSuite, ReuseSpec
 from qgate.profile.reuse import PassName
-from qgate.quality.client import SuiteClient
+from qgate.quality.client import USAGE, SuiteClient, UsageTally
 from qgate.quality.records import SuiteRun
 from qgate.quality.reuse_counters import kv_capacity_tokens, parse_pass_counters, scrape_text
-from qgate.quality.reuse_records import KV_USAGE, PassRun, PassSuite
+from qgate.quality.reuse_records import AFTER_RESET, BEFORE_RESET, KV_USAGE, PassRun, PassSuite
 from qgate.quality.runner import SuiteContext, SuiteRunner
 from qgate.quality.sizing import math_limit, recall_haystacks
 
-__all__ = ["filler_prompts", "pass_setting", "run_passes", "split_setting", "suite_with_counters"]
+__all__ = [
+    "filler_prompts",
+    "pass_setting",
+    "run_passes",
+    "split_setting",
+    "suite_with_counters",
+]
 
 log = logging.getLogger("qgate")
 
@@ -84,12 +90,18 @@ async def _counters(ctx: SuiteContext) -> tuple[dict[str, float], str]:
 
 async def suite_with_counters(
     runner: SuiteRunner, setting: Any, ctx: SuiteContext
-) -> tuple[list[SuiteRun], dict[str, float], dict[str, float]]:
-    """Run a suite with the server's counters scraped right before and right after it."""
+) -> tuple[list[SuiteRun], dict[str, float], dict[str, float], dict[str, float]]:
+    """Run a suite with the server's counters scraped right before and right after it, and the
+    usage its own answers reported (filler traffic around it is not counted)."""
     before, _ = await _counters(ctx)
-    runs = await runner.run(setting, ctx)
+    tally = UsageTally()
+    token = USAGE.set(tally)
+    try:
+        runs = await runner.run(setting, ctx)
+    finally:
+        USAGE.reset(token)
     after, _ = await _counters(ctx)
-    return runs, before, after
+    return runs, before, after, tally.as_record()
 
 
 def filler_prompts(total_tokens: int, per_prompt: int, salt: str) -> list[list[int]]:
@@ -136,6 +148,18 @@ async def _reset(ctx: SuiteContext, wait_s: float) -> bool:
             return resp.status == 200
     except (aiohttp.ClientError, TimeoutError):
         return False
+
+
+PROBE_TOKENS = 512
+
+
+async def _probe(ctx: SuiteContext, reuse: ReuseSpec, label: str) -> PassSuite:
+    """The reset probe asked once, with the counters scraped around it."""
+    per = _per_prompt(ctx, min(PROBE_TOKENS, reuse.load.max_prompt_tokens), 1)
+    before, _ = await _counters(ctx)
+    await _send_fillers(ctx, filler_prompts(per, per, "reset-probe"), 1, 1)
+    after, _ = await _counters(ctx)
+    return PassSuite(suite=label, before=before, after=after)
 
 
 async def _prepare_restored(ctx: SuiteContext, reuse: ReuseSpec) -> str:
@@ -197,7 +221,13 @@ async def run_passes(
     out: list[PassRun] = []
     for name in reuse.passes:
         start = time.perf_counter()
-        prepare = await _prepare_restored(ctx, reuse) if name == "restored" else ""
+        probes: list[PassSuite] = []
+        prepare = ""
+        if name == "restored":
+            await _probe(ctx, reuse, "probe:seed")
+            probes.append(await _probe(ctx, reuse, BEFORE_RESET))
+            prepare = await _prepare_restored(ctx, reuse)
+            probes.append(await _probe(ctx, reuse, AFTER_RESET))
         suites: list[PassSuite] = []
         for suite, setting, runner in settings:
             part = pass_setting(setting, reuse.limit)
@@ -220,6 +250,7 @@ async def run_passes(
                 role=ctx.role,
                 prepare=prepare,
                 suites=suites,
+                probes=probes,
                 wall_s=round(time.perf_counter() - start, 3),
             )
         )
@@ -230,6 +261,6 @@ async def _one(
     runner: SuiteRunner, setting: Any, ctx: SuiteContext, suite: str, name: PassName
 ) -> PassSuite:
     with progress.suite(ctx.role, f"{suite}@{name}"):
-        runs, before, after = await suite_with_counters(runner, setting, ctx)
+        runs, before, after, usage = await suite_with_counters(runner, setting, ctx)
     run = next((r for r in runs if r.suite == suite), None)
-    return PassSuite(suite=suite, run=run, before=before, after=after)
+    return PassSuite(suite=suite, run=run, before=before, after=after, usage=usage)

@@ -182,9 +182,9 @@ async def _cold(
         if suite not in chosen:
             out += await runner.run(part, ctx)
             continue
-        got, before, after = await suite_with_counters(runner, part, ctx)
+        got, before, after, usage = await suite_with_counters(runner, part, ctx)
         out += got
-        cold.append(PassSuite(suite=suite, before=before, after=after))
+        cold.append(PassSuite(suite=suite, before=before, after=after, usage=usage))
         again.append((suite, part, runner))
     return out
 

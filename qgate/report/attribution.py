@@ -13,9 +13,11 @@ from pydantic import Field
 
 from qgate.core.ddmin import Outcome, worst_case
 from qgate.core.records import Record
+from qgate.core.serving import EffectiveConfig
 from qgate.core.verdict import Verdict
 from qgate.profile.changes import Change
 from qgate.quality.records import DivergenceRun, SuiteRun
+from qgate.quality.reuse_records import PassRun
 
 __all__ = ["Attribution", "Change", "Trial", "TrialVerdict", "budget_note", "summary_lines"]
 
@@ -31,6 +33,16 @@ class Trial(Record):
     verdicts: list[Verdict] = Field(default_factory=list, description="Its quality verdicts.")
     runs: list[SuiteRun] = Field(default_factory=list, description="Its candidate records.")
     divergence: DivergenceRun | None = Field(default=None, description="Its divergence.")
+    passes: list[PassRun] = Field(
+        default_factory=list,
+        description="Its reuse passes (quality.reuse), cold counters first: a failure that lives "
+        "only in a pass is searched for on the gates that hold it (quality derivation 4 on).",
+    )
+    effective_config: EffectiveConfig | None = Field(
+        default=None,
+        description="What its server reported it applied: the evidence of its changes' "
+        "confirmation (a contradicted change fails it).",
+    )
     error: str | None = Field(default=None, description="Why it could not run (ERROR).")
     seconds: float = Field(default=0.0, description="Wall time of its life.")
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from qgate.core.serving import EffectiveConfig
+from qgate.core.verdict import Verdict
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
 from qgate.profile.changes import changes_of
@@ -23,10 +24,12 @@ from qgate.quality.reuse_records import DEVICE, EXTERNAL, PassRun
 from qgate.runtime.effective import check_applied
 
 __all__ = [
+    "CONTRADICTED_FROM",
     "ChangeCheck",
     "Status",
     "change_warnings",
     "confirm_changes",
+    "contradicted_verdicts",
     "unconfirmed_warning",
 ]
 
@@ -52,10 +55,15 @@ class ChangeCheck:
     evidence: str
 
 
-def _gained(passes: Sequence[PassRun], key: str) -> float:
+CONTRADICTED_FROM = 4
+"""The quality derivation from which a contradicted change is a failed gate (not only a
+warning) and the cold pass is no evidence that an offload change was applied."""
+
+
+def _gained(passes: Sequence[PassRun], key: str, cold: bool = True) -> float:
     total = 0.0
     for p in passes:
-        if p.role != "candidate":
+        if p.role != "candidate" or (p.name == "cold" and not cold):
             continue
         for s in p.suites:
             total += max(0.0, s.after.get(key, 0.0) - s.before.get(key, 0.0))
@@ -110,7 +118,8 @@ def _check(
             return "confirmed", "; ".join(seen)
         return "contradicted", "; ".join(seen)
     if key in OFFLOAD:
-        external = _gained(passes, EXTERNAL)
+        # the cold pass is the quality stage: a host tier serving it is not this change shown
+        external = _gained(passes, EXTERNAL, cold=False)
         if external > 0:
             return "confirmed", f"{external:,.0f} prompt tokens from the host/external tier"
         if any(p.role == "candidate" and p.name == "restored" for p in passes):
@@ -177,3 +186,27 @@ def change_warnings(
     what `qgate run` writes and `qgate verify` re-derives (quality derivation 3 on)."""
     line = unconfirmed_warning(confirm_changes(profile, configs, passes, perf))
     return [] if line is None else [line]
+
+
+def contradicted_verdicts(
+    profile: Profile, configs: Sequence[EffectiveConfig], passes: Sequence[PassRun] = ()
+) -> list[Verdict]:
+    """A failed gate `changes.<name>.applied` for each change the running candidate
+    contradicts (its server says it did not apply a requested setting): such a candidate is not
+    what the profile asked for, so its verdict cannot be PASS. From the server's report and the
+    reuse passes only (what is known when the gates are judged, before perf)."""
+    out = []
+    for c in confirm_changes(profile, configs, passes):
+        if c.status == "contradicted":
+            out.append(
+                Verdict(
+                    gate=f"changes.{c.name}.applied",
+                    suite="changes",
+                    observed=None,
+                    limit=None,
+                    passed=False,
+                    reason=f"CONTRADICTED: the candidate asked for {c.name}={c.candidate}; "
+                    f"{c.evidence}",
+                )
+            )
+    return out

@@ -65,7 +65,9 @@ class SignerInfo(Record):
 # 2: each quality verdict carries metric, comparator, n, power, min_detectable_drop, settled.
 # 3: the warnings hold one on the candidate's changes not confirmed by the running server
 # (report/changes_applied.py), re-derived by verify; reports of 2 are verified without it.
-QUALITY_DERIVATION = 3
+# 4: reuse passes (quality/reuse_gates.py STRICT): a missing or broken counter snapshot proves
+# nothing, warm is judged against its cold pass; reports of 3 are verified by their own rules.
+QUALITY_DERIVATION = 4
 QUALITY_V2_FIELDS = ("metric", "comparator", "n", "power", "min_detectable_drop", "settled")
 """What derivation 2 added to a verdict; a derivation-1 report is compared without them."""
 

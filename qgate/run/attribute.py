@@ -83,6 +83,8 @@ def attribute(
             verdicts=result.verdicts,
             runs=result.quality.runs if result.quality else [],
             divergence=result.divergence,
+            passes=result.quality.passes if result.quality else [],
+            effective_config=result.quality.effective_config if result.quality else None,
             error=result.error,
             seconds=round(time.perf_counter() - start, 3),
         )

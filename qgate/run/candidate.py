@@ -22,6 +22,7 @@ from qgate.quality.records import DivergenceRun
 from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.quality.stage import QualityOutput
 from qgate.report.attribution import Attribution
+from qgate.report.changes_applied import contradicted_verdicts
 from qgate.report.model import PerfStatus
 from qgate.report.verdict import perf_status
 from qgate.run.context import RunContext, quality_on, started
@@ -80,9 +81,10 @@ def judge(
     runs = reference.runs + out.quality.runs
     out.verdicts = evaluate_quality(ctx.profile.quality, runs, out.divergence)
     out.verdicts += evaluate_reuse(ctx.profile.quality, runs, reference.passes + out.quality.passes)
-    out.verdicts += kv_scale_verdicts(
-        ctx.profile.engine.uncalibrated_kv_scales,
-        [c for c in (reference.effective_config, out.quality.effective_config) if c],
+    configs = [c for c in (reference.effective_config, out.quality.effective_config) if c]
+    out.verdicts += kv_scale_verdicts(ctx.profile.engine.uncalibrated_kv_scales, configs)
+    out.verdicts += contradicted_verdicts(
+        ctx.profile, configs, reference.passes + out.quality.passes
     )
     out.status = perf_status(overall_passed(out.verdicts), ctx.no_perf, force_perf)
 

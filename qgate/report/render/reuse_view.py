@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from qgate.core.verdict import Verdict
 from qgate.profile import Profile
-from qgate.quality.reuse_gates import self_flips
-from qgate.quality.reuse_records import shares
+from qgate.quality.reuse_gates import STRICT, self_flips
+from qgate.quality.reuse_records import item_usage, shares
 from qgate.report.changes_applied import confirm_changes
 from qgate.report.model import Report
 from qgate.report.render.parts import Section, Table
@@ -44,7 +44,8 @@ def reuse_section(report: Report) -> Section | None:
     rows: list[list[str]] = []
     for p in passes:
         for s in p.suites:
-            got = shares(s.before, s.after)
+            got = shares(s.before, s.after, strict=report.quality.derivation >= STRICT)
+            own = item_usage(s.usage)
             flips = self_flips(cold.get((s.suite, p.role)), s.run) if p.name != "cold" else None
             rows.append(
                 [
@@ -56,6 +57,8 @@ def reuse_section(report: Report) -> Section | None:
                     _pct(got.external),
                     _pct(got.computed),
                     "–" if got.preemptions is None else f"{got.preemptions:.0f}",
+                    "–" if own is None else f"{own.prompt_tokens:,.0f}",
+                    "–" if own is None else _pct(own.cached_share),
                     "–" if flips is None else f"{flips.lost} / {flips.gained} / {flips.n}",
                     "–" if flips is None else str(flips.changed),
                 ]
@@ -71,12 +74,17 @@ def reuse_section(report: Report) -> Section | None:
                 "Host/external",
                 "Computed",
                 "Preemptions",
+                "Items' prompt tokens",
+                "Items cached",
                 "Lost / gained / n vs cold",
                 "Outputs changed",
             ],
             rows,
             caption="Shares of the prompt tokens from the server's counters around each suite "
-            "(vllm:prompt_tokens_by_source); the reference's cold -> pass flips are the floor.",
+            "(vllm:prompt_tokens_by_source; the load pass's window holds the filler too); the "
+            "items' own prompt tokens and cached share from their answers' usage "
+            "(usage.prompt_tokens_details.cached_tokens, per request; '–' where the server "
+            "returned none); the reference's cold -> pass flips are the floor.",
         )
     )
     for p in passes:

@@ -11,9 +11,13 @@ would have tried next the ones the report states.
 from __future__ import annotations
 
 from qgate.core.ddmin import Outcome, search_rounds
+from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
 from qgate.profile import Profile
-from qgate.profile.changes import changes_of
+from qgate.profile.changes import changes_of, sub_profile
+from qgate.quality.reuse_gates import evaluate_reuse
+from qgate.report.attribution import Trial
+from qgate.report.changes_applied import CONTRADICTED_FROM, contradicted_verdicts
 from qgate.report.model import Report
 from qgate.report.verify.recompute import Recompute, describe, dump, same_value
 from qgate.report.verify.rederive import (
@@ -22,12 +26,32 @@ from qgate.report.verify.rederive import (
     rederive_correctness,
     rederive_divergence,
 )
+from qgate.runtime.scales import kv_scale_verdicts
 
 __all__ = ["check_attribution"]
 
 
 def _fail(message: str) -> VerificationFailed:
     return VerificationFailed(f"attribution: {message}")
+
+
+def _trial_extras(report: Report, prof: Profile, t: Trial) -> list[Verdict]:
+    """A trial's reuse verdicts and contradicted changes (quality derivation 4 on): its passes
+    against the reference's, its changes against what its server reported."""
+    derivation = report.quality.derivation
+    if derivation < CONTRADICTED_FROM:
+        if t.passes or t.effective_config is not None:
+            raise _fail(f"trial {t.name} holds passes or a server report its derivation lacks")
+        return []
+    runs = [r for r in report.quality.runs if r.role == "reference"] + list(t.runs)
+    ref_passes = [p for p in report.quality.passes if p.role == "reference"]
+    rederive_correctness([s.run for p in t.passes for s in p.suites if s.run], prof, Rederived())
+    out = evaluate_reuse(prof.quality, runs, ref_passes + list(t.passes), derivation)
+    ref_cfg = [c for c in report.effective_configs if c.role == "reference"]
+    cand_cfg = [t.effective_config] if t.effective_config is not None else []
+    sub = sub_profile(prof, t.changes)
+    out += kv_scale_verdicts(sub.engine.uncalibrated_kv_scales, ref_cfg + cand_cfg)
+    return out + contradicted_verdicts(sub, ref_cfg + cand_cfg, ref_passes + list(t.passes))
 
 
 def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | None:
@@ -56,11 +80,12 @@ def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | No
             if t.divergence is not None:
                 rederive_divergence(t.divergence, done, required=True)
             fresh = fns.evaluate_quality(prof.quality, reference + list(t.runs), t.divergence)
+            fresh += _trial_extras(report, prof, t)
             if not same_value(dump(t.verdicts), dump(fresh)):
                 raise _fail(describe(f"trial {t.name}: verdicts", dump(t.verdicts), dump(fresh)))
             if t.verdict != ("PASS" if all(v.passed for v in fresh) else "FAIL"):
                 raise _fail(f"trial {t.name}: verdict {t.verdict} does not follow from its gates")
-        elif t.runs or t.verdicts:
+        elif t.runs or t.verdicts or t.passes:
             raise _fail(f"trial {t.name} is ERROR but holds records")
         outcomes[key] = t.verdict
     asked: list[tuple[str, ...]] = []

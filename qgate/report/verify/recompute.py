@@ -27,7 +27,7 @@ from qgate.quality.notices import quality_warnings
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.quality.settle import stop_problems
-from qgate.report.changes_applied import change_warnings
+from qgate.report.changes_applied import CONTRADICTED_FROM, change_warnings, contradicted_verdicts
 from qgate.report.model import (
     BOOTSTRAP_SEED,
     PERF_DERIVATION,
@@ -262,9 +262,13 @@ def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
     """The stored quality verdicts equal evaluate_quality over the stored records."""
     runs = list(report.quality.runs)
     recomputed = list(fns.evaluate_quality(profile.quality, runs, report.quality.divergence))
-    recomputed += evaluate_reuse(profile.quality, runs, report.quality.passes)
-    recomputed += kv_scale_verdicts(profile.engine.uncalibrated_kv_scales, report.effective_configs)
     derivation = report.quality.derivation
+    recomputed += evaluate_reuse(profile.quality, runs, report.quality.passes, derivation)
+    recomputed += kv_scale_verdicts(profile.engine.uncalibrated_kv_scales, report.effective_configs)
+    if derivation >= CONTRADICTED_FROM:
+        recomputed += contradicted_verdicts(
+            profile, report.effective_configs, report.quality.passes
+        )
     if derivation > QUALITY_DERIVATION:
         raise _fail(
             f"quality verdicts of derivation {derivation}: made by a newer qgate "

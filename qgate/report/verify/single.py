@@ -54,7 +54,7 @@ from qgate.report.verify.rederive import (
     rederive_correctness,
     rederive_divergence,
 )
-from qgate.report.verify.reuse import check_passes
+from qgate.report.verify.reuse import check_passes, passes_signed_only
 
 __all__ = [
     "Recompute",
@@ -194,6 +194,7 @@ def signed_only(report: Report) -> list[str]:
             "quality.divergence: the per-position top-k logprobs (every KL, agreement and "
             "delta-p value is re-derived from them)"
         )
+    out += passes_signed_only(report)
     if report.perf.runs:
         out.append(
             "perf.runs: per-request timestamps, token counts and server counters "

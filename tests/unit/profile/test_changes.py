@@ -72,3 +72,39 @@ def test_the_shipped_attribution_profile_has_three_changes_one_of_them_harmful()
         "emulate_weights",
     ]
     assert profile.attribution is not None and profile.attribution.enabled
+
+
+def test_a_candidate_differing_only_by_its_launcher_lists_that_change() -> None:
+    """A start-up setting is a difference between the sides (issue 43): the change list, the
+    plan's count of attribution lives and the trials all see it."""
+    profile = Profile.model_validate(
+        {
+            "name": "p",
+            "model": {"embedded": "smollm2"},
+            "engine": {"args": {"max_model_len": 2048}},
+            "candidate": {
+                "engine": {"args": {"max_model_len": 2048}, "launcher": ["vllm-next", "serve"]}
+            },
+            "quality": {"math": {"max_drop": 0.1}},
+        }
+    )
+    changes = changes_of(profile)
+    assert [c.name for c in changes] == ["engine.launcher"]
+    assert changes[0].reference == "-" and changes[0].candidate == '["vllm-next", "serve"]'
+    applied = sub_profile(profile, ["engine.launcher"])
+    assert applied.engine_of("candidate").launcher == ["vllm-next", "serve"]
+    assert [c.name for c in changes_of(applied)] == ["engine.launcher"]
+    assert applied.engine_of("candidate").args == profile.engine.args  # nothing else moved
+    assert changes_of(sub_profile(profile, [])) == []
+
+
+def test_a_trial_keeps_the_reuse_passes() -> None:
+    profile = Profile.model_validate(
+        {
+            "name": "p",
+            "model": {"embedded": "smollm2"},
+            "candidate": {"args": {"kv_cache_dtype": "fp8"}},
+            "quality": {"math": {"prompts": ["long"], "max_drop": 0.1}, "reuse": {}},
+        }
+    )
+    assert sub_profile(profile, ["args.kv_cache_dtype"]).quality.reuse == profile.quality.reuse

@@ -42,10 +42,14 @@ def test_with_reuse_each_pass_says_what_it_must_serve_and_what_cannot_be() -> No
         _profile({"enable_prefix_caching": True}, {"passes": ["warm", "restored"]}), "pc"
     )
     assert notes[0] == "pc: reuse passes on both sides: cold, warm, restored"
-    assert ">= 50% from reused KV" in notes[1] and "noise floor" in notes[1]
+    assert ">= 50% of what its cold pass computed" in notes[1] and "noise floor" in notes[1]
     assert "no host/external KV tier" in notes[2] and "NOT EXERCISED" in notes[2]
     assert "evicted by filler prompts" in notes[2]  # no VLLM_SERVER_DEV_MODE=1
     off = reuse_notes(_profile({"enable_prefix_caching": False}, {"passes": ["warm"]}))
     assert "cannot serve this pass from a cache" in off[1]
+    load = reuse_notes(_profile({"max_num_seqs": 2}, {"passes": ["load"]}))
+    assert "cannot be told from the filler's" in load[1]
+    told = {"max_num_seqs": 2, "enable_prompt_tokens_details": True}
+    assert "the items' own served share" in reuse_notes(_profile(told, {"passes": ["load"]}))[1]
     missing = reuse_notes(_profile({"max_num_seqs": 2}, {"passes": ["warm"]}))
     assert "not configured but called for" in missing[-1] and "load" in missing[-1]

@@ -75,3 +75,26 @@ def test_emulated_weights_are_confirmed_by_their_label() -> None:
     assert check.status == "confirmed"
     (check,) = confirm_changes(profile, [_config()])
     assert check.status == "unconfirmed"
+
+
+def test_a_contradicted_change_is_a_failed_gate_so_never_a_pass() -> None:
+    """The server says it did not apply a requested setting: the candidate is not what the
+    profile asked for (issue 43); an unconfirmed change stays a warning."""
+    from qgate.report.changes_applied import contradicted_verdicts
+    from qgate.report.verdict import overall
+
+    profile = _profile({"args": {"kv_cache_dtype": "fp8", "dtype": "float16"}})
+    (v,) = contradicted_verdicts(profile, [_config(kv_cache_dtype="auto")])
+    assert v.gate == "changes.args.kv_cache_dtype.applied" and not v.passed
+    assert v.reason.startswith("CONTRADICTED") and "kv_cache_dtype" in v.reason
+    assert overall([v], "skipped: gates failed") == "FAIL"
+    assert contradicted_verdicts(profile, [_config(kv_cache_dtype="fp8")]) == []
+
+
+def test_the_cold_pass_is_no_evidence_that_offload_was_applied() -> None:
+    profile = _profile({"args": {"kv_offloading_size": 4}})
+    only_cold = [_pass("cold", EXTERNAL, 5000.0), _pass("restored", EXTERNAL, 0.0)]
+    (check,) = confirm_changes(profile, [_config()], only_cold)
+    assert check.status == "unconfirmed"
+    (check,) = confirm_changes(profile, [_config()], [*only_cold, _pass("warm", EXTERNAL, 10.0)])
+    assert check.status == "confirmed" and check.evidence.startswith("10 prompt tokens")

@@ -14,7 +14,7 @@ from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.quality.reuse_records import COMPUTED, DEVICE, EXTERNAL, PassRun, PassSuite
 from qgate.report.changes_applied import change_warnings
-from qgate.report.model import PerfSection, QualitySection, Report
+from qgate.report.model import QUALITY_DERIVATION, PerfSection, QualitySection, Report
 from qgate.report.render.junit import render_junit
 from qgate.report.render.md import render_markdown
 from qgate.report.verdict import overall
@@ -62,14 +62,25 @@ def _run(role: str, wrong: set[int]) -> SuiteRun:
 def _report(cand_device: float) -> tuple[Report, Profile]:
     profile = Profile.model_validate(PROFILE)
     runs = [_run("reference", set()), _run("candidate", set())]
-    passes = []
+    zero = {COMPUTED: 0.0, DEVICE: 0.0, EXTERNAL: 0.0}
+    passes = [
+        PassRun(
+            name="cold",
+            role=role,  # type: ignore[arg-type]
+            suites=[PassSuite(suite="math.long", before=zero, after={**zero, COMPUTED: 2000.0})],
+        )
+        for role in ("reference", "candidate")
+    ]
     for role, device in (("reference", 0.0), ("candidate", cand_device)):
-        after = {COMPUTED: 2000.0 - device, DEVICE: device, EXTERNAL: 0.0}
+        warm = {**zero, COMPUTED: 2000.0}  # where the cold pass left the counters
+        after = {COMPUTED: 4000.0 - device, DEVICE: device, EXTERNAL: 0.0}
         passes.append(
             PassRun(
                 name="warm",
                 role=role,  # type: ignore[arg-type]
-                suites=[PassSuite(suite="math.long", run=_run(role, set()), after=after)],
+                suites=[
+                    PassSuite(suite="math.long", run=_run(role, set()), before=warm, after=after)
+                ],
             )
         )
     verdicts = evaluate_quality(profile.quality, runs, None)
@@ -79,7 +90,9 @@ def _report(cand_device: float) -> tuple[Report, Profile]:
         created_at="2026-12-02T00:00:00+00:00",
         profile=profile.model_dump(mode="json"),
         profile_sha256="0" * 64,
-        quality=QualitySection(derivation=2, runs=runs, verdicts=verdicts, passes=passes),
+        quality=QualitySection(
+            derivation=QUALITY_DERIVATION, runs=runs, verdicts=verdicts, passes=passes
+        ),
         perf=PerfSection(status="skipped: --skip-perf"),
         verdict=overall(verdicts, "skipped: --skip-perf", False),
     )
@@ -91,7 +104,8 @@ def test_verify_recomputes_the_pass_verdicts_from_the_recorded_counters() -> Non
     recompute_quality(report, profile, default_recompute())
     assert report.verdict == "PASS"
     # a forged counter that claims the candidate served more from its cache
-    report.quality.passes[1].suites[0].after[DEVICE] = 1900.0
+    report.quality.passes[3].suites[0].after[DEVICE] = 1900.0
+    report.quality.passes[3].suites[0].after[COMPUTED] = 2100.0
     with pytest.raises(VerificationFailed, match=r"math\.long@warm\.exercised"):
         recompute_quality(report, profile, default_recompute())
 
@@ -110,7 +124,7 @@ def test_a_forged_not_exercised_pass_claimed_as_passed_is_rejected() -> None:
 def test_pass_answers_are_re_derived_from_their_responses() -> None:
     report, profile = _report(cand_device=1500.0)
     assert check_passes(report, profile, Rederived()) == 12
-    run = report.quality.passes[1].suites[0].run
+    run = report.quality.passes[3].suites[0].run
     assert run is not None
     run.items[0] = run.items[0].model_copy(update={"output": "The answer is 9"})
     with pytest.raises(VerificationFailed, match="m0"):
@@ -145,3 +159,25 @@ def test_verify_re_derives_the_unconfirmed_changes_warning() -> None:
         recompute_warnings(report, profile)
     report.quality.derivation = 2  # made before the warning existed: not asked of it
     assert recompute_warnings(report, profile) == len(before)
+
+
+def test_an_attribution_trial_is_judged_on_its_reuse_passes_too() -> None:
+    """A failure that lives only in a reuse pass must fail the trials that hold its cause:
+    a trial keeps its passes, and verify re-derives their verdicts (issue 43)."""
+    from qgate.report.attribution import Trial
+    from qgate.report.verify.attribution import _trial_extras
+
+    report, profile = _report(cand_device=100.0)  # the warm pass is NOT EXERCISED
+    cand = [p for p in report.quality.passes if p.role == "candidate"]
+    runs = [r for r in report.quality.runs if r.role == "candidate"]
+    trial = Trial(name="t", changes=["args.enable_prefix_caching"], verdict="FAIL", runs=runs)
+    dropped = _trial_extras(report, profile, trial)  # passes dropped: failed, never PASS
+    assert dropped and not any(v.passed for v in dropped)
+    assert "no candidate warm pass" in dropped[-1].reason
+    trial.passes = cand
+    extras = _trial_extras(report, profile, trial)
+    assert [v.gate for v in extras][0] == "math.long@warm.exercised"
+    assert not any(v.passed for v in extras) and extras[0].observed == pytest.approx(0.05)
+    report.quality.derivation = 3  # made when trials held no passes
+    with pytest.raises(VerificationFailed, match="its derivation lacks"):
+        _trial_extras(report, profile, trial)

@@ -229,3 +229,44 @@ def test_on_an_executor_with_room_a_rounds_trials_run_at_once_and_the_width_is_r
         ["emulate_weights"],
     ]
     assert att.minimal == ["emulate_weights"] and att.complete
+
+
+def test_a_trial_keeps_its_reuse_passes_and_server_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from qgate.core.serving import EffectiveConfig
+    from qgate.quality.reuse_records import PassRun
+
+    profile = load_profile(PROFILE, check_files=False)
+    ctx = RunContext(
+        opts=RunOptions(profile=PROFILE, out_root=tmp_path),
+        profile=profile,
+        profile_path=PROFILE,
+        profile_sha256="0" * 64,
+        run_dir=tmp_path,
+        source_model=tmp_path,
+        model_paths={},
+        tokenizer_path=None,
+        signer=Any,
+        declared_profile=profile,  # type: ignore[arg-type]
+        selection=SimpleNamespace(notes=[]),  # type: ignore[arg-type]
+    )
+    config = EffectiveConfig(
+        role="candidate", kind="vllm", base_url="http://h:1/v1", served_model="m"
+    )
+
+    def evaluate(
+        trial: RunContext, name: str, reference: Any, force_perf: bool, keep_going: bool
+    ) -> CandidateResult:
+        quality = QualityOutput(
+            role="candidate",
+            passes=[PassRun(name="warm", role="candidate")],
+            effective_config=config,
+        )
+        return CandidateResult(name=name, quality=quality, verdicts=[])
+
+    monkeypatch.setattr(attribute_module, "evaluate", evaluate)
+    monkeypatch.setattr(attribute_module, "model_paths", lambda profile, source: {})
+    att = attribute(ctx, QualityOutput(role="reference"), max_lives=1, groups=[])
+    assert att.trials[0].passes[0].name == "warm"
+    assert att.trials[0].effective_config == config

@@ -1,0 +1,44 @@
+"""`quality.reuse` checks the schema cannot express: a pass must have items to ask again.
+
+A `reuse` block whose `suites` select no configured math or recall result (a typo, a context
+length no recall suite has, a profile with only divergence or lm-eval suites) would run no pass
+while the plan promises one; each such name, and a block that selects nothing, is refused at
+validate with its key path.
+"""
+
+from __future__ import annotations
+
+from qgate.core.yamlload import KeyPath
+from qgate.profile.quality import QualitySpec
+from qgate.profile.suites import exact_results
+
+__all__ = ["reuse_problems"]
+
+_ASKED_AGAIN = ("math", "recall")
+
+
+def reuse_problems(spec: QualitySpec) -> list[tuple[KeyPath, str]]:
+    """(key path, message) for each `quality.reuse` selection that names no configured result."""
+    reuse = spec.reuse
+    if reuse is None:
+        return []
+    results = [s for s, _ in exact_results(spec) if s.partition(".")[0] in _ASKED_AGAIN]
+    shown = ", ".join(results[:8]) or "none: only math and recall results can be asked again"
+    found: list[tuple[KeyPath, str]] = []
+    for index, name in enumerate(reuse.suites or []):
+        if not any(name == s or name == s.partition(".")[0] for s in results):
+            found.append(
+                (
+                    ("quality", "reuse", "suites", index),
+                    f"{name[:80]!r} selects no configured result (configured: {shown})",
+                )
+            )
+    if not found and not results:
+        found.append(
+            (
+                ("quality", "reuse"),
+                "selects no configured suite: the passes ask math and recall results again, "
+                "and the profile configures neither",
+            )
+        )
+    return found
