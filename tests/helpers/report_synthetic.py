@@ -9,6 +9,7 @@ verify really recomputes: editing a raw record changes what they return.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from typing import Any
 
@@ -258,7 +259,10 @@ def build_report(
     `profile_json`: another profile than PROFILE (its candidate's args are what the
     candidate's server reports it was started with).
     """
-    profile = Profile.model_validate(PROFILE if profile_json is None else profile_json)
+    if profile_json is None:  # the profile asks the requests each side measured
+        profile_json = copy.deepcopy(PROFILE)
+        profile_json["perf"]["scenarios"][0]["requests"] = requests
+    profile = Profile.model_validate(profile_json)
     cand_args = {**profile.engine.args, **profile.candidate.args}
     runs = []
     for role, wrong in (("reference", {3}), ("candidate", set(cand_wrong))):

@@ -138,7 +138,7 @@ def _candidates(
         if rep.profile_sha256 != report.profile_sha256 or rep.fingerprint != report.fingerprint:
             raise fail(f"{where}: its report names another profile file or machine")
         sub = VerifyResult[Report](report=rep, keyid=keyid, subjects=[])
-        check_contents(rep, cand.profile, keyid, sub, recompute)
+        check_contents(rep, cand.profile, keyid, sub, recompute, report.plan)
         result.checked += [f"{entry.name}: {line}" for line in sub.checked]
         result.notes += [f"{entry.name}: {line}" for line in sub.notes if line != OWN_LIMITS_NOTE]
         # the same kinds of records in every candidate's report: each named once
