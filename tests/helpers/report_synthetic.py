@@ -21,7 +21,15 @@ from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.profile import Profile
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord, SuiteRun
-from qgate.report.model import PERF_DERIVATION, PerfSection, QualitySection, Report, ScenarioResult
+from qgate.report.changes_applied import change_warnings
+from qgate.report.model import (
+    PERF_DERIVATION,
+    QUALITY_DERIVATION,
+    PerfSection,
+    QualitySection,
+    Report,
+    ScenarioResult,
+)
 from qgate.report.verdict import overall
 from qgate.report.verify.single import Recompute
 from qgate.runtime.capabilities import caps_of, select_machine
@@ -364,7 +372,9 @@ def build_report(
                 command=["python", "-m", "vllm", "--api-key", "hf_secretvalue123"],
             ),
         ],
-        quality=QualitySection(runs=runs, divergence=divergence, verdicts=verdicts),
+        quality=QualitySection(
+            derivation=QUALITY_DERIVATION, runs=runs, divergence=divergence, verdicts=verdicts
+        ),
         perf=perf,
         verdict="PASS",
         # what run decides for this profile on the fingerprinted machine, as verify re-derives it
@@ -372,6 +382,8 @@ def build_report(
         stage_timings={"fingerprint": 0.1, "reference": 40.0, "candidate": 41.0, "perf": 12.0},
         reference_provenance=cache_provenance(),
     )
+    # the candidate's changes the server did not confirm, as `run` writes them (quality 3)
+    report.warnings = change_warnings(profile, report.effective_configs, [], report.perf.runs)
     report.verdict = overall(report.all_verdicts(), report.perf.status)
     return report
 

@@ -27,6 +27,7 @@ from qgate.profile.perf import is_preview
 from qgate.quality.calibrate import check_stored, stored_records
 from qgate.report.model import PREDICATE_TYPE, Report
 from qgate.report.verify.attribution import check_attribution
+from qgate.report.verify.derivation import check_derivations
 from qgate.report.verify.envelope import (
     VerifyResult,
     check_model_dir,
@@ -155,6 +156,10 @@ def _checked_contents(
     recompute: Recompute | None,
     plan: Plan | None,
 ) -> None:
+    applied = check_derivations(report)
+    result.checked.append(
+        f"derivations quality {applied.quality}, perf {applied.perf} applied ({applied.why})"
+    )
     _rederive(report, prof, keyid, result)
     result.checked += check_machine(report, prof, result.signed_only)
     result.signed_only += signed_only(report)
@@ -221,6 +226,11 @@ def signed_only(report: Report) -> list[str]:
             "provenance.cluster: the Ray cluster, each life's node and resources, and where "
             "each side's perf blocks ran"
         )
+    out.append(
+        "fingerprint.qgate_revision: which qgate signed, and so which derivations' checks apply "
+        "(a revision verify lists as an older signer lowers them to that revision's, for "
+        "records that revision could have made)"
+    )
     out.append(
         "stage_timings, starts, created_at, command_line, qgate_version, provenance, artifacts"
     )
