@@ -137,7 +137,10 @@ class ScenarioResult(Record):
 # 5: pooled blocks keep the engine's counters (sum of each block's delta).
 # 6: perf rounds in fresh lives (ScenarioRun.round): round ratios and intervals; one round as
 #    before (the comparisons gain the round fields, their figures unchanged).
-PERF_DERIVATION = 6
+# 7: with rounds, each round is the unit: the ratio is the centre of the across-round interval
+#    (Student's t over the round ratios, the ABBA order fitted from 4 rounds), which is its
+#    interval, nothing within a round added again (qgate/perf/round_interval.py).
+PERF_DERIVATION = 7
 
 
 class PerfSection(Record):

@@ -20,28 +20,24 @@ from collections.abc import Iterator
 from qgate.core.plan import Plan
 from qgate.errors import VerificationFailed
 from qgate.perf.records import ScenarioRun
-from qgate.perf.workloads import expand_inputs, measured_count
-from qgate.profile import FixedScenario, PerfSpec, Profile
+from qgate.perf.workloads import measured_count
+from qgate.profile import PerfSpec, Profile
+from qgate.profile.perf import run_names
 from qgate.report.model import Report
 
-__all__ = ["check_perf_design", "expected_blocks", "run_names"]
+__all__ = ["check_perf_design", "expected_blocks", "scenario_runs"]
 
 
 def _fail(message: str) -> VerificationFailed:
     return VerificationFailed(message)
 
 
-def run_names(spec: PerfSpec) -> Iterator[tuple[str, int, int | None]]:
+def scenario_runs(spec: PerfSpec) -> Iterator[tuple[str, int, int | None]]:
     """(run name, scenario index, measured requests or None) of every run the perf stage
-    makes of `spec`, in order (input-length matrix, then sweep levels: qgate/perf/runner.py)."""
+    makes of `spec`, in order (`run_names`: as qgate/perf/runner.py names them)."""
     for index, scenario in enumerate(spec.scenarios):
-        for s in expand_inputs(scenario):
-            count = measured_count(s)
-            if isinstance(s, FixedScenario) and isinstance(s.concurrency, list):
-                for c in s.concurrency:
-                    yield f"{s.name}@c{c}", index, count
-            else:
-                yield s.name, index, count
+        for name in run_names(scenario):
+            yield name, index, measured_count(scenario)
 
 
 def expected_blocks(profile: Profile, plan: Plan | None) -> tuple[int, str]:
@@ -79,7 +75,7 @@ def check_perf_design(report: Report, profile: Profile, plan: Plan | None = None
         runs.setdefault((r.scenario, r.role, r.round), []).append(r)
     roles = sorted({r.role for r in perf.runs})
     rounds = sorted({r.round for r in perf.runs})
-    names = list(run_names(spec))
+    names = list(scenario_runs(spec))
     held = {r.scenario for r in perf.runs}
     missing = [n for n, _, _ in names if n not in held]
     if missing:
