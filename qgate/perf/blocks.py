@@ -26,15 +26,20 @@ Rounds (perf.rounds) repeat the perf in fresh server lives of both sides
 (ScenarioRun.round), because a restart can move a ratio by more than the
 noise within one life (two H200 runs of one profile: x0.75 [0.69, 0.83] and
 x0.98 [0.61, 1.58], each interval excluding the other's point). With R >= 2
-rounds, each round's ratio pools that round's blocks as `pooled` does, l_r is
-its log and s their standard deviation; the across-round half-width is
-h_r = 1.96 * s / sqrt(R) (stored as the round interval exp(mean(l) -/+ h_r))
-and joins the request and block half-widths in quadrature. 1.96 for the same
-reason as above: with 2 rounds t(0.975, 1) is 12.7, and a gate near its
-limit should ask for more rounds. The block spread is then taken within each
-round (each block ratio less its round's mean, pooled), so the restart
-variation is counted once, by h_r. The point still pools every request of
-every round. With one round every figure is as before.
+rounds, each round's ratio pools that round's blocks as `pooled` does, and the
+round is the unit (perf derivation 7, qgate/perf/round_interval.py): the
+ratio is the centre of the across-round interval, exp(mean of the round log
+ratios) (the ABBA order fitted from 4 rounds), and its interval is Student's
+over the R round ratios alone, since each round ratio already carries the
+request and block noise of its round. The block figures stay for the views
+(their spread taken within each round). Here the normal quantile is not
+good enough: rounds are few and gates judge the interval (with 2 rounds t is
+12.7, and a profile with speed gates must ask for 3 or more).
+
+Perf derivation 6 (`legacy_rounds`) stored h_r = 1.96 * s / sqrt(R) around
+mean(l) as the round interval and added it to the request and block
+half-widths in quadrature around the pooled point; verify recomputes such a
+report that way. With one round every figure is as before.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from collections.abc import Callable, Sequence
 
 from qgate.perf.compare import MetricComparison
 from qgate.perf.records import ScenarioRun
+from qgate.perf.round_interval import RoundInterval, round_interval
 
 __all__ = [
     "BlockCompare",
@@ -143,6 +149,24 @@ def widened(
     )
 
 
+def _at_least_within(
+    row: MetricComparison, unit: RoundInterval, block_halves: Sequence[float]
+) -> tuple[float, float]:
+    """The across-round interval, never narrower on a side than the noise within one life
+    (the request bootstrap's half-width with the block spread in quadrature): a floor, not
+    a sum, so within-round noise is not counted twice; rounds that happen to agree do not
+    make a point of the ratio."""
+    lo, hi = unit.centre - unit.half, unit.centre + unit.half
+    if row.ratio is not None and row.ratio > 0:
+        within_lo, within_hi = widened(
+            row.ratio, row.ci_low, row.ci_high, math.hypot(*block_halves)
+        )
+        point = math.log(row.ratio)
+        lo = min(lo, unit.centre - (point - math.log(within_lo)))
+        hi = max(hi, unit.centre + (math.log(within_hi) - point))
+    return math.exp(lo), math.exp(hi)
+
+
 def rounds_of(runs: Sequence[ScenarioRun]) -> list[int]:
     """The rounds `runs` hold, in order."""
     return sorted({r.round for r in runs})
@@ -155,9 +179,11 @@ def compare_blocks(
     resamples: int,
     seed: int,
     compare: BlockCompare,
+    legacy_rounds: bool = False,
 ) -> list[MetricComparison]:
     """Per-metric comparison of one scenario's blocks and rounds (pure; `verify` recomputes
-    it)."""
+    it). `legacy_rounds`: the across-round figures of perf derivation 6 (normal quantile, in
+    quadrature with the request and block half-widths, around the pooled point)."""
     refs, cands = by_block(references), by_block(candidates)
     rows = compare(pooled(refs), pooled(cands), resamples=resamples, seed=seed)
     rounds = rounds_of([*refs, *cands])
@@ -192,14 +218,19 @@ def compare_blocks(
             halves += [found[1]] if found is not None else []
         if len(rounds) >= 2:
             ratios = [got[k].ratio if got is not None else None for got in per_round]
+            update |= {"rounds": len(rounds), "round_ratios": ratios}
+            if not legacy_rounds:  # each round the unit: its interval is the ratio's
+                unit = round_interval(ratios, rounds)
+                lo, hi = (unit.low, unit.high) if unit is not None else (None, None)
+                update |= {"round_ci_low": lo, "round_ci_high": hi, "ci_low": lo, "ci_high": hi}
+                if unit is not None:
+                    update["ratio"] = math.exp(unit.centre)
+                    update["ci_low"], update["ci_high"] = _at_least_within(row, unit, halves)
+                out.append(row.model_copy(update=update))
+                continue
             found = _half_width(ratios)
             lo, hi = _interval(found)
-            update |= {
-                "rounds": len(rounds),
-                "round_ratios": ratios,
-                "round_ci_low": lo,
-                "round_ci_high": hi,
-            }
+            update |= {"round_ci_low": lo, "round_ci_high": hi}
             halves += [found[1]] if found is not None else []
         if row.ratio is not None and halves:
             update["ci_low"], update["ci_high"] = widened(

@@ -119,8 +119,14 @@ class MetricComparison(Record):
     better: Literal["lower", "higher"] = Field(description="Which direction is an improvement.")
     reference: float | None = Field(description="Reference value (median, or aggregate).")
     candidate: float | None = Field(description="Candidate value (median, or aggregate).")
-    ratio: float | None = Field(description="candidate / reference; None if not computable.")
-    ci_low: float | None = Field(description="Bootstrap 2.5th percentile of the ratio.")
+    ratio: float | None = Field(
+        description="candidate / reference; None if not computable. With rounds > 1 (perf "
+        "derivation 7): exp(mean of the round log ratios), the across-round interval's centre."
+    )
+    ci_low: float | None = Field(
+        description="Bootstrap 2.5th percentile of the ratio (widened by the block spread; "
+        "with rounds > 1 the across-round interval's lower end)."
+    )
     ci_high: float | None = Field(description="Bootstrap 97.5th percentile of the ratio.")
     resamples: int = Field(description="Bootstrap resamples (0 for aggregate metrics).")
     seed: int = Field(description="Seed of the bootstrap generator.")
@@ -150,8 +156,9 @@ class MetricComparison(Record):
     )
     round_ci_low: float | None = Field(
         default=None,
-        description="Lower end of the across-round 95% interval of the ratio (normal "
-        "quantile over the round ratios, qgate/perf/blocks.py).",
+        description="Lower end of the across-round 95% interval of the ratio (Student's t "
+        "over the round ratios, the ABBA order fitted from 4 rounds; the normal quantile "
+        "before perf derivation 7; qgate/perf/round_interval.py).",
     )
     round_ci_high: float | None = Field(
         default=None, description="Upper end of the across-round 95% interval of the ratio."

@@ -30,6 +30,17 @@ DEFAULT_BUCKET_S = 60.0
 MAX_BUCKETS = 20_000
 
 
+MIN_GATED_ROUNDS = 3
+"""The fewest perf rounds (above 1) a profile with speed gates may ask (qgate/perf/
+round_interval.py: each round is the unit of the across-round interval)."""
+ROUNDS_TOO_FEW = (
+    "2 rounds cannot bound a speed gate: the across-round 95% interval is the mean of the 2 "
+    "round log-ratios -/+ t(0.975, 1) = 12.7 x s / sqrt(2), about 9 round standard deviations "
+    "each side; ask for rounds: 3 or more (3: -/+ 2.5 s; 4: -/+ 2.2 s with the ABBA order "
+    "fitted; 6: -/+ 1.1 s), or rounds: 1 (the interval within one life)"
+)
+
+
 class ScenarioBase(Strict):
     name: str = Field(min_length=1, max_length=128, description="Unique scenario name.")
     warmup: int = Field(default=2, ge=0, description="Requests sent first and not measured.")
@@ -167,8 +178,10 @@ class PerfSpec(Strict):
         "side by side, each round starts both at once and its interleaving begins with the "
         "other side in even rounds. Rounds 2 and later run only when the candidate's gates "
         "passed and repeat every scenario with all its blocks; quality is not asked again. "
-        "Each ratio's interval widens to cover the spread of its per-round ratios, so it "
-        "holds across restarts, not only within one life. Needs compare_to: reference.",
+        "With rounds, each round is the unit: a ratio is the mean of its round log-ratios "
+        "and its 95% interval Student's t over them (the ABBA order fitted from 4 rounds), "
+        "so it holds across restarts, not only within one life. Needs compare_to: "
+        "reference; with speed gates, 1 or at least 3 (2 rounds bound nothing: t is 12.7).",
     )
     gates: list[PerfGate] = Field(
         default_factory=list,
@@ -202,6 +215,8 @@ class PerfSpec(Strict):
             issues.append(
                 (("rounds",), "rounds > 1 repeat both sides: needs compare_to: reference")
             )
+        if self.gates and 1 < self.rounds < MIN_GATED_ROUNDS:
+            issues.append((("rounds",), ROUNDS_TOO_FEW))
         if issues:
             raise KeyIssue(issues)
         return self

@@ -139,7 +139,10 @@ class ScenarioResult(Record):
 # 5: pooled blocks keep the engine's counters (sum of each block's delta).
 # 6: perf rounds in fresh lives (ScenarioRun.round): round ratios and intervals; one round as
 #    before (the comparisons gain the round fields, their figures unchanged).
-PERF_DERIVATION = 6
+# 7: with rounds, each round is the unit: the ratio is the centre of the across-round interval
+#    (Student's t over the round ratios, the ABBA order fitted from 4 rounds), which is its
+#    interval, nothing within a round added again (qgate/perf/round_interval.py).
+PERF_DERIVATION = 7
 BOOTSTRAP_SEED = 0
 """The seed every run draws its bootstrap with (verify holds a report to it)."""
 

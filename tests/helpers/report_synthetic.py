@@ -9,6 +9,7 @@ verify really recomputes: editing a raw record changes what they return.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from typing import Any
 
@@ -21,9 +22,11 @@ from qgate.profile import MathSuite, Profile
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.math_set import math_data_sha256, math_items, short_prompt
 from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord, SuiteRun
+from qgate.report.changes_applied import change_warnings
 from qgate.report.model import (
     BOOTSTRAP_SEED,
     PERF_DERIVATION,
+    QUALITY_DERIVATION,
     PerfSection,
     QualitySection,
     Report,
@@ -269,7 +272,10 @@ def build_report(
     `profile_json`: another profile than PROFILE (its candidate's args are what the
     candidate's server reports it was started with).
     """
-    profile = Profile.model_validate(PROFILE if profile_json is None else profile_json)
+    if profile_json is None:  # the profile asks the requests each side measured
+        profile_json = copy.deepcopy(PROFILE)
+        profile_json["perf"]["scenarios"][0]["requests"] = requests
+    profile = Profile.model_validate(profile_json)
     cand_args = {**profile.engine.args, **profile.candidate.args}
     spec = profile.quality.math or MathSuite()
     runs = []
@@ -372,7 +378,9 @@ def build_report(
                 command=["python", "-m", "vllm", "--api-key", "hf_secretvalue123"],
             ),
         ],
-        quality=QualitySection(runs=runs, divergence=divergence, verdicts=verdicts),
+        quality=QualitySection(
+            derivation=QUALITY_DERIVATION, runs=runs, divergence=divergence, verdicts=verdicts
+        ),
         perf=perf,
         verdict="PASS",
         # what run decides for this profile on the fingerprinted machine, as verify re-derives it
@@ -380,6 +388,8 @@ def build_report(
         stage_timings={"fingerprint": 0.1, "reference": 40.0, "candidate": 41.0, "perf": 12.0},
         reference_provenance=cache_provenance(),
     )
+    # the candidate's changes the server did not confirm, as `run` writes them (quality 3)
+    report.warnings = change_warnings(profile, report.effective_configs, [], report.perf.runs)
     report.verdict = overall(report.all_verdicts(), report.perf.status)
     return report
 

@@ -140,7 +140,7 @@ def _candidates(
         sub = VerifyResult[Report](
             report=rep, keyid=keyid, subjects=[], profile_given=result.profile_given
         )
-        check_contents(rep, cand.profile, keyid, sub, recompute)
+        check_contents(rep, cand.profile, keyid, sub, recompute, report.plan)
         result.checked += [f"{entry.name}: {line}" for line in sub.checked]
         result.notes += [f"{entry.name}: {line}" for line in sub.notes if line != OWN_LIMITS_NOTE]
         # the same kinds of records in every candidate's report: each named once

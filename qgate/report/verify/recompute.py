@@ -368,6 +368,7 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
                     resamples=perf.bootstrap_resamples,
                     seed=perf.bootstrap_seed,
                     compare=fns.compare,
+                    legacy_rounds=perf.derivation < 7,
                 )
             )
         else:

@@ -20,12 +20,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from qgate.core.plan import Plan
 from qgate.errors import VerificationFailed
 from qgate.profile import Profile
 from qgate.profile.perf import is_preview
 from qgate.quality.calibrate import check_stored, model_label, model_problem, stored_records
 from qgate.report.model import PREDICATE_TYPE, Report
 from qgate.report.verify.attribution import check_attribution
+from qgate.report.verify.derivation import check_derivations
 from qgate.report.verify.envelope import (
     VerifyResult,
     check_model_dir,
@@ -37,6 +39,7 @@ from qgate.report.verify.envelope import (
     read_inputs,
 )
 from qgate.report.verify.machine import check_machine
+from qgate.report.verify.perf_design import check_perf_design
 from qgate.report.verify.profile import match_profile
 from qgate.report.verify.provenance import check_provenance
 from qgate.report.verify.recompute import (
@@ -127,10 +130,12 @@ def check_contents(
     keyid: str,
     result: VerifyResult[Report],
     recompute: Recompute | None,
+    plan: Plan | None = None,
 ) -> None:
     """Everything but the envelope: records re-derived, every verdict and figure recomputed.
 
-    Also what a multi report's verification runs on each candidate's embedded report.
+    Also what a multi report's verification runs on each candidate's embedded report (`plan`:
+    the multi report's, which the candidate's report does not hold).
     """
     stored = report.quality.calibration
     problems = check_stored(stored, prof.quality.math, report.quality.runs)
@@ -144,7 +149,7 @@ def check_contents(
         result.checked.append(f"calibration re-derived: levels {stored.chosen}")
     # the math items and sizes follow from the report's calibration records, not the local file
     with stored_records(stored):
-        _checked_contents(report, prof, keyid, result, recompute)
+        _checked_contents(report, prof, keyid, result, recompute, plan)
 
 
 def _checked_contents(
@@ -153,7 +158,12 @@ def _checked_contents(
     keyid: str,
     result: VerifyResult[Report],
     recompute: Recompute | None,
+    plan: Plan | None,
 ) -> None:
+    applied = check_derivations(report)
+    result.checked.append(
+        f"derivations quality {applied.quality}, perf {applied.perf} applied ({applied.why})"
+    )
     _rederive(report, prof, keyid, result)
     result.checked += check_machine(report, prof, result.signed_only)
     result.signed_only += signed_only(report)
@@ -163,6 +173,8 @@ def _checked_contents(
     warnings = recompute_warnings(report, prof)
     result.checked.append(f"{warnings} warnings re-derived from the profile and the records")
     if line := check_attribution(report, prof, fns):
+        result.checked.append(line)
+    if line := check_perf_design(report, prof, plan):
         result.checked.append(line)
     scenarios = recompute_perf(report, prof, fns)
     result.checked.append(f"{scenarios} perf scenarios recomputed")
@@ -198,7 +210,9 @@ def signed_only(report: Report) -> list[str]:
     if report.perf.runs:
         out.append(
             "perf.runs: per-request timestamps, token counts and server counters "
-            "(every perf figure and ratio is re-derived from them)"
+            "(every perf figure and ratio is re-derived from them; their blocks per round and "
+            "requests per block are held to the profile, a side's probes to none or one per "
+            "probe_share of its requests)"
         )
     if report.reference_provenance is not None:
         out.append(
@@ -206,7 +220,10 @@ def signed_only(report: Report) -> list[str]:
             "cache entry's records are the report's"
         )
     if report.plan is not None:
-        out.append("plan: the server lives the run planned")
+        out.append(
+            "plan: the server lives the run planned (with perf.blocks unset, its mode gives the "
+            "blocks per side verify expects: 2 together, 1 in sequence)"
+        )
     if report.attribution is not None:
         out.append("attribution: each trial's raw records (its verdicts are re-derived)")
     if report.provenance is not None and report.provenance.cluster is not None:
@@ -214,6 +231,11 @@ def signed_only(report: Report) -> list[str]:
             "provenance.cluster: the Ray cluster, each life's node and resources, and where "
             "each side's perf blocks ran"
         )
+    out.append(
+        "fingerprint.qgate_revision: which qgate signed, and so which derivations' checks apply "
+        "(a revision verify lists as an older signer lowers them to that revision's, for "
+        "records that revision could have made)"
+    )
     out.append(
         "stage_timings, starts, created_at, command_line, qgate_version, provenance, artifacts"
     )

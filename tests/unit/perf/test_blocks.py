@@ -121,25 +121,40 @@ def test_a_spread_of_round_ratios_widens_the_interval() -> None:
     # round 0: the candidate at half the reference's TTFT; round 1 (a restart) at ~0.9
     refs, cands = _rounds([[50, 51, 52, 53, 54, 55], [90, 91, 92, 93, 94, 95]])
     ttft = _ttft(compare_blocks(refs, cands, resamples=400, seed=1, compare=compare))
-    pooled_only = _ttft(compare(pooled(refs), pooled(cands), resamples=400, seed=1))
     assert ttft.rounds == 2 and ttft.blocks == 1 and ttft.block_ratios == []
     assert ttft.round_ratios == pytest.approx([52.5 / 102.5, 92.5 / 102.5])
+    logs = [math.log(r) for r in ttft.round_ratios]
+    # each round the unit: mean -/+ t(0.975, 1) * s / sqrt(2), s = |l0 - l1| / sqrt(2)
+    half = 12.706204736 * abs(logs[0] - logs[1]) / math.sqrt(2) / math.sqrt(2)
+    centre = sum(logs) / 2
+    assert ttft.ratio == pytest.approx(math.exp(centre))  # the interval's centre
+    assert ttft.round_ci_low == pytest.approx(math.exp(centre - half))
+    assert ttft.round_ci_high == pytest.approx(math.exp(centre + half))
+    assert (ttft.ci_low, ttft.ci_high) == (ttft.round_ci_low, ttft.round_ci_high)
+    assert ttft.ci_low < ttft.ratio < ttft.ci_high
+
+
+def test_derivation_6_rounds_are_recomputed_as_they_were() -> None:
+    refs, cands = _rounds([[50, 51, 52, 53, 54, 55], [90, 91, 92, 93, 94, 95]])
+    rows = compare_blocks(refs, cands, resamples=400, seed=1, compare=compare, legacy_rounds=True)
+    ttft = _ttft(rows)
+    pooled_only = _ttft(compare(pooled(refs), pooled(cands), resamples=400, seed=1))
     logs = [math.log(r) for r in ttft.round_ratios]
     half = 1.96 * abs(logs[0] - logs[1]) / math.sqrt(2) / math.sqrt(2)
     centre = sum(logs) / 2
     assert ttft.round_ci_low == pytest.approx(math.exp(centre - half), rel=1e-3)
     assert ttft.round_ci_high == pytest.approx(math.exp(centre + half), rel=1e-3)
-    assert ttft.ratio == pooled_only.ratio  # the point pools every round's requests
+    assert ttft.ratio == pooled_only.ratio  # the point pooled every round's requests
     expected = widened(pooled_only.ratio, pooled_only.ci_low, pooled_only.ci_high, half)
     assert (ttft.ci_low, ttft.ci_high) == pytest.approx(expected, rel=1e-3)
-    assert ttft.ci_low < pooled_only.ci_low and ttft.ci_high > pooled_only.ci_high
 
 
-def test_rounds_that_agree_add_nothing() -> None:
+def test_rounds_that_agree_leave_the_noise_within_a_life() -> None:
     refs, cands = _rounds([[50, 51, 52, 53, 54, 55]] * 3)
     ttft = _ttft(compare_blocks(refs, cands, resamples=400, seed=1, compare=compare))
     pooled_only = _ttft(compare(pooled(refs), pooled(cands), resamples=400, seed=1))
     assert ttft.rounds == 3 and ttft.round_ci_low == pytest.approx(ttft.round_ci_high)
+    # a floor, not a sum: the request interval, not narrower and not wider
     assert (ttft.ci_low, ttft.ci_high) == pytest.approx((pooled_only.ci_low, pooled_only.ci_high))
 
 

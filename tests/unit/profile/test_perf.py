@@ -94,6 +94,12 @@ CASES: list[tuple[str, str, str, str]] = [
         "10",
     ),
     (
+        "gates-on-two-rounds",
+        BASE + "  rounds: 2\n  gates:\n    - {metric: output_throughput, min_ratio: 1}\n",
+        ":12 perf.rounds:",
+        "2 rounds cannot bound a speed gate",
+    ),
+    (
         "published-unknown-scenario",
         BASE
         + "  published:\n    - {source: x, date: 2026-01-01, hardware: 8xMI325X,"
@@ -178,6 +184,15 @@ def test_valid_gates_and_published_figures(tmp_path: Path) -> None:
     assert perf is not None
     assert [g.metric for g in perf.gates] == ["output_throughput", "ttft_ms.p99"]
     assert perf.published[0].value == 4.14 and str(perf.published[0].date) == "2026-10-01"
+
+
+@pytest.mark.parametrize("rounds", [1, 3, 10])
+def test_gates_with_one_or_three_rounds_and_more_validate(tmp_path: Path, rounds: int) -> None:
+    text = (
+        BASE + f"  rounds: {rounds}\n  gates:\n    - {{metric: output_throughput, min_ratio: 1}}\n"
+    )
+    code, err, _ = _validate(tmp_path, text)
+    assert code == 0, err
 
 
 def test_preview_profile_validates_and_is_a_preview(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ def test_assembled_report_verifies(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str
 ) -> None:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    raw = build_report(items=10, requests=4)
+    raw = build_report(items=10, requests=3)
     profile = Profile.model_validate(PROFILE)
     profile_file = tmp_path / "p.yaml"
     profile_file.write_text(json.dumps(PROFILE))  # JSON is YAML

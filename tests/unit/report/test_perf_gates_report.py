@@ -54,6 +54,7 @@ def _report(cand_step_ms: float) -> tuple[Report, Profile]:
     raw = build_report(items=10)  # candidate loses one item of ten: within max_drop
     data: dict[str, Any] = copy.deepcopy(PROFILE)
     data["perf"]["gates"] = GATES
+    data["perf"]["scenarios"][0]["requests"] = 12  # what each side measured
     profile = Profile.model_validate(data)
     verdicts = evaluate_quality(profile.quality, raw.quality.runs, raw.quality.divergence)
     assert verdicts and all(v.passed for v in verdicts)
@@ -129,6 +130,7 @@ def test_verify_rejects_a_dropped_perf_gate() -> None:
 
 def _preview(cand_step_ms: float) -> Report:
     data: dict[str, Any] = copy.deepcopy(PROFILE)
+    data["perf"]["scenarios"][0]["requests"] = 12  # what each side measured
     del data["quality"]
     data["model"] = {"path": "/models/llama3-8b-shape"}
     data["engine"] = {"args": {"load_format": "dummy"}}

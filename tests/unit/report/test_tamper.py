@@ -61,7 +61,7 @@ def case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Case:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     profile = tmp_path / "profile.yaml"
     profile.write_text(json.dumps(PROFILE))  # JSON is YAML
-    report = build_report(items=10, requests=4, fns=default_recompute())
+    report = build_report(items=10, requests=3, fns=default_recompute())
     report.profile_sha256 = profile_subject(profile).sha256
     signer = make_signer("ecdsa")
     pubkey = tmp_path / "key.pub.pem"

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
+from helpers.examples import predicate_of
+from helpers.report_synthetic import build_report
+from helpers.resign import example_report, rederived, resigned_verify
+
+from qgate.errors import VerificationFailed
+from qgate.report.model import Report
+from qgate.report.verify.derivation import check_derivations, signer_derivations
 from qgate.report.verify.recompute import _covers
 
 ROW = {
@@ -56,11 +66,9 @@ def test_a_stored_interval_must_match() -> None:
 
 
 def test_a_newer_derivation_is_refused_by_name() -> None:
-    import pytest
     from helpers.report_synthetic import FAKES, build_report, make_signer
 
     from qgate.attest.statement import Subject
-    from qgate.errors import VerificationFailed
     from qgate.report.model import PERF_DERIVATION
     from qgate.report.signing import sign_report
     from qgate.report.verify.single import verify_bytes
@@ -72,3 +80,71 @@ def test_a_newer_derivation_is_refused_by_name() -> None:
     envelope = sign_report(report, subjects, signer)
     with pytest.raises(VerificationFailed, match=r"made by a newer qgate"):
         verify_bytes(envelope, signer.public_pem, recompute=FAKES)
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def test_every_committed_example_is_checked_at_its_signers_derivations() -> None:
+    """Each example's revision is a listed older signer with the derivations it claims, or the
+    example is of this qgate's derivations."""
+    for path in sorted(EXAMPLES.glob("**/report.intoto.jsonl")):
+        report = Report.model_validate(predicate_of(path))
+        claimed = (report.quality.derivation, report.perf.derivation)
+        assert signer_derivations(report)[:2] == claimed, path
+        assert check_derivations(report)[:2] == claimed, path
+
+
+def _lower(section: str) -> Callable[[Report], None]:
+    def edit(report: Report) -> None:
+        part = getattr(report, section)
+        part.derivation -= 1
+        if section == "quality":  # made before the unconfirmed-changes warning: none
+            report.warnings = [w for w in report.warnings if "not confirmed" not in w]
+        rederived(report)
+
+    return edit
+
+
+def test_a_lowered_perf_derivation_is_rejected_naming_both_values() -> None:
+    run = EXAMPLES / "cpu" / "smollm2-cpu-rounds"
+    claimed = example_report(run).perf.derivation
+    with pytest.raises(VerificationFailed) as info:
+        resigned_verify(run, _lower("perf"))
+    assert f"perf.derivation: {claimed - 1} stored" in info.value.message
+
+
+def test_a_lowered_quality_derivation_is_rejected_naming_the_signer() -> None:
+    run = EXAMPLES / "h200" / "kv-offload"
+    with pytest.raises(VerificationFailed) as info:
+        resigned_verify(run, _lower("quality"), run / "profile.yaml")
+    assert info.value.message == (
+        "quality.derivation: 2 stored, 3 re-derived (what qgate revision "
+        "'git archive bfbcf8c' wrote)"
+    )
+
+
+def test_a_report_of_an_unknown_signer_is_held_to_the_newest() -> None:
+    report = build_report(requests=4)
+    assert report.fingerprint is not None and report.fingerprint.qgate_revision is None
+    report.quality.derivation = 2
+    with pytest.raises(VerificationFailed, match=r"quality.derivation: 2 stored, 3 re-derived"):
+        check_derivations(report)
+
+
+def test_naming_an_older_signer_does_not_lower_the_checks_of_newer_records() -> None:
+    """An insider names a revision that wrote perf 5; records of a later round need 6."""
+    run = EXAMPLES / "cpu" / "smollm2-cpu-rounds"
+
+    def spoof(report: Report) -> None:
+        assert report.fingerprint is not None
+        report.fingerprint.qgate_revision = "git archive bfbcf8c"  # wrote (3, 5)
+        report.perf.derivation = 5
+        rederived(report)
+
+    with pytest.raises(VerificationFailed) as info:
+        resigned_verify(run, spoof)
+    assert info.value.message.startswith(
+        "perf.derivation: 5 stored, at least 6 re-derived from the records (perf records of "
+        "a later round"
+    )

@@ -8,8 +8,9 @@ from helpers.report_synthetic import build_report, make_signer
 from helpers.series_synthetic import series_report
 
 from qgate.attest.statement import Subject
+from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
-from qgate.report.model import PERF_DERIVATION, Report
+from qgate.report.model import PERF_DERIVATION, QUALITY_V2_FIELDS, Report
 from qgate.report.signing import sign_report
 from qgate.report.verify.single import default_recompute, verify_bytes
 
@@ -24,7 +25,7 @@ def verify(report: Report) -> None:
 
 def test_a_report_with_a_series_verifies() -> None:
     report = series_report()
-    assert report.perf.derivation == PERF_DERIVATION == 6
+    assert report.perf.derivation == PERF_DERIVATION == 7
     series = report.perf.results[0].candidate["time_series"]  # type: ignore[index]
     assert len(series["buckets"]) >= 3 and series["bucket_s"] == 0.05
     verify(report)
@@ -57,10 +58,27 @@ def test_a_dropped_series_is_rejected_at_the_current_derivation() -> None:
         verify(report)
 
 
+# revisions of committed examples that wrote perf derivation 1 and 2 (quality 1)
+SIGNED_BY = {1: "git archive 7a13e74", 2: "git archive e7e159d"}
+
+
+def as_signed_by_an_old_qgate(report: Report, revision: str, perf: int) -> None:
+    """`report` as that revision wrote it: its derivations, no eval-result fields in the
+    quality verdicts (quality 1), no unconfirmed-changes warning (quality 3)."""
+    assert report.fingerprint is not None
+    report.fingerprint.qgate_revision = revision
+    report.perf.derivation, report.quality.derivation = perf, 1
+    report.quality.verdicts = [
+        v.model_copy(update={k: Verdict.model_fields[k].default for k in QUALITY_V2_FIELDS})
+        for v in report.quality.verdicts
+    ]
+    report.warnings = []
+
+
 @pytest.mark.parametrize("derivation", [1, 2])
 def test_older_derivations_without_a_series_still_verify(derivation: int) -> None:
     report = build_report(requests=4, fns=default_recompute())
-    report.perf.derivation = derivation
+    as_signed_by_an_old_qgate(report, SIGNED_BY[derivation], derivation)
     for result in report.perf.results:
         for summary in (result.reference, result.candidate):
             assert summary is not None and summary.pop("time_series") is None

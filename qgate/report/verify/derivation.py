@@ -1,0 +1,118 @@
+"""Which derivation's checks verify applies: the signing qgate's, never the one a report claims.
+
+`quality.derivation` and `perf.derivation` say which figures the qgate that made a report
+derived; verify relaxes its checks for older ones (no V2 verdict fields before quality 2, no
+unconfirmed-changes warning before 3, counters dropped from pooled blocks before perf 5,
+stored figures only "covered" below the current perf derivation, the perf-rounds interval
+rule of perf 6). A report cannot be trusted to say that of itself: someone who holds the key
+could lower the number and switch the newer checks off.
+
+So the derivations are taken from the qgate that signed. The report records which one in
+`fingerprint.qgate_revision` (`git describe` of the source tree, or the commit of a `git
+archive`); `qgate_version` has been 0.1.0 throughout, so it tells nothing yet. `SIGNERS`
+lists the revisions known to have written older derivations (those of the committed example
+runs, checked by their tests); any other report, the revision unknown or absent, is held to
+this qgate's derivations (the newest). The claimed numbers must equal the signer's, and they
+may not be below what the records themselves need (`record_floor`: a run in a later round is
+derivation 6, a second block 4, a time series 3; a verdict with its eval-result fields is
+quality 2), so naming an old revision does not lower the checks of records that revision
+could not have made. What remains (named under "signed but not re-derived"): the revision is
+itself signed, not re-derived, so a report whose records an older listed revision could have
+made may name that revision and be checked as it would have been.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from qgate.errors import VerificationFailed
+from qgate.report.model import PERF_DERIVATION, QUALITY_DERIVATION, Report
+
+__all__ = ["SIGNERS", "Derivations", "check_derivations", "record_floor", "signer_derivations"]
+
+
+class Derivations(NamedTuple):
+    """The quality and perf derivation numbers, and why they are what they are."""
+
+    quality: int
+    perf: int
+    why: str
+
+
+# fingerprint.qgate_revision -> (quality, perf) derivations that revision wrote: every
+# revision known to have signed a report of an older derivation than this qgate's (the
+# committed examples; tests/unit/report/test_verify_derivation.py checks each).
+SIGNERS: dict[str, tuple[int, int]] = {
+    "git archive 7a13e74": (1, 1),  # examples/h200/llama3-8b-shape-h200-preview (schema 1)
+    "git archive e7e159d": (1, 2),  # examples/h200x2/...-preview
+    "git archive 6c77f54": (1, 2),  # examples/h200x2/...-preview-r2
+    "git archive 5916213": (1, 4),  # examples/h200/one-life/preview-run*
+    "git archive 6828f90": (1, 4),  # examples/h200/one-life/smollm2-run*
+    "git archive 9cf3e66": (2, 5),  # examples/h200/smollm2-h200-fp8
+    "git archive add1877": (2, 5),  # examples/h200/side-by-side/run*
+    "git archive bfbcf8c": (3, 5),  # examples/h200/kv-offload
+    "0e0f091629e4-dirty": (3, 6),  # the first examples/cpu/smollm2-cpu-rounds (commit 3acf0d1)
+}
+
+
+def signer_derivations(report: Report) -> Derivations:
+    """The derivations the qgate that signed `report` wrote: from `SIGNERS` by its recorded
+    revision, else this qgate's (the newest)."""
+    fp = report.fingerprint
+    revision = fp.qgate_revision if fp is not None else None
+    if revision is not None and revision in SIGNERS:
+        quality, perf = SIGNERS[revision]
+        return Derivations(quality, perf, f"what qgate revision {revision!r} wrote")
+    shown = f"qgate revision {revision!r}" if revision else "no qgate revision recorded"
+    return Derivations(
+        QUALITY_DERIVATION,
+        PERF_DERIVATION,
+        f"{shown}: not one known to have written an older derivation, so this qgate's",
+    )
+
+
+def record_floor(report: Report) -> Derivations:
+    """The least derivations that could have made the report's records and figures."""
+    runs = report.perf.runs
+    perf, why = 1, []
+    if any(r.round > 0 for r in runs):
+        perf, why = 6, ["perf records of a later round (perf.rounds)"]
+    elif any(r.block > 0 for r in runs):
+        perf, why = 4, ["perf records of a second block (perf.blocks)"]
+    elif any(
+        summary is not None and "time_series" in summary
+        for result in report.perf.results
+        for summary in (result.reference, result.candidate)
+    ):
+        perf, why = 3, ["perf summaries with a time series"]
+    quality = 1
+    if any(v.metric is not None for v in report.quality.verdicts):
+        quality = 2
+        why.append("quality verdicts with their eval-result fields")
+    return Derivations(quality, perf, "; ".join(why) or "no record needs more than 1")
+
+
+def check_derivations(report: Report) -> Derivations:
+    """The derivations verify applies: the signer's; raise VerificationFailed when the report
+    claims others, or fewer than its records need. A claim above this qgate's is left to the
+    recomputation, which names the newer qgate."""
+    signer = signer_derivations(report)
+    floor = record_floor(report)
+    claims = (
+        ("quality.derivation", report.quality.derivation, signer.quality, floor.quality),
+        ("perf.derivation", report.perf.derivation, signer.perf, floor.perf),
+    )
+    newest = {"quality.derivation": QUALITY_DERIVATION, "perf.derivation": PERF_DERIVATION}
+    for name, claimed, signed, least in claims:
+        if claimed > newest[name]:
+            continue
+        if claimed < least:
+            raise VerificationFailed(
+                f"{name}: {claimed} stored, at least {least} re-derived from the records "
+                f"({floor.why})"
+            )
+        if claimed != signed:
+            raise VerificationFailed(
+                f"{name}: {claimed} stored, {signed} re-derived ({signer.why})"
+            )
+    return signer

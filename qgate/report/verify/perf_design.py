@@ -1,0 +1,119 @@
+"""The perf records hold what the profile asked: every scenario run, every block of every
+round, every measured request of every block (issue 43, insider edits).
+
+The figures are re-derived from the records (recompute.py), so records that were dropped
+leave figures that still "follow": one block pair dropped from a two-block run moved a TTFT
+ratio from x1.46 [0.47, 3.83] to x0.71 [0.51, 0.98] and turned a speed gate from FAIL to
+PASS. Here the shape of the records is held to the profile: each side of each scenario run
+(a sweep level, an input length) holds, in every round, the blocks 0 .. B-1 (B: perf.blocks,
+else what the run's plan mode gives: 2 side by side, 1 in sequence), each block holds the
+scenario's measured requests (`requests`, or conversations x turns; a duration-bound
+scenario's count is its own), and the quality probes mixed in are one per round(1 /
+probe_share) measured completions (or none). A difference is rejected naming the field and
+both values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from qgate.core.plan import Plan
+from qgate.errors import VerificationFailed
+from qgate.perf.records import ScenarioRun
+from qgate.perf.workloads import measured_count
+from qgate.profile import PerfSpec, Profile
+from qgate.profile.perf import run_names
+from qgate.report.model import Report
+
+__all__ = ["check_perf_design", "expected_blocks", "scenario_runs"]
+
+
+def _fail(message: str) -> VerificationFailed:
+    return VerificationFailed(message)
+
+
+def scenario_runs(spec: PerfSpec) -> Iterator[tuple[str, int, int | None]]:
+    """(run name, scenario index, measured requests or None) of every run the perf stage
+    makes of `spec`, in order (`run_names`: as qgate/perf/runner.py names them)."""
+    for index, scenario in enumerate(spec.scenarios):
+        for name in run_names(scenario):
+            yield name, index, measured_count(scenario)
+
+
+def expected_blocks(profile: Profile, plan: Plan | None) -> tuple[int, str]:
+    """Blocks per side per round the run made, and where that number comes from."""
+    spec = profile.perf
+    if spec is None:
+        return 1, "no perf section"
+    if spec.blocks is not None:
+        return spec.blocks, f"perf.blocks {spec.blocks}"
+    together = plan is not None and plan.mode == "together" and spec.compare_to == "reference"
+    if together:
+        return 2, "perf.blocks unset: 2 side by side (plan mode together)"
+    return 1, "perf.blocks unset: 1 in sequence"
+
+
+def _probe_gap(share: float) -> int:
+    """Measured completions per quality probe (qgate/perf/runner.py); 0: no probes."""
+    return max(1, round(1 / share)) if share > 0 else 0
+
+
+def check_perf_design(report: Report, profile: Profile, plan: Plan | None = None) -> str:
+    """Raise VerificationFailed when the perf records are not the shape the profile asks;
+    a line for `checked`. `plan`: the run's plan where the report holds none (a multi
+    report's candidate)."""
+    perf = report.perf
+    spec = profile.perf
+    if spec is None or not perf.runs:
+        return ""
+    plan = report.plan if report.plan is not None else plan
+    blocks, why = expected_blocks(profile, plan)
+    if plan is not None and plan.blocks != blocks and report.plan is not None:
+        raise _fail(f"plan.blocks: {plan.blocks} stored, {blocks} re-derived ({why})")
+    runs: dict[tuple[str, str, int], list[ScenarioRun]] = {}
+    for r in perf.runs:
+        runs.setdefault((r.scenario, r.role, r.round), []).append(r)
+    roles = sorted({r.role for r in perf.runs})
+    rounds = sorted({r.round for r in perf.runs})
+    names = list(scenario_runs(spec))
+    held = {r.scenario for r in perf.runs}
+    missing = [n for n, _, _ in names if n not in held]
+    if missing:
+        raise _fail(
+            f"perf: scenario run {missing[0]} of the profile has no records "
+            f"({len(held)} scenario runs held, the profile makes {len(names)})"
+        )
+    measured = 0
+    for name, index, count in names:
+        for role in roles:
+            for k in rounds:
+                side = runs.get((name, role, k), [])
+                got = sorted(r.block for r in side)
+                if got != list(range(blocks)):
+                    raise _fail(
+                        f"perf {name}: the {role}'s round {k + 1} holds blocks "
+                        f"{[b + 1 for b in got]}, {why} asks {blocks} "
+                        f"(blocks per round: {len(got)} stored, {blocks} re-derived)"
+                    )
+                for run in side:
+                    work = sum(1 for q in run.requests if q.probe_id is None)
+                    probes = len(run.requests) - work
+                    where = f"perf {name}: the {role}'s round {k + 1} block {run.block + 1}"
+                    if count is not None and work != count:
+                        raise _fail(
+                            f"{where}: measured requests: {work} stored, {count} re-derived "
+                            f"(perf.scenarios[{index}])"
+                        )
+                    gap = _probe_gap(spec.probe_share)
+                    want = work // gap if gap else 0
+                    if probes not in (0, want):
+                        raise _fail(
+                            f"{where}: quality probes: {probes} stored, {want} re-derived "
+                            f"(one per {gap} measured requests, perf.probe_share "
+                            f"{spec.probe_share:g})"
+                        )
+                    measured += work
+    return (
+        f"perf records hold every scenario run, {blocks} block(s) per side per round and "
+        f"{measured} measured requests as the profile asks"
+    )
