@@ -137,7 +137,9 @@ class ScenarioResult(Record):
 # 5: pooled blocks keep the engine's counters (sum of each block's delta).
 # 6: perf rounds in fresh lives (ScenarioRun.round): round ratios and intervals; one round as
 #    before (the comparisons gain the round fields, their figures unchanged).
-PERF_DERIVATION = 6
+# 7: graded probes: a probe gate per scenario among its verdicts (perf.probes), and the ratios
+#    of a scenario whose probes failed withheld from the speed gates and the headline.
+PERF_DERIVATION = 7
 
 
 class PerfSection(Record):

@@ -21,6 +21,7 @@ from qgate.core.verdict import Verdict
 from qgate.errors import InfrastructureError, VerificationFailed
 from qgate.perf.blocks import compare_blocks, pooled, rounds_of
 from qgate.perf.gates import report_gates
+from qgate.perf.probe_gates import probe_verdicts
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
 from qgate.quality.notices import quality_warnings
@@ -367,6 +368,13 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
                 )
             )
         got_verdicts = list(fns.scenario_verdicts(perf_spec, cand)) if cand is not None else []
+        if perf.derivation >= 7:  # graded probes (the gate re-grades every probe's text)
+            got_verdicts += probe_verdicts(
+                perf_spec.probes if perf_spec else None,
+                name,
+                blocks.get((name, "reference"), []),
+                blocks.get((name, "candidate"), []),
+            )
         if not same_value(dump(result.verdicts), dump(got_verdicts)):
             raise _fail(f"perf {name}: " + _first_verdict_difference(result.verdicts, got_verdicts))
     return len(results)
