@@ -10,21 +10,27 @@ edited verdict no longer follows from the records. Per side, an item is correct 
 every ask of it in the scenario (every block and round) was; the two sides' items
 are paired and judged by the math gates' own `evaluate_suite` (lost items against
 `max_flips`, the one-sided exact McNemar test at `alpha`).
+
+An item the candidate already answered wrongly in its own quality stage (its recorded
+`probe_expected`, which verify checks against the quality records) is left out of the
+pairs: that loss shows at light load and is the quality gates' to judge; the probe gate
+judges what the load adds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from qgate.core.records import Role
 from qgate.core.verdict import Verdict
 from qgate.perf.probes import grade
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.profile import AccuracyPolicy, PerfProbes
+from qgate.quality.extract import answer_matches
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.suite_gates import evaluate_suite
 
-__all__ = ["graded", "probe_suite", "probe_verdicts", "probes_failed"]
+__all__ = ["graded", "lost_at_light_load", "probe_suite", "probe_verdicts", "probes_failed"]
 
 
 def graded(r: RequestRecord) -> bool:
@@ -37,10 +43,26 @@ def _graded_probes(runs: Iterable[ScenarioRun]) -> list[RequestRecord]:
     return [r for run in runs for r in run.requests if r.probe_id is not None and r.probe_truth]
 
 
-def probe_suite(name: str, role: Role, runs: Sequence[ScenarioRun]) -> SuiteRun | None:
-    """One side's graded probes of a scenario as a suite run (None: it asked none)."""
+def lost_at_light_load(runs: Iterable[ScenarioRun]) -> set[str]:
+    """Items whose quality-stage answer (`probe_expected`) on this side was already wrong."""
+    return {
+        r.probe_id
+        for r in _graded_probes(runs)
+        if r.probe_id is not None
+        and r.probe_expected is not None
+        and not answer_matches(r.probe_expected, r.probe_truth or "")
+    }
+
+
+def probe_suite(
+    name: str, role: Role, runs: Sequence[ScenarioRun], skip: Collection[str] = ()
+) -> SuiteRun | None:
+    """One side's graded probes of a scenario as a suite run, without the `skip` items
+    (None: it asked none)."""
     by_item: dict[str, list[RequestRecord]] = {}
     for r in _graded_probes(runs):
+        if r.probe_id in skip:
+            continue
         assert r.probe_id is not None
         by_item.setdefault(r.probe_id, []).append(r)
     if not by_item:
@@ -84,16 +106,20 @@ def probe_verdicts(
     """
     if spec is None or not reference or not candidate:
         return []
-    ref = probe_suite(name, "reference", reference)
-    cand = probe_suite(name, "candidate", candidate)
-    if ref is None and cand is None:
+    if not _graded_probes([*reference, *candidate]):
         return []
+    skip = lost_at_light_load(candidate)
+    ref = probe_suite(name, "reference", reference, skip)
+    cand = probe_suite(name, "candidate", candidate, skip)
     suite = f"perf.{name}.probes"
     policy = AccuracyPolicy(
         max_flips=spec.max_flips, significance=spec.significance, alpha=spec.alpha
     )
     if ref is None or cand is None:
         missing = "reference" if ref is None else "candidate"
+        why = f"the {missing} asked no graded probe in this scenario"
+        if ref is None and cand is None:
+            why = f"no item left to judge: the candidate lost all {len(skip)} in its quality stage"
         return [
             Verdict(
                 gate=f"{suite}.max_flips",
@@ -101,11 +127,14 @@ def probe_verdicts(
                 observed=None,
                 limit=float(spec.max_flips),
                 passed=False,
-                reason=f"{suite}: the {missing} asked no graded probe in this scenario",
+                reason=f"{suite}: {why}",
             )
         ]
     verdicts = evaluate_suite(suite, policy, ref, cand)
-    asks = f" ({ref.params['asks']} reference and {cand.params['asks']} candidate asks)"
+    asks = f" ({ref.params['asks']} reference and {cand.params['asks']} candidate asks"
+    if skip:
+        asks += f"; {len(skip)} item(s) left out, lost already in the candidate's quality stage"
+    asks += ")"
     return [v.model_copy(update={"reason": v.reason + asks}) for v in verdicts]
 
 

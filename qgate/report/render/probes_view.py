@@ -5,7 +5,7 @@ Read from the report as stored (the records and the verdicts `verify` re-derives
 
 from __future__ import annotations
 
-from qgate.perf.probe_gates import graded, probe_suite, probes_failed
+from qgate.perf.probe_gates import graded, lost_at_light_load, probe_suite, probes_failed
 from qgate.perf.records import ScenarioRun
 from qgate.report.model import Report
 from qgate.report.render.parts import Table
@@ -31,7 +31,8 @@ def probe_lines(report: Report) -> list[str]:
     out = [
         "Graded probes: math items the reference answered correctly in its quality stage, "
         "asked among every scenario's requests with the quality suites' sampling and graded "
-        "against each item's known answer (no number: wrong); the figures above and below "
+        "against each item's known answer (no number: wrong); an item the candidate already "
+        "lost in its quality stage is left to the quality gates. The figures above and below "
         "leave the probe requests out, though the server served them with the load."
     ]
     for result in report.perf.results:
@@ -60,7 +61,9 @@ def probe_table(report: Report) -> Table | None:
         cand_ok, cand_n = _asks(cands)
         if not ref_n and not cand_n:
             continue
-        ref, cand = probe_suite(name, "reference", refs), probe_suite(name, "candidate", cands)
+        skip = lost_at_light_load(cands)
+        ref = probe_suite(name, "reference", refs, skip)
+        cand = probe_suite(name, "candidate", cands, skip)
         lost = gained = "–"
         if ref is not None and cand is not None:
             mine = {i.id: i.correct for i in cand.items}

@@ -130,3 +130,18 @@ def test_a_speed_gate_on_a_scenario_whose_probes_failed_fails_without_its_ratio(
     out = evaluate_perf_gates(spec, results, withheld={"chat@c8"})
     assert [v.passed for v in out] == [True, False]
     assert out[1].observed is None and "withheld" in out[1].reason
+
+
+def test_an_item_lost_at_light_load_is_left_to_the_quality_gates() -> None:
+    wrong = {**RIGHT, "a": "The answer is 13.", "b": "The answer is 8."}
+    cand = run("candidate", wrong)
+    for r in cand.requests:  # the candidate gave these same wrong answers in its quality stage
+        r.probe_expected = "13" if r.probe_id == "a" else r.probe_truth
+    out = probe_verdicts(PerfProbes(max_flips=0), "chat@c8", [run("reference", RIGHT)], [cand])
+    flips = next(v for v in out if v.gate.endswith("max_flips"))
+    assert flips.observed == 1 and flips.n == 3  # a left out; b lost under load only
+    assert "1 item(s) left out" in flips.reason
+    for r in cand.requests:
+        r.probe_expected = "13" if r.probe_id in ("a", "b", "c", "d") else None
+    out = probe_verdicts(PerfProbes(), "chat@c8", [run("reference", RIGHT)], [cand])
+    assert len(out) == 1 and not out[0].passed and "no item left to judge" in out[0].reason

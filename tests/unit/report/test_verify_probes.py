@@ -22,7 +22,9 @@ from qgate.report.verify.single import default_recompute, verify_bytes
 from qgate.run.report import headline
 
 SIGNER = make_signer("ecdsa")
-TRUTH = {"m00001": "12", "m00002": "7", "m00003": "30", "m00004": "4"}
+# items of the synthetic report's math.short (truth: the index): the candidate lost m00001
+# in its quality stage, the reference m00003; both answered the others right
+ITEMS = [0, 1, 2, 4, 5]
 
 
 def verify(report: Report) -> None:
@@ -31,30 +33,37 @@ def verify(report: Report) -> None:
     verify_bytes(envelope, SIGNER.public_pem, recompute=default_recompute())
 
 
-def _probe(item: str, text: str, index: int) -> RequestRecord:
+def _probe(item: int, text: str, index: int, expected: str) -> RequestRecord:
     return RequestRecord(
         index=index,
-        probe_id=item,
+        probe_id=f"m{item:05d}",
         scheduled_ns=index * 1_000_000,
         sent_ns=index * 1_000_000,
         first_token_ns=index * 1_000_000 + 5,
         done_ns=index * 1_000_000 + 10,
         text=text,
         probe_answer=extract_answer(text),
-        probe_truth=TRUTH[item],
-        probe_correct=grade(text, TRUTH[item]),
+        probe_expected=expected,
+        probe_truth=str(item),
+        probe_correct=grade(text, str(item)),
     )
 
 
 def probe_report(wrong: int) -> Report:
-    """The synthetic report with graded probes: the candidate gets `wrong` items wrong."""
+    """The synthetic report with graded probes: under load the candidate gets `wrong` of the
+    items it answered right in its quality stage wrong (and m00001, lost there, wrong too)."""
     report = build_report(requests=4, fns=default_recompute())
     profile = Profile.model_validate(report.profile)
+    quality = {(r.role, i.id): i.answer for r in report.quality.runs for i in r.items}
     for run in report.perf.runs:
-        for k, (item, truth) in enumerate(TRUTH.items()):
-            bad = run.role == "candidate" and k < wrong
-            text = f"The answer is {int(truth) + 1 if bad else truth}."
-            run.requests.append(_probe(item, text, 10 + k))
+        bad = 0
+        for k, item in enumerate(ITEMS):
+            wrong_here = run.role == "candidate" and (item == 1 or (item != 1 and bad < wrong))
+            if run.role == "candidate" and item != 1 and bad < wrong:
+                bad += 1
+            text = f"The answer is {item + 1 if wrong_here else item}."
+            expected = quality[(run.role, f"m{item:05d}")]
+            run.requests.append(_probe(item, text, 10 + k, expected))
     perf = report.perf
     perf.results = perf_results(profile.perf, perf.runs, resamples=200, seed=7)
     perf.gates = report_gates(profile.perf, perf.status, perf.results)
@@ -73,7 +82,10 @@ def test_passing_probes_verify_and_show_in_the_perf_section() -> None:
     verify(report)
     md = render_markdown(report)
     assert "Graded probes under load" in md and "leave the probe requests out" in md
-    assert "| short | 4/4 | 4/4 | 0 | 0 | PASS |" in md
+    # m00001, lost in the candidate's quality stage, is left out of the pairs
+    assert "| short | 5/5 | 4/5 | 0 | 0 | PASS |" in md
+    flips = next(v for v in gates if v.gate.endswith("max_flips"))
+    assert "1 item(s) left out, lost already in the candidate's quality stage" in flips.reason
 
 
 def test_failed_probes_fail_the_run_and_withhold_the_scenario_ratios() -> None:
@@ -85,7 +97,7 @@ def test_failed_probes_fail_the_run_and_withhold_the_scenario_ratios() -> None:
     assert headline_interval(report)[0] is None  # the only scenario's ratio is withheld
     assert headline(report) == ["short: ratios withheld (its graded probes failed)"]
     md = render_markdown(report)
-    assert "PROBES FAILED in short" in md and "m00001 answered 13 (truth 12)" in md
+    assert "PROBES FAILED in short" in md and "m00000 answered 1 (truth 0)" in md
     # the records still hold the ratios
     assert report.perf.results[0].comparisons
 
@@ -103,8 +115,17 @@ def test_an_edited_probe_verdict_is_rejected() -> None:
 def test_an_edited_probe_answer_is_rejected() -> None:
     report = probe_report(wrong=0)
     cand = next(r for r in report.perf.runs if r.role == "candidate")
-    probes = [r for r in cand.requests if r.probe_id]
-    for r in probes[:2]:  # the texts say wrong; the stored grade still says right
-        r.text = "The answer is 0."
+    probes = [r for r in cand.requests if r.probe_id in ("m00002", "m00004")]
+    for r in probes:  # the texts say wrong; the stored grade still says right
+        r.text = "The answer is 99."
     with pytest.raises(VerificationFailed, match=r"perf short: .*probes"):
+        verify(report)
+
+
+def test_an_edited_quality_stage_answer_of_a_probe_is_rejected() -> None:
+    report = probe_report(wrong=0)
+    cand = next(r for r in report.perf.runs if r.role == "candidate")
+    lost = next(r for r in cand.requests if r.probe_id == "m00001")
+    lost.probe_expected = "1"  # would put the item back into the pairs
+    with pytest.raises(VerificationFailed, match=r"probe m00001 records '1'"):
         verify(report)
