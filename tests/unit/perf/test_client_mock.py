@@ -177,6 +177,8 @@ def test_a_fault_mid_run_is_counted_not_fatal(mock_url: str) -> None:
     assert all(r.sent_ns >= r.scheduled_ns for r in fixed.requests)
     mm = summarize(mt, None)
     assert mm.requests == 6 and {r.turn for r in mt.requests if r.probe_id is None} == {0, 1, 2}
+    # the multi-turn traffic carries its graded probes too: max(2 items, 0.5 x 6 turns)
+    assert sorted(r.probe_id for r in mt.requests if r.probe_id) == ["p1", "p1", "p2"]
     # The mock simulates 16-token prefix blocks; turns reuse the shared prefix and history.
     assert mm.prefix_cache_hit_rate is not None and mm.prefix_cache_hit_rate > 0.3
 
