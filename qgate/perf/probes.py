@@ -38,16 +38,17 @@ def probe_points(count: int | None, probes: int, share: float) -> list[int] | No
     """After which workload completion each probe of a scenario is sent (1-based).
 
     A scenario of `count` requests asks max(probes, round(share * count)) probes, spread
-    evenly through its load so that each is in flight among the workload's requests. None
-    when the count is not known in advance (duration-bound): then one after every
-    round(1 / share) completions. [] when there are no probes or share is 0.
+    evenly over its first count - 1 completions, so that each is sent while workload
+    requests are still in flight (and none trails the load alone, adding to the stage's
+    time). None when the count is not known in advance (duration-bound): then one after
+    every round(1 / share) completions. [] when there are no probes or share is 0.
     """
     if probes == 0 or share <= 0:
         return []
     if count is None:
         return None
     n = max(probes, round(share * count))
-    return [max(1, math.ceil((k + 1) * count / (n + 1))) for k in range(n)]
+    return [max(1, math.ceil((k + 1) * (count - 1) / (n + 1))) for k in range(n)]
 
 
 def extract_answer(text: str) -> str | None:

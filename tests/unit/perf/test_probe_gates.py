@@ -110,8 +110,10 @@ def test_a_side_without_probes_fails_and_none_at_all_gives_no_gate() -> None:
 
 
 def test_probe_points_spread_every_item_through_the_load() -> None:
-    assert probe_points(3, 4, 0.05) == [1, 2, 2, 3]
-    assert probe_points(100, 4, 0.05) == [17, 34, 50, 67, 84]  # share wins: 5 probes
+    # before the last completion: each rides beside a workload request still in flight
+    assert probe_points(3, 4, 0.05) == [1, 1, 2, 2]
+    assert probe_points(100, 4, 0.05) == [17, 33, 50, 66, 83]  # share wins: 5 probes
+    assert probe_points(1, 2, 0.05) == [1, 1]
     assert probe_points(None, 4, 0.05) is None  # duration-bound: one every 1/share
     assert probe_points(10, 0, 0.05) == [] and probe_points(10, 4, 0.0) == []
 
