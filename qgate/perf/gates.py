@@ -15,10 +15,11 @@ limit while its interval straddles it fails, with a reason that says so
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from qgate.core.verdict import Verdict
+from qgate.perf.probe_gates import probes_failed
 from qgate.profile import PerfSpec
 from qgate.profile.perf import PerfGate, matches
 
@@ -77,12 +78,16 @@ def judge(gate: PerfGate, scenario: str, row: Mapping[str, Any] | None) -> Verdi
     )
 
 
-def evaluate_perf_gates(spec: PerfSpec | None, results: Comparisons) -> list[Verdict]:
+def evaluate_perf_gates(
+    spec: PerfSpec | None, results: Comparisons, withheld: Collection[str] = ()
+) -> list[Verdict]:
     """Every gate on every scenario it selects, gate by gate in profile order.
 
     `results` is (scenario run name, its comparison rows as JSON mappings) in
     report order; a gate that selects no compared scenario fails (nothing
-    showed the candidate meets it).
+    showed the candidate meets it). A `withheld` scenario (its graded probes
+    failed) has ratios from answers that were wrong: a gate on it fails without
+    reading them.
     """
     if spec is None or not spec.gates:
         return []
@@ -92,7 +97,17 @@ def evaluate_perf_gates(spec: PerfSpec | None, results: Comparisons) -> list[Ver
         chosen = [(name, rows) for name, rows in results if matches(gate.scenario, name)]
         for name, rows in chosen:
             row = next((r for r in rows if r.get("metric") == gate.metric), None)
-            out.append(judge(gate, name, row))
+            verdict = judge(gate, name, row)
+            if name in withheld:
+                verdict = verdict.model_copy(
+                    update={
+                        "observed": None,
+                        "passed": False,
+                        "reason": f"{gate.metric}: ratio withheld, the scenario's graded "
+                        "probes failed (its answers under this load were wrong)",
+                    }
+                )
+            out.append(verdict)
         if not chosen:
             where = gate.scenario or "any scenario"
             limit = gate.min_ratio if gate.min_ratio is not None else gate.max_ratio
@@ -118,4 +133,6 @@ def report_gates(spec: PerfSpec | None, status: str, results: Iterable[Any]) -> 
     """
     if status.startswith("skipped"):
         return []
-    return evaluate_perf_gates(spec, [(r.scenario, r.comparisons) for r in results])
+    results = list(results)
+    withheld = {r.scenario for r in results if probes_failed(r.verdicts, r.scenario)}
+    return evaluate_perf_gates(spec, [(r.scenario, r.comparisons) for r in results], withheld)

@@ -27,7 +27,7 @@ import numpy as np
 
 from qgate.perf.checks import with_checks
 from qgate.perf.client import RawResponse, send
-from qgate.perf.probes import extract_answer
+from qgate.perf.probes import extract_answer, grade
 from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import RequestRecord
 from qgate.perf.stream import ParsedStream, parse_sse
@@ -48,6 +48,7 @@ class RequestSpec:
     concurrency: int | None = None
     probe_id: str | None = None
     probe_expected: str | None = None
+    probe_truth: str | None = None
     body: bytes | None = None
 
     def encoded(self) -> bytes:
@@ -96,8 +97,11 @@ class Exchange:
         error = self.error()
         times = [t - t0 for t in parsed.token_times_ns]
         answer = None
+        correct = None
         if spec.probe_id is not None and error is None:
             answer = extract_answer(parsed.text)
+        if spec.probe_id is not None and spec.probe_truth is not None:
+            correct = error is None and grade(parsed.text, spec.probe_truth)
         return with_checks(
             RequestRecord(
                 index=self.index,
@@ -119,6 +123,8 @@ class Exchange:
                 probe_answer=answer,
                 probe_expected=spec.probe_expected,
                 text=parsed.text if spec.probe_id is not None else None,
+                probe_truth=spec.probe_truth,
+                probe_correct=correct,
                 connect_ns=raw.connect_ns,
                 response_id=parsed.response_id,
             )

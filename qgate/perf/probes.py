@@ -1,20 +1,54 @@
 """Correctness under load (MLPerf TEST01 idea): quality probes mixed into the perf run.
 
 A probe is a quality-stage item (chat messages, greedy, the quality stage's
-generation parameters) sent among the workload's requests. Its extracted
-answer is compared with the answer the same runtime gave in the quality
-stage; disagreement under load points at batching or scheduling bugs.
+generation parameters) sent among the workload's requests. Its answer is graded
+against the item's known answer (`grade`: an answer with no number is wrong), and
+the graded probes of a scenario are paired with the reference's in the same
+scenario by qgate/perf/probe_gates.py. The agreement with the answer the same
+runtime gave in the quality stage is kept as a figure (`probe_agreement`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
 from qgate.perf.records import ScenarioRun
-from qgate.quality.extract import extract_number
+from qgate.quality.extract import answer_matches, extract_number
 
-# (item id, chat messages or a prompt string, the quality stage's answer)
-Probe = tuple[str, list[dict[str, Any]] | str, str | None]
+
+class Probe(NamedTuple):
+    """One probe item; a plain 3-tuple (no known answer: not graded) is accepted too."""
+
+    id: str
+    body: list[dict[str, Any]] | str
+    """Chat messages, or a prompt string for the completions API."""
+    expected: str | None
+    """This runtime's answer to the item in its quality stage."""
+    truth: str | None = None
+    """The item's known correct answer, which grades the probe."""
+
+
+def grade(text: str, truth: str) -> bool:
+    """Whether a probe's output answers `truth`: the math suite's extractor and match."""
+    return answer_matches(extract_number(text), truth)
+
+
+def probe_points(count: int | None, probes: int, share: float) -> list[int] | None:
+    """After which workload completion each probe of a scenario is sent (1-based).
+
+    A scenario of `count` requests asks max(probes, round(share * count)) probes, spread
+    evenly over its first count - 1 completions, so that each is sent while workload
+    requests are still in flight (and none trails the load alone, adding to the stage's
+    time). None when the count is not known in advance (duration-bound): then one after
+    every round(1 / share) completions. [] when there are no probes or share is 0.
+    """
+    if probes == 0 or share <= 0:
+        return []
+    if count is None:
+        return None
+    n = max(probes, round(share * count))
+    return [max(1, math.ceil((k + 1) * (count - 1) / (n + 1))) for k in range(n)]
 
 
 def extract_answer(text: str) -> str | None:

@@ -57,6 +57,16 @@ class RequestRecord(Record):
     text: str | None = Field(
         default=None, description="Probe: the generated text (workload outputs are not kept)."
     )
+    probe_truth: str | None = Field(
+        default=None,
+        description="Probe: the item's known correct answer, which grades it (None in records "
+        "made before graded probes).",
+    )
+    probe_correct: bool | None = Field(
+        default=None,
+        description="Probe: its extracted answer equals probe_truth (no number: wrong); "
+        "`qgate verify` re-grades it from `text`.",
+    )
     connect_ns: int | None = Field(
         default=None,
         description="Time spent opening a new connection for this request, before sent_ns "

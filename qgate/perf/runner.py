@@ -24,7 +24,7 @@ from qgate.core.serving import MetricNames
 from qgate.errors import InfrastructureError
 from qgate.perf.client import make_session, post_json
 from qgate.perf.loadgen import Exchange, RequestSpec, Sender
-from qgate.perf.probes import Probe
+from qgate.perf.probes import Probe, probe_points
 from qgate.perf.progress import ScenarioProgress
 from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import PerfRole, ScenarioRun
@@ -70,7 +70,8 @@ def series_bucket_s(s: AnyScenario) -> float | None:
 
 def probe_spec(probe: Probe, model: str, params: dict[str, Any]) -> RequestSpec:
     """A probe as a streaming chat (messages) or completions (prompt string) request."""
-    item_id, body, expected = probe
+    item_id, body, expected = probe[0], probe[1], probe[2]
+    truth = probe[3] if len(probe) > 3 else None
     payload: dict[str, Any] = {
         "model": model,
         **params,
@@ -83,7 +84,7 @@ def probe_spec(probe: Probe, model: str, params: dict[str, Any]) -> RequestSpec:
     else:
         payload["messages"] = body
         path = "/chat/completions"
-    return RequestSpec(path, payload, probe_id=item_id, probe_expected=expected)
+    return RequestSpec(path, payload, probe_id=item_id, probe_expected=expected, probe_truth=truth)
 
 
 async def run_scenarios(
@@ -104,8 +105,9 @@ async def run_scenarios(
     """Run every scenario of `spec` against one server; one ScenarioRun per run/level.
 
     base_url ends in /v1. Probes are (item id, chat messages or prompt, the
-    quality stage's answer); one is sent after every round(1 / probe_share)
-    workload completions, with `probe_params` (default greedy, ANSWER_MAX_TOKENS tokens).
+    quality stage's answer[, the item's known answer]); a scenario asks every probe at least
+    once and more when `probe_share` of its requests is more, spread through its load
+    (`probe_points`), with `probe_params` (default greedy, ANSWER_MAX_TOKENS tokens).
     Prompts are tokenized by the server's /tokenize unless `tokenize` is
     given (a local tokenizer, see qgate.perf.tokenizer). Failures of single
     requests are recorded, never raised. `metric_names` are the serving engine's counter
@@ -177,24 +179,26 @@ async def _run_one(
         raw = RawClient(base_url, timeout_s) if base_url.startswith("http://") else None
         sender = Sender(session, base_url.rstrip("/"), headers, t0=0, raw=raw)
         warm = Sender(session, base_url.rstrip("/"), headers, t0=0, raw=raw)
-        gap = max(1, round(1 / probe_share)) if probe_share > 0 and probes else 0
+        points = probe_points(measured_count(s), len(probes), probe_share)
+        gap = max(1, round(1 / probe_share)) if points is None else 0
         probe_tasks: list[asyncio.Task[Any]] = []
-        done = 0
+        done = sent = 0
         before: dict[str, float] = {}
 
         with ScenarioProgress(f"{role} {name}", measured_count(s), progress, s.duration_s) as bar:
             # Runs on the event loop after every response: counting only (no parsing, no
             # drawing: the display redraws from its own timer).
             def on_done(ex: Exchange) -> None:
-                nonlocal done
                 if ex.spec.probe_id is not None:
                     return
+                nonlocal done, sent
                 bar.advance(ex.failed)
                 done += 1
-                if gap and done % gap == 0:
-                    p = probes[(done // gap - 1) % len(probes)]
-                    sp = probe_spec(p, model, probe_params)
+                due = sum(1 for p in points if p <= done) if points is not None else done // gap
+                while sent < due:
+                    sp = probe_spec(probes[sent % len(probes)], model, probe_params)
                     probe_tasks.append(asyncio.create_task(sender.run(sp, _now())))
+                    sent += 1
 
             sender.on_done = on_done
 

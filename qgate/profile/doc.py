@@ -42,6 +42,7 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("perf.scenarios[] (kind: fixed, the default)", p.FixedScenario),
     ("perf.scenarios[] (kind: multi_turn)", p.MultiTurnScenario),
     ("perf.scenarios[] (kind: trace)", p.TraceScenario),
+    ("perf.probes", p.PerfProbes),
     ("perf.slo", p.Slo),
     ("perf.gates[]", pp.PerfGate),
     ("perf.published[]", pp.PublishedFigure),

@@ -45,6 +45,7 @@ from qgate.profile.reuse import LoadFiller, ReuseSpec
 from qgate.profile.scenarios import (
     FixedScenario,
     MultiTurnScenario,
+    PerfProbes,
     PerfSpec,
     Scenario,
     ScenarioBase,
@@ -76,6 +77,7 @@ __all__ = [
     "ModelSpec",
     "MultiTurnScenario",
     "PerfGate",
+    "PerfProbes",
     "PerfSpec",
     "Profile",
     "PublishedFigure",

@@ -17,6 +17,7 @@ from qgate.profile.perf import PerfGate, PublishedFigure, check_selectors
 __all__ = [
     "FixedScenario",
     "MultiTurnScenario",
+    "PerfProbes",
     "PerfSpec",
     "Scenario",
     "ScenarioBase",
@@ -144,6 +145,41 @@ class Slo(Strict):
     e2e_ms: float | None = Field(default=None, gt=0, description="End-to-end latency, ms.")
 
 
+class PerfProbes(Strict):
+    """Graded probes inside every perf scenario (issue 44): math items asked among the load.
+
+    The items are the first `items` of the math suite's short form that the reference
+    answered correctly in its quality stage (the same items on both sides), asked with the
+    quality suites' sampling (greedy, the math suite's max_tokens and seed). Each answer is
+    graded against the item's known answer; per scenario, an item counts as correct on a
+    side when every ask of it (every block and round) was. The gate per scenario is the math
+    gates' own (lost items, exact one-sided McNemar); a scenario whose probes fail keeps its
+    records but its ratios are withheld from the headline and the speed gates.
+    """
+
+    items: int = Field(
+        default=4,
+        ge=0,
+        le=64,
+        description="Probe items asked in every scenario (each sweep level, block and round), "
+        "at least once each; more when `probe_share` of the scenario's requests is more. "
+        "0: no probes. Needs a math suite in `quality`.",
+    )
+    max_flips: int = Field(
+        default=1,
+        ge=0,
+        description="Items a scenario's candidate may lose (reference correct, candidate "
+        "wrong) before its probe gate fails: the allowance for the reference's own noise "
+        "under load (greedy answers can change with the batch).",
+    )
+    significance: bool = Field(
+        default=True,
+        description="Also fail a scenario whose one-sided exact McNemar test finds the "
+        "candidate's probes worse at `alpha`.",
+    )
+    alpha: float = Field(default=0.05, gt=0, lt=1, description="Level of that test.")
+
+
 class PerfSpec(Strict):
     """The perf stage; it runs only when every quality gate passed."""
 
@@ -156,7 +192,15 @@ class PerfSpec(Strict):
         default=0.0, description="Share of failed or short responses a scenario may have."
     )
     probe_share: Fraction = Field(
-        default=0.05, description="Share of perf requests that are quality probes (TEST01)."
+        default=0.05,
+        description="Probe requests per measured request of a scenario (TEST01); a scenario "
+        "asks at least `probes.items` probes (and at least one after every 1/share requests "
+        "in a duration-bound one).",
+    )
+    probes: PerfProbes = Field(
+        default_factory=PerfProbes,
+        description="Graded probes in every scenario and their gate (items, max_flips, "
+        "significance). The perf figures leave the probe requests out.",
     )
     bootstrap: int = Field(default=2000, ge=100, description="Bootstrap resamples for ratio CIs.")
     blocks: int | None = Field(

@@ -17,6 +17,7 @@ from qgate.perf.checks import scenario_verdicts
 from qgate.perf.compare import compare
 from qgate.perf.gates import report_gates
 from qgate.perf.metrics import summarize
+from qgate.perf.probe_gates import probe_verdicts
 from qgate.perf.records import ScenarioRun
 from qgate.profile import PerfSpec, Profile
 from qgate.profile.perf import is_preview
@@ -45,7 +46,8 @@ from qgate.runtime.fingerprint import Fingerprint
 def perf_results(
     spec: PerfSpec | None, runs: Sequence[ScenarioRun], *, resamples: int, seed: int
 ) -> list[ScenarioResult]:
-    """Summaries of both runtimes, candidate/reference ratios and the candidate's stream checks."""
+    """Summaries of both runtimes, candidate/reference ratios, the candidate's stream checks
+    and the scenario's probe gate (its graded probes, both sides' blocks and rounds)."""
     slo = spec.slo if spec else None
     by_key: dict[tuple[str, str], list[ScenarioRun]] = {}
     for r in runs:
@@ -69,7 +71,8 @@ def perf_results(
                 ]
                 if refs and cands
                 else [],
-                verdicts=list(scenario_verdicts(spec, cand)) if cand and spec else [],
+                verdicts=(list(scenario_verdicts(spec, cand)) if cand and spec else [])
+                + probe_verdicts(spec.probes if spec else None, name, refs, cands),
             )
         )
     return out

@@ -142,7 +142,9 @@ class ScenarioResult(Record):
 # 7: with rounds, each round is the unit: the ratio is the centre of the across-round interval
 #    (Student's t over the round ratios, the ABBA order fitted from 4 rounds), which is its
 #    interval, nothing within a round added again (qgate/perf/round_interval.py).
-PERF_DERIVATION = 7
+# 8: graded probes: a probe gate per scenario among its verdicts (perf.probes), and the ratios
+#    of a scenario whose probes failed withheld from the speed gates and the headline.
+PERF_DERIVATION = 8
 BOOTSTRAP_SEED = 0
 """The seed every run draws its bootstrap with (verify holds a report to it)."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from qgate.perf.probe_gates import probes_failed
 from qgate.report.derive import accuracy_deltas, flips, mean_kld, suite_pairs
 from qgate.report.model import Report
 from qgate.report.multi_model import (
@@ -37,6 +38,8 @@ def _num(value: object) -> float | None:
 def _speed(report: Report) -> list[ScenarioRatios]:
     out = []
     for result in report.perf.results:
+        if probes_failed(result.verdicts, result.scenario):  # its ratios are withheld
+            continue
         ratios = {}
         for c in result.comparisons:
             metric = c.get("metric")

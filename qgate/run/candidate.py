@@ -60,7 +60,9 @@ def evaluate(
             out.quality = quality_on(ctx, runtime, "candidate", reference)
             judge(ctx, out, reference, force_perf)
             if out.status in ("ran", "ungated"):
-                out.perf_runs = perf_blocks(ctx, runtime, "candidate", out.quality)
+                out.perf_runs = perf_blocks(
+                    ctx, runtime, "candidate", out.quality, reference=reference
+                )
     except InfrastructureError as exc:
         if not keep_going:
             raise

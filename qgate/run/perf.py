@@ -1,7 +1,8 @@
 """The perf stage of one life: every perf scenario on a started runtime, in blocks.
 
-Correctness under load rides along: the math items this runtime answered in its
-quality stage are asked again between the scenarios' requests (`_probes`).
+Correctness under load rides along: math items the reference answered correctly in its
+quality stage are asked again between every scenario's requests and graded (`probe_set`;
+the gate per scenario is qgate/perf/probe_gates.py).
 """
 
 from __future__ import annotations
@@ -23,28 +24,34 @@ from qgate.run.context import RunContext, save_raw
 from qgate.run.plan import blocks_of
 from qgate.runtime.causes import blamed_on
 
-__all__ = ["PROBES_MAX", "compares_to_reference", "perf_blocks", "perf_on"]
+__all__ = ["compares_to_reference", "perf_blocks", "perf_on", "probe_set"]
 
 log = logging.getLogger("qgate")
 
-PROBES_MAX = 16
 
-
-def _probes(ctx: RunContext, quality: QualityOutput) -> list[Probe]:
-    """Math items for correctness under load, with this runtime's quality-stage answers."""
-    spec = ctx.profile.quality.math
-    run = next((r for r in quality.runs if r.suite == "math.short"), None)
-    if spec is None or run is None:
+def probe_set(ctx: RunContext, quality: QualityOutput, reference: QualityOutput) -> list[Probe]:
+    """The perf probes of one side: `perf.probes.items` math items (short form), the first
+    the reference answered correctly in its quality stage (so a lost one can show), with
+    this runtime's quality-stage answers and each item's known answer. Both sides get the
+    same items because both read the reference's records."""
+    spec, perf = ctx.profile.quality.math, ctx.profile.perf
+    ref_run = next((r for r in reference.runs if r.suite == "math.short"), None)
+    if spec is None or perf is None or ref_run is None or perf.probes.items == 0:
         return []
+    own = next((r for r in quality.runs if r.suite == "math.short"), None)
+    answers = {i.id: i.answer for i in own.items} if own is not None else {}
     items = {i.id: i for i in math_items(spec)}
-    out: list[Probe] = []
-    for rec in run.items[:PROBES_MAX]:
-        item = items.get(rec.id)
-        if item is not None:
-            out.append(
-                (rec.id, [{"role": "user", "content": short_prompt(item.question)}], rec.answer)
-            )
-    return out
+    chosen = [r.id for r in ref_run.items if r.correct and r.id in items]
+    chosen += [r.id for r in ref_run.items if not r.correct and r.id in items]  # too few right
+    return [
+        Probe(
+            i,
+            [{"role": "user", "content": short_prompt(items[i].question)}],
+            answers.get(i),
+            str(items[i].answer),
+        )
+        for i in chosen[: perf.probes.items]
+    ]
 
 
 def perf_on(
@@ -54,9 +61,12 @@ def perf_on(
     quality: QualityOutput,
     save: bool = True,
     block: int = 0,
+    reference: QualityOutput | None = None,
 ) -> list[ScenarioRun]:
     """Every perf scenario on one started runtime; raw records saved at once (unless the
-    caller saves them with other blocks'). Block `block` draws its own prompts."""
+    caller saves them with other blocks'). Block `block` draws its own prompts. The probes
+    are picked from `reference`'s quality records (this runtime's own when None: the
+    reference side)."""
     spec = ctx.profile.perf
     assert spec is not None
     if quality.effective_config is None:  # a preview's reference starts only for perf
@@ -76,7 +86,7 @@ def perf_on(
                     gpus=ctx.profile.target.count,
                     headers=runtime_headers(runtime),
                     metric_names=getattr(runtime, "metrics", None),
-                    probes=_probes(ctx, quality),
+                    probes=probe_set(ctx, quality, reference or quality),
                     probe_params={
                         "temperature": 0.0,
                         "seed": ctx.profile.quality.seed,
@@ -101,6 +111,7 @@ def perf_blocks(
     role: Role,
     quality: QualityOutput,
     earlier: Sequence[ScenarioRun] = (),
+    reference: QualityOutput | None = None,
 ) -> list[ScenarioRun]:
     """perf.blocks blocks of every scenario on one runtime in one life (in sequence: the
     blocks' spread covers the drift within a life, not between the two lives). The raw file
@@ -110,7 +121,7 @@ def perf_blocks(
     for block in range(blocks):
         if blocks > 1:
             log.info("perf block %d/%d: %s", block + 1, blocks, role)
-        runs += perf_on(ctx, runtime, role, quality, save=False, block=block)
+        runs += perf_on(ctx, runtime, role, quality, save=False, block=block, reference=reference)
         save_raw(ctx, f"{role}-perf.json", [*earlier, *runs])
     return runs
 

@@ -13,6 +13,7 @@ from qgate.core.plan import Plan
 from qgate.core.provenance import RunProvenance, run_provenance
 from qgate.core.serving import ServerStart
 from qgate.errors import ExitCode
+from qgate.perf.probe_gates import probes_failed
 from qgate.perf.records import ScenarioRun
 from qgate.quality.notices import quality_warnings
 from qgate.quality.stage import QualityOutput
@@ -181,6 +182,9 @@ def headline(rep: Report) -> list[str]:
     }
     lines: list[str] = []
     for result in rep.perf.results:
+        if probes_failed(result.verdicts, result.scenario):
+            lines.append(f"{result.scenario}: ratios withheld (its graded probes failed)")
+            continue
         parts = []
         for c in result.comparisons:
             label = wanted.get(str(c.get("metric")))

@@ -101,24 +101,33 @@ def rounds_in_sequence(
                 if side.result is None:
                     ref_perf += _life(in_round(side.ctx, k), reference, "reference", ref_perf)
                     continue
-                _candidate_round(runs, side.ctx, side.result, k)
+                _candidate_round(runs, side.ctx, side.result, k, reference)
     return ref_perf
 
 
 def _life(
-    ctx: RunContext, quality: QualityOutput, role: Role, earlier: Sequence[ScenarioRun]
+    ctx: RunContext,
+    quality: QualityOutput,
+    role: Role,
+    earlier: Sequence[ScenarioRun],
+    reference: QualityOutput | None = None,
 ) -> list[ScenarioRun]:
-    """One side's fresh life of a later round: its perf blocks, nothing else."""
+    """One side's fresh life of a later round: its perf blocks, nothing else (its probes
+    picked from `reference`'s records, its own when None)."""
     with started(ctx, role) as runtime:
-        return perf_blocks(ctx, runtime, role, quality, earlier)
+        return perf_blocks(ctx, runtime, role, quality, earlier, reference)
 
 
-def _candidate_round(runs: RunSet, ctx: RunContext, result: CandidateResult, k: int) -> None:
+def _candidate_round(
+    runs: RunSet, ctx: RunContext, result: CandidateResult, k: int, reference: QualityOutput
+) -> None:
     """One candidate's fresh life of round `k`; with several candidates a runtime failure is
     its error (its report dropped, as in its first life), otherwise it ends the run."""
     assert result.quality is not None
     try:
-        result.perf_runs += _life(in_round(ctx, k), result.quality, "candidate", result.perf_runs)
+        result.perf_runs += _life(
+            in_round(ctx, k), result.quality, "candidate", result.perf_runs, reference
+        )
     except InfrastructureError as exc:
         if runs.multi is None:
             raise

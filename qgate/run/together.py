@@ -146,7 +146,9 @@ def side_by_side(
                 )
         elif out.status in ("ran", "ungated"):
             with clock.stage("perf"):
-                out.perf_runs = perf_blocks(cand, cand_rt, "candidate", out.quality)
+                out.perf_runs = perf_blocks(
+                    cand, cand_rt, "candidate", out.quality, reference=reference
+                )
     out.seconds = round(time.perf_counter() - began, 3)
     return SideBySide(reference, ref_perf, out)
 
@@ -203,7 +205,9 @@ def interleaved(
         for side, runtime, neighbour, role, quality in order:
             log.info("perf block %d/%d: %s (the other side paused)", block + 1, blocks, role)
             with _paused(neighbour):
-                runs = perf_on(side, runtime, role, quality, save=False, block=block)
+                runs = perf_on(
+                    side, runtime, role, quality, save=False, block=block, reference=reference
+                )
             sides[role] += runs
             save_raw(side, f"{role}-perf.json", [*kept[role], *sides[role]])
     return sides["reference"], sides["candidate"]

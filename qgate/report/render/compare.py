@@ -6,6 +6,7 @@ import base64
 import html
 import math
 
+from qgate.perf.probe_gates import probes_failed
 from qgate.report.derive import accuracy_deltas, mean_kld
 from qgate.report.model import Report
 from qgate.report.render.figure import load_pyplot, png_bytes
@@ -24,6 +25,8 @@ _Z = 1.96
 def _headline(report: Report) -> list[tuple[float, float | None, float | None]]:
     out: list[tuple[float, float | None, float | None]] = []
     for r in report.perf.results:
+        if probes_failed(r.verdicts, r.scenario):  # ratios of wrong answers: withheld
+            continue
         for c in r.comparisons:
             ratio = c.get("ratio")
             if c.get("metric") == HEADLINE_METRIC and isinstance(ratio, int | float) and ratio > 0:

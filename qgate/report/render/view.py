@@ -26,6 +26,7 @@ from qgate.report.model import Report
 from qgate.report.render.attribution_view import attribution_section
 from qgate.report.render.localise_view import localise_section, worst_suffix
 from qgate.report.render.parts import Section, Table, fmt, origin_lines
+from qgate.report.render.probes_view import probe_lines, probe_table
 from qgate.report.render.published import published_section
 from qgate.report.render.reuse_view import changes_section, gate_result, reuse_section
 from qgate.report.render.rounds_view import ROUND_HEADER, round_cells, speed_design
@@ -244,6 +245,10 @@ def _perf(report: Report) -> Section:
     design = speed_design(report)
     if design is not None:
         sec.lines.append(design)
+    sec.lines += probe_lines(report)
+    probes = probe_table(report)
+    if probes is not None:
+        sec.tables.append(probes)
     for result in report.perf.results:
         rows = []
         rounds = any((c.get("rounds") or 1) > 1 for c in result.comparisons)

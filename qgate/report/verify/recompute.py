@@ -21,6 +21,7 @@ from qgate.core.verdict import Verdict
 from qgate.errors import InfrastructureError, VerificationFailed
 from qgate.perf.blocks import compare_blocks, pooled, rounds_of
 from qgate.perf.gates import report_gates
+from qgate.perf.probe_gates import probe_verdicts
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
 from qgate.quality.notices import quality_warnings
@@ -326,9 +327,33 @@ def _check_rounds(
             )
 
 
+def _check_probe_expected(report: Report) -> None:
+    """Each graded probe's `probe_expected` is its side's quality-stage answer to the item
+    (the probe gate leaves out the items the candidate lost there)."""
+    answers: dict[tuple[str, str], str | None] = {
+        (run.role, item.id): item.answer
+        for run in report.quality.runs
+        if run.suite == "math.short"
+        for item in run.items
+    }
+    for run in report.perf.runs:
+        for r in run.requests:
+            if r.probe_id is None or r.probe_truth is None:
+                continue
+            key: tuple[str, str] = (run.role, r.probe_id)
+            if answers.get(key) != r.probe_expected:
+                raise _fail(
+                    f"perf {run.scenario}: the {run.role}'s probe {r.probe_id} records "
+                    f"{r.probe_expected!r} as its quality-stage answer; the quality records "
+                    f"say {answers.get(key)!r}"
+                )
+
+
 def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
     """Every stored perf summary, comparison and check equals its recomputation."""
     perf = report.perf
+    if perf.derivation >= 8:
+        _check_probe_expected(report)
     blocks: dict[tuple[str, str], list[ScenarioRun]] = {}
     for r in perf.runs:
         blocks.setdefault((r.scenario, r.role), []).append(r)
@@ -380,6 +405,13 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
                 )
             )
         got_verdicts = list(fns.scenario_verdicts(perf_spec, cand)) if cand is not None else []
+        if perf.derivation >= 8:  # graded probes (the gate re-grades every probe's text)
+            got_verdicts += probe_verdicts(
+                perf_spec.probes if perf_spec else None,
+                name,
+                blocks.get((name, "reference"), []),
+                blocks.get((name, "candidate"), []),
+            )
         if not same_value(dump(result.verdicts), dump(got_verdicts)):
             raise _fail(f"perf {name}: " + _first_verdict_difference(result.verdicts, got_verdicts))
     return len(results)

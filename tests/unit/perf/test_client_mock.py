@@ -153,8 +153,8 @@ def test_a_fault_mid_run_is_counted_not_fatal(mock_url: str) -> None:
         }
     )
     probes: list[Any] = [
-        ("p1", [{"role": "user", "content": "2+2?"}], "42"),
-        ("p2", "What is 6*7?", "41"),
+        ("p1", [{"role": "user", "content": "2+2?"}], "42", "4"),
+        ("p2", "What is 6*7?", "41", "42"),
     ]
     runs = asyncio.run(
         run_scenarios(
@@ -171,9 +171,14 @@ def test_a_fault_mid_run_is_counted_not_fatal(mock_url: str) -> None:
     assert m.requests == 6 and m.completed == 6
     assert all(v.passed for v in scenario_verdicts(spec, fixed))
     assert (m.probe_agree, m.probe_total) == (2, 3)
+    # graded against the known answer: the mock's 42 is right for p2 and wrong for p1
+    graded = [(r.probe_id, r.probe_truth, r.probe_correct) for r in fixed.requests if r.probe_id]
+    assert graded == [("p1", "4", False), ("p2", "42", True), ("p1", "4", False)]
     assert all(r.sent_ns >= r.scheduled_ns for r in fixed.requests)
     mm = summarize(mt, None)
     assert mm.requests == 6 and {r.turn for r in mt.requests if r.probe_id is None} == {0, 1, 2}
+    # the multi-turn traffic carries its graded probes too: max(2 items, 0.5 x 6 turns)
+    assert sorted(r.probe_id for r in mt.requests if r.probe_id) == ["p1", "p1", "p2"]
     # The mock simulates 16-token prefix blocks; turns reuse the shared prefix and history.
     assert mm.prefix_cache_hit_rate is not None and mm.prefix_cache_hit_rate > 0.3
 

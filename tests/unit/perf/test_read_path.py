@@ -188,7 +188,7 @@ def test_qgate_run_perf_stage_uses_the_same_loop(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(stages, "run_loop", spy_loop)
     monkeypatch.setattr(stages, "run_scenarios", fake_run)
     monkeypatch.setattr(stages, "runtime_headers", lambda rt: None)
-    monkeypatch.setattr(stages, "_probes", lambda ctx, q: [])
+    monkeypatch.setattr(stages, "probe_set", lambda ctx, q, r: [])
     monkeypatch.setattr(stages, "save_raw", lambda ctx, name, runs: None)
     ctx: Any = SimpleNamespace(
         profile=SimpleNamespace(

@@ -101,7 +101,9 @@ def test_failing_candidate_does_not_stop_the_others(
     mctx = _contexts(tmp_path)
     _use_lives(mctx, _Lives(calls, broken="prefix-cache"))
 
-    def perf_on(ctx: RunContext, runtime: Any, role: str, quality: QualityOutput) -> list[str]:
+    def perf_on(
+        ctx: RunContext, runtime: Any, role: str, quality: QualityOutput, reference: Any = None
+    ) -> list[str]:
         calls.append(("perf", runtime.name))
         return [f"{runtime.name}-run"]
 
@@ -204,8 +206,15 @@ def _stand_ins(
     monkeypatch.setattr(candidate_stage, "divergence_of", lambda ref, cand: None)
 
     def blocks(
-        ctx: RunContext, rt: Any, role: str, q: QualityOutput, earlier: Any = ()
+        ctx: RunContext,
+        rt: Any,
+        role: str,
+        q: QualityOutput,
+        earlier: Any = (),
+        reference: Any = None,
     ) -> list[SimpleNamespace]:
+        # the candidate's probes are picked from the reference's records, in every round
+        assert role == "reference" or (reference is not None and reference.role == "reference")
         if ctx.round:  # a later perf round's fresh life
             calls.append(("perf", rt.name))
         return perf_on(ctx, rt, role, q)
@@ -345,8 +354,15 @@ def _side_by_side_stand_ins(
         out.status = "ran" if gates_pass else "skipped: gates failed"
 
     def perf_on(
-        ctx: RunContext, rt: str, role: str, q: Any, save: bool = True, block: int = 0
+        ctx: RunContext,
+        rt: str,
+        role: str,
+        q: Any,
+        save: bool = True,
+        block: int = 0,
+        reference: Any = None,
     ) -> list[Any]:
+        assert role == "reference" or (reference is not None and reference.role == "reference")
         calls.append(("perf", role + (f" r{ctx.round}" if ctx.round else "")))
         from qgate.perf.records import ScenarioRun
 

@@ -1,0 +1,131 @@
+"""Graded perf probes in a signed report: verify re-derives the probe gate from the
+records, rejects an edited verdict or answer, and a failed scenario's ratios are withheld."""
+
+from __future__ import annotations
+
+import pytest
+from helpers.report_synthetic import build_report, make_signer
+
+from qgate.attest.statement import Subject
+from qgate.errors import VerificationFailed
+from qgate.perf.gates import report_gates
+from qgate.perf.probes import extract_answer, grade
+from qgate.perf.records import RequestRecord
+from qgate.profile import Profile
+from qgate.report.assemble import perf_results
+from qgate.report.model import Report
+from qgate.report.render.compare import headline_interval
+from qgate.report.render.md import render_markdown
+from qgate.report.signing import sign_report
+from qgate.report.verdict import overall
+from qgate.report.verify.single import default_recompute, verify_bytes
+from qgate.run.report import headline
+
+SIGNER = make_signer("ecdsa")
+# items of the synthetic report's math.short (truth: the index): the candidate lost m00001
+# in its quality stage, the reference m00003; both answered the others right
+ITEMS = [0, 1, 2, 4, 5]
+
+
+def verify(report: Report) -> None:
+    subjects = [Subject(name="profile/p.yaml", sha256=report.profile_sha256)]
+    envelope = sign_report(report, subjects, SIGNER)
+    verify_bytes(envelope, SIGNER.public_pem, recompute=default_recompute())
+
+
+def _probe(item: int, text: str, index: int, expected: str) -> RequestRecord:
+    return RequestRecord(
+        index=index,
+        probe_id=f"m{item:05d}",
+        scheduled_ns=index * 1_000_000,
+        sent_ns=index * 1_000_000,
+        first_token_ns=index * 1_000_000 + 5,
+        done_ns=index * 1_000_000 + 10,
+        text=text,
+        probe_answer=extract_answer(text),
+        probe_expected=expected,
+        probe_truth=str(item),
+        probe_correct=grade(text, str(item)),
+    )
+
+
+def probe_report(wrong: int) -> Report:
+    """The synthetic report with graded probes: under load the candidate gets `wrong` of the
+    items it answered right in its quality stage wrong (and m00001, lost there, wrong too)."""
+    report = build_report(requests=4, fns=default_recompute())
+    profile = Profile.model_validate(report.profile)
+    quality = {(r.role, i.id): i.answer for r in report.quality.runs for i in r.items}
+    for run in report.perf.runs:
+        bad = 0
+        for k, item in enumerate(ITEMS):
+            wrong_here = run.role == "candidate" and (item == 1 or (item != 1 and bad < wrong))
+            if run.role == "candidate" and item != 1 and bad < wrong:
+                bad += 1
+            text = f"The answer is {item + 1 if wrong_here else item}."
+            expected = quality[(run.role, f"m{item:05d}")]
+            run.requests.append(_probe(item, text, 10 + k, expected))
+    perf = report.perf
+    perf.results = perf_results(profile.perf, perf.runs, resamples=200, seed=7)
+    perf.gates = report_gates(profile.perf, perf.status, perf.results)
+    report.verdict = overall(report.all_verdicts(), perf.status)
+    return report
+
+
+def test_passing_probes_verify_and_show_in_the_perf_section() -> None:
+    report = probe_report(wrong=0)
+    gates = [v for v in report.all_verdicts() if ".probes." in v.gate]
+    assert [v.gate for v in gates] == [
+        "perf.short.probes.max_flips",
+        "perf.short.probes.significance",
+    ]
+    assert all(v.passed for v in gates) and report.verdict == "PASS"
+    verify(report)
+    md = render_markdown(report)
+    assert "Graded probes under load" in md and "leave the probe requests out" in md
+    # m00001, lost in the candidate's quality stage, is left out of the pairs
+    assert "| short | 5/5 | 4/5 | 0 | 0 | PASS |" in md
+    flips = next(v for v in gates if v.gate.endswith("max_flips"))
+    assert "1 item(s) left out, lost already in the candidate's quality stage" in flips.reason
+
+
+def test_failed_probes_fail_the_run_and_withhold_the_scenario_ratios() -> None:
+    report = probe_report(wrong=3)
+    assert report.verdict == "FAIL"
+    flips = next(v for v in report.all_verdicts() if v.gate == "perf.short.probes.max_flips")
+    assert not flips.passed and flips.observed == 3
+    verify(report)  # a FAIL that follows from its records verifies
+    assert headline_interval(report)[0] is None  # the only scenario's ratio is withheld
+    assert headline(report) == ["short: ratios withheld (its graded probes failed)"]
+    md = render_markdown(report)
+    assert "PROBES FAILED in short" in md and "m00000 answered 1 (truth 0)" in md
+    # the records still hold the ratios
+    assert report.perf.results[0].comparisons
+
+
+def test_an_edited_probe_verdict_is_rejected() -> None:
+    report = probe_report(wrong=3)
+    for v in report.perf.results[0].verdicts:
+        if ".probes." in v.gate:
+            v.passed = True
+    report.verdict = overall(report.all_verdicts(), report.perf.status)
+    with pytest.raises(VerificationFailed, match=r"perf short: .*probes"):
+        verify(report)
+
+
+def test_an_edited_probe_answer_is_rejected() -> None:
+    report = probe_report(wrong=0)
+    cand = next(r for r in report.perf.runs if r.role == "candidate")
+    probes = [r for r in cand.requests if r.probe_id in ("m00002", "m00004")]
+    for r in probes:  # the texts say wrong; the stored grade still says right
+        r.text = "The answer is 99."
+    with pytest.raises(VerificationFailed, match=r"perf short: .*probes"):
+        verify(report)
+
+
+def test_an_edited_quality_stage_answer_of_a_probe_is_rejected() -> None:
+    report = probe_report(wrong=0)
+    cand = next(r for r in report.perf.runs if r.role == "candidate")
+    lost = next(r for r in cand.requests if r.probe_id == "m00001")
+    lost.probe_expected = "1"  # would put the item back into the pairs
+    with pytest.raises(VerificationFailed, match=r"probe m00001 records '1'"):
+        verify(report)
