@@ -66,6 +66,8 @@ def _gained(passes: Sequence[PassRun], key: str, cold: bool = True) -> float:
         if p.role != "candidate" or (p.name == "cold" and not cold):
             continue
         for s in p.suites:
+            if not s.before:  # a missing scrape: its delta would be the lifetime's totals
+                continue
             total += max(0.0, s.after.get(key, 0.0) - s.before.get(key, 0.0))
     return total
 

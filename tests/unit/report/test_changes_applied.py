@@ -98,3 +98,14 @@ def test_the_cold_pass_is_no_evidence_that_offload_was_applied() -> None:
     assert check.status == "unconfirmed"
     (check,) = confirm_changes(profile, [_config()], [*only_cold, _pass("warm", EXTERNAL, 10.0)])
     assert check.status == "confirmed" and check.evidence.startswith("10 prompt tokens")
+
+
+def test_a_pass_without_its_before_scrape_is_no_evidence() -> None:
+    profile = _profile({"args": {"kv_offloading_size": 4}})
+    lifetime = PassRun(
+        name="warm",
+        role="candidate",
+        suites=[PassSuite(suite="math.long", before={}, after={EXTERNAL: 9000.0})],
+    )
+    (check,) = confirm_changes(profile, [_config()], [lifetime])
+    assert check.status == "unconfirmed"
