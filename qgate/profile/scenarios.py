@@ -168,6 +168,7 @@ class PerfProbes(Strict):
     max_flips: int = Field(
         default=1,
         ge=0,
+        le=64,
         description="Items a scenario's candidate may lose (reference correct, candidate "
         "wrong) before its probe gate fails: the allowance for the reference's own noise "
         "under load (greedy answers can change with the batch).",
