@@ -8,8 +8,10 @@ PASS. Here the shape of the records is held to the profile: each side of each sc
 (a sweep level, an input length) holds, in every round, the blocks 0 .. B-1 (B: perf.blocks,
 else what the run's plan mode gives: 2 side by side, 1 in sequence), each block holds the
 scenario's measured requests (`requests`, or conversations x turns; a duration-bound
-scenario's count is its own), and the quality probes mixed in are one per round(1 /
-probe_share) measured completions (or none). A difference is rejected naming the field and
+scenario's count is its own), and the quality probes mixed in are as many as
+qgate/perf/probes.probe_points places (a count-bound scenario: every probe item at least once,
+more where probe_share of its requests is more; a duration-bound one: one per round(1 /
+probe_share) measured completions), or none. A difference is rejected naming the field and
 both values.
 """
 
@@ -19,6 +21,7 @@ from collections.abc import Iterator
 
 from qgate.core.plan import Plan
 from qgate.errors import VerificationFailed
+from qgate.perf.probes import probe_points
 from qgate.perf.records import ScenarioRun
 from qgate.perf.workloads import measured_count
 from qgate.profile import PerfSpec, Profile
@@ -104,13 +107,19 @@ def check_perf_design(report: Report, profile: Profile, plan: Plan | None = None
                             f"{where}: measured requests: {work} stored, {count} re-derived "
                             f"(perf.scenarios[{index}])"
                         )
-                    gap = _probe_gap(spec.probe_share)
-                    want = work // gap if gap else 0
+                    items = len({q.probe_id for q in run.requests if q.probe_id is not None})
+                    points = probe_points(count, items, spec.probe_share)
+                    if points is None:
+                        gap = _probe_gap(spec.probe_share)
+                        want = work // gap if gap else 0
+                        rule = f"one per {gap} measured requests"
+                    else:
+                        want = len(points)
+                        rule = f"{items} item(s), at least a share of the {count} requests"
                     if probes not in (0, want):
                         raise _fail(
                             f"{where}: quality probes: {probes} stored, {want} re-derived "
-                            f"(one per {gap} measured requests, perf.probe_share "
-                            f"{spec.probe_share:g})"
+                            f"({rule}, perf.probe_share {spec.probe_share:g})"
                         )
                     measured += work
     return (

@@ -22,9 +22,16 @@ from qgate.report.verify.single import default_recompute, verify_bytes
 from qgate.run.report import headline
 
 SIGNER = make_signer("ecdsa")
-# items of the synthetic report's math.short (truth: the index): the candidate lost m00001
-# in its quality stage, the reference m00003; both answered the others right
+# items of the synthetic report's math.short, by position: the candidate lost item 1 in its
+# quality stage, the reference item 3; both answered the others right
 ITEMS = [0, 1, 2, 4, 5]
+_REF = next(
+    r
+    for r in build_report(requests=4, fns=default_recompute()).quality.runs
+    if r.role == "reference"
+)
+IDS = [i.id for i in _REF.items]
+TRUTHS = [int(i.expected) for i in _REF.items]
 
 
 def verify(report: Report) -> None:
@@ -36,7 +43,7 @@ def verify(report: Report) -> None:
 def _probe(item: int, text: str, index: int, expected: str) -> RequestRecord:
     return RequestRecord(
         index=index,
-        probe_id=f"m{item:05d}",
+        probe_id=IDS[item],
         scheduled_ns=index * 1_000_000,
         sent_ns=index * 1_000_000,
         first_token_ns=index * 1_000_000 + 5,
@@ -44,14 +51,14 @@ def _probe(item: int, text: str, index: int, expected: str) -> RequestRecord:
         text=text,
         probe_answer=extract_answer(text),
         probe_expected=expected,
-        probe_truth=str(item),
-        probe_correct=grade(text, str(item)),
+        probe_truth=str(TRUTHS[item]),
+        probe_correct=grade(text, str(TRUTHS[item])),
     )
 
 
 def probe_report(wrong: int) -> Report:
     """The synthetic report with graded probes: under load the candidate gets `wrong` of the
-    items it answered right in its quality stage wrong (and m00001, lost there, wrong too)."""
+    items it answered right in its quality stage wrong (and item 1, lost there, wrong too)."""
     report = build_report(requests=4, fns=default_recompute())
     profile = Profile.model_validate(report.profile)
     quality = {(r.role, i.id): i.answer for r in report.quality.runs for i in r.items}
@@ -61,11 +68,14 @@ def probe_report(wrong: int) -> Report:
             wrong_here = run.role == "candidate" and (item == 1 or (item != 1 and bad < wrong))
             if run.role == "candidate" and item != 1 and bad < wrong:
                 bad += 1
-            text = f"The answer is {item + 1 if wrong_here else item}."
-            expected = quality[(run.role, f"m{item:05d}")]
+            truth = TRUTHS[item]
+            text = f"The answer is {truth + 1 if wrong_here else truth}."
+            expected = quality[(run.role, IDS[item])]
             run.requests.append(_probe(item, text, 10 + k, expected))
     perf = report.perf
-    perf.results = perf_results(profile.perf, perf.runs, resamples=200, seed=7)
+    perf.results = perf_results(
+        profile.perf, perf.runs, resamples=perf.bootstrap_resamples, seed=perf.bootstrap_seed
+    )
     perf.gates = report_gates(profile.perf, perf.status, perf.results)
     report.verdict = overall(report.all_verdicts(), perf.status)
     return report
@@ -82,7 +92,7 @@ def test_passing_probes_verify_and_show_in_the_perf_section() -> None:
     verify(report)
     md = render_markdown(report)
     assert "Graded probes under load" in md and "leave the probe requests out" in md
-    # m00001, lost in the candidate's quality stage, is left out of the pairs
+    # item 1, lost in the candidate's quality stage, is left out of the pairs
     assert "| short | 5/5 | 4/5 | 0 | 0 | PASS |" in md
     flips = next(v for v in gates if v.gate.endswith("max_flips"))
     assert "1 item(s) left out, lost already in the candidate's quality stage" in flips.reason
@@ -97,7 +107,10 @@ def test_failed_probes_fail_the_run_and_withhold_the_scenario_ratios() -> None:
     assert headline_interval(report)[0] is None  # the only scenario's ratio is withheld
     assert headline(report) == ["short: ratios withheld (its graded probes failed)"]
     md = render_markdown(report)
-    assert "PROBES FAILED in short" in md and "m00000 answered 1 (truth 0)" in md
+    assert (
+        "PROBES FAILED in short" in md
+        and f"{IDS[0]} answered {TRUTHS[0] + 1} (truth {TRUTHS[0]})" in md
+    )
     # the records still hold the ratios
     assert report.perf.results[0].comparisons
 
@@ -115,7 +128,7 @@ def test_an_edited_probe_verdict_is_rejected() -> None:
 def test_an_edited_probe_answer_is_rejected() -> None:
     report = probe_report(wrong=0)
     cand = next(r for r in report.perf.runs if r.role == "candidate")
-    probes = [r for r in cand.requests if r.probe_id in ("m00002", "m00004")]
+    probes = [r for r in cand.requests if r.probe_id in (IDS[2], IDS[4])]
     for r in probes:  # the texts say wrong; the stored grade still says right
         r.text = "The answer is 99."
     with pytest.raises(VerificationFailed, match=r"perf short: .*probes"):
@@ -125,7 +138,7 @@ def test_an_edited_probe_answer_is_rejected() -> None:
 def test_an_edited_quality_stage_answer_of_a_probe_is_rejected() -> None:
     report = probe_report(wrong=0)
     cand = next(r for r in report.perf.runs if r.role == "candidate")
-    lost = next(r for r in cand.requests if r.probe_id == "m00001")
-    lost.probe_expected = "1"  # would put the item back into the pairs
-    with pytest.raises(VerificationFailed, match=r"probe m00001 records '1'"):
+    lost = next(r for r in cand.requests if r.probe_id == IDS[1])
+    lost.probe_expected = str(TRUTHS[1])  # would put the item back into the pairs
+    with pytest.raises(VerificationFailed, match=rf"probe {IDS[1]} records '{TRUTHS[1]}'"):
         verify(report)
