@@ -717,3 +717,48 @@ def test_every_path_key_is_listed() -> None:
     assert len(paths) >= 8
     for model, name in paths:
         assert any((owner, name) in PATH_KEYS for owner in model.__mro__), (model, name)
+
+
+EVERY_FEATURE = Path(__file__).resolve().parents[1] / "profiles" / "every_feature.yaml"
+
+
+def _leaf_paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    if isinstance(node, dict):
+        return [p for k, v in node.items() for p in _leaf_paths(v, (*path, k))]
+    if isinstance(node, list):
+        return [p for i, v in enumerate(node) for p in _leaf_paths(v, (*path, i))]
+    return [path]
+
+
+def test_every_feature_at_once_validates_with_its_files() -> None:
+    from qgate.profile.load import load_profile
+
+    profile = load_profile(EVERY_FEATURE)
+    assert profile.cluster is not None and profile.quality.reuse is not None
+
+
+def test_no_value_in_any_place_crashes_the_loader() -> None:
+    # Each odd value in each place: a ProfileError with bounded lines, never another
+    # exception (10**400 once overflowed float() in a message: exit 3 with a traceback).
+    import copy
+    import json
+
+    import yaml
+
+    from qgate.errors import ProfileError
+    from qgate.profile.load import parse_profile_text
+
+    data = yaml.safe_load(EVERY_FEATURE.read_text())
+    leaves = _leaf_paths(data)
+    assert len(leaves) > 80
+    for where in leaves:
+        for odd in (10**400, 1e308, "x" * 12_000, {"a": [1]}):
+            changed = copy.deepcopy(data)
+            node = changed
+            for key in where[:-1]:
+                node = node[key]
+            node[where[-1]] = odd
+            try:
+                parse_profile_text(json.dumps(changed), "p", EVERY_FEATURE.parent, False)
+            except ProfileError as exc:
+                assert all(len(line) < LONGEST_LINE for line in exc.details), where
