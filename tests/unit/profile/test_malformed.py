@@ -593,6 +593,8 @@ def test_defaults_are_never_inert() -> None:
 
 # 5. every file a profile names, checked at validate (plan skips files: it plans for any machine)
 FILE_CASES: list[tuple[str, str, str, str]] = [
+    ("name-too-long", MATH("set: " + "x" * 5000), ":7 quality.math.set:", "cannot check"),
+    ("no-such-user", MATH("set: ~no_such_user_q/x"), ":7 quality.math.set:", "no such user's home"),
     (
         "calibration-missing",
         MATH("calibration: {records: gone.json}").replace("limit: 8, ", ""),
