@@ -143,7 +143,13 @@ def path_problems(profile: Profile, folder: Path) -> Found:
     roots = [folder, project_root(folder), Path(os.path.normpath(evals_root().absolute()))]
     for where, model, name in _path_values(profile):
         written: Path = getattr(model, name)
-        if "\x00" in str(written) or written.is_absolute() or str(written).startswith("~"):
+        if str(written).startswith("~"):
+            try:
+                written.expanduser()
+            except RuntimeError:  # ~name of no user
+                found.append((where, f"{_shown(written)}: no such user's home folder"))
+            continue
+        if "\x00" in str(written) or written.is_absolute():
             continue
         resolved = Path(os.path.normpath(folder / written))
         if ".." in written.parts and not any(r and _inside(resolved, r) for r in roots):
@@ -162,11 +168,22 @@ def path_problems(profile: Profile, folder: Path) -> Found:
 def resolve_paths(profile: Profile, folder: Path) -> None:
     """Make every relative path in the profile absolute against `folder` (in place)."""
     for _, model, name in list(_path_values(profile)):
-        path = getattr(model, name).expanduser()
+        path = getattr(model, name)
+        try:
+            path = path.expanduser()
+        except RuntimeError:
+            continue  # ~name of no user: reported by path_problems
         setattr(model, name, path if path.is_absolute() else folder / path)
 
 
 def _problem(path: Path, key: PathKey) -> str | None:
+    try:
+        return _fs_problem(path, key)
+    except OSError as exc:  # a name too long for the file system, a loop of links...
+        return f"cannot check {_shown(path)} ({exc.strerror or exc})"
+
+
+def _fs_problem(path: Path, key: PathKey) -> str | None:
     shown = _shown(path)
     kind = "folder" if key.folder else "file"
     if not path.exists():
@@ -214,6 +231,13 @@ def file_problems(profile: Profile) -> Found:
     return found + _program_problems(profile)
 
 
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def _program_problems(profile: Profile) -> Found:
     """A launcher or command whose program is an absolute path that cannot be run."""
     found: Found = []
@@ -229,7 +253,7 @@ def _program_problems(profile: Profile) -> Found:
                 continue  # looked up on PATH, or a placeholder qgate fills in
             path = Path(program)
             message = None
-            if not path.is_file():
+            if not _is_file(path):
                 message = f"no such program: {_shown(path)}"
             elif not os.access(path, os.X_OK):
                 message = f"not executable: {_shown(path)}"

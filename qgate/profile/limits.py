@@ -159,7 +159,9 @@ ITEM_LIMITS: dict[tuple[type[BaseModel], str], tuple[int, str]] = {
 
 def number(value: float) -> str:
     """1,000,000 or 0.5: a number as a message shows it."""
-    return f"{int(value):,}" if float(value).is_integer() else f"{value:,}"
+    if isinstance(value, int):
+        return f"{value:,}"  # exact, however large (float() of 10**400 overflows)
+    return f"{int(value):,}" if value.is_integer() else f"{value:,}"
 
 
 def _rule(
@@ -183,7 +185,8 @@ def _over_limit(value: Any, limit: int, why: str) -> tuple[KeyPath, str] | None:
     for index, item in items:
         is_number = isinstance(item, int | float) and not isinstance(item, bool)
         # Infinity and NaN never get here: the schema refuses them.
-        if is_number and math.isfinite(item) and abs(item) > limit:
+        finite = isinstance(item, int) or (is_number and math.isfinite(item))
+        if is_number and finite and abs(item) > limit:
             where = () if index is None else (index,)
             bound = f"at least {-limit:,}" if item < 0 else f"at most {limit:,}"
             return where, f"must be {bound}{why} (got {number(item)})"
@@ -212,6 +215,10 @@ def limit_problems(model: BaseModel, path: KeyPath = ()) -> Found:
                 where = (*path, name, index) if isinstance(value, list) else (*path, name)
                 found += limit_problems(child, where)
     return found
+
+
+def _seconds(seconds: float) -> str:
+    return number(round(seconds)) if math.isfinite(seconds) else "more than 10**308"
 
 
 def _runs(scenario: Any) -> int:
@@ -258,7 +265,7 @@ def perf_total_problems(perf: PerfSpec | None) -> Found:
         found.append(
             (
                 ("scenarios",),
-                f"the perf stage would measure for {number(round(seconds))} s (every "
+                f"the perf stage would measure for {_seconds(seconds)} s (every "
                 f"scenario's runs, blocks, rounds and sides; at most {MAX_SECONDS:,}{_WEEK})",
             )
         )

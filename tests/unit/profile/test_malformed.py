@@ -392,6 +392,10 @@ CASES: list[tuple[str, str, str, str]] = [
 ]
 
 
+RUN_TOO = {"inf-cluster-cpus", "yes-for-count", "fifty-million-requests", "rounds-on-an-endpoint"}
+"""One case per class also through `qgate run` (the rest through validate and plan only)."""
+
+
 def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "p.yaml"
     path.write_text(text)
@@ -400,8 +404,10 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 def _check(command: str, path: Path, where: str, message: str) -> None:
     start = time.monotonic()
-    result = CliRunner().invoke(main, [command, str(path)])
-    assert time.monotonic() - start < 5.0
+    out = ["--out", str(path.parent / "run")] if command == "run" else []
+    result = CliRunner().invoke(main, [command, str(path), *out])
+    # generous (a shared 2-core machine): well under a second here, minutes unguarded
+    assert time.monotonic() - start < 30.0
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     lines = [line for line in result.output.splitlines() if where in line]
@@ -417,6 +423,9 @@ def test_validate_and_plan_refuse_it(
     path = _write(tmp_path, extra if extra.startswith("name:") else BASE + extra)
     _check("validate", path, f"{path}{where}", message)
     _check("plan", path, f"{path}{where}", message)
+    if name in RUN_TOO:  # `qgate run` reads the profile with the same loader, before anything
+        _check("run", path, f"{path}{where}", message)
+        assert not (path.parent / "run").exists()
 
 
 MULTI = """\
@@ -584,6 +593,8 @@ def test_defaults_are_never_inert() -> None:
 
 # 5. every file a profile names, checked at validate (plan skips files: it plans for any machine)
 FILE_CASES: list[tuple[str, str, str, str]] = [
+    ("name-too-long", MATH("set: " + "x" * 5000), ":7 quality.math.set:", "cannot check"),
+    ("no-such-user", MATH("set: ~no_such_user_q/x"), ":7 quality.math.set:", "no such user's home"),
     (
         "calibration-missing",
         MATH("calibration: {records: gone.json}").replace("limit: 8, ", ""),
@@ -708,3 +719,48 @@ def test_every_path_key_is_listed() -> None:
     assert len(paths) >= 8
     for model, name in paths:
         assert any((owner, name) in PATH_KEYS for owner in model.__mro__), (model, name)
+
+
+EVERY_FEATURE = Path(__file__).resolve().parents[1] / "profiles" / "every_feature.yaml"
+
+
+def _leaf_paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    if isinstance(node, dict):
+        return [p for k, v in node.items() for p in _leaf_paths(v, (*path, k))]
+    if isinstance(node, list):
+        return [p for i, v in enumerate(node) for p in _leaf_paths(v, (*path, i))]
+    return [path]
+
+
+def test_every_feature_at_once_validates_with_its_files() -> None:
+    from qgate.profile.load import load_profile
+
+    profile = load_profile(EVERY_FEATURE)
+    assert profile.cluster is not None and profile.quality.reuse is not None
+
+
+def test_no_value_in_any_place_crashes_the_loader() -> None:
+    # Each odd value in each place: a ProfileError with bounded lines, never another
+    # exception (10**400 once overflowed float() in a message: exit 3 with a traceback).
+    import copy
+    import json
+
+    import yaml
+
+    from qgate.errors import ProfileError
+    from qgate.profile.load import parse_profile_text
+
+    data = yaml.safe_load(EVERY_FEATURE.read_text())
+    leaves = _leaf_paths(data)
+    assert len(leaves) > 80
+    for where in leaves:
+        for odd in (10**400, 1e308, "x" * 12_000, {"a": [1]}):
+            changed = copy.deepcopy(data)
+            node = changed
+            for key in where[:-1]:
+                node = node[key]
+            node[where[-1]] = odd
+            try:
+                parse_profile_text(json.dumps(changed), "p", EVERY_FEATURE.parent, False)
+            except ProfileError as exc:
+                assert all(len(line) < LONGEST_LINE for line in exc.details), where
