@@ -34,13 +34,17 @@ def grade(text: str, truth: str) -> bool:
     return answer_matches(extract_number(text), truth)
 
 
-def probe_points(count: int | None, probes: int, share: float) -> list[int] | None:
+def probe_points(
+    count: int | None, probes: int, share: float, in_flight: int = 1
+) -> list[int] | None:
     """After which workload completion each probe of a scenario is sent (1-based).
 
     A scenario of `count` requests asks max(probes, round(share * count)) probes, spread
-    evenly over its first count - 1 completions, so that each is sent while workload
-    requests are still in flight (and none trails the load alone, adding to the stage's
-    time). None when the count is not known in advance (duration-bound): then one after
+    evenly over its first count - in_flight completions: while a closed loop of
+    `in_flight` workers still refills every completion, so each probe is asked under the
+    scenario's full load (on a CPU a level's requests tend to finish together, and the
+    last wave drains to nothing) and none trails the load alone, adding to the stage's
+    time. None when the count is not known in advance (duration-bound): then one after
     every round(1 / share) completions. [] when there are no probes or share is 0.
     """
     if probes == 0 or share <= 0:
@@ -48,7 +52,8 @@ def probe_points(count: int | None, probes: int, share: float) -> list[int] | No
     if count is None:
         return None
     n = max(probes, round(share * count))
-    return [max(1, math.ceil((k + 1) * (count - 1) / (n + 1))) for k in range(n)]
+    span = max(1, count - in_flight)
+    return [max(1, math.ceil((k + 1) * span / (n + 1))) for k in range(n)]
 
 
 def extract_answer(text: str) -> str | None:

@@ -179,7 +179,9 @@ async def _run_one(
         raw = RawClient(base_url, timeout_s) if base_url.startswith("http://") else None
         sender = Sender(session, base_url.rstrip("/"), headers, t0=0, raw=raw)
         warm = Sender(session, base_url.rstrip("/"), headers, t0=0, raw=raw)
-        points = probe_points(measured_count(s), len(probes), probe_share)
+        # the workers that keep the load up: the level, or the conversations in flight
+        workers = level or (s.conversations if isinstance(s, MultiTurnScenario) else 1)
+        points = probe_points(measured_count(s), len(probes), probe_share, workers)
         gap = max(1, round(1 / probe_share)) if points is None else 0
         probe_tasks: list[asyncio.Task[Any]] = []
         done = sent = 0

@@ -46,7 +46,7 @@ quality:
   math: {{prompts: [short], limit: 24, max_drop: 0.2}}
 perf:
   blocks: 1
-  probes: {{items: 4}}       # the defaults otherwise: max_flips 1, exact McNemar at 0.05
+  probes: {{items: 6}}       # the defaults otherwise: max_flips 1, exact McNemar at 0.05
   scenarios:
     - {{name: chat, input_tokens: 32, output_tokens: 8, concurrency: [1, 12], warmup: 0,
         requests: 24}}
