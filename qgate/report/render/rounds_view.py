@@ -26,11 +26,18 @@ def speed_design(report: Report) -> str | None:
     together = report.plan is not None and report.plan.mode == "together"
     how = "side by side, blocks interleaved" if together else "in sequence"
     per_life = f"{blocks} block(s) per life"
-    if rounds > 1:
+    if rounds > 1 and report.perf.derivation < 7:  # the interval of perf derivation 6
         return (
             f"Speed design: rounds: {rounds} fresh lives per side, ABBA ({how}, {per_life}); "
             "each ratio's 95% CI covers the noise between requests, between the blocks of a "
             "life and between the rounds' ratios (restart to restart)."
+        )
+    if rounds > 1:
+        return (
+            f"Speed design: rounds: {rounds} fresh lives per side, ABBA ({how}, {per_life}); "
+            "each round is the unit: a ratio is the mean of its round ratios (log scale) and "
+            "its 95% CI Student's t over them, restart to restart (never narrower than the "
+            "noise within one life)."
         )
     return (
         f"Speed design: one life per side ({how}, {per_life}); the intervals cover the "

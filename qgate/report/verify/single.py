@@ -27,6 +27,7 @@ from qgate.profile.perf import is_preview
 from qgate.quality.calibrate import check_stored, model_label, model_problem, stored_records
 from qgate.report.model import PREDICATE_TYPE, Report
 from qgate.report.verify.attribution import check_attribution
+from qgate.report.verify.cluster import check_cluster
 from qgate.report.verify.derivation import check_derivations
 from qgate.report.verify.envelope import (
     VerifyResult,
@@ -166,6 +167,8 @@ def _checked_contents(
     )
     _rederive(report, prof, keyid, result)
     result.checked += check_machine(report, prof, result.signed_only)
+    if cluster := check_cluster(report):
+        result.checked.append(cluster)
     result.signed_only += signed_only(report)
     fns = recompute or default_recompute()
     recompute_quality(report, prof, fns)
@@ -229,7 +232,8 @@ def signed_only(report: Report) -> list[str]:
     if report.provenance is not None and report.provenance.cluster is not None:
         out.append(
             "provenance.cluster: the Ray cluster, each life's node and resources, and where "
-            "each side's perf blocks ran"
+            "each side's perf blocks ran (the speed design is re-derived from the lives, and "
+            "their rounds held to the perf records'; the nodes themselves are not)"
         )
     out.append(
         "fingerprint.qgate_revision: which qgate signed, and so which derivations' checks apply "
