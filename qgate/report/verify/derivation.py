@@ -80,7 +80,7 @@ def record_floor(report: Report) -> Derivations:
     elif any(r.block > 0 for r in runs):
         perf, why = 4, ["perf records of a second block (perf.blocks)"]
     elif any(
-        summary is not None and "time_series" in summary
+        summary is not None and summary.get("time_series") is not None
         for result in report.perf.results
         for summary in (result.reference, result.candidate)
     ):
