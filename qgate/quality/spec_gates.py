@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from qgate.core.records import Role
 from qgate.core.verdict import Verdict
 from qgate.profile import Profile, SpeculativeSpec
-from qgate.profile.side import side
-from qgate.profile.speculative import SPECULATIVE_ARG
+from qgate.profile.spec_plan import speculates, speculative_policy
 from qgate.quality.spec_counters import (
     ACCEPTED,
     DRAFT_TOKENS,
@@ -64,19 +63,6 @@ class Acceptance:
     def rate(self) -> float | None:
         """accepted / draft tokens (None without draft tokens)."""
         return self.accepted / self.draft_tokens if self.draft_tokens > 0 else None
-
-
-def speculates(profile: Profile, role: str) -> bool:
-    """Whether the side's engine arguments set `speculative_config`."""
-    return side(profile, role).arg(SPECULATIVE_ARG) not in (None, "", False)
-
-
-def speculative_policy(profile: Profile) -> SpeculativeSpec | None:
-    """The acceptance gate's limits: `quality.speculative`, or its defaults for a candidate
-    that speculates; None when the profile has no acceptance gate."""
-    if profile.quality.speculative is not None:
-        return profile.quality.speculative
-    return SpeculativeSpec() if speculates(profile, "candidate") else None
 
 
 def _of(snapshots: Sequence[SpecSnapshot], role: Role) -> list[SpecSnapshot]:

@@ -23,6 +23,7 @@ from qgate.core.records import Record, Role
 from qgate.core.serving import EffectiveConfig, Runtime
 from qgate.profile import DivergenceSuite, Profile, QualitySpec
 from qgate.profile.side import side
+from qgate.profile.spec_plan import speculates, speculative_policy
 from qgate.profile.suites import configured
 from qgate.quality.board import Board
 from qgate.quality.cache import reference_cache_key
@@ -35,7 +36,6 @@ from qgate.quality.reuse_pass import run_passes, split_setting, suite_with_count
 from qgate.quality.reuse_records import PassRun, PassSuite
 from qgate.quality.runner import PairedRunner, SuiteContext, SuiteRunner
 from qgate.quality.spec_counters import SpecSnapshot, snapshot
-from qgate.quality.spec_gates import speculates, speculative_policy
 from qgate.runtime.causes import blamed_on
 
 log = logging.getLogger("qgate")
