@@ -140,3 +140,17 @@ def test_a_server_that_logged_no_speculation_is_a_failed_gate_re_derived() -> No
     report.effective_configs[1] = _config("candidate", "None")
     with pytest.raises(VerificationFailed, match=r"changes\.args\.speculative_config\.applied"):
         recompute_quality(report, profile, default_recompute())
+
+
+def test_the_markdown_view_shows_acceptance_and_what_each_suite_took() -> None:
+    from qgate.report.render.md import render_markdown
+
+    report, _ = _report()
+    md = render_markdown(report)
+    assert "Speculative decoding: what the drafts gained" in md
+    # candidate: 20 drafts, 25 of 60 draft tokens accepted: length 2.250, rate 41.7%;
+    # accepted per draft by position 12/20, 8/20, 5/20
+    assert "| candidate | 20 | 25 / 60 | 2.250 | 41.7% | 0: 0.60, 1: 0.40, 2: 0.25 |" in md, md
+    assert "| reference | no counters |" in md
+    assert "| candidate | math | 3.1 |" in md
+    assert "args.speculative_config" in md
