@@ -8,6 +8,13 @@ needs a 64-token repeat before it drafts, which no item has: zero drafts over it
 NOT EXERCISED, never a PASS, and the run fails. The report holds both sides' counter snapshots,
 so verify re-derives the gate; the same records judged against a floor above what `ngram`
 reached FAIL it.
+
+Measured 2026-12-03 (this CPU, two cores shared with other work; SmolLM2, bf16 where the CPU
+has it): `ngram` drafted 59 times over 4 short + 4 long math items and 4 recall items, 103 of
+176 draft tokens accepted: acceptance length 2.75, rate 58.5% (per draft position 0.69, 0.59,
+0.46). Its suites took 9.1 s (math) and 6.0 s (recall) against the reference's 16.4 s and
+9.1 s: about 1.1 s against 2.1 s a math item, 1.5 s against 2.3 s a recall item. 317 s for
+the module (three server starts).
 """
 
 from __future__ import annotations
