@@ -186,3 +186,13 @@ def test_the_metrics_page_gives_the_totals_and_the_positions_apart() -> None:
     snaps = _side("candidate", got)
     a = acceptance(snaps, "candidate")
     assert a is not None and a.length == pytest.approx(1 + 22 / 9)  # 3.44, issue 42's figure
+
+
+def test_a_not_exercised_acceptance_gate_is_named_on_the_console_lines() -> None:
+    from qgate.quality.reuse_gates import not_exercised_lines
+
+    snaps = NONE + _side("candidate", _counts(0, 0, 0, [0, 0, 0]))
+    failed = [v for v in evaluate_speculative(_profile(), snaps) if not v.passed]
+    assert not_exercised_lines(failed) == [
+        "speculative.acceptance_length: 0 drafts over the quality suites (at least 1 needed)"
+    ]

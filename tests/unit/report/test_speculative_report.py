@@ -154,3 +154,12 @@ def test_the_markdown_view_shows_acceptance_and_what_each_suite_took() -> None:
     assert "| reference | no counters |" in md
     assert "| candidate | math | 3.1 |" in md
     assert "args.speculative_config" in md
+
+
+def test_the_counters_are_listed_as_resting_on_the_signature() -> None:
+    from qgate.report.verify.single import signed_only
+
+    report, _ = _report()
+    assert any(line.startswith("quality.speculative: ") for line in signed_only(report))
+    report.quality.speculative = []
+    assert not any(line.startswith("quality.speculative: ") for line in signed_only(report))
