@@ -52,6 +52,7 @@ from qgate.profile.scenarios import (
     Slo,
     TraceScenario,
 )
+from qgate.profile.speculative import SpeculativeSpec
 
 # The profile's whole model, importable from here wherever it is defined.
 __all__ = [
@@ -91,6 +92,7 @@ __all__ = [
     "ScenarioBase",
     "SigningSpec",
     "Slo",
+    "SpeculativeSpec",
     "Strict",
     "Target",
     "TraceScenario",

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from qgate.profile.base import Fraction, KeyIssue, Strict
 from qgate.profile.reuse import ReuseSpec
+from qgate.profile.speculative import SpeculativeSpec
 
 __all__ = [
     "ANSWER_MAX_TOKENS",
@@ -292,7 +293,7 @@ class LmEvalTask(AccuracyPolicy):
 
 
 NON_SUITE_SETTINGS = frozenset(
-    {"concurrency", "seed", "on_no_effect", "stop", "stop_block", "reuse"}
+    {"concurrency", "seed", "on_no_effect", "stop", "stop_block", "reuse", "speculative"}
 )
 """Fields of `quality:` that are settings of every suite, not suites; every other field is a
 suite registered in qgate/profile/suites.py (a unit test holds the two lists together)."""
@@ -338,6 +339,13 @@ class QualitySpec(Strict):
         "restored host/external tier or under KV pressure, on both sides; gated against the "
         "reference's same pass and the candidate's own cold answers, with the server's counters "
         "as proof that the pass ran the path it names (docs/concepts/reuse.md).",
+    )
+    speculative: SpeculativeSpec | None = Field(
+        default=None,
+        description="Limits of the acceptance gate of a candidate whose engine arguments set "
+        "`speculative_config` (the gate runs for such a candidate with these defaults when the "
+        "block is absent): its acceptance length from the server's counters around the quality "
+        "suites, against a floor or a share of a speculative reference's.",
     )
 
     @field_validator("stop", mode="before")

@@ -149,6 +149,7 @@ def build(
         effective_configs=configs,
         suite_runs=reference.runs + candidate.runs,
         passes=reference.passes + candidate.passes,
+        speculative=reference.speculative + candidate.speculative,
         divergence=result.divergence,
         verdicts=result.verdicts,
         perf_status=result.status,

@@ -31,6 +31,7 @@ from qgate.report.render.published import published_section
 from qgate.report.render.reuse_view import changes_section, gate_result, reuse_section
 from qgate.report.render.rounds_view import ROUND_HEADER, round_cells, speed_design
 from qgate.report.render.series import series_section
+from qgate.report.render.spec_view import speculative_section
 from qgate.report.verdict import verdict_label
 from qgate.runtime.scales import warning_lines
 
@@ -459,6 +460,7 @@ def sections(report: Report) -> list[Section]:
     out = [_headline(report), _gates(report), _quality(report)]
     for extra in (
         reuse_section(report),
+        speculative_section(report),
         _divergence(report),
         localise_section(report),
         attribution_section(report),

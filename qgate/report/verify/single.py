@@ -210,6 +210,12 @@ def signed_only(report: Report) -> list[str]:
             "delta-p value is re-derived from them)"
         )
     out += passes_signed_only(report)
+    if report.quality.speculative:
+        out.append(
+            "quality.speculative: the speculative-decoding counters each server reported "
+            "around its suites (the acceptance gate is re-derived from them, and held to their "
+            "own arithmetic: accepted <= draft tokens, positions add up, none goes back)"
+        )
     if report.perf.runs:
         out.append(
             "perf.runs: per-request timestamps, token counts and server counters "
