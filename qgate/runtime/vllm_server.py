@@ -18,6 +18,7 @@ from qgate.core.redact import redact_text
 from qgate.core.serving import EffectiveConfig, MetricNames
 from qgate.errors import RuntimeFailure
 from qgate.profile.base import EngineArgValue
+from qgate.quality.agent_data import resolve_chat_template
 from qgate.runtime import command as cmd
 from qgate.runtime import cores, effective, server
 from qgate.runtime.causes import cause_context
@@ -161,6 +162,10 @@ class VllmServer(ServerProcess):
         self, args: dict[str, EngineArgValue], env: dict[str, str], accelerator: str
     ) -> tuple[dict[str, EngineArgValue], dict[str, str]]:
         out_args, out_env = cmd.apply_platform_defaults(args, env, accelerator, os.environ)
+        for key in ("chat_template", "chat-template"):  # `qgate:NAME`: a template qgate ships
+            value = out_args.get(key)
+            if isinstance(value, str):
+                out_args[key] = resolve_chat_template(value)
         # Validate flags now (BadInput for reserved keys) rather than at start.
         cmd.engine_args_to_flags(out_args)
         return out_args, out_env
