@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from qgate.core.features import FEATURES, Feature
+from qgate.profile.chat_templates import TEMPLATE_PREFIX, chat_template_names
 from qgate.profile.engines import engine_class, engine_kinds, unknown_engine_message
+from qgate.profile.perf import side_args
 from qgate.profile.suites import engine_args_needed, features_needed, features_used
 
 if TYPE_CHECKING:
@@ -100,8 +102,6 @@ def feature_notes(profile: Profile) -> list[str]:
 
 def _engine_arg_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
     """Engine args a configured suite needs that a side qgate starts as vLLM lacks."""
-    from qgate.profile.perf import side_args
-    from qgate.quality.agent_data import TEMPLATE_PREFIX, chat_template_names
 
     needed = engine_args_needed(profile.quality)
     found: list[tuple[KeyPath, str]] = []

@@ -19,15 +19,14 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+import jsonschema
+
 from qgate.core.files import sha256_json
-from qgate.quality.data import evals_root
 
 __all__ = [
     "HTTP_ERROR",
-    "TEMPLATE_PREFIX",
     "STRUCTURED_VERSION",
     "TOOL_CALLS_VERSION",
     "TOOLS",
@@ -35,9 +34,7 @@ __all__ = [
     "StructuredItem",
     "ToolItem",
     "grade_structured",
-    "chat_template_names",
     "grade_tool_call",
-    "resolve_chat_template",
     "schema_for",
     "structured_items",
     "tool_items",
@@ -49,9 +46,23 @@ HTTP_ERROR = "http_error"
 """The finish reason an item records when the server answered with an HTTP error."""
 
 CITIES = [
-    "Paris", "Berlin", "Madrid", "Rome", "Vienna", "Lisbon", "Oslo", "Dublin",
-    "Prague", "Warsaw", "Athens", "Cairo", "Tokyo", "Lima", "Quito", "Nairobi",
-]  # fmt: skip
+    "Paris",
+    "Berlin",
+    "Madrid",
+    "Rome",
+    "Vienna",
+    "Lisbon",
+    "Oslo",
+    "Dublin",
+    "Prague",
+    "Warsaw",
+    "Athens",
+    "Cairo",
+    "Tokyo",
+    "Lima",
+    "Quito",
+    "Nairobi",
+]
 UNITS = {"km": "kilometres", "m": "metres", "mi": "miles", "ft": "feet"}
 WORDS = ["apple", "river", "stone", "cloud", "tiger", "piano", "candle", "garden"]
 
@@ -87,22 +98,6 @@ TOOLS: list[dict[str, Any]] = [
         },
     },
 ]
-
-
-TEMPLATE_PREFIX = "qgate:"
-"""A `chat_template` engine arg `qgate:NAME` names evals/chat_templates/NAME.jinja."""
-
-
-def resolve_chat_template(value: str) -> str:
-    """The file a `chat_template` value names: `qgate:NAME` is one qgate ships; else as is."""
-    if not value.startswith(TEMPLATE_PREFIX):
-        return value
-    return str(evals_root() / "chat_templates" / f"{value.removeprefix(TEMPLATE_PREFIX)}.jinja")
-
-
-def chat_template_names() -> list[str]:
-    """The chat templates qgate ships (`qgate:NAME`)."""
-    return sorted(p.stem for p in Path(evals_root() / "chat_templates").glob("*.jinja"))
 
 
 @dataclass(frozen=True)
@@ -277,8 +272,6 @@ def grade_structured(item_id: str, output: str, finish_reason: str | None, expec
     JSON for the schema although the output ended on its own: the server ignored the
     parameter, which is not the model's mistake); `wrong_answer`.
     """
-    import jsonschema  # a dependency of qgate; imported here to keep `qgate --help` fast
-
     if finish_reason == HTTP_ERROR:
         return Graded(None, "http_error")
     try:

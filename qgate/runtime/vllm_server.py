@@ -18,7 +18,7 @@ from qgate.core.redact import redact_text
 from qgate.core.serving import EffectiveConfig, MetricNames
 from qgate.errors import RuntimeFailure
 from qgate.profile.base import EngineArgValue
-from qgate.quality.agent_data import resolve_chat_template
+from qgate.profile.chat_templates import resolve_chat_template
 from qgate.runtime import command as cmd
 from qgate.runtime import cores, effective, server
 from qgate.runtime.causes import cause_context

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from qgate.profile import EngineArgValue
-from qgate.quality.agent_data import resolve_chat_template
+from qgate.profile.chat_templates import resolve_chat_template
 from qgate.runtime.capabilities import cpu_serving_dtype, native_fp8_kv, probe_cpu
 from qgate.runtime.process import group_alive
 from qgate.runtime.vllm_server import VllmServer

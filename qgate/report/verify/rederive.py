@@ -35,6 +35,12 @@ import yaml
 from qgate.core.files import sha256_text
 from qgate.errors import BadInput, InfrastructureError, VerificationFailed
 from qgate.profile import LmEvalTask, Profile, RecallSuite
+from qgate.quality.agent_data import (
+    grade_structured,
+    grade_tool_call,
+    structured_items,
+    tool_items,
+)
 from qgate.quality.data_recall import planted
 from qgate.quality.lmeval_suite import (
     LenientLoader,
@@ -116,8 +122,6 @@ def rederive_correctness(runs: list[SuiteRun], profile: Profile, out: Rederived)
 def _rederive_agent(run: SuiteRun, out: Rederived) -> None:
     """Tool calls and structured output: the grade (answer, failure kind, correct) from the
     stored output and finish reason, with the functions the run used."""
-    from qgate.quality.agent_data import grade_structured, grade_tool_call
-
     for item in run.items:
         if run.suite.startswith("tool_calls."):
             grade = grade_tool_call(item.output, item.finish_reason, item.expected)
@@ -168,8 +172,6 @@ def check_questions(runs: list[SuiteRun], profile: Profile, out: Rederived) -> N
 
 def _check_agent_items(run: SuiteRun, profile: Profile) -> None:
     """Every tool-call or structured item is one the profile generates, expecting its answer."""
-    from qgate.quality.agent_data import structured_items, tool_items
-
     tools, structured = profile.quality.tool_calls, profile.quality.structured
     if run.suite.startswith("tool_calls.") and tools is not None:
         want = {i.id: i.expected for i in tool_items(agent_items(tools), tools.seed)}

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from qgate.profile.chat_templates import resolve_chat_template
 from qgate.quality.agent_data import (
     HTTP_ERROR,
     grade_structured,
     grade_tool_call,
-    resolve_chat_template,
     schema_for,
     structured_data_sha256,
     structured_items,
@@ -54,7 +54,7 @@ def _out(calls: list[tuple[str, str]], content: str | None = None) -> str:
         ("HTTP 400: tool_choice requires --tool-call-parser", HTTP_ERROR, "http_error"),
         ("not json", "stop", "unreadable"),
     ],
-)  # fmt: skip
+)
 def test_each_failure_kind_of_a_tool_call(output: str, finish: str, failure: str | None) -> None:
     grade = grade_tool_call(output, finish, WANT)
     assert grade.failure == failure

@@ -70,8 +70,8 @@ def test_unknown_suite_names_the_available_ones() -> None:
         suite_entry("maht")
     # the one registry mechanism: registration order, and a near miss suggested (as engines)
     assert err.value.message == (
-        "Unknown suite 'maht' (did you mean 'math'?). Available: math, recall, divergence, lm_eval, "
-        "tool_calls, structured"
+        "Unknown suite 'maht' (did you mean 'math'?). Available: math, recall, divergence, "
+        "lm_eval, tool_calls, structured"
     )
 
 
