@@ -162,18 +162,22 @@ class VllmServer(ServerProcess):
         self, args: dict[str, EngineArgValue], env: dict[str, str], accelerator: str
     ) -> tuple[dict[str, EngineArgValue], dict[str, str]]:
         out_args, out_env = cmd.apply_platform_defaults(args, env, accelerator, os.environ)
-        for key in ("chat_template", "chat-template"):  # `qgate:NAME`: a template qgate ships
-            value = out_args.get(key)
-            if isinstance(value, str):
-                out_args[key] = resolve_chat_template(value)
         # Validate flags now (BadInput for reserved keys) rather than at start.
         cmd.engine_args_to_flags(out_args)
         return out_args, out_env
 
     def build_command(self, port: int) -> list[str]:
         launcher = self.launcher or cmd.detect_launcher()
+        # `chat_template: qgate:NAME` (a template qgate ships) stays so in the recorded args,
+        # which verify re-derives from the profile; vLLM is given its file
+        args = {
+            k: resolve_chat_template(v)
+            if k in ("chat_template", "chat-template") and isinstance(v, str)
+            else v
+            for k, v in self.args.items()
+        }
         return cmd.build_command(
-            launcher, str(self.model_path), self.served_model, self.host, port, self.args
+            launcher, str(self.model_path), self.served_model, self.host, port, args
         )
 
     def log_facts(self, log_text: str) -> dict[str, Any]:

@@ -57,8 +57,15 @@ def test_an_unknown_shipped_template_is_refused(tmp_path: Path) -> None:
 
 
 def test_vllm_starts_with_the_shipped_template_file(tmp_path: Path) -> None:
-    args, _ = VllmServer.prepare_args(
-        VllmServer.__new__(VllmServer), {"chat_template": "qgate:chatml-tools"}, {}, "cpu"
+    server = VllmServer(
+        role="candidate",
+        model_path=tmp_path,
+        served_model="m",
+        run_dir=tmp_path,
+        args={"chat_template": "qgate:chatml-tools"},
+        env={},
     )
-    assert str(args["chat_template"]).endswith("evals/chat_templates/chatml-tools.jinja")
-    assert Path(str(args["chat_template"])).is_file()
+    assert server.args["chat_template"] == "qgate:chatml-tools"  # as recorded and re-derived
+    command = server.build_command(8000)
+    path = Path(command[command.index("--chat-template") + 1])
+    assert path.name == "chatml-tools.jinja" and path.is_file()
