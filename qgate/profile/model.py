@@ -40,6 +40,8 @@ from qgate.profile.quality import (
     MathSuite,
     QualitySpec,
     RecallSuite,
+    StructuredSuite,
+    ToolCallsSuite,
 )
 from qgate.profile.reuse import LoadFiller, ReuseSpec
 from qgate.profile.scenarios import (
@@ -84,6 +86,8 @@ __all__ = [
     "PublishedFigure",
     "QualitySpec",
     "RecallSuite",
+    "StructuredSuite",
+    "ToolCallsSuite",
     "ReuseSpec",
     "RuntimeFallback",
     "RuntimeSpec",

@@ -26,6 +26,10 @@ __all__ = [
     "MathSuite",
     "QualitySpec",
     "RecallSuite",
+    "STRUCTURED_PARAMS",
+    "StructuredSuite",
+    "TOOL_CHOICES",
+    "ToolCallsSuite",
     "detect_problem",
     "fewest_rejecting",
 ]
@@ -292,6 +296,52 @@ class LmEvalTask(AccuracyPolicy):
         return value
 
 
+TOOL_CHOICES = ("named", "auto")
+"""How a tool-call item is asked: `tool_choice` naming the expected function, or `auto`."""
+STRUCTURED_PARAMS = ("response_format", "structured_outputs", "guided_json")
+"""Request parameters that ask a server for output constrained by a JSON schema."""
+
+
+def _both_tool_choices() -> list[Literal["named", "auto"]]:
+    return ["named", "auto"]
+
+
+def _schema_params() -> list[Literal["response_format", "structured_outputs", "guided_json"]]:
+    return ["response_format", "structured_outputs"]
+
+
+class ToolCallsSuite(AccuracyPolicy):
+    """Generated requests that call for one exact tool call, asked with `tools`."""
+
+    items: int = Field(default=24, ge=1, description="Generated items per tool choice.")
+    seed: int = Field(default=4242, description="Seed of the generated items.")
+    choices: list[Literal["named", "auto"]] = Field(
+        default_factory=_both_tool_choices,
+        min_length=1,
+        description="Tool choices to ask each item with, one result each: `named` "
+        "(`tool_choice` names the expected function; vLLM needs `tool_call_parser`) and "
+        "`auto` (the model decides; vLLM also needs `enable_auto_tool_choice`, and the chat "
+        "template must render `tools`: qgate ships `qgate:chatml-tools` for ChatML models).",
+    )
+    max_tokens: int = Field(default=96, ge=1, description="Generation budget per answer.")
+
+
+class StructuredSuite(AccuracyPolicy):
+    """Generated questions answered as JSON constrained by a schema; validity, then the answer."""
+
+    items: int = Field(default=24, ge=1, description="Generated items per parameter.")
+    seed: int = Field(default=4343, description="Seed of the generated items.")
+    params: list[Literal["response_format", "structured_outputs", "guided_json"]] = Field(
+        default_factory=_schema_params,
+        min_length=1,
+        description="Request parameters to constrain the output with, one result each: "
+        "`response_format` (json_schema, the OpenAI API), `structured_outputs` (vLLM's "
+        "extra body, `{json: schema}`), `guided_json` (the legacy extra body field that vLLM "
+        ">= 0.12 ignores with HTTP 200: the suite names that as unconstrained output).",
+    )
+    max_tokens: int = Field(default=48, ge=1, description="Generation budget per answer.")
+
+
 NON_SUITE_SETTINGS = frozenset(
     {"concurrency", "seed", "on_no_effect", "stop", "stop_block", "reuse", "speculative"}
 )
@@ -309,6 +359,12 @@ class QualitySpec(Strict):
     )
     lm_eval: list[LmEvalTask] = Field(
         default_factory=list, description="lm-eval tasks, each with its own gate policy."
+    )
+    tool_calls: ToolCallsSuite | None = Field(
+        default=None, description="Tool-call suite: one exact expected call per item."
+    )
+    structured: StructuredSuite | None = Field(
+        default=None, description="Structured-output suite: JSON constrained by a schema."
     )
     concurrency: int = Field(default=8, ge=1, description="Requests in flight per suite.")
     seed: int = Field(default=0, description="Sampling seed sent with every request.")

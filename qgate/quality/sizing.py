@@ -20,7 +20,15 @@ import math
 from dataclasses import dataclass
 
 from qgate.core.plan import GatePower
-from qgate.profile import AccuracyPolicy, Detect, LmEvalTask, MathSuite, RecallSuite
+from qgate.profile import (
+    AccuracyPolicy,
+    Detect,
+    LmEvalTask,
+    MathSuite,
+    RecallSuite,
+    StructuredSuite,
+    ToolCallsSuite,
+)
 from qgate.profile.quality import detect_problem, fewest_rejecting
 from qgate.quality.calibrate import math_calibration
 from qgate.quality.stats import mcnemar_power, smallest_n
@@ -36,6 +44,7 @@ __all__ = [
     "observed_discordance",
     "recall_cells",
     "recall_haystacks",
+    "agent_items",
 ]
 
 DISCORDANCE_PRIOR = 2.0
@@ -132,6 +141,13 @@ def recall_haystacks(spec: RecallSuite) -> int:
 def recall_cells(spec: RecallSuite) -> int:
     """Items per haystack index at one length: one per depth and similar-code level."""
     return len(spec.depths) * len(spec.similar)
+
+
+def agent_items(spec: ToolCallsSuite | StructuredSuite) -> int:
+    """Generated tool-call or structured items per result: the detection's count when stated,
+    else `items`."""
+    sized = _sized(spec)
+    return spec.items if sized is None else sized
 
 
 def lmeval_limit(task: LmEvalTask) -> int | None:
