@@ -20,7 +20,8 @@ import math
 from dataclasses import dataclass
 
 from qgate.core.plan import GatePower
-from qgate.profile import AccuracyPolicy, Detect, LmEvalTask, MathSuite, RecallSuite
+from qgate.profile import AccuracyPolicy, ContextLadder, Detect, LmEvalTask, MathSuite, RecallSuite
+from qgate.profile.context_ladder import buckets
 from qgate.profile.quality import detect_problem, fewest_rejecting
 from qgate.quality.calibrate import math_calibration
 from qgate.quality.stats import mcnemar_power, smallest_n
@@ -31,6 +32,8 @@ __all__ = [
     "achieved_power",
     "gate_power",
     "items_needed",
+    "ladder_items",
+    "ladder_plan",
     "lmeval_limit",
     "math_limit",
     "observed_discordance",
@@ -132,6 +135,21 @@ def recall_haystacks(spec: RecallSuite) -> int:
 def recall_cells(spec: RecallSuite) -> int:
     """Items per haystack index at one length: one per depth and similar-code level."""
     return len(spec.depths) * len(spec.similar)
+
+
+def ladder_items(spec: ContextLadder) -> int:
+    """Items per ladder bucket: the detection's count when stated, else `per_bucket`."""
+    sized = _sized(spec)
+    return spec.per_bucket if sized is None else sized
+
+
+def ladder_plan(spec: ContextLadder) -> list[tuple[str, int | None, str]]:
+    """(result id, items per side, what an item is) per ladder bucket, for `qgate plan`."""
+    n = ladder_items(spec)
+    return [
+        (b.suite, n, f"recall haystacks of {b.label()} tokens (centred on {b.centre})")
+        for b in buckets(spec.start, spec.up_to)
+    ]
 
 
 def lmeval_limit(task: LmEvalTask) -> int | None:
