@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from qgate.core.files import sha256_bytes, sha256_json
 from qgate.core.records import Role
+from qgate.errors import BadInput
 from qgate.profile import ContextLadder
 from qgate.profile.context_ladder import Bucket, buckets, item_id, targets
 from qgate.quality import data_recall
@@ -114,6 +115,13 @@ async def run_ladder(
     """One `context.<centre>` run per bucket, shortest first, against one runtime."""
     runs: list[SuiteRun] = []
     top, clip_reason = ladder_top(spec, max_model_len)
+    beyond = [b.centre for b in buckets(spec.start, spec.up_to) if b.lo > top]
+    if beyond:
+        raise BadInput(
+            f"context_ladder: max_model_len {max_model_len} fits haystacks of at most {top} "
+            f"tokens, below every length of bucket(s) {beyond}: lower up_to to {top} or raise "
+            "max_model_len"
+        )
     async with SuiteClient(
         base_url, model, concurrency=concurrency, timeout_s=timeout_s, headers=headers
     ) as client:
