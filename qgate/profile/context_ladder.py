@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
+    "ROOM_MARGIN_TOKENS",
     "Bucket",
     "bucket_of_suite",
     "buckets",
@@ -23,7 +24,12 @@ __all__ = [
     "item_id",
     "parse_item_id",
     "targets",
+    "unreachable",
 ]
+
+ROOM_MARGIN_TOKENS = 128
+"""Room for the question and the chat template around a haystack (the recall suite's
+MARGIN_TOKENS: a unit test holds the two equal)."""
 
 _ID = re.compile(r"^context\.(\d+)\.i(\d+)\.t(\d+)\.d(\d+)$")
 
@@ -89,6 +95,12 @@ def bucket_of_suite(suite: str) -> int | None:
     """The centre of a `context.<centre>` result id, or None."""
     head, _, rest = suite.partition(".")
     return int(rest) if head == "context" and rest.isdigit() else None
+
+
+def unreachable(start: int, up_to: int, max_model_len: int, max_tokens: int) -> list[int]:
+    """Centres of the buckets whose every length lies beyond what `max_model_len` holds."""
+    room = max_model_len - max_tokens - ROOM_MARGIN_TOKENS
+    return [b.centre for b in buckets(start, up_to) if b.lo > room]
 
 
 def first_cliff(failed: dict[int, bool]) -> int | None:

@@ -115,7 +115,8 @@ async def run_ladder(
     """One `context.<centre>` run per bucket, shortest first, against one runtime."""
     runs: list[SuiteRun] = []
     top, clip_reason = ladder_top(spec, max_model_len)
-    beyond = [b.centre for b in buckets(spec.start, spec.up_to) if b.lo > top]
+    beyond = [b.centre for b in buckets(spec.start, spec.up_to) if b.lo > top]  # validate
+    # refuses these where the profile states max_model_len; an endpoint reports its own
     if beyond:
         raise BadInput(
             f"context_ladder: max_model_len {max_model_len} fits haystacks of at most {top} "

@@ -128,3 +128,36 @@ def test_a_bad_ladder_names_its_key(body: str, where: str) -> None:
 def test_the_model_default_is_a_recall_item_per_depth_in_turn() -> None:
     spec = ContextLadder(up_to=4096)
     assert spec.per_bucket == 8 and spec.depths == [0.1, 0.5, 0.9]
+
+
+def test_per_bucket_beside_detect_is_refused_as_inert() -> None:
+    text = (
+        "name: t\nmodel: {embedded: smollm2}\ncandidate: {args: {kv_cache_dtype: fp8}}\n"
+        "quality:\n  context_ladder: {up_to: 8192, per_bucket: 4, detect: {drop: 0.3}}\n"
+    )
+    with pytest.raises(ProfileError) as caught:
+        parse_profile_text(text, "p.yaml", Path("."), check_files=False)
+    assert any("context_ladder.per_bucket: detect sizes" in x for x in caught.value.details)
+
+
+def test_buckets_beyond_max_model_len_are_refused_at_validate_naming_the_top() -> None:
+    text = (
+        "name: t\nmodel: {embedded: smollm2}\nengine: {args: {max_model_len: 2048}}\n"
+        "candidate: {args: {kv_cache_dtype: fp8}}\n"
+        "quality:\n  context_ladder: {up_to: 8192}\n"
+    )
+    with pytest.raises(ProfileError) as caught:
+        parse_profile_text(text, "p.yaml", Path("."), check_files=False)
+    (line,) = caught.value.details
+    assert "quality.context_ladder.up_to:" in line and "at most 1888 tokens" in line
+    assert "bucket(s) [4096, 8192]" in line
+    # the top bucket only clipped (8,192 positions hold 8,032 haystack tokens) is fine
+    ok = text.replace("max_model_len: 2048", "max_model_len: 8192")
+    assert parse_profile_text(ok, "p.yaml", Path("."), check_files=False).quality.context_ladder
+
+
+def test_the_room_margin_is_the_recall_suites() -> None:
+    from qgate.profile.context_ladder import ROOM_MARGIN_TOKENS
+    from qgate.quality.recall_suite import MARGIN_TOKENS
+
+    assert ROOM_MARGIN_TOKENS == MARGIN_TOKENS
