@@ -177,3 +177,6 @@ def test_the_buckets_past_the_length_fail_and_the_first_is_named(
     md = (report.parent / "report.md").read_text()
     assert f"CLIFF: the candidate first departs from the reference at context.{failing[0]} " in md
     assert "## Context-length ladder" in md
+    assert f"cliff: the candidate first departs from the reference at context.{failing[0]} " in (
+        done.stdout
+    )
