@@ -153,7 +153,18 @@ def test_the_buckets_past_the_length_fail_and_the_first_is_named(
         s: round(runs[(s, "reference")]["wall_s"] + runs[(s, "candidate")]["wall_s"], 1)
         for s in verdicts
     }
-    print(f"ladder wall per bucket (both sides) {seconds}; qgate run {wall:.0f} s")  # noqa: T201
+    acc = {
+        s: tuple(
+            f"{sum(i['correct'] for i in runs[(s, r)]['items'])}/{len(runs[(s, r)]['items'])}"
+            for r in ("reference", "candidate")
+        )
+        for s in verdicts
+    }
+    print(  # noqa: T201  (the figures the test measured, for the record)
+        f"ladder wall per bucket (both sides) {seconds}; qgate run {wall:.0f} s; "
+        f"right (reference, candidate) {acc}; "
+        f"passed { ({s: v['passed'] for s, v in verdicts.items()}) }"
+    )
     # the proxy corrupted only prompts past the length, and only the candidate's
     log = [json.loads(x) for x in proxy[1].read_text().splitlines()]
     corrupted = [e for e in log if e["corrupted"]]
