@@ -22,6 +22,7 @@ __all__ = [
     "Calibration",
     "Detect",
     "DivergenceSuite",
+    "ContextLadder",
     "LmEvalTask",
     "MathSuite",
     "QualitySpec",
@@ -228,6 +229,56 @@ class RecallSuite(AccuracyPolicy):
     )
 
 
+class ContextLadder(AccuracyPolicy):
+    """Recall items in context-length buckets up to the model's limit, each bucket gated alone.
+
+    Buckets are centred on powers of two (bucket P spans [P/sqrt(2), P*sqrt(2)) tokens), so
+    every power-of-two boundary (2,048/2,049, 4,096/4,097, ...) falls inside one bucket with
+    items on both sides of it; the top bucket ends at `up_to`. Result ids are
+    `context.<P>`; the report names the first bucket where the candidate fails (the cliff).
+    """
+
+    up_to: int = Field(
+        ge=256,
+        le=10_000_000,
+        description="Longest haystack in tokens: the model's own limit (SmolLM2 8192, 128K "
+        "models 131072); clipped at run time to fit max_model_len with the answer budget, "
+        "and the report says so.",
+    )
+    start: int = Field(
+        default=1024,
+        ge=64,
+        le=10_000_000,
+        description="Centre of the first bucket; a power of two (1024: the bucket [724, 1448)).",
+    )
+    per_bucket: int = Field(
+        default=8,
+        ge=1,
+        le=1000,
+        description="Items per bucket, at lengths spread geometrically across it (as many "
+        "below its power of two as above); `detect` replaces it with the sized count.",
+    )
+    depths: list[Fraction] = Field(
+        default_factory=lambda: [0.1, 0.5, 0.9],
+        min_length=1,
+        description="Where codes are planted (a fraction of the haystack), in turn per item.",
+    )
+    seed: int = Field(default=4321, ge=0, le=2**63 - 1, description="Seed of the haystacks.")
+    max_tokens: int = Field(
+        default=32, ge=1, le=10_000_000, description="Generation budget per answer."
+    )
+
+    @model_validator(mode="after")
+    def _ladder_shape(self) -> Self:
+        if self.start & (self.start - 1):
+            raise KeyIssue([(("start",), f"must be a power of two (not {self.start})")])
+        if self.up_to < self.start:
+            raise KeyIssue([(("up_to",), f"must be at least start ({self.start})")])
+        if self.up_to > self.start << 20:
+            raise KeyIssue([(("up_to",), "more than 20 buckets above start")])
+        return self
+
+
 class DivergenceSuite(Strict):
     """Teacher-forced logit divergence of the candidate from the reference."""
 
@@ -365,6 +416,11 @@ class QualitySpec(Strict):
     )
     structured: StructuredSuite | None = Field(
         default=None, description="Structured-output suite: JSON constrained by a schema."
+    )
+    context_ladder: ContextLadder | None = Field(
+        default=None,
+        description="Recall items in context-length buckets up to the model's limit, each "
+        "bucket gated on its own; the report names the first failing bucket (a cliff).",
     )
     concurrency: int = Field(default=8, ge=1, description="Requests in flight per suite.")
     seed: int = Field(default=0, description="Sampling seed sent with every request.")

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, get_origin
+from typing import Any, cast, get_origin
 
 from pydantic import BaseModel
 
 from qgate.core.features import Feature
 from qgate.core.registry import Registry, load_object
+from qgate.profile.context_ladder import buckets
 from qgate.profile.quality import (
     AccuracyPolicy,
+    ContextLadder,
     DivergenceSuite,
     LmEvalTask,
     MathSuite,
@@ -84,6 +86,16 @@ class SuiteEntry:
     engine_args: Callable[[Any], list[tuple[str, str]]] | None = None
     """vLLM engine args a configuration cannot run without: (arg, why); checked on each side
     that qgate starts as vLLM (`qgate validate` refuses, `qgate plan` names them)."""
+    planned: str | None = None
+    """"module:attribute" of a function setting -> [(result id, items, what an item is)], for
+    `qgate plan` (imported on first use); None: the plan lists the result ids, items unknown."""
+
+    def plan_rows(self, setting: Any) -> list[tuple[str, int | None, str]] | None:
+        """(result id, items per side, what an item is) per result, when the entry says."""
+        if self.planned is None:
+            return None
+        plan = cast("Callable[[Any], list[tuple[str, int | None, str]]]", load_object(self.planned))
+        return plan(setting)
 
     def load(self) -> Any:
         """The runner object, imported now."""
@@ -104,6 +116,10 @@ def _math_results(spec: MathSuite) -> Results:
 
 def _recall_results(spec: RecallSuite) -> Results:
     return [(f"recall.{n}", spec) for n in spec.context_tokens]
+
+
+def _ladder_results(spec: ContextLadder) -> Results:
+    return [(b.suite, spec) for b in buckets(spec.start, spec.up_to)]
 
 
 def _lm_eval_results(tasks: Sequence[LmEvalTask]) -> Results:
@@ -278,5 +294,15 @@ register(
         model=StructuredSuite,
         runner="qgate.quality.agent_suites:STRUCTURED",
         results=_structured_results,
+    )
+)
+register(
+    SuiteEntry(
+        key="context_ladder",
+        model=ContextLadder,
+        runner="qgate.quality.context_ladder_suite:SUITE",
+        results=_ladder_results,
+        planned="qgate.quality.sizing:ladder_plan",
+        uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
     )
 )

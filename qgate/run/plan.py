@@ -96,6 +96,8 @@ def _suites(spec: QualitySpec) -> list[SuitePlan]:
                 SuitePlan(suite=rid, items=agent_items(setting), detail=detail)
                 for rid, _ in entry.results_of(setting)
             ]
+        elif (rows := entry.plan_rows(setting)) is not None:  # the entry says (ladder)
+            out += [SuitePlan(suite=rid, items=n, detail=what) for rid, n, what in rows]
         else:  # a registered suite of a plug-in
             out += [SuitePlan(suite=rid, items=None) for rid, _ in entry.results_of(setting)]
     return out
@@ -129,7 +131,8 @@ def _power_line(g: GatePower) -> str:
     if g.sized and not g.powered:
         line += " (CAPPED at detect.max_items: the stated power is not reached)"
     elif not g.powered:
-        key = g.suite.split(".")[0] + ("[]" if g.suite.startswith("lm_eval.") else "")
+        head = g.suite.split(".")[0]
+        key = {"context": "context_ladder", "lm_eval": "lm_eval[]"}.get(head, head)
         line += f" (UNDERPOWERED: state quality.{key}.detect to size it)"
     return line
 

@@ -24,6 +24,7 @@ from qgate.report.derive import (
 from qgate.report.localise import boundary_lines, worst_notes
 from qgate.report.model import Report
 from qgate.report.render.attribution_view import attribution_section
+from qgate.report.render.ladder_view import cliff_line, ladder_section
 from qgate.report.render.localise_view import localise_section, worst_suffix
 from qgate.report.render.parts import Section, Table, fmt, origin_lines
 from qgate.report.render.probes_view import probe_lines, probe_table
@@ -61,6 +62,9 @@ def _headline(report: Report) -> Section:
             continue
         if v.settled:
             sec.lines.append(f"FAILED {v.gate}: {v.reason}{worst_suffix(notes, v.gate)}")
+    cliff = cliff_line(report)
+    if cliff is not None:
+        sec.lines.append(f"CLIFF: {cliff}")
     open_gates = [v.gate for v in failed if not v.settled]
     if open_gates:
         sec.lines.append(
@@ -459,6 +463,7 @@ def sections(report: Report) -> list[Section]:
     the damage sits, perf, environment."""
     out = [_headline(report), _gates(report), _quality(report)]
     for extra in (
+        ladder_section(report),
         reuse_section(report),
         speculative_section(report),
         _divergence(report),

@@ -8,7 +8,7 @@ the raw data next to them with the very functions `run` used:
   the expected answer;
 - recall items: `extract_symbol`, exact equality with the planted code; each
   item's id (its haystack and depth) and expected code re-derived from the
-  profile's recall settings;
+  profile's recall settings (the context ladder's: ladder_check.py);
 - lm-eval items: lm-eval's `exact_match` (its regexes_to_ignore, ignore_case,
   ignore_punctuation and ignore_numbers options, read from the task's local
   YAML) on the logged filtered response and target, when the task is local,
@@ -51,6 +51,7 @@ from qgate.quality.lmeval_suite import (
 from qgate.quality.math_set import math_data_sha256, math_items, short_prompt
 from qgate.quality.records import DivergenceRun, ItemRecord, SuiteRun
 from qgate.quality.sizing import agent_items, recall_haystacks
+from qgate.report.verify.ladder_check import check_ladder_items
 
 # answer extractor, then the correctness rule on (answer, expected)
 Extractor = Callable[[str], "str | None"]
@@ -78,6 +79,7 @@ def _extractors() -> dict[str, tuple[Extractor, Judge]]:
     return {
         "math": (extract_number, answer_matches),
         "recall": (extract_symbol, lambda answer, expected: answer == expected),
+        "context": (extract_symbol, lambda answer, expected: answer == expected),
     }
 
 
@@ -163,6 +165,11 @@ def check_questions(runs: list[SuiteRun], profile: Profile, out: Rederived) -> N
     for run in runs:
         if run.suite.partition(".")[0] in ("tool_calls", "structured"):
             _check_agent_items(run, profile)
+    if profile.quality.context_ladder is not None:
+        for run in runs:
+            if run.suite.startswith("context."):
+                check_ladder_items(run, profile.quality.context_ladder)
+                out.recall_checked += len(run.items)
     if profile.quality.recall is not None:
         for run in runs:
             if run.suite.startswith("recall."):

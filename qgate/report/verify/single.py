@@ -265,7 +265,8 @@ def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult[Re
         result.checked.append(f"{done.data_checked} math items match the math set the run used")
     if done.recall_checked:
         result.checked.append(
-            f"{done.recall_checked} recall items: ids, depths and planted codes re-derived"
+            f"{done.recall_checked} recall items (context ladder included): ids, depths and "
+            "planted codes re-derived"
         )
     if report.quality.divergence is not None:
         required = report.schema_version != "1"
