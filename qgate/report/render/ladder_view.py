@@ -24,13 +24,29 @@ def _bucket_verdicts(report: Report) -> dict[int, list[Verdict]]:
     return out
 
 
+def _reference_correct(report: Report, centre: int) -> int | None:
+    """How many of bucket `centre`'s items the reference answered right (None: no run)."""
+    ref = next(
+        (
+            r
+            for r in report.quality.runs
+            if r.suite == f"context.{centre}" and r.role == "reference"
+        ),
+        None,
+    )
+    return None if ref is None else accuracy(ref)[0]
+
+
 def cliff_line(report: Report) -> str | None:
     """'the candidate first departs from the reference at context.4096 ([2896, 5792] ...)'."""
     verdicts = _bucket_verdicts(report)
     centre = first_cliff({c: any(not v.passed for v in vs) for c, vs in verdicts.items()})
     if centre is None:
         return None
-    passed = sorted(c for c, vs in verdicts.items() if c < centre and all(v.passed for v in vs))
+    shorter = sorted(c for c, vs in verdicts.items() if c < centre and all(v.passed for v in vs))
+    # a bucket the reference answered nothing right in passes vacuously: it had nothing to lose
+    empty = [c for c in shorter if _reference_correct(report, c) == 0]
+    passed = [c for c in shorter if c not in empty]
     run = next((r for r in report.quality.runs if r.suite == f"context.{centre}"), None)
     span = (
         f" ([{run.params.get('bucket_lo')}, {run.params.get('bucket_hi')}] tokens)"
@@ -39,6 +55,11 @@ def cliff_line(report: Report) -> str | None:
     )
     failed = [v.gate for v in verdicts[centre] if not v.passed]
     below = f"; shorter buckets pass: {', '.join(map(str, passed))}" if passed else ""
+    if empty:
+        below += (
+            f"; {', '.join(map(str, empty))}: nothing to lose "
+            "(the reference answered no item right there)"
+        )
     return (
         f"the candidate first departs from the reference at context.{centre}{span}: "
         f"{', '.join(failed)} failed{below}"

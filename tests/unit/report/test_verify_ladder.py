@@ -36,9 +36,10 @@ def _profile_json() -> dict[str, object]:
     return data
 
 
-def _items(role: str, centre: int, lost: int) -> list[ItemRecord]:
+def _items(role: str, centre: int, lost: int, blind: bool = False) -> list[ItemRecord]:
     """Bucket `centre`'s items; both sides recall every code, except the candidate's last
-    `lost` items (the longest of the bucket), where it answers a rotated code."""
+    `lost` items (the longest of the bucket), where it answers a rotated code; `blind`: both
+    sides answer every item wrong."""
     spec = Profile.model_validate(_profile_json()).quality.context_ladder
     assert spec is not None
     bucket = next(b for b in buckets(spec.start, spec.up_to) if b.centre == centre)
@@ -46,7 +47,7 @@ def _items(role: str, centre: int, lost: int) -> list[ItemRecord]:
     out = []
     for i, target in enumerate(targets(bucket, spec.per_bucket, 8032)):
         depth, code = codes[i]
-        wrong = role == "candidate" and i >= spec.per_bucket - lost
+        wrong = blind or (role == "candidate" and i >= spec.per_bucket - lost)
         said = code.translate(ROTATE) if wrong else code
         answer = extract_symbol(f"The access code is {said}.")
         out.append(
@@ -62,8 +63,9 @@ def _items(role: str, centre: int, lost: int) -> list[ItemRecord]:
     return out
 
 
-def ladder_report(lost: dict[int, int]) -> Report:
-    """The synthetic report with a context ladder: the candidate loses `lost[centre]` items."""
+def ladder_report(lost: dict[int, int], blind: frozenset[int] = frozenset()) -> Report:
+    """The synthetic report with a context ladder: the candidate loses `lost[centre]` items;
+    in the buckets `blind`, both sides answer every item wrong."""
     # a failed quality gate stops the perf stage
     status = "skipped: gates failed" if any(lost.values()) else "ran"
     report = build_report(fns=default_recompute(), profile_json=_profile_json(), perf_status=status)
@@ -85,7 +87,7 @@ def ladder_report(lost: dict[int, int]) -> Report:
                         "haystack_tokens_max": min(b.hi - 1, 8032),
                         "clip_reason": "clipped to 8032" if b.hi - 1 > 8032 else None,
                     },
-                    items=_items(role, b.centre, lost.get(b.centre, 0) if role else 0),
+                    items=_items(role, b.centre, lost.get(b.centre, 0), blind=b.centre in blind),
                     cached=role == "reference",  # as the synthetic reference's math.short
                 )
             )
@@ -124,6 +126,15 @@ def test_each_bucket_is_gated_on_its_own_and_the_cliff_is_the_first_failing_one(
     rows = [ln for ln in md.splitlines() if ln.startswith("| 1024 ") or ln.startswith("| 4096 ")]
     assert rows[0].count("(4/4)") == 2 and "PASS" in rows[0]
     assert "(4/4)" in rows[1] and "(2/4)" in rows[1] and "FAIL" in rows[1]
+
+
+def test_a_shorter_bucket_the_reference_got_nothing_right_in_is_not_called_passing() -> None:
+    report = ladder_report({4096: 2}, blind=frozenset({2048}))
+    assert _bucket_results(report)["context.2048"] is True  # vacuously: 0 of 0 to lose
+    line = cliff_line(report)
+    assert line is not None
+    assert "shorter buckets pass: 1024;" in line
+    assert "2048: nothing to lose (the reference answered no item right there)" in line
 
 
 def test_no_cliff_when_every_bucket_passes() -> None:
