@@ -25,7 +25,9 @@ from typing import Any, cast, get_origin
 from pydantic import BaseModel
 
 from qgate.core.features import Feature
+from qgate.core.plan import SuitePlan
 from qgate.core.registry import Registry, load_object
+from qgate.core.yamlload import KeyPath
 from qgate.profile.context_ladder import buckets
 from qgate.profile.quality import (
     AccuracyPolicy,
@@ -45,10 +47,12 @@ __all__ = [
     "SuiteEntry",
     "configured",
     "engine_args_needed",
+    "entry_of_result",
     "exact_results",
     "features_needed",
     "features_used",
     "gate_fields",
+    "profile_key",
     "profile_sections",
     "register",
     "registered",
@@ -87,15 +91,41 @@ class SuiteEntry:
     """vLLM engine args a configuration cannot run without: (arg, why); checked on each side
     that qgate starts as vLLM (`qgate validate` refuses, `qgate plan` names them)."""
     planned: str | None = None
-    """"module:attribute" of a function setting -> [(result id, items, what an item is)], for
-    `qgate plan` (imported on first use); None: the plan lists the result ids, items unknown."""
+    """"module:attribute" of a function setting -> [SuitePlan] (result id, items per side, what
+    an item is, where items come from), for `qgate plan` and its stated power (imported on
+    first use); None: the plan lists the result ids, items unknown."""
+    family: str | None = None
+    """Head of its result ids ('context' for the ladder's 'context.<centre>'); None: the key."""
+    rederive: str | None = None
+    """"module:attribute" of a function (run, profile, out) that `qgate verify` calls on each of
+    its runs to re-derive every item's correctness from the stored response
+    (qgate/report/verify/rederive.py); None: its items are listed as not re-derived."""
+    check_items: str | None = None
+    """"module:attribute" of a function (run, profile, out) that `qgate verify` calls on each of
+    its runs to check the stored items and expected answers against what the profile
+    generates; None: only the two sides' expected answers are compared."""
+    problems: Callable[[Any, Any], list[tuple[KeyPath, str]]] | None = None
+    """(setting, profile) -> (key path, message) of what its schema cannot see (a value the
+    sides' settings make impossible, a repeated entry): `qgate validate` refuses them."""
+    asked_again: str | None = None
+    """"module:attribute" of its `AskedAgain` (one setting per result id, cut to a pass's
+    limit): `quality.reuse` can ask its results again; None: it cannot."""
 
-    def plan_rows(self, setting: Any) -> list[tuple[str, int | None, str]] | None:
-        """(result id, items per side, what an item is) per result, when the entry says."""
+    def plan_rows(self, setting: Any) -> list[SuitePlan] | None:
+        """Its plan, one row per result, when the entry says."""
         if self.planned is None:
             return None
-        plan = cast("Callable[[Any], list[tuple[str, int | None, str]]]", load_object(self.planned))
+        plan = cast("Callable[[Any], list[SuitePlan]]", load_object(self.planned))
         return plan(setting)
+
+    @property
+    def prefix(self) -> str:
+        """The head of its result ids."""
+        return self.family or self.key
+
+    def owns(self, result_id: str) -> bool:
+        """Whether `result_id` ('math.short', 'divergence') is one of its results."""
+        return result_id.partition(".")[0] == self.prefix
 
     def load(self) -> Any:
         """The runner object, imported now."""
@@ -182,6 +212,21 @@ def suite_entry(key: str) -> SuiteEntry:
     return SUITES.get(key)
 
 
+def entry_of_result(result_id: str) -> SuiteEntry | None:
+    """The suite whose results include `result_id` ('context.2048' -> the ladder); None: none."""
+    return next((e for e in SUITES.values() if e.owns(result_id)), None)
+
+
+def profile_key(result_id: str) -> str:
+    """The profile key that configures `result_id` ('lm_eval[]' for a list), for messages."""
+    entry = entry_of_result(result_id)
+    if entry is None:
+        return result_id.partition(".")[0]
+    field = QualitySpec.model_fields.get(entry.key)
+    listed = field is not None and get_origin(field.annotation) is list
+    return entry.key + ("[]" if listed else "")
+
+
 def configured(spec: QualitySpec) -> list[tuple[SuiteEntry, Any]]:
     """The suites a profile configures (field set and not empty), each with its setting."""
     out = []
@@ -239,6 +284,9 @@ register(
         key="math",
         model=MathSuite,
         runner="qgate.quality.math_suite:SUITE",
+        planned="qgate.quality.plans:math_plan",
+        rederive="qgate.report.verify.rederive:rederive_math",
+        check_items="qgate.report.verify.rederive:check_math_items",
         results=_math_results,
         uses=frozenset({"tokenize"}),  # the long form's preamble; sized by characters without
     )
@@ -248,6 +296,9 @@ register(
         key="recall",
         model=RecallSuite,
         runner="qgate.quality.recall_suite:SUITE",
+        planned="qgate.quality.plans:recall_plan",
+        rederive="qgate.report.verify.rederive:rederive_symbol",
+        check_items="qgate.report.verify.rederive:check_recall_runs",
         results=_recall_results,
         uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
     )
@@ -257,6 +308,7 @@ register(
         key="divergence",
         model=DivergenceSuite,
         runner="qgate.quality.divergence_suite:SUITE",
+        planned="qgate.quality.plans:divergence_plan",
         gate_fields=frozenset(
             {
                 "max_mean_kld",
@@ -276,6 +328,8 @@ register(
         key="lm_eval",
         model=LmEvalTask,
         runner="qgate.quality.lmeval_suite:SUITE",
+        planned="qgate.quality.plans:lm_eval_plan",
+        rederive="qgate.report.verify.rederive:rederive_lm_eval",
         results=_lm_eval_results,
     )
 )
@@ -284,6 +338,9 @@ register(
         key="tool_calls",
         model=ToolCallsSuite,
         runner="qgate.quality.agent_suites:TOOL_CALLS",
+        planned="qgate.quality.plans:tool_calls_plan",
+        rederive="qgate.report.verify.rederive:rederive_tool_calls",
+        check_items="qgate.report.verify.rederive:check_tool_call_items",
         results=_tool_calls_results,
         engine_args=_tool_calls_args,
     )
@@ -293,6 +350,9 @@ register(
         key="structured",
         model=StructuredSuite,
         runner="qgate.quality.agent_suites:STRUCTURED",
+        planned="qgate.quality.plans:structured_plan",
+        rederive="qgate.report.verify.rederive:rederive_structured",
+        check_items="qgate.report.verify.rederive:check_structured_items",
         results=_structured_results,
     )
 )
@@ -301,8 +361,11 @@ register(
         key="context_ladder",
         model=ContextLadder,
         runner="qgate.quality.context_ladder_suite:SUITE",
+        rederive="qgate.report.verify.rederive:rederive_symbol",
+        check_items="qgate.report.verify.rederive:check_ladder_runs",
         results=_ladder_results,
-        planned="qgate.quality.sizing:ladder_plan",
+        planned="qgate.quality.plans:context_ladder_plan",
+        family="context",
         uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
     )
 )

@@ -28,14 +28,17 @@ import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
 from qgate.core.files import sha256_text
+from qgate.core.registry import load_object
 from qgate.errors import BadInput, InfrastructureError, VerificationFailed
 from qgate.profile import LmEvalTask, Profile, RecallSuite
+from qgate.profile.suites import entry_of_result, registered
 from qgate.quality.agent_data import (
+    Graded,
     grade_structured,
     grade_tool_call,
     structured_items,
@@ -71,16 +74,40 @@ class Rederived:
     """`--profile FILE` was given: the data its suites define must be what the run used."""
 
 
-def _extractors() -> dict[str, tuple[Extractor, Judge]]:
+def _extractors() -> tuple[Extractor, Judge, Extractor]:
+    """(number extractor, its judge, symbol extractor): the functions the run used."""
     try:
         from qgate.quality.extract import answer_matches, extract_number, extract_symbol
     except ImportError as exc:
         raise InfrastructureError(f"cannot re-derive correctness: {exc}") from None
-    return {
-        "math": (extract_number, answer_matches),
-        "recall": (extract_symbol, lambda answer, expected: answer == expected),
-        "context": (extract_symbol, lambda answer, expected: answer == expected),
-    }
+    return extract_number, answer_matches, extract_symbol
+
+
+def _rederive_extracted(run: SuiteRun, extract: Extractor, judge: Judge, out: Rederived) -> None:
+    for item in run.items:
+        answer = extract(item.output)
+        _check_item(run, item, answer, judge(answer, item.expected))
+    out.items += len(run.items)
+
+
+def rederive_math(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Math items: the final number of each response, matched against the expected answer."""
+    extract_number, answer_matches, _ = _extractors()
+    _rederive_extracted(run, extract_number, answer_matches, out)
+
+
+def rederive_symbol(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Recall and context-ladder items: the symbol in each response, equal to the planted one."""
+    _, _, extract_symbol = _extractors()
+    _rederive_extracted(run, extract_symbol, lambda answer, expected: answer == expected, out)
+
+
+SuiteCheck = Callable[[SuiteRun, Profile, "Rederived"], None]
+"""A suite's re-derivation or item check (`SuiteEntry.rederive`, `SuiteEntry.check_items`)."""
+
+
+def _hook(where: str) -> SuiteCheck:
+    return cast("SuiteCheck", load_object(where))
 
 
 def _check_item(run: SuiteRun, item: ItemRecord, answer: str | None, correct: bool) -> None:
@@ -101,34 +128,44 @@ def _few(ids: list[str], n: int = 3) -> str:
 
 
 def rederive_correctness(runs: list[SuiteRun], profile: Profile, out: Rederived) -> None:
-    """Every item's answer and correctness from its stored response; raise on a difference."""
-    extractors = _extractors()
+    """Every item's answer and correctness from its stored response; raise on a difference.
+
+    Each suite says how (`SuiteEntry.rederive`); a suite that does not, or a run no
+    registered suite owns, is listed as not re-derived.
+    """
     for run in runs:
-        family, _, rest = run.suite.partition(".")
-        if family in extractors:
-            extract, judge = extractors[family]
-            for item in run.items:
-                answer = extract(item.output)
-                _check_item(run, item, answer, judge(answer, item.expected))
-            out.items += len(run.items)
-        elif family in ("tool_calls", "structured"):
-            _rederive_agent(run, out)
-        elif family == "lm_eval":
-            _rederive_lm_eval(run, _task_of(profile, rest), out)
+        entry = entry_of_result(run.suite)
+        if entry is not None and entry.rederive is not None:
+            _hook(entry.rederive)(run, profile, out)
         elif run.items:
             out.not_rederived.append(
                 f"{run.suite} ({run.role}): unknown suite; items {_few([i.id for i in run.items])}"
             )
 
 
-def _rederive_agent(run: SuiteRun, out: Rederived) -> None:
+def rederive_tool_calls(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Tool-call items: each grade from the stored output and finish reason."""
+    _rederive_graded(
+        run, lambda item: grade_tool_call(item.output, item.finish_reason, item.expected), out
+    )
+
+
+def rederive_structured(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Structured-output items: each grade from the stored output and finish reason."""
+    _rederive_graded(
+        run,
+        lambda item: grade_structured(item.id, item.output, item.finish_reason, item.expected),
+        out,
+    )
+
+
+def _rederive_graded(
+    run: SuiteRun, grade_of: Callable[[ItemRecord], Graded], out: Rederived
+) -> None:
     """Tool calls and structured output: the grade (answer, failure kind, correct) from the
     stored output and finish reason, with the functions the run used."""
     for item in run.items:
-        if run.suite.startswith("tool_calls."):
-            grade = grade_tool_call(item.output, item.finish_reason, item.expected)
-        else:
-            grade = grade_structured(item.id, item.output, item.finish_reason, item.expected)
+        grade = grade_of(item)
         _check_item(run, item, grade.answer, grade.correct)
         if grade.failure != item.failure:
             raise VerificationFailed(
@@ -158,36 +195,52 @@ def check_questions(runs: list[SuiteRun], profile: Profile, out: Rederived) -> N
                     f"{run.suite} item {item.id}: the reference expected {want!r} "
                     f"but the candidate {item.expected!r}"
                 )
+    for entry in registered():
+        if entry.check_items is None:
+            continue
+        check = _hook(entry.check_items)
+        for run in runs:
+            if entry.owns(run.suite):
+                check(run, profile, out)
+
+
+def check_math_items(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Math items are those of the set the run's digest names, expecting its answers."""
     if profile.quality.math is not None:
-        for run in runs:
-            if run.suite.startswith("math."):
-                _check_math_set(run, profile, out)
-    for run in runs:
-        if run.suite.partition(".")[0] in ("tool_calls", "structured"):
-            _check_agent_items(run, profile)
-    if profile.quality.context_ladder is not None:
-        for run in runs:
-            if run.suite.startswith("context."):
-                check_ladder_items(run, profile.quality.context_ladder)
-                out.recall_checked += len(run.items)
-    if profile.quality.recall is not None:
-        for run in runs:
-            if run.suite.startswith("recall."):
-                _check_recall_items(run, profile.quality.recall)
-                out.recall_checked += len(run.items)
+        _check_math_set(run, profile, out)
 
 
-def _check_agent_items(run: SuiteRun, profile: Profile) -> None:
-    """Every tool-call or structured item is one the profile generates, expecting its answer."""
-    tools, structured = profile.quality.tool_calls, profile.quality.structured
-    if run.suite.startswith("tool_calls.") and tools is not None:
+def check_tool_call_items(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Every tool-call item is one the profile generates, expecting its answer."""
+    tools = profile.quality.tool_calls
+    if tools is not None:
         want = {i.id: i.expected for i in tool_items(agent_items(tools), tools.seed)}
-    elif run.suite.startswith("structured.") and structured is not None:
-        want = {
-            i.id: i.expected for i in structured_items(agent_items(structured), structured.seed)
-        }
-    else:
-        return
+        _check_generated(run, want)
+
+
+def check_structured_items(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Every structured-output item is one the profile generates, expecting its answer."""
+    spec = profile.quality.structured
+    if spec is not None:
+        want = {i.id: i.expected for i in structured_items(agent_items(spec), spec.seed)}
+        _check_generated(run, want)
+
+
+def check_ladder_runs(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Every context-ladder item is one the profile plants (ladder_check.py)."""
+    if profile.quality.context_ladder is not None:
+        check_ladder_items(run, profile.quality.context_ladder)
+        out.recall_checked += len(run.items)
+
+
+def check_recall_runs(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Every recall item is one the profile plants, expecting the code planted there."""
+    if profile.quality.recall is not None:
+        _check_recall_items(run, profile.quality.recall)
+        out.recall_checked += len(run.items)
+
+
+def _check_generated(run: SuiteRun, want: dict[str, str]) -> None:
     for record in run.items:
         if want.get(record.id) != record.expected:
             raise VerificationFailed(
@@ -265,6 +318,11 @@ def _sha256(text: str) -> str:
 
 def _task_of(profile: Profile, name: str) -> LmEvalTask | None:
     return next((t for t in profile.quality.lm_eval if t.task == name), None)
+
+
+def rederive_lm_eval(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """lm-eval items: exact_match on the logged response, where the task's YAML allows."""
+    _rederive_lm_eval(run, _task_of(profile, run.suite.partition(".")[2]), out)
 
 
 def exact_match(prediction: str, reference: str, options: dict[str, Any]) -> bool:
