@@ -29,6 +29,7 @@ from qgate.core.plan import SuitePlan
 from qgate.core.registry import Registry, load_object
 from qgate.core.yamlload import KeyPath
 from qgate.profile.context_ladder import buckets
+from qgate.profile.model import Profile
 from qgate.profile.quality import (
     AccuracyPolicy,
     ContextLadder,
@@ -40,8 +41,11 @@ from qgate.profile.quality import (
     StructuredSuite,
     ToolCallsSuite,
 )
+from qgate.profile.suite_checks import ladder_problems, lm_eval_problems
 
 __all__ = [
+    "askable",
+    "asked_again",
     "ACCURACY_GATE_FIELDS",
     "Results",
     "SuiteEntry",
@@ -57,6 +61,7 @@ __all__ = [
     "register",
     "registered",
     "suite_entry",
+    "suite_problems",
     "unregister",
 ]
 
@@ -260,6 +265,27 @@ def profile_sections() -> list[tuple[str, type[BaseModel]]]:
     ]
 
 
+def suite_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
+    """What each configured suite's `problems` hook finds in the profile."""
+    return [
+        found
+        for entry, setting in configured(profile.quality)
+        if entry.problems is not None
+        for found in entry.problems(setting, profile)
+    ]
+
+
+def asked_again(result_id: str) -> bool:
+    """Whether `quality.reuse` can ask `result_id` again (its suite declares `asked_again`)."""
+    entry = entry_of_result(result_id)
+    return entry is not None and entry.asked_again is not None
+
+
+def askable() -> list[str]:
+    """The result-id heads of the suites `quality.reuse` can ask again ('math', 'recall')."""
+    return [e.prefix for e in SUITES.values() if e.asked_again is not None]
+
+
 def features_needed(spec: QualitySpec) -> dict[str, frozenset[Feature]]:
     """Suite key -> the engine features it cannot run without, for every configured suite."""
     return {entry.key: entry.needs for entry, _ in configured(spec)}
@@ -288,6 +314,7 @@ register(
         rederive="qgate.report.verify.rederive:rederive_math",
         check_items="qgate.report.verify.rederive:check_math_items",
         results=_math_results,
+        asked_again="qgate.quality.reuse_pass:MATH_AGAIN",
         uses=frozenset({"tokenize"}),  # the long form's preamble; sized by characters without
     )
 )
@@ -300,6 +327,7 @@ register(
         rederive="qgate.report.verify.rederive:rederive_symbol",
         check_items="qgate.report.verify.rederive:check_recall_runs",
         results=_recall_results,
+        asked_again="qgate.quality.reuse_pass:RECALL_AGAIN",
         uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
     )
 )
@@ -331,6 +359,7 @@ register(
         planned="qgate.quality.plans:lm_eval_plan",
         rederive="qgate.report.verify.rederive:rederive_lm_eval",
         results=_lm_eval_results,
+        problems=lm_eval_problems,
     )
 )
 register(
@@ -364,6 +393,7 @@ register(
         rederive="qgate.report.verify.rederive:rederive_symbol",
         check_items="qgate.report.verify.rederive:check_ladder_runs",
         results=_ladder_results,
+        problems=ladder_problems,
         planned="qgate.quality.plans:context_ladder_plan",
         family="context",
         uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without

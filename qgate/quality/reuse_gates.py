@@ -30,7 +30,7 @@ from qgate.core.records import Role
 from qgate.core.verdict import Verdict
 from qgate.profile import AccuracyPolicy, QualitySpec, ReuseSpec
 from qgate.profile.reuse import PassName
-from qgate.profile.suites import exact_results
+from qgate.profile.suites import asked_again, exact_results
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.reuse_records import (
     AFTER_RESET,
@@ -84,9 +84,9 @@ def reuse_suites(spec: QualitySpec) -> list[tuple[str, AccuracyPolicy]]:
         return []
     out = []
     for suite, policy in exact_results(spec):
-        family = suite.partition(".")[0]
-        if family not in ("math", "recall"):
+        if not asked_again(suite):
             continue
+        family = suite.partition(".")[0]
         if reuse.suites is None or suite in reuse.suites or family in reuse.suites:
             out.append((suite, policy))
     return out
