@@ -14,6 +14,11 @@ plus its profile model as a field of `QualitySpec`. Divergence is the one
 paired suite (the reference generates and scores, the candidate scores the
 reference's tokens): its entry declares its features and data digest, and the
 quality stage runs it as an explicit step (`PairedRunner`).
+
+What a suite does differently anywhere else is a hook on its entry (its plan rows, how
+`qgate verify` re-derives and checks its items, its profile problems, whether the reuse
+passes ask it again), declared here beside it: no module outside qgate/quality compares a
+suite's name (tests/unit/test_suite_names.py).
 """
 
 from __future__ import annotations
