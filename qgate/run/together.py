@@ -63,9 +63,7 @@ def start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Runt
     usable = usable_cores()
     half = max(1, len(usable) // 2)
     # lives an executor places on nodes (qgate/cluster/lives.py) share no device: no stagger
-    stagger = ctx.profile.target.accelerator.lower() != "cpu" and not getattr(
-        ctx.lives, "places_lives", False
-    )
+    stagger = ctx.profile.target.accelerator.lower() != "cpu" and not ctx.lives.places_lives
     made: list[Runtime] = []
     roles: tuple[tuple[RunContext, Role, list[int]], ...] = (
         (ctx, "reference", usable[:half]),

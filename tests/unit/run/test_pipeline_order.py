@@ -27,6 +27,7 @@ from qgate.run import report as report_stage
 from qgate.run import rounds as rounds_stage
 from qgate.run.context import RunContext, RunSet
 from qgate.run.options import RunOptions
+from qgate.runtime.lives import Lives
 
 SHIPPED = Path(__file__).resolve().parents[3] / "precision_profiles" / "smollm2-cpu-multi.yaml"
 
@@ -73,7 +74,7 @@ class _Runtime:
         return EffectiveConfig(role=self.role, kind="stand-in", base_url="-", served_model="m")
 
 
-class _Lives:
+class _Lives(Lives):
     """The run's lives as stand-ins: every server the run starts goes through here."""
 
     def __init__(self, calls: list[tuple[str, str]], broken: str | None = None) -> None:
