@@ -30,8 +30,9 @@ cluster named by `--cluster` (or $RAY_ADDRESS), else by the profile's
 `cluster.address`, else this machine. What else the run asks of an executor
 (`places_lives`, `at_once`, `stop_all`, `side_by_side`, `provenance`) is declared on `Lives`
 with its default (qgate/runtime/lives.py); executors are registered by name there.
-Optional engine extras the run looks for with `getattr` (`cores_chosen`, `paused`,
-`can_dry_check`/`dry_check`, `metrics`) may be left out: the run then does without them.
+The engine extras the run uses (`metrics`, `cores_chosen`, `can_dry_check`/`dry_check`,
+`paused`) are declared on the `Runtime` protocol with their defaults on `Lifecycle`
+(qgate/core/serving.py): an engine or proxy that has none of them inherits "none".
 """
 
 from __future__ import annotations

@@ -97,10 +97,9 @@ def preflight_candidate(ctx: RunContext, how: str = "start") -> None:
     (seconds instead of a start); 'start': start it, check its applied configuration, stop.
     """
     runtime = ctx.new_runtime("candidate")
-    can_dry = getattr(runtime, "can_dry_check", None)
-    if how == "dry" and can_dry is not None and can_dry():
+    if how == "dry" and runtime.can_dry_check():
         log.info("preflight: the candidate's command line through the engine's own parser")
-        runtime.dry_check()  # type: ignore[attr-defined]
+        runtime.dry_check()
         return
     log.info("preflight: starting the candidate once before the reference stage")
     with started(ctx, "candidate", purpose="preflight"):

@@ -29,7 +29,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import AbstractContextManager, ExitStack, nullcontext
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any, NamedTuple
 
 from qgate.core.plan import swapped
@@ -71,8 +71,7 @@ def start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Runt
     )
     for side, role, own in roles:
         runtime = side.new_runtime(role)
-        if hasattr(runtime, "cores_chosen"):
-            runtime.cores_chosen = own  # disjoint halves, whatever else holds cores
+        runtime.cores_chosen = own  # disjoint halves, whatever else holds cores
         life.callback(runtime.stop)  # stopped on the way out, whatever happens
         runtime.start()
         if stagger:
@@ -88,8 +87,7 @@ def start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Runt
 
 def _paused(runtime: Runtime) -> AbstractContextManager[None]:
     """The runtime frozen while its neighbour's perf block runs (engines that can be)."""
-    pause = getattr(runtime, "paused", None)
-    return pause() if pause is not None else nullcontext()
+    return runtime.paused()
 
 
 def _scores(early: Future[ScoreSet], whole: Future[QualityOutput]) -> Callable[[], ScoreSet | None]:

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from qgate.cli.main import main
 from qgate.core.registry import Registry
+from qgate.core.serving import Runtime
 from qgate.errors import BadInput
 from qgate.profile.load import parse_profile_text
 from qgate.run.lives import LOCAL, cluster_address, lives_for
@@ -117,26 +118,34 @@ def test_without_a_cluster_the_run_stays_here(
     assert _FakeRayLives.joined == []
 
 
+DECLARED = {
+    name for cls in (Lives, Runtime) for name in dir(cls) if not name.startswith("__")
+} | set(Runtime.__annotations__)
+"""Members an executor's `Lives` or a runtime declares (with defaults on Lives, Lifecycle)."""
+
+
 def _probes(source: str) -> list[tuple[int, str]]:
-    """(line, member) of each getattr/hasattr on an expression named `lives` or `*.lives`."""
+    """(line, member) of each getattr/hasattr of a declared member of an executor or runtime,
+    or of any member of an expression named `lives` or `*.lives`."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        if (
+        if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
             and node.func.id in ("getattr", "hasattr")
-            and node.args
+            and len(node.args) >= 2
         ):
-            target = ast.unparse(node.args[0])
-            if target == "lives" or target.endswith(".lives"):
-                member = ast.unparse(node.args[1]) if len(node.args) > 1 else "?"
-                found.append((node.lineno, member))
+            continue
+        target, member = ast.unparse(node.args[0]), node.args[1]
+        named = isinstance(member, ast.Constant) and member.value in DECLARED
+        if named or target == "lives" or target.endswith(".lives"):
+            found.append((node.lineno, ast.unparse(member)))
     return found
 
 
-def test_the_run_probes_no_member_of_an_executor() -> None:
-    """Every member the run uses of its `Lives` is declared on it with a default
-    (qgate/runtime/lives.py): a new one goes there, not behind a getattr."""
+def test_the_run_probes_no_member_of_an_executor_or_a_runtime() -> None:
+    """Every member the run uses of its `Lives` or of a runtime is declared (qgate/runtime/lives.py,
+    qgate/core/serving.py) with a default: a new one goes there, not behind a getattr."""
     found = [
         f"{path.relative_to(ROOT)}:{line}: {member}"
         for package in ("run", "cli", "cluster")
@@ -144,9 +153,15 @@ def test_the_run_probes_no_member_of_an_executor() -> None:
         for line, member in _probes(path.read_text(encoding="utf-8"))
     ]
     assert found == []
-    assert _probes('w = getattr(ctx.lives, "at_once", None)\nhasattr(lives, "x")\n') == [
+    probes = (
+        'w = getattr(ctx.lives, "at_once", None)\nhasattr(lives, "x")\n'
+        'getattr(runtime, "paused", None)\nhasattr(r, "cores_chosen")\ngetattr(profile, role)\n'
+    )
+    assert _probes(probes) == [
         (1, "'at_once'"),
         (2, "'x'"),
+        (3, "'paused'"),
+        (4, "'cores_chosen'"),
     ]
 
 
