@@ -150,7 +150,7 @@ class Runtime(Protocol):
         ...
 
     cores_chosen: list[int] | None
-    """The cores a side-by-side run hands it (disjoint halves); only an engine that pins reads them."""
+    """The cores a side-by-side run hands it (disjoint halves); an engine that pins reads them."""
 
     def can_dry_check(self) -> bool:
         """Whether the engine's own parser can check its command line without a start."""

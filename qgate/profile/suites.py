@@ -362,7 +362,7 @@ register(
         model=LmEvalTask,
         runner="qgate.quality.lmeval_suite:SUITE",
         planned="qgate.quality.plans:lm_eval_plan",
-        rederive="qgate.report.verify.rederive:rederive_lm_eval",
+        rederive="qgate.report.verify.rederive_lm_eval:rederive_lm_eval",
         results=_lm_eval_results,
         problems=lm_eval_problems,
     )
