@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from qgate.core.yamlload import KeyPath
 from qgate.profile.context_ladder import ROOM_MARGIN_TOKENS, unreachable
 from qgate.profile.model import Profile
-from qgate.profile.quality import ContextLadder, LmEvalTask
+from qgate.profile.quality import ContextLadder, LmEvalTask, ToolCallsSuite
 from qgate.profile.side import side
 
-__all__ = ["ladder_problems", "lm_eval_problems"]
+__all__ = ["ladder_problems", "lm_eval_problems", "tool_calls_args"]
 
 Found = list[tuple[KeyPath, str]]
 
@@ -56,3 +56,19 @@ def lm_eval_problems(tasks: Sequence[LmEvalTask], profile: Profile) -> Found:
                 )
             )
     return found
+
+
+def tool_calls_args(spec: ToolCallsSuite) -> list[tuple[str, str]]:
+    """The vLLM engine args the tool-call suite cannot run without: (arg, why)."""
+    needs = [
+        ("tool_call_parser", "vLLM refuses `tools` with a tool_choice without it (e.g. hermes)"),
+        (
+            "chat_template",
+            "a template that renders `tools` into the prompt where the model's own has no "
+            "tool section (qgate:chatml-tools for ChatML models such as SmolLM2); set it to "
+            "the model's own template file to say that template renders them",
+        ),
+    ]
+    if "auto" in spec.choices:
+        needs.append(("enable_auto_tool_choice", "vLLM refuses tool_choice `auto` without it"))
+    return needs

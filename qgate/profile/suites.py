@@ -46,7 +46,7 @@ from qgate.profile.quality import (
     StructuredSuite,
     ToolCallsSuite,
 )
-from qgate.profile.suite_checks import ladder_problems, lm_eval_problems
+from qgate.profile.suite_checks import ladder_problems, lm_eval_problems, tool_calls_args
 
 __all__ = [
     "askable",
@@ -172,21 +172,6 @@ def _tool_calls_results(spec: ToolCallsSuite) -> Results:
 
 def _structured_results(spec: StructuredSuite) -> Results:
     return [(f"structured.{param}", spec) for param in spec.params]
-
-
-def _tool_calls_args(spec: ToolCallsSuite) -> list[tuple[str, str]]:
-    needs = [
-        ("tool_call_parser", "vLLM refuses `tools` with a tool_choice without it (e.g. hermes)"),
-        (
-            "chat_template",
-            "a template that renders `tools` into the prompt where the model's own has no "
-            "tool section (qgate:chatml-tools for ChatML models such as SmolLM2); set it to "
-            "the model's own template file to say that template renders them",
-        ),
-    ]
-    if "auto" in spec.choices:
-        needs.append(("enable_auto_tool_choice", "vLLM refuses tool_choice `auto` without it"))
-    return needs
 
 
 def _suite(entry: object) -> SuiteEntry:
@@ -376,7 +361,7 @@ register(
         rederive="qgate.report.verify.rederive:rederive_tool_calls",
         check_items="qgate.report.verify.rederive:check_tool_call_items",
         results=_tool_calls_results,
-        engine_args=_tool_calls_args,
+        engine_args=tool_calls_args,
     )
 )
 register(
