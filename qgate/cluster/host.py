@@ -131,11 +131,10 @@ class LifeHost:
         accepts it, else the failure (a dry check needs the engine and the platform of a node
         with the life's resources, which the driver may not have)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        check = getattr(self.runtime, "dry_check", None)
-        if check is None:
+        if not self.runtime.can_dry_check():
             return {"message": f"{type(self.runtime).__name__} has no dry check", "tail": []}
         try:
-            check()
+            self.runtime.dry_check()
         except Exception as exc:
             return self._failure(exc)
         return None

@@ -134,8 +134,7 @@ class RayLife(Lifecycle):
 
     def can_dry_check(self) -> bool:
         """Whether the engine's own parser can check the command line (vLLM's launchers)."""
-        can = getattr(self.local, "can_dry_check", None)
-        return bool(can is not None and can())
+        return self.local.can_dry_check()
 
     def dry_check(self) -> None:
         """The engine's check of the command line on a node with this life's resources (its

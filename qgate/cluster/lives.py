@@ -1,6 +1,6 @@
 """The Ray executor: every server life of a run a Ray actor on a node of the cluster.
 
-It implements the run's one seam (qgate/run/lives.py, `Lives.runtime`): the
+It implements the executor contract (qgate/runtime/lives.py, `Lives`): the
 runtime of a side is the one the local run would make (qgate/runtime/factory.py),
 wrapped in a `RayLife` that starts it on a node with the side's resources
 (qgate/cluster/life.py). Endpoints (servers already running) are not placed:
@@ -26,6 +26,7 @@ from qgate.core.records import Role
 from qgate.core.serving import Runtime
 from qgate.profile import Profile
 from qgate.runtime.factory import make_runtime
+from qgate.runtime.lives import Lives
 from qgate.runtime.server import ServerProcess
 
 __all__ = ["RayLives"]
@@ -40,7 +41,7 @@ def _side(role: Role, logs: Path, round: int = 0) -> str:
     return folder.name if folder.parent.name in _NESTED else role
 
 
-class RayLives:
+class RayLives(Lives):
     """Each life an actor on a node of the Ray cluster at `address` (else $RAY_ADDRESS).
 
     What a life holds on its node: `custom` resources per side when given, else the

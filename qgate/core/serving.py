@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from types import TracebackType
 from typing import Literal, Protocol, Self
@@ -140,6 +141,29 @@ class Runtime(Protocol):
 
     def stop(self) -> None: ...
 
+    # What the run asks beyond serving, each with its default on `Lifecycle` (`metrics`: on
+    # the engine class, qgate/profile/engines.py, None unless the engine names its counters):
+
+    @property
+    def metrics(self) -> MetricNames | None:
+        """The names of its Prometheus counters qgate reads; None: none."""
+        ...
+
+    cores_chosen: list[int] | None
+    """The cores a side-by-side run hands it (disjoint halves); an engine that pins reads them."""
+
+    def can_dry_check(self) -> bool:
+        """Whether the engine's own parser can check its command line without a start."""
+        ...
+
+    def dry_check(self) -> None:
+        """That check (RuntimeFailure with the engine's refusal)."""
+        ...
+
+    def paused(self) -> AbstractContextManager[None]:
+        """The server frozen inside the block (the idle side of a side-by-side perf block)."""
+        ...
+
     def __enter__(self) -> Self: ...
 
     def __exit__(
@@ -168,6 +192,21 @@ class Lifecycle(ABC):
     @abstractmethod
     def stop(self) -> None:
         """Stop what was started; safe to call more than once."""
+
+    cores_chosen: list[int] | None = None
+    """Cores a side-by-side run hands it; only an engine that pins its cores reads them."""
+
+    def can_dry_check(self) -> bool:
+        """No check of the command line without a start, unless the engine has one."""
+        return False
+
+    def dry_check(self) -> None:
+        """Engines with `can_dry_check` write it."""
+        raise NotImplementedError(f"{type(self).__name__} has no dry check")
+
+    def paused(self) -> AbstractContextManager[None]:
+        """Not frozen, unless the engine can be: the block runs as it is."""
+        return nullcontext()
 
     def __enter__(self) -> Self:
         try:

@@ -44,6 +44,8 @@ def _text(value: Any) -> str:
 
 
 def _effective(profile: Profile, role: str, field: str) -> dict[str, Any]:
+    # keys as written, not side()'s snake_case: `sub_profile` writes a change back under its
+    # key into the blocks that spelled it
     spec: RuntimeSpec = getattr(profile, role)
     return {**getattr(profile.engine_of(role), field), **getattr(spec, field)}
 

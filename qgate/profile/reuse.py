@@ -110,15 +110,3 @@ class ReuseSpec(Strict):
         if len(set(value)) != len(value):
             raise ValueError("each pass at most once")
         return value
-
-    @field_validator("suites")
-    @classmethod
-    def _exact_answer(cls, value: list[str] | None) -> list[str] | None:
-        for name in value or []:
-            if name.partition(".")[0] not in ("math", "recall"):
-                raise ValueError(
-                    f"{name!r}: only math and recall results can be asked again "
-                    "(divergence scores prompts with prompt_logprobs, which vLLM never serves "
-                    "from its prefix cache; lm-eval tasks run through lm-eval)"
-                )
-        return value

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from qgate.core.yamlload import KeyPath
 from qgate.profile.quality import QualitySpec
-from qgate.profile.suites import exact_results
+from qgate.profile.suites import askable, asked_again, exact_results
 
 __all__ = ["reuse_problems"]
-
-_ASKED_AGAIN = ("math", "recall")
 
 
 def reuse_problems(spec: QualitySpec) -> list[tuple[KeyPath, str]]:
@@ -22,11 +20,21 @@ def reuse_problems(spec: QualitySpec) -> list[tuple[KeyPath, str]]:
     reuse = spec.reuse
     if reuse is None:
         return []
-    results = [s for s, _ in exact_results(spec) if s.partition(".")[0] in _ASKED_AGAIN]
-    shown = ", ".join(results[:8]) or "none: only math and recall results can be asked again"
+    families = " and ".join(askable())
+    results = [s for s, _ in exact_results(spec) if asked_again(s)]
+    shown = ", ".join(results[:8]) or f"none: only {families} results can be asked again"
     found: list[tuple[KeyPath, str]] = []
     for index, name in enumerate(reuse.suites or []):
-        if not any(name == s or name == s.partition(".")[0] for s in results):
+        if name.partition(".")[0] not in askable():
+            found.append(
+                (
+                    ("quality", "reuse", "suites", index),
+                    f"{name[:80]!r}: only {families} results can be asked again "
+                    "(divergence scores prompts with prompt_logprobs, which vLLM never serves "
+                    "from its prefix cache; lm-eval tasks run through lm-eval)",
+                )
+            )
+        elif not any(name == s or name == s.partition(".")[0] for s in results):
             found.append(
                 (
                     ("quality", "reuse", "suites", index),
@@ -37,7 +45,7 @@ def reuse_problems(spec: QualitySpec) -> list[tuple[KeyPath, str]]:
         found.append(
             (
                 ("quality", "reuse"),
-                "selects no configured suite: the passes ask math and recall results again, "
+                f"selects no configured suite: the passes ask {families} results again, "
                 "and the profile configures neither",
             )
         )

@@ -18,7 +18,7 @@ from qgate.profile.base import EngineArgValue, snake_args, snake_key
 from qgate.profile.engines import EngineDecl, engine_class
 from qgate.profile.model import EngineLaunch, Profile, RuntimeSpec
 
-__all__ = ["Side", "side"]
+__all__ = ["Side", "side", "side_as"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,11 @@ class Side:
 
 def side(profile: Profile | Any, role: str) -> Side:
     """The side `role` ('reference' or 'candidate') of `profile`."""
-    spec: RuntimeSpec = getattr(profile, role)
+    return side_as(profile, role, getattr(profile, role))
+
+
+def side_as(profile: Profile | Any, role: str, spec: RuntimeSpec) -> Side:
+    """The side `role` of `profile` as `spec` would run it (a setting being tried, such as a
+    dtype the machine can serve, before it is the profile's)."""
     launch = spec.engine if spec.engine is not None else profile.engine
     return Side(role=role, launch=launch, spec=spec)

@@ -14,6 +14,11 @@ plus its profile model as a field of `QualitySpec`. Divergence is the one
 paired suite (the reference generates and scores, the candidate scores the
 reference's tokens): its entry declares its features and data digest, and the
 quality stage runs it as an explicit step (`PairedRunner`).
+
+What a suite does differently anywhere else is a hook on its entry (its plan rows, how
+`qgate verify` re-derives and checks its items, its profile problems, whether the reuse
+passes ask it again), declared here beside it: no module outside qgate/quality compares a
+suite's name (tests/unit/test_suite_names.py).
 """
 
 from __future__ import annotations
@@ -25,8 +30,11 @@ from typing import Any, cast, get_origin
 from pydantic import BaseModel
 
 from qgate.core.features import Feature
+from qgate.core.plan import SuitePlan
 from qgate.core.registry import Registry, load_object
+from qgate.core.yamlload import KeyPath
 from qgate.profile.context_ladder import buckets
+from qgate.profile.model import Profile
 from qgate.profile.quality import (
     AccuracyPolicy,
     ContextLadder,
@@ -38,21 +46,27 @@ from qgate.profile.quality import (
     StructuredSuite,
     ToolCallsSuite,
 )
+from qgate.profile.suite_checks import ladder_problems, lm_eval_problems, tool_calls_args
 
 __all__ = [
+    "askable",
+    "asked_again",
     "ACCURACY_GATE_FIELDS",
     "Results",
     "SuiteEntry",
     "configured",
     "engine_args_needed",
+    "entry_of_result",
     "exact_results",
     "features_needed",
     "features_used",
     "gate_fields",
+    "profile_key",
     "profile_sections",
     "register",
     "registered",
     "suite_entry",
+    "suite_problems",
     "unregister",
 ]
 
@@ -87,15 +101,41 @@ class SuiteEntry:
     """vLLM engine args a configuration cannot run without: (arg, why); checked on each side
     that qgate starts as vLLM (`qgate validate` refuses, `qgate plan` names them)."""
     planned: str | None = None
-    """"module:attribute" of a function setting -> [(result id, items, what an item is)], for
-    `qgate plan` (imported on first use); None: the plan lists the result ids, items unknown."""
+    """"module:attribute" of a function setting -> [SuitePlan] (result id, items per side, what
+    an item is, where items come from), for `qgate plan` and its stated power (imported on
+    first use); None: the plan lists the result ids, items unknown."""
+    family: str | None = None
+    """Head of its result ids ('context' for the ladder's 'context.<centre>'); None: the key."""
+    rederive: str | None = None
+    """"module:attribute" of a function (run, profile, out) that `qgate verify` calls on each of
+    its runs to re-derive every item's correctness from the stored response
+    (qgate/report/verify/rederive.py); None: its items are listed as not re-derived."""
+    check_items: str | None = None
+    """"module:attribute" of a function (run, profile, out) that `qgate verify` calls on each of
+    its runs to check the stored items and expected answers against what the profile
+    generates; None: only the two sides' expected answers are compared."""
+    problems: Callable[[Any, Any], list[tuple[KeyPath, str]]] | None = None
+    """(setting, profile) -> (key path, message) of what its schema cannot see (a value the
+    sides' settings make impossible, a repeated entry): `qgate validate` refuses them."""
+    asked_again: str | None = None
+    """"module:attribute" of its `AskedAgain` (one setting per result id, cut to a pass's
+    limit): `quality.reuse` can ask its results again; None: it cannot."""
 
-    def plan_rows(self, setting: Any) -> list[tuple[str, int | None, str]] | None:
-        """(result id, items per side, what an item is) per result, when the entry says."""
+    def plan_rows(self, setting: Any) -> list[SuitePlan] | None:
+        """Its plan, one row per result, when the entry says."""
         if self.planned is None:
             return None
-        plan = cast("Callable[[Any], list[tuple[str, int | None, str]]]", load_object(self.planned))
+        plan = cast("Callable[[Any], list[SuitePlan]]", load_object(self.planned))
         return plan(setting)
+
+    @property
+    def prefix(self) -> str:
+        """The head of its result ids."""
+        return self.family or self.key
+
+    def owns(self, result_id: str) -> bool:
+        """Whether `result_id` ('math.short', 'divergence') is one of its results."""
+        return result_id.partition(".")[0] == self.prefix
 
     def load(self) -> Any:
         """The runner object, imported now."""
@@ -134,21 +174,6 @@ def _structured_results(spec: StructuredSuite) -> Results:
     return [(f"structured.{param}", spec) for param in spec.params]
 
 
-def _tool_calls_args(spec: ToolCallsSuite) -> list[tuple[str, str]]:
-    needs = [
-        ("tool_call_parser", "vLLM refuses `tools` with a tool_choice without it (e.g. hermes)"),
-        (
-            "chat_template",
-            "a template that renders `tools` into the prompt where the model's own has no "
-            "tool section (qgate:chatml-tools for ChatML models such as SmolLM2); set it to "
-            "the model's own template file to say that template renders them",
-        ),
-    ]
-    if "auto" in spec.choices:
-        needs.append(("enable_auto_tool_choice", "vLLM refuses tool_choice `auto` without it"))
-    return needs
-
-
 def _suite(entry: object) -> SuiteEntry:
     if not isinstance(entry, SuiteEntry):
         raise TypeError(f"{entry!r} is not a SuiteEntry")
@@ -180,6 +205,21 @@ def registered() -> tuple[SuiteEntry, ...]:
 def suite_entry(key: str) -> SuiteEntry:
     """The entry of `key`; UnknownName (a BadInput) naming the registered suites otherwise."""
     return SUITES.get(key)
+
+
+def entry_of_result(result_id: str) -> SuiteEntry | None:
+    """The suite whose results include `result_id` ('context.2048' -> the ladder); None: none."""
+    return next((e for e in SUITES.values() if e.owns(result_id)), None)
+
+
+def profile_key(result_id: str) -> str:
+    """The profile key that configures `result_id` ('lm_eval[]' for a list), for messages."""
+    entry = entry_of_result(result_id)
+    if entry is None:
+        return result_id.partition(".")[0]
+    field = QualitySpec.model_fields.get(entry.key)
+    listed = field is not None and get_origin(field.annotation) is list
+    return entry.key + ("[]" if listed else "")
 
 
 def configured(spec: QualitySpec) -> list[tuple[SuiteEntry, Any]]:
@@ -215,6 +255,27 @@ def profile_sections() -> list[tuple[str, type[BaseModel]]]:
     ]
 
 
+def suite_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
+    """What each configured suite's `problems` hook finds in the profile."""
+    return [
+        found
+        for entry, setting in configured(profile.quality)
+        if entry.problems is not None
+        for found in entry.problems(setting, profile)
+    ]
+
+
+def asked_again(result_id: str) -> bool:
+    """Whether `quality.reuse` can ask `result_id` again (its suite declares `asked_again`)."""
+    entry = entry_of_result(result_id)
+    return entry is not None and entry.asked_again is not None
+
+
+def askable() -> list[str]:
+    """The result-id heads of the suites `quality.reuse` can ask again ('math', 'recall')."""
+    return [e.prefix for e in SUITES.values() if e.asked_again is not None]
+
+
 def features_needed(spec: QualitySpec) -> dict[str, frozenset[Feature]]:
     """Suite key -> the engine features it cannot run without, for every configured suite."""
     return {entry.key: entry.needs for entry, _ in configured(spec)}
@@ -239,7 +300,11 @@ register(
         key="math",
         model=MathSuite,
         runner="qgate.quality.math_suite:SUITE",
+        planned="qgate.quality.plans:math_plan",
+        rederive="qgate.report.verify.rederive:rederive_math",
+        check_items="qgate.report.verify.rederive:check_math_items",
         results=_math_results,
+        asked_again="qgate.quality.reuse_pass:MATH_AGAIN",
         uses=frozenset({"tokenize"}),  # the long form's preamble; sized by characters without
     )
 )
@@ -248,7 +313,11 @@ register(
         key="recall",
         model=RecallSuite,
         runner="qgate.quality.recall_suite:SUITE",
+        planned="qgate.quality.plans:recall_plan",
+        rederive="qgate.report.verify.rederive:rederive_symbol",
+        check_items="qgate.report.verify.rederive:check_recall_runs",
         results=_recall_results,
+        asked_again="qgate.quality.reuse_pass:RECALL_AGAIN",
         uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
     )
 )
@@ -257,6 +326,7 @@ register(
         key="divergence",
         model=DivergenceSuite,
         runner="qgate.quality.divergence_suite:SUITE",
+        planned="qgate.quality.plans:divergence_plan",
         gate_fields=frozenset(
             {
                 "max_mean_kld",
@@ -276,7 +346,10 @@ register(
         key="lm_eval",
         model=LmEvalTask,
         runner="qgate.quality.lmeval_suite:SUITE",
+        planned="qgate.quality.plans:lm_eval_plan",
+        rederive="qgate.report.verify.rederive_lm_eval:rederive_lm_eval",
         results=_lm_eval_results,
+        problems=lm_eval_problems,
     )
 )
 register(
@@ -284,8 +357,11 @@ register(
         key="tool_calls",
         model=ToolCallsSuite,
         runner="qgate.quality.agent_suites:TOOL_CALLS",
+        planned="qgate.quality.plans:tool_calls_plan",
+        rederive="qgate.report.verify.rederive:rederive_tool_calls",
+        check_items="qgate.report.verify.rederive:check_tool_call_items",
         results=_tool_calls_results,
-        engine_args=_tool_calls_args,
+        engine_args=tool_calls_args,
     )
 )
 register(
@@ -293,6 +369,9 @@ register(
         key="structured",
         model=StructuredSuite,
         runner="qgate.quality.agent_suites:STRUCTURED",
+        planned="qgate.quality.plans:structured_plan",
+        rederive="qgate.report.verify.rederive:rederive_structured",
+        check_items="qgate.report.verify.rederive:check_structured_items",
         results=_structured_results,
     )
 )
@@ -301,8 +380,12 @@ register(
         key="context_ladder",
         model=ContextLadder,
         runner="qgate.quality.context_ladder_suite:SUITE",
+        rederive="qgate.report.verify.rederive:rederive_symbol",
+        check_items="qgate.report.verify.rederive:check_ladder_runs",
         results=_ladder_results,
-        planned="qgate.quality.sizing:ladder_plan",
+        problems=ladder_problems,
+        planned="qgate.quality.plans:context_ladder_plan",
+        family="context",
         uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
     )
 )

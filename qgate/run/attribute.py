@@ -90,15 +90,12 @@ def attribute(
         )
 
     def test_many(keys: list[tuple[str, ...]]) -> list[Outcome]:
-        done = in_waves(
-            [partial(trial, k) for k in keys], width, getattr(ctx.lives, "stop_all", None)
-        )
+        done = in_waves([partial(trial, k) for k in keys], width, ctx.lives.stop_all)
         trials.extend(done)  # in the search's order, whichever life ended first
         return [t.verdict for t in done]
 
     # an executor with room for several lives tries a round's sets at once (qgate/cluster/)
-    at_once = getattr(ctx.lives, "at_once", None)
-    width = at_once(ctx.profile) if at_once is not None else 1
+    width = ctx.lives.at_once(ctx.profile)
     found = search_rounds([c.name for c in changes], test_many, max_lives, width)
     return Attribution(
         changes=changes,

@@ -4,7 +4,7 @@ Every server a run starts (the reference's life, each candidate's, a preflight,
 both sides of a side-by-side run, each attribution trial) is made by the run's
 `Lives`, through `RunContext.new_runtime(role)` (qgate/run/context.py)::
 
-    class Lives(Protocol):
+    class Lives:
         def runtime(
             self, profile: Profile, role: Role, model: Path, logs: Path, *, round: int = 0
         ) -> Runtime
@@ -27,46 +27,20 @@ wait_ready, effective_config, check_alive, stop, and the context manager), with
 a `base_url` this process can reach, and is passed as
 `pipeline.run(opts, lives=...)`; without one the run asks `lives_for`: the Ray
 cluster named by `--cluster` (or $RAY_ADDRESS), else by the profile's
-`cluster.address`, else this machine. Optional engine extras the run looks for with
-`getattr` (`cores_chosen`, `paused`, `can_dry_check`/`dry_check`, `metrics`)
-may be left out: the run then does without them.
+`cluster.address`, else this machine. What else the run asks of an executor
+(`places_lives`, `at_once`, `stop_all`, `side_by_side`, `provenance`) is declared on `Lives`
+with its default (qgate/runtime/lives.py); executors are registered by name there.
+The engine extras the run uses (`metrics`, `cores_chosen`, `can_dry_check`/`dry_check`,
+`paused`) are declared on the `Runtime` protocol with their defaults on `Lifecycle`
+(qgate/core/serving.py): an engine or proxy that has none of them inherits "none".
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Protocol
-
-from qgate.cluster.lives import RayLives
-from qgate.core.records import Role
-from qgate.core.serving import Runtime
 from qgate.profile import Profile
-from qgate.runtime.factory import make_runtime
+from qgate.runtime.lives import LOCAL, Lives, LocalLives, executor
 
 __all__ = ["LOCAL", "Lives", "LocalLives", "cluster_address", "lives_for"]
-
-
-class Lives(Protocol):
-    """Makes the runtime of one side's life (not started; the run starts and stops it)."""
-
-    def runtime(
-        self, profile: Profile, role: Role, model: Path, logs: Path, *, round: int = 0
-    ) -> Runtime:
-        """The runtime serving `model` as `profile` asks of `role`, its logs under `logs`,
-        for perf round `round` (0: the run's own lives)."""
-        ...
-
-
-class LocalLives:
-    """Every life a server process of this machine (or the endpoint the profile names)."""
-
-    def runtime(
-        self, profile: Profile, role: Role, model: Path, logs: Path, *, round: int = 0
-    ) -> Runtime:
-        return make_runtime(profile, role, model, logs)
-
-
-LOCAL: Lives = LocalLives()
 
 
 def cluster_address(given: str | None, profile: Profile) -> tuple[str, str] | None:
@@ -80,8 +54,9 @@ def cluster_address(given: str | None, profile: Profile) -> tuple[str, str] | No
 
 
 def lives_for(given: str | None, profile: Profile) -> Lives:
-    """The run's lives: actors on the cluster `cluster_address` names, else this machine's."""
+    """The run's lives: the `ray` executor's on the cluster `cluster_address` names, else
+    this machine's."""
     where = cluster_address(given, profile)
     if where is None:
         return LOCAL
-    return RayLives(*where)
+    return executor("ray", *where)

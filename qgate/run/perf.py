@@ -85,7 +85,7 @@ def perf_on(
                     role,
                     gpus=ctx.profile.target.count,
                     headers=runtime_headers(runtime),
-                    metric_names=getattr(runtime, "metrics", None),
+                    metric_names=runtime.metrics,
                     probes=probe_set(ctx, quality, reference or quality),
                     probe_params={
                         "temperature": 0.0,

@@ -90,12 +90,10 @@ def run(opts: RunOptions, lives: Lives | None = None) -> RunOutcome:
             )
 
     # an executor with room for several lives runs the candidates in waves (qgate/cluster/)
-    at_once = getattr(lives, "at_once", None)
-    width = at_once(runs.candidates[0].profile) if at_once is not None else 1
     results: list[CandidateResult] = in_waves(
         [partial(one, i) for i in range(len(runs.candidates))],
-        width,
-        getattr(lives, "stop_all", None),
+        lives.at_once(runs.candidates[0].profile),
+        lives.stop_all,
     )
     attribute_failures(runs, reference, results, clock)
     if ref_perf is None:  # the reference's quality came from the cache: a perf-only life

@@ -53,11 +53,10 @@ def plan_for(
     whether the reference and the candidate fit at once, through its `side_by_side`.
     """
     first = profiles[0][1]
-    elsewhere = getattr(lives, "side_by_side", None)
-    if elsewhere is not None:
-        at_once = getattr(lives, "at_once", None)
-        width = at_once(first) if at_once is not None else 1
-        return _plan_elsewhere(profiles, reference_cached, refresh, elsewhere(first), width)
+    if lives.places_lives:
+        return _plan_elsewhere(
+            profiles, reference_cached, refresh, lives.side_by_side(first), lives.at_once(first)
+        )
     cores = usable_cores()
     # side by side on the CPU only where the profile targets it (a GPU profile on a CPU
     # build of vLLM runs as written, one server at a time)

@@ -36,17 +36,10 @@ from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
 from qgate.profile.engine_checks import starts_process
 from qgate.profile.engines import engine_class
 from qgate.profile.side import side
-from qgate.profile.suites import configured, engine_args_needed
-from qgate.quality.calibrate import boundary_warning, expected_accuracy, math_draw
+from qgate.profile.suites import configured, engine_args_needed, profile_key
+from qgate.quality.calibrate import boundary_warning, expected_accuracy
 from qgate.quality.gates import policy_for
-from qgate.quality.math_set import math_items
-from qgate.quality.sizing import (
-    agent_items,
-    gate_power,
-    lmeval_limit,
-    recall_cells,
-    recall_haystacks,
-)
+from qgate.quality.sizing import gate_power
 
 __all__ = [
     "ACCELERATOR_SHARE",
@@ -63,43 +56,10 @@ __all__ = [
 def _suites(spec: QualitySpec) -> list[SuitePlan]:
     out: list[SuitePlan] = []
     for entry, setting in configured(spec):
-        if entry.key == "math":
-            count = len(math_items(setting))
-            draw = math_draw(setting)
-            out += [
-                SuitePlan(
-                    suite=f"math.{f}", items=count, detail="exact-answer questions", draw=draw
-                )
-                for f in setting.prompts
-            ]
-        elif entry.key == "recall":
-            count = recall_haystacks(setting) * recall_cells(setting)
-            out += [
-                SuitePlan(suite=f"recall.{n}", items=count, detail=f"{n}-token haystacks")
-                for n in setting.context_tokens
-            ]
-        elif entry.key == "divergence":
-            detail = f"sequences of {setting.tokens} scored tokens"
-            out.append(SuitePlan(suite="divergence", items=setting.sequences, detail=detail))
-        elif entry.key == "lm_eval":
-            out += [
-                SuitePlan(
-                    suite=f"lm_eval.{t.task}", items=lmeval_limit(t), detail="lm-eval documents"
-                )
-                for t in setting
-            ]
-        elif entry.key in ("tool_calls", "structured"):
-            detail = (
-                "tool calls asked" if entry.key == "tool_calls" else "schema-constrained answers"
-            )
-            out += [
-                SuitePlan(suite=rid, items=agent_items(setting), detail=detail)
-                for rid, _ in entry.results_of(setting)
-            ]
-        elif (rows := entry.plan_rows(setting)) is not None:  # the entry says (ladder)
-            out += [SuitePlan(suite=rid, items=n, detail=what) for rid, n, what in rows]
-        else:  # a registered suite of a plug-in
-            out += [SuitePlan(suite=rid, items=None) for rid, _ in entry.results_of(setting)]
+        rows = entry.plan_rows(setting)
+        if rows is None:  # a suite that does not say its size
+            rows = [SuitePlan(suite=rid, items=None) for rid, _ in entry.results_of(setting)]
+        out += rows
     return out
 
 
@@ -131,9 +91,7 @@ def _power_line(g: GatePower) -> str:
     if g.sized and not g.powered:
         line += " (CAPPED at detect.max_items: the stated power is not reached)"
     elif not g.powered:
-        head = g.suite.split(".")[0]
-        key = {"context": "context_ladder", "lm_eval": "lm_eval[]"}.get(head, head)
-        line += f" (UNDERPOWERED: state quality.{key}.detect to size it)"
+        line += f" (UNDERPOWERED: state quality.{profile_key(g.suite)}.detect to size it)"
     return line
 
 

@@ -21,6 +21,7 @@ from qgate.errors import BadInput
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile, QualitySpec
 from qgate.profile.side import side
+from qgate.profile.suites import entry_of_result
 from qgate.quality.cache import CachedReference, ReferenceCache
 from qgate.quality.stage import QualityOutput, data_digests, reference_key
 from qgate.run.candidate import CandidateResult
@@ -96,10 +97,9 @@ def preflight_candidate(ctx: RunContext, how: str = "start") -> None:
     (seconds instead of a start); 'start': start it, check its applied configuration, stop.
     """
     runtime = ctx.new_runtime("candidate")
-    can_dry = getattr(runtime, "can_dry_check", None)
-    if how == "dry" and can_dry is not None and can_dry():
+    if how == "dry" and runtime.can_dry_check():
         log.info("preflight: the candidate's command line through the engine's own parser")
-        runtime.dry_check()  # type: ignore[attr-defined]
+        runtime.dry_check()
         return
     log.info("preflight: starting the candidate once before the reference stage")
     with started(ctx, "candidate", purpose="preflight"):
@@ -177,10 +177,15 @@ def store_reference(ctx: RunContext, out: QualityOutput) -> None:
     ctx.reference_cached, ctx.reference_provenance = False, cache.store(key, value, keep=whole)
 
 
+def _paired(result_id: str) -> bool:
+    entry = entry_of_result(result_id)
+    return entry is not None and entry.paired
+
+
 def complete(spec: QualitySpec, out: QualityOutput) -> bool:
     """Whether a reference ran every configured suite to its end (only such are cached)."""
     ran = {r.suite for r in out.runs if not r.partial}
-    wanted = {k for k in data_digests(spec, None) if k != "divergence"}
+    wanted = {k for k in data_digests(spec, None) if not _paired(k)}
     return wanted <= ran and (spec.divergence is None or out.scores is not None)
 
 

@@ -171,8 +171,7 @@ def build(
 def provenance_of(opts: RunOptions, lives: Lives) -> RunProvenance | None:
     """The CI job this process runs in (its own variables), the run's --metadata, and the
     cluster its lives ran on when an executor placed them (qgate/cluster/lives.py)."""
-    cluster = getattr(lives, "provenance", None)
-    return run_provenance(os.environ, opts.metadata, cluster() if cluster is not None else None)
+    return run_provenance(os.environ, opts.metadata, lives.provenance())
 
 
 def headline(rep: Report) -> list[str]:

@@ -29,7 +29,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import AbstractContextManager, ExitStack, nullcontext
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any, NamedTuple
 
 from qgate.core.plan import swapped
@@ -63,9 +63,7 @@ def start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Runt
     usable = usable_cores()
     half = max(1, len(usable) // 2)
     # lives an executor places on nodes (qgate/cluster/lives.py) share no device: no stagger
-    stagger = ctx.profile.target.accelerator.lower() != "cpu" and not getattr(
-        ctx.lives, "places_lives", False
-    )
+    stagger = ctx.profile.target.accelerator.lower() != "cpu" and not ctx.lives.places_lives
     made: list[Runtime] = []
     roles: tuple[tuple[RunContext, Role, list[int]], ...] = (
         (ctx, "reference", usable[:half]),
@@ -73,8 +71,7 @@ def start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Runt
     )
     for side, role, own in roles:
         runtime = side.new_runtime(role)
-        if hasattr(runtime, "cores_chosen"):
-            runtime.cores_chosen = own  # disjoint halves, whatever else holds cores
+        runtime.cores_chosen = own  # disjoint halves, whatever else holds cores
         life.callback(runtime.stop)  # stopped on the way out, whatever happens
         runtime.start()
         if stagger:
@@ -90,8 +87,7 @@ def start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Runt
 
 def _paused(runtime: Runtime) -> AbstractContextManager[None]:
     """The runtime frozen while its neighbour's perf block runs (engines that can be)."""
-    pause = getattr(runtime, "paused", None)
-    return pause() if pause is not None else nullcontext()
+    return runtime.paused()
 
 
 def _scores(early: Future[ScoreSet], whole: Future[QualityOutput]) -> Callable[[], ScoreSet | None]:

@@ -28,8 +28,8 @@ from qgate.checkpoint.formats import emulated_label
 from qgate.core.records import Role
 from qgate.errors import BadInput
 from qgate.profile import EngineArgValue, EngineLaunch, Profile, RuntimeSpec
-from qgate.profile.base import snake_args
 from qgate.profile.engine_checks import feature_notes
+from qgate.profile.side import side_as
 from qgate.runtime.fingerprint import FORCE_ENV, CpuInfo, Fingerprint, cpu_info, package_versions
 
 __all__ = [
@@ -226,7 +226,8 @@ def _launch(profile: Profile, spec: RuntimeSpec | None) -> EngineLaunch:
 
 
 def runtime_args(profile: Profile, spec: RuntimeSpec) -> dict[str, EngineArgValue]:
-    return snake_args(_launch(profile, spec).args, spec.args)
+    """The engine args a side with `spec` runs with (qgate/profile/side.py's one rule)."""
+    return side_as(profile, "", spec).args
 
 
 def check_runtime(profile: Profile, role: Role, spec: RuntimeSpec, cpu: CpuCaps) -> list[Problem]:

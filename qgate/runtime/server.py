@@ -27,7 +27,7 @@ from qgate.errors import RuntimeFailure
 from qgate.profile.base import EngineArgValue
 from qgate.profile.engines import EngineDecl
 from qgate.profile.side import side
-from qgate.runtime import causes, effective, process
+from qgate.runtime import causes, effective, process, server_log
 from qgate.runtime.command import server_environment
 from qgate.runtime.ports import free_port, port_in_use
 from qgate.runtime.startup import ready_line, start_facts
@@ -303,7 +303,7 @@ class ServerProcess(EngineDecl, Lifecycle):
                 except http.ProbeError:
                     tick()
                 if fatal_at is None:
-                    found = effective.fatal_startup_line(self._new_log_text())
+                    found = server_log.fatal_startup_line(self._new_log_text())
                     if found is not None:
                         fatal_at, fatal_line = time.monotonic(), found
                 elif time.monotonic() - fatal_at > self.fatal_exit_grace_s():
@@ -351,7 +351,7 @@ class ServerProcess(EngineDecl, Lifecycle):
         )
 
     def _recorded_env(self) -> dict[str, str]:
-        return effective.recorded_env(self.env_overlay, self.secret_names)
+        return server_log.recorded_env(self.env_overlay, self.secret_names)
 
     def command_redacted(self) -> list[str]:
         """The launch command as it may be recorded (secret flag values hidden)."""

@@ -24,30 +24,23 @@ A disagreement raises VerificationFailed naming the item.
 from __future__ import annotations
 
 import math
-import re
-import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-import yaml
+from typing import cast
 
 from qgate.core.files import sha256_text
+from qgate.core.registry import load_object
 from qgate.errors import BadInput, InfrastructureError, VerificationFailed
-from qgate.profile import LmEvalTask, Profile, RecallSuite
+from qgate.profile import Profile, RecallSuite
+from qgate.profile.suites import entry_of_result, registered
 from qgate.quality.agent_data import (
+    Graded,
     grade_structured,
     grade_tool_call,
     structured_items,
     tool_items,
 )
 from qgate.quality.data_recall import planted
-from qgate.quality.lmeval_suite import (
-    LenientLoader,
-    find_task_yaml,
-    lm_eval_data_sha256,
-    split_metric,
-)
 from qgate.quality.math_set import math_data_sha256, math_items, short_prompt
 from qgate.quality.records import DivergenceRun, ItemRecord, SuiteRun
 from qgate.quality.sizing import agent_items, recall_haystacks
@@ -71,19 +64,43 @@ class Rederived:
     """`--profile FILE` was given: the data its suites define must be what the run used."""
 
 
-def _extractors() -> dict[str, tuple[Extractor, Judge]]:
+def _extractors() -> tuple[Extractor, Judge, Extractor]:
+    """(number extractor, its judge, symbol extractor): the functions the run used."""
     try:
         from qgate.quality.extract import answer_matches, extract_number, extract_symbol
     except ImportError as exc:
         raise InfrastructureError(f"cannot re-derive correctness: {exc}") from None
-    return {
-        "math": (extract_number, answer_matches),
-        "recall": (extract_symbol, lambda answer, expected: answer == expected),
-        "context": (extract_symbol, lambda answer, expected: answer == expected),
-    }
+    return extract_number, answer_matches, extract_symbol
 
 
-def _check_item(run: SuiteRun, item: ItemRecord, answer: str | None, correct: bool) -> None:
+def _rederive_extracted(run: SuiteRun, extract: Extractor, judge: Judge, out: Rederived) -> None:
+    for item in run.items:
+        answer = extract(item.output)
+        check_item(run, item, answer, judge(answer, item.expected))
+    out.items += len(run.items)
+
+
+def rederive_math(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Math items: the final number of each response, matched against the expected answer."""
+    extract_number, answer_matches, _ = _extractors()
+    _rederive_extracted(run, extract_number, answer_matches, out)
+
+
+def rederive_symbol(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Recall and context-ladder items: the symbol in each response, equal to the planted one."""
+    _, _, extract_symbol = _extractors()
+    _rederive_extracted(run, extract_symbol, lambda answer, expected: answer == expected, out)
+
+
+SuiteCheck = Callable[[SuiteRun, Profile, "Rederived"], None]
+"""A suite's re-derivation or item check (`SuiteEntry.rederive`, `SuiteEntry.check_items`)."""
+
+
+def _hook(where: str) -> SuiteCheck:
+    return cast("SuiteCheck", load_object(where))
+
+
+def check_item(run: SuiteRun, item: ItemRecord, answer: str | None, correct: bool) -> None:
     where = f"{run.suite} {run.role} item {item.id}"
     if correct != item.correct:
         raise VerificationFailed(
@@ -96,40 +113,50 @@ def _check_item(run: SuiteRun, item: ItemRecord, answer: str | None, correct: bo
         )
 
 
-def _few(ids: list[str], n: int = 3) -> str:
+def few(ids: list[str], n: int = 3) -> str:
     return ", ".join(ids[:n]) + (f", ... ({len(ids)} items)" if len(ids) > n else "")
 
 
 def rederive_correctness(runs: list[SuiteRun], profile: Profile, out: Rederived) -> None:
-    """Every item's answer and correctness from its stored response; raise on a difference."""
-    extractors = _extractors()
+    """Every item's answer and correctness from its stored response; raise on a difference.
+
+    Each suite says how (`SuiteEntry.rederive`); a suite that does not, or a run no
+    registered suite owns, is listed as not re-derived.
+    """
     for run in runs:
-        family, _, rest = run.suite.partition(".")
-        if family in extractors:
-            extract, judge = extractors[family]
-            for item in run.items:
-                answer = extract(item.output)
-                _check_item(run, item, answer, judge(answer, item.expected))
-            out.items += len(run.items)
-        elif family in ("tool_calls", "structured"):
-            _rederive_agent(run, out)
-        elif family == "lm_eval":
-            _rederive_lm_eval(run, _task_of(profile, rest), out)
+        entry = entry_of_result(run.suite)
+        if entry is not None and entry.rederive is not None:
+            _hook(entry.rederive)(run, profile, out)
         elif run.items:
             out.not_rederived.append(
-                f"{run.suite} ({run.role}): unknown suite; items {_few([i.id for i in run.items])}"
+                f"{run.suite} ({run.role}): unknown suite; items {few([i.id for i in run.items])}"
             )
 
 
-def _rederive_agent(run: SuiteRun, out: Rederived) -> None:
+def rederive_tool_calls(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Tool-call items: each grade from the stored output and finish reason."""
+    _rederive_graded(
+        run, lambda item: grade_tool_call(item.output, item.finish_reason, item.expected), out
+    )
+
+
+def rederive_structured(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Structured-output items: each grade from the stored output and finish reason."""
+    _rederive_graded(
+        run,
+        lambda item: grade_structured(item.id, item.output, item.finish_reason, item.expected),
+        out,
+    )
+
+
+def _rederive_graded(
+    run: SuiteRun, grade_of: Callable[[ItemRecord], Graded], out: Rederived
+) -> None:
     """Tool calls and structured output: the grade (answer, failure kind, correct) from the
     stored output and finish reason, with the functions the run used."""
     for item in run.items:
-        if run.suite.startswith("tool_calls."):
-            grade = grade_tool_call(item.output, item.finish_reason, item.expected)
-        else:
-            grade = grade_structured(item.id, item.output, item.finish_reason, item.expected)
-        _check_item(run, item, grade.answer, grade.correct)
+        grade = grade_of(item)
+        check_item(run, item, grade.answer, grade.correct)
         if grade.failure != item.failure:
             raise VerificationFailed(
                 f"{run.suite} {run.role} item {item.id}: stored failure {item.failure!r} but "
@@ -158,36 +185,52 @@ def check_questions(runs: list[SuiteRun], profile: Profile, out: Rederived) -> N
                     f"{run.suite} item {item.id}: the reference expected {want!r} "
                     f"but the candidate {item.expected!r}"
                 )
+    for entry in registered():
+        if entry.check_items is None:
+            continue
+        check = _hook(entry.check_items)
+        for run in runs:
+            if entry.owns(run.suite):
+                check(run, profile, out)
+
+
+def check_math_items(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Math items are those of the set the run's digest names, expecting its answers."""
     if profile.quality.math is not None:
-        for run in runs:
-            if run.suite.startswith("math."):
-                _check_math_set(run, profile, out)
-    for run in runs:
-        if run.suite.partition(".")[0] in ("tool_calls", "structured"):
-            _check_agent_items(run, profile)
-    if profile.quality.context_ladder is not None:
-        for run in runs:
-            if run.suite.startswith("context."):
-                check_ladder_items(run, profile.quality.context_ladder)
-                out.recall_checked += len(run.items)
-    if profile.quality.recall is not None:
-        for run in runs:
-            if run.suite.startswith("recall."):
-                _check_recall_items(run, profile.quality.recall)
-                out.recall_checked += len(run.items)
+        _check_math_set(run, profile, out)
 
 
-def _check_agent_items(run: SuiteRun, profile: Profile) -> None:
-    """Every tool-call or structured item is one the profile generates, expecting its answer."""
-    tools, structured = profile.quality.tool_calls, profile.quality.structured
-    if run.suite.startswith("tool_calls.") and tools is not None:
+def check_tool_call_items(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Every tool-call item is one the profile generates, expecting its answer."""
+    tools = profile.quality.tool_calls
+    if tools is not None:
         want = {i.id: i.expected for i in tool_items(agent_items(tools), tools.seed)}
-    elif run.suite.startswith("structured.") and structured is not None:
-        want = {
-            i.id: i.expected for i in structured_items(agent_items(structured), structured.seed)
-        }
-    else:
-        return
+        _check_generated(run, want)
+
+
+def check_structured_items(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Every structured-output item is one the profile generates, expecting its answer."""
+    spec = profile.quality.structured
+    if spec is not None:
+        want = {i.id: i.expected for i in structured_items(agent_items(spec), spec.seed)}
+        _check_generated(run, want)
+
+
+def check_ladder_runs(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Every context-ladder item is one the profile plants (ladder_check.py)."""
+    if profile.quality.context_ladder is not None:
+        check_ladder_items(run, profile.quality.context_ladder)
+        out.recall_checked += len(run.items)
+
+
+def check_recall_runs(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """Every recall item is one the profile plants, expecting the code planted there."""
+    if profile.quality.recall is not None:
+        _check_recall_items(run, profile.quality.recall)
+        out.recall_checked += len(run.items)
+
+
+def _check_generated(run: SuiteRun, want: dict[str, str]) -> None:
     for record in run.items:
         if want.get(record.id) != record.expected:
             raise VerificationFailed(
@@ -261,108 +304,6 @@ def _check_math_set(run: SuiteRun, profile: Profile, out: Rederived) -> None:
 
 def _sha256(text: str) -> str:
     return sha256_text(text)
-
-
-def _task_of(profile: Profile, name: str) -> LmEvalTask | None:
-    return next((t for t in profile.quality.lm_eval if t.task == name), None)
-
-
-def exact_match(prediction: str, reference: str, options: dict[str, Any]) -> bool:
-    """lm-eval's exact_match (lm_eval/api/metrics.py exact_match_hf_evaluate) on one pair."""
-    pred, ref = prediction, reference
-    for pattern in options.get("regexes_to_ignore") or []:
-        pred, ref = re.sub(pattern, "", pred), re.sub(pattern, "", ref)
-    if options.get("ignore_case"):
-        pred, ref = pred.lower(), ref.lower()
-    if options.get("ignore_punctuation"):
-        table = str.maketrans("", "", string.punctuation)
-        pred, ref = pred.translate(table), ref.translate(table)
-    if options.get("ignore_numbers"):
-        table = str.maketrans("", "", string.digits)
-        pred, ref = pred.translate(table), ref.translate(table)
-    # numpy string arrays, which lm-eval compares, ignore trailing NUL characters
-    return pred.rstrip("\x00") == ref.rstrip("\x00")
-
-
-_EXACT_MATCH_OPTIONS = frozenset(
-    {
-        "metric",
-        "aggregation",
-        "higher_is_better",
-        "regexes_to_ignore",
-        "ignore_case",
-        "ignore_punctuation",
-        "ignore_numbers",
-    }
-)
-
-
-def lm_eval_exact_match_options(task: LmEvalTask, data_sha256: str) -> dict[str, Any] | str:
-    """exact_match options of a local task whose definition has the recorded digest, or why not."""
-    metric = split_metric(task.metric)[0]
-    if metric != "exact_match":
-        return f"metric {metric} is not exact_match"
-    yaml_path = find_task_yaml(task)
-    if yaml_path is None:
-        return "not a local task YAML (a task lm-eval ships)"
-    if lm_eval_data_sha256(task) != data_sha256:
-        return f"{yaml_path.name} or its data differ from what the run used"
-    config = yaml.load(yaml_path.read_text(encoding="utf-8"), Loader=LenientLoader)
-    if not isinstance(config, dict):
-        return f"{yaml_path.name} is not a mapping"
-    odd = sorted(
-        k
-        for k in ("include", "process_results", "doc_to_choice", "multiple_target")
-        if config.get(k)
-    )
-    if odd or config.get("output_type", "generate_until") != "generate_until":
-        return f"{yaml_path.name} uses {', '.join(odd) or 'a non-generate_until output type'}"
-    entries = [m for m in config.get("metric_list") or [] if isinstance(m, dict)]
-    entry = next((m for m in entries if m.get("metric") == "exact_match"), None)
-    if entry is None or set(entry) - _EXACT_MATCH_OPTIONS:
-        return f"{yaml_path.name}: exact_match has options qgate does not re-implement"
-    return dict(entry)
-
-
-def _check_scores(run: SuiteRun) -> None:
-    """An item's score is a metric value in [0, 1] and its `correct` flag is `score == 1`."""
-    for item in run.items:
-        if item.score is None:
-            continue
-        where = f"{run.suite} {run.role} item {item.id}"
-        if not 0.0 <= item.score <= 1.0:
-            raise VerificationFailed(f"{where}.score: {item.score} stored, outside [0, 1]")
-        if item.correct != (item.score == 1.0):
-            raise VerificationFailed(
-                f"{where}.correct: {item.correct} stored, {item.score == 1.0} re-derived from "
-                f"its score {item.score}"
-            )
-
-
-def _rederive_lm_eval(run: SuiteRun, task: LmEvalTask | None, out: Rederived) -> None:
-    ids = [i.id for i in run.items]
-    if not ids:
-        return
-    _check_scores(run)
-    if task is None:
-        out.not_rederived.append(f"{run.suite} ({run.role}): task not in the profile; {_few(ids)}")
-        return
-    options = lm_eval_exact_match_options(task, run.data_sha256)
-    if isinstance(options, str):
-        out.not_rederived.append(f"{run.suite} ({run.role}): {options}; items {_few(ids)}")
-        return
-    skipped: list[str] = []
-    for item in run.items:
-        if item.answer is None:
-            skipped.append(item.id)
-            continue
-        correct = exact_match(item.answer, item.expected, options)
-        _check_item(run, item, item.answer, correct)
-        out.items += 1
-    if skipped:
-        out.not_rederived.append(
-            f"{run.suite} ({run.role}): no filtered response logged; items {_few(skipped)}"
-        )
 
 
 # exp and log may differ in the last bits between machines (numpy and libm pick

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,7 @@ from qgate.cluster.plan import cluster_plan, describe_cluster
 from qgate.profile.load import load_profile
 from qgate.profile.load_multi import load_multi_file
 from qgate.run.plan import make_plan
+from qgate.runtime.lives import Lives
 
 SHIPPED = Path(__file__).resolve().parents[3] / "precision_profiles"
 
@@ -111,19 +113,21 @@ def test_the_cluster_is_recorded_as_provenance_with_each_lifes_node() -> None:
     assert run_provenance({}, {}) is None  # outside CI, no metadata, no cluster: nothing
 
 
-class _Placed:
+class _Placed(Lives):
     """An executor that places lives elsewhere (qgate/cluster/lives.py's shape)."""
+
+    places_lives = True
 
     def __init__(self, where: tuple[str, str] | None) -> None:
         self.where = where
 
-    def runtime(self, *args: object) -> None:
+    def runtime(self, *args: object, **kwargs: object) -> Any:
         raise AssertionError("the plan starts nothing")
 
-    def side_by_side(self, profile: object) -> tuple[str, str] | None:
+    def side_by_side(self, profile: Any) -> tuple[str, str] | None:
         return self.where
 
-    def at_once(self, profile: object) -> int:
+    def at_once(self, profile: Any) -> int:
         return 2
 
 
@@ -132,10 +136,10 @@ def test_an_executor_that_holds_both_lives_runs_them_side_by_side_on_any_machine
 
     profile = load_profile(SHIPPED / "kimi-k3-fp8kv-h200.yaml", check_files=False)
     where = ("a Ray node with GPU 8 (its own)", "a Ray node with GPU 8 (its own)")
-    out = plan_for([("candidate", profile)], False, False, _Placed(where))  # type: ignore[arg-type]
+    out = plan_for([("candidate", profile)], False, False, _Placed(where))
     assert out.mode == "together" and [life.placement for life in out.lives] == list(where)
     assert any("Ray actor on a node" in n for n in out.notes)
-    full = plan_for([("candidate", profile)], False, False, _Placed(None))  # type: ignore[arg-type]
+    full = plan_for([("candidate", profile)], False, False, _Placed(None))
     assert full.mode == "sequence"
     assert any("the cluster does not hold both lives at once" in n for n in full.notes)
 
@@ -145,7 +149,7 @@ def test_several_candidates_on_an_executor_run_in_waves_after_the_reference() ->
 
     multi = load_multi_file(SHIPPED / "smollm2-cpu-multi.yaml", check_files=False).multi
     profiles = [(c.name, c.profile) for c in multi.candidates]
-    out = plan_for(profiles, False, False, _Placed(("n1", "n2")))  # type: ignore[arg-type]
+    out = plan_for(profiles, False, False, _Placed(("n1", "n2")))
     assert out.mode == "sequence" and any("4 candidates" in n for n in out.notes)
     assert any("in waves of up to 2 at once" in n for n in out.notes)
 

@@ -200,7 +200,7 @@ def test_qgate_run_perf_stage_uses_the_same_loop(monkeypatch: pytest.MonkeyPatch
         opts=SimpleNamespace(progress=False),
         round=0,
     )
-    runtime: Any = SimpleNamespace(base_url="http://127.0.0.1:9/v1", served_model="m")
+    runtime: Any = SimpleNamespace(base_url="http://127.0.0.1:9/v1", served_model="m", metrics=None)
     quality: Any = SimpleNamespace(effective_config="applied")  # not a preview's reference
     assert stages.perf_on(ctx, runtime, "candidate", quality) == []
     assert used[0] == "run_loop"

@@ -31,6 +31,8 @@ quality:
         ("    suites: [math.lnog]", "quality.reuse.suites[0]", "'math.lnog' selects no"),
         ("    suites: [recall.4096]", "quality.reuse.suites[0]", "configured: math.short"),
         ("    suites: [math, recall.2048]", "quality.reuse.suites[1]", "'recall.2048' selects"),
+        ("    suites: [divergence]", "quality.reuse.suites[0]", "only math and recall results"),
+        ("    suites: [lm_eval.gsm8k]", "quality.reuse.suites[0]", "prompt_logprobs"),
     ],
 )
 def test_reuse_settings_that_switch_the_proof_off_name_their_line_and_key(

@@ -5,10 +5,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from qgate.profile import Profile
-from qgate.profile.side import side
+from qgate.profile.side import side, side_as
 from qgate.quality.stage import max_model_len_of, reference_key
 from qgate.run.plan import memory_shares
 from qgate.run.reference import reference_key_for
+from qgate.runtime.capabilities import runtime_args
 
 
 def _profile(**over: object) -> Profile:
@@ -104,3 +105,14 @@ def test_engines_declare_what_callers_once_asked_by_name() -> None:
     assert not (command.applied_config_offline or command.shares_machine)
     issues = vllm.spec_issues(_profile(engine={"version": "1"}).engine)
     assert [path for path, _ in issues] == [("version",)]
+
+
+def test_a_tried_setting_and_the_capability_check_read_the_side_by_its_one_rule() -> None:
+    """`side_as`: the side as a setting being tried would run it (the machine check's dtype
+    choice); the capability check's args are the side's, keys in snake_case."""
+    kebab = _profile(engine={"args": {"max-model-len": 2048}})
+    tried = kebab.candidate.model_copy(update={"args": {"dtype": "float32", "max_model_len": 1024}})
+    assert side_as(kebab, "candidate", tried).args == {"max_model_len": 1024, "dtype": "float32"}
+    for role in ("reference", "candidate"):
+        spec = getattr(kebab, role)
+        assert runtime_args(kebab, spec) == side(kebab, role).args

@@ -1,4 +1,4 @@
-"""Adding a suite is one module, one registry entry and its profile model.
+"""Adding a suite is one module, one registry entry and its profile model; no other edit.
 
 The toy suite below (not shipped) asks the server's tokenizer how many
 tokens each sentence has and counts an item correct when that equals the
@@ -9,6 +9,7 @@ gates and the reference cache key without any of them naming it.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import time
 from collections.abc import Iterator
@@ -19,16 +20,28 @@ import pytest
 from pydantic import Field
 
 from qgate.core.files import sha256_json, sha256_text
+from qgate.core.plan import SuitePlan
 from qgate.core.records import Role
 from qgate.core.serving import EffectiveConfig
+from qgate.core.yamlload import KeyPath
+from qgate.errors import VerificationFailed
 from qgate.profile import Profile
 from qgate.profile.quality import AccuracyPolicy, MathSuite, QualitySpec
-from qgate.profile.suites import SuiteEntry, features_needed, register, registered, unregister
+from qgate.profile.suites import (
+    SuiteEntry,
+    features_needed,
+    register,
+    registered,
+    suite_problems,
+    unregister,
+)
 from qgate.quality import stage
 from qgate.quality.cache import generation_view
 from qgate.quality.gates import evaluate_quality, policy_for
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.runner import SuiteContext
+from qgate.report.verify.rederive import Rederived, rederive_correctness
+from qgate.run.plan import make_plan
 
 MOCK = Path(__file__).resolve().parents[2] / "mockserver" / "mock_openai.py"
 
@@ -206,3 +219,80 @@ def test_without_its_entry_the_field_is_not_a_suite() -> None:
     spec = _spec()
     assert evaluate_quality(spec, [], None) == []
     assert stage.data_digests(spec, None) == {}
+
+
+# The optional hooks: the plan's rows, `qgate verify`'s re-derivation, validate's problems.
+def toy_plan(setting: WordCountSuite) -> list[SuitePlan]:
+    return [SuitePlan(suite="word_count", items=len(setting.sentences), detail="sentences")]
+
+
+def toy_rederive(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    for item in run.items:
+        if item.correct != (item.answer == item.expected):
+            raise VerificationFailed(f"{run.suite} item {item.id}: correct is not re-derived")
+    out.items += len(run.items)
+
+
+def toy_problems(setting: WordCountSuite, profile: Profile) -> list[tuple[KeyPath, str]]:
+    return [
+        (("quality", "word_count", "sentences", i), "has no words")
+        for i, s in enumerate(setting.sentences)
+        if not s.split()
+    ]
+
+
+HOOKED = dataclasses.replace(
+    ENTRY,
+    planned=f"{__name__}:toy_plan",
+    rederive=f"{__name__}:toy_rederive",
+    problems=toy_problems,
+)
+
+
+@pytest.fixture
+def hooked_registered() -> Iterator[SuiteEntry]:
+    entry = register(HOOKED)
+    try:
+        yield entry
+    finally:
+        unregister(entry.key)
+
+
+def _runs() -> list[SuiteRun]:
+    item = ItemRecord(
+        id="s0", prompt_sha256="0" * 64, output="3", answer="3", expected="3", correct=True
+    )
+    return [
+        SuiteRun(suite="word_count", role=role, data_sha256="0" * 64, items=[item])  # type: ignore[arg-type]
+        for role in ("reference", "candidate")
+    ]
+
+
+def test_toy_hooks_reach_plan_verify_and_validate(hooked_registered: SuiteEntry) -> None:
+    """The plan, verify's re-derivation and validate's problems take the toy from its entry:
+    no module of qgate names it."""
+    profile = _profile(ToyQualitySpec(word_count=WordCountSuite(sentences=[*SENTENCES, " "])))
+    plan = make_plan([("candidate", profile)], reference_cached=False, placement="x")
+    assert [(s.suite, s.items, s.detail) for s in plan.suites] == [("word_count", 4, "sentences")]
+
+    out = Rederived()
+    rederive_correctness(_runs(), profile, out)
+    assert out.items == 2 and out.not_rederived == []
+    forged = _runs()
+    forged[1].items[0].correct = False
+    with pytest.raises(VerificationFailed, match="word_count item s0"):
+        rederive_correctness(forged, profile, Rederived())
+
+    assert suite_problems(profile) == [(("quality", "word_count", "sentences", 3), "has no words")]
+
+
+def test_without_hooks_the_toy_is_planned_and_listed_as_not_rederived(
+    toy_registered: SuiteEntry,
+) -> None:
+    profile = _profile(_spec())
+    plan = make_plan([("candidate", profile)], reference_cached=False, placement="x")
+    assert [(s.suite, s.items) for s in plan.suites] == [("word_count", None)]
+    out = Rederived()
+    rederive_correctness(_runs(), profile, out)
+    assert out.items == 0 and len(out.not_rederived) == 2
+    assert suite_problems(profile) == []

@@ -15,10 +15,10 @@ from qgate.quality.records import DivergenceRun, ItemRecord, SuiteRun
 from qgate.report.verify.rederive import (
     Rederived,
     check_questions,
-    exact_match,
     rederive_correctness,
     rederive_divergence,
 )
+from qgate.report.verify.rederive_lm_eval import exact_match
 
 PROFILE = Profile.model_validate(
     {

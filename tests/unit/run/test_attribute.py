@@ -21,6 +21,7 @@ from qgate.run.attribute import attribute
 from qgate.run.candidate import CandidateResult
 from qgate.run.context import RunContext
 from qgate.run.options import RunOptions
+from qgate.runtime.lives import Lives
 
 SHIPPED = Path(__file__).resolve().parents[3] / "precision_profiles"
 PROFILE = SHIPPED / "smollm2-cpu-int4-attribute.yaml"
@@ -176,7 +177,7 @@ def test_on_an_executor_with_room_a_rounds_trials_run_at_once_and_the_width_is_r
     import threading
     import time
 
-    class TwoAtOnce:  # an executor that holds two lives at once (qgate/cluster/lives.py)
+    class TwoAtOnce(Lives):  # an executor that holds two lives at once (qgate/cluster/lives.py)
         def at_once(self, profile: object) -> int:
             return 2
 
@@ -196,7 +197,7 @@ def test_on_an_executor_with_room_a_rounds_trials_run_at_once_and_the_width_is_r
         signer=Any,
         declared_profile=profile,  # type: ignore[arg-type]
         selection=SimpleNamespace(notes=[]),  # type: ignore[arg-type]
-        lives=TwoAtOnce(),  # type: ignore[arg-type]
+        lives=TwoAtOnce(),
     )
     together = threading.Barrier(2, timeout=10)  # passes only when two trials run at once
 

@@ -8,6 +8,7 @@ for one candidate or several (qgate/run/pipeline.py).
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -27,6 +28,7 @@ from qgate.run import report as report_stage
 from qgate.run import rounds as rounds_stage
 from qgate.run.context import RunContext, RunSet
 from qgate.run.options import RunOptions
+from qgate.runtime.lives import Lives
 
 SHIPPED = Path(__file__).resolve().parents[3] / "precision_profiles" / "smollm2-cpu-multi.yaml"
 
@@ -73,7 +75,14 @@ class _Runtime:
         return EffectiveConfig(role=self.role, kind="stand-in", base_url="-", served_model="m")
 
 
-class _Lives:
+class _Named(str):
+    """A stand-in runtime known by its name; not frozen while the other side's block runs."""
+
+    def paused(self) -> AbstractContextManager[None]:
+        return nullcontext()
+
+
+class _Lives(Lives):
     """The run's lives as stand-ins: every server the run starts goes through here."""
 
     def __init__(self, calls: list[tuple[str, str]], broken: str | None = None) -> None:
@@ -332,7 +341,7 @@ def _side_by_side_stand_ins(
     def start_both(ctx: RunContext, cand: RunContext, life: Any) -> tuple[str, str]:
         later = f" r{ctx.round}" if ctx.round else ""
         calls.append(("start together", "reference+candidate" + later))
-        return "ref-rt", "cand-rt"
+        return _Named("ref-rt"), _Named("cand-rt")
 
     monkeypatch.setattr(together, "start_both", start_both)
     monkeypatch.setattr(rounds_stage, "start_both", start_both)

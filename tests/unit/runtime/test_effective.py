@@ -7,7 +7,6 @@ import pytest
 from qgate.runtime.effective import (
     check_applied,
     engine_facts,
-    fatal_startup_line,
     log_hidden_by,
     metrics_cache_config,
     metrics_facts,
@@ -16,6 +15,7 @@ from qgate.runtime.effective import (
     not_verified,
     parse_engine_log,
 )
+from qgate.runtime.server_log import fatal_startup_line
 
 FIXTURES = Path(__file__).with_name("fixtures")
 

@@ -79,7 +79,7 @@ def test_collect_fingerprint_on_this_machine(tmp_path: Path) -> None:
 def test_arch_names_for_nvidia_and_amd() -> None:
     from types import SimpleNamespace
 
-    from qgate.runtime.fingerprint import arch_name
+    from qgate.runtime.accelerators import arch_name
 
     assert arch_name("nvidia", SimpleNamespace(major=9, minor=0), (9, 0)) == "sm_90"
     amd = SimpleNamespace(gcnArchName="gfx942:sramecc+:xnack-")
@@ -88,7 +88,7 @@ def test_arch_names_for_nvidia_and_amd() -> None:
 
 
 def test_version_text_forms() -> None:
-    from qgate.runtime.fingerprint import _version_text
+    from qgate.runtime.accelerators import _version_text
 
     assert _version_text((2, 28, 9)) == "2.28.9"
     assert _version_text(13000) == "13.0"
@@ -97,7 +97,7 @@ def test_version_text_forms() -> None:
 
 
 def test_driver_cuda_version_from_nvidia_smi_header() -> None:
-    from qgate.runtime.fingerprint import smi_cuda_version
+    from qgate.runtime.accelerators import smi_cuda_version
 
     header = (
         "| NVIDIA-SMI 580.159.04             Driver Version: 580.159.04     "
@@ -110,7 +110,7 @@ def test_driver_cuda_version_from_nvidia_smi_header() -> None:
 def test_torch_facts_record_the_build_tag_of_this_torch() -> None:
     import torch
 
-    from qgate.runtime.fingerprint import torch_facts
+    from qgate.runtime.accelerators import torch_facts
 
     facts = torch_facts()
     assert facts["torch_build"] == torch.__version__

@@ -1,0 +1,95 @@
+"""Each suite's rows of the run plan: its result ids, the items each asks a side, what an item is.
+
+Named by the suites' registry entries (`SuiteEntry.planned`, qgate/profile/suites.py) and
+read by `qgate plan` and the plan's stated power (qgate/run/plan.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from qgate.core.plan import SuitePlan
+from qgate.profile.quality import (
+    ContextLadder,
+    DivergenceSuite,
+    LmEvalTask,
+    MathSuite,
+    RecallSuite,
+    StructuredSuite,
+    ToolCallsSuite,
+)
+from qgate.quality.calibrate import math_draw
+from qgate.quality.math_set import math_items
+from qgate.quality.sizing import (
+    agent_items,
+    ladder_plan,
+    lmeval_limit,
+    recall_cells,
+    recall_haystacks,
+)
+
+__all__ = [
+    "context_ladder_plan",
+    "divergence_plan",
+    "lm_eval_plan",
+    "math_plan",
+    "recall_plan",
+    "structured_plan",
+    "tool_calls_plan",
+]
+
+
+def math_plan(setting: MathSuite) -> list[SuitePlan]:
+    """One row per prompt form, each asking the whole set."""
+    count = len(math_items(setting))
+    draw = math_draw(setting)
+    return [
+        SuitePlan(suite=f"math.{f}", items=count, detail="exact-answer questions", draw=draw)
+        for f in setting.prompts
+    ]
+
+
+def recall_plan(setting: RecallSuite) -> list[SuitePlan]:
+    """One row per context length: its haystacks times their planted depths."""
+    count = recall_haystacks(setting) * recall_cells(setting)
+    return [
+        SuitePlan(suite=f"recall.{n}", items=count, detail=f"{n}-token haystacks")
+        for n in setting.context_tokens
+    ]
+
+
+def divergence_plan(setting: DivergenceSuite) -> list[SuitePlan]:
+    """The one divergence row: its sequences."""
+    detail = f"sequences of {setting.tokens} scored tokens"
+    return [SuitePlan(suite="divergence", items=setting.sequences, detail=detail)]
+
+
+def lm_eval_plan(setting: Sequence[LmEvalTask]) -> list[SuitePlan]:
+    """One row per task (items unknown where the task's size is lm-eval's)."""
+    return [
+        SuitePlan(suite=f"lm_eval.{t.task}", items=lmeval_limit(t), detail="lm-eval documents")
+        for t in setting
+    ]
+
+
+def tool_calls_plan(setting: ToolCallsSuite) -> list[SuitePlan]:
+    """One row per tool choice."""
+    n = agent_items(setting)
+    return [
+        SuitePlan(suite=f"tool_calls.{c}", items=n, detail="tool calls asked")
+        for c in setting.choices
+    ]
+
+
+def structured_plan(setting: StructuredSuite) -> list[SuitePlan]:
+    """One row per constraint parameter."""
+    n = agent_items(setting)
+    return [
+        SuitePlan(suite=f"structured.{p}", items=n, detail="schema-constrained answers")
+        for p in setting.params
+    ]
+
+
+def context_ladder_plan(setting: ContextLadder) -> list[SuitePlan]:
+    """One row per ladder bucket."""
+    return [SuitePlan(suite=rid, items=n, detail=what) for rid, n, what in ladder_plan(setting)]

@@ -1,0 +1,107 @@
+"""The executor contract: where each server life of a run lives, and what the run asks of it.
+
+Every server a run starts (each side's life, a preflight, both sides of a side-by-side
+run, each attribution trial, the fresh lives of later perf rounds) is made by the run's
+`Lives`. `runtime` is the one member an executor must write; every other member the run
+uses is declared here with the default that means "one life at a time, on this machine",
+so the run calls it without probing for it (tests/unit/run/test_lives.py fails on a
+`getattr` probe of an executor in qgate/run).
+
+Executors are registered by name (`register_executor`, "module:attribute" of a factory
+`(address, named_by) -> Lives`, imported on first use): `ray` (qgate/cluster/lives.py)
+serves the cluster named by `--cluster`, $RAY_ADDRESS or the profile's `cluster.address`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import cast
+
+from qgate.core.provenance import ClusterProvenance
+from qgate.core.records import Role
+from qgate.core.registry import Registry
+from qgate.core.serving import Runtime
+from qgate.profile import Profile
+from qgate.runtime.factory import make_runtime
+
+__all__ = [
+    "LOCAL",
+    "ExecutorFactory",
+    "Lives",
+    "LocalLives",
+    "executor",
+    "register_executor",
+]
+
+
+class Lives:
+    """Makes the runtime of one side's life (not started; the run starts and stops it), and
+    says what the run may do with its lives. Subclass it and write `runtime`."""
+
+    places_lives: bool = False
+    """Its lives run elsewhere (nodes of a cluster) and share no device or cores with each
+    other: both sides start at once, and `side_by_side` decides the plan's placement."""
+
+    def runtime(
+        self, profile: Profile, role: Role, model: Path, logs: Path, *, round: int = 0
+    ) -> Runtime:
+        """The runtime serving `model` as `profile` asks of `role`, its logs under `logs`,
+        for perf round `round` (0: the run's own lives)."""
+        raise NotImplementedError
+
+    def at_once(self, profile: Profile) -> int:
+        """How many candidate lives of `profile` it runs at once (waves of candidates and of
+        attribution trials); default one."""
+        return 1
+
+    def stop_all(self) -> None:
+        """Stop every life made so far (on Ctrl-C or an error in a wave); default nothing,
+        each life is stopped by the run that started it."""
+
+    def side_by_side(self, profile: Profile) -> tuple[str, str] | None:
+        """Where the reference and the candidate go when both fit at once (read only where
+        `places_lives`); None: one after the other."""
+        return None
+
+    def provenance(self) -> ClusterProvenance | None:
+        """Where its lives ran, for the report; None: this machine."""
+        return None
+
+
+class LocalLives(Lives):
+    """Every life a server process of this machine (or the endpoint the profile names)."""
+
+    def runtime(
+        self, profile: Profile, role: Role, model: Path, logs: Path, *, round: int = 0
+    ) -> Runtime:
+        return make_runtime(profile, role, model, logs)
+
+
+LOCAL: Lives = LocalLives()
+
+ExecutorFactory = Callable[[str, str], Lives]
+"""(address, who named it) -> the executor's `Lives`."""
+
+
+def _factory(entry: object) -> ExecutorFactory:
+    if not callable(entry):
+        raise TypeError(f"{entry!r} is not an executor factory")
+    return cast("ExecutorFactory", entry)
+
+
+EXECUTORS: Registry[ExecutorFactory] = Registry("executor", _factory)
+"""Executor names -> their factories."""
+
+
+def register_executor(name: str, factory: ExecutorFactory | str) -> None:
+    """Add an executor: its factory, or "module:attribute" of it (imported on first use)."""
+    EXECUTORS.register(name, factory)
+
+
+def executor(name: str, address: str, named_by: str) -> Lives:
+    """The `Lives` of executor `name` for the cluster at `address` (named by `named_by`)."""
+    return EXECUTORS.get(name)(address, named_by)
+
+
+register_executor("ray", "qgate.cluster.lives:RayLives")
