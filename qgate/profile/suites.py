@@ -303,6 +303,8 @@ register(
         runner="qgate.quality.context_ladder_suite:SUITE",
         results=_ladder_results,
         planned="qgate.quality.sizing:ladder_plan",
+        gate_fields=ACCURACY_GATE_FIELDS
+        | frozenset({"max_mean_kld", "max_max_kld", "min_top1_agreement"}),
         uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
     )
 )
