@@ -131,10 +131,11 @@ def ladder_report(
     return report
 
 
-def verify(report: Report) -> None:
+def verify(report: Report) -> list[str]:
+    """What verify says it checked (it raises when the report does not verify)."""
     subjects = [Subject(name="profile/p.yaml", sha256=report.profile_sha256)]
     envelope = sign_report(report, subjects, SIGNER)
-    verify_bytes(envelope, SIGNER.public_pem, recompute=default_recompute())
+    return verify_bytes(envelope, SIGNER.public_pem, recompute=default_recompute()).checked
 
 
 def _bucket_results(report: Report) -> dict[str, bool]:
@@ -251,7 +252,8 @@ def test_a_bucket_divergence_limit_is_gated_joins_the_cliff_and_verify_rederives
     assert "up to and including the first where they part" in md
     row = next(ln for ln in md.splitlines() if ln.startswith("| 4096 "))
     assert "100.0%" in row and "8 (4 items)" in row and "FAIL" in row
-    verify(report)
+    checked = verify(report)
+    assert "32 ladder answers' top-k logprobs checked" in " ".join(checked)
 
 
 def test_verify_refuses_an_edited_logprob() -> None:
