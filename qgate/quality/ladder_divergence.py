@@ -94,6 +94,26 @@ def _token_id(token: object) -> int | None:
     return int(value) if prefix == "token_id" and value.lstrip("-").isdigit() else None
 
 
+def _position(pos: object) -> tuple[int, dict[int, float]] | None:
+    """(generated token, {id: logprob}) of one `logprobs.content` entry; None when it lacks
+    token ids or numbers."""
+    if not isinstance(pos, dict):
+        return None
+    tok = _token_id(pos.get("token"))
+    found: dict[int, float] = {}
+    try:
+        for entry in pos.get("top_logprobs") or []:
+            tid = _token_id(entry.get("token"))
+            if tid is None:
+                return None
+            found[tid] = float(entry["logprob"])
+        if tok is not None:
+            found.setdefault(tok, float(pos["logprob"]))
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    return None if tok is None else (tok, found)
+
+
 def generated_of(answer: dict[str, Any]) -> GeneratedLogprobs | None:
     """The generated positions' top-k logprobs of one chat answer, or None when the server
     returned none with token ids (an engine without `return_tokens_as_token_ids`)."""
@@ -107,18 +127,10 @@ def generated_of(answer: dict[str, Any]) -> GeneratedLogprobs | None:
     top_ids: list[list[int]] = []
     top_lps: list[list[float]] = []
     for pos in content:
-        if not isinstance(pos, dict):
+        position = _position(pos)
+        if position is None:
             return None
-        tok = _token_id(pos.get("token"))
-        if tok is None:
-            return None
-        found: dict[int, float] = {}
-        for entry in pos.get("top_logprobs") or []:
-            tid = _token_id(entry.get("token")) if isinstance(entry, dict) else None
-            if tid is None:
-                return None
-            found[tid] = float(entry["logprob"])
-        found.setdefault(tok, float(pos["logprob"]))
+        tok, found = position
         tokens.append(tok)
         top_ids.append(sorted(found))
         top_lps.append([found[t] for t in sorted(found)])

@@ -114,7 +114,11 @@ def test_a_vllm_chat_answer_parses_into_sorted_positions_with_the_generated_toke
     assert g.top_logprobs[1] == [half, math.log(0.3), math.log(0.01)]
     assert g.prompt_ids_sha256 is not None and len(g.prompt_ids_sha256) == 64
     assert generated_problem(g) is None
-    # text tokens (no return_tokens_as_token_ids), or no logprobs at all: nothing recorded
+    # an entry without its number, text tokens (no return_tokens_as_token_ids), or no
+    # logprobs at all: nothing recorded
+    broken = _answer([(7, half, [(7, half)])], [1])
+    del broken["choices"][0]["logprobs"]["content"][0]["top_logprobs"][0]["logprob"]
+    assert generated_of(broken) is None
     answer["choices"][0]["logprobs"]["content"][0]["token"] = "The"
     assert generated_of(answer) is None
     assert generated_of({"choices": [{"message": {"content": "x"}}]}) is None
