@@ -267,6 +267,28 @@ class ContextLadder(AccuracyPolicy):
     max_tokens: int = Field(
         default=32, ge=1, le=10_000_000, description="Generation budget per answer."
     )
+    top_k: int = Field(
+        default=20,
+        ge=0,
+        le=100,
+        description="Logprobs asked per generated token (vLLM serves at most its "
+        "`max_logprobs`, 20 by default); both sides' are compared per bucket where their "
+        "contexts were identical (divergence). 0: not asked, no divergence.",
+    )
+    max_mean_kld: float | None = Field(
+        default=None,
+        gt=0,
+        description="Limit on each bucket's mean KL(reference || candidate) over its compared "
+        "positions (unset: shown, not gated).",
+    )
+    max_max_kld: float | None = Field(
+        default=None, gt=0, description="Limit on each bucket's largest KL (unset: not gated)."
+    )
+    min_top1_agreement: Fraction | None = Field(
+        default=None,
+        description="Floor on each bucket's top-1 agreement over its compared positions "
+        "(unset: not gated).",
+    )
 
     @model_validator(mode="after")
     def _ladder_shape(self) -> Self:
@@ -276,6 +298,11 @@ class ContextLadder(AccuracyPolicy):
             raise KeyIssue([(("up_to",), f"must be at least start ({self.start})")])
         if self.up_to > self.start << 20:
             raise KeyIssue([(("up_to",), "more than 20 buckets above start")])
+        if self.top_k == 0:
+            limits = ("max_mean_kld", "max_max_kld", "min_top1_agreement")
+            found = [name for name in limits if getattr(self, name) is not None]
+            if found:
+                raise KeyIssue([((found[0],), "needs top_k of at least 1 (logprobs to compare)")])
         return self
 
 

@@ -386,6 +386,8 @@ register(
         problems=ladder_problems,
         planned="qgate.quality.plans:context_ladder_plan",
         family="context",
+        gate_fields=ACCURACY_GATE_FIELDS
+        | frozenset({"max_mean_kld", "max_max_kld", "min_top1_agreement"}),
         uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
     )
 )

@@ -53,6 +53,8 @@ class Completion:
     text: str
     finish_reason: str | None
     completion_tokens: int | None
+    answer: dict[str, Any] | None = None
+    """The server's whole answer, kept only when the request asked more than text (`extra`)."""
 
 
 @dataclass
@@ -186,14 +188,17 @@ class SuiteClient:
         max_tokens: int,
         seed: int,
         temperature: float = 0.0,
+        extra: dict[str, Any] | None = None,
     ) -> Completion:
-        """One chat completion, greedy by default; waits for a concurrency slot."""
+        """One chat completion, greedy by default; waits for a concurrency slot. `extra`:
+        further request fields (logprobs), and the Completion keeps the whole answer."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
             "max_tokens": max_tokens,
             "temperature": temperature,
             "seed": seed,
+            **(extra or {}),
         }
         async with self._semaphore:
             data = await self._post(f"{self.base_url}/chat/completions", body)
@@ -214,6 +219,7 @@ class SuiteClient:
             text=str(text),
             finish_reason=str(finish) if finish is not None else None,
             completion_tokens=int(tokens) if isinstance(tokens, int) else None,
+            answer=data if extra else None,
         )
 
     async def chat_body(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -229,17 +235,26 @@ class SuiteClient:
         return data
 
     async def chat_many(
-        self, prompts: list[str], *, max_tokens: int, seed: int, what: str = "answers"
+        self,
+        prompts: list[str],
+        *,
+        max_tokens: int,
+        seed: int,
+        what: str = "answers",
+        extra: dict[str, Any] | None = None,
     ) -> list[Completion]:
         """One single-turn chat completion per user prompt, in prompt order.
 
-        `what` names them in the progress lines (qgate/core/progress.py).
+        `what` names them in the progress lines (qgate/core/progress.py); `extra` as `chat`.
         """
         counter = progress.items(what, len(prompts))
 
         async def counted(prompt: str) -> Completion:
             out = await self.chat(
-                [{"role": "user", "content": prompt}], max_tokens=max_tokens, seed=seed
+                [{"role": "user", "content": prompt}],
+                max_tokens=max_tokens,
+                seed=seed,
+                extra=extra,
             )
             counter.advance()
             return out

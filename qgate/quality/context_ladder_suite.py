@@ -5,7 +5,9 @@ Each bucket (qgate/profile/ladder.py: centred on a power of two, so 2,048/2,049 
 exact-answer gates; its items are recall haystacks (the recall suite's generator, measured
 with the served model's tokenizer) at lengths spread across the bucket, each holding one
 code at a depth. Lengths beyond max_model_len (less the answer budget and the question) are
-clipped and the run's params say so.
+clipped and the run's params say so. Each answer also asks the top-k logprobs of its
+generated tokens (`top_k`), recorded per item for the per-bucket divergence
+(qgate/quality/ladder_divergence.py says which positions compare and why).
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ from typing import TYPE_CHECKING
 
 from qgate.core.files import sha256_bytes, sha256_json
 from qgate.core.records import Role
-from qgate.errors import BadInput
+from qgate.errors import BadInput, InfrastructureError
 from qgate.profile import ContextLadder
 from qgate.profile.context_ladder import Bucket, buckets, item_id, targets
 from qgate.quality import data_recall
 from qgate.quality.board import Board, block_name, in_blocks
-from qgate.quality.client import SuiteClient
+from qgate.quality.client import Completion, SuiteClient
 from qgate.quality.data import evals_root, read_eval_file
 from qgate.quality.data_context_ladder import depth_of
+from qgate.quality.ladder_divergence import generated_of, generated_problem, request_fields
 from qgate.quality.recall_suite import (
     MARGIN_TOKENS,
     VOCABULARY,
@@ -99,6 +102,21 @@ async def _items(
     return items, sizes
 
 
+def _record(item: RecallItem, out: Completion) -> ItemRecord:
+    """The recall record, with the answer's generated logprobs when the server gave them."""
+    record = record_of(item, out)
+    generated = None if out.answer is None else generated_of(out.answer)
+    if generated is None:
+        return record
+    problem = generated_problem(generated)
+    if problem is not None:
+        raise InfrastructureError(
+            f"{item.id}: the server's logprobs are unusable: {problem}; set "
+            "quality.context_ladder.top_k: 0 or serve raw logprobs"
+        )
+    return record.model_copy(update={"generated": generated})
+
+
 async def run_ladder(
     base_url: str,
     model: str,
@@ -140,8 +158,9 @@ async def run_ladder(
                     max_tokens=spec.max_tokens,
                     seed=seed,
                     what=block_name(name, lo, hi, len(items)),
+                    extra=request_fields(spec.top_k),
                 )
-                return [record_of(i, out) for i, out in zip(items[lo:hi], outputs, strict=True)]
+                return [_record(i, out) for i, out in zip(items[lo:hi], outputs, strict=True)]
 
             records, planned, stopped = await in_blocks(board, role, name, len(items), answer)
             clipped = clip_reason if bucket.hi - 1 > top else None
@@ -162,6 +181,7 @@ async def run_ladder(
                         "haystack_tokens_max": max(sizes),
                         "sizing": sizer.method,
                         "clip_reason": clipped,
+                        "logprobs_top_k": spec.top_k,
                     },
                     items=records,
                     wall_s=round(time.perf_counter() - start, 3),

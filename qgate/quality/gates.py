@@ -21,6 +21,7 @@ from qgate.profile.suites import exact_results
 from qgate.quality.agent_gates import structured_verdicts
 from qgate.quality.divergence import DivergenceSummary, reverse_klds, summarize_divergence
 from qgate.quality.effect import effect_verdicts
+from qgate.quality.ladder_divergence import ladder_divergence_verdicts
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.settle import stopped_at_verdict
 from qgate.quality.stats import pct
@@ -162,6 +163,11 @@ def evaluate_quality(
         else:
             verdicts += evaluate_suite(suite, policy, ref, cand)
     verdicts = structured_verdicts(spec, runs, verdicts)
+    if spec.context_ladder is not None:
+        ladder = ladder_divergence_verdicts(spec.context_ladder, runs)
+        unrun = {v.suite for v in verdicts if v.gate in not_run}
+        not_run |= {v.gate for v in ladder if v.suite in unrun}
+        verdicts += ladder
     if spec.divergence is not None:
         div = evaluate_divergence(spec.divergence, divergence)
         if divergence is None:

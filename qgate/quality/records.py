@@ -11,6 +11,25 @@ from pydantic import Field
 from qgate.core.records import Record, Role
 
 
+class GeneratedLogprobs(Record):
+    """The top-k logprobs of every generated position of one answer (the context ladder asks
+    for them: qgate/quality/ladder_divergence.py compares the two sides' where their contexts
+    were identical)."""
+
+    prompt_ids_sha256: str | None = Field(
+        description="sha256 of the prompt token ids the server reported it ran (the chat "
+        "template applied; JSON list), None when it reported none."
+    )
+    token_ids: list[int] = Field(description="The generated token ids, in order.")
+    top_ids: list[list[int]] = Field(
+        description="Per generated position: the token ids the server reported (its top-k, "
+        "plus the generated token when it ranked lower), ascending."
+    )
+    top_logprobs: list[list[float]] = Field(
+        description="Per generated position: the logprobs of those ids."
+    )
+
+
 class ItemRecord(Record):
     """One exact-answer item as one runtime answered it."""
 
@@ -34,6 +53,11 @@ class ItemRecord(Record):
         description="Why a tool-call or structured-output item was not correct (`content`, "
         "`malformed_arguments`, `wrong_name`, `wrong_arguments`, `http_error`, "
         "`unconstrained`, ...: qgate/quality/agent_data.py); None for other suites.",
+    )
+    generated: GeneratedLogprobs | None = Field(
+        default=None,
+        description="Top-k logprobs of the answer's generated tokens (the context ladder, when "
+        "the server returned token ids); None for other suites and in older reports.",
     )
 
 

@@ -30,6 +30,9 @@ from typing import Any
 
 import pytest
 
+from qgate.quality.ladder_divergence import bucket_divergence
+from qgate.quality.records import SuiteRun
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,11 +163,31 @@ def test_the_buckets_past_the_length_fail_and_the_first_is_named(
         )
         for s in verdicts
     }
+    # divergence per bucket from the answers' top-k logprobs (top_k 20 by default)
+    div = {
+        s: bucket_divergence(
+            SuiteRun.model_validate(runs[(s, "reference")]),
+            SuiteRun.model_validate(runs[(s, "candidate")]),
+            20,
+        )
+        for s in verdicts
+    }
     print(  # noqa: T201  (the figures the test measured, for the record)
         f"ladder wall per bucket (both sides) {seconds}; qgate run {wall:.0f} s; "
         f"right (reference, candidate) {acc}; "
-        f"passed { ({s: v['passed'] for s, v in verdicts.items()}) }"
+        f"passed { ({s: v['passed'] for s, v in verdicts.items()}) }; divergence "
+        + str(
+            {
+                s: (d.positions, d.items, d.mean_kld, d.max_kld, d.top1_agreement)
+                for s, d in div.items()
+            }
+        )
     )
+    # the same server on both sides and a text fault: every item compares at least its first
+    # position, and the distributions stay within the CPU's own noise (not the fault's doing)
+    for s, d in div.items():
+        assert d.items == len(runs[(s, "reference")]["items"]) and d.positions >= d.items, (s, d)
+        assert d.mean_kld is not None and d.mean_kld < 0.05, (s, d)
     # the proxy corrupted only prompts past the length, and only the candidate's
     log = [json.loads(x) for x in proxy[1].read_text().splitlines()]
     corrupted = [e for e in log if e["corrupted"]]
@@ -188,6 +211,7 @@ def test_the_buckets_past_the_length_fail_and_the_first_is_named(
     md = (report.parent / "report.md").read_text()
     assert f"CLIFF: the candidate first departs from the reference at context.{failing[0]} " in md
     assert "## Context-length ladder" in md
+    assert "| Mean KL | Max KL | Top-1 agree | Positions |" in md
     assert f"cliff: the candidate first departs from the reference at context.{failing[0]} " in (
         done.stdout
     )

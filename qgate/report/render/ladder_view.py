@@ -1,13 +1,18 @@
-"""The context ladder's section: per length bucket, both sides' accuracy, flips and gate,
-and the cliff (the first bucket whose gates failed), read from the report as stored.
+"""The context ladder's section: per length bucket, both sides' accuracy, flips, divergence
+and gate, and the cliff (the first bucket whose gates failed), read from the report as stored.
 
 The gates are the ones `verify` recomputes from the records; the cliff follows from them.
+The divergence columns are computed here from the stored logprobs with the gates' function
+(qgate/quality/ladder_divergence.py), whether or not the profile gates them.
 """
 
 from __future__ import annotations
 
 from qgate.core.verdict import Verdict
 from qgate.profile.context_ladder import bucket_of_suite, first_cliff
+from qgate.quality.ladder_divergence import BucketDivergence, bucket_divergence
+from qgate.quality.records import SuiteRun
+from qgate.quality.stats import pct
 from qgate.report.derive import accuracy, flips, suite_pairs
 from qgate.report.model import Report
 from qgate.report.render.parts import Section, Table, fmt
@@ -66,10 +71,39 @@ def cliff_line(report: Report) -> str | None:
     )
 
 
+def _divergence(ref: SuiteRun | None, cand: SuiteRun | None) -> BucketDivergence | None:
+    if ref is None or cand is None:
+        return None
+    top_k = ref.params.get("logprobs_top_k")
+    return bucket_divergence(ref, cand, top_k) if isinstance(top_k, int) and top_k > 0 else None
+
+
+def _divergence_cells(d: BucketDivergence | None) -> list[str]:
+    if d is None or d.top1_agreement is None:
+        return ["–", "–", "–", "0" if d is None else f"0 ({d.skipped} items without)"]
+    return [
+        fmt(d.mean_kld),
+        fmt(d.max_kld),
+        pct(d.top1_agreement),
+        f"{d.positions} ({d.items} items)",
+    ]
+
+
+DIVERGENCE_LINE = (
+    "Divergence: KL(reference || candidate) over the top-k logprobs of the answers' generated "
+    "tokens (the divergence suite's truncated top-k math), at the positions where both sides "
+    "had the identical context: the same prompt token ids, then each generated position while "
+    "both sides' tokens so far are equal, up to and including the first where they part (so an "
+    "item adds at most one top-1 disagreement). Positions after that have different contexts "
+    "and are not compared. Gated only where the profile sets a limit."
+)
+
+
 def ladder_section(report: Report) -> Section | None:
     """Per bucket, shortest first: tokens, both accuracies, lost/gained, the gate; the cliff."""
     verdicts = _bucket_verdicts(report)
     rows: list[list[str]] = []
+    with_logprobs = False
     for suite, ref, cand in suite_pairs(report.quality.runs):
         centre = bucket_of_suite(suite)
         if centre is None:
@@ -82,6 +116,7 @@ def ladder_section(report: Report) -> Section | None:
         lost, gained = flips(ref, cand) if ref is not None and cand is not None else ([], [])
         vs = verdicts.get(centre, [])
         result = "–" if not vs else ("PASS" if all(v.passed for v in vs) else "FAIL")
+        with_logprobs |= bool(p.get("logprobs_top_k"))
         measured = f"{p.get('haystack_tokens_min')}-{p.get('haystack_tokens_max')}"
         if p.get("clip_reason"):
             measured += " (clipped)"
@@ -94,6 +129,7 @@ def ladder_section(report: Report) -> Section | None:
                 f"{fmt(cc / cn if cn else None)} ({cc}/{cn})",
                 str(len(lost)),
                 str(len(gained)),
+                *_divergence_cells(_divergence(ref, cand)),
                 result,
             ]
         )
@@ -108,19 +144,12 @@ def ladder_section(report: Report) -> Section | None:
     )
     line = cliff_line(report)
     sec.lines.append(f"CLIFF: {line}" if line else "No cliff: every bucket's gates passed.")
-    sec.tables.append(
-        Table(
-            [
-                "Bucket",
-                "Tokens",
-                "Haystack tokens",
-                "Reference",
-                "Candidate",
-                "Lost",
-                "Gained",
-                "Gate",
-            ],
-            rows,
-        )
-    )
+    head = ["Bucket", "Tokens", "Haystack tokens", "Reference", "Candidate", "Lost", "Gained"]
+    divergence = ["Mean KL", "Max KL", "Top-1 agree", "Positions"]
+    if with_logprobs:
+        sec.lines.append(DIVERGENCE_LINE)
+    else:  # a report made before the ladder asked logprobs, or top_k 0
+        rows = [[*r[:7], r[-1]] for r in rows]
+        divergence = []
+    sec.tables.append(Table([*head, *divergence, "Gate"], rows))
     return sec

@@ -4,8 +4,12 @@ Each `context.<centre>` run must be a bucket of the profile's ladder; each item 
 index (below the bucket's item count), its target length (inside the bucket, or at the
 clipped top when the run says it clipped) and its depth (the profile's depths in turn), and
 its expected code is the one the seed plants there (qgate/quality/data_context_ladder.py).
-The verdicts of each bucket are then recomputed from these records like every exact-answer
-suite's; the cliff the report names is the first bucket whose recomputed gates fail.
+Each item's stored logprobs (`generated`), where present, must be usable (one position per
+generated token, ids and logprobs paired, the token among its ids, no more than the profile's
+top_k plus that token, probabilities summing to at most one). The verdicts of each bucket,
+its divergence limits included, are then recomputed from these records like every
+exact-answer suite's; the cliff the report names is the first bucket whose recomputed gates
+fail.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from qgate.errors import VerificationFailed
 from qgate.profile import ContextLadder
 from qgate.profile.context_ladder import bucket_of_suite, buckets, parse_item_id
 from qgate.quality.data_context_ladder import ladder_codes
-from qgate.quality.records import SuiteRun
+from qgate.quality.ladder_divergence import generated_problem
+from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.sizing import ladder_items
 
 __all__ = ["check_ladder_items"]
@@ -60,3 +65,17 @@ def check_ladder_items(run: SuiteRun, spec: ContextLadder) -> None:
                 f"{where}.expected: {record.expected!r} stored, {code!r} re-derived "
                 "(the code planted at its depth)"
             )
+        _check_generated(where, record, spec.top_k)
+
+
+def _check_generated(where: str, record: ItemRecord, top_k: int) -> None:
+    g = record.generated
+    if g is None:
+        return
+    if top_k == 0:
+        raise VerificationFailed(f"{where}.generated: logprobs stored, the profile's top_k is 0")
+    problem = generated_problem(g)
+    if problem is None and any(len(ids) > top_k + 1 for ids in g.top_ids):
+        problem = f"more ids at a position than top_k {top_k} and the generated token"
+    if problem is not None:
+        raise VerificationFailed(f"{where}.generated: {problem}")

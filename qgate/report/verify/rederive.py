@@ -59,6 +59,8 @@ class Rederived:
     positions: int = 0
     data_checked: int = 0
     recall_checked: int = 0
+    ladder_logprobs: int = 0
+    """Context-ladder answers with stored logprobs, checked usable (ladder_check.py)."""
     not_rederived: list[str] = field(default_factory=list)
     profile_given: bool = False
     """`--profile FILE` was given: the data its suites define must be what the run used."""
@@ -221,6 +223,7 @@ def check_ladder_runs(run: SuiteRun, profile: Profile, out: Rederived) -> None:
     if profile.quality.context_ladder is not None:
         check_ladder_items(run, profile.quality.context_ladder)
         out.recall_checked += len(run.items)
+        out.ladder_logprobs += sum(i.generated is not None for i in run.items)
 
 
 def check_recall_runs(run: SuiteRun, profile: Profile, out: Rederived) -> None:

@@ -268,6 +268,11 @@ def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult[Re
             f"{done.recall_checked} recall items (context ladder included): ids, depths and "
             "planted codes re-derived"
         )
+    if done.ladder_logprobs:
+        result.checked.append(
+            f"{done.ladder_logprobs} ladder answers' top-k logprobs checked (one position per "
+            "generated token, normalised, at most top_k ids); bucket divergence computed from them"
+        )
     if report.quality.divergence is not None:
         required = report.schema_version != "1"
         rederive_divergence(report.quality.divergence, done, required=required)

@@ -113,6 +113,9 @@ def test_each_bucket_is_its_own_gated_result_in_the_registry() -> None:
         ("{up_to: 512}", "quality.context_ladder.up_to"),
         ("{up_to: 8192, per_bucket: 0}", "quality.context_ladder.per_bucket"),
         ("{per_bucket: 4}", "quality.context_ladder.up_to"),
+        ("{up_to: 8192, top_k: 0, max_mean_kld: 0.1}", "quality.context_ladder.max_mean_kld"),
+        ("{up_to: 8192, top_k: 101}", "quality.context_ladder.top_k"),
+        ("{up_to: 8192, min_top1_agreement: 1.5}", "quality.context_ladder.min_top1_agreement"),
     ],
 )
 def test_a_bad_ladder_names_its_key(body: str, where: str) -> None:

@@ -23,14 +23,34 @@ from qgate.profile.context_ladder import buckets, first_cliff, parse_item_id
 from qgate.quality.context_ladder_suite import SUITE, ladder_data_sha256, run_ladder
 from qgate.quality.data_context_ladder import ladder_codes
 from qgate.quality.gates import evaluate_quality
+from qgate.quality.ladder_divergence import bucket_divergence
 from qgate.quality.records import SuiteRun
 
 SPEC = ContextLadder(up_to=8192, per_bucket=4, max_flips=0, significance=False)
 
 
+def _logprobs(text: str) -> dict[str, Any]:
+    """vLLM's chat logprobs with token ids for a one-token-per-character answer: the generated
+    character at logprob -0.1, and token 0 beside it."""
+    return {
+        "content": [
+            {
+                "token": f"token_id:{ord(c)}",
+                "logprob": -0.1,
+                "top_logprobs": [
+                    {"token": f"token_id:{ord(c)}", "logprob": -0.1},
+                    {"token": "token_id:0", "logprob": -3.0},
+                ],
+            }
+            for c in text
+        ]
+    }
+
+
 def _app(cliff: int | None) -> web.Application:
     async def chat(req: web.Request) -> web.Response:
-        prompt: str = (await req.json())["messages"][-1]["content"]
+        body = await req.json()
+        prompt: str = body["messages"][-1]["content"]
         locker = re.search(r"access code for (locker \d+)\?", prompt)
         assert locker is not None
         code = re.search(rf"The access code for {locker.group(1)} is ([A-Z]{{2}}-\d{{4}})", prompt)
@@ -39,12 +59,12 @@ def _app(cliff: int | None) -> web.Application:
         if cliff is not None and len(prompt) > cliff:
             said = said[:3] + "0000"
         text = f"The code is {said}."
-        return web.json_response(
-            {
-                "choices": [{"message": {"content": text}, "finish_reason": "stop"}],
-                "usage": {"completion_tokens": 6},
-            }
-        )
+        choice: dict[str, Any] = {"message": {"content": text}, "finish_reason": "stop"}
+        answer: dict[str, Any] = {"choices": [choice], "usage": {"completion_tokens": 6}}
+        if body.get("logprobs") and body.get("return_tokens_as_token_ids"):
+            choice["logprobs"] = _logprobs(text)
+            answer["prompt_token_ids"] = [ord(c) for c in prompt[:64]]
+        return web.json_response(answer)
 
     async def tokenize(req: web.Request) -> web.Response:
         body = await req.json()
@@ -57,7 +77,9 @@ def _app(cliff: int | None) -> web.Application:
     return app
 
 
-def _run(cliff: int | None, role: str, max_model_len: int | None = 8192) -> list[SuiteRun]:
+def _run(
+    cliff: int | None, role: str, max_model_len: int | None = 8192, spec: ContextLadder = SPEC
+) -> list[SuiteRun]:
     async def main() -> list[SuiteRun]:
         server = TestServer(_app(cliff))
         await server.start_server()
@@ -65,7 +87,7 @@ def _run(cliff: int | None, role: str, max_model_len: int | None = 8192) -> list
             return await run_ladder(
                 str(server.make_url("/v1")),
                 "m",
-                SPEC,
+                spec,
                 role,  # type: ignore[arg-type]
                 concurrency=4,
                 seed=0,
@@ -129,3 +151,28 @@ def test_the_data_digest_follows_the_clip_and_the_seed() -> None:
     assert digests(8192)["context.8192"] != digests(16384)["context.8192"]
     other = SPEC.model_copy(update={"seed": 1})
     assert ladder_data_sha256(other, top, max_model_len=8192) != digests(8192)["context.8192"]
+
+
+def test_each_answer_records_its_generated_logprobs_and_a_changed_answer_compares_to_its_part() -> (
+    None
+):
+    ref = {r.suite: r for r in _run(None, "reference")}
+    cand = {r.suite: r for r in _run(3000, "candidate")}
+    item = ref["context.1024"].items[0]
+    assert item.generated is not None and ref["context.1024"].params["logprobs_top_k"] == 20
+    assert item.generated.token_ids == [ord(c) for c in item.output]
+    same = bucket_divergence(ref["context.1024"], cand["context.1024"], 20)
+    # identical answers: every generated position compares, with zero KL
+    assert same.positions == sum(len(i.output) for i in ref["context.1024"].items)
+    assert same.mean_kld == 0.0 and same.top1_agreement == 1.0
+    # past the cliff the answers part at the code's digits: the prefix and that position only
+    parted = bucket_divergence(ref["context.8192"], cand["context.8192"], 20)
+    prefix = len("The code is AB-")
+    assert parted.positions == 4 * (prefix + 1) and parted.items == 4
+    assert parted.max_kld is not None and parted.max_kld > 1.0
+    assert parted.top1_agreement == pytest.approx(prefix / (prefix + 1))
+
+
+def test_top_k_0_asks_no_logprobs() -> None:
+    runs = _run(None, "reference", spec=SPEC.model_copy(update={"top_k": 0}))
+    assert all(i.generated is None for r in runs for i in r.items)

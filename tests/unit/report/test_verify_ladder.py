@@ -16,7 +16,7 @@ from qgate.profile.context_ladder import buckets, item_id, targets
 from qgate.quality.data_context_ladder import ladder_codes
 from qgate.quality.extract import extract_symbol
 from qgate.quality.gates import evaluate_quality
-from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.quality.records import GeneratedLogprobs, ItemRecord, SuiteRun
 from qgate.report.model import Report
 from qgate.report.render.ladder_view import cliff_line
 from qgate.report.render.md import render_markdown
@@ -30,16 +30,33 @@ ROTATE = str.maketrans("0123456789", "5678901234")
 LADDER = {"up_to": 8192, "per_bucket": 4, "max_flips": 0, "significance": False}
 
 
-def _profile_json() -> dict[str, object]:
+def _profile_json(**ladder: object) -> dict[str, object]:
     data = copy.deepcopy(PROFILE)
-    data["quality"]["context_ladder"] = dict(LADDER)  # type: ignore[index]
+    data["quality"]["context_ladder"] = {**LADDER, **ladder}  # type: ignore[index]
     return data
 
 
-def _items(role: str, centre: int, lost: int, blind: bool = False) -> list[ItemRecord]:
+SAME = [[-0.4, -1.6, -3.0], [-0.1, -3.0, -4.0]]
+DRIFTED = [[-0.8, -0.9, -2.5], [-0.3, -1.8, -3.5]]
+
+
+def _generated(drift: bool) -> GeneratedLogprobs:
+    """Two generated positions, the generated token first among three ids; `drift`: the
+    candidate's distributions moved (same top-1 tokens)."""
+    return GeneratedLogprobs(
+        prompt_ids_sha256="a" * 64,
+        token_ids=[10, 11],
+        top_ids=[[10, 20, 30], [11, 21, 31]],
+        top_logprobs=copy.deepcopy(DRIFTED if drift else SAME),
+    )
+
+
+def _items(
+    role: str, centre: int, lost: int, blind: bool = False, drift: bool = False
+) -> list[ItemRecord]:
     """Bucket `centre`'s items; both sides recall every code, except the candidate's last
     `lost` items (the longest of the bucket), where it answers a rotated code; `blind`: both
-    sides answer every item wrong."""
+    sides answer every item wrong; `drift`: the candidate's logprobs moved."""
     spec = Profile.model_validate(_profile_json()).quality.context_ladder
     assert spec is not None
     bucket = next(b for b in buckets(spec.start, spec.up_to) if b.centre == centre)
@@ -58,17 +75,27 @@ def _items(role: str, centre: int, lost: int, blind: bool = False) -> list[ItemR
                 answer=answer,
                 expected=code,
                 correct=answer == code,
+                generated=_generated(drift and role == "candidate"),
             )
         )
     return out
 
 
-def ladder_report(lost: dict[int, int], blind: frozenset[int] = frozenset()) -> Report:
+def ladder_report(
+    lost: dict[int, int],
+    blind: frozenset[int] = frozenset(),
+    drift: frozenset[int] = frozenset(),
+    **ladder: object,
+) -> Report:
     """The synthetic report with a context ladder: the candidate loses `lost[centre]` items;
-    in the buckets `blind`, both sides answer every item wrong."""
+    in the buckets `blind`, both sides answer every item wrong; in `drift`, the candidate's
+    logprobs move; `ladder`: further profile keys."""
     # a failed quality gate stops the perf stage
-    status = "skipped: gates failed" if any(lost.values()) else "ran"
-    report = build_report(fns=default_recompute(), profile_json=_profile_json(), perf_status=status)
+    failed = any(lost.values()) or (drift and ladder.get("max_mean_kld"))
+    status = "skipped: gates failed" if failed else "ran"
+    report = build_report(
+        fns=default_recompute(), profile_json=_profile_json(**ladder), perf_status=status
+    )
     profile = Profile.model_validate(report.profile)
     spec = profile.quality.context_ladder
     assert spec is not None
@@ -86,8 +113,15 @@ def ladder_report(lost: dict[int, int], blind: frozenset[int] = frozenset()) -> 
                         "haystack_tokens_min": b.lo,
                         "haystack_tokens_max": min(b.hi - 1, 8032),
                         "clip_reason": "clipped to 8032" if b.hi - 1 > 8032 else None,
+                        "logprobs_top_k": spec.top_k,
                     },
-                    items=_items(role, b.centre, lost.get(b.centre, 0), blind=b.centre in blind),
+                    items=_items(
+                        role,
+                        b.centre,
+                        lost.get(b.centre, 0),
+                        blind=b.centre in blind,
+                        drift=b.centre in drift,
+                    ),
                     cached=role == "reference",  # as the synthetic reference's math.short
                 )
             )
@@ -97,10 +131,11 @@ def ladder_report(lost: dict[int, int], blind: frozenset[int] = frozenset()) -> 
     return report
 
 
-def verify(report: Report) -> None:
+def verify(report: Report) -> list[str]:
+    """What verify says it checked (it raises when the report does not verify)."""
     subjects = [Subject(name="profile/p.yaml", sha256=report.profile_sha256)]
     envelope = sign_report(report, subjects, SIGNER)
-    verify_bytes(envelope, SIGNER.public_pem, recompute=default_recompute())
+    return verify_bytes(envelope, SIGNER.public_pem, recompute=default_recompute()).checked
 
 
 def _bucket_results(report: Report) -> dict[str, bool]:
@@ -200,3 +235,55 @@ def test_plan_lists_each_bucket_with_its_items_and_power() -> None:
         assert f"quality context.{centre}: 4 items per side" in text
         assert span in text
         assert f"power context.{centre}: 4 items" in text
+
+
+def test_a_bucket_divergence_limit_is_gated_joins_the_cliff_and_verify_rederives_it() -> None:
+    report = ladder_report({}, drift=frozenset({4096, 8192}), top_k=3, max_mean_kld=0.05)
+    kld = {v.suite: v for v in report.quality.verdicts if v.gate.startswith("context.")}
+    kld = {s: v for s, v in kld.items() if v.gate.endswith(".max_mean_kld")}
+    assert sorted(kld) == ["context.1024", "context.2048", "context.4096", "context.8192"]
+    assert kld["context.1024"].passed and kld["context.1024"].observed == 0.0
+    assert not kld["context.4096"].passed and kld["context.4096"].n == 8  # 4 items, 2 each
+    line = cliff_line(report)
+    assert line is not None
+    assert "at context.4096 " in line and "context.4096.max_mean_kld failed" in line
+    md = render_markdown(report)
+    assert "| Mean KL | Max KL | Top-1 agree | Positions |" in md
+    assert "up to and including the first where they part" in md
+    row = next(ln for ln in md.splitlines() if ln.startswith("| 4096 "))
+    assert "100.0%" in row and "8 (4 items)" in row and "FAIL" in row
+    checked = verify(report)
+    assert "32 ladder answers' top-k logprobs checked" in " ".join(checked)
+
+
+def test_verify_refuses_an_edited_logprob() -> None:
+    report = ladder_report({}, top_k=3, max_mean_kld=0.05)
+    verify(report)
+    run = next(
+        r for r in report.quality.runs if r.suite == "context.2048" and r.role == "candidate"
+    )
+    g = run.items[0].generated
+    assert g is not None
+    g.top_logprobs[0][1] = -2.5  # the second token less likely: the stored KL no longer follows
+    with pytest.raises(VerificationFailed, match=r"context\.2048\.max_mean_kld"):
+        verify(report)
+
+
+def test_verify_refuses_logits_stored_as_logprobs() -> None:
+    report = ladder_report({})
+    run = next(r for r in report.quality.runs if r.suite == "context.1024")
+    g = run.items[1].generated
+    assert g is not None
+    g.top_logprobs[1] = [-0.01, -0.02, -0.03]
+    with pytest.raises(VerificationFailed, match=r"context\.1024 .*generated: .*sum above 1"):
+        verify(report)
+
+
+def test_a_report_without_logprobs_shows_no_divergence_columns() -> None:
+    report = ladder_report({})
+    for run in report.quality.runs:
+        run.params.pop("logprobs_top_k", None)
+        run.items = [i.model_copy(update={"generated": None}) for i in run.items]
+    md = render_markdown(report)
+    assert "## Context-length ladder" in md and "| Mean KL | Max KL |" not in md
+    verify(report)
