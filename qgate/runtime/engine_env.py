@@ -21,6 +21,7 @@ credentials redacted.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import logging
@@ -178,8 +179,10 @@ def sources_from_pip_config(text: str) -> tuple[list[str], dict[str, str]]:
     return flags, env
 
 
+@functools.cache
 def pip_sources(python: str = sys.executable) -> tuple[list[str], dict[str, str]]:
-    """The sources pip is configured with for `python` (see `sources_from_pip_config`)."""
+    """The sources pip is configured with for `python` (see `sources_from_pip_config`);
+    asked once per process."""
     try:
         done = subprocess.run(
             [python, "-m", "pip", "config", "list"],
@@ -364,3 +367,22 @@ def _build(
         path=str(folder),
         build_s=spent,
     )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m qgate.runtime.engine_env PIN...`: build (or find) each pin's environment
+    ahead of a run (`make setup` builds the shipped upgrade profile's); one line each."""
+    pins = list(sys.argv[1:] if argv is None else argv)
+    if not pins:
+        print("usage: python -m qgate.runtime.engine_env NAME==VERSION ...", file=sys.stderr)
+        return 2
+    for pin in pins:
+        started = time.monotonic()
+        env = prepare(pin)
+        how = f"built in {env.build_s:.1f} s" if env.build_s is not None else "found built"
+        print(f"{env.request}: {env.path} ({how}; {time.monotonic() - started:.1f} s in all)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
