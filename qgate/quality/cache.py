@@ -136,14 +136,18 @@ def reference_key_inputs(
     data_digests: Mapping[str, str],
     generation: Mapping[str, Any],
     quality: QualitySpec,
+    engine_packages: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The canonical inputs of the reference cache key (kept in the entry to explain misses).
 
     `engine_args`/`engine_env` are the reference's effective arguments and
     environment (redacted values are fine: redaction is deterministic);
     `data_digests` maps suite id to its data sha256; `generation` holds
-    request parameters not in the spec (e.g. temperature, max_tokens).
+    request parameters not in the spec (e.g. temperature, max_tokens); `engine_packages` is
+    the resolved package set of a reference that pins its release (`engine.package`), absent
+    otherwise (so keys of other references stay as they were).
     """
+    extra = {"engine_packages": dict(sorted(engine_packages.items()))} if engine_packages else {}
     return {
         "format": CACHE_FORMAT,
         "checkpoint": dict(checkpoint_digests),
@@ -153,6 +157,7 @@ def reference_key_inputs(
         "data": dict(data_digests),
         "generation": dict(generation),
         "quality": generation_view(quality),
+        **extra,
     }
 
 

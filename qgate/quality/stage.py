@@ -259,10 +259,12 @@ def reference_key(
     checkpoint_digests: Mapping[str, str],
     engine_version: str | None,
     redacted_env: Mapping[str, str],
+    engine_packages: Mapping[str, str] | None = None,
 ) -> str:
     """The reference cache key: checkpoint, engine args/env/version, data, generation.
 
-    `engine_version` is the reference engine's own (`Side.engine_version`)."""
+    `engine_version` is the reference engine's own (`Side.engine_version`); `engine_packages`
+    the resolved set of its pinned release's environment (`engine.package`), if any."""
     spec = profile.quality
     reference = side(profile, "reference")
     return reference_cache_key(
@@ -282,4 +284,5 @@ def reference_key(
             ),
         },
         quality=spec,
+        engine_packages=engine_packages,
     )

@@ -32,6 +32,7 @@ from qgate.profile import Profile
 from qgate.profile.engine_checks import starts_process
 from qgate.profile.load import LoadedProfile
 from qgate.profile.load_multi import LoadedMulti
+from qgate.profile.side import side as side_of
 from qgate.profile.started_checks import attribution_refused
 from qgate.quality.board import Board
 from qgate.quality.cache_auth import ReferenceProvenance
@@ -48,6 +49,7 @@ from qgate.runtime.capabilities import (
     runtime_args,
     select_machine,
 )
+from qgate.runtime.engine_env import prepare as prepare_env
 from qgate.runtime.fingerprint import Fingerprint, check_target, collect_fingerprint
 
 __all__ = [
@@ -326,6 +328,22 @@ def fingerprint(ctx: RunContext) -> None:
     ctx.target_mismatches = check_target(ctx.profile.target, ctx.fingerprint)
     save_raw(ctx, "fingerprint.json", ctx.fingerprint)
     check_calibration_model(ctx.profile, ctx.fingerprint.checkpoint_sha256)
+
+
+def engine_envs(runs: RunSet) -> None:
+    """Build (or find built) the environment of every side that pins its release, once, and
+    list them in the fingerprint (the report's record of the resolved versions)."""
+    fp = runs.reference.fingerprint
+    if fp is None:
+        return
+    wanted: list[str] = []
+    for ctx in [runs.reference, *runs.candidates]:
+        for role in ("reference", "candidate"):
+            package = side_of(ctx.profile, role).launch.package
+            if package is not None and package not in wanted:
+                wanted.append(package)
+    fp.engine_envs = [prepare_env(package) for package in wanted]
+    save_raw(runs.reference, "fingerprint.json", fp)
 
 
 def check_calibration_model(profile: Profile, checkpoint_sha256: str | None) -> None:

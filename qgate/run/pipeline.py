@@ -24,7 +24,7 @@ from qgate.core.progress import StageClock
 from qgate.profile.load_multi import first_profile, load_any_profile_file
 from qgate.run.attribute import attribute_failures
 from qgate.run.candidate import CandidateResult, evaluate
-from qgate.run.context import fingerprint, prepare
+from qgate.run.context import engine_envs, fingerprint, prepare
 from qgate.run.lives import Lives, lives_for
 from qgate.run.options import RunOptions, RunOutcome
 from qgate.run.placement import plan
@@ -47,6 +47,7 @@ def run(opts: RunOptions, lives: Lives | None = None) -> RunOutcome:
         runs = prepare(opts, loaded, lives)
     with clock.stage("fingerprint"):
         fingerprint(runs.reference)
+        engine_envs(runs)  # sides that pin their engine release (engine.package)
     runs.share_reference()
     the_plan = plan(runs)
     checks = [

@@ -20,7 +20,7 @@ from qgate.core.redact import redact_env
 from qgate.errors import BadInput
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile, QualitySpec
-from qgate.profile.side import side
+from qgate.profile.side import Side, side
 from qgate.profile.suites import entry_of_result
 from qgate.quality.cache import CachedReference, ReferenceCache
 from qgate.quality.stage import QualityOutput, data_digests, reference_key
@@ -28,6 +28,7 @@ from qgate.run.candidate import CandidateResult
 from qgate.run.context import RunContext, quality_on, save_raw, started
 from qgate.run.perf import compares_to_reference, perf_blocks
 from qgate.run.plan import make_plan
+from qgate.runtime.engine_env import known as known_env
 from qgate.runtime.fingerprint import Fingerprint
 
 __all__ = [
@@ -52,7 +53,17 @@ def reference_key_for(profile: Profile, fingerprint: Fingerprint | None) -> str:
     reference = side(profile, "reference")
     env = redact_env(reference.env, profile.secrets)
     version = reference.engine_version(fingerprint.packages if fingerprint else {})
-    return reference_key(profile, digests, version, env)
+    return reference_key(profile, digests, version, env, engine_packages(reference, fingerprint))
+
+
+def engine_packages(reference: Side, fingerprint: Fingerprint | None) -> dict[str, str] | None:
+    """The resolved set of the reference's pinned release: this run's environment, else the
+    one last built here (`qgate plan`), else just the pin (a key no cached entry has)."""
+    package = reference.launch.package
+    if package is None:
+        return None
+    env = (fingerprint.engine_env(package) if fingerprint else None) or known_env(package)
+    return env.packages if env is not None else {"requested": package}
 
 
 def _reference_cache(ctx: RunContext) -> tuple[ReferenceCache, str]:

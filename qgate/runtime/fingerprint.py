@@ -19,7 +19,9 @@ from qgate.checkpoint.embedded import cache_root
 from qgate.core.records import Record
 from qgate.errors import BadInput
 from qgate.profile import Target
+from qgate.profile.packages import parse_pin
 from qgate.runtime.accelerators import Accelerator, accelerators, run_text, torch_facts
+from qgate.runtime.engine_env import EngineEnv
 
 # Distributions whose versions decide numerics or serving behaviour.
 PACKAGES = (
@@ -103,6 +105,17 @@ class Fingerprint(Record):
     checkpoint_sha256: str | None = Field(
         default=None, description="sha256 over the sorted file digests (see digests.tree_digest)."
     )
+    engine_envs: list[EngineEnv] = Field(
+        default_factory=list,
+        description="The engine environments of sides that pin their release "
+        "(`engine.package`): each with its resolved package set.",
+    )
+
+    def engine_env(self, request: str | None) -> EngineEnv | None:
+        """The environment built for the pin `request`, if this run built one."""
+        pin = parse_pin(request) if request else None
+        wanted = pin.requirement if pin else None
+        return next((e for e in self.engine_envs if e.request == wanted), None)
 
 
 def package_versions() -> dict[str, str]:

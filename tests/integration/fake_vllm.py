@@ -32,6 +32,7 @@ def main() -> int:
     p.add_argument("--fake-ignore-term", action="store_true")
     p.add_argument("--fake-marker", default="")
     p.add_argument("--fake-kv", default=None, help="kv_cache_dtype to report instead of the asked")
+    p.add_argument("--fake-version", default="0.0.0-fake", help="what /version answers")
     p.add_argument("--model", required=True)
     p.add_argument("--served-model-name", required=True)
     p.add_argument("--host", default="127.0.0.1")
@@ -94,7 +95,7 @@ def main() -> int:
             if self.path == "/health":
                 self._send(200, {})
             elif self.path == "/version":
-                self._send(200, {"version": "0.0.0-fake"})
+                self._send(200, {"version": args.fake_version})
             elif self.path == "/v1/models":
                 auth = self.headers.get("Authorization")
                 self._send(

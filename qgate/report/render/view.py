@@ -403,7 +403,7 @@ def _environment(report: Report) -> Section:
     ]
     sec.tables.append(Table(header, rows))
     fp = (
-        report.fingerprint.model_dump(mode="json", exclude={"checkpoint"})
+        report.fingerprint.model_dump(mode="json", exclude={"checkpoint", "engine_envs"})
         if report.fingerprint
         else {}
     )
@@ -414,6 +414,15 @@ def _environment(report: Report) -> Section:
     fp_rows = [[k, v] for k, v in _flatten(fp)]
     if report.fingerprint is not None:
         fp_rows.append(["checkpoint files", str(len(report.fingerprint.checkpoint))])
+        for env in report.fingerprint.engine_envs:  # a side's pinned release (engine.package)
+            shown = ", ".join(f"{k} {env.packages[k]}" for k in ("torch",) if k in env.packages)
+            fp_rows.append(
+                [
+                    f"engine environment {env.request}",
+                    f"{len(env.packages)} packages{', ' + shown if shown else ''} "
+                    f"(key {env.key[:12]})",
+                ]
+            )
     if fp_rows:
         sec.tables.append(Table(["Fingerprint", "Value"], fp_rows))
     timing_rows = [[k, fmt(v)] for k, v in report.stage_timings.items()]

@@ -25,6 +25,7 @@ from qgate.errors import BadInput, VerificationFailed
 from qgate.profile import EngineArgValue, Profile
 from qgate.profile.engine_checks import starts_process
 from qgate.profile.engines import engine_class
+from qgate.profile.packages import version_mismatch
 from qgate.profile.side import side
 from qgate.report.model import Report
 from qgate.report.verify.recompute import describe, dump, same_value
@@ -86,6 +87,9 @@ def _check_config(index: int, config: EffectiveConfig, selected: Profile) -> Non
         problems = check_applied(wanted, config.model_dump())
         if problems:
             raise _fail(f"{where}: the server did not apply what it was asked: {problems[0]}")
+    mismatch = version_mismatch(launch.package, config.engine_version)
+    if mismatch:
+        raise _fail(f"{where}.engine_version: {mismatch}")
 
 
 def _selection(report: Report, prof: Profile) -> Selection | None:

