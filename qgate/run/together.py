@@ -37,6 +37,7 @@ from qgate.core.progress import StageClock
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
 from qgate.perf.records import ScenarioRun
+from qgate.profile import Profile
 from qgate.quality.board import Board
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.stage import QualityOutput
@@ -80,11 +81,23 @@ def start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Runt
         if stagger:
             runtime.wait_ready()
         made.append(runtime)
+    lives: list[tuple[Profile, Runtime, Role, str, int, int, str]] = []
     for runtime, side in zip(made, (ctx, cand), strict=True):
         if not stagger:
             runtime.wait_ready()
         name = "reference" if runtime.role == "reference" else cand.side
         side.starts.append(start_record(runtime, name, "life"))
+        lives.append(
+            (side.profile, runtime, runtime.role, name, len(side.starts) - 1, side.round, "life")
+        )
+    for one in lives:
+        ctx.probing.at_start(*one)
+
+    def idle_probes(kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:  # both lives' work ended without an error: one pause, both probed
+            ctx.probing.at_end_of(lives)
+
+    life.push(idle_probes)  # runs before the stops registered above
     return made[0], made[1]
 
 
