@@ -21,10 +21,9 @@ from qgate.profile import Profile
 from qgate.profile.load_multi import load_multi_file
 from qgate.quality.stage import QualityOutput
 from qgate.run import candidate as candidate_stage
-from qgate.run import pipeline, placement, together
+from qgate.run import life_probes, pipeline, placement, together
 from qgate.run import reference as ref_stage
 from qgate.run import report as report_stage
-from qgate.run import life_probes
 from qgate.run import rounds as rounds_stage
 from qgate.run.context import RunContext, RunSet
 from qgate.run.options import RunOptions

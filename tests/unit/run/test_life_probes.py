@@ -1,0 +1,166 @@
+"""Asking a life's probes: which items, when (at its start; after its work and an idle pause,
+never after a failure), what is recorded, and what the plan says it costs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from qgate.core.serving import EffectiveConfig
+from qgate.perf.records import RequestRecord
+from qgate.profile import LivesSpec
+from qgate.profile.load import load_profile_file
+from qgate.quality.math_set import math_items
+from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.quality.stage import QualityOutput
+from qgate.run import life_probes
+from qgate.run.context import started
+from qgate.run.life_probes import LifeProbing, lives_note, math_probes
+from qgate.run.plan import describe, make_plan
+
+DEMO = Path(__file__).resolve().parents[3] / "precision_profiles" / "smollm2-cpu-int8.yaml"
+PROFILE = load_profile_file(DEMO).profile
+
+
+def _reference(right: set[int]) -> QualityOutput:
+    assert PROFILE.quality.math is not None
+    items = math_items(PROFILE.quality.math)[:8]
+    return QualityOutput(
+        role="reference",
+        runs=[
+            SuiteRun(
+                suite="math.short",
+                role="reference",
+                data_sha256="",
+                items=[
+                    ItemRecord(
+                        id=it.id,
+                        prompt_sha256="",
+                        output="",
+                        answer=str(it.answer),
+                        expected=str(it.answer),
+                        correct=k in right,
+                        output_tokens=None,
+                    )
+                    for k, it in enumerate(items)
+                ],
+            )
+        ],
+    )
+
+
+def test_the_items_are_the_reference_right_ones_once_known_else_the_first() -> None:
+    assert PROFILE.quality.math is not None
+    ids = [i.id for i in math_items(PROFILE.quality.math)]
+    assert [p.id for p in math_probes(PROFILE, None, None, 3)] == ids[:3]
+    picked = math_probes(PROFILE, None, _reference({1, 4, 6}), 4)
+    assert [p.id for p in picked] == [ids[1], ids[4], ids[6], ids[0]]  # then the others
+    assert picked[0].truth == str(math_items(PROFILE.quality.math)[1].answer)
+    assert math_probes(PROFILE, None, None, 0) == []
+
+
+class _Runtime:
+    role = "candidate"
+    base_url = "http://127.0.0.1:9/v1"
+    served_model = "m"
+    placement = SimpleNamespace(ip="10.0.0.7", node_id="f" * 40)
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def __enter__(self) -> _Runtime:
+        self.events.append("ready")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.events.append("stopped")
+
+    def effective_config(self) -> EffectiveConfig:
+        return EffectiveConfig(role="candidate", kind="stand-in", base_url="-", served_model="m")
+
+
+@pytest.fixture
+def events(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The order of what happens to a life; asking is recorded, sleeping takes no time."""
+    out: list[str] = []
+
+    async def ask(base_url: str, model: str, probes: list[Any], *a: Any) -> list[RequestRecord]:
+        out.append(f"ask {len(probes)}")
+        return [
+            RequestRecord(
+                index=k,
+                probe_id=p.id,
+                scheduled_ns=0,
+                sent_ns=0,
+                first_token_ns=1,
+                done_ns=2,
+                text=f"The answer is {p.truth}.",
+                probe_truth=p.truth,
+            )
+            for k, p in enumerate(probes)
+        ]
+
+    monkeypatch.setattr(life_probes, "ask", ask)
+    monkeypatch.setattr(life_probes.time, "sleep", lambda s: out.append(f"sleep {s:g}"))
+    return out
+
+
+def _ctx(events: list[str], lives: LivesSpec) -> Any:
+    profile = PROFILE.model_copy(update={"lives": lives})
+    return SimpleNamespace(
+        profile=profile,
+        side="int8",
+        round=1,
+        starts=[],
+        probing=LifeProbing(),
+        new_runtime=lambda role: _Runtime(events),
+    )
+
+
+def test_a_life_is_probed_at_its_start_and_after_its_work_and_pause(events: list[str]) -> None:
+    ctx = _ctx(events, LivesSpec(probes=3, idle_s=30))
+    with started(ctx, "candidate"):
+        events.append("work")
+    assert events == ["ready", "ask 3", "work", "sleep 30", "ask 3", "stopped"]
+    start, idle = ctx.probing.records
+    assert (start.side, start.kind, start.round, start.life) == ("int8", "start", 1, 0)
+    assert idle.kind == "idle" and start.node == "10.0.0.7 (ffffffffffff)"
+    assert [r.probe_id for r in idle.requests] == [r.probe_id for r in start.requests]
+
+
+def test_a_failed_life_and_a_preflight_ask_no_idle_probes(events: list[str]) -> None:
+    ctx = _ctx(events, LivesSpec(probes=2, idle_s=30))
+    with pytest.raises(RuntimeError), started(ctx, "candidate"):
+        raise RuntimeError("the work failed")
+    assert events == ["ready", "ask 2", "stopped"]
+    events.clear()
+    with started(ctx, "candidate", purpose="preflight"):
+        pass
+    assert events == ["ready", "stopped"]
+
+
+def test_idle_0_asks_only_at_the_start_and_probes_0_nothing(events: list[str]) -> None:
+    with started(_ctx(events, LivesSpec(probes=2, idle_s=0)), "candidate"):
+        pass
+    assert events == ["ready", "ask 2", "stopped"]
+    events.clear()
+    with started(_ctx(events, LivesSpec(probes=0)), "candidate"):
+        pass
+    assert events == ["ready", "stopped"]
+
+
+def test_the_plan_states_the_probes_and_their_idle_cost() -> None:
+    plan = make_plan(
+        [("candidate", PROFILE)], reference_cached=False, placement="", side_by_side=("a", "b")
+    )
+    line = next(x for x in describe(plan) if "note: lives:" in x)
+    assert "every life asks 4 math probe(s) one at a time at its start" in line
+    assert "30 s idle then the same 4 again" in line
+    assert "for the 2 lives planned ~30 s of idle in all (1 pause(s)" in line
+    seq = make_plan([("candidate", PROFILE)], reference_cached=False, placement="")
+    assert "~60 s of idle in all (2 pause(s), one per life)" in " ".join(describe(seq))
+    off = PROFILE.model_copy(update={"lives": LivesSpec(probes=0)})
+    assert lives_note(off, 2, together=True) is None
