@@ -12,7 +12,9 @@ reference's own records. The records are kept in `records`, in the order asked.
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,6 +134,7 @@ class LifeProbing:
     reference: QualityOutput | None = None
     own: dict[str, QualityOutput] = field(default_factory=dict)
     """Each side's quality records, once known (their answers are the probes' expected)."""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def quality_known(self, side: str, out: QualityOutput) -> None:
         """A side's quality records (the reference's pick the later lives' items)."""
@@ -176,8 +179,26 @@ class LifeProbing:
         began = time.monotonic()
         time.sleep(idle)
         waited = time.monotonic() - began
-        for profile, runtime, role, side, life, round, purpose in lives:
-            self._ask(profile, runtime, role, side, life, round, purpose, "idle", waited)
+        self._each(lives, "idle", waited)
+
+    def at_start_of(self, lives: list[tuple[Profile, Runtime, Role, str, int, int, str]]) -> None:
+        """The start probes of several lives ready together, asked of each at once."""
+        self._each(lives, "start", 0.0)
+
+    def _each(
+        self,
+        lives: list[tuple[Profile, Runtime, Role, str, int, int, str]],
+        kind: ProbeKind,
+        idle_s: float,
+    ) -> None:
+        """Each life's probes of `kind`; several lives (side by side, each on its own cores)
+        are asked at once, so the probes cost the run one life's time, not two."""
+        if len(lives) == 1:
+            self._ask(*lives[0], kind, idle_s)
+            return
+        with ThreadPoolExecutor(len(lives), thread_name_prefix="qgate-life") as pool:
+            for done in [pool.submit(self._ask, *one, kind, idle_s) for one in lives]:
+                done.result()
 
     def _ask(
         self,
@@ -218,7 +239,8 @@ class LifeProbing:
             idle_s=round_s(idle_s),
             requests=requests,
         )
-        self.records.append(record)
+        with self._lock:
+            self.records.append(record)
         right = sum(1 for r in requests if r.probe_truth is not None and graded(r))
         log.info("life probes: %s %s: %d/%d right", life_label(record), kind, right, len(requests))
 

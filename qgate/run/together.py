@@ -90,8 +90,7 @@ def start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Runt
         lives.append(
             (side.profile, runtime, runtime.role, name, len(side.starts) - 1, side.round, "life")
         )
-    for one in lives:
-        ctx.probing.at_start(*one)
+    ctx.probing.at_start_of(lives)  # both at once, each on its own cores
 
     def idle_probes(kind: type[BaseException] | None, *_: object) -> None:
         if kind is None:  # both lives' work ended without an error: one pause, both probed

@@ -164,3 +164,21 @@ def test_the_plan_states_the_probes_and_their_idle_cost() -> None:
     assert "~60 s of idle in all (2 pause(s), one per life)" in " ".join(describe(seq))
     off = PROFILE.model_copy(update={"lives": LivesSpec(probes=0)})
     assert lives_note(off, 2, together=True) is None
+
+
+def test_lives_side_by_side_pause_once_and_are_asked_at_once(events: list[str]) -> None:
+    ctx = _ctx(events, LivesSpec(probes=2, idle_s=30))
+    both = [
+        (ctx.profile, _Runtime(events), "reference", "reference", 0, 0, "life"),
+        (ctx.profile, _Runtime(events), "candidate", "int8", 1, 0, "life"),
+    ]
+    ctx.probing.at_start_of(both)
+    ctx.probing.at_end_of(both)
+    assert events == ["ask 2", "ask 2", "sleep 30", "ask 2", "ask 2"]
+    got = sorted((p.side, p.kind) for p in ctx.probing.records)
+    assert got == [
+        ("int8", "idle"),
+        ("int8", "start"),
+        ("reference", "idle"),
+        ("reference", "start"),
+    ]
