@@ -7,11 +7,13 @@ corrupted, digits and letters rotated, only when more than 6 requests are in fli
 quality stage asks 4 at a time, below the threshold, so every quality gate passes; the perf
 scenario's c12 level runs above it, so its graded probes come back wrong and its probe gate
 fails, while its c1 level's pass. The same proxy also has an `idle:20` fault (issue 44 item
-2, vLLM #52150): only a request that arrives after 20 s with nothing in flight is corrupted.
-No quality or perf request waits that long; the life's idle probes, asked after `lives.idle_s`
-25 s of quiet at the end of the life, do, and the first of them comes back wrong: that life
-FAILs, named, and its round is kept out of the ratios. One `qgate run`: one server start per
-side, both at once (the idle pause, both sides together, adds about 25 s).
+2, vLLM #52150): only a request that arrives after 30 s with nothing in flight is corrupted.
+No quality request waits that long (the start probes and the quality stage follow the start
+at once); the life's idle probes, asked after `lives.idle_s` 35 s of quiet at the end of the
+life, do, and the first of them comes back wrong: that life FAILs, named, and its round is
+kept out of the ratios. (A perf block may also start after the other side's block kept this
+one waiting; its first request is a workload request, not graded.) One `qgate run`: one
+server start per side, both at once (the idle pause, both sides together, adds about 35 s).
 """
 
 from __future__ import annotations
@@ -46,12 +48,12 @@ reference:
 candidate:
   args: {{kv_cache_dtype: auto}}
   engine:
-    launcher: [{python}, {launch}, --fault, "load:6", --fault, "idle:20", --share, "1",
+    launcher: [{python}, {launch}, --fault, "load:6", --fault, "idle:30", --share, "1",
                --log, {log}, --]
 quality:
   concurrency: 4             # below the fault's threshold: the quality stage never trips it
   math: {{prompts: [short], limit: 24, max_drop: 0.2}}
-lives: {{probes: 4, idle_s: 25}}  # the idle fault's 20 s, and then some
+lives: {{probes: 4, idle_s: 35}}  # the idle fault's 30 s, and then some
 perf:
   blocks: 1
   probes: {{items: 6}}       # the defaults otherwise: max_flips 1, exact McNemar at 0.05
@@ -133,8 +135,7 @@ def test_quality_passes_and_the_loaded_scenario_probes_fail(
     # or was the first request after the idle pause
     entries = [json.loads(x) for x in log.read_text().splitlines()]
     assert any(e.get("corrupted") for e in entries)
-    idle = [e for e in entries if "idle" in (e.get("corrupted") or "")]
-    assert len(idle) == 1, idle
+    assert any("idle" in (e.get("corrupted") or "") for e in entries)
     md = (report.parent / "report.md").read_text()
     assert "PROBES FAILED in chat@c12" in md and "Graded probes under load" in md
     assert "chat@c12: ratios withheld (its graded probes failed)" in done.stdout
@@ -151,7 +152,7 @@ def test_the_idle_fault_fails_the_candidate_life_by_its_idle_probe(
     assert sorted(verdicts) == ["lives.candidate.2.idle", "lives.candidate.2.start"], verdicts
     assert verdicts["lives.candidate.2.start"]["passed"], verdicts
     idle = verdicts["lives.candidate.2.idle"]
-    assert not idle["passed"] and idle["observed"] == 1, idle
+    assert not idle["passed"] and idle["observed"] >= 1, idle
     assert "candidate life 2 (round 1) after 2" in idle["reason"]
     kinds = [(r["side"], r["kind"]) for r in lives["records"]]
     assert sorted(kinds) == sorted(
@@ -162,7 +163,10 @@ def test_the_idle_fault_fails_the_candidate_life_by_its_idle_probe(
             ("candidate", "idle"),
         ]
     )
-    assert all(r["idle_s"] >= 25 for r in lives["records"] if r["kind"] == "idle")
+    assert all(r["idle_s"] >= 35 for r in lives["records"] if r["kind"] == "idle")
+    # the first request after the pause was the candidate's first idle probe: lost
+    first = next(r for r in lives["records"] if (r["side"], r["kind"]) == ("candidate", "idle"))
+    assert first["requests"][0]["probe_id"] in idle["reason"], idle
     # the failed life's round is in no ratio; its records stay
     assert lives["excluded_rounds"] == [0]
     assert all(r["comparisons"] == [] for r in pred["perf"]["results"])
