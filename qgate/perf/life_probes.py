@@ -10,8 +10,9 @@ item's known answer; an answer with no number is wrong). The gate is pure: `qgat
 and `qgate verify` call it over the same records. A candidate life *loses* an item the
 reference answered correctly in its quality stage (`math.short`) and in every probe of the
 same kind (start or idle) of its own lives (the reference's own misses are its noise, never
-held against the candidate); more than `max_flips` lost items fail the life. Reference lives
-are graded and shown, and set that floor; they get no verdict of their own.
+held against the candidate) and that the candidate did not already lose in its own quality
+stage (the quality gates judge that); more than `max_flips` lost items fail the life.
+Reference lives are graded and shown, and set that floor; they get no verdict of their own.
 """
 
 from __future__ import annotations
@@ -82,23 +83,35 @@ def reference_right(
 
 
 def life_verdicts(
-    spec: LivesSpec, reference_runs: Sequence[SuiteRun], lives: Sequence[LifeProbes]
+    spec: LivesSpec, quality_runs: Sequence[SuiteRun], lives: Sequence[LifeProbes]
 ) -> list[Verdict]:
-    """One verdict per candidate life and kind: the items it lost against `max_flips`."""
-    right = reference_right(reference_runs, lives)
+    """One verdict per candidate life and kind: the items it lost against `max_flips`.
+
+    `quality_runs` are both sides' quality records: the reference's set the items it
+    answers right; an item the candidate already lost in its own quality stage is left to
+    the quality gates (as the perf probe gate does), so a life is judged on what it adds.
+    """
+    right = reference_right([r for r in quality_runs if r.role == "reference"], lives)
+    lost_before = {
+        i.id
+        for r in quality_runs
+        if r.role == "candidate" and r.suite == "math.short"
+        for i in r.items
+        if not i.correct
+    }
     out: list[Verdict] = []
     for p in lives:
         if p.role != "candidate":
             continue
         asked = [r for r in p.requests if r.probe_id is not None and r.probe_truth is not None]
-        judged = [r for r in asked if r.probe_id in right[p.kind]]
+        judged = [r for r in asked if r.probe_id in right[p.kind] - lost_before]
         lost = sorted({r.probe_id for r in judged if not graded(r) and r.probe_id is not None})
         label = life_label(p)
         when = "at its start" if p.kind == "start" else f"after {p.idle_s:.0f} s idle"
         reason = (
             f"{label} {when}: lost {len(lost)} of {len(judged)} judged probe(s)"
             f" (limit {spec.max_flips}; {len(asked)} asked, the others wrong in the"
-            " reference's own records)"
+            " reference's own records or lost in the candidate's quality stage)"
         )
         if lost:
             reason += ": " + ", ".join(lost[:4]) + (" ..." if len(lost) > 4 else "")

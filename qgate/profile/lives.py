@@ -16,7 +16,8 @@ class LivesSpec(Strict):
     work and then sat idle for `idle_s` seconds (the window in which vLLM #52150's first
     request came back garbage). Each answer is graded against the item's known answer; a
     candidate life loses an item the reference answered correctly in its quality stage and in
-    every probe of the same kind (start or idle) it asked itself, and more than `max_flips`
+    every probe of the same kind (start or idle) it asked itself, and the candidate in its own
+    quality stage (a loss there is the quality gates'), and more than `max_flips`
     lost items fail that life (named in the report by side, round and node), whose perf
     figures are then kept out of the ratios. Needs a math suite in `quality`.
     """

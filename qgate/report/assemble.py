@@ -102,8 +102,7 @@ def lives_section(
     """The life probes and their verdicts (None: no life asked any)."""
     if not records:
         return None
-    reference = [r for r in suite_runs if r.role == "reference"]
-    verdicts = life_verdicts(profile.lives, reference, records)
+    verdicts = life_verdicts(profile.lives, suite_runs, records)
     return LivesSection(
         records=list(records),
         verdicts=verdicts,

@@ -39,8 +39,7 @@ def check_lives(report: Report, profile: Profile) -> str | None:
                     f"probe_answer {r.probe_answer!r} stored, {extract_answer(r.text)!r} "
                     "re-derived from its text"
                 )
-    reference = [r for r in report.quality.runs if r.role == "reference"]
-    got = life_verdicts(profile.lives, reference, lives.records)
+    got = life_verdicts(profile.lives, report.quality.runs, lives.records)
     if not same_value(dump(lives.verdicts), dump(got)):
         raise VerificationFailed("lives verdicts: " + _difference(lives.verdicts, got))
     rounds = sorted(excluded_rounds(lives.records, got))

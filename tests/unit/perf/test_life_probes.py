@@ -53,7 +53,9 @@ def life(
     )
 
 
-def reference_quality(wrong: frozenset[str] = frozenset()) -> list[SuiteRun]:
+def reference_quality(
+    wrong: frozenset[str] = frozenset(), role: str = "reference"
+) -> list[SuiteRun]:
     items = [
         ItemRecord(
             id=k,
@@ -66,7 +68,7 @@ def reference_quality(wrong: frozenset[str] = frozenset()) -> list[SuiteRun]:
         )
         for k, v in TRUTH.items()
     ]
-    return [SuiteRun(suite="math.short", role="reference", data_sha256="", items=items)]
+    return [SuiteRun(suite="math.short", role=role, data_sha256="", items=items)]  # type: ignore[arg-type]
 
 
 def by_gate(
@@ -148,3 +150,15 @@ def test_each_life_of_each_round_is_named_and_a_failed_one_excludes_its_round() 
 def test_no_failed_life_excludes_nothing() -> None:
     lives = [life("candidate", "start", RIGHT)]
     assert excluded_rounds(lives, life_verdicts(LivesSpec(), reference_quality(), lives)) == set()
+
+
+def test_an_item_the_candidate_lost_in_its_quality_stage_is_left_to_the_quality_gates() -> None:
+    cand = dict(RIGHT, b="The answer is 8.")
+    runs = reference_quality() + reference_quality(frozenset({"b"}), role="candidate")
+    got = {v.gate: v for v in life_verdicts(LivesSpec(), runs, [life("candidate", "start", cand)])}
+    v = got["lives.candidate.2.start"]
+    assert v.passed and v.n == 3 and "lost in the candidate's quality stage" in v.reason
+    # the same answer, with the candidate right on b in its quality stage: a loss of the life
+    runs = reference_quality() + reference_quality(role="candidate")
+    got = {v.gate: v for v in life_verdicts(LivesSpec(), runs, [life("candidate", "start", cand)])}
+    assert not got["lives.candidate.2.start"].passed
