@@ -3,6 +3,7 @@ never after a failure), what is recorded, and what the plan says it costs."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -10,6 +11,9 @@ from typing import Any
 import pytest
 
 from qgate.core.serving import EffectiveConfig
+from qgate.perf.client import run_loop
+from qgate.perf.probe_gates import graded
+from qgate.perf.probes import Probe
 from qgate.perf.records import RequestRecord
 from qgate.profile import LivesSpec
 from qgate.profile.load import load_profile_file
@@ -23,6 +27,7 @@ from qgate.run.plan import describe, make_plan
 
 DEMO = Path(__file__).resolve().parents[3] / "precision_profiles" / "smollm2-cpu-int8.yaml"
 PROFILE = load_profile_file(DEMO).profile
+MOCK = Path(__file__).resolve().parents[2] / "mockserver" / "mock_openai.py"
 
 
 def _reference(right: set[int]) -> QualityOutput:
@@ -182,3 +187,21 @@ def test_lives_side_by_side_pause_once_and_are_asked_at_once(events: list[str]) 
         ("reference", "idle"),
         ("reference", "start"),
     ]
+
+
+def test_ask_sends_the_probes_one_after_another_and_records_their_text() -> None:
+    spec = importlib.util.spec_from_file_location("mock_openai", MOCK)
+    assert spec is not None and spec.loader is not None
+    mock = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mock)
+    probes = [
+        Probe("a", [{"role": "user", "content": "6 + 6?"}], None, "12"),
+        Probe("b", [{"role": "user", "content": "3 + 4?"}], None, "7"),
+    ]
+    params = {"temperature": 0.0, "max_tokens": 8, "mock": {"text": "The answer is 12 ."}}
+    with mock.running(ttft_ms=5.0, itl_ms=1.0) as url:
+        got = run_loop(life_probes.ask(url, "m", probes, params, None, 30.0))
+    assert [r.probe_id for r in got] == ["a", "b"]
+    assert [graded(r) for r in got] == [True, False]
+    assert got[0].text is not None and "12" in got[0].text and got[1].probe_answer == "12"
+    assert got[1].sent_ns >= got[0].done_ns  # the second only once the first is answered
