@@ -62,6 +62,7 @@ __all__ = [
     "prepare",
     "quality_on",
     "resolve_model",
+    "save_life_probes",
     "save_raw",
     "select",
     "signer_for",
@@ -284,9 +285,17 @@ def started(
         life = (ctx.profile, runtime, role, side, len(ctx.starts) - 1, ctx.round)
         if purpose == "life":
             ctx.probing.at_start(*life)
+            save_life_probes(ctx)
         yield runtime
         if purpose == "life":
             ctx.probing.at_end(*life)
+            save_life_probes(ctx)
+
+
+def save_life_probes(ctx: RunContext) -> None:
+    """Every life's probes so far, in the run folder at once (raw/life-probes.json)."""
+    if ctx.probing.records:
+        save_raw(ctx, "life-probes.json", ctx.probing.records)
 
 
 def start_record(runtime: Runtime, side: str, purpose: Literal["preflight", "life"]) -> ServerStart:

@@ -43,7 +43,7 @@ from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.stage import QualityOutput
 from qgate.run.attribute import attribution_wanted
 from qgate.run.candidate import CandidateResult, judge
-from qgate.run.context import RunContext, quality_on, save_raw, start_record
+from qgate.run.context import RunContext, quality_on, save_life_probes, save_raw, start_record
 from qgate.run.perf import compares_to_reference, perf_blocks, perf_on
 from qgate.run.reference import store_reference
 from qgate.runtime.cores import usable_cores
@@ -91,10 +91,12 @@ def start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Runt
             (side.profile, runtime, runtime.role, name, len(side.starts) - 1, side.round, "life")
         )
     ctx.probing.at_start_of(lives)  # both at once, each on its own cores
+    save_life_probes(ctx)
 
     def idle_probes(kind: type[BaseException] | None, *_: object) -> None:
         if kind is None:  # both lives' work ended without an error: one pause, both probed
             ctx.probing.at_end_of(lives)
+            save_life_probes(ctx)
 
     life.push(idle_probes)  # runs before the stops registered above
     return made[0], made[1]

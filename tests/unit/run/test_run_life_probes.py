@@ -4,6 +4,8 @@ never after a failure), what is recorded, and what the plan says it costs."""
 from __future__ import annotations
 
 import importlib.util
+import json
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -122,6 +124,7 @@ def _ctx(events: list[str], lives: LivesSpec) -> Any:
         starts=[],
         probing=LifeProbing(),
         new_runtime=lambda role: _Runtime(events),
+        run_dir=Path(tempfile.mkdtemp(prefix="qgate-lives-")),
     )
 
 
@@ -134,6 +137,8 @@ def test_a_life_is_probed_at_its_start_and_after_its_work_and_pause(events: list
     assert (start.side, start.kind, start.round, start.life) == ("int8", "start", 1, 0)
     assert idle.kind == "idle" and start.node == "10.0.0.7 (ffffffffffff)"
     assert [r.probe_id for r in idle.requests] == [r.probe_id for r in start.requests]
+    saved = json.loads((ctx.run_dir / "raw" / "life-probes.json").read_text())
+    assert [p["kind"] for p in saved] == ["start", "idle"]  # on disk as soon as asked
 
 
 def test_a_failed_life_and_a_preflight_ask_no_idle_probes(events: list[str]) -> None:
