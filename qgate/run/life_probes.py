@@ -200,6 +200,20 @@ class LifeProbing:
             for done in [pool.submit(self._ask, *one, kind, idle_s) for one in lives]:
                 done.result()
 
+    def _steady_first(self, probes: list[Probe]) -> list[Probe]:
+        """The probes with the items the reference's own lives answered right first and those
+        it missed last: the first request after a pause is the one the field's bug corrupts,
+        and an item the reference itself misses there is its noise, never judged."""
+        score: dict[str, int] = {}
+        for p in self.records:
+            if p.role == "reference":
+                for r in p.requests:
+                    if r.probe_id is not None and r.probe_truth is not None:
+                        ok = graded(r)
+                        mark = 0 if ok else 2  # right anywhere: steady first
+                        score[r.probe_id] = min(score.get(r.probe_id, mark), mark)
+        return sorted(probes, key=lambda p: score.get(p.id, 1))
+
     def _ask(
         self,
         profile: Profile,
@@ -212,7 +226,9 @@ class LifeProbing:
         kind: ProbeKind,
         idle_s: float,
     ) -> None:
-        probes = math_probes(profile, self.own.get(side), self.reference, profile.lives.probes)
+        probes = self._steady_first(
+            math_probes(profile, self.own.get(side), self.reference, profile.lives.probes)
+        )
         if not probes:
             return
         with blamed_on(runtime):

@@ -14,6 +14,7 @@ import pytest
 
 from qgate.core.serving import EffectiveConfig
 from qgate.perf.client import run_loop
+from qgate.perf.life_probes import LifeProbes
 from qgate.perf.probe_gates import graded
 from qgate.perf.probes import Probe
 from qgate.perf.records import RequestRecord
@@ -210,3 +211,37 @@ def test_ask_sends_the_probes_one_after_another_and_records_their_text() -> None
     assert [graded(r) for r in got] == [True, False]
     assert got[0].text is not None and "12" in got[0].text and got[1].probe_answer == "12"
     assert got[1].sent_ns >= got[0].done_ns  # the second only once the first is answered
+
+
+def test_items_the_reference_lives_answered_right_are_asked_first(events: list[str]) -> None:
+    ctx = _ctx(events, LivesSpec(probes=3, idle_s=0))
+    probes = math_probes(ctx.profile, None, None, 3)
+    ids = [p.id for p in probes]
+
+    def rec(item: str, right: bool) -> RequestRecord:
+        truth = next(p.truth for p in probes if p.id == item)
+        text = f"The answer is {truth if right else '999'}."
+        return RequestRecord(
+            index=0,
+            probe_id=item,
+            scheduled_ns=0,
+            sent_ns=0,
+            first_token_ns=1,
+            done_ns=2,
+            text=text,
+            probe_truth=truth,
+        )
+
+    ctx.probing.records.append(
+        LifeProbes(
+            side="reference",
+            role="reference",
+            life=0,
+            kind="start",
+            idle_s=0,
+            requests=[rec(ids[0], False), rec(ids[2], True)],
+        )
+    )
+    order = [p.id for p in ctx.probing._steady_first(probes)]
+    # right in the reference's own life first, unknown next, its own miss last
+    assert order == [ids[2], ids[1], ids[0]]
