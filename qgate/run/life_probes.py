@@ -200,7 +200,7 @@ class LifeProbing:
             for done in [pool.submit(self._ask, *one, kind, idle_s) for one in lives]:
                 done.result()
 
-    def _steady_first(self, probes: list[Probe]) -> list[Probe]:
+    def _steady_first(self, probes: list[Probe], side: str = "reference") -> list[Probe]:
         """The probes with the items the reference's own lives answered right first and those
         it missed last: the first request after a pause is the one the field's bug corrupts,
         and an item the reference itself misses there is its noise, never judged."""
@@ -212,6 +212,10 @@ class LifeProbing:
                         ok = graded(r)
                         mark = 0 if ok else 2  # right anywhere: steady first
                         score[r.probe_id] = min(score.get(r.probe_id, mark), mark)
+        own = self.own.get(side)  # an item this side lost in its quality stage is not judged
+        for run in own.runs if own is not None else []:
+            if run.suite == "math.short":
+                score.update({i.id: 2 for i in run.items if not i.correct})
         return sorted(probes, key=lambda p: score.get(p.id, 1))
 
     def _ask(
@@ -227,7 +231,7 @@ class LifeProbing:
         idle_s: float,
     ) -> None:
         probes = self._steady_first(
-            math_probes(profile, self.own.get(side), self.reference, profile.lives.probes)
+            math_probes(profile, self.own.get(side), self.reference, profile.lives.probes), side
         )
         if not probes:
             return

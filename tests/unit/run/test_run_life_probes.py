@@ -245,3 +245,12 @@ def test_items_the_reference_lives_answered_right_are_asked_first(events: list[s
     order = [p.id for p in ctx.probing._steady_first(probes)]
     # right in the reference's own life first, unknown next, its own miss last
     assert order == [ids[2], ids[1], ids[0]]
+
+
+def test_an_item_the_side_lost_in_its_quality_stage_is_asked_last(events: list[str]) -> None:
+    ctx = _ctx(events, LivesSpec(probes=3, idle_s=0))
+    probes = math_probes(ctx.profile, None, None, 3)
+    ids = [p.id for p in probes]
+    ref = _reference({1, 2})
+    ctx.probing.quality_known("int8", ref.model_copy(update={"role": "candidate"}))
+    assert [p.id for p in ctx.probing._steady_first(probes, "int8")] == [ids[1], ids[2], ids[0]]
