@@ -153,7 +153,7 @@ def test_the_idle_fault_fails_the_candidate_life_by_its_idle_probe(
     assert verdicts["lives.candidate.2.start"]["passed"], verdicts
     idle = verdicts["lives.candidate.2.idle"]
     assert not idle["passed"] and idle["observed"] >= 1, idle
-    assert "candidate life 2 (round 1) after 2" in idle["reason"]
+    assert "candidate life 2 (round 1) after 35 s idle" in idle["reason"]
     kinds = [(r["side"], r["kind"]) for r in lives["records"]]
     assert sorted(kinds) == sorted(
         [
@@ -173,4 +173,4 @@ def test_the_idle_fault_fails_the_candidate_life_by_its_idle_probe(
     assert pred["perf"]["runs"]
     assert "round(s) 1 kept out of the ratios" in done.stdout
     md = (report.parent / "report.md").read_text()
-    assert "LIFE FAILED: candidate life 2 (round 1) after 2" in md
+    assert "LIFE FAILED: candidate life 2 (round 1) after 35 s idle" in md
