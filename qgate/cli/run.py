@@ -202,6 +202,8 @@ def text_summary(outcome: RunOutcome) -> None:
             f"  note: {len(weak)} passing gates are underpowered (the sample cannot detect "
             f"the drop they forbid): {', '.join(weak)}"
         )
+    if outcome.cliff:
+        click.echo(f"  cliff: {outcome.cliff}")
     for line in outcome.engine_warnings:
         click.echo(f"  engine warning: {line}")
     for line in outcome.headline:

@@ -96,6 +96,12 @@ class EffectiveConfig(StartFacts):
     emulated: list[str] = Field(
         default_factory=list, description="Components that are emulated, not native."
     )
+    speculative_config: str | None = Field(
+        default=None,
+        description="The speculative decoding the engine logged it runs, as logged (vLLM: "
+        "\"SpeculativeConfig(method='ngram', model=None, num_spec_tokens=3)\", or 'None' when "
+        "it logged none); None: no log line stated it.",
+    )
 
 
 class ServerStart(StartFacts):

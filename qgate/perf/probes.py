@@ -40,19 +40,20 @@ def probe_points(
     """After which workload completion each probe of a scenario is sent (1-based).
 
     A scenario of `count` requests asks max(probes, round(share * count)) probes, spread
-    evenly over its first count - in_flight completions: while a closed loop of
-    `in_flight` workers still refills every completion, so each probe is asked under the
+    evenly over the first half of the completions that a closed loop of `in_flight`
+    workers still refills (count - in_flight): so each probe is asked under the
     scenario's full load (on a CPU a level's requests tend to finish together, and the
-    last wave drains to nothing) and none trails the load alone, adding to the stage's
-    time. None when the count is not known in advance (duration-bound): then one after
-    every round(1 / share) completions. [] when there are no probes or share is 0.
+    last wave drains to nothing) and is done before the load ends, never trailing it
+    alone (a trailing probe was most of their cost: perf/bench_probe_overhead.py). None
+    when the count is not known in advance (duration-bound): then one after every
+    round(1 / share) completions. [] when there are no probes or share is 0.
     """
     if probes == 0 or share <= 0:
         return []
     if count is None:
         return None
     n = max(probes, round(share * count))
-    span = max(1, count - in_flight)
+    span = max(1, (count - in_flight) // 2)
     return [max(1, math.ceil((k + 1) * span / (n + 1))) for k in range(n)]
 
 

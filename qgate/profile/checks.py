@@ -33,6 +33,7 @@ from qgate.profile import (
     QualitySpec,
 )
 from qgate.profile.base import RESERVED_ARGS
+from qgate.profile.context_ladder import ROOM_MARGIN_TOKENS, unreachable
 from qgate.profile.engine_checks import engine_problems
 from qgate.profile.files import file_problems
 from qgate.profile.inert import endpoint_round_problems, inert_problems, repeat_problems
@@ -50,6 +51,7 @@ from qgate.profile.limits import (
 from qgate.profile.quality import detect_problem
 from qgate.profile.reuse_checks import reuse_problems
 from qgate.profile.scenarios import DEFAULT_BUCKET_S, MAX_BUCKETS
+from qgate.profile.side import side
 from qgate.profile.started_checks import (
     attribution_group_problems,
     key_in_args_problems,
@@ -222,13 +224,36 @@ def _power_problems(spec: QualitySpec) -> Found:
     return found
 
 
+def _ladder_problems(profile: Profile) -> Found:
+    """A context ladder whose buckets a side's max_model_len cannot hold at any length."""
+    spec = profile.quality.context_ladder
+    if spec is None:
+        return []
+    for role in ("reference", "candidate"):
+        limit = side(profile, role).max_model_len
+        if limit is None:
+            continue
+        beyond = unreachable(spec.start, spec.up_to, limit, spec.max_tokens)
+        if beyond:
+            room = limit - spec.max_tokens - ROOM_MARGIN_TOKENS
+            return [
+                (
+                    ("quality", "context_ladder", "up_to"),
+                    f"the {role}'s max_model_len {limit} holds haystacks of at most {room} "
+                    f"tokens, below every length of bucket(s) {beyond}: lower up_to to at "
+                    f"most {room} or raise max_model_len",
+                )
+            ]
+    return []
+
+
 def profile_problems(profile: Profile) -> Found:
     """Problems of a profile that passed the schema."""
     found = limit_problems(profile) + perf_total_problems(profile.perf)
     found += inert_problems(profile) + repeat_problems(profile) + endpoint_round_problems(profile)
     found += _power_problems(profile.quality)
     found += _scenario_problems(profile.perf)
-    found += reuse_problems(profile.quality)
+    found += reuse_problems(profile.quality) + _ladder_problems(profile)
     first: dict[str, int] = {}
     for index, task in enumerate(profile.quality.lm_eval):
         earlier = first.setdefault(task.task.casefold(), index)

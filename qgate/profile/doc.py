@@ -38,6 +38,7 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("quality.math.calibration", p.Calibration),
     ("quality.reuse", p.ReuseSpec),
     ("quality.reuse.load", p.LoadFiller),
+    ("quality.speculative", p.SpeculativeSpec),
     ("perf", p.PerfSpec),
     ("perf.scenarios[] (kind: fixed, the default)", p.FixedScenario),
     ("perf.scenarios[] (kind: multi_turn)", p.MultiTurnScenario),

@@ -12,8 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from qgate.core.features import FEATURES, Feature
+from qgate.profile.chat_templates import TEMPLATE_PREFIX, chat_template_names
 from qgate.profile.engines import engine_class, engine_kinds, unknown_engine_message
-from qgate.profile.suites import features_needed, features_used
+from qgate.profile.perf import side_args
+from qgate.profile.suites import engine_args_needed, features_needed, features_used
 
 if TYPE_CHECKING:
     from qgate.profile import EngineLaunch, Profile
@@ -66,6 +68,7 @@ def engine_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
                             f"{launch.kind} does not serve {feature}, which quality.{suite} needs",
                         )
                     )
+    found += _engine_arg_problems(profile)
     unique: list[tuple[KeyPath, str]] = []
     for item in found:
         if item not in unique:
@@ -95,3 +98,32 @@ def feature_notes(profile: Profile) -> list[str]:
                     f"{role}: {what}: not available for {launch.kind} (it does not serve {feature})"
                 )
     return notes
+
+
+def _engine_arg_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
+    """Engine args a configured suite needs that a side qgate starts as vLLM lacks."""
+
+    needed = engine_args_needed(profile.quality)
+    found: list[tuple[KeyPath, str]] = []
+    for role in ROLES:
+        if profile.engine_of(role).kind != "vllm":
+            continue  # an endpoint's or another engine's flags are not ours to read
+        have = side_args(profile, role)
+        template = have.get("chat_template")
+        if isinstance(template, str) and template.startswith(TEMPLATE_PREFIX):
+            name = template.removeprefix(TEMPLATE_PREFIX)
+            if name not in chat_template_names():
+                found.append(
+                    (
+                        (role, "args", "chat_template"),
+                        f"qgate ships no chat template {name!r} "
+                        f"(it ships: {', '.join(chat_template_names())})",
+                    )
+                )
+        for suite, args in needed.items():
+            for arg, why in args:
+                if have.get(arg) in (None, False):
+                    found.append(
+                        ((role, "args", arg), f"quality.{suite} needs engine arg {arg}: {why}")
+                    )
+    return found

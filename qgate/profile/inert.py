@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from qgate.core.yamlload import KeyPath
 from qgate.profile import (
     AccuracyPolicy,
+    ContextLadder,
     EngineLaunch,
     FixedScenario,
     LmEvalTask,
@@ -49,6 +50,7 @@ INERT: dict[tuple[type[BaseModel], str], Rule] = {
     ),
     (MathSuite, "limit"): lambda p: _SIZED if p.detect else None,
     (RecallSuite, "haystacks"): lambda p: _SIZED if p.detect else None,
+    (ContextLadder, "per_bucket"): lambda p: _SIZED if p.detect else None,
     (LmEvalTask, "limit"): lambda p: _SIZED if p.detect else None,
     (MathSuite, "long_tokens"): lambda p: (
         None

@@ -101,9 +101,10 @@ def _in_file(problem: Problem, name: str, own: bool) -> Problem:
 
 def _meta_problems(doc: YamlDocument, name: str, spec: dict[Any, Any]) -> list[Problem]:
     out = []
+    ambiguous = {a.path for a in doc.ambiguous}  # `required: yes`: reported once, as such
     for key, kind in zip(META_KEYS, (bool, str, list), strict=True):
-        if key in spec and not isinstance(spec[key], kind):
-            path: KeyPath = ("candidates", name, key)
+        path: KeyPath = ("candidates", name, key)
+        if key in spec and not isinstance(spec[key], kind) and path not in ambiguous:
             out.append(Problem(doc.line_of(path), path, f"must be {kind.__name__}"))
     if "perf_gates" in spec and not isinstance(doc.data.get("perf"), dict):
         path = ("candidates", name, "perf_gates")

@@ -35,12 +35,15 @@ from qgate.profile.quality import (
     LADDER_LEVELS,
     AccuracyPolicy,
     Calibration,
+    ContextLadder,
     Detect,
     DivergenceSuite,
     LmEvalTask,
     MathSuite,
     QualitySpec,
     RecallSuite,
+    StructuredSuite,
+    ToolCallsSuite,
 )
 from qgate.profile.reuse import LoadFiller, ReuseSpec
 from qgate.profile.scenarios import (
@@ -53,6 +56,7 @@ from qgate.profile.scenarios import (
     Slo,
     TraceScenario,
 )
+from qgate.profile.speculative import SpeculativeSpec
 
 # The profile's whole model, importable from here wherever it is defined.
 __all__ = [
@@ -84,7 +88,10 @@ __all__ = [
     "Profile",
     "PublishedFigure",
     "QualitySpec",
+    "ContextLadder",
     "RecallSuite",
+    "StructuredSuite",
+    "ToolCallsSuite",
     "ReuseSpec",
     "RuntimeFallback",
     "RuntimeSpec",
@@ -93,6 +100,7 @@ __all__ = [
     "ScenarioBase",
     "SigningSpec",
     "Slo",
+    "SpeculativeSpec",
     "Strict",
     "Target",
     "TraceScenario",

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from qgate.profile.base import Fraction, KeyIssue, Strict
 from qgate.profile.reuse import ReuseSpec
+from qgate.profile.speculative import SpeculativeSpec
 
 __all__ = [
     "ANSWER_MAX_TOKENS",
@@ -21,10 +22,15 @@ __all__ = [
     "Calibration",
     "Detect",
     "DivergenceSuite",
+    "ContextLadder",
     "LmEvalTask",
     "MathSuite",
     "QualitySpec",
     "RecallSuite",
+    "STRUCTURED_PARAMS",
+    "StructuredSuite",
+    "TOOL_CHOICES",
+    "ToolCallsSuite",
     "detect_problem",
     "fewest_rejecting",
 ]
@@ -223,6 +229,56 @@ class RecallSuite(AccuracyPolicy):
     )
 
 
+class ContextLadder(AccuracyPolicy):
+    """Recall items in context-length buckets up to the model's limit, each bucket gated alone.
+
+    Buckets are centred on powers of two (bucket P spans [P/sqrt(2), P*sqrt(2)) tokens), so
+    every power-of-two boundary (2,048/2,049, 4,096/4,097, ...) falls inside one bucket with
+    items on both sides of it; the top bucket ends at `up_to`. Result ids are
+    `context.<P>`; the report names the first bucket where the candidate fails (the cliff).
+    """
+
+    up_to: int = Field(
+        ge=256,
+        le=10_000_000,
+        description="Longest haystack in tokens: the model's own limit (SmolLM2 8192, 128K "
+        "models 131072); clipped at run time to fit max_model_len with the answer budget, "
+        "and the report says so.",
+    )
+    start: int = Field(
+        default=1024,
+        ge=64,
+        le=10_000_000,
+        description="Centre of the first bucket; a power of two (1024: the bucket [724, 1448)).",
+    )
+    per_bucket: int = Field(
+        default=8,
+        ge=1,
+        le=1000,
+        description="Items per bucket, at lengths spread geometrically across it (as many "
+        "below its power of two as above); `detect` replaces it with the sized count.",
+    )
+    depths: list[Fraction] = Field(
+        default_factory=lambda: [0.1, 0.5, 0.9],
+        min_length=1,
+        description="Where codes are planted (a fraction of the haystack), in turn per item.",
+    )
+    seed: int = Field(default=4321, ge=0, le=2**63 - 1, description="Seed of the haystacks.")
+    max_tokens: int = Field(
+        default=32, ge=1, le=10_000_000, description="Generation budget per answer."
+    )
+
+    @model_validator(mode="after")
+    def _ladder_shape(self) -> Self:
+        if self.start & (self.start - 1):
+            raise KeyIssue([(("start",), f"must be a power of two (not {self.start})")])
+        if self.up_to < self.start:
+            raise KeyIssue([(("up_to",), f"must be at least start ({self.start})")])
+        if self.up_to > self.start << 20:
+            raise KeyIssue([(("up_to",), "more than 20 buckets above start")])
+        return self
+
+
 class DivergenceSuite(Strict):
     """Teacher-forced logit divergence of the candidate from the reference."""
 
@@ -291,8 +347,54 @@ class LmEvalTask(AccuracyPolicy):
         return value
 
 
+TOOL_CHOICES = ("named", "auto")
+"""How a tool-call item is asked: `tool_choice` naming the expected function, or `auto`."""
+STRUCTURED_PARAMS = ("response_format", "structured_outputs", "guided_json")
+"""Request parameters that ask a server for output constrained by a JSON schema."""
+
+
+def _both_tool_choices() -> list[Literal["named", "auto"]]:
+    return ["named", "auto"]
+
+
+def _schema_params() -> list[Literal["response_format", "structured_outputs", "guided_json"]]:
+    return ["response_format", "structured_outputs"]
+
+
+class ToolCallsSuite(AccuracyPolicy):
+    """Generated requests that call for one exact tool call, asked with `tools`."""
+
+    items: int = Field(default=24, ge=1, description="Generated items per tool choice.")
+    seed: int = Field(default=4242, description="Seed of the generated items.")
+    choices: list[Literal["named", "auto"]] = Field(
+        default_factory=_both_tool_choices,
+        min_length=1,
+        description="Tool choices to ask each item with, one result each: `named` "
+        "(`tool_choice` names the expected function; vLLM needs `tool_call_parser`) and "
+        "`auto` (the model decides; vLLM also needs `enable_auto_tool_choice`, and the chat "
+        "template must render `tools`: qgate ships `qgate:chatml-tools` for ChatML models).",
+    )
+    max_tokens: int = Field(default=96, ge=1, description="Generation budget per answer.")
+
+
+class StructuredSuite(AccuracyPolicy):
+    """Generated questions answered as JSON constrained by a schema; validity, then the answer."""
+
+    items: int = Field(default=24, ge=1, description="Generated items per parameter.")
+    seed: int = Field(default=4343, description="Seed of the generated items.")
+    params: list[Literal["response_format", "structured_outputs", "guided_json"]] = Field(
+        default_factory=_schema_params,
+        min_length=1,
+        description="Request parameters to constrain the output with, one result each: "
+        "`response_format` (json_schema, the OpenAI API), `structured_outputs` (vLLM's "
+        "extra body, `{json: schema}`), `guided_json` (the legacy extra body field that vLLM "
+        ">= 0.12 ignores with HTTP 200: the suite names that as unconstrained output).",
+    )
+    max_tokens: int = Field(default=48, ge=1, description="Generation budget per answer.")
+
+
 NON_SUITE_SETTINGS = frozenset(
-    {"concurrency", "seed", "on_no_effect", "stop", "stop_block", "reuse"}
+    {"concurrency", "seed", "on_no_effect", "stop", "stop_block", "reuse", "speculative"}
 )
 """Fields of `quality:` that are settings of every suite, not suites; every other field is a
 suite registered in qgate/profile/suites.py (a unit test holds the two lists together)."""
@@ -308,6 +410,17 @@ class QualitySpec(Strict):
     )
     lm_eval: list[LmEvalTask] = Field(
         default_factory=list, description="lm-eval tasks, each with its own gate policy."
+    )
+    tool_calls: ToolCallsSuite | None = Field(
+        default=None, description="Tool-call suite: one exact expected call per item."
+    )
+    structured: StructuredSuite | None = Field(
+        default=None, description="Structured-output suite: JSON constrained by a schema."
+    )
+    context_ladder: ContextLadder | None = Field(
+        default=None,
+        description="Recall items in context-length buckets up to the model's limit, each "
+        "bucket gated on its own; the report names the first failing bucket (a cliff).",
     )
     concurrency: int = Field(default=8, ge=1, description="Requests in flight per suite.")
     seed: int = Field(default=0, description="Sampling seed sent with every request.")
@@ -338,6 +451,13 @@ class QualitySpec(Strict):
         "restored host/external tier or under KV pressure, on both sides; gated against the "
         "reference's same pass and the candidate's own cold answers, with the server's counters "
         "as proof that the pass ran the path it names (docs/concepts/reuse.md).",
+    )
+    speculative: SpeculativeSpec | None = Field(
+        default=None,
+        description="Limits of the acceptance gate of a candidate whose engine arguments set "
+        "`speculative_config` (the gate runs for such a candidate with these defaults when the "
+        "block is absent): its acceptance length from the server's counters around the quality "
+        "suites, against a floor or a share of a speculative reference's.",
     )
 
     @field_validator("stop", mode="before")

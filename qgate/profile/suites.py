@@ -20,19 +20,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, get_origin
+from typing import Any, cast, get_origin
 
 from pydantic import BaseModel
 
 from qgate.core.features import Feature
 from qgate.core.registry import Registry, load_object
+from qgate.profile.context_ladder import buckets
 from qgate.profile.quality import (
     AccuracyPolicy,
+    ContextLadder,
     DivergenceSuite,
     LmEvalTask,
     MathSuite,
     QualitySpec,
     RecallSuite,
+    StructuredSuite,
+    ToolCallsSuite,
 )
 
 __all__ = [
@@ -40,6 +44,7 @@ __all__ = [
     "Results",
     "SuiteEntry",
     "configured",
+    "engine_args_needed",
     "exact_results",
     "features_needed",
     "features_used",
@@ -78,6 +83,19 @@ class SuiteEntry:
     """Engine features it uses when present (with a fallback when not)."""
     paired: bool = False
     """The divergence step: runs on the reference, then on the candidate with its scores."""
+    engine_args: Callable[[Any], list[tuple[str, str]]] | None = None
+    """vLLM engine args a configuration cannot run without: (arg, why); checked on each side
+    that qgate starts as vLLM (`qgate validate` refuses, `qgate plan` names them)."""
+    planned: str | None = None
+    """"module:attribute" of a function setting -> [(result id, items, what an item is)], for
+    `qgate plan` (imported on first use); None: the plan lists the result ids, items unknown."""
+
+    def plan_rows(self, setting: Any) -> list[tuple[str, int | None, str]] | None:
+        """(result id, items per side, what an item is) per result, when the entry says."""
+        if self.planned is None:
+            return None
+        plan = cast("Callable[[Any], list[tuple[str, int | None, str]]]", load_object(self.planned))
+        return plan(setting)
 
     def load(self) -> Any:
         """The runner object, imported now."""
@@ -100,8 +118,35 @@ def _recall_results(spec: RecallSuite) -> Results:
     return [(f"recall.{n}", spec) for n in spec.context_tokens]
 
 
+def _ladder_results(spec: ContextLadder) -> Results:
+    return [(b.suite, spec) for b in buckets(spec.start, spec.up_to)]
+
+
 def _lm_eval_results(tasks: Sequence[LmEvalTask]) -> Results:
     return [(f"lm_eval.{task.task}", task) for task in tasks]
+
+
+def _tool_calls_results(spec: ToolCallsSuite) -> Results:
+    return [(f"tool_calls.{choice}", spec) for choice in spec.choices]
+
+
+def _structured_results(spec: StructuredSuite) -> Results:
+    return [(f"structured.{param}", spec) for param in spec.params]
+
+
+def _tool_calls_args(spec: ToolCallsSuite) -> list[tuple[str, str]]:
+    needs = [
+        ("tool_call_parser", "vLLM refuses `tools` with a tool_choice without it (e.g. hermes)"),
+        (
+            "chat_template",
+            "a template that renders `tools` into the prompt where the model's own has no "
+            "tool section (qgate:chatml-tools for ChatML models such as SmolLM2); set it to "
+            "the model's own template file to say that template renders them",
+        ),
+    ]
+    if "auto" in spec.choices:
+        needs.append(("enable_auto_tool_choice", "vLLM refuses tool_choice `auto` without it"))
+    return needs
 
 
 def _suite(entry: object) -> SuiteEntry:
@@ -175,6 +220,15 @@ def features_needed(spec: QualitySpec) -> dict[str, frozenset[Feature]]:
     return {entry.key: entry.needs for entry, _ in configured(spec)}
 
 
+def engine_args_needed(spec: QualitySpec) -> dict[str, list[tuple[str, str]]]:
+    """Suite key -> the vLLM engine args (arg, why) it cannot run without."""
+    return {
+        entry.key: entry.engine_args(setting)
+        for entry, setting in configured(spec)
+        if entry.engine_args is not None
+    }
+
+
 def features_used(spec: QualitySpec) -> dict[str, frozenset[Feature]]:
     """Suite key -> the engine features it uses when present (it falls back without them)."""
     return {entry.key: entry.uses for entry, _ in configured(spec)}
@@ -223,5 +277,32 @@ register(
         model=LmEvalTask,
         runner="qgate.quality.lmeval_suite:SUITE",
         results=_lm_eval_results,
+    )
+)
+register(
+    SuiteEntry(
+        key="tool_calls",
+        model=ToolCallsSuite,
+        runner="qgate.quality.agent_suites:TOOL_CALLS",
+        results=_tool_calls_results,
+        engine_args=_tool_calls_args,
+    )
+)
+register(
+    SuiteEntry(
+        key="structured",
+        model=StructuredSuite,
+        runner="qgate.quality.agent_suites:STRUCTURED",
+        results=_structured_results,
+    )
+)
+register(
+    SuiteEntry(
+        key="context_ladder",
+        model=ContextLadder,
+        runner="qgate.quality.context_ladder_suite:SUITE",
+        results=_ladder_results,
+        planned="qgate.quality.sizing:ladder_plan",
+        uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
     )
 )

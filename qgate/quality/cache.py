@@ -53,6 +53,7 @@ from qgate.quality.cache_auth import (
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.records import SuiteRun
 from qgate.quality.reuse_records import PassRun
+from qgate.quality.spec_counters import SpecSnapshot
 
 if TYPE_CHECKING:
     from qgate.attest.keys import LoadedSigner
@@ -84,6 +85,10 @@ class CachedReference(Record):
     passes: list[PassRun] = Field(
         default_factory=list, description="quality.reuse: the reference's passes and counters."
     )
+    speculative: list[SpecSnapshot] = Field(
+        default_factory=list,
+        description="The reference's speculative-decoding counter snapshots (when it speculates).",
+    )
     key_inputs: dict[str, Any] = Field(
         default_factory=dict, description="The canonical key inputs, to explain a miss."
     )
@@ -109,7 +114,7 @@ def generation_view(spec: QualitySpec) -> dict[str, Any]:
     # Every suite's policy fields: they decide verdicts, never what the reference generates.
     view: dict[str, Any] = _strip(spec.model_dump(mode="json"), gate_fields())
     # Stopping early decides how much runs, not what: a partial reference is never cached.
-    for key in ("stop", "stop_block"):
+    for key in ("stop", "stop_block", "speculative"):  # speculative: the acceptance gate's limits
         view.pop(key, None)
     return view
 

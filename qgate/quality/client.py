@@ -216,6 +216,18 @@ class SuiteClient:
             completion_tokens=int(tokens) if isinstance(tokens, int) else None,
         )
 
+    async def chat_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One chat completion with a request body the caller built (tools, response_format);
+        the server's whole answer. HttpError on an HTTP error status."""
+        async with self._semaphore:
+            data = await self._post(
+                f"{self.base_url}/chat/completions", {"model": self.model, **body}
+            )
+        tally = USAGE.get()
+        if tally is not None:
+            tally.add(data.get("usage") or {})
+        return data
+
     async def chat_many(
         self, prompts: list[str], *, max_tokens: int, seed: int, what: str = "answers"
     ) -> list[Completion]:

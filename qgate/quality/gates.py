@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from qgate.core.verdict import Verdict
 from qgate.profile import AccuracyPolicy, DivergenceSuite, QualitySpec
 from qgate.profile.suites import exact_results
+from qgate.quality.agent_gates import structured_verdicts
 from qgate.quality.divergence import DivergenceSummary, reverse_klds, summarize_divergence
 from qgate.quality.effect import effect_verdicts
 from qgate.quality.records import DivergenceRun, SuiteRun
@@ -160,6 +161,7 @@ def evaluate_quality(
             verdicts += absent
         else:
             verdicts += evaluate_suite(suite, policy, ref, cand)
+    verdicts = structured_verdicts(spec, runs, verdicts)
     if spec.divergence is not None:
         div = evaluate_divergence(spec.divergence, divergence)
         if divergence is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from qgate.profile import QualitySpec
+from qgate.quality.agent_gates import failure_lines
 from qgate.quality.effect import no_effect_message
 from qgate.quality.gates import configured_suites
 from qgate.quality.records import DivergenceRun, SuiteRun
@@ -41,4 +42,4 @@ def quality_warnings(
     """The report's warnings: no measurable effect (with `on_no_effect: warn`), capped sizing."""
     no_effect = no_effect_message(runs, divergence)
     warnings = [no_effect] if no_effect and spec.on_no_effect == "warn" else []
-    return warnings + capped_detections(spec)
+    return warnings + capped_detections(spec) + failure_lines(spec, runs)

@@ -32,9 +32,11 @@ if TYPE_CHECKING:
 __all__ = [
     "SUITE",
     "RecallItem",
+    "Sizer",
     "build_haystack",
     "clip_length",
     "recall_data_sha256",
+    "record_of",
     "run_recall",
 ]
 VOCABULARY = "recall/vocabulary.json"
@@ -254,6 +256,12 @@ def _record(item: RecallItem, out: Completion) -> ItemRecord:
         output_tokens=out.completion_tokens,
         finish_reason=out.finish_reason,
     )
+
+
+Sizer = _Sizer
+"""Counts tokens with the server's tokenizer (the ladder sizes its haystacks with it too)."""
+record_of = _record
+"""One recall answer's record (the ladder grades its items the same way)."""
 
 
 class RecallRunner:

@@ -29,6 +29,13 @@ class ItemRecord(Record):
         "gated on paired score differences (qgate/quality/score_gates.py). None: exact-answer.",
     )
 
+    failure: str | None = Field(
+        default=None,
+        description="Why a tool-call or structured-output item was not correct (`content`, "
+        "`malformed_arguments`, `wrong_name`, `wrong_arguments`, `http_error`, "
+        "`unconstrained`, ...: qgate/quality/agent_data.py); None for other suites.",
+    )
+
 
 class SuiteRun(Record):
     """One exact-answer suite (e.g. 'math.short', 'recall.4096') on one runtime."""

@@ -20,7 +20,17 @@ import math
 from dataclasses import dataclass
 
 from qgate.core.plan import GatePower
-from qgate.profile import AccuracyPolicy, Detect, LmEvalTask, MathSuite, RecallSuite
+from qgate.profile import (
+    AccuracyPolicy,
+    ContextLadder,
+    Detect,
+    LmEvalTask,
+    MathSuite,
+    RecallSuite,
+    StructuredSuite,
+    ToolCallsSuite,
+)
+from qgate.profile.context_ladder import buckets
 from qgate.profile.quality import detect_problem, fewest_rejecting
 from qgate.quality.calibrate import math_calibration
 from qgate.quality.stats import mcnemar_power, smallest_n
@@ -31,11 +41,14 @@ __all__ = [
     "achieved_power",
     "gate_power",
     "items_needed",
+    "ladder_items",
+    "ladder_plan",
     "lmeval_limit",
     "math_limit",
     "observed_discordance",
     "recall_cells",
     "recall_haystacks",
+    "agent_items",
 ]
 
 DISCORDANCE_PRIOR = 2.0
@@ -132,6 +145,28 @@ def recall_haystacks(spec: RecallSuite) -> int:
 def recall_cells(spec: RecallSuite) -> int:
     """Items per haystack index at one length: one per depth and similar-code level."""
     return len(spec.depths) * len(spec.similar)
+
+
+def agent_items(spec: ToolCallsSuite | StructuredSuite) -> int:
+    """Generated tool-call or structured items per result: the detection's count when stated,
+    else `items`."""
+    sized = _sized(spec)
+    return spec.items if sized is None else sized
+
+
+def ladder_items(spec: ContextLadder) -> int:
+    """Items per ladder bucket: the detection's count when stated, else `per_bucket`."""
+    sized = _sized(spec)
+    return spec.per_bucket if sized is None else sized
+
+
+def ladder_plan(spec: ContextLadder) -> list[tuple[str, int | None, str]]:
+    """(result id, items per side, what an item is) per ladder bucket, for `qgate plan`."""
+    n = ladder_items(spec)
+    return [
+        (b.suite, n, f"recall haystacks of {b.label()} tokens (centred on {b.centre})")
+        for b in buckets(spec.start, spec.up_to)
+    ]
 
 
 def lmeval_limit(task: LmEvalTask) -> int | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from qgate.core.records import Record, Role
 from qgate.core.serving import EffectiveConfig, Runtime
 from qgate.profile import DivergenceSuite, Profile, QualitySpec
 from qgate.profile.side import side
+from qgate.profile.spec_plan import speculates, speculative_policy
 from qgate.profile.suites import configured
 from qgate.quality.board import Board
 from qgate.quality.cache import reference_cache_key
@@ -33,6 +35,7 @@ from qgate.quality.reuse_gates import reuse_suites
 from qgate.quality.reuse_pass import run_passes, split_setting, suite_with_counters
 from qgate.quality.reuse_records import PassRun, PassSuite
 from qgate.quality.runner import PairedRunner, SuiteContext, SuiteRunner
+from qgate.quality.spec_counters import SpecSnapshot, snapshot
 from qgate.runtime.causes import blamed_on
 
 log = logging.getLogger("qgate")
@@ -60,6 +63,11 @@ class QualityOutput(Record):
     passes: list[PassRun] = Field(
         default_factory=list,
         description="quality.reuse: the cold pass's counters, then each pass's records.",
+    )
+    speculative: list[SpecSnapshot] = Field(
+        default_factory=list,
+        description="Speculative-decoding counters before the first suite and after each "
+        "(a profile with an acceptance gate or a speculating side; else empty).",
     )
 
 
@@ -114,6 +122,7 @@ async def _evaluate(
     tokenizer_path: Path | None,
     on_scores: Callable[[ScoreSet], None] | None,
     board: Board | None,
+    spec_snaps: list[SpecSnapshot] | None = None,
 ) -> tuple[list[SuiteRun], ScoreSet | None, list[PassRun]]:
     ctx = SuiteContext(
         role=role,
@@ -139,6 +148,9 @@ async def _evaluate(
     # to settle a FAIL, and everything after it is then skipped.
     if role == "reference" or spec.stop == "verdict":
         suites = sorted(suites, key=lambda pair: not pair[0].paired)
+    t0 = time.monotonic()
+    if spec_snaps is not None:
+        spec_snaps.append(await snapshot(role, "start", ctx.base_url, ctx.headers))
     for entry, setting in suites:
         if board is not None and (why := board.halted(role)):
             log.info("%s: %s not run: %s", role, entry.key, why)
@@ -154,11 +166,19 @@ async def _evaluate(
                     runs += await runner.run(setting, ctx)
                 else:  # each result on its own, counters around it: the cold pass
                     runs += await _cold(runner, entry.key, setting, ctx, spec, cold, again)
+        if spec_snaps is not None:
+            spec_snaps.append(
+                await snapshot(role, f"after {entry.key}", ctx.base_url, ctx.headers, t0)
+            )
         runtime.check_alive()
     if spec.reuse is not None and again and not (board is not None and board.halted(role)):
         passes.append(PassRun(name="cold", role=role, prepare="the quality stage", suites=cold))
         with progress.suite(role, "reuse passes"):
             passes += await run_passes(spec, ctx, again)
+        if spec_snaps is not None:
+            spec_snaps.append(
+                await snapshot(role, "after reuse passes", ctx.base_url, ctx.headers, t0)
+            )
         runtime.check_alive()
     return runs, scores, passes
 
@@ -206,6 +226,9 @@ def evaluate(
     """
     effective = runtime.effective_config()
     max_len = effective.max_model_len or max_model_len_of(profile, role)
+    spec_snaps: list[SpecSnapshot] | None = None
+    if speculative_policy(profile) is not None or speculates(profile, role):
+        spec_snaps = []
     with blamed_on(runtime):
         runs, scores, passes = asyncio.run(
             _evaluate(
@@ -218,10 +241,16 @@ def evaluate(
                 tokenizer_path=tokenizer_path,
                 on_scores=on_scores,
                 board=board,
+                spec_snaps=spec_snaps,
             )
         )
     return QualityOutput(
-        role=role, runs=runs, scores=scores, effective_config=effective, passes=passes
+        role=role,
+        runs=runs,
+        scores=scores,
+        effective_config=effective,
+        passes=passes,
+        speculative=spec_snaps or [],
     )
 
 

@@ -26,6 +26,7 @@ from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.calibrate import math_calibration
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_records import PassRun
+from qgate.quality.spec_counters import SpecSnapshot
 from qgate.report.attribution import Attribution
 from qgate.report.changes_applied import change_warnings
 from qgate.report.model import (
@@ -119,6 +120,7 @@ def build_report(
     suite_runs: Sequence[SuiteRun],
     divergence: DivergenceRun | None,
     passes: Sequence[PassRun] = (),
+    speculative: Sequence[SpecSnapshot] = (),
     verdicts: Sequence[Verdict],
     perf_status: PerfStatus,
     perf_runs: Sequence[ScenarioRun],
@@ -167,6 +169,7 @@ def build_report(
             divergence=divergence,
             verdicts=list(verdicts),
             passes=list(passes),
+            speculative=list(speculative),
             calibration=math_calibration(profile.quality.math) if profile.quality.math else None,
         ),
         perf=perf,
@@ -176,7 +179,10 @@ def build_report(
         capability_notes=list(capability_notes),
         # the candidate's changes the running server did not confirm: derived here from what
         # the report holds, as verify re-derives it (quality derivation 3)
-        warnings=[*warnings, *change_warnings(profile, effective_configs, passes, perf_runs)],
+        warnings=[
+            *warnings,
+            *change_warnings(profile, effective_configs, passes, perf_runs, speculative),
+        ],
         stage_timings=dict(stage_timings),
         starts=list(starts),
         plan=plan,

@@ -11,6 +11,7 @@ that every view derives the same list from the signed report.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -21,6 +22,8 @@ from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
 from qgate.profile.changes import changes_of
 from qgate.quality.reuse_records import DEVICE, EXTERNAL, PassRun
+from qgate.quality.spec_counters import SpecSnapshot
+from qgate.quality.spec_gates import acceptance
 from qgate.runtime.effective import check_applied
 
 __all__ = [
@@ -82,6 +85,44 @@ def _perf_hits(runs: Sequence[ScenarioRun]) -> float | None:
     return seen
 
 
+_SPEC_METHOD = re.compile(r"method='(?P<method>[^']*)'")
+
+
+def _asked_method(value: Any) -> str | None:
+    """The method of a requested speculative_config (a JSON text, or a mapping)."""
+    if isinstance(value, str):
+        value = _value(value)
+    if isinstance(value, dict):
+        method = value.get("method")
+        return str(method) if method is not None else None
+    return None
+
+
+def _speculation(
+    value: Any, cand: EffectiveConfig | None, snapshots: Sequence[SpecSnapshot]
+) -> tuple[Status, str]:
+    """speculative_config: the engine's logged config first, then the candidate's counters."""
+    asked = None if value in (None, "-") else value
+    method = _asked_method(asked) if asked is not None else None
+    seen = acceptance(snapshots, "candidate")
+    drafts = f"; {seen.drafts:,.0f} drafts in its quality stage" if seen is not None else ""
+    logged = cand.speculative_config if cand is not None else None
+    if logged is not None:
+        found = _SPEC_METHOD.search(logged)
+        got = found.group("method") if found else None
+        if asked is None:
+            ok = logged == "None"
+        else:
+            ok = logged != "None" and (method is None or got == method)
+        status: Status = "confirmed" if ok else "contradicted"
+        return status, f"the server logged speculative_config={logged}{drafts}"
+    if seen is not None and seen.drafts > 0:
+        if asked is not None:
+            return "confirmed", f"{seen.drafts:,.0f} drafts in its quality stage"
+        return "contradicted", f"it drafted {seen.drafts:,.0f} times with no speculation asked"
+    return "unconfirmed", "no engine log line or speculative-decoding counter shows it"
+
+
 def _value(text: str) -> Any:
     try:
         return json.loads(text)
@@ -95,7 +136,10 @@ def _check(
     cand: EffectiveConfig | None,
     passes: Sequence[PassRun],
     perf: Sequence[ScenarioRun],
+    speculative: Sequence[SpecSnapshot] = (),
 ) -> tuple[Status, str]:
+    if key == "speculative_config":
+        return _speculation(value, cand, speculative)
     if key in REPORTED and cand is not None:
         applied = cand.model_dump()
         got = applied.get(key)
@@ -140,6 +184,7 @@ def confirm_changes(
     configs: Sequence[EffectiveConfig],
     passes: Sequence[PassRun] = (),
     perf: Sequence[ScenarioRun] = (),
+    speculative: Sequence[SpecSnapshot] = (),
 ) -> list[ChangeCheck]:
     """Every change of the candidate against the reference, with its status and evidence."""
     cand = next((c for c in configs if c.role == "candidate"), None)
@@ -147,7 +192,8 @@ def confirm_changes(
     for change in changes_of(profile):
         kind, _, key = change.name.partition(".")
         if kind == "args":
-            status, evidence = _check(key, _value(change.candidate), cand, passes, perf)
+            value = _value(change.candidate)
+            status, evidence = _check(key, value, cand, passes, perf, speculative)
         elif kind == "env":
             got = cand.env_flags.get(key) if cand is not None else None
             status = "unconfirmed"
@@ -183,22 +229,26 @@ def change_warnings(
     configs: Sequence[EffectiveConfig],
     passes: Sequence[PassRun] = (),
     perf: Sequence[ScenarioRun] = (),
+    speculative: Sequence[SpecSnapshot] = (),
 ) -> list[str]:
     """The report's warning on unconfirmed changes (none when every change is confirmed):
     what `qgate run` writes and `qgate verify` re-derives (quality derivation 3 on)."""
-    line = unconfirmed_warning(confirm_changes(profile, configs, passes, perf))
+    line = unconfirmed_warning(confirm_changes(profile, configs, passes, perf, speculative))
     return [] if line is None else [line]
 
 
 def contradicted_verdicts(
-    profile: Profile, configs: Sequence[EffectiveConfig], passes: Sequence[PassRun] = ()
+    profile: Profile,
+    configs: Sequence[EffectiveConfig],
+    passes: Sequence[PassRun] = (),
+    speculative: Sequence[SpecSnapshot] = (),
 ) -> list[Verdict]:
     """A failed gate `changes.<name>.applied` for each change the running candidate
     contradicts (its server says it did not apply a requested setting): such a candidate is not
     what the profile asked for, so its verdict cannot be PASS. From the server's report and the
     reuse passes only (what is known when the gates are judged, before perf)."""
     out = []
-    for c in confirm_changes(profile, configs, passes):
+    for c in confirm_changes(profile, configs, passes, speculative=speculative):
         if c.status == "contradicted":
             out.append(
                 Verdict(

@@ -29,6 +29,7 @@ from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.calibrate import CalibrationResult
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_records import PassRun
+from qgate.quality.spec_counters import SpecSnapshot
 from qgate.report.attribution import Attribution
 from qgate.runtime.fingerprint import Fingerprint
 
@@ -97,6 +98,11 @@ class QualitySection(Record):
         default_factory=list,
         description="quality.reuse: both sides' passes (cold counters, then warm, restored, "
         "load), each suite's records and the server counters around it.",
+    )
+    speculative: list[SpecSnapshot] = Field(
+        default_factory=list,
+        description="Both sides' speculative-decoding counters before the first suite and after "
+        "each (a profile with an acceptance gate; qgate/quality/spec_gates.py re-derives it).",
     )
     calibration: CalibrationResult | None = Field(
         default=None,

@@ -20,6 +20,7 @@ from qgate.quality.divergence_suite import build_divergence_run
 from qgate.quality.gates import evaluate_quality, overall_passed
 from qgate.quality.records import DivergenceRun
 from qgate.quality.reuse_gates import evaluate_reuse
+from qgate.quality.spec_gates import evaluate_speculative
 from qgate.quality.stage import QualityOutput
 from qgate.report.attribution import Attribution
 from qgate.report.changes_applied import contradicted_verdicts
@@ -85,9 +86,11 @@ def judge(
     out.verdicts += evaluate_reuse(ctx.profile.quality, runs, reference.passes + out.quality.passes)
     configs = [c for c in (reference.effective_config, out.quality.effective_config) if c]
     out.verdicts += kv_scale_verdicts(ctx.profile.engine.uncalibrated_kv_scales, configs)
+    spec = reference.speculative + out.quality.speculative
     out.verdicts += contradicted_verdicts(
-        ctx.profile, configs, reference.passes + out.quality.passes
+        ctx.profile, configs, reference.passes + out.quality.passes, spec
     )
+    out.verdicts += evaluate_speculative(ctx.profile, spec)
     out.status = perf_status(overall_passed(out.verdicts), ctx.no_perf, force_perf)
 
 

@@ -57,6 +57,8 @@ class RunOutcome:
     capability_notes: list[str] = field(default_factory=list)
     attribution: list[str] = field(default_factory=list)
     """What attribution found (qgate/report/attribution.py: summary_lines)."""
+    cliff: str | None = None
+    """The context ladder's first failing bucket (qgate/report/render/ladder_view.py)."""
     candidates: list[str] = field(default_factory=list)
     """A profile with several candidates: one line per candidate (name, verdict, perf)."""
     time: list[str] = field(default_factory=list)

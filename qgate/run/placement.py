@@ -13,6 +13,7 @@ from qgate.core.plan import Life, Plan, Work
 from qgate.profile import Profile
 from qgate.profile.changes import changes_of
 from qgate.profile.reuse_plan import reuse_notes
+from qgate.profile.spec_plan import speculative_notes
 from qgate.report.attribution import budget_note
 from qgate.run.attribute import attribution_wanted
 from qgate.run.context import RunSet
@@ -96,6 +97,7 @@ def plan_for(
         if profile.attribution is not None and profile.attribution.enabled:
             _attribution_life(out, name, profile)
         out.notes += reuse_notes(profile, name if len(profiles) > 1 else None)
+        out.notes += speculative_notes(profile, name if len(profiles) > 1 else None)
     if why is not None and first.engine.placement == "together":
         out.notes.append(f"engine.placement 'together' cannot apply here ({why}): in sequence")
     elif why is not None and out.lives and on_cpu:

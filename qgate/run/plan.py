@@ -36,11 +36,17 @@ from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
 from qgate.profile.engine_checks import starts_process
 from qgate.profile.engines import engine_class
 from qgate.profile.side import side
-from qgate.profile.suites import configured
+from qgate.profile.suites import configured, engine_args_needed
 from qgate.quality.calibrate import boundary_warning, expected_accuracy, math_draw
 from qgate.quality.gates import policy_for
 from qgate.quality.math_set import math_items
-from qgate.quality.sizing import gate_power, lmeval_limit, recall_cells, recall_haystacks
+from qgate.quality.sizing import (
+    agent_items,
+    gate_power,
+    lmeval_limit,
+    recall_cells,
+    recall_haystacks,
+)
 from qgate.run.life_probes import lives_note
 
 __all__ = [
@@ -83,6 +89,16 @@ def _suites(spec: QualitySpec) -> list[SuitePlan]:
                 )
                 for t in setting
             ]
+        elif entry.key in ("tool_calls", "structured"):
+            detail = (
+                "tool calls asked" if entry.key == "tool_calls" else "schema-constrained answers"
+            )
+            out += [
+                SuitePlan(suite=rid, items=agent_items(setting), detail=detail)
+                for rid, _ in entry.results_of(setting)
+            ]
+        elif (rows := entry.plan_rows(setting)) is not None:  # the entry says (ladder)
+            out += [SuitePlan(suite=rid, items=n, detail=what) for rid, n, what in rows]
         else:  # a registered suite of a plug-in
             out += [SuitePlan(suite=rid, items=None) for rid, _ in entry.results_of(setting)]
     return out
@@ -116,7 +132,8 @@ def _power_line(g: GatePower) -> str:
     if g.sized and not g.powered:
         line += " (CAPPED at detect.max_items: the stated power is not reached)"
     elif not g.powered:
-        key = g.suite.split(".")[0] + ("[]" if g.suite.startswith("lm_eval.") else "")
+        head = g.suite.split(".")[0]
+        key = {"context": "context_ladder", "lm_eval": "lm_eval[]"}.get(head, head)
         line += f" (UNDERPOWERED: state quality.{key}.detect to size it)"
     return line
 
@@ -389,6 +406,11 @@ def _together(
             "interleaved blocks (reference, candidate, ...; the other side paused): each "
             "ratio's interval covers the spread of its block ratios"
             + (" (one block: the noise between requests only)" if blocks == 1 else "")
+        )
+    for suite, args in engine_args_needed(profile.quality).items():
+        notes.append(
+            f"quality.{suite} needs engine args {', '.join(a for a, _ in args)} on both sides "
+            "(vLLM; `qgate validate` refuses a side it starts without them)"
         )
     rounds = rounds_of(profile)
     if compared and rounds > 1:

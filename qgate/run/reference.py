@@ -140,6 +140,7 @@ def reference_life(ctx: RunContext, with_perf: bool, clock: StageClock) -> Refer
                     effective_config=entry.effective_config,
                     cached=True,
                     passes=entry.passes,
+                    speculative=entry.speculative,
                 )
                 save_raw(ctx, "reference-quality.json", out)
                 ctx.probing.quality_known("reference", out)
@@ -169,6 +170,7 @@ def store_reference(ctx: RunContext, out: QualityOutput) -> None:
         divergence=out.scores,
         effective_config=out.effective_config,
         passes=out.passes,
+        speculative=out.speculative,
     )
     whole = complete(ctx.profile.quality, out)
     if not whole:

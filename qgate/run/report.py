@@ -22,6 +22,7 @@ from qgate.report.attribution import summary_lines
 from qgate.report.derive import time_breakdown
 from qgate.report.model import PerfStatus, Report
 from qgate.report.multi_model import CandidateEntry, CandidateVerdict
+from qgate.report.render.ladder_view import cliff_line
 from qgate.report.signing import subjects_for
 from qgate.report.writer import write_report
 from qgate.run.candidate import CandidateResult, perf_with_baseline
@@ -117,6 +118,7 @@ def write_single(
         capability_notes=rep.capability_notes,
         time=time_lines(time_breakdown(rep)),
         attribution=summary_lines(rep.attribution),
+        cliff=cliff_line(rep),
     )
 
 
@@ -149,6 +151,7 @@ def build(
         effective_configs=configs,
         suite_runs=reference.runs + candidate.runs,
         passes=reference.passes + candidate.passes,
+        speculative=reference.speculative + candidate.speculative,
         divergence=result.divergence,
         verdicts=result.verdicts,
         perf_status=result.status,

@@ -48,6 +48,9 @@ _CONFIG_RE = re.compile(
     r"Initializing a V1 LLM engine \(v(?P<version>[^)]+)\) with config: (?P<config>.*)$",
     re.MULTILINE,
 )
+# "speculative_config=SpeculativeConfig(method='ngram', model=None, num_spec_tokens=3)" or
+# "speculative_config=None" in the config line (vLLM's SpeculativeConfig.__repr__).
+_SPEC_RE = re.compile(r"(?:^|, )speculative_config=(?P<spec>None|SpeculativeConfig\([^)]*\))")
 # First match wins, so more specific announcements come first.
 _BACKEND_RES = (
     re.compile(r"Using (?P<name>[A-Za-z0-9_]+) attention backend"),
@@ -136,6 +139,9 @@ def parse_engine_log(text: str) -> EngineLogReport:
             value = _config_value(config, key)
             if value is not None:
                 report.config[key] = value
+        spec = _SPEC_RE.search(config)
+        if spec is not None:
+            report.config["speculative_config"] = spec.group("spec")
     for pattern in _BACKEND_RES:
         found = pattern.search(text)
         if found:
@@ -227,6 +233,7 @@ def engine_facts(report: EngineLogReport) -> dict[str, Any]:
         "max_model_len": _int_or_none(c.get("max_seq_len")),
         "tensor_parallel_size": _int_or_none(c.get("tensor_parallel_size")),
         "pipeline_parallel_size": _int_or_none(c.get("pipeline_parallel_size")),
+        "speculative_config": c.get("speculative_config"),
     }
 
 

@@ -18,6 +18,7 @@ from qgate.core.redact import redact_text
 from qgate.core.serving import EffectiveConfig, MetricNames
 from qgate.errors import RuntimeFailure
 from qgate.profile.base import EngineArgValue
+from qgate.profile.chat_templates import resolve_chat_template
 from qgate.runtime import command as cmd
 from qgate.runtime import cores, effective, server
 from qgate.runtime.causes import cause_context
@@ -167,8 +168,16 @@ class VllmServer(ServerProcess):
 
     def build_command(self, port: int) -> list[str]:
         launcher = self.launcher or cmd.detect_launcher()
+        # `chat_template: qgate:NAME` (a template qgate ships) stays so in the recorded args,
+        # which verify re-derives from the profile; vLLM is given its file
+        args = {
+            k: resolve_chat_template(v)
+            if k in ("chat_template", "chat-template") and isinstance(v, str)
+            else v
+            for k, v in self.args.items()
+        }
         return cmd.build_command(
-            launcher, str(self.model_path), self.served_model, self.host, port, self.args
+            launcher, str(self.model_path), self.served_model, self.host, port, args
         )
 
     def log_facts(self, log_text: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from qgate.profile import EngineArgValue
+from qgate.profile.chat_templates import resolve_chat_template
 from qgate.runtime.capabilities import cpu_serving_dtype, native_fp8_kv, probe_cpu
 from qgate.runtime.process import group_alive
 from qgate.runtime.vllm_server import VllmServer
@@ -100,7 +101,15 @@ def reference_server(smollm2_checkpoint: Path, runtime_root: Path) -> Iterator[V
     test_runtime_vllm.py checks on it.
     """
     run_dir = runtime_root / "reference-server"
-    yield from _serve("reference", smollm2_checkpoint, run_dir, {"kv_cache_dtype": "auto"}, {})
+    # The tool-call suite's args (test_suites.py); without tools the template renders as
+    # SmolLM2's own, so the other suites see the same prompts.
+    tools: dict[str, EngineArgValue] = {
+        "chat_template": resolve_chat_template("qgate:chatml-tools"),
+        "tool_call_parser": "hermes",
+        "enable_auto_tool_choice": True,
+    }
+    extra: dict[str, EngineArgValue] = {"kv_cache_dtype": "auto", **tools}
+    yield from _serve("reference", smollm2_checkpoint, run_dir, extra, {})
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,8 @@ the gates, perf only when they pass, a signed report that `qgate verify`
 accepts. Then the failing profile (emulated INT4 weights) exits 1 without
 perf, with the reference read back from the signed cache (a poisoned entry is refused), and
 Ctrl-C during the candidate's start leaves no server behind. An lm-eval task rides along in
-every run (offline, the committed local task): its items are paired and re-derived by verify.
+every run (offline, the committed local task): its items are paired and re-derived by verify,
+and so does a small structured-output suite (a JSON schema through `response_format`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ quality:
   math: {{prompts: [short, long], limit: 8, max_drop: {math_drop}}}
   recall: {{context_tokens: [512], haystacks: 1, depths: [0.2, 0.5, 0.8]}}
   divergence: {{sequences: 4, tokens: 16, max_mean_kld: {kld}}}
+  structured: {{items: 4, params: [response_format], max_drop: 1.0}}  # JSON schema, enforced
   lm_eval:                   # offline: the committed local task (evals/lm_eval/qgate_math.yaml)
     - {{task: qgate_math, metric: "exact_match,last-integer", limit: 16, max_drop: 0.5}}
 perf:
@@ -268,8 +270,12 @@ def test_report_holds_both_runtimes_and_fp8_kv(
     assert f"serving dtype: {dtype}" in md
     assert configs["reference"]["kv_cache_dtype"] in ("auto", "bfloat16")
     suites = {(r["suite"], r["role"]) for r in report["quality"]["runs"]}
-    for suite in ("math.short", "math.long", "recall.512"):
+    for suite in ("math.short", "math.long", "recall.512", "structured.response_format"):
         assert {(suite, "reference"), (suite, "candidate")} <= suites
+    constrained = next(
+        v for v in report["quality"]["verdicts"] if v["gate"].endswith(".constrained")
+    )
+    assert constrained["passed"] and constrained["observed"] == 0, constrained
     kld = [k for s in report["quality"]["divergence"]["sequences"] for k in s["kld"]]
     assert len(kld) > 0 and max(kld) > 0.0
     hit_rates = [

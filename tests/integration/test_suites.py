@@ -1,4 +1,5 @@
-"""The math and recall suites against a real vLLM server (SmolLM2-135M on the CPU).
+"""The math, recall, tool-call and structured suites against a real vLLM server (SmolLM2-135M
+on the CPU).
 
 Small limits keep this quick; the point is that real answers flow into
 well-formed records and that the easy items are answered sometimes.
@@ -11,10 +12,12 @@ from typing import Any
 
 import pytest
 
-from qgate.profile import MathSuite, RecallSuite
+from qgate.profile import MathSuite, RecallSuite, StructuredSuite, ToolCallsSuite
+from qgate.quality.agent_suites import STRUCTURED, TOOL_CALLS
 from qgate.quality.extract import SYMBOL_PATTERN
 from qgate.quality.math_suite import run_math
 from qgate.quality.recall_suite import run_recall
+from qgate.quality.runner import SuiteContext
 
 pytestmark = pytest.mark.integration
 
@@ -72,3 +75,40 @@ def test_recall_1024(reference_server: Any) -> None:
         assert re.fullmatch(SYMBOL_PATTERN, item.expected)
         assert item.correct == (item.answer == item.expected)
     assert _accuracy(run) > 0
+
+
+def _ctx(server: Any) -> SuiteContext:
+    return SuiteContext(
+        role="reference",
+        base_url=server.base_url,
+        model=server.served_model,
+        headers={},
+        concurrency=8,
+        seed=0,
+        max_model_len=4096,
+        timeout_s=300.0,
+    )
+
+
+def test_tool_calls_named_and_auto(reference_server: Any) -> None:
+    """The server runs the Hermes parser and qgate's ChatML tools template (conftest.py):
+    a named tool_choice always comes back as a parsed call; `auto` is the model's choice."""
+    named, auto = asyncio.run(TOOL_CALLS.run(ToolCallsSuite(items=6), _ctx(reference_server)))
+    assert (named.suite, auto.suite) == ("tool_calls.named", "tool_calls.auto")
+    assert len(named.items) == len(auto.items) == 6
+    assert not any(i.failure in ("http_error", "content", "unreadable") for i in named.items)
+    assert _accuracy(named) > 0  # the constrained arguments are right for some items
+    kinds = {i.failure for i in auto.items}
+    assert "http_error" not in kinds and "unreadable" not in kinds, kinds
+
+
+def test_structured_is_enforced_and_legacy_guided_json_is_named_ignored(
+    reference_server: Any,
+) -> None:
+    """vLLM >= 0.12 ignores `guided_json` with HTTP 200: the suite says so for every item."""
+    spec = StructuredSuite(items=6, params=["response_format", "structured_outputs", "guided_json"])
+    fmt, outputs, legacy = asyncio.run(STRUCTURED.run(spec, _ctx(reference_server)))
+    for run in (fmt, outputs):
+        assert {i.failure for i in run.items} <= {None, "wrong_answer", "truncated"}, run.suite
+        assert _accuracy(run) > 0
+    assert sum(i.failure == "unconstrained" for i in legacy.items) >= 5

@@ -21,6 +21,8 @@ the server appends one JSON line per finished request, `{"n", "recv_ns",
 the first token's text is `r<n>`, so any client's record (or generated text)
 can be matched with what the server did; lines `{"loop_lag": [[t, ns], ...]}`
 give how late a 2 ms timer fired on the server's event loop.
+With `--replies PATH` (a JSON script keyed by the last user message) a chat request that
+does not stream gets the scripted message or HTTP status (tool calls, structured output).
 Prefix caching is simulated on 16-token blocks so /metrics reports
 `vllm:prefix_cache_queries_total` and `vllm:prefix_cache_hits_total`.
 """
@@ -43,7 +45,13 @@ BLOCK = 16
 
 
 class State:
-    def __init__(self, ttft_ms: float, itl_ms: float, log: str | None = None) -> None:
+    def __init__(
+        self, ttft_ms: float, itl_ms: float, log: str | None = None, replies: str | None = None
+    ) -> None:
+        self.replies: dict[str, Any] | None = None
+        if replies is not None:
+            with open(replies) as f:
+                self.replies = json.load(f)
         self.ttft_ms = ttft_ms
         self.itl_ms = itl_ms
         self.served = 0
@@ -91,6 +99,26 @@ def prompt_ids(body: dict[str, Any]) -> list[int]:
     return tokenize(str(p))
 
 
+def scripted(body: dict[str, Any], replies: dict[str, Any]) -> Any:
+    """A non-streamed chat answer from the script (`--replies`): keyed by the last user
+    message, a `message` (content and/or tool_calls, with an optional `finish_reason`) or
+    an HTTP `status`; like vLLM, a `tool_choice` without `tools` is refused with 400."""
+    from aiohttp import web
+
+    if body.get("tool_choice") not in (None, "none") and not body.get("tools"):
+        error = {"message": "When using `tool_choice`, `tools` must be set.", "code": 400}
+        return web.json_response({"error": error}, status=400)
+    user = [m.get("content") for m in body.get("messages", []) if m.get("role") == "user"]
+    reply = replies.get(user[-1] if user else "", {"message": {"content": ""}})
+    if "status" in reply:
+        return web.json_response({"error": {"message": "scripted"}}, status=reply["status"])
+    message = {"role": "assistant", "content": None, "tool_calls": [], **reply["message"]}
+    finish = reply.get("finish_reason", "tool_calls" if message["tool_calls"] else "stop")
+    usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    choice = {"index": 0, "message": message, "finish_reason": finish}
+    return web.json_response({"id": "chatcmpl-mock", "choices": [choice], "usage": usage})
+
+
 def make_app(state: State) -> Any:
     from aiohttp import web
 
@@ -120,6 +148,8 @@ def make_app(state: State) -> Any:
         fault = m.get("fault")
         if fault == "http500":
             return web.json_response({"error": {"message": "injected"}}, status=500)
+        if chat and state.replies is not None and not body.get("stream"):
+            return scripted(body, state.replies)
         ids = prompt_ids(body)
         ttft = float(m.get("ttft_ms", state.ttft_ms)) * 1e6
         itl = float(m.get("itl_ms", state.itl_ms)) * 1e6
@@ -237,6 +267,7 @@ def main() -> None:
     ap.add_argument("--ttft-ms", type=float, default=20.0)
     ap.add_argument("--itl-ms", type=float, default=5.0)
     ap.add_argument("--log", default=None, help="append one JSON line per request here")
+    ap.add_argument("--replies", default=None, help="JSON script of non-streamed chat answers")
     a = ap.parse_args()
     try:
         import uvloop
@@ -244,7 +275,7 @@ def main() -> None:
         uvloop.install()
     except ImportError:
         pass
-    state = State(a.ttft_ms, a.itl_ms, a.log)
+    state = State(a.ttft_ms, a.itl_ms, a.log, a.replies)
     try:
         asyncio.run(serve(a.host, a.port, state))
     finally:
@@ -254,12 +285,18 @@ def main() -> None:
 
 @contextmanager
 def running(
-    ttft_ms: float = 20.0, itl_ms: float = 5.0, cpu: int | None = None, log: str | None = None
+    ttft_ms: float = 20.0,
+    itl_ms: float = 5.0,
+    cpu: int | None = None,
+    log: str | None = None,
+    replies: str | None = None,
 ) -> Iterator[str]:
     """Start the mock in its own process; yield its base URL (ending in /v1); stop it."""
     cmd = [sys.executable, __file__, "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)]
     if log is not None:
         cmd += ["--log", log]
+    if replies is not None:
+        cmd += ["--replies", replies]
     if cpu is not None:
         cmd = ["taskset", "-c", str(cpu), *cmd]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)

@@ -323,7 +323,8 @@ def test_the_job_reaches_the_heads_gcs_port_with_a_profile_whose_gpus_the_worker
 
 
 def test_the_slurm_script_is_valid_bash() -> None:
-    subprocess.run(["bash", "-n", str(SBATCH)], check=True)
+    done = subprocess.run(["bash", "-n", str(SBATCH)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")

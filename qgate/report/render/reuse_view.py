@@ -108,7 +108,11 @@ def changes_section(report: Report) -> Section | None:
     except ValidationError:  # a report of another format: nothing to derive the changes from
         return None
     checks = confirm_changes(
-        profile, report.effective_configs, report.quality.passes, report.perf.runs
+        profile,
+        report.effective_configs,
+        report.quality.passes,
+        report.perf.runs,
+        report.quality.speculative,
     )
     if not checks:
         return None

@@ -24,6 +24,7 @@ from qgate.report.derive import (
 from qgate.report.localise import boundary_lines, worst_notes
 from qgate.report.model import Report
 from qgate.report.render.attribution_view import attribution_section
+from qgate.report.render.ladder_view import cliff_line, ladder_section
 from qgate.report.render.lives_view import lives_section
 from qgate.report.render.localise_view import localise_section, worst_suffix
 from qgate.report.render.parts import Section, Table, fmt, origin_lines
@@ -32,6 +33,7 @@ from qgate.report.render.published import published_section
 from qgate.report.render.reuse_view import changes_section, gate_result, reuse_section
 from qgate.report.render.rounds_view import ROUND_HEADER, round_cells, speed_design
 from qgate.report.render.series import series_section
+from qgate.report.render.spec_view import speculative_section
 from qgate.report.verdict import verdict_label
 from qgate.runtime.scales import warning_lines
 
@@ -61,6 +63,9 @@ def _headline(report: Report) -> Section:
             continue
         if v.settled:
             sec.lines.append(f"FAILED {v.gate}: {v.reason}{worst_suffix(notes, v.gate)}")
+    cliff = cliff_line(report)
+    if cliff is not None:
+        sec.lines.append(f"CLIFF: {cliff}")
     open_gates = [v.gate for v in failed if not v.settled]
     if open_gates:
         sec.lines.append(
@@ -459,7 +464,9 @@ def sections(report: Report) -> list[Section]:
     the damage sits, perf, environment."""
     out = [_headline(report), _gates(report), _quality(report)]
     for extra in (
+        ladder_section(report),
         reuse_section(report),
+        speculative_section(report),
         _divergence(report),
         localise_section(report),
         attribution_section(report),

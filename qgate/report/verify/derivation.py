@@ -52,6 +52,7 @@ SIGNERS: dict[str, tuple[int, int]] = {
     "git archive add1877": (2, 5),  # examples/h200/side-by-side/run*
     "git archive bfbcf8c": (3, 5),  # examples/h200/kv-offload
     "0e0f091629e4-dirty": (3, 6),  # the first examples/cpu/smollm2-cpu-rounds (commit 3acf0d1)
+    "6e7923722337": (3, 7),  # examples/cpu/smollm2-cpu-rounds, re-run for the t interval
 }
 
 
@@ -80,7 +81,7 @@ def record_floor(report: Report) -> Derivations:
     elif any(r.block > 0 for r in runs):
         perf, why = 4, ["perf records of a second block (perf.blocks)"]
     elif any(
-        summary is not None and "time_series" in summary
+        summary is not None and summary.get("time_series") is not None
         for result in report.perf.results
         for summary in (result.reference, result.candidate)
     ):

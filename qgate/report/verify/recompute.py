@@ -28,6 +28,7 @@ from qgate.quality.notices import quality_warnings
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.quality.settle import stop_problems
+from qgate.quality.spec_gates import evaluate_speculative
 from qgate.report.changes_applied import CONTRADICTED_FROM, change_warnings, contradicted_verdicts
 from qgate.report.model import (
     BOOTSTRAP_SEED,
@@ -268,8 +269,9 @@ def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
     recomputed += kv_scale_verdicts(profile.engine.uncalibrated_kv_scales, report.effective_configs)
     if derivation >= CONTRADICTED_FROM:
         recomputed += contradicted_verdicts(
-            profile, report.effective_configs, report.quality.passes
+            profile, report.effective_configs, report.quality.passes, report.quality.speculative
         )
+    recomputed += evaluate_speculative(profile, report.quality.speculative)
     if derivation > QUALITY_DERIVATION:
         raise _fail(
             f"quality verdicts of derivation {derivation}: made by a newer qgate "
@@ -291,7 +293,9 @@ def recompute_warnings(report: Report, profile: Profile) -> int:
     q = report.quality
     fresh = quality_warnings(profile.quality, q.runs, q.divergence)
     if q.derivation >= 3:  # made since the changes' confirmation was a warning
-        fresh += change_warnings(profile, report.effective_configs, q.passes, report.perf.runs)
+        fresh += change_warnings(
+            profile, report.effective_configs, q.passes, report.perf.runs, q.speculative
+        )
     if report.warnings != fresh:
         raise _fail(describe("warnings", report.warnings, fresh))
     return len(fresh)

@@ -8,7 +8,7 @@ the raw data next to them with the very functions `run` used:
   the expected answer;
 - recall items: `extract_symbol`, exact equality with the planted code; each
   item's id (its haystack and depth) and expected code re-derived from the
-  profile's recall settings;
+  profile's recall settings (the context ladder's: ladder_check.py);
 - lm-eval items: lm-eval's `exact_match` (its regexes_to_ignore, ignore_case,
   ignore_punctuation and ignore_numbers options, read from the task's local
   YAML) on the logged filtered response and target, when the task is local,
@@ -35,6 +35,12 @@ import yaml
 from qgate.core.files import sha256_text
 from qgate.errors import BadInput, InfrastructureError, VerificationFailed
 from qgate.profile import LmEvalTask, Profile, RecallSuite
+from qgate.quality.agent_data import (
+    grade_structured,
+    grade_tool_call,
+    structured_items,
+    tool_items,
+)
 from qgate.quality.data_recall import planted
 from qgate.quality.lmeval_suite import (
     LenientLoader,
@@ -44,7 +50,8 @@ from qgate.quality.lmeval_suite import (
 )
 from qgate.quality.math_set import math_data_sha256, math_items, short_prompt
 from qgate.quality.records import DivergenceRun, ItemRecord, SuiteRun
-from qgate.quality.sizing import recall_haystacks
+from qgate.quality.sizing import agent_items, recall_haystacks
+from qgate.report.verify.ladder_check import check_ladder_items
 
 # answer extractor, then the correctness rule on (answer, expected)
 Extractor = Callable[[str], "str | None"]
@@ -72,6 +79,7 @@ def _extractors() -> dict[str, tuple[Extractor, Judge]]:
     return {
         "math": (extract_number, answer_matches),
         "recall": (extract_symbol, lambda answer, expected: answer == expected),
+        "context": (extract_symbol, lambda answer, expected: answer == expected),
     }
 
 
@@ -103,12 +111,31 @@ def rederive_correctness(runs: list[SuiteRun], profile: Profile, out: Rederived)
                 answer = extract(item.output)
                 _check_item(run, item, answer, judge(answer, item.expected))
             out.items += len(run.items)
+        elif family in ("tool_calls", "structured"):
+            _rederive_agent(run, out)
         elif family == "lm_eval":
             _rederive_lm_eval(run, _task_of(profile, rest), out)
         elif run.items:
             out.not_rederived.append(
                 f"{run.suite} ({run.role}): unknown suite; items {_few([i.id for i in run.items])}"
             )
+
+
+def _rederive_agent(run: SuiteRun, out: Rederived) -> None:
+    """Tool calls and structured output: the grade (answer, failure kind, correct) from the
+    stored output and finish reason, with the functions the run used."""
+    for item in run.items:
+        if run.suite.startswith("tool_calls."):
+            grade = grade_tool_call(item.output, item.finish_reason, item.expected)
+        else:
+            grade = grade_structured(item.id, item.output, item.finish_reason, item.expected)
+        _check_item(run, item, grade.answer, grade.correct)
+        if grade.failure != item.failure:
+            raise VerificationFailed(
+                f"{run.suite} {run.role} item {item.id}: stored failure {item.failure!r} but "
+                f"its response gives {grade.failure!r}"
+            )
+    out.items += len(run.items)
 
 
 def check_questions(runs: list[SuiteRun], profile: Profile, out: Rederived) -> None:
@@ -135,11 +162,38 @@ def check_questions(runs: list[SuiteRun], profile: Profile, out: Rederived) -> N
         for run in runs:
             if run.suite.startswith("math."):
                 _check_math_set(run, profile, out)
+    for run in runs:
+        if run.suite.partition(".")[0] in ("tool_calls", "structured"):
+            _check_agent_items(run, profile)
+    if profile.quality.context_ladder is not None:
+        for run in runs:
+            if run.suite.startswith("context."):
+                check_ladder_items(run, profile.quality.context_ladder)
+                out.recall_checked += len(run.items)
     if profile.quality.recall is not None:
         for run in runs:
             if run.suite.startswith("recall."):
                 _check_recall_items(run, profile.quality.recall)
                 out.recall_checked += len(run.items)
+
+
+def _check_agent_items(run: SuiteRun, profile: Profile) -> None:
+    """Every tool-call or structured item is one the profile generates, expecting its answer."""
+    tools, structured = profile.quality.tool_calls, profile.quality.structured
+    if run.suite.startswith("tool_calls.") and tools is not None:
+        want = {i.id: i.expected for i in tool_items(agent_items(tools), tools.seed)}
+    elif run.suite.startswith("structured.") and structured is not None:
+        want = {
+            i.id: i.expected for i in structured_items(agent_items(structured), structured.seed)
+        }
+    else:
+        return
+    for record in run.items:
+        if want.get(record.id) != record.expected:
+            raise VerificationFailed(
+                f"{run.suite} {run.role} item {record.id}: expected {record.expected!r} stored, "
+                f"{want.get(record.id)!r} generated from the profile's setting"
+            )
 
 
 def _check_recall_items(run: SuiteRun, spec: RecallSuite) -> None:

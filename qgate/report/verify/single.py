@@ -213,6 +213,12 @@ def signed_only(report: Report) -> list[str]:
             "delta-p value is re-derived from them)"
         )
     out += passes_signed_only(report)
+    if report.quality.speculative:
+        out.append(
+            "quality.speculative: the speculative-decoding counters each server reported "
+            "around its suites (the acceptance gate is re-derived from them, and held to their "
+            "own arithmetic: accepted <= draft tokens, positions add up, none goes back)"
+        )
     if report.perf.runs:
         out.append(
             "perf.runs: per-request timestamps, token counts and server counters "
@@ -262,7 +268,8 @@ def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult[Re
         result.checked.append(f"{done.data_checked} math items match the math set the run used")
     if done.recall_checked:
         result.checked.append(
-            f"{done.recall_checked} recall items: ids, depths and planted codes re-derived"
+            f"{done.recall_checked} recall items (context ladder included): ids, depths and "
+            "planted codes re-derived"
         )
     if report.quality.divergence is not None:
         required = report.schema_version != "1"

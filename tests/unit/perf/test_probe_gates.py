@@ -110,12 +110,12 @@ def test_a_side_without_probes_fails_and_none_at_all_gives_no_gate() -> None:
 
 
 def test_probe_points_spread_every_item_through_the_load() -> None:
-    # before the last completion: each rides beside a workload request still in flight
-    assert probe_points(3, 4, 0.05) == [1, 1, 2, 2]
-    assert probe_points(100, 4, 0.05) == [17, 33, 50, 66, 83]  # share wins: 5 probes
+    # early in the load, each beside workload requests still in flight, done before it ends
+    assert probe_points(3, 4, 0.05) == [1, 1, 1, 1]
+    assert probe_points(100, 4, 0.05) == [9, 17, 25, 33, 41]  # share wins: 5 probes
     assert probe_points(1, 2, 0.05) == [1, 1]
-    # a level of 12 keeps its load only while completions are refilled: the first 12 of 24
-    assert probe_points(24, 4, 0.05, in_flight=12) == [3, 5, 8, 10]
+    # a level of 12 keeps its load only while completions are refilled: the first 12 of 40
+    assert probe_points(40, 4, 0.05, in_flight=12) == [3, 6, 9, 12]
     assert probe_points(None, 4, 0.05) is None  # duration-bound: one every 1/share
     assert probe_points(10, 0, 0.05) == [] and probe_points(10, 4, 0.0) == []
 

@@ -764,3 +764,16 @@ def test_no_value_in_any_place_crashes_the_loader() -> None:
                 parse_profile_text(json.dumps(changed), "p", EVERY_FEATURE.parent, False)
             except ProfileError as exc:
                 assert all(len(line) < LONGEST_LINE for line in exc.details), where
+
+
+def test_a_candidates_yes_is_reported_once(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        MULTI.replace("FAST: {args: {kv_cache_dtype: auto}}", "slow: {}").replace(
+            "kv_cache_dtype: fp8}}", "kv_cache_dtype: fp8}, required: yes}"
+        ),
+    )
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 2
+    assert "(1 problem)" in result.output
+    assert f"{path}:4 candidates.fast.required: YAML 1.1 reads the bare word yes" in result.output

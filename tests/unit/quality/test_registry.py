@@ -54,7 +54,15 @@ def test_each_entry_names_the_model_of_its_profile_field() -> None:
 
 
 def test_builtin_suites_run_in_the_order_the_stage_always_ran_them() -> None:
-    assert [e.key for e in registered()] == ["math", "recall", "divergence", "lm_eval"]
+    assert [e.key for e in registered()] == [
+        "math",
+        "recall",
+        "divergence",
+        "lm_eval",
+        "tool_calls",
+        "structured",
+        "context_ladder",  # the longest prompts last (issue 44 item 3)
+    ]
     assert [e.key for e in registered() if e.paired] == ["divergence"]
 
 
@@ -63,7 +71,8 @@ def test_unknown_suite_names_the_available_ones() -> None:
         suite_entry("maht")
     # the one registry mechanism: registration order, and a near miss suggested (as engines)
     assert err.value.message == (
-        "Unknown suite 'maht' (did you mean 'math'?). Available: math, recall, divergence, lm_eval"
+        "Unknown suite 'maht' (did you mean 'math'?). Available: math, recall, divergence, "
+        "lm_eval, tool_calls, structured, context_ladder"
     )
 
 

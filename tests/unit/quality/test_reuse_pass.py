@@ -43,6 +43,7 @@ class Fake:
         text = body["messages"][0]["content"]
         n = len(text.split())
         hit = self._count(text, n)
+        await asyncio.sleep(0.1)  # the items outlast several filler rounds (below)
         usage = {"prompt_tokens": n, "completion_tokens": 1}
         usage["prompt_tokens_details"] = {"cached_tokens": hit}  # type: ignore[assignment]
         message = {"message": {"content": "The answer is 5"}, "finish_reason": "stop"}
@@ -51,8 +52,10 @@ class Fake:
     async def completions(self, request: web.Request) -> web.Response:
         body = await request.json()
         prompt = body["prompt"]
+        # counted when its prefill ends, as vLLM counts: rounds of fillers end every 50 ms, so
+        # some end inside the items' window whatever the scheduling (not only before it)
+        await asyncio.sleep(0.05)
         hit = self._count(",".join(map(str, prompt)), len(prompt))
-        await asyncio.sleep(0.01)
         usage = {"prompt_tokens": len(prompt), "prompt_tokens_details": {"cached_tokens": hit}}
         return web.json_response({"choices": [{"text": "x"}], "usage": usage})
 

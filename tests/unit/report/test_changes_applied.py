@@ -7,7 +7,7 @@ from typing import Any
 from qgate.core.serving import EffectiveConfig
 from qgate.profile import Profile
 from qgate.quality.reuse_records import DEVICE, EXTERNAL, PassRun, PassSuite
-from qgate.report.changes_applied import confirm_changes, unconfirmed_warning
+from qgate.report.changes_applied import confirm_changes, contradicted_verdicts, unconfirmed_warning
 
 
 def _profile(candidate: dict[str, Any], reference: dict[str, Any] | None = None) -> Profile:
@@ -109,3 +109,41 @@ def test_a_pass_without_its_before_scrape_is_no_evidence() -> None:
     )
     (check,) = confirm_changes(profile, [_config()], [lifetime])
     assert check.status == "unconfirmed"
+
+
+NGRAM = '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}'
+LOGGED = "SpeculativeConfig(method='ngram', model=None, num_spec_tokens=3)"
+
+
+def _spec_snaps(drafts: float) -> list[Any]:
+    from qgate.quality.spec_counters import DRAFTS, SpecSnapshot
+
+    return [
+        SpecSnapshot(role="candidate", at="start", counters={DRAFTS: 0.0}),
+        SpecSnapshot(role="candidate", at="after math", counters={DRAFTS: drafts}),
+    ]
+
+
+def test_speculation_is_confirmed_by_the_logged_config_and_its_drafts() -> None:
+    profile = _profile({"args": {"speculative_config": NGRAM}})
+    checks = confirm_changes(
+        profile, [_config(speculative_config=LOGGED)], speculative=_spec_snaps(9)
+    )
+    assert checks[0].name == "args.speculative_config" and checks[0].status == "confirmed"
+    assert "method='ngram'" in checks[0].evidence and "9 drafts" in checks[0].evidence
+    # no log line: the candidate's drafts show it ran
+    (only,) = confirm_changes(profile, [_config()], speculative=_spec_snaps(5))
+    assert only.status == "confirmed"
+    (none,) = confirm_changes(profile, [_config()], speculative=_spec_snaps(0))
+    assert none.status == "unconfirmed"
+
+
+def test_speculation_the_server_did_not_apply_is_contradicted_and_a_failed_gate() -> None:
+    profile = _profile({"args": {"speculative_config": NGRAM}})
+    (check,) = confirm_changes(profile, [_config(speculative_config="None")])
+    assert check.status == "contradicted"
+    other = "SpeculativeConfig(method='eagle', model='d', num_spec_tokens=3)"
+    (wrong,) = confirm_changes(profile, [_config(speculative_config=other)])
+    assert wrong.status == "contradicted"
+    (gate,) = contradicted_verdicts(profile, [_config(speculative_config="None")])
+    assert gate.gate == "changes.args.speculative_config.applied" and gate.passed is False

@@ -39,6 +39,7 @@ def test_parses_captured_vllm_cpu_fp8kv_log() -> None:
         "max_model_len": 4096,
         "tensor_parallel_size": 1,
         "pipeline_parallel_size": 1,
+        "speculative_config": "None",  # the captured log states none
     }
     assert report.config["device_config"] == "cpu"
     assert report.config["enforce_eager"] == "True"
@@ -232,3 +233,21 @@ def test_fatal_startup_line_finds_the_first_fatal_line() -> None:
         "(Worker pid=1) ERROR [multiproc_executor.py:1063] WorkerProc hit an exception."
     )
     assert fatal_startup_line((FIXTURES / "vllm032_cpu_fp8kv.log").read_text()) is None
+
+
+def test_the_speculative_config_is_read_from_the_config_line() -> None:
+    line = (
+        "INFO [core.py:98] Initializing a V1 LLM engine (v0.32.0) with config: "
+        "model='/m', speculative_config=SpeculativeConfig(method='ngram', model=None, "
+        "num_spec_tokens=3), tokenizer='/m', dtype=torch.bfloat16, max_seq_len=1024"
+    )
+    facts = engine_facts(parse_engine_log(line))
+    assert facts["speculative_config"] == (
+        "SpeculativeConfig(method='ngram', model=None, num_spec_tokens=3)"
+    )
+    assert facts["dtype"] == "bfloat16" and facts["max_model_len"] == 1024
+    plain = (
+        "Initializing a V1 LLM engine (v0.32.0) with config: model='/m', "
+        "speculative_config=None, tokenizer='/m'"
+    )
+    assert engine_facts(parse_engine_log(plain))["speculative_config"] == "None"

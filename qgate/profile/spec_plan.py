@@ -1,0 +1,73 @@
+"""Whether a profile has the acceptance gate of a speculative candidate, and what `qgate plan`
+says about it (pure functions of the profile; the gate itself is qgate/quality/spec_gates.py)."""
+
+from __future__ import annotations
+
+import json
+
+from qgate.profile.model import Profile, SpeculativeSpec
+from qgate.profile.side import side
+from qgate.profile.speculative import SPECULATIVE_ARG
+
+__all__ = ["speculates", "speculative_notes", "speculative_policy"]
+
+
+def speculates(profile: Profile, role: str) -> bool:
+    """Whether the side's engine arguments set `speculative_config`."""
+    return side(profile, role).arg(SPECULATIVE_ARG) not in (None, "", False)
+
+
+def speculative_policy(profile: Profile) -> SpeculativeSpec | None:
+    """The acceptance gate's limits: `quality.speculative`, or its defaults for a candidate
+    that speculates; None when the profile has no acceptance gate."""
+    if profile.quality.speculative is not None:
+        return profile.quality.speculative
+    return SpeculativeSpec() if speculates(profile, "candidate") else None
+
+
+def _method(profile: Profile, role: str) -> str:
+    value = side(profile, role).arg(SPECULATIVE_ARG)
+    try:
+        parsed = json.loads(str(value))
+    except ValueError:
+        return str(value)
+    if isinstance(parsed, dict):
+        shown = {k: parsed[k] for k in ("method", "num_speculative_tokens", "model") if k in parsed}
+        return ", ".join(f"{k} {v}" for k, v in shown.items()) or str(value)
+    return str(value)
+
+
+def speculative_notes(profile: Profile, name: str | None = None) -> list[str]:
+    """The plan's lines on the acceptance gate: what it compares and what it needs."""
+    policy = speculative_policy(profile)
+    if policy is None:
+        return []
+    who = f"{name}: " if name else ""
+    if not speculates(profile, "candidate"):
+        return [
+            f"{who}quality.speculative is set but the candidate sets no speculative_config: "
+            "its acceptance gate will be NOT EXERCISED"
+        ]
+    lines = [
+        f"{who}speculative candidate ({_method(profile, 'candidate')}): its quality suites gated "
+        "against the reference as usual; acceptance length (1 + accepted / drafts) from the "
+        "server's /metrics counters (vllm:spec_decode_*) before the first suite and after each"
+    ]
+    if speculates(profile, "reference"):
+        rule = f"at least {policy.min_share_of_reference:g} x the reference's (it speculates too)"
+        if policy.min_acceptance_length is not None:
+            rule += f" and at least {policy.min_acceptance_length:g}"
+    elif policy.min_acceptance_length is not None:
+        rule = f"at least {policy.min_acceptance_length:g} (the reference does not speculate)"
+    else:
+        rule = (
+            "no floor (quality.speculative.min_acceptance_length) and a reference that does not "
+            "speculate: only that speculation ran is gated; set a floor to gate how much"
+        )
+    lines.append(f"{who}acceptance gate: {rule}")
+    lines.append(
+        f"{who}needs: the server to show the speculation applied (its logged config: one that "
+        "logs none is CONTRADICTED, a failed gate) and at least "
+        f"{policy.min_drafts} draft(s) over the suites (fewer: NOT EXERCISED, never a PASS)"
+    )
+    return lines

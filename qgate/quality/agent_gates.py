@@ -1,0 +1,98 @@
+"""What the agent-shaped suites add to the gates: ignored parameters named, failure kinds counted.
+
+A structured-output result whose outputs are not valid JSON for their schema,
+although they ended on their own, was not constrained: the server ignored the
+parameter (vLLM >= 0.12 drops the legacy `guided_json` with HTTP 200; a proxy may
+drop `response_format`). That is its own gate, `structured.<param>.constrained`,
+and the result's accuracy gates then fail as "not scored" instead of counting the
+model wrong. Tool-call and structured results list their failure kinds per side
+(content instead of a call, malformed arguments, ...) in the report's warnings.
+Pure functions of the profile and the records: `qgate verify` re-derives them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from qgate.core.verdict import Verdict
+from qgate.profile import QualitySpec
+from qgate.quality.records import SuiteRun
+from qgate.quality.suite_gates import all_failed
+
+__all__ = ["AGENT_FAMILIES", "failure_lines", "structured_verdicts"]
+
+AGENT_FAMILIES = ("tool_calls", "structured")
+UNCONSTRAINED = "unconstrained"
+
+
+def _run(runs: Sequence[SuiteRun], suite: str, role: str) -> SuiteRun | None:
+    return next((r for r in runs if r.suite == suite and r.role == role), None)
+
+
+def _ignored(run: SuiteRun | None) -> int:
+    return 0 if run is None else sum(i.failure == UNCONSTRAINED for i in run.items)
+
+
+def structured_verdicts(
+    spec: QualitySpec, runs: Sequence[SuiteRun], verdicts: list[Verdict]
+) -> list[Verdict]:
+    """`verdicts` with each structured result's `constrained` gate added after its own, and its
+    accuracy gates failed as not scored where a side's server ignored the parameter."""
+    if spec.structured is None:
+        return verdicts
+    out = list(verdicts)
+    for param in spec.structured.params:
+        suite = f"structured.{param}"
+        ref, cand = _run(runs, suite, "reference"), _run(runs, suite, "candidate")
+        if ref is None or cand is None:
+            continue  # the accuracy gates already fail for the missing run
+        n_ref, n_cand = _ignored(ref), _ignored(cand)
+        sides = [
+            f"{role} {n} of {len(run.items)}"
+            for role, n, run in (("reference", n_ref, ref), ("candidate", n_cand, cand))
+            if n
+        ]
+        if sides:
+            why = (
+                f"the server ignored `{param}`: outputs not valid JSON for their schema "
+                f"although they ended on their own ({', '.join(sides)})"
+            )
+            out = [
+                v for v in out if v.suite != suite or v.gate.endswith(".constrained")
+            ] + all_failed(suite, spec.structured, f"not scored: {why}")
+        else:
+            why = "every output of both sides is valid JSON for its schema or cut by max_tokens"
+        constrained = Verdict(
+            gate=f"{suite}.constrained",
+            suite=suite,
+            observed=float(n_cand),
+            limit=0.0,
+            passed=not sides,
+            reason=f"{suite}: {why}",
+            metric="unconstrained_outputs",
+            comparator="<=",
+            n=len(cand.items),
+        )
+        out.append(constrained)
+    return out
+
+
+def failure_lines(spec: QualitySpec, runs: Sequence[SuiteRun]) -> list[str]:
+    """One line per agent result: its failure kinds and counts on each side."""
+    lines = []
+    for run_ref in (r for r in runs if r.role == "reference"):
+        family = run_ref.suite.partition(".")[0]
+        if family not in AGENT_FAMILIES or getattr(spec, family) is None:
+            continue
+        cand = _run(runs, run_ref.suite, "candidate")
+        parts = []
+        for role, run in (("reference", run_ref), ("candidate", cand)):
+            if run is None:
+                continue
+            kinds = Counter(i.failure for i in run.items if i.failure is not None)
+            counted = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "none"
+            right = sum(i.correct for i in run.items)
+            parts.append(f"{role} {right}/{len(run.items)} right, failures: {counted}")
+        lines.append(f"{run_ref.suite}: " + "; ".join(parts))
+    return lines

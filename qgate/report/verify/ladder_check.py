@@ -1,0 +1,62 @@
+"""Verify's check of the context ladder's items: each is one the profile plants, in its bucket.
+
+Each `context.<centre>` run must be a bucket of the profile's ladder; each item id names its
+index (below the bucket's item count), its target length (inside the bucket, or at the
+clipped top when the run says it clipped) and its depth (the profile's depths in turn), and
+its expected code is the one the seed plants there (qgate/quality/data_context_ladder.py).
+The verdicts of each bucket are then recomputed from these records like every exact-answer
+suite's; the cliff the report names is the first bucket whose recomputed gates fail.
+"""
+
+from __future__ import annotations
+
+from qgate.errors import VerificationFailed
+from qgate.profile import ContextLadder
+from qgate.profile.context_ladder import bucket_of_suite, buckets, parse_item_id
+from qgate.quality.data_context_ladder import ladder_codes
+from qgate.quality.records import SuiteRun
+from qgate.quality.sizing import ladder_items
+
+__all__ = ["check_ladder_items"]
+
+
+def check_ladder_items(run: SuiteRun, spec: ContextLadder) -> None:
+    """Raise VerificationFailed naming the item whose id or code the profile does not give."""
+    centre = bucket_of_suite(run.suite)
+    found = {b.centre: b for b in buckets(spec.start, spec.up_to)}
+    if centre is None or centre not in found:
+        raise VerificationFailed(
+            f"{run.suite} ({run.role}): not a bucket of the profile's context ladder "
+            f"(buckets {sorted(found)})"
+        )
+    bucket = found[centre]
+    count = ladder_items(spec)
+    codes = ladder_codes(spec, centre, count)
+    clipped = bool(run.params.get("clip_reason"))
+    seen: set[str] = set()
+    for record in run.items:
+        where = f"{run.suite} {run.role} item {record.id}"
+        if record.id in seen:
+            raise VerificationFailed(f"{where}: stored twice")
+        seen.add(record.id)
+        parsed = parse_item_id(record.id)
+        if parsed is None or parsed[0] != centre or parsed[1] not in codes:
+            raise VerificationFailed(
+                f"{where}: id names no item the profile plants in bucket {centre} ({count} items)"
+            )
+        _, index, target, depth_pct = parsed
+        depth, code = codes[index]
+        if depth_pct != round(depth * 100):
+            raise VerificationFailed(
+                f"{where}: depth {depth_pct}% stored, {round(depth * 100)}% re-derived"
+            )
+        inside = bucket.lo <= target < bucket.hi
+        if not inside and not (clipped and target < bucket.hi):
+            raise VerificationFailed(
+                f"{where}: target {target} tokens lies outside the bucket {bucket.label()}"
+            )
+        if record.expected != code:
+            raise VerificationFailed(
+                f"{where}.expected: {record.expected!r} stored, {code!r} re-derived "
+                "(the code planted at its depth)"
+            )
