@@ -31,11 +31,15 @@ class LivesSpec(Strict):
         "0: no life probes.",
     )
     idle_s: float = Field(
-        default=30.0,
+        default=50.0,
         ge=0,
         le=3600,
-        description="Seconds each life sits idle, once, after its work and before its idle "
-        "probes (vLLM #52150: 20-50 s). 0: no idle probes, only the start probes.",
+        description="Seconds each life sits idle, once, before its idle probes. The default "
+        "covers the window reported in the field (vLLM #52150, ROCm/aiter #4888: the first "
+        "request after 20-50 s idle is garbage): a fault that fires after T seconds of quiet "
+        "fires after any longer pause, so 50 s catches every T up to 50. Counted from the "
+        "life's last work: side by side, the other side's last perf block is part of it. "
+        "0: no idle probes, only the start probes.",
     )
     max_flips: int = Field(
         default=0,

@@ -83,8 +83,11 @@ def lives_note(profile: Profile, lives: int, together: bool) -> str | None:
         if idle > 0
         else " (no idle probes: lives.idle_s 0)"
     )
-    cost = f"~{idle * pauses:,.0f} s of idle in all ({pauses} pause(s)" + (
-        ", the two sides of a round pausing together)" if together else ", one per life)"
+    cost = f"at most ~{idle * pauses:,.0f} s of idle in all ({pauses} pause(s)" + (
+        ", the two sides of a round pausing together; when perf runs, less the other side's"
+        " last perf block, which each side's pause overlaps)"
+        if together
+        else ", one per life)"
     )
     return (
         f"lives: every life asks {spec.probes} math probe(s) one at a time at its start{after}; "
@@ -125,15 +128,30 @@ async def ask(
     return sender.records()
 
 
+Life = tuple[Profile, Runtime, Role, str, int, int, str]
+"""A life as the probes see it: profile, runtime, role, side, life, round, purpose."""
+
+
 @dataclass
 class LifeProbing:
     """The run's life probes: what each life answered, and the reference's quality records
-    (set once known: they pick the items). One per run, shared by all its contexts."""
+    (set once known: they pick the items). One per run, shared by all its contexts.
+
+    A life's idle pause counts from the end of its last work (`worked`), so a pause the
+    plan has to sit through anyway (the other side's perf block, side by side) is part of
+    it, and only the rest of `lives.idle_s` is slept (`idle_now`, `at_end_of`).
+    """
 
     records: list[LifeProbes] = field(default_factory=list)
     reference: QualityOutput | None = None
     own: dict[str, QualityOutput] = field(default_factory=dict)
     """Each side's quality records, once known (their answers are the probes' expected)."""
+    quiet: dict[tuple[str, int], float] = field(default_factory=dict)
+    """Per life (side, life), when its last work ended (time.monotonic), once known."""
+    idled: set[tuple[str, int]] = field(default_factory=set)
+    """The lives whose idle probes were asked (their end asks none)."""
+    opened: dict[int, Life] = field(default_factory=dict)
+    """The lives asked their start probes, by their runtime's id."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def quality_known(self, side: str, out: QualityOutput) -> None:
@@ -153,7 +171,7 @@ class LifeProbing:
         purpose: str = "life",
     ) -> None:
         """The start probes of a life just ready."""
-        self._ask(profile, runtime, role, side, life, round, purpose, "start", 0.0)
+        self.at_start_of([(profile, runtime, role, side, life, round, purpose)])
 
     def at_end(
         self,
@@ -168,37 +186,56 @@ class LifeProbing:
         """The idle probes of a life whose work is done: `lives.idle_s` of quiet, then ask."""
         self.at_end_of([(profile, runtime, role, side, life, round, purpose)])
 
-    def at_end_of(self, lives: list[tuple[Profile, Runtime, Role, str, int, int, str]]) -> None:
+    def worked(self, runtime: Runtime) -> None:
+        """`runtime`'s life has just ended a piece of work: its quiet counts from now (a
+        life never marked pauses the whole `lives.idle_s` at its end)."""
+        life = self.opened.get(id(runtime))
+        if life is not None:
+            self.quiet[(life[3], life[4])] = time.monotonic()
+
+    def idle_now(self, runtime: Runtime) -> None:
+        """`runtime`'s life's idle probes now, before the rest of its work: its quiet since
+        `worked` topped up to `lives.idle_s`; its end then asks none."""
+        life = self.opened.get(id(runtime))
+        if life is not None:
+            self.at_end_of([life])
+
+    def at_end_of(self, lives: list[Life]) -> None:
         """The idle probes of several lives that end together (side by side): one pause for
-        all, then each life's probes (the first request each server sees after its pause)."""
-        lives = [x for x in lives if _idle_wanted(x[0])]
+        all, as long as the life quiet for the shortest time still needs (a life whose
+        quiet began earlier, `worked`, waits less), then each life's probes (the first
+        request each server sees after its pause)."""
+        lives = [x for x in lives if _idle_wanted(x[0]) and (x[3], x[4]) not in self.idled]
         if not lives:
             return
-        idle = max(x[0].lives.idle_s for x in lives)
-        log.info("life probes: %s idle %.0f s, then the idle probes", _sides(lives), idle)
-        began = time.monotonic()
-        time.sleep(idle)
-        waited = time.monotonic() - began
-        self._each(lives, "idle", waited)
+        now = time.monotonic()
+        since = [min(now, self.quiet.get((x[3], x[4]), now)) for x in lives]
+        rest = max(x[0].lives.idle_s - (now - s) for x, s in zip(lives, since, strict=True))
+        log.info("life probes: %s idle %.0f s more, then the idle probes", _sides(lives), rest)
+        if rest > 0:
+            time.sleep(rest)
+        asked = time.monotonic()
+        self.idled.update((x[3], x[4]) for x in lives)
+        self._each(lives, "idle", [asked - s for s in since])
 
-    def at_start_of(self, lives: list[tuple[Profile, Runtime, Role, str, int, int, str]]) -> None:
+    def at_start_of(self, lives: list[Life]) -> None:
         """The start probes of several lives ready together, asked of each at once."""
-        self._each(lives, "start", 0.0)
+        for life in lives:
+            self.opened[id(life[1])] = life
+        self._each(lives, "start", [0.0] * len(lives))
 
-    def _each(
-        self,
-        lives: list[tuple[Profile, Runtime, Role, str, int, int, str]],
-        kind: ProbeKind,
-        idle_s: float,
-    ) -> None:
+    def _each(self, lives: list[Life], kind: ProbeKind, idle_s: list[float]) -> None:
         """Each life's probes of `kind`; several lives (side by side, each on its own cores)
         are asked at once, so the probes cost the run one life's time, not two."""
         if len(lives) == 1:
-            self._ask(*lives[0], kind, idle_s)
-            return
-        with ThreadPoolExecutor(len(lives), thread_name_prefix="qgate-life") as pool:
-            for done in [pool.submit(self._ask, *one, kind, idle_s) for one in lives]:
-                done.result()
+            self._ask(*lives[0], kind, idle_s[0])
+        else:
+            with ThreadPoolExecutor(len(lives), thread_name_prefix="qgate-life") as pool:
+                for done in [
+                    pool.submit(self._ask, *one, kind, idle)
+                    for one, idle in zip(lives, idle_s, strict=True)
+                ]:
+                    done.result()
 
     def _steady_first(self, probes: list[Probe], side: str = "reference") -> list[Probe]:
         """The probes with the items the reference's own lives answered right first and those
@@ -271,7 +308,7 @@ def _idle_wanted(profile: Profile) -> bool:
     )
 
 
-def _sides(lives: list[tuple[Profile, Runtime, Role, str, int, int, str]]) -> str:
+def _sides(lives: list[Life]) -> str:
     return " and ".join(x[3] for x in lives)
 
 

@@ -37,13 +37,13 @@ from qgate.core.progress import StageClock
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
 from qgate.perf.records import ScenarioRun
-from qgate.profile import Profile
 from qgate.quality.board import Board
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.stage import QualityOutput
 from qgate.run.attribute import attribution_wanted
 from qgate.run.candidate import CandidateResult, judge
 from qgate.run.context import RunContext, quality_on, save_life_probes, save_raw, start_record
+from qgate.run.life_probes import Life
 from qgate.run.perf import compares_to_reference, perf_blocks, perf_on
 from qgate.run.reference import store_reference
 from qgate.runtime.cores import usable_cores
@@ -81,7 +81,7 @@ def start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Runt
         if stagger:
             runtime.wait_ready()
         made.append(runtime)
-    lives: list[tuple[Profile, Runtime, Role, str, int, int, str]] = []
+    lives: list[Life] = []
     for runtime, side in zip(made, (ctx, cand), strict=True):
         if not stagger:
             runtime.wait_ready()
@@ -215,13 +215,23 @@ def interleaved(
     ]
     if swapped(ctx.round):
         order.reverse()
+    probing = ctx.probing
+    for runtime in (ref_rt, cand_rt):
+        probing.worked(runtime)
     for block in range(blocks):
-        for side, runtime, neighbour, role, quality in order:
+        for k, (side, runtime, neighbour, role, quality) in enumerate(order):
+            if k == 1 and block == blocks - 1:
+                # its idle probes here, not after its block: the first side's block it sat
+                # through is part of its pause, and that side's own pause (counted from the
+                # end of its block) runs on through these probes and this block
+                probing.idle_now(runtime)
+                save_life_probes(side)
             log.info("perf block %d/%d: %s (the other side paused)", block + 1, blocks, role)
             with _paused(neighbour):
                 runs = perf_on(
                     side, runtime, role, quality, save=False, block=block, reference=reference
                 )
+            probing.worked(runtime)
             sides[role] += runs
             save_raw(side, f"{role}-perf.json", [*kept[role], *sides[role]])
     return sides["reference"], sides["candidate"]

@@ -6,14 +6,15 @@ own model and arguments behind perf/faults/launch.py with a `load:6` fault (answ
 corrupted, digits and letters rotated, only when more than 6 requests are in flight). The
 quality stage asks 4 at a time, below the threshold, so every quality gate passes; the perf
 scenario's c12 level runs above it, so its graded probes come back wrong and its probe gate
-fails, while its c1 level's pass. The same proxy also has an `idle:20` fault (issue 44 item
+fails, while its c1 level's pass. The same proxy also has an `idle:30` fault (issue 44 item
 2, vLLM #52150): only a request that arrives after 30 s with nothing in flight is corrupted.
 No quality request waits that long (the start probes and the quality stage follow the start
-at once); the life's idle probes, asked after `lives.idle_s` 35 s of quiet at the end of the
-life, do, and the first of them comes back wrong: that life FAILs, named, and its round is
-kept out of the ratios. (A perf block may also start after the other side's block kept this
-one waiting; its first request is a workload request, not graded.) One `qgate run`: one
-server start per side, both at once (the idle pause, both sides together, adds about 35 s).
+at once); the candidate life's idle probes do: asked before its perf block, once it has sat
+through the reference's block and the rest of `lives.idle_s` 35 s, the first of them comes
+back wrong: that life FAILs, named, and its round is kept out of the ratios. The reference's
+pause runs on through them and the candidate's block. One `qgate run`: one server start per
+side, both at once; the lives (start and idle probes, and the part of the pause the
+reference's block does not cover) add about 30 s to it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -153,7 +155,7 @@ def test_the_idle_fault_fails_the_candidate_life_by_its_idle_probe(
     assert verdicts["lives.candidate.2.start"]["passed"], verdicts
     idle = verdicts["lives.candidate.2.idle"]
     assert not idle["passed"] and idle["observed"] >= 1, idle
-    assert "candidate life 2 (round 1) after 35 s idle" in idle["reason"]
+    assert re.search(r"candidate life 2 \(round 1\) after (3[5-9]|[4-9]\d) s idle", idle["reason"])
     kinds = [(r["side"], r["kind"]) for r in lives["records"]]
     assert sorted(kinds) == sorted(
         [
@@ -173,4 +175,4 @@ def test_the_idle_fault_fails_the_candidate_life_by_its_idle_probe(
     assert pred["perf"]["runs"]
     assert "round(s) 1 kept out of the ratios" in done.stdout
     md = (report.parent / "report.md").read_text()
-    assert "LIFE FAILED: candidate life 2 (round 1) after 35 s idle" in md
+    assert re.search(r"LIFE FAILED: candidate life 2 \(round 1\) after \d+ s idle", md), md

@@ -23,7 +23,7 @@ from qgate.profile.load import load_profile_file
 from qgate.quality.math_set import math_items
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.stage import QualityOutput
-from qgate.run import life_probes
+from qgate.run import life_probes, together
 from qgate.run.context import started
 from qgate.run.life_probes import LifeProbing, lives_note, math_probes
 from qgate.run.plan import describe, make_plan
@@ -169,10 +169,11 @@ def test_the_plan_states_the_probes_and_their_idle_cost() -> None:
     )
     line = next(x for x in describe(plan) if "note: lives:" in x)
     assert "every life asks 4 math probe(s) one at a time at its start" in line
-    assert "30 s idle then the same 4 again" in line
-    assert "for the 2 lives planned ~30 s of idle in all (1 pause(s)" in line
+    assert "50 s idle then the same 4 again" in line
+    assert "for the 2 lives planned at most ~50 s of idle in all (1 pause(s)" in line
+    assert "less the other side's last perf block, which each side's pause overlaps" in line
     seq = make_plan([("candidate", PROFILE)], reference_cached=False, placement="")
-    assert "~60 s of idle in all (2 pause(s), one per life)" in " ".join(describe(seq))
+    assert "at most ~100 s of idle in all (2 pause(s), one per life)" in " ".join(describe(seq))
     off = PROFILE.model_copy(update={"lives": LivesSpec(probes=0)})
     assert lives_note(off, 2, together=True) is None
 
@@ -254,3 +255,60 @@ def test_an_item_the_side_lost_in_its_quality_stage_is_asked_last(events: list[s
     ref = _reference({1, 2})
     ctx.probing.quality_known("int8", ref.model_copy(update={"role": "candidate"}))
     assert [p.id for p in ctx.probing._steady_first(probes, "int8")] == [ids[1], ids[2], ids[0]]
+
+
+def test_side_by_side_the_pause_overlaps_the_other_sides_last_perf_block(
+    events: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Perf blocks of 30 s and a 50 s pause: the candidate (second in the block pair) is
+    asked its idle probes before its last block, after the reference's block and 20 s more;
+    the reference's own pause runs on through them and the candidate's block, so its end
+    sleeps nothing: 20 s of the run are spent pausing, not 50."""
+    clock = [1000.0]
+    monkeypatch.setattr(life_probes.time, "monotonic", lambda: clock[0])
+
+    def sleep(s: float) -> None:
+        events.append(f"sleep {s:g}")
+        clock[0] += s
+
+    monkeypatch.setattr(life_probes.time, "sleep", sleep)
+
+    def perf_on(side: Any, runtime: Any, role: str, *a: Any, **k: Any) -> list[Any]:
+        events.append(f"perf {role}")
+        clock[0] += 30
+        return []
+
+    monkeypatch.setattr(together, "perf_on", perf_on)
+    monkeypatch.setattr(together, "save_raw", lambda *a: None)
+    ctx = _ctx(events, LivesSpec(probes=2, idle_s=50))
+    ctx.round = 0  # the reference's block first
+    ref_rt, cand_rt = _Runtime(events), _Runtime(events)
+    both = [
+        (ctx.profile, ref_rt, "reference", "reference", 0, 0, "life"),
+        (ctx.profile, cand_rt, "candidate", "int8", 1, 0, "life"),
+    ]
+    ctx.probing.at_start_of(both)
+    events.clear()
+    quality = QualityOutput(role="reference")
+    together.interleaved(ctx, ctx, ref_rt, cand_rt, quality, quality, blocks=2)
+    ctx.probing.at_end_of(both)  # the lives' end: only the reference's probes are left
+    assert events == [
+        "perf reference",
+        "perf candidate",
+        "perf reference",
+        "sleep 20",  # 30 s of the reference's block, 20 more: 50 s quiet
+        "ask 2",  # the candidate's idle probes, the first requests after its pause
+        "perf candidate",
+        "ask 2",  # the reference: quiet 50 s since its last block, no sleep of its own
+    ]
+    idle = {p.side: p.idle_s for p in ctx.probing.records if p.kind == "idle"}
+    assert idle == {"int8": 50.0, "reference": 50.0}
+
+
+def test_a_life_never_marked_at_work_pauses_the_whole_idle_s(events: list[str]) -> None:
+    ctx = _ctx(events, LivesSpec(probes=1, idle_s=50))
+    life = (ctx.profile, _Runtime(events), "candidate", "int8", 0, 0, "life")
+    ctx.probing.at_start_of([life])
+    ctx.probing.at_end_of([life])
+    ctx.probing.at_end_of([life])  # asked once only
+    assert events == ["ask 1", "sleep 50", "ask 1"]
