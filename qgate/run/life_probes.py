@@ -79,7 +79,12 @@ def lives_note(profile: Profile, lives: int, together: bool) -> str | None:
     pauses = (lives + 1) // 2 if together else lives
     after = (
         f" and, after its work, {idle:g} s idle then the same {spec.probes} again"
-        f" (the first request after the pause is a probe)"
+        + (
+            " (side by side, the second side of a block pair before its last perf block)"
+            if together
+            else ""
+        )
+        + " (the first request after the pause is a probe)"
         if idle > 0
         else " (no idle probes: lives.idle_s 0)"
     )

@@ -169,7 +169,7 @@ def test_the_plan_states_the_probes_and_their_idle_cost() -> None:
     )
     line = next(x for x in describe(plan) if "note: lives:" in x)
     assert "every life asks 4 math probe(s) one at a time at its start" in line
-    assert "50 s idle then the same 4 again" in line
+    assert "50 s idle then the same 4 again (side by side, the second side of a block" in line
     assert "for the 2 lives planned at most ~50 s of idle in all (1 pause(s)" in line
     assert "less the other side's last perf block, which each side's pause overlaps" in line
     seq = make_plan([("candidate", PROFILE)], reference_cached=False, placement="")
