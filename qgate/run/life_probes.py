@@ -216,6 +216,7 @@ class LifeProbing:
         now = time.monotonic()
         since = [min(now, self.quiet.get((x[3], x[4]), now)) for x in lives]
         rest = max(x[0].lives.idle_s - (now - s) for x, s in zip(lives, since, strict=True))
+        rest = max(rest, 0.0)  # quiet long enough already (the other side's block covered it)
         log.info("life probes: %s idle %.0f s more, then the idle probes", _sides(lives), rest)
         if rest > 0:
             time.sleep(rest)

@@ -29,7 +29,7 @@ from qgate.run.life_probes import LifeProbing, lives_note, math_probes
 from qgate.run.plan import describe, make_plan
 
 DEMO = Path(__file__).resolve().parents[3] / "precision_profiles" / "smollm2-cpu-int8.yaml"
-PROFILE = load_profile_file(DEMO).profile
+PROFILE = load_profile_file(DEMO).profile.model_copy(update={"lives": LivesSpec()})  # defaults
 MOCK = Path(__file__).resolve().parents[2] / "mockserver" / "mock_openai.py"
 
 
