@@ -198,6 +198,15 @@ class LifeProbing:
         if life is not None:
             self.quiet[(life[3], life[4])] = time.monotonic()
 
+    def settled(self, *runtimes: Runtime) -> None:
+        """The run's verdict is a FAIL already and its profile stops once settled
+        (`quality.stop: verdict`): these lives end without their idle pause and probes, which
+        could only add a failed life to it."""
+        for runtime in runtimes:
+            life = self.opened.get(id(runtime))
+            if life is not None:
+                self.idled.add((life[3], life[4]))
+
     def idle_now(self, runtime: Runtime) -> None:
         """`runtime`'s life's idle probes now, before the rest of its work: its quiet since
         `worked` topped up to `lives.idle_s`; its end then asks none."""

@@ -41,7 +41,7 @@ from qgate.quality.board import Board
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.stage import QualityOutput
 from qgate.run.attribute import attribution_wanted
-from qgate.run.candidate import CandidateResult, judge
+from qgate.run.candidate import CandidateResult, judge, settled_fail
 from qgate.run.context import RunContext, quality_on, save_life_probes, save_raw, start_record
 from qgate.run.life_probes import Life
 from qgate.run.perf import compares_to_reference, perf_blocks, perf_on
@@ -153,6 +153,8 @@ def side_by_side(
         cand.reference_cached = ctx.reference_cached
         cand.reference_provenance = ctx.reference_provenance
         judge(cand, out, reference, force_perf)
+        if settled_fail(cand, out):
+            ctx.probing.settled(ref_rt, cand_rt)
         if out.status in ("ran", "ungated") and compares_to_reference(cand):
             with clock.stage("perf"):
                 ref_perf, out.perf_runs = interleaved(

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from qgate.core.serving import EffectiveConfig
+from qgate.core.verdict import Verdict
 from qgate.perf.client import run_loop
 from qgate.perf.life_probes import LifeProbes
 from qgate.perf.probe_gates import graded
@@ -24,6 +25,7 @@ from qgate.quality.math_set import math_items
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.stage import QualityOutput
 from qgate.run import life_probes, together
+from qgate.run.candidate import CandidateResult, settled_fail
 from qgate.run.context import started
 from qgate.run.life_probes import LifeProbing, lives_note, math_probes
 from qgate.run.plan import describe, make_plan
@@ -312,3 +314,31 @@ def test_a_life_never_marked_at_work_pauses_the_whole_idle_s(events: list[str]) 
     ctx.probing.at_end_of([life])
     ctx.probing.at_end_of([life])  # asked once only
     assert events == ["ask 1", "sleep 50", "ask 1"]
+
+
+def test_a_fail_settled_under_stop_verdict_ends_its_lives_without_the_idle_pause(
+    events: list[str],
+) -> None:
+    ctx = _ctx(events, LivesSpec(probes=2, idle_s=30))
+    with started(ctx, "candidate") as runtime:
+        ctx.probing.settled(runtime)
+    assert events == ["ready", "ask 2", "stopped"]
+    failed = Verdict(
+        gate="math.short.max_drop",
+        suite="math.short",
+        observed=0.3,
+        limit=0.15,
+        passed=False,
+        reason="dropped",
+    )
+    out = CandidateResult(name="c", verdicts=[failed])
+    stop = PROFILE.quality.model_copy(update={"stop": "verdict"})
+    assert settled_fail(SimpleNamespace(profile=PROFILE.model_copy(update={"quality": stop})), out)
+    off = PROFILE.quality.model_copy(update={"stop": "off"})
+    assert not settled_fail(
+        SimpleNamespace(profile=PROFILE.model_copy(update={"quality": off})), out
+    )
+    passed = CandidateResult(name="c", verdicts=[failed.model_copy(update={"passed": True})])
+    assert not settled_fail(
+        SimpleNamespace(profile=PROFILE.model_copy(update={"quality": stop})), passed
+    )
