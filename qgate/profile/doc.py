@@ -47,6 +47,7 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("perf.slo", p.Slo),
     ("perf.gates[]", pp.PerfGate),
     ("perf.published[]", pp.PublishedFigure),
+    ("lives", p.LivesSpec),
     ("attribution", AttributionSpec),
     ("signing", p.SigningSpec),
     ("cluster", p.ClusterSpec),

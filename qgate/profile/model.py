@@ -28,6 +28,7 @@ from qgate.profile.base import (
     Strict,
 )
 from qgate.profile.cluster import ClusterSpec
+from qgate.profile.lives import LivesSpec
 from qgate.profile.perf import PerfGate, PublishedFigure, check_dummy, side_args
 from qgate.profile.quality import (
     ANSWER_MAX_TOKENS,
@@ -75,6 +76,7 @@ __all__ = [
     "Fraction",
     "KeyIssue",
     "KeyPath",
+    "LivesSpec",
     "LmEvalTask",
     "LoadFiller",
     "MathSuite",
@@ -372,6 +374,11 @@ class Profile(Strict):
     )
     secrets: list[str] = Field(
         default_factory=list, description="Env var names whose values are always redacted."
+    )
+    lives: LivesSpec = Field(
+        default_factory=LivesSpec,
+        description="Probes every server life answers at its start and after an idle pause "
+        "(issue 44); `lives: {probes: 0}` turns them off.",
     )
     attribution: AttributionSpec | None = Field(
         default=None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +16,7 @@ from qgate.perf.blocks import compare_blocks, pooled
 from qgate.perf.checks import scenario_verdicts
 from qgate.perf.compare import compare
 from qgate.perf.gates import report_gates
+from qgate.perf.life_probes import LifeProbes, excluded_rounds, life_verdicts
 from qgate.perf.metrics import summarize
 from qgate.perf.probe_gates import probe_verdicts
 from qgate.perf.records import ScenarioRun
@@ -32,6 +33,7 @@ from qgate.report.model import (
     BOOTSTRAP_SEED,
     PERF_DERIVATION,
     QUALITY_DERIVATION,
+    LivesSection,
     PerfSection,
     PerfStatus,
     QualitySection,
@@ -45,10 +47,16 @@ from qgate.runtime.fingerprint import Fingerprint
 
 
 def perf_results(
-    spec: PerfSpec | None, runs: Sequence[ScenarioRun], *, resamples: int, seed: int
+    spec: PerfSpec | None,
+    runs: Sequence[ScenarioRun],
+    *,
+    resamples: int,
+    seed: int,
+    excluded: Collection[int] = (),
 ) -> list[ScenarioResult]:
     """Summaries of both runtimes, candidate/reference ratios, the candidate's stream checks
-    and the scenario's probe gate (its graded probes, both sides' blocks and rounds)."""
+    and the scenario's probe gate (its graded probes, both sides' blocks and rounds). The
+    `excluded` rounds (a candidate life there failed its life probes) are in no ratio."""
     slo = spec.slo if spec else None
     by_key: dict[tuple[str, str], list[ScenarioRun]] = {}
     for r in runs:
@@ -64,19 +72,43 @@ def perf_results(
                 scenario=name,
                 reference=summarize(ref, slo).model_dump(mode="json") if ref else None,
                 candidate=summarize(cand, slo).model_dump(mode="json") if cand else None,
-                comparisons=[
-                    c.model_dump(mode="json")
-                    for c in compare_blocks(
-                        refs, cands, resamples=resamples, seed=seed, compare=compare
-                    )
-                ]
-                if refs and cands
-                else [],
+                comparisons=compared(refs, cands, excluded, resamples=resamples, seed=seed),
                 verdicts=(list(scenario_verdicts(spec, cand)) if cand and spec else [])
                 + probe_verdicts(spec.probes if spec else None, name, refs, cands),
             )
         )
     return out
+
+
+def compared(
+    refs: Sequence[ScenarioRun],
+    cands: Sequence[ScenarioRun],
+    excluded: Collection[int],
+    *,
+    resamples: int,
+    seed: int,
+) -> list[dict[str, Any]]:
+    """The scenario's ratios from the rounds no failed life served ([]: none left)."""
+    refs = [r for r in refs if r.round not in excluded]
+    cands = [r for r in cands if r.round not in excluded]
+    if not refs or not cands:
+        return []
+    got = compare_blocks(refs, cands, resamples=resamples, seed=seed, compare=compare)
+    return [c.model_dump(mode="json") for c in got]
+
+
+def lives_section(
+    profile: Profile, suite_runs: Sequence[SuiteRun], records: Sequence[LifeProbes]
+) -> LivesSection | None:
+    """The life probes and their verdicts (None: no life asked any)."""
+    if not records:
+        return None
+    verdicts = life_verdicts(profile.lives, suite_runs, records)
+    return LivesSection(
+        records=list(records),
+        verdicts=verdicts,
+        excluded_rounds=sorted(excluded_rounds(records, verdicts)),
+    )
 
 
 def build_report(
@@ -102,10 +134,15 @@ def build_report(
     reference_provenance: ReferenceProvenance | None = None,
     provenance: RunProvenance | None = None,
     attribution: Attribution | None = None,
+    life_probes: Sequence[LifeProbes] = (),
 ) -> Report:
     """The unsigned report; `write_report` redacts, digests artifacts and signs it."""
     resamples = profile.perf.bootstrap if profile.perf else 0
-    results = perf_results(profile.perf, perf_runs, resamples=resamples, seed=bootstrap_seed)
+    lives = lives_section(profile, suite_runs, life_probes)
+    excluded = lives.excluded_rounds if lives is not None else []
+    results = perf_results(
+        profile.perf, perf_runs, resamples=resamples, seed=bootstrap_seed, excluded=excluded
+    )
     perf = PerfSection(
         status=perf_status,
         bootstrap_resamples=resamples,
@@ -116,6 +153,7 @@ def build_report(
         gates=report_gates(profile.perf, perf_status, results),
     )
     all_verdicts = list(verdicts) + [v for r in results for v in r.verdicts] + perf.gates
+    all_verdicts += lives.verdicts if lives is not None else []
     emulated = sorted({e for c in effective_configs for e in c.emulated})
     return Report(
         qgate_version=__version__,
@@ -151,6 +189,7 @@ def build_report(
         reference_provenance=reference_provenance,
         provenance=provenance,
         attribution=attribution,
+        lives=lives,
     )
 
 

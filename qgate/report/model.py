@@ -23,6 +23,7 @@ from qgate.core.provenance import RunProvenance
 from qgate.core.records import Record
 from qgate.core.serving import EffectiveConfig, ServerStart
 from qgate.core.verdict import Verdict
+from qgate.perf.life_probes import LifeProbes
 from qgate.perf.records import ScenarioRun
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.calibrate import CalibrationResult
@@ -184,6 +185,23 @@ class PerfSection(Record):
     )
 
 
+class LivesSection(Record):
+    """Every life graded (issue 44): the probes each server life answered at its start and
+    after its idle pause, and a verdict per candidate life and kind (qgate/perf/life_probes.py)."""
+
+    records: list[LifeProbes] = Field(
+        default_factory=list, description="Each life's probe sets, in the order asked."
+    )
+    verdicts: list[Verdict] = Field(
+        default_factory=list, description="life_verdicts over the records, candidate lives only."
+    )
+    excluded_rounds: list[int] = Field(
+        default_factory=list,
+        description="Perf rounds (0-based) a failed candidate life served: their runs stay in "
+        "perf.runs but are kept out of every comparison (ratio) and speed gate.",
+    )
+
+
 class ReportHead(Record):
     """The fields every signed qgate report starts with, single or multi, in this order.
 
@@ -275,11 +293,17 @@ class Report(ReportHead):
         "changes broke it (qgate/report/attribution.py).",
     )
     provenance: RunProvenance | None = PROVENANCE
+    lives: LivesSection | None = Field(
+        default=None,
+        description="Life probes and their verdicts (`lives`); None when no life asked any.",
+    )
 
     def all_verdicts(self) -> list[Verdict]:
-        """Quality verdicts, then perf scenario checks, then perf gates."""
+        """Quality verdicts, then perf scenario checks, then perf gates, then life verdicts."""
         out = list(self.quality.verdicts)
         for result in self.perf.results:
             out.extend(result.verdicts)
         out.extend(self.perf.gates)
+        if self.lives is not None:
+            out.extend(self.lives.verdicts)
         return out

@@ -30,7 +30,14 @@ from qgate.run.context import RunContext, quality_on, started
 from qgate.run.perf import perf_blocks
 from qgate.runtime.scales import kv_scale_verdicts
 
-__all__ = ["CandidateResult", "divergence_of", "evaluate", "judge", "perf_with_baseline"]
+__all__ = [
+    "CandidateResult",
+    "divergence_of",
+    "evaluate",
+    "judge",
+    "perf_with_baseline",
+    "settled_fail",
+]
 
 log = logging.getLogger("qgate")
 
@@ -60,6 +67,8 @@ def evaluate(
         with started(ctx, "candidate") as runtime:
             out.quality = quality_on(ctx, runtime, "candidate", reference)
             judge(ctx, out, reference, force_perf)
+            if settled_fail(ctx, out):
+                ctx.probing.settled(runtime)
             if out.status in ("ran", "ungated"):
                 out.perf_runs = perf_blocks(
                     ctx, runtime, "candidate", out.quality, reference=reference
@@ -92,6 +101,12 @@ def judge(
     )
     out.verdicts += evaluate_speculative(ctx.profile, spec)
     out.status = perf_status(overall_passed(out.verdicts), ctx.no_perf, force_perf)
+
+
+def settled_fail(ctx: RunContext, out: CandidateResult) -> bool:
+    """The candidate failed a gate and its profile stops once the verdict is settled
+    (`quality.stop: verdict`): nothing left in its life can change the verdict."""
+    return ctx.profile.quality.stop == "verdict" and not overall_passed(out.verdicts)
 
 
 def perf_with_baseline(result: CandidateResult, ref_perf: list[ScenarioRun]) -> list[ScenarioRun]:

@@ -40,6 +40,7 @@ from qgate.quality.calibrate import math_calibration, model_label, model_problem
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.stage import QualityOutput, ReferenceScores, evaluate
 from qgate.report.files import new_run_dir
+from qgate.run.life_probes import LifeProbing
 from qgate.run.lives import LOCAL, Lives
 from qgate.run.options import RunOptions
 from qgate.runtime.capabilities import (
@@ -63,6 +64,7 @@ __all__ = [
     "prepare",
     "quality_on",
     "resolve_model",
+    "save_life_probes",
     "save_raw",
     "select",
     "signer_for",
@@ -101,6 +103,8 @@ class RunContext:
     lives: Lives = LOCAL  # where each server of the run lives (qgate/run/lives.py)
     # the perf round this context's lives belong to (0: the run's own lives; perf.rounds)
     round: int = 0
+    # every life's start and idle probes (one shared by all of a run's contexts; lives:)
+    probing: LifeProbing = field(default_factory=LifeProbing)
 
     @property
     def no_perf(self) -> bool:
@@ -240,6 +244,7 @@ def prepare(opts: RunOptions, loaded: LoadedProfile | LoadedMulti, lives: Lives 
     run_dir = new_run_dir(opts.out_root, run_name)
     multi = isinstance(loaded, LoadedMulti)
     starts: list[ServerStart] = []
+    probing = LifeProbing()
     contexts = [
         RunContext(
             opts=opts,
@@ -256,6 +261,7 @@ def prepare(opts: RunOptions, loaded: LoadedProfile | LoadedMulti, lives: Lives 
             starts=starts,
             side=name,
             lives=lives,
+            probing=probing,
         )
         for (name, declared_profile, profile, selection), own in zip(chosen, paths, strict=True)
     ]
@@ -269,11 +275,29 @@ def prepare(opts: RunOptions, loaded: LoadedProfile | LoadedMulti, lives: Lives 
 def started(
     ctx: RunContext, role: Role, purpose: Literal["preflight", "life"] = "life"
 ) -> Iterator[Runtime]:
-    """A started, ready runtime for `role`, its start recorded; always stopped on the way out."""
+    """A started, ready runtime for `role`, its start recorded; always stopped on the way out.
+
+    A life (not a preflight) answers its start probes once ready and, when its work ended
+    without an error, its idle probes before it stops (`lives`, qgate/run/life_probes.py).
+    """
     runtime = ctx.new_runtime(role)
+    side = ctx.side if role == "candidate" else role
     with runtime:
-        ctx.starts.append(start_record(runtime, ctx.side if role == "candidate" else role, purpose))
+        ctx.starts.append(start_record(runtime, side, purpose))
+        life = (ctx.profile, runtime, role, side, len(ctx.starts) - 1, ctx.round)
+        if purpose == "life":
+            ctx.probing.at_start(*life)
+            save_life_probes(ctx)
         yield runtime
+        if purpose == "life":
+            ctx.probing.at_end(*life)
+            save_life_probes(ctx)
+
+
+def save_life_probes(ctx: RunContext) -> None:
+    """Every life's probes so far, in the run folder at once (raw/life-probes.json)."""
+    if ctx.probing.records:
+        save_raw(ctx, "life-probes.json", ctx.probing.records)
 
 
 def start_record(runtime: Runtime, side: str, purpose: Literal["preflight", "life"]) -> ServerStart:
@@ -318,6 +342,7 @@ def quality_on(
         board=board,
     )
     save_raw(ctx, f"{role}-quality.json", out)
+    ctx.probing.quality_known(ctx.side if role == "candidate" else role, out)
     return out
 
 

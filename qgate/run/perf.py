@@ -17,10 +17,9 @@ from qgate.perf.probes import Probe
 from qgate.perf.records import ScenarioRun
 from qgate.perf.runner import run_scenarios
 from qgate.perf.workloads import BLOCK
-from qgate.profile import ANSWER_MAX_TOKENS
-from qgate.quality.math_set import math_items, short_prompt
 from qgate.quality.stage import QualityOutput, runtime_headers
 from qgate.run.context import RunContext, save_raw
+from qgate.run.life_probes import math_probes, probe_params
 from qgate.run.plan import blocks_of
 from qgate.runtime.causes import blamed_on
 
@@ -34,24 +33,10 @@ def probe_set(ctx: RunContext, quality: QualityOutput, reference: QualityOutput)
     the reference answered correctly in its quality stage (so a lost one can show), with
     this runtime's quality-stage answers and each item's known answer. Both sides get the
     same items because both read the reference's records."""
-    spec, perf = ctx.profile.quality.math, ctx.profile.perf
-    ref_run = next((r for r in reference.runs if r.suite == "math.short"), None)
-    if spec is None or perf is None or ref_run is None or perf.probes.items == 0:
+    perf = ctx.profile.perf
+    if perf is None or not any(r.suite == "math.short" for r in reference.runs):
         return []
-    own = next((r for r in quality.runs if r.suite == "math.short"), None)
-    answers = {i.id: i.answer for i in own.items} if own is not None else {}
-    items = {i.id: i for i in math_items(spec)}
-    chosen = [r.id for r in ref_run.items if r.correct and r.id in items]
-    chosen += [r.id for r in ref_run.items if not r.correct and r.id in items]  # too few right
-    return [
-        Probe(
-            i,
-            [{"role": "user", "content": short_prompt(items[i].question)}],
-            answers.get(i),
-            str(items[i].answer),
-        )
-        for i in chosen[: perf.probes.items]
-    ]
+    return math_probes(ctx.profile, quality, reference, perf.probes.items)
 
 
 def perf_on(
@@ -71,7 +56,6 @@ def perf_on(
     assert spec is not None
     if quality.effective_config is None:  # a preview's reference starts only for perf
         quality.effective_config = runtime.effective_config()
-    math = ctx.profile.quality.math
     # The same event loop (uvloop when installed) as `qgate perf`: the fidelity measured
     # by perf/bench_client_fidelity.py is the fidelity shipped.
     token = BLOCK.set(block)
@@ -87,11 +71,7 @@ def perf_on(
                     headers=runtime_headers(runtime),
                     metric_names=runtime.metrics,
                     probes=probe_set(ctx, quality, reference or quality),
-                    probe_params={
-                        "temperature": 0.0,
-                        "seed": ctx.profile.quality.seed,
-                        "max_tokens": math.max_tokens if math else ANSWER_MAX_TOKENS,
-                    },
+                    probe_params=probe_params(ctx.profile),
                     progress=ctx.opts.progress,
                     timeout_s=ctx.profile.engine.request_timeout_s,
                 )

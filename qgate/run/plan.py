@@ -40,6 +40,7 @@ from qgate.profile.suites import configured, engine_args_needed, profile_key
 from qgate.quality.calibrate import boundary_warning, expected_accuracy
 from qgate.quality.gates import policy_for
 from qgate.quality.sizing import gate_power
+from qgate.run.life_probes import lives_note
 
 __all__ = [
     "ACCELERATOR_SHARE",
@@ -265,6 +266,8 @@ def make_plan(
             "speed is compared across lives in sequence: the machine's state can "
             f"move between them, and the intervals cover {within}{across}"
         )
+    if note := lives_note(first, len(lives), together=False):
+        notes.append(note)
     return Plan(
         reference_cached=reference_cached,
         blocks=blocks_of(first, together=False),
@@ -378,6 +381,9 @@ def _together(
         Life.of("reference", ref_work, where[0], blocks=blocks),
         Life.of(name, cand_work, where[1], "started together with the reference", blocks),
     ]
+    lives += round_lives(lives, rounds if compared else 1, blocks)
+    if note := lives_note(profile, len(lives), together=True):
+        notes.append(note)
     return Plan(
         mode="together",
         blocks=blocks,
@@ -386,7 +392,7 @@ def _together(
         # on the CPU the candidate starts beside the reference, right away; on an accelerator
         # it starts once the reference is ready, so a bad argument is worth catching first
         preflight={name: "none" if on_cpu else _preflight(profile, reference_cached, False)},
-        lives=lives + round_lives(lives, rounds if compared else 1, blocks),
+        lives=lives,
         suites=_suites(profile.quality),
         scenarios=_scenarios(profile),
         power=_power(profile.quality),

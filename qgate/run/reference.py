@@ -154,6 +154,7 @@ def reference_life(ctx: RunContext, with_perf: bool, clock: StageClock) -> Refer
                     speculative=entry.speculative,
                 )
                 save_raw(ctx, "reference-quality.json", out)
+                ctx.probing.quality_known("reference", out)
                 return ReferenceLife(out, None)
             if not ctx.profile.quality.has_suites():  # a dummy-weights preview: perf only
                 out = QualityOutput(role="reference")

@@ -165,6 +165,7 @@ def build(
         starts=[s for s in ctx.starts if s.side in ("reference", ctx.side)],
         provenance=provenance_of(ctx.opts, ctx.lives),
         attribution=result.attribution,
+        life_probes=[p for p in ctx.probing.records if p.side in ("reference", ctx.side)],
     )
 
 
@@ -183,6 +184,13 @@ def headline(rep: Report) -> list[str]:
         "e2e_ms.p50": "E2E p50",
     }
     lines: list[str] = []
+    if rep.lives is not None and rep.lives.excluded_rounds:
+        rounds = ", ".join(str(k + 1) for k in rep.lives.excluded_rounds)
+        failed = [v.gate for v in rep.lives.verdicts if not v.passed]
+        lines.append(
+            f"round(s) {rounds} kept out of the ratios: a life failed its probes"
+            f" ({', '.join(failed)})"
+        )
     for result in rep.perf.results:
         if probes_failed(result.verdicts, result.scenario):
             lines.append(f"{result.scenario}: ratios withheld (its graded probes failed)")

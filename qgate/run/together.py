@@ -41,8 +41,9 @@ from qgate.quality.board import Board
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.stage import QualityOutput
 from qgate.run.attribute import attribution_wanted
-from qgate.run.candidate import CandidateResult, judge
-from qgate.run.context import RunContext, quality_on, save_raw, start_record
+from qgate.run.candidate import CandidateResult, judge, settled_fail
+from qgate.run.context import RunContext, quality_on, save_life_probes, save_raw, start_record
+from qgate.run.life_probes import Life
 from qgate.run.perf import compares_to_reference, perf_blocks, perf_on
 from qgate.run.reference import store_reference
 from qgate.runtime.cores import usable_cores
@@ -77,11 +78,24 @@ def start_both(ctx: RunContext, cand: RunContext, life: ExitStack) -> tuple[Runt
         if stagger:
             runtime.wait_ready()
         made.append(runtime)
+    lives: list[Life] = []
     for runtime, side in zip(made, (ctx, cand), strict=True):
         if not stagger:
             runtime.wait_ready()
         name = "reference" if runtime.role == "reference" else cand.side
         side.starts.append(start_record(runtime, name, "life"))
+        lives.append(
+            (side.profile, runtime, runtime.role, name, len(side.starts) - 1, side.round, "life")
+        )
+    ctx.probing.at_start_of(lives)  # both at once, each on its own cores
+    save_life_probes(ctx)
+
+    def idle_probes(kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:  # both lives' work ended without an error: one pause, both probed
+            ctx.probing.at_end_of(lives)
+            save_life_probes(ctx)
+
+    life.push(idle_probes)  # runs before the stops registered above
     return made[0], made[1]
 
 
@@ -135,6 +149,8 @@ def side_by_side(
         cand.reference_cached = ctx.reference_cached
         cand.reference_provenance = ctx.reference_provenance
         judge(cand, out, reference, force_perf)
+        if settled_fail(cand, out):
+            ctx.probing.settled(ref_rt, cand_rt)
         if out.status in ("ran", "ungated") and compares_to_reference(cand):
             with clock.stage("perf"):
                 ref_perf, out.perf_runs = interleaved(
@@ -197,13 +213,23 @@ def interleaved(
     ]
     if swapped(ctx.round):
         order.reverse()
+    probing = ctx.probing
+    for runtime in (ref_rt, cand_rt):
+        probing.worked(runtime)
     for block in range(blocks):
-        for side, runtime, neighbour, role, quality in order:
+        for k, (side, runtime, neighbour, role, quality) in enumerate(order):
+            if k == 1 and block == blocks - 1:
+                # its idle probes here, not after its block: the first side's block it sat
+                # through is part of its pause, and that side's own pause (counted from the
+                # end of its block) runs on through these probes and this block
+                probing.idle_now(runtime)
+                save_life_probes(side)
             log.info("perf block %d/%d: %s (the other side paused)", block + 1, blocks, role)
             with _paused(neighbour):
                 runs = perf_on(
                     side, runtime, role, quality, save=False, block=block, reference=reference
                 )
+            probing.worked(runtime)
             sides[role] += runs
             save_raw(side, f"{role}-perf.json", [*kept[role], *sides[role]])
     return sides["reference"], sides["candidate"]

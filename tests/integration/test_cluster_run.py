@@ -44,6 +44,7 @@ quality:
   concurrency: 8
   math: {{prompts: [short], limit: 6, max_drop: 0.9}}
   divergence: {{sequences: 2, tokens: 8, max_mean_kld: 5.0}}
+lives: {{probes: 0}}  # graded in test_perf_probes_fault.py (CI time)
 perf:
   scenarios:
     - {{name: fixed, input_tokens: 32, output_tokens: 4, concurrency: [2], warmup: 0, requests: 2}}

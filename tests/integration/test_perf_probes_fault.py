@@ -1,11 +1,20 @@
-"""A candidate right when lightly loaded, wrong under concurrency, FAILed by the perf probes.
+"""A candidate right when lightly loaded, wrong under concurrency, FAILed by the perf probes;
+and wrong on the first request after an idle pause, FAILed by its life's idle probe.
 
 Issue 44's first "done when", on real vLLM (CPU, SmolLM2): the candidate is the reference's
 own model and arguments behind perf/faults/launch.py with a `load:6` fault (answers
 corrupted, digits and letters rotated, only when more than 6 requests are in flight). The
 quality stage asks 4 at a time, below the threshold, so every quality gate passes; the perf
 scenario's c12 level runs above it, so its graded probes come back wrong and its probe gate
-fails, while its c1 level's pass. One `qgate run`: one server start per side, both at once.
+fails, while its c1 level's pass. The same proxy also has an `idle:30` fault (issue 44 item
+2, vLLM #52150): only a request that arrives after 30 s with nothing in flight is corrupted.
+No quality request waits that long (the start probes and the quality stage follow the start
+at once); the candidate life's idle probes do: asked before its perf block, once it has sat
+through the reference's block and the rest of `lives.idle_s` 35 s, the first of them comes
+back wrong: that life FAILs, named, and its round is kept out of the ratios. The reference's
+pause runs on through them and the candidate's block. One `qgate run`: one server start per
+side, both at once; the lives (start and idle probes, and the part of the pause the
+reference's block does not cover) add about 30 s to it.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,10 +50,12 @@ reference:
 candidate:
   args: {{kv_cache_dtype: auto}}
   engine:
-    launcher: [{python}, {launch}, --fault, "load:6", --share, "1", --log, {log}, --]
+    launcher: [{python}, {launch}, --fault, "load:6", --fault, "idle:30", --share, "1",
+               --log, {log}, --]
 quality:
   concurrency: 4             # below the fault's threshold: the quality stage never trips it
   math: {{prompts: [short], limit: 24, max_drop: 0.2}}
+lives: {{probes: 4, idle_s: 35}}  # the idle fault's 30 s, and then some
 perf:
   blocks: 1
   probes: {{items: 6}}       # the defaults otherwise: max_flips 1, exact McNemar at 0.05
@@ -115,11 +127,52 @@ def test_quality_passes_and_the_loaded_scenario_probes_fail(
     assert not gates["perf.chat@c12.probes.max_flips"]["passed"], gates
     assert gates["perf.chat@c12.probes.max_flips"]["observed"] >= 2
     assert gates["perf.chat@c1.probes.max_flips"]["passed"], gates
-    failed = [v["gate"] for v in [*quality, *gates.values()] if not v["passed"]]
-    assert all(g.startswith("perf.chat@c12.probes.") for g in failed), failed
+    lives = {v["gate"]: v for v in pred["lives"]["verdicts"]}
+    failed = [v["gate"] for v in [*quality, *gates.values(), *lives.values()] if not v["passed"]]
+    assert all(
+        g.startswith("perf.chat@c12.probes.") or (g.startswith("lives.") and g.endswith(".idle"))
+        for g in failed
+    ), failed
     # every corrupted answer fell in the perf stage (the quality stage never had 6 in flight)
+    # or was the first request after the idle pause
     entries = [json.loads(x) for x in log.read_text().splitlines()]
     assert any(e.get("corrupted") for e in entries)
+    assert any("idle" in (e.get("corrupted") or "") for e in entries)
     md = (report.parent / "report.md").read_text()
     assert "PROBES FAILED in chat@c12" in md and "Graded probes under load" in md
     assert "chat@c12: ratios withheld (its graded probes failed)" in done.stdout
+
+
+def test_the_idle_fault_fails_the_candidate_life_by_its_idle_probe(
+    fault_run: tuple[subprocess.CompletedProcess[str], Path, Path],
+) -> None:
+    done, report, _ = fault_run
+    pred = _statement(report)
+    lives = pred["lives"]
+    verdicts = {v["gate"]: v for v in lives["verdicts"]}
+    # one verdict per candidate life and kind; the reference's lives set the floor
+    assert sorted(verdicts) == ["lives.candidate.2.idle", "lives.candidate.2.start"], verdicts
+    assert verdicts["lives.candidate.2.start"]["passed"], verdicts
+    idle = verdicts["lives.candidate.2.idle"]
+    assert not idle["passed"] and idle["observed"] >= 1, idle
+    assert re.search(r"candidate life 2 \(round 1\) after (3[5-9]|[4-9]\d) s idle", idle["reason"])
+    kinds = [(r["side"], r["kind"]) for r in lives["records"]]
+    assert sorted(kinds) == sorted(
+        [
+            ("reference", "start"),
+            ("candidate", "start"),
+            ("reference", "idle"),
+            ("candidate", "idle"),
+        ]
+    )
+    assert all(r["idle_s"] >= 35 for r in lives["records"] if r["kind"] == "idle")
+    # the first request after the pause was the candidate's first idle probe: lost
+    first = next(r for r in lives["records"] if (r["side"], r["kind"]) == ("candidate", "idle"))
+    assert first["requests"][0]["probe_id"] in idle["reason"], idle
+    # the failed life's round is in no ratio; its records stay
+    assert lives["excluded_rounds"] == [0]
+    assert all(r["comparisons"] == [] for r in pred["perf"]["results"])
+    assert pred["perf"]["runs"]
+    assert "round(s) 1 kept out of the ratios" in done.stdout
+    md = (report.parent / "report.md").read_text()
+    assert re.search(r"LIFE FAILED: candidate life 2 \(round 1\) after \d+ s idle", md), md

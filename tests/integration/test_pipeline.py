@@ -53,6 +53,7 @@ quality:
   structured: {{items: 4, params: [response_format], max_drop: 1.0}}  # JSON schema, enforced
   lm_eval:                   # offline: the committed local task (evals/lm_eval/qgate_math.yaml)
     - {{task: qgate_math, metric: "exact_match,last-integer", limit: 16, max_drop: 0.5}}
+lives: {{probes: 0}}  # graded in test_perf_probes_fault.py (CI time)
 perf:
   scenarios:
     - {{name: fixed, input_tokens: 64, output_tokens: 8, concurrency: [2], warmup: 1, requests: 3}}

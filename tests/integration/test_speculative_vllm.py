@@ -58,6 +58,7 @@ quality:
   math: {{prompts: [short, long], limit: 4, long_tokens: 384, max_drop: 0.5}}
   recall: {{context_tokens: [384], haystacks: 2, depths: [0.3, 0.7], max_drop: 0.5}}
   speculative: {{min_acceptance_length: 1.2}}
+lives: {{probes: 0}}  # graded in test_perf_probes_fault.py (CI time)
 """
 
 

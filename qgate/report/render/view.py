@@ -25,6 +25,7 @@ from qgate.report.localise import boundary_lines, worst_notes
 from qgate.report.model import Report
 from qgate.report.render.attribution_view import attribution_section
 from qgate.report.render.ladder_view import cliff_line, ladder_section
+from qgate.report.render.lives_view import lives_section
 from qgate.report.render.localise_view import localise_section, worst_suffix
 from qgate.report.render.parts import Section, Table, fmt, origin_lines
 from qgate.report.render.probes_view import probe_lines, probe_table
@@ -482,6 +483,9 @@ def sections(report: Report) -> list[Section]:
         if extra is not None:
             out.append(extra)
     out.append(_perf(report))
+    lives = lives_section(report)
+    if lives is not None:
+        out.append(lives)
     series = series_section(report)
     if series is not None:
         out.append(series)

@@ -379,6 +379,8 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
             f"(this one derives version {PERF_DERIVATION}); verify it with that one"
         )
     same = same_value if perf.derivation == PERF_DERIVATION else _covers
+    # rounds a failed life served are in no ratio (check_lives re-derives the list)
+    excluded = set(report.lives.excluded_rounds) if report.lives is not None else set()
     for name, result in results.items():
         _scenario_spec(profile, name)
         ref, cand = runs.get((name, "reference")), runs.get((name, "candidate"))
@@ -389,11 +391,15 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
                 raise _fail(
                     describe(f"perf {name}: {role} summary", stored, got, covers=same is _covers)
                 )
-        if ref is not None and cand is not None:
+        kept = {
+            role: [r for r in blocks.get((name, role), []) if r.round not in excluded]
+            for role in ("reference", "candidate")
+        }
+        if ref is not None and cand is not None and kept["reference"] and kept["candidate"]:
             got_cmp = dump(
                 compare_blocks(
-                    blocks[(name, "reference")],
-                    blocks[(name, "candidate")],
+                    kept["reference"],
+                    kept["candidate"],
                     resamples=perf.bootstrap_resamples,
                     seed=perf.bootstrap_seed,
                     compare=fns.compare,

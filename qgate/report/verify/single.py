@@ -39,6 +39,7 @@ from qgate.report.verify.envelope import (
     parse_predicate,
     read_inputs,
 )
+from qgate.report.verify.lives import check_lives
 from qgate.report.verify.machine import check_machine
 from qgate.report.verify.perf_design import check_perf_design
 from qgate.report.verify.profile import match_profile
@@ -178,6 +179,8 @@ def _checked_contents(
     if line := check_attribution(report, prof, fns):
         result.checked.append(line)
     if line := check_perf_design(report, prof, plan):
+        result.checked.append(line)
+    if line := check_lives(report, prof):
         result.checked.append(line)
     scenarios = recompute_perf(report, prof, fns)
     result.checked.append(f"{scenarios} perf scenarios recomputed")

@@ -22,7 +22,7 @@ from qgate.profile import Profile
 from qgate.profile.load_multi import load_multi_file
 from qgate.quality.stage import QualityOutput
 from qgate.run import candidate as candidate_stage
-from qgate.run import pipeline, placement, together
+from qgate.run import life_probes, pipeline, placement, together
 from qgate.run import reference as ref_stage
 from qgate.run import report as report_stage
 from qgate.run import rounds as rounds_stage
@@ -54,6 +54,32 @@ def _contexts(tmp_path: Path) -> RunSet:
     ]
     ref = RunContext(**{**contexts[0].__dict__, "run_dir": tmp_path})
     return RunSet(loaded, ref, contexts, [c.name for c in loaded.multi.candidates])
+
+
+PROBED: list[tuple[str, str, int, int]] = []
+
+
+@pytest.fixture(autouse=True)
+def _life_probes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each life's probes recorded (side, kind, round, life), nothing asked, no idle pause."""
+    PROBED.clear()
+
+    def ask(
+        self: Any,
+        profile: Any,
+        rt: Any,
+        role: Any,
+        side: str,
+        life: int,
+        round: int,
+        purpose: str,
+        kind: str,
+        idle_s: float,
+    ) -> None:
+        PROBED.append((side, kind, round, life))
+
+    monkeypatch.setattr(life_probes.LifeProbing, "_ask", ask)
+    monkeypatch.setattr(life_probes.time, "sleep", lambda s: None)
 
 
 class _Runtime:
@@ -527,6 +553,20 @@ def test_perf_rounds_in_sequence_start_fresh_lives_in_abba_order(
         ("perf", "reference r2"),
         ("start", "run r2"),
         ("perf", "run r2"),
+    ]
+    # every fresh life answered its start probes and, its work done, its idle probes
+    # (the reference's first life is a stand-in here: reference_life is replaced)
+    assert PROBED == [
+        ("candidate", "start", 0, 0),
+        ("candidate", "idle", 0, 0),
+        ("candidate", "start", 1, 1),
+        ("candidate", "idle", 1, 1),
+        ("reference", "start", 1, 2),
+        ("reference", "idle", 1, 2),
+        ("reference", "start", 2, 3),
+        ("reference", "idle", 2, 3),
+        ("candidate", "start", 2, 4),
+        ("candidate", "idle", 2, 4),
     ]
     _, _, result, perf, timings, _ = captured["args"]
     assert [(r.rt, r.round) for r in perf] == [

@@ -1,0 +1,50 @@
+"""Every server life graded (issue 44): a small probe set at its start and after an idle pause."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from qgate.profile.base import Strict
+
+__all__ = ["LivesSpec"]
+
+
+class LivesSpec(Strict):
+    """Probes every fresh server life of the run answers (the first lives, perf rounds,
+    attribution trials, reuse and cluster lives): `probes` math items (short form, the quality
+    suites' sampling) right after the life is ready, and again after the life has served its
+    work and then sat idle for `idle_s` seconds (the window in which vLLM #52150's first
+    request came back garbage). Each answer is graded against the item's known answer; a
+    candidate life loses an item the reference answered correctly in its quality stage and in
+    every probe of the same kind (start or idle) it asked itself, and the candidate in its own
+    quality stage (a loss there is the quality gates'), and more than `max_flips`
+    lost items fail that life (named in the report by side, round and node), whose perf
+    figures are then kept out of the ratios. Needs a math suite in `quality`.
+    """
+
+    probes: int = Field(
+        default=4,
+        ge=0,
+        le=64,
+        description="Items asked at each life's start and again after its idle pause, one "
+        "after another (the first after the pause is the request the field's bug corrupts). "
+        "0: no life probes.",
+    )
+    idle_s: float = Field(
+        default=50.0,
+        ge=0,
+        le=3600,
+        description="Seconds each life sits idle, once, before its idle probes. The default "
+        "covers the window reported in the field (vLLM #52150, ROCm/aiter #4888: the first "
+        "request after 20-50 s idle is garbage): a fault that fires after T seconds of quiet "
+        "fires after any longer pause, so 50 s catches every T up to 50. Counted from the "
+        "life's last work: side by side, the other side's last perf block is part of it. "
+        "0: no idle probes, only the start probes.",
+    )
+    max_flips: int = Field(
+        default=0,
+        ge=0,
+        le=64,
+        description="Items a candidate life may lose at its start or after its pause (each "
+        "kind counted on its own) before that life fails.",
+    )

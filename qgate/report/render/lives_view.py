@@ -1,0 +1,57 @@
+"""Every life graded: each server life's start and idle probes, and each candidate life's verdict.
+
+Read from the report as stored (the records and the verdicts `verify` re-derives).
+"""
+
+from __future__ import annotations
+
+from qgate.perf.life_probes import life_label
+from qgate.perf.probe_gates import graded
+from qgate.report.model import Report
+from qgate.report.render.parts import Section, Table
+
+__all__ = ["lives_section"]
+
+_WRONG_SHOWN = 3
+
+
+def lives_section(report: Report) -> Section | None:
+    """The life probes: one row per life and kind; failed lives named with their answers."""
+    lives = report.lives
+    if lives is None:
+        return None
+    sec = Section("Every life graded")
+    sec.lines.append(
+        "Each server life answered math probes right after it was ready and again after its "
+        "work and an idle pause, one at a time (the first request after the pause is a probe), "
+        "graded against each item's known answer. A candidate life loses an item the "
+        "reference answered right in its quality stage and in every probe of that kind it "
+        "asked; reference lives set that floor and have no verdict of their own."
+    )
+    verdicts = {v.gate: v for v in lives.verdicts}
+    rows = []
+    for p in lives.records:
+        asked = [r for r in p.requests if r.probe_truth is not None]
+        right = sum(1 for r in asked if graded(r))
+        v = verdicts.get(f"lives.{p.side}.{p.life + 1}.{p.kind}")
+        verdict = "–" if v is None else ("PASS" if v.passed else "FAIL")
+        lost = "–" if v is None or v.observed is None else f"{v.observed:.0f}/{v.n}"
+        when = "start" if p.kind == "start" else f"after {p.idle_s:.0f} s idle"
+        rows.append([life_label(p), when, f"{right}/{len(asked)}", lost, verdict])
+        if v is not None and not v.passed:
+            wrong = [
+                f"{r.probe_id} answered {r.probe_answer or 'no number'} (truth {r.probe_truth})"
+                for r in asked
+                if not graded(r)
+            ]
+            shown = "; ".join(wrong[:_WRONG_SHOWN]) + (" ..." if len(wrong) > _WRONG_SHOWN else "")
+            sec.lines.append(f"LIFE FAILED: {life_label(p)} {when}: {shown}")
+    if lives.excluded_rounds:
+        rounds = ", ".join(str(k + 1) for k in lives.excluded_rounds)
+        sec.lines.append(
+            f"Perf round(s) {rounds} served by a failed life: their runs are kept in the "
+            "records and out of every ratio and speed gate."
+        )
+    header = ["Life", "When", "Right/asked", "Lost/judged", "Verdict"]
+    sec.tables.append(Table(header, rows, caption="Life probes"))
+    return sec

@@ -1,0 +1,69 @@
+"""verify: every life's probe verdicts re-derived from its recorded probes (issue 44 item 2).
+
+The same pure functions `qgate run` used (qgate/perf/life_probes.py): each probe re-graded
+from its recorded text against the item's known answer, the reference's floor read from its
+quality records and its own life probes, a verdict per candidate life and kind, and the perf
+rounds a failed life served (kept out of the ratios, which `recompute_perf` re-derives
+without them). An edited answer, verdict or list of excluded rounds is rejected naming the
+field and both values.
+"""
+
+from __future__ import annotations
+
+from qgate.core.verdict import Verdict
+from qgate.errors import VerificationFailed
+from qgate.perf.life_probes import excluded_rounds, life_verdicts
+from qgate.perf.probes import extract_answer
+from qgate.profile import Profile
+from qgate.report.model import Report
+from qgate.report.verify.recompute import dump, same_value
+
+__all__ = ["check_lives"]
+
+
+def check_lives(report: Report, profile: Profile) -> str | None:
+    """The life probe verdicts and excluded rounds follow from the records (None: no lives)."""
+    lives = report.lives
+    if lives is None:
+        return None
+    for p in lives.records:
+        for r in p.requests:
+            if r.probe_id is None or r.probe_truth is None:
+                raise VerificationFailed(
+                    f"lives: {p.side} life {p.life + 1} {p.kind}: a probe without its item "
+                    "or answer"
+                )
+            if r.error is None and r.text is not None and extract_answer(r.text) != r.probe_answer:
+                raise VerificationFailed(
+                    f"lives: {p.side} life {p.life + 1} {p.kind} probe {r.probe_id}: "
+                    f"probe_answer {r.probe_answer!r} stored, {extract_answer(r.text)!r} "
+                    "re-derived from its text"
+                )
+    got = life_verdicts(profile.lives, report.quality.runs, lives.records)
+    if not same_value(dump(lives.verdicts), dump(got)):
+        raise VerificationFailed("lives verdicts: " + _difference(lives.verdicts, got))
+    rounds = sorted(excluded_rounds(lives.records, got))
+    if lives.excluded_rounds != rounds:
+        raise VerificationFailed(
+            f"lives.excluded_rounds: {lives.excluded_rounds} stored, {rounds} re-derived"
+        )
+    asked = sum(len(p.requests) for p in lives.records)
+    return (
+        f"{len(got)} life verdicts re-derived from {asked} probes of "
+        f"{len({(p.side, p.life) for p in lives.records})} lives"
+    )
+
+
+def _difference(stored: list[Verdict], got: list[Verdict]) -> str:
+    """The first verdict whose stored form differs from the re-derived one, both named."""
+    by_gate = {v.gate: v for v in got}
+    for v in stored:
+        r = by_gate.get(v.gate)
+        if r is None:
+            return f"{v.gate} stored, no such verdict re-derived from the records"
+        if not same_value(dump(v), dump(r)):
+            for key, value in dump(v).items():
+                if not same_value(value, dump(r)[key]):
+                    return f"{v.gate}.{key}: {value!r} stored, {dump(r)[key]!r} re-derived"
+    missing = [v.gate for v in got if v.gate not in {s.gate for s in stored}]
+    return f"{missing[0] if missing else '?'} re-derived from the records but not stored"

@@ -1,0 +1,161 @@
+"""Every life graded, in a signed report: verify re-derives each life's verdict from its
+probes, rejects an edited verdict, answer or excluded round, and a failed life's round is
+kept out of the ratios (its records kept)."""
+
+from __future__ import annotations
+
+import pytest
+from helpers.report_synthetic import build_report, make_signer
+
+from qgate.attest.statement import Subject
+from qgate.errors import VerificationFailed
+from qgate.perf.gates import report_gates
+from qgate.perf.life_probes import LifeProbes
+from qgate.perf.probes import extract_answer, grade
+from qgate.perf.records import RequestRecord
+from qgate.profile import Profile
+from qgate.report.assemble import lives_section, perf_results
+from qgate.report.model import Report
+from qgate.report.render.md import render_markdown
+from qgate.report.signing import sign_report
+from qgate.report.verdict import overall
+from qgate.report.verify.single import default_recompute, verify_bytes
+from qgate.run.report import headline
+
+SIGNER = make_signer("ecdsa")
+_REF = next(
+    r
+    for r in build_report(requests=4, fns=default_recompute()).quality.runs
+    if r.role == "reference"
+)
+IDS = [i.id for i in _REF.items]
+TRUTHS = [int(i.expected) for i in _REF.items]
+ITEMS = [0, 2, 4, 5]  # items the reference answered right in its quality stage
+
+
+def verify(report: Report) -> list[str]:
+    subjects = [Subject(name="profile/p.yaml", sha256=report.profile_sha256)]
+    envelope = sign_report(report, subjects, SIGNER)
+    return verify_bytes(envelope, SIGNER.public_pem, recompute=default_recompute()).checked
+
+
+def _probes(wrong: int) -> list[RequestRecord]:
+    out = []
+    for k, item in enumerate(ITEMS):
+        truth = TRUTHS[item] + (5 if k < wrong else 0)
+        text = f"The answer is {truth}."
+        out.append(
+            RequestRecord(
+                index=k,
+                probe_id=IDS[item],
+                scheduled_ns=k,
+                sent_ns=k,
+                first_token_ns=k + 1,
+                done_ns=k + 2,
+                text=text,
+                probe_answer=extract_answer(text),
+                probe_truth=str(TRUTHS[item]),
+                probe_correct=grade(text, str(TRUTHS[item])),
+            )
+        )
+    return out
+
+
+def lives_report(idle_wrong: int) -> Report:
+    """The synthetic report with both sides' first lives probed at start and after 30 s idle;
+    the candidate's first `idle_wrong` idle answers corrupted."""
+    report = build_report(requests=4, fns=default_recompute())
+    profile = Profile.model_validate(report.profile)
+    records = [
+        LifeProbes(
+            side=role,
+            role=role,  # type: ignore[arg-type]
+            life=life,
+            kind=kind,  # type: ignore[arg-type]
+            idle_s=30.0 if kind == "idle" else 0.0,
+            requests=_probes(idle_wrong if (role, kind) == ("candidate", "idle") else 0),
+        )
+        for role, life in (("reference", 0), ("candidate", 1))
+        for kind in ("start", "idle")
+    ]
+    report.lives = lives_section(profile, report.quality.runs, records)
+    perf = report.perf
+    assert report.lives is not None
+    perf.results = perf_results(
+        profile.perf,
+        perf.runs,
+        resamples=perf.bootstrap_resamples,
+        seed=perf.bootstrap_seed,
+        excluded=report.lives.excluded_rounds,
+    )
+    perf.gates = report_gates(profile.perf, perf.status, perf.results)
+    report.verdict = overall(report.all_verdicts(), perf.status)
+    return report
+
+
+def test_passing_lives_verify_and_show() -> None:
+    report = lives_report(idle_wrong=0)
+    assert report.lives is not None
+    assert [v.gate for v in report.lives.verdicts] == [
+        "lives.candidate.2.start",
+        "lives.candidate.2.idle",
+    ]
+    assert report.verdict == "PASS" and report.lives.excluded_rounds == []
+    assert "2 life verdicts re-derived from 16 probes of 2 lives" in verify(report)
+    md = render_markdown(report)
+    assert (
+        "Every life graded" in md and "| candidate life 2 (round 1) | after 30 s idle | 4/4 |" in md
+    )
+
+
+def test_a_life_failing_after_idle_fails_the_run_and_leaves_the_ratios() -> None:
+    report = lives_report(idle_wrong=1)
+    assert report.lives is not None
+    failed = [v for v in report.all_verdicts() if not v.passed]
+    assert [v.gate for v in failed] == ["lives.candidate.2.idle"]
+    assert report.verdict == "FAIL" and report.lives.excluded_rounds == [0]
+    assert all(r.comparisons == [] for r in report.perf.results)  # round 0 in no ratio
+    assert report.perf.runs  # ... and kept in the records
+    verify(report)  # a FAIL that follows from its records verifies
+    assert headline(report)[0].startswith("round(s) 1 kept out of the ratios")
+    md = render_markdown(report)
+    assert f"LIFE FAILED: candidate life 2 (round 1) after 30 s idle: {IDS[0]} answered" in md
+
+
+def test_an_edited_life_verdict_is_rejected() -> None:
+    report = lives_report(idle_wrong=1)
+    assert report.lives is not None
+    for v in report.lives.verdicts:
+        v.passed = True
+    report.lives.excluded_rounds = []
+    report.verdict = overall(report.all_verdicts(), report.perf.status)
+    with pytest.raises(VerificationFailed, match=r"lives verdicts: lives.candidate.2.idle.passed"):
+        verify(report)
+
+
+def test_an_edited_probe_text_is_rejected() -> None:
+    report = lives_report(idle_wrong=0)
+    assert report.lives is not None
+    idle = report.lives.records[3]
+    idle.requests[0].text = "The answer is 1234."  # wrong now; its stored answer and verdict not
+    with pytest.raises(VerificationFailed, match=r"probe_answer .* re-derived from its text"):
+        verify(report)
+    idle.requests[0].probe_answer = "1234"  # the answer edited too: the verdict no longer follows
+    with pytest.raises(VerificationFailed, match=r"lives.candidate.2.idle"):
+        verify(report)
+
+
+def test_an_edited_excluded_round_is_rejected() -> None:
+    report = lives_report(idle_wrong=1)
+    assert report.lives is not None
+    report.lives.excluded_rounds = []
+    with pytest.raises(VerificationFailed, match=r"lives.excluded_rounds: \[\] stored, \[0\]"):
+        verify(report)
+
+
+def test_ratios_computed_over_a_failed_round_are_rejected() -> None:
+    report = lives_report(idle_wrong=1)
+    good = lives_report(idle_wrong=0)
+    report.perf.results = good.perf.results  # the ratios of the failed life put back
+    with pytest.raises(VerificationFailed, match=r"comparisons"):
+        verify(report)
