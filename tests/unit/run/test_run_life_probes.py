@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import tempfile
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -90,6 +91,9 @@ class _Runtime:
 
     def effective_config(self) -> EffectiveConfig:
         return EffectiveConfig(role="candidate", kind="stand-in", base_url="-", served_model="m")
+
+    def paused(self) -> AbstractContextManager[None]:  # the Runtime protocol's member
+        return nullcontext()
 
 
 @pytest.fixture
