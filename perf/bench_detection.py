@@ -40,11 +40,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "perf" / "faults"))
 
 from catalogue import CATALOGUE, CHUNKS, NOT_REPRODUCED, Fault, by_chunk  # noqa: E402
-from detection_table import render_plot, render_table  # noqa: E402
+from detection_table import render_docs, render_plot, render_table  # noqa: E402
 from peer_rules import all_rules, items_needed  # noqa: E402
 
 LOCK = "/tmp/qgate-vllm.lock"
 QGATE = [sys.executable, "-m", "qgate.cli"]
+DEFAULT_OUT = ROOT / "perf" / "results" / "detection"
 ENGINE_ARGS = {"max_model_len": 4096, "enforce_eager": True}
 
 
@@ -414,8 +415,15 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=32, help="math items per form (others scale)")
     ap.add_argument("--seed", type=int, default=0, help="the proxies' fault seed")
     ap.add_argument("--work", type=Path, default=Path("/tmp/qgate-detection"))
-    ap.add_argument("--out", type=Path, default=ROOT / "perf" / "results" / "detection")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--table-only", action="store_true", help="redraw from the records in --out")
+    ap.add_argument(
+        "--docs",
+        type=Path,
+        default=None,
+        help="docs page to regenerate (default: docs/detection.md when --out is "
+        "the committed results folder)",
+    )
     ns = ap.parse_args()
     names = set(filter(None, ns.only.split(","))) or None
     ns.out.mkdir(parents=True, exist_ok=True)
@@ -447,6 +455,10 @@ def main() -> None:
     table = render_table(chunks, mach, CATALOGUE, NOT_REPRODUCED)
     (ns.out / "table.md").write_text(table)
     render_plot(chunks, ns.out / "catch.png")
+    docs = ns.docs or (ROOT / "docs" / "detection.md" if ns.out == DEFAULT_OUT else None)
+    if docs is not None:
+        docs.write_text(render_docs(table))
+        render_plot(chunks, docs.with_name("detection-catch.png"))
     print(table)
 
 
