@@ -244,6 +244,7 @@ def run_proxy(faults: list[Fault], items: int, work: Path, seed: int) -> dict[st
         "enable_auto_tool_choice": True,
     }
     lives: dict[str, str] = {}
+    (work / "server").mkdir(parents=True, exist_ok=True)
     with vllm_lock() as waited:
         t0 = time.monotonic()
         server = VllmServer(
@@ -436,10 +437,14 @@ def main() -> None:
             work = ns.work / chunk
             work.mkdir(parents=True, exist_ok=True)
             print(f"{chunk}: {len(faults)} candidates ...", flush=True)
-            if chunk == "proxy":
+            saved = work / "done.json"
+            if ns.resummarize:
+                done = json.loads(saved.read_text())
+            elif chunk == "proxy":
                 done = run_proxy(faults, ns.items, work, ns.seed)
             else:
                 done = run_started(chunk, faults, ns.items, work)
+            saved.write_text(json.dumps(done))
             records = summarize(chunk, faults, done)
             records["items"] = ns.items
             (ns.out / f"{chunk}.json").write_text(json.dumps(records, indent=1) + "\n")
