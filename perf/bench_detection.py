@@ -419,6 +419,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--table-only", action="store_true", help="redraw from the records in --out")
     ap.add_argument(
+        "--resummarize",
+        action="store_true",
+        help="re-read each chunk's saved run from --work instead of running it",
+    )
+    ap.add_argument(
         "--docs",
         type=Path,
         default=None,
