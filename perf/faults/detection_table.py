@@ -221,6 +221,10 @@ run; `--chunks`, `--only` and `--items` pick a part (a smoke run:
 - *qgate*: the candidate's verdict; *gates failed* names the first gates that failed, or
   says why qgate passed it: the fault changed no answer the reference had right (nothing a
   paired gate can see), or it changed too few for the profile's limits and power.
+- *A/A* rows are the reference's configuration again: in five fresh lives (started, so
+  process-to-process numerics count), and once through the proxy with no rule firing (the
+  proxy path itself). Any failure there is a false alarm, measured with the gates as they
+  stand in this version (no noise floor read from a reference-against-itself run).
 - *life s*: the candidate's own server start (0 for a proxy, which fronts the one shared
   server) plus its suites; *lives*: its own server lives.
 - *items for 80% power*: on the suite with the largest drop, the items each rule needs to
