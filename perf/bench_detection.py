@@ -1,14 +1,14 @@
 """qgate as a detector: the fault catalogue against qgate's gates and its peers' rules.
 
-    PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py              # all three chunks
+    PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py              # both chunks
     PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --chunks proxy \
         --only load-100,aa-proxy --items 8 --out /tmp/detection-smoke     # a smoke run
     PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --table-only # redraw from records
 
-Runs the catalogue (perf/faults/catalogue.py) as three `qgate run`s, each one reference and
-many candidates: `precision` (emulated weights, FP8 KV cache without scales: started
-lives), `aa` (the reference again in five fresh lives) and `proxy` (one vLLM server, seen
-directly and through one fault proxy per candidate). Each run holds the machine-wide vLLM
+Runs the catalogue (perf/faults/catalogue.py) as two `qgate run`s, each one reference and
+many candidates: `started` (emulated weights, FP8 KV cache without scales, and the
+reference again in five fresh lives: A/A) and `proxy` (one vLLM server, seen directly and
+through one fault proxy per candidate). Each run holds the machine-wide vLLM
 lock (`/tmp/qgate-vllm.lock`, the same flock(2) lock `flock(1)` takes) only while it runs.
 From each candidate's per-item records it computes the peers' verdicts
 (perf/faults/peer_rules.py) and writes, under --out: one records file per chunk, the

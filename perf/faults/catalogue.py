@@ -4,12 +4,12 @@ Every entry is a candidate block of a multi-candidate profile that perf/bench_de
 writes at run time (with this machine's paths, in its own output folder): nothing here is a
 precision profile, and none of it ships as one.
 
-Three chunks, each one `qgate run` with one reference and many candidates:
+Two chunks, each one `qgate run` with one reference and many candidates:
 
-- `precision`: started vLLM lives whose numerics are changed by qgate's own emulation
+- `started`: started vLLM lives whose numerics are changed by qgate's own emulation
   (weights rounded to INT8/INT4 and stored in the serving dtype) or by vLLM's FP8 KV cache,
-  which on the CPU runs with its scales left at 1.0 (no calibrated scales: TRT-LLM PR #16916).
-- `aa`: the unchanged reference started again in fresh lives (A/A: false alarms).
+  which on the CPU runs with its scales left at 1.0 (no calibrated scales: TRT-LLM PR #16916),
+  and the unchanged reference started again in five fresh lives (A/A: false alarms).
 - `proxy`: one vLLM server started by the benchmark, seen directly (the reference) and
   through one fault proxy per candidate (perf/faults/proxy.py), all `endpoint` sides: the
   server lives once, each proxy stands for a candidate's life.
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-CHUNKS = ("precision", "aa", "proxy")
+CHUNKS = ("started", "proxy")
 
 
 @dataclass(frozen=True)
@@ -61,33 +61,20 @@ CATALOGUE: tuple[Fault, ...] = (
         "weights",
         "INT8 per channel",
         1,
-        "precision",
+        "started",
         W_CASE,
         _w("int8", "per_channel"),
     ),
-    Fault("w-int4-g128", "weights", "INT4 g128", 2, "precision", W_CASE, _w("int4", "group")),
-    Fault(
-        "w-int4-pc",
-        "weights",
-        "INT4 per channel",
-        3,
-        "precision",
-        W_CASE,
-        _w("int4", "per_channel"),
-    ),
-    Fault(
-        "kv-e4m3", "kv-no-scales", "FP8 E4M3, scale 1.0", 1, "precision", KV_CASE, _kv("fp8_e4m3")
-    ),
-    Fault(
-        "kv-e5m2", "kv-no-scales", "FP8 E5M2, scale 1.0", 2, "precision", KV_CASE, _kv("fp8_e5m2")
-    ),
+    Fault("w-int4-g128", "weights", "INT4 g128", 2, "started", W_CASE, _w("int4", "group")),
+    Fault("kv-e4m3", "kv-no-scales", "FP8 E4M3, scale 1.0", 1, "started", KV_CASE, _kv("fp8_e4m3")),
+    Fault("kv-e5m2", "kv-no-scales", "FP8 E5M2, scale 1.0", 2, "started", KV_CASE, _kv("fp8_e5m2")),
     *(
         Fault(
             f"aa-{i}",
             "A/A",
             f"fresh life {i}",
             0,
-            "aa",
+            "started",
             "the reference again",
             {"args": {"kv_cache_dtype": "auto"}},
         )

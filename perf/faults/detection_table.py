@@ -208,11 +208,11 @@ it fails any of its suites, as qgate fails it when any gate fails.
 ## Reproduce
 
 ```bash
-PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py            # three qgate runs
+PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py            # two qgate runs
 PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --table-only  # redraw this page
 ```
 
-The three runs (`precision`, `aa`, `proxy`) each take the machine-wide vLLM lock while they
+The two runs (`started`, `proxy`) each take the machine-wide vLLM lock while they
 run; `--chunks`, `--only` and `--items` pick a part (a smoke run:
 `--chunks proxy --only load-100,aa-proxy --items 8 --out /tmp/smoke`).
 
