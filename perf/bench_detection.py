@@ -461,7 +461,8 @@ def main() -> None:
         for c in CHUNKS
         if (ns.out / f"{c}.json").is_file()
     }
-    mach = json.loads((ns.out / "machine.json").read_text())
+    mfile = ns.out / "machine.json"
+    mach = json.loads(mfile.read_text()) if mfile.is_file() else machine()
     table = render_table(chunks, mach, CATALOGUE, NOT_REPRODUCED)
     (ns.out / "table.md").write_text(table)
     render_plot(chunks, ns.out / "catch.png")

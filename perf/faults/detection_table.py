@@ -108,6 +108,8 @@ def render_table(
             + " | ".join(_mark(peer_caught(row, r)) for r in RULES)
             + f" | {_needs(row)} |"
         )
+    if not rows:
+        lines.append("| (no records committed yet: run `perf/bench_detection.py`) |")
     lines += ["", *false_alarms(chunks), "", "Not reproduced here:", ""]
     lines += [f"- {k}: {v}." for k, v in not_reproduced.items()]
     lines += ["", *run_costs(chunks), ""]

@@ -129,3 +129,19 @@ def test_a_sound_life_and_an_untouched_run_say_why_they_passed() -> None:
     row = _row("life", 1, "PASS", lost=0, gained=0)
     assert table.why_missed(row) == "no answer the reference had right changed"
     assert table.why_missed(row | {"life": "life sound"}).startswith("this life was drawn sound")
+
+
+def test_the_docs_page_is_what_the_committed_records_render() -> None:
+    """docs/detection.md is regenerated from perf/results/detection/ (`--table-only`)."""
+    import json
+
+    out = ROOT / "perf" / "results" / "detection"
+    chunks = {
+        c: json.loads((out / f"{c}.json").read_text())
+        for c in catalogue.CHUNKS
+        if (out / f"{c}.json").is_file()
+    }
+    machine = json.loads((out / "machine.json").read_text())
+    md = table.render_table(chunks, machine, catalogue.CATALOGUE, catalogue.NOT_REPRODUCED)
+    assert (out / "table.md").read_text() == md
+    assert (ROOT / "docs" / "detection.md").read_text() == table.render_docs(md)
