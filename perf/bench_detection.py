@@ -362,6 +362,8 @@ def summarize(chunk: str, faults: list[Fault], done: dict[str, Any]) -> dict[str
             cand = sum(b for _, b in p) / len(p)
             disc = sum(a != b for a, b in p) / len(p)
             peers[suite] = {
+                # item by item: b both right, l lost, g gained, n neither
+                "pairs": "".join("blgn"[2 * (not a) + (not b)] for a, b in p),
                 "n": len(p),
                 "ref": ref,
                 "cand": cand,
@@ -452,6 +454,7 @@ def main() -> None:
             saved.write_text(json.dumps(done))
             records = summarize(chunk, faults, done)
             records["items"] = ns.items
+            records["profile"] = yaml.safe_load((work / "profile.yaml").read_text())
             (ns.out / f"{chunk}.json").write_text(json.dumps(records, indent=1) + "\n")
             print(
                 f"{chunk}: {done['wall_s']:.0f} s under the lock, exit {done['exit']}", flush=True
