@@ -378,7 +378,7 @@ def summarize(chunk: str, faults: list[Fault], done: dict[str, Any]) -> dict[str
             "underpowered": [v["gate"] for v in verdicts if v.get("underpowered")],
             "ready_s": ready[0] if ready else None,
             "suites_s": suites_s,
-            "own_lives": len(ready),
+            "own_lives": 0 if chunk == "proxy" else len(ready),  # proxies share one server
             "suites": peers,
             "emulated": rep.get("emulated", []),
             "warnings": rep.get("warnings", [])[:5],

@@ -49,7 +49,7 @@ def why_missed(row: Mapping[str, Any]) -> str:
     suites = row.get("suites", {})
     lost = sum(s["lost"] for s in suites.values())
     gained = sum(s["gained"] for s in suites.values())
-    if row.get("life") == "life sound":
+    if row.get("class") == "life" and row.get("life") == "life sound":
         return "this life was drawn sound: nothing to catch in it"
     if lost == 0:
         return "no answer the reference had right changed"
@@ -227,6 +227,10 @@ run; `--chunks`, `--only` and `--items` pick a part (a smoke run:
   process-to-process numerics count), and once through the proxy with no rule firing (the
   proxy path itself). Any failure there is a false alarm, measured with the gates as they
   stand in this version (no noise floor read from a reference-against-itself run).
+- Where two lives of the reference are bit-identical (float math on the same cores), A/A
+  runs show no flip at all, so they cannot show the threshold rules' false alarms: rtol, the
+  floor and MLPerf's 99% compare point estimates without a test, and fail a candidate on
+  any drop past their line, noise included (the unpaired z-test and qgate's gates do not).
 - *life s*: the candidate's own server start (0 for a proxy, which fronts the one shared
   server) plus its suites; *lives*: its own server lives.
 - *items for 80% power*: on the suite with the largest drop, the items each rule needs to

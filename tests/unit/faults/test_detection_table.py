@@ -127,6 +127,8 @@ def test_the_table_counts_catches_and_false_alarms_from_the_records() -> None:
 
 def test_a_sound_life_and_an_untouched_run_say_why_they_passed() -> None:
     row = _row("life", 1, "PASS", lost=0, gained=0)
+    idle = _row("idle", 1, "PASS", lost=0, gained=0) | {"life": "life sound"}
+    assert table.why_missed(idle) == "no answer the reference had right changed"
     assert table.why_missed(row) == "no answer the reference had right changed"
     assert table.why_missed(row | {"life": "life sound"}).startswith("this life was drawn sound")
 
