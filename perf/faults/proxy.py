@@ -10,12 +10,17 @@ of tokens, only the text is wrong. Each rule names a mechanism from a public bug
     length:L    a prompt of more than L tokens                   (vLLM #39303)
     life:P      this whole life broken, with probability P       (vLLM PR #46386)
     drop:FIELD  the request field FIELD removed before it is served (ROCm/aiter #5049)
+    cached:N    an answer whose prompt had more than N tokens served from the prefix cache
+                (usage.prompt_tokens_details.cached_tokens; the server needs
+                --enable-prompt-tokens-details): a text stand-in for wrong reused or restored
+                KV blocks (vLLM #45704, LMCache #4463), non-streamed answers only
 
-`--share S` is the strength knob: a matching answer is corrupted with probability S, drawn
-from a seeded stream so a run can be repeated. Corruption rotates digits (d -> d+5 mod 10)
-and letters (ROT13) character by character, so lengths, token counts and the stream's
-shape are unchanged; exact-answer and recall items fail, the logprobs the server returned
-are passed through as they were (a text fault, not a distribution fault).
+`--share S` is the strength knob: a matching answer is corrupted (or a request's field
+dropped) with probability S, drawn from a seeded stream so a run can be repeated.
+Corruption rotates digits (d -> d+5 mod 10) and letters (ROT13) character by character, so
+lengths, token counts and the stream's shape are unchanged; exact-answer and recall items
+fail, the logprobs the server returned are passed through as they were (a text fault, not
+a distribution fault).
 
 Every request is logged as one JSON line (`--log`): its number, path, in-flight count,
 idle seconds before it, prompt tokens where a length rule asked for them, and whether and
@@ -37,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 GENERATE_PATHS = ("/v1/completions", "/v1/chat/completions")
-KINDS = ("load", "idle", "length", "life", "drop")
+KINDS = ("load", "idle", "length", "life", "drop", "cached")
 HOP_HEADERS = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "host"}
 )
@@ -66,7 +71,7 @@ class Rule:
         kind, sep, value = spec.partition(":")
         if kind not in KINDS or not sep or not value:
             raise ValueError(f"fault {spec!r}: expected KIND:VALUE with KIND one of {KINDS}")
-        if kind in ("load", "length"):
+        if kind in ("load", "length", "cached"):
             if not value.isdigit():
                 raise ValueError(f"fault {spec!r}: {kind} takes a whole number")
         elif kind in ("idle", "life"):
@@ -97,8 +102,25 @@ class Faults:
     def needs_length(self) -> bool:
         return any(r.kind == "length" for r in self.rules)
 
-    def dropped(self) -> list[str]:
-        return [r.value for r in self.rules if r.kind == "drop"]
+    def dropped(self, number: int = 0) -> list[str]:
+        """The fields request `number` loses (each request drawn with probability `share`)."""
+        names = [r.value for r in self.rules if r.kind == "drop"]
+        if not names or random.Random(f"{self.seed}:drop:{number}").random() >= self.share:
+            return []
+        return names
+
+    def cached_limit(self) -> int | None:
+        """The cached-token count above which an answer is corrupted, if a rule names one."""
+        return next((int(r.value) for r in self.rules if r.kind == "cached"), None)
+
+    def decide_cached(self, number: int, cached_tokens: int) -> str:
+        """Why request `number`, answered from `cached_tokens` reused tokens, is corrupted."""
+        limit = self.cached_limit()
+        if limit is None or cached_tokens <= limit:
+            return ""
+        if random.Random(f"{self.seed}:{number}").random() >= self.share:
+            return ""
+        return f"cached {cached_tokens}>{limit}"
 
     def decide(self, number: int, in_flight: int, idle_s: float, prompt_tokens: int | None) -> str:
         """Why request `number` is corrupted ('' when it is not)."""
@@ -171,29 +193,43 @@ def make_app(upstream: str, faults: Faults, log: Any = None) -> Any:
         headers = {k: v for k, v in req.headers.items() if k.lower() not in HOP_HEADERS}
         generate = req.method == "POST" and req.path in GENERATE_PATHS
         reason, line = "", {}
+        number = -1
         if generate:
             body = json.loads(raw or b"{}")
-            for name in faults.dropped():
-                body.pop(name, None)
+            number, faults.served = faults.served, faults.served + 1
+            gone = [name for name in faults.dropped(number) if body.pop(name, None) is not None]
             raw = json.dumps(body).encode()
             now = time.monotonic()
             idle = now - faults.last_busy if faults.in_flight == 0 else 0.0
             faults.in_flight += 1
-            number, faults.served = faults.served, faults.served + 1
             tokens = await prompt_tokens(body) if faults.needs_length() else None
             reason = faults.decide(number, faults.in_flight, idle, tokens)
             line = {"n": number, "path": req.path, "in_flight": faults.in_flight}
             line |= {"idle_s": round(idle, 3), "prompt_tokens": tokens, "corrupted": reason}
+            line |= {"dropped": gone} if gone else {}
         try:
             url = upstream + req.path_qs
             async with session["s"].request(req.method, url, data=raw, headers=headers) as up:
                 out_headers = {k: v for k, v in up.headers.items() if k.lower() not in HOP_HEADERS}
-                if not reason:
+                streamed = up.headers.get("Content-Type", "").startswith("text/event-stream")
+                if not reason and generate and faults.cached_limit() is not None and not streamed:
+                    data = await up.read()
+                    with contextlib.suppress(ValueError, TypeError, AttributeError):
+                        usage = json.loads(data).get("usage") or {}
+                        details = usage.get("prompt_tokens_details") or {}
+                        cached = int(details.get("cached_tokens") or 0)
+                        reason = faults.decide_cached(number, cached)
+                        line |= {"cached_tokens": cached, "corrupted": reason}
+                    if reason:
+                        data = json.dumps(corrupt_payload(json.loads(data))).encode()
+                    resp = web.Response(status=up.status, body=data, headers=out_headers)
+                    await resp.prepare(req)
+                elif not reason:
                     resp = web.StreamResponse(status=up.status, headers=out_headers)
                     await resp.prepare(req)
                     async for chunk in up.content.iter_any():
                         await resp.write(chunk)
-                elif up.headers.get("Content-Type", "").startswith("text/event-stream"):
+                elif streamed:
                     resp = web.StreamResponse(status=up.status, headers=out_headers)
                     await resp.prepare(req)
                     async for sse in up.content:  # line by line

