@@ -23,6 +23,7 @@ from qgate.profile import PerfSpec, Profile
 from qgate.profile.perf import is_preview
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.calibrate import math_calibration
+from qgate.quality.noise_floor import FloorRecords, FloorSummary, floor_summary
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_records import PassRun
 from qgate.quality.spec_counters import SpecSnapshot
@@ -45,7 +46,12 @@ from qgate.runtime.fingerprint import Fingerprint
 
 
 def perf_results(
-    spec: PerfSpec | None, runs: Sequence[ScenarioRun], *, resamples: int, seed: int
+    spec: PerfSpec | None,
+    runs: Sequence[ScenarioRun],
+    *,
+    resamples: int,
+    seed: int,
+    floor: FloorSummary | None = None,
 ) -> list[ScenarioResult]:
     """Summaries of both runtimes, candidate/reference ratios, the candidate's stream checks
     and the scenario's probe gate (its graded probes, both sides' blocks and rounds)."""
@@ -73,7 +79,7 @@ def perf_results(
                 if refs and cands
                 else [],
                 verdicts=(list(scenario_verdicts(spec, cand)) if cand and spec else [])
-                + probe_verdicts(spec.probes if spec else None, name, refs, cands),
+                + probe_verdicts(spec.probes if spec else None, name, refs, cands, floor),
             )
         )
     return out
@@ -102,10 +108,14 @@ def build_report(
     reference_provenance: ReferenceProvenance | None = None,
     provenance: RunProvenance | None = None,
     attribution: Attribution | None = None,
+    noise_floor: FloorRecords | None = None,
 ) -> Report:
     """The unsigned report; `write_report` redacts, digests artifacts and signs it."""
     resamples = profile.perf.bootstrap if profile.perf else 0
-    results = perf_results(profile.perf, perf_runs, resamples=resamples, seed=bootstrap_seed)
+    floor = floor_summary(noise_floor, suite_runs)
+    results = perf_results(
+        profile.perf, perf_runs, resamples=resamples, seed=bootstrap_seed, floor=floor
+    )
     perf = PerfSection(
         status=perf_status,
         bootstrap_resamples=resamples,
@@ -133,6 +143,7 @@ def build_report(
             passes=list(passes),
             speculative=list(speculative),
             calibration=math_calibration(profile.quality.math) if profile.quality.math else None,
+            noise_floor=noise_floor,
         ),
         perf=perf,
         verdict=overall(all_verdicts, perf_status, is_preview(profile)),

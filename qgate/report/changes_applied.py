@@ -193,7 +193,8 @@ def confirm_changes(
         kind, _, key = change.name.partition(".")
         if kind == "args" and key in REPORTED and change.candidate == "-":
             # the candidate asks for no value: no value the server reports can contradict it
-            status, evidence = "unconfirmed", f"the candidate leaves {key} to the engine's default"
+            status: Status = "unconfirmed"
+            evidence = f"the candidate leaves {key} to the engine's default"
         elif kind == "args":
             value = _value(change.candidate)
             status, evidence = _check(key, value, cand, passes, perf, speculative)

@@ -165,6 +165,7 @@ def build(
         starts=[s for s in ctx.starts if s.side in ("reference", ctx.side)],
         provenance=provenance_of(ctx.opts, ctx.lives),
         attribution=result.attribution,
+        noise_floor=reference.floor,
     )
 
 
