@@ -28,6 +28,7 @@ from qgate.profile.base import (
     Strict,
 )
 from qgate.profile.cluster import ClusterSpec
+from qgate.profile.noise_floor import NoiseFloor
 from qgate.profile.perf import PerfGate, PublishedFigure, check_dummy, side_args
 from qgate.profile.quality import (
     ANSWER_MAX_TOKENS,
@@ -90,6 +91,7 @@ __all__ = [
     "RecallSuite",
     "StructuredSuite",
     "ToolCallsSuite",
+    "NoiseFloor",
     "ReuseSpec",
     "RuntimeFallback",
     "RuntimeSpec",

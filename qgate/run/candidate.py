@@ -84,7 +84,8 @@ def judge(
     out.divergence = divergence_of(reference, out.quality)
     runs = reference.runs + out.quality.runs
     floor = floor_summary(reference.floor, reference.runs)
-    out.verdicts = evaluate_quality(ctx.profile.quality, runs, out.divergence, floor)
+    extra = (floor,) if floor is not None else ()  # no floor: the verdicts of before
+    out.verdicts = evaluate_quality(ctx.profile.quality, runs, out.divergence, *extra)
     out.verdicts += evaluate_reuse(ctx.profile.quality, runs, reference.passes + out.quality.passes)
     configs = [c for c in (reference.effective_config, out.quality.effective_config) if c]
     out.verdicts += kv_scale_verdicts(ctx.profile.engine.uncalibrated_kv_scales, configs)

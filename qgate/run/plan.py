@@ -47,6 +47,7 @@ from qgate.quality.sizing import (
     recall_cells,
     recall_haystacks,
 )
+from qgate.run.envelope import envelope_lines
 
 __all__ = [
     "ACCELERATOR_SHARE",
@@ -317,6 +318,9 @@ def make_plan(
         scenarios=_scenarios(first),
         power=_power(first.quality),
         notes=notes,
+        envelope=envelope_lines(
+            first, _suites(first.quality), _scenarios(first), blocks_of(first, False), rounds
+        ),
     )
 
 
@@ -433,6 +437,9 @@ def _together(
         scenarios=_scenarios(profile),
         power=_power(profile.quality),
         notes=notes,
+        envelope=envelope_lines(
+            profile, _suites(profile.quality), _scenarios(profile), blocks, rounds
+        ),
     )
 
 
@@ -464,5 +471,8 @@ def describe(plan: Plan) -> list[str]:
         per = "per side" if plan.blocks == 1 else f"per side and block, {plan.blocks} blocks"
         per += f", in each of {plan.rounds} rounds" if plan.rounds > 1 else ""
         lines.append(f"  perf {p.scenario}: {reqs} {per}{toks}")
+    if plan.envelope:
+        lines.append("  envelope (graded points, per stage):")
+        lines += [f"    {e}" for e in plan.envelope]
     lines += [f"  note: {n}" for n in plan.notes]
     return lines
