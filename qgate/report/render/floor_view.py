@@ -6,9 +6,30 @@ from qgate.quality.noise_floor import INSIDE, floor_summary
 from qgate.report.model import Report
 from qgate.report.render.parts import Section, Table
 
-__all__ = ["floor_section"]
+__all__ = ["floor_line", "floor_section"]
 
 DERIVED = "limit from the noise floor"
+
+
+def _set_by_floor(report: Report) -> tuple[list[str], list[str]]:
+    """(gates whose limit the floor derived, gates whose limit sits inside it)."""
+    derived = [f"{v.gate} {v.limit:g}" for v in report.all_verdicts() if DERIVED in v.reason]
+    inside = [v.gate for v in report.all_verdicts() if INSIDE in v.reason]
+    return derived, inside
+
+
+def floor_line(report: Report) -> str | None:
+    """One console line: the floor, the limits it set and those inside it (None: no floor)."""
+    floor = floor_summary(report.quality.noise_floor, report.quality.runs)
+    if floor is None:
+        return None
+    derived, inside = _set_by_floor(report)
+    line = floor.text()
+    if derived:
+        line += f"; set max_flips: {', '.join(derived)}"
+    if inside:
+        line += f"; {INSIDE}: {', '.join(inside)}"
+    return line
 
 
 def floor_section(report: Report) -> Section | None:

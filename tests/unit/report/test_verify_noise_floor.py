@@ -74,3 +74,12 @@ def test_a_floor_answer_graded_against_its_text_is_rejected() -> None:
     report.quality.noise_floor.runs[0].items[0].correct = False  # its text still says right
     with pytest.raises(VerificationFailed, match="stored correct=False"):
         verify(report)
+
+
+def test_the_console_line_names_the_floor_and_what_it_set() -> None:
+    from qgate.report.render.floor_view import floor_line
+
+    line = floor_line(floor_report())
+    assert line is not None and line.startswith("the reference disagreed with itself on 0 of 8")
+    assert "set max_flips: math.short.max_flips 3" in line
+    assert floor_line(build_report()) is None
