@@ -204,6 +204,8 @@ def text_summary(outcome: RunOutcome) -> None:
         )
     if outcome.cliff:
         click.echo(f"  cliff: {outcome.cliff}")
+    if outcome.floor:
+        click.echo(f"  noise floor: {outcome.floor}")
     for line in outcome.engine_warnings:
         click.echo(f"  engine warning: {line}")
     for line in outcome.headline:

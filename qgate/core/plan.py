@@ -181,6 +181,11 @@ class Plan(Record):
         default_factory=list, description="Per gated exact-answer suite: what its size detects."
     )
     notes: list[str] = Field(default_factory=list, description="What people should know.")
+    envelope: list[str] = Field(
+        default_factory=list,
+        description="Per stage, the envelope points it grades (concurrency levels, lives, the "
+        "noise floor, context lengths) and their cost in requests (issue 44 item 6).",
+    )
 
     @property
     def starts(self) -> int:

@@ -27,10 +27,18 @@ from qgate.perf.probes import grade
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.profile import AccuracyPolicy, PerfProbes
 from qgate.quality.extract import answer_matches
+from qgate.quality.noise_floor import FloorSummary, mark_floor
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.suite_gates import evaluate_suite
 
-__all__ = ["graded", "lost_at_light_load", "probe_suite", "probe_verdicts", "probes_failed"]
+__all__ = [
+    "graded",
+    "lost_at_light_load",
+    "probe_allowance",
+    "probe_suite",
+    "probe_verdicts",
+    "probes_failed",
+]
 
 
 def graded(r: RequestRecord) -> bool:
@@ -96,6 +104,7 @@ def probe_verdicts(
     name: str,
     reference: Sequence[ScenarioRun],
     candidate: Sequence[ScenarioRun],
+    floor: FloorSummary | None = None,
 ) -> list[Verdict]:
     """The probe gate of scenario run `name` (every block and round of each side).
 
@@ -112,9 +121,8 @@ def probe_verdicts(
     ref = probe_suite(name, "reference", reference, skip)
     cand = probe_suite(name, "candidate", candidate, skip)
     suite = f"perf.{name}.probes"
-    policy = AccuracyPolicy(
-        max_flips=spec.max_flips, significance=spec.significance, alpha=spec.alpha
-    )
+    max_flips = probe_allowance(spec, floor, len(ref.items) if ref is not None else 0)
+    policy = AccuracyPolicy(max_flips=max_flips, significance=spec.significance, alpha=spec.alpha)
     if ref is None or cand is None:
         missing = "reference" if ref is None else "candidate"
         why = f"the {missing} asked no graded probe in this scenario"
@@ -125,17 +133,27 @@ def probe_verdicts(
                 gate=f"{suite}.max_flips",
                 suite=suite,
                 observed=None,
-                limit=float(spec.max_flips),
+                limit=float(max_flips),
                 passed=False,
                 reason=f"{suite}: {why}",
             )
         ]
     verdicts = evaluate_suite(suite, policy, ref, cand)
+    derived = {} if spec.max_flips is not None else {f"{suite}.max_flips": max_flips}
+    verdicts = mark_floor(verdicts, derived, floor)
     asks = f" ({ref.params['asks']} reference and {cand.params['asks']} candidate asks"
     if skip:
         asks += f"; {len(skip)} item(s) left out, lost already in the candidate's quality stage"
     asks += ")"
     return [v.model_copy(update={"reason": v.reason + asks}) for v in verdicts]
+
+
+def probe_allowance(spec: PerfProbes, floor: FloorSummary | None, items: int) -> int:
+    """A scenario's probe `max_flips`: the profile's; unset, what the reference's noise floor
+    allows among its `items` probe items (at least 1), else 1."""
+    if spec.max_flips is not None:
+        return spec.max_flips
+    return max(1, floor.allowance(items)) if floor is not None else 1
 
 
 def probes_failed(verdicts: Iterable[Verdict], name: str) -> bool:

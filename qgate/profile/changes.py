@@ -17,7 +17,7 @@ from pydantic import Field
 from qgate.core.records import Record
 from qgate.profile.model import EngineLaunch, Profile, RuntimeSpec
 
-__all__ = ["Change", "changes_of", "raw_change_names", "sub_profile"]
+__all__ = ["Change", "changes_of", "machine_dtype", "raw_change_names", "sub_profile"]
 
 
 class Change(Record):
@@ -50,11 +50,30 @@ def _effective(profile: Profile, role: str, field: str) -> dict[str, Any]:
     return {**getattr(profile.engine_of(role), field), **getattr(spec, field)}
 
 
+DTYPE_ON_CPU = ("vllm", "command")
+"""Engine kinds whose serving dtype `engine.cpu_dtype: auto` sets on a CPU target
+(qgate/runtime/capabilities.py applies it to the sides' arguments at run time)."""
+
+
+def machine_dtype(profile: Profile) -> bool:
+    """Both sides' serving dtype is the machine's (`engine.cpu_dtype: auto`, a CPU target, each
+    side an engine it applies to): the same on both, whatever the engine blocks say, so a
+    top-level dtype that a side's own engine block lacks is no difference (issue 44: A/A)."""
+    return (
+        profile.engine.cpu_dtype == "auto"
+        and profile.target.accelerator.lower() == "cpu"
+        and all(profile.engine_of(r).kind in DTYPE_ON_CPU for r in ("reference", "candidate"))
+    )
+
+
 def _raw_changes(profile: Profile) -> list[Change]:
     out: list[Change] = []
+    alike = machine_dtype(profile)
     for field in ("args", "env"):
         ref, cand = _effective(profile, "reference", field), _effective(profile, "candidate", field)
         for key in sorted(ref.keys() | cand.keys()):
+            if alike and field == "args" and key == "dtype":
+                continue
             r, c = ref.get(key, _UNSET), cand.get(key, _UNSET)
             if r != c:
                 out.append(Change(name=f"{field}.{key}", reference=_text(r), candidate=_text(c)))

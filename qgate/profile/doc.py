@@ -39,6 +39,7 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("quality.reuse", p.ReuseSpec),
     ("quality.reuse.load", p.LoadFiller),
     ("quality.speculative", p.SpeculativeSpec),
+    ("quality.noise_floor", p.NoiseFloor),
     ("perf", p.PerfSpec),
     ("perf.scenarios[] (kind: fixed, the default)", p.FixedScenario),
     ("perf.scenarios[] (kind: multi_turn)", p.MultiTurnScenario),

@@ -29,6 +29,7 @@ from qgate.profile.base import (
 )
 from qgate.profile.cluster import ClusterSpec
 from qgate.profile.lives import LivesSpec
+from qgate.profile.noise_floor import NoiseFloor
 from qgate.profile.perf import PerfGate, PublishedFigure, check_dummy, side_args
 from qgate.profile.quality import (
     ANSWER_MAX_TOKENS,
@@ -92,6 +93,7 @@ __all__ = [
     "RecallSuite",
     "StructuredSuite",
     "ToolCallsSuite",
+    "NoiseFloor",
     "ReuseSpec",
     "RuntimeFallback",
     "RuntimeSpec",

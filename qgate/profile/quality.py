@@ -9,6 +9,7 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from qgate.profile.base import Fraction, KeyIssue, Strict
+from qgate.profile.noise_floor import NoiseFloor
 from qgate.profile.reuse import ReuseSpec
 from qgate.profile.speculative import SpeculativeSpec
 
@@ -421,7 +422,16 @@ class StructuredSuite(AccuracyPolicy):
 
 
 NON_SUITE_SETTINGS = frozenset(
-    {"concurrency", "seed", "on_no_effect", "stop", "stop_block", "reuse", "speculative"}
+    {
+        "concurrency",
+        "seed",
+        "on_no_effect",
+        "stop",
+        "stop_block",
+        "reuse",
+        "speculative",
+        "noise_floor",
+    }
 )
 """Fields of `quality:` that are settings of every suite, not suites; every other field is a
 suite registered in qgate/profile/suites.py (a unit test holds the two lists together)."""
@@ -486,6 +496,30 @@ class QualitySpec(Strict):
         "block is absent): its acceptance length from the server's counters around the quality "
         "suites, against a floor or a share of a speculative reference's.",
     )
+
+    noise_floor: NoiseFloor | None = Field(
+        default=None,
+        description="Measure the reference against itself first: it asks its math and recall "
+        "items again at another concurrency in its own life (and re-scores its divergence "
+        "continuations); the flip allowances the profile leaves unset are derived from how "
+        "often it disagreed with itself, and a limit inside that floor is marked "
+        "(docs/concepts/noise-floor.md).",
+    )
+
+    @model_validator(mode="after")
+    def _floor_batch(self) -> Self:
+        floor = self.noise_floor
+        if floor is not None and floor.second_concurrency(self.concurrency) == self.concurrency:
+            raise KeyIssue(
+                [
+                    (
+                        ("noise_floor", "concurrency"),
+                        f"must differ from quality.concurrency ({self.concurrency}): the "
+                        "second ask needs another batch",
+                    )
+                ]
+            )
+        return self
 
     @field_validator("stop", mode="before")
     @classmethod

@@ -165,13 +165,15 @@ class PerfProbes(Strict):
         "at least once each; more when `probe_share` of the scenario's requests is more. "
         "0: no probes. Needs a math suite in `quality`.",
     )
-    max_flips: int = Field(
-        default=1,
+    max_flips: int | None = Field(
+        default=None,
         ge=0,
         le=64,
         description="Items a scenario's candidate may lose (reference correct, candidate "
         "wrong) before its probe gate fails: the allowance for the reference's own noise "
-        "under load (greedy answers can change with the batch).",
+        "under load (greedy answers can change with the batch). Unset: derived from "
+        "`quality.noise_floor` when the profile measures it (ceil(upper x items), at least "
+        "1), else 1.",
     )
     significance: bool = Field(
         default=True,

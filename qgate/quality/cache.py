@@ -51,6 +51,7 @@ from qgate.quality.cache_auth import (
     sign_entry,
 )
 from qgate.quality.divergence_data import ScoreSet
+from qgate.quality.noise_floor import FloorRecords
 from qgate.quality.records import SuiteRun
 from qgate.quality.reuse_records import PassRun
 from qgate.quality.spec_counters import SpecSnapshot
@@ -89,6 +90,10 @@ class CachedReference(Record):
         default_factory=list,
         description="The reference's speculative-decoding counter snapshots (when it speculates).",
     )
+    floor: FloorRecords | None = Field(
+        default=None,
+        description="quality.noise_floor: the reference's second asks of its own items.",
+    )
     key_inputs: dict[str, Any] = Field(
         default_factory=dict, description="The canonical key inputs, to explain a miss."
     )
@@ -116,6 +121,8 @@ def generation_view(spec: QualitySpec) -> dict[str, Any]:
     # Stopping early decides how much runs, not what: a partial reference is never cached.
     for key in ("stop", "stop_block", "speculative"):  # speculative: the acceptance gate's limits
         view.pop(key, None)
+    if view.get("noise_floor") is None:  # keys made before the floor existed stay the same
+        view.pop("noise_floor", None)
     return view
 
 

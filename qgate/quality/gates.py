@@ -22,6 +22,7 @@ from qgate.quality.agent_gates import structured_verdicts
 from qgate.quality.divergence import DivergenceSummary, reverse_klds, summarize_divergence
 from qgate.quality.effect import effect_verdicts
 from qgate.quality.ladder_divergence import ladder_divergence_verdicts
+from qgate.quality.noise_floor import FloorSummary, mark_floor
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.settle import stopped_at_verdict
 from qgate.quality.stats import pct
@@ -139,18 +140,27 @@ def evaluate_divergence(spec: DivergenceSuite, run: DivergenceRun | None) -> lis
 
 
 def evaluate_quality(
-    spec: QualitySpec, runs: Sequence[SuiteRun], divergence: DivergenceRun | None
+    spec: QualitySpec,
+    runs: Sequence[SuiteRun],
+    divergence: DivergenceRun | None,
+    floor: FloorSummary | None = None,
 ) -> list[Verdict]:
     """Every quality verdict of a run, in a stable order (suites as configured, then divergence).
 
     Runs of suites the profile does not configure are ignored; a configured
-    suite without both a reference and a candidate run fails each of its gates.
+    suite without both a reference and a candidate run fails each of its gates. With the
+    reference's noise floor (`floor`), a suite whose policy leaves `max_flips` unset gets one
+    from it, and every limit is read against it (qgate/quality/noise_floor.py).
     """
     verdicts: list[Verdict] = []
     not_run: set[str] = set()  # gates of suites with a runtime's records missing
+    derived: dict[str, int] = {}
     for suite, policy in configured_suites(spec):
         ref, n_ref = _pick_run(runs, suite, "reference")
         cand, n_cand = _pick_run(runs, suite, "candidate")
+        if floor is not None and policy.max_flips is None and ref is not None and ref.items:
+            derived[f"{suite}.max_flips"] = floor.allowance(len(ref.items))
+            policy = policy.model_copy(update={"max_flips": derived[f"{suite}.max_flips"]})
         if n_ref > 1 or n_cand > 1:
             verdicts += all_failed(suite, policy, "more than one run per runtime")
         elif ref is None or cand is None:
@@ -174,6 +184,7 @@ def evaluate_quality(
             not_run |= {v.gate for v in div}
         verdicts += div
     verdicts += effect_verdicts(spec, runs, divergence)
+    verdicts = mark_floor(verdicts, derived, floor)
     return stopped_at_verdict(spec, verdicts, not_run) if spec.stop == "verdict" else verdicts
 
 

@@ -29,7 +29,9 @@ from qgate.quality.board import Board
 from qgate.quality.cache import reference_cache_key
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.divergence_suite import build_divergence_run
+from qgate.quality.floor_run import ask_again
 from qgate.quality.gates import evaluate_divergence
+from qgate.quality.noise_floor import FloorRecords
 from qgate.quality.records import SuiteRun
 from qgate.quality.reuse_gates import reuse_suites
 from qgate.quality.reuse_pass import run_passes, split_setting, suite_with_counters
@@ -68,6 +70,11 @@ class QualityOutput(Record):
         default_factory=list,
         description="Speculative-decoding counters before the first suite and after each "
         "(a profile with an acceptance gate or a speculating side; else empty).",
+    )
+    floor: FloorRecords | None = Field(
+        default=None,
+        description="quality.noise_floor: the reference's second asks of its own items "
+        "(the reference only).",
     )
 
 
@@ -123,7 +130,7 @@ async def _evaluate(
     on_scores: Callable[[ScoreSet], None] | None,
     board: Board | None,
     spec_snaps: list[SpecSnapshot] | None = None,
-) -> tuple[list[SuiteRun], ScoreSet | None, list[PassRun]]:
+) -> tuple[list[SuiteRun], ScoreSet | None, list[PassRun], FloorRecords | None]:
     ctx = SuiteContext(
         role=role,
         base_url=runtime.base_url,
@@ -180,7 +187,11 @@ async def _evaluate(
                 await snapshot(role, "after reuse passes", ctx.base_url, ctx.headers, t0)
             )
         runtime.check_alive()
-    return runs, scores, passes
+    floor = None
+    halted = board is not None and bool(board.halted(role))
+    if role == "reference" and spec.noise_floor is not None and not halted:
+        floor = await ask_again(spec, ctx, scores)
+    return runs, scores, passes, floor
 
 
 async def _cold(
@@ -230,7 +241,7 @@ def evaluate(
     if speculative_policy(profile) is not None or speculates(profile, role):
         spec_snaps = []
     with blamed_on(runtime):
-        runs, scores, passes = asyncio.run(
+        runs, scores, passes, floor = asyncio.run(
             _evaluate(
                 runtime,
                 profile.quality,
@@ -251,6 +262,7 @@ def evaluate(
         effective_config=effective,
         passes=passes,
         speculative=spec_snaps or [],
+        floor=floor,
     )
 
 

@@ -24,6 +24,7 @@ from qgate.profile import PerfSpec, Profile
 from qgate.profile.perf import is_preview
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.calibrate import math_calibration
+from qgate.quality.noise_floor import FloorRecords, FloorSummary, floor_summary
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_records import PassRun
 from qgate.quality.spec_counters import SpecSnapshot
@@ -53,6 +54,7 @@ def perf_results(
     resamples: int,
     seed: int,
     excluded: Collection[int] = (),
+    floor: FloorSummary | None = None,
 ) -> list[ScenarioResult]:
     """Summaries of both runtimes, candidate/reference ratios, the candidate's stream checks
     and the scenario's probe gate (its graded probes, both sides' blocks and rounds). The
@@ -74,7 +76,7 @@ def perf_results(
                 candidate=summarize(cand, slo).model_dump(mode="json") if cand else None,
                 comparisons=compared(refs, cands, excluded, resamples=resamples, seed=seed),
                 verdicts=(list(scenario_verdicts(spec, cand)) if cand and spec else [])
-                + probe_verdicts(spec.probes if spec else None, name, refs, cands),
+                + probe_verdicts(spec.probes if spec else None, name, refs, cands, floor),
             )
         )
     return out
@@ -135,13 +137,20 @@ def build_report(
     provenance: RunProvenance | None = None,
     attribution: Attribution | None = None,
     life_probes: Sequence[LifeProbes] = (),
+    noise_floor: FloorRecords | None = None,
 ) -> Report:
     """The unsigned report; `write_report` redacts, digests artifacts and signs it."""
     resamples = profile.perf.bootstrap if profile.perf else 0
     lives = lives_section(profile, suite_runs, life_probes)
     excluded = lives.excluded_rounds if lives is not None else []
+    floor = floor_summary(noise_floor, suite_runs)
     results = perf_results(
-        profile.perf, perf_runs, resamples=resamples, seed=bootstrap_seed, excluded=excluded
+        profile.perf,
+        perf_runs,
+        resamples=resamples,
+        seed=bootstrap_seed,
+        excluded=excluded,
+        floor=floor,
     )
     perf = PerfSection(
         status=perf_status,
@@ -171,6 +180,7 @@ def build_report(
             passes=list(passes),
             speculative=list(speculative),
             calibration=math_calibration(profile.quality.math) if profile.quality.math else None,
+            noise_floor=noise_floor,
         ),
         perf=perf,
         verdict=overall(all_verdicts, perf_status, is_preview(profile)),

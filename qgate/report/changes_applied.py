@@ -191,7 +191,11 @@ def confirm_changes(
     out = []
     for change in changes_of(profile):
         kind, _, key = change.name.partition(".")
-        if kind == "args":
+        if kind == "args" and key in REPORTED and change.candidate == "-":
+            # the candidate asks for no value: no value the server reports can contradict it
+            status: Status = "unconfirmed"
+            evidence = f"the candidate leaves {key} to the engine's default"
+        elif kind == "args":
             value = _value(change.candidate)
             status, evidence = _check(key, value, cand, passes, perf, speculative)
         elif kind == "env":

@@ -27,6 +27,7 @@ from qgate.perf.life_probes import LifeProbes
 from qgate.perf.records import ScenarioRun
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.calibrate import CalibrationResult
+from qgate.quality.noise_floor import FloorRecords
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_records import PassRun
 from qgate.quality.spec_counters import SpecSnapshot
@@ -108,6 +109,12 @@ class QualitySection(Record):
         default=None,
         description="What calibration to the reference decided for the math suite (its levels, "
         "their accuracy and flips), with the records it decided on; None: not calibrated.",
+    )
+    noise_floor: FloorRecords | None = Field(
+        default=None,
+        description="quality.noise_floor: the reference's second asks of its own items at "
+        "another concurrency; the flip allowances it derived and the limits it marks are "
+        "re-derived from these and the reference's runs (qgate/quality/noise_floor.py).",
     )
 
 

@@ -18,6 +18,7 @@ from qgate.errors import InfrastructureError
 from qgate.perf.records import ScenarioRun
 from qgate.quality.divergence_suite import build_divergence_run
 from qgate.quality.gates import evaluate_quality, overall_passed
+from qgate.quality.noise_floor import floor_summary
 from qgate.quality.records import DivergenceRun
 from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.quality.spec_gates import evaluate_speculative
@@ -91,7 +92,9 @@ def judge(
     assert out.quality is not None
     out.divergence = divergence_of(reference, out.quality)
     runs = reference.runs + out.quality.runs
-    out.verdicts = evaluate_quality(ctx.profile.quality, runs, out.divergence)
+    floor = floor_summary(reference.floor, reference.runs)
+    extra = (floor,) if floor is not None else ()  # no floor: the verdicts of before
+    out.verdicts = evaluate_quality(ctx.profile.quality, runs, out.divergence, *extra)
     out.verdicts += evaluate_reuse(ctx.profile.quality, runs, reference.passes + out.quality.passes)
     configs = [c for c in (reference.effective_config, out.quality.effective_config) if c]
     out.verdicts += kv_scale_verdicts(ctx.profile.engine.uncalibrated_kv_scales, configs)

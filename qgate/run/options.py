@@ -58,6 +58,7 @@ class RunOutcome:
     attribution: list[str] = field(default_factory=list)
     """What attribution found (qgate/report/attribution.py: summary_lines)."""
     cliff: str | None = None
+    floor: str | None = None  # the reference's noise floor and what it set (quality.noise_floor)
     """The context ladder's first failing bucket (qgate/report/render/ladder_view.py)."""
     candidates: list[str] = field(default_factory=list)
     """A profile with several candidates: one line per candidate (name, verdict, perf)."""

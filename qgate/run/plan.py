@@ -40,6 +40,7 @@ from qgate.profile.suites import configured, engine_args_needed, profile_key
 from qgate.quality.calibrate import boundary_warning, expected_accuracy
 from qgate.quality.gates import policy_for
 from qgate.quality.sizing import gate_power
+from qgate.run.envelope import envelope_lines
 from qgate.run.life_probes import lives_note
 
 __all__ = [
@@ -278,6 +279,9 @@ def make_plan(
         scenarios=_scenarios(first),
         power=_power(first.quality),
         notes=notes,
+        envelope=envelope_lines(
+            first, _suites(first.quality), _scenarios(first), blocks_of(first, False), rounds
+        ),
     )
 
 
@@ -397,6 +401,9 @@ def _together(
         scenarios=_scenarios(profile),
         power=_power(profile.quality),
         notes=notes,
+        envelope=envelope_lines(
+            profile, _suites(profile.quality), _scenarios(profile), blocks, rounds
+        ),
     )
 
 
@@ -428,5 +435,8 @@ def describe(plan: Plan) -> list[str]:
         per = "per side" if plan.blocks == 1 else f"per side and block, {plan.blocks} blocks"
         per += f", in each of {plan.rounds} rounds" if plan.rounds > 1 else ""
         lines.append(f"  perf {p.scenario}: {reqs} {per}{toks}")
+    if plan.envelope:
+        lines.append("  envelope (graded points, per stage):")
+        lines += [f"    {e}" for e in plan.envelope]
     lines += [f"  note: {n}" for n in plan.notes]
     return lines

@@ -152,6 +152,7 @@ def reference_life(ctx: RunContext, with_perf: bool, clock: StageClock) -> Refer
                     cached=True,
                     passes=entry.passes,
                     speculative=entry.speculative,
+                    floor=entry.floor,
                 )
                 save_raw(ctx, "reference-quality.json", out)
                 ctx.probing.quality_known("reference", out)
@@ -182,6 +183,7 @@ def store_reference(ctx: RunContext, out: QualityOutput) -> None:
         effective_config=out.effective_config,
         passes=out.passes,
         speculative=out.speculative,
+        floor=out.floor,
     )
     whole = complete(ctx.profile.quality, out)
     if not whole:
@@ -198,7 +200,8 @@ def complete(spec: QualitySpec, out: QualityOutput) -> bool:
     """Whether a reference ran every configured suite to its end (only such are cached)."""
     ran = {r.suite for r in out.runs if not r.partial}
     wanted = {k for k in data_digests(spec, None) if not _paired(k)}
-    return wanted <= ran and (spec.divergence is None or out.scores is not None)
+    floored = spec.noise_floor is None or out.floor is not None
+    return wanted <= ran and (spec.divergence is None or out.scores is not None) and floored
 
 
 def reference_perf(

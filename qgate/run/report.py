@@ -22,6 +22,7 @@ from qgate.report.attribution import summary_lines
 from qgate.report.derive import time_breakdown
 from qgate.report.model import PerfStatus, Report
 from qgate.report.multi_model import CandidateEntry, CandidateVerdict
+from qgate.report.render.floor_view import floor_line
 from qgate.report.render.ladder_view import cliff_line
 from qgate.report.signing import subjects_for
 from qgate.report.writer import write_report
@@ -119,6 +120,7 @@ def write_single(
         time=time_lines(time_breakdown(rep)),
         attribution=summary_lines(rep.attribution),
         cliff=cliff_line(rep),
+        floor=floor_line(rep),
     )
 
 
@@ -166,6 +168,7 @@ def build(
         provenance=provenance_of(ctx.opts, ctx.lives),
         attribution=result.attribution,
         life_probes=[p for p in ctx.probing.records if p.side in ("reference", ctx.side)],
+        noise_floor=reference.floor,
     )
 
 

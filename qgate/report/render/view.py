@@ -24,6 +24,7 @@ from qgate.report.derive import (
 from qgate.report.localise import boundary_lines, worst_notes
 from qgate.report.model import Report
 from qgate.report.render.attribution_view import attribution_section
+from qgate.report.render.floor_view import floor_section
 from qgate.report.render.ladder_view import cliff_line, ladder_section
 from qgate.report.render.lives_view import lives_section
 from qgate.report.render.localise_view import localise_section, worst_suffix
@@ -477,6 +478,7 @@ def sections(report: Report) -> list[Section]:
         reuse_section(report),
         speculative_section(report),
         _divergence(report),
+        floor_section(report),
         localise_section(report),
         attribution_section(report),
     ):

@@ -15,6 +15,7 @@ from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
 from qgate.profile import Profile
 from qgate.profile.changes import changes_of, sub_profile
+from qgate.quality.noise_floor import floor_summary
 from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.report.attribution import Trial
 from qgate.report.changes_applied import CONTRADICTED_FROM, contradicted_verdicts
@@ -66,6 +67,8 @@ def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | No
         )
     names = [c.name for c in att.changes]
     reference = [r for r in report.quality.runs if r.role == "reference"]
+    summary = floor_summary(report.quality.noise_floor, reference)
+    floor = (summary,) if summary is not None else ()
     outcomes: dict[tuple[str, ...], Outcome] = {}
     for t in att.trials:
         if unknown := sorted(set(t.changes) - set(names)):
@@ -79,7 +82,9 @@ def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | No
             check_questions(list(t.runs), prof, done)
             if t.divergence is not None:
                 rederive_divergence(t.divergence, done, required=True)
-            fresh = fns.evaluate_quality(prof.quality, reference + list(t.runs), t.divergence)
+            fresh = fns.evaluate_quality(
+                prof.quality, reference + list(t.runs), t.divergence, *floor
+            )
             fresh += _trial_extras(report, prof, t)
             if not same_value(dump(t.verdicts), dump(fresh)):
                 raise _fail(describe(f"trial {t.name}: verdicts", dump(t.verdicts), dump(fresh)))

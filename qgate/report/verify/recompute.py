@@ -24,8 +24,8 @@ from qgate.perf.gates import report_gates
 from qgate.perf.probe_gates import probe_verdicts
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
+from qgate.quality.noise_floor import floor_summary
 from qgate.quality.notices import quality_warnings
-from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.quality.settle import stop_problems
 from qgate.quality.spec_gates import evaluate_speculative
@@ -63,7 +63,8 @@ def _fail(message: str) -> VerificationFailed:
     return VerificationFailed(message)
 
 
-EvaluateQuality = Callable[[Any, list[SuiteRun], DivergenceRun | None], list[Verdict]]
+# evaluate_quality(spec, runs, divergence[, floor]): the floor only where one was measured
+EvaluateQuality = Callable[..., list[Verdict]]
 Summarize = Callable[[ScenarioRun, Any], Any]
 Compare = Callable[..., Any]
 # scenario_verdicts(profile.perf, candidate_run): the PerfSpec holds max_error_rate
@@ -263,7 +264,11 @@ def _first_verdict_difference(
 def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
     """The stored quality verdicts equal evaluate_quality over the stored records."""
     runs = list(report.quality.runs)
-    recomputed = list(fns.evaluate_quality(profile.quality, runs, report.quality.divergence))
+    floor = floor_summary(report.quality.noise_floor, runs)
+    extra = (floor,) if floor is not None else ()
+    recomputed = list(
+        fns.evaluate_quality(profile.quality, runs, report.quality.divergence, *extra)
+    )
     derivation = report.quality.derivation
     recomputed += evaluate_reuse(profile.quality, runs, report.quality.passes, derivation)
     recomputed += kv_scale_verdicts(profile.engine.uncalibrated_kv_scales, report.effective_configs)
@@ -356,6 +361,7 @@ def _check_probe_expected(report: Report) -> None:
 def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
     """Every stored perf summary, comparison and check equals its recomputation."""
     perf = report.perf
+    floor = floor_summary(report.quality.noise_floor, report.quality.runs)
     if perf.derivation >= 8:
         _check_probe_expected(report)
     blocks: dict[tuple[str, str], list[ScenarioRun]] = {}
@@ -421,6 +427,7 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
                 name,
                 blocks.get((name, "reference"), []),
                 blocks.get((name, "candidate"), []),
+                floor,
             )
         if not same_value(dump(result.verdicts), dump(got_verdicts)):
             raise _fail(f"perf {name}: " + _first_verdict_difference(result.verdicts, got_verdicts))

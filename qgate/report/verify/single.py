@@ -276,6 +276,15 @@ def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult[Re
             f"{done.ladder_logprobs} ladder answers' top-k logprobs checked (one position per "
             "generated token, normalised, at most top_k ids); bucket divergence computed from them"
         )
+    if (floor := report.quality.noise_floor) is not None:
+        again = Rederived(profile_given=result.profile_given)
+        rederive_correctness(list(floor.runs), prof, again)
+        if floor.divergence is not None:
+            rederive_divergence(floor.divergence, again, required=True)
+        result.checked.append(
+            f"noise floor: {again.items} second answers and {again.positions} divergence "
+            "positions of the reference re-derived from its responses and logprobs"
+        )
     if report.quality.divergence is not None:
         required = report.schema_version != "1"
         rederive_divergence(report.quality.divergence, done, required=required)

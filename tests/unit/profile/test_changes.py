@@ -108,3 +108,29 @@ def test_a_trial_keeps_the_reuse_passes() -> None:
         }
     )
     assert sub_profile(profile, ["args.kv_cache_dtype"]).quality.reuse == profile.quality.reuse
+
+
+def _aa_behind_a_launcher(cpu_dtype: str, accelerator: str = "cpu") -> Profile:
+    """An A/A profile: the candidate is the reference behind a pass-through launcher (its own
+    engine block), the demo's top-level `dtype: bfloat16` kept."""
+    shared = {"max_model_len": 2048, "enforce_eager": True}
+    return Profile.model_validate(
+        {
+            "name": "aa",
+            "model": {"embedded": "smollm2"},
+            "target": {"accelerator": accelerator},
+            "engine": {"cpu_dtype": cpu_dtype, "args": {"dtype": "bfloat16", **shared}},
+            "candidate": {"engine": {"args": shared, "launcher": ["env", "--"]}},
+            "quality": {"math": {"max_drop": 0.1}},
+        }
+    )
+
+
+def test_cpu_dtype_auto_serves_both_sides_alike_so_the_dtype_is_no_change() -> None:
+    """Issue 44 item 4: with `engine.cpu_dtype: auto` the CPU decides both sides' dtype, and
+    a side's own engine block may not name one; the top-level dtype was listed as a change
+    (reference bfloat16, candidate '-') and then CONTRADICTED by the server (A/A friction)."""
+    assert [c.name for c in changes_of(_aa_behind_a_launcher("auto"))] == ["engine.launcher"]
+    # as written, or off the CPU, the candidate's own block really serves another dtype
+    for profile in (_aa_behind_a_launcher("as_written"), _aa_behind_a_launcher("auto", "H200")):
+        assert [c.name for c in changes_of(profile)] == ["args.dtype", "engine.launcher"]

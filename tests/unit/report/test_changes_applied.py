@@ -147,3 +147,21 @@ def test_speculation_the_server_did_not_apply_is_contradicted_and_a_failed_gate(
     assert wrong.status == "contradicted"
     (gate,) = contradicted_verdicts(profile, [_config(speculative_config="None")])
     assert gate.gate == "changes.args.speculative_config.applied" and gate.passed is False
+
+
+def test_a_setting_the_candidate_leaves_to_the_engine_is_never_contradicted() -> None:
+    """The candidate asked for no value (its own engine block lacks the key): whatever the
+    server reports cannot contradict it (was: '-' checked as the asked value, CONTRADICTED)."""
+    profile = Profile.model_validate(
+        {
+            "name": "p",
+            "model": {"embedded": "smollm2"},
+            "engine": {"args": {"dtype": "bfloat16"}},
+            "candidate": {"engine": {"launcher": ["env", "--"]}},
+            "quality": {"math": {}},
+        }
+    )
+    checks = {c.name: c for c in confirm_changes(profile, [_config(dtype="bfloat16")])}
+    assert checks["args.dtype"].status == "unconfirmed"
+    assert "engine's default" in checks["args.dtype"].evidence
+    assert contradicted_verdicts(profile, [_config(dtype="bfloat16")]) == []

@@ -24,6 +24,8 @@ SHIPPED = ROOT / "precision_profiles"
 _FAILS = "meant to FAIL: a gate that fails needs no power to be right"
 _GPU = "a GPU example with hand-set sizes, not run on these machines (issue 34: left for later)"
 NOT_POWERED: dict[str, str] = {
+    "smollm2-cpu-aa.yaml": "an A/A: it counts false FAILs, where there is no drop to detect; "
+    "sized to be short (5 runs of it are the measurement)",
     "smollm2-cpu-int4-fail.yaml": "the failing demo (`make demo-fail`); " + _FAILS,
     "smollm2-cpu-int4-attribute.yaml": "fails on purpose, to show attribution; " + _FAILS,
     "smollm2-cpu-fp8.yaml": "FP8 weights, a real loss on this model; " + _FAILS,

@@ -1,0 +1,128 @@
+"""Which points of the operating envelope a run grades, stage by stage, and what they cost.
+
+`qgate plan` (and the start of `qgate run`) prints these lines under the plan: the quality
+stage's concurrency and lives, the reference's noise floor (its second asks, and the limits
+it derives), the graded probes of every perf level, block and round, the context lengths
+the suites reach (issue 44 item 6). Costs are in requests, decided before anything starts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from qgate.core.plan import ScenarioPlan, SuitePlan
+from qgate.perf.probes import probe_points
+from qgate.profile import Profile
+from qgate.profile.noise_floor import FLOOR_SUITES
+from qgate.profile.suites import exact_results
+from qgate.quality.noise_floor import binomial_upper
+
+__all__ = ["envelope_lines"]
+
+
+def _share(extra: int, base: int) -> str:
+    return f"+{100 * extra / base:.0f}% of {base}" if base else f"+{extra}"
+
+
+def _floor_line(profile: Profile, suites: Sequence[SuitePlan]) -> str:
+    spec = profile.quality
+    floor = spec.noise_floor
+    if floor is None:
+        return (
+            "noise floor: not measured (quality.noise_floor): flips are read against limits alone"
+        )
+    again = [s for s in suites if s.suite.split(".")[0] in FLOOR_SUITES and s.items]
+    items = sum(s.items or 0 for s in again)
+    div = next((s.items for s in suites if s.suite == "divergence"), None)
+    scored = f" and re-scores {div} divergence sequences" if div and floor.divergence else ""
+    total = sum(s.items or 0 for s in suites)
+    cost = items + (div or 0 if floor.divergence else 0)
+    unset = [
+        sid
+        for sid, p in exact_results(spec)
+        if p.max_flips is None and sid in {s.suite for s in suites}
+    ]
+    perf = profile.perf
+    if perf is not None and perf.probes.items and perf.probes.max_flips is None:
+        unset.append("perf probes")
+    derives = f"; derives max_flips of {', '.join(unset)}" if unset else ""
+    # the least any floor of these items allows (0 disagreements): a limit below it is inside
+    least = binomial_upper(0, items, floor.confidence)
+    sizes = {s.suite: s.items or 0 for s in suites}
+    inside = [
+        f"{sid} max_flips {p.max_flips} (even 0 of {items} allows "
+        f"{math.ceil(least * sizes[sid] - 1e-9)})"
+        for sid, p in exact_results(spec)
+        if p.max_flips is not None
+        and sid in sizes
+        and p.max_flips < math.ceil(least * sizes[sid] - 1e-9)
+    ]
+    marked = f"; INSIDE NOISE FLOOR whatever it measures: {', '.join(inside)}" if inside else ""
+    asked = ", ".join(s.suite for s in again)
+    return (
+        f"noise floor: the reference asks {items} items again ({asked}) at concurrency "
+        f"{floor.second_concurrency(spec.concurrency)}{scored}, in its own life "
+        f"({_share(cost, total)} reference quality requests){derives}{marked}"
+    )
+
+
+def _probe_line(
+    profile: Profile, scenarios: Sequence[ScenarioPlan], blocks: int, rounds: int
+) -> str:
+    perf = profile.perf
+    if perf is None or not scenarios:
+        return "perf probes: no perf stage"
+    if not perf.probes.items or profile.quality.math is None:
+        return "perf probes: none (perf.probes.items 0, or no math suite to draw them from)"
+    asks = 0
+    measured = 0
+    for s in scenarios:
+        points = probe_points(s.requests, perf.probes.items, perf.probe_share)
+        asks += len(points) if points is not None else perf.probes.items
+        measured += s.requests or 0
+    runs = blocks * rounds
+    levels = ", ".join(s.scenario for s in scenarios)
+    return (
+        f"perf probes: {perf.probes.items} graded items in each of {len(scenarios)} level(s) "
+        f"({levels}) x {blocks} block(s) x {rounds} round(s): {asks * runs} probe requests per "
+        f"side ({_share(asks * runs, measured * runs)} measured)"
+    )
+
+
+def envelope_lines(
+    profile: Profile,
+    suites: Sequence[SuitePlan],
+    scenarios: Sequence[ScenarioPlan],
+    blocks: int,
+    rounds: int,
+) -> list[str]:
+    """The envelope points this plan grades, one line per stage."""
+    spec = profile.quality
+    if not spec.has_suites():
+        return ["quality: none (a preview: speed only)"]
+    items = sum(s.items or 0 for s in suites)
+    out = [
+        f"quality: {', '.join(s.suite for s in suites)} at concurrency {spec.concurrency}, "
+        f"in each side's first life ({items} requests per side)",
+        _floor_line(profile, suites),
+        _probe_line(profile, scenarios, blocks, rounds),
+    ]
+    fresh = rounds - 1
+    out.append(
+        "lives graded: the first of each side (quality)"
+        + (
+            f"; perf rounds start {fresh} fresh life(s) per side, graded by their probes"
+            if fresh
+            else ""
+        )
+    )
+    lengths = []
+    if spec.math is not None and "long" in spec.math.prompts:
+        lengths.append(f"math.long ~{spec.math.long_tokens:,}-token preamble")
+    if spec.recall is not None:
+        lengths.append("recall " + ", ".join(f"{t:,}" for t in spec.recall.context_tokens))
+    buckets = [s.suite for s in suites if s.suite.startswith("context.")]
+    lengths.append(f"ladder buckets {', '.join(buckets)}" if buckets else "no context ladder")
+    out.append("context lengths graded: " + "; ".join(lengths))
+    return out

@@ -1,0 +1,46 @@
+"""`qgate plan`'s envelope lines: per stage, what is graded and what it costs (issue 44 item 6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qgate.profile.load import load_profile
+from qgate.run.plan import describe, make_plan
+
+SHIPPED = Path(__file__).resolve().parents[3] / "precision_profiles"
+
+
+def _lines(name: str, **quality: object) -> list[str]:
+    profile = load_profile(SHIPPED / f"{name}.yaml", check_files=False)
+    if quality:
+        spec = profile.quality.model_validate({**profile.quality.model_dump(), **quality})
+        profile = profile.model_copy(update={"quality": spec})
+    plan = make_plan([("candidate", profile)], reference_cached=False, placement="cores 0-1")
+    return describe(plan)
+
+
+def test_the_aa_plan_names_its_noise_floor_its_probes_and_its_context() -> None:
+    lines = _lines("smollm2-cpu-aa")
+    at = lines.index("  envelope (graded points, per stage):")
+    envelope = lines[at + 1 :]
+    floor = next(e for e in envelope if "noise floor:" in e)
+    assert "asks 100 items again (math.short, math.long, recall.512) at concurrency 8" in floor
+    assert "re-scores 16 divergence sequences" in floor and "+100% of 116" in floor
+    assert "derives max_flips of math.short, math.long, recall.512, perf probes" in floor
+    assert "INSIDE" not in floor
+    probes = next(e for e in envelope if "perf probes:" in e)
+    assert "2 level(s) (fixed-256x32@c1, fixed-256x32@c4)" in probes
+    assert "8 probe requests per side (+100% of 8 measured)" in probes
+    assert any("math.long ~1,024-token preamble; recall 512" in e for e in envelope)
+
+
+def test_a_flip_limit_no_floor_can_reach_is_inside_it_at_plan_time() -> None:
+    math = {"prompts": ["short"], "limit": 40, "max_flips": 0}
+    floor = next(e for e in _lines("smollm2-cpu-aa", math=math, recall=None) if "noise floor:" in e)
+    assert "INSIDE NOISE FLOOR whatever it measures: math.short max_flips 0" in floor
+    assert "(even 0 of 40 allows 3)" in floor
+
+
+def test_without_a_floor_the_plan_says_flips_meet_limits_alone() -> None:
+    lines = _lines("smollm2-cpu-int8")
+    assert any("noise floor: not measured (quality.noise_floor)" in e for e in lines)
