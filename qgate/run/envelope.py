@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 from qgate.core.plan import ScenarioPlan, SuitePlan
 from qgate.perf.probes import probe_points
-from qgate.profile import Profile
+from qgate.profile import ContextLadder, Profile
 from qgate.profile.noise_floor import FLOOR_SUITES
-from qgate.profile.suites import exact_results
+from qgate.profile.suites import entry_of_result, exact_results
 from qgate.quality.noise_floor import binomial_upper
 
 __all__ = ["envelope_lines"]
@@ -23,6 +23,12 @@ __all__ = ["envelope_lines"]
 
 def _share(extra: int, base: int) -> str:
     return f"+{100 * extra / base:.0f}% of {base}" if base else f"+{extra}"
+
+
+def _entry_model(result_id: str) -> type | None:
+    """The profile model of the suite that owns `result_id` (None: no registered suite)."""
+    entry = entry_of_result(result_id)
+    return entry.model if entry is not None else None
 
 
 def _floor_line(profile: Profile, suites: Sequence[SuitePlan]) -> str:
@@ -34,7 +40,7 @@ def _floor_line(profile: Profile, suites: Sequence[SuitePlan]) -> str:
         )
     again = [s for s in suites if s.suite.split(".")[0] in FLOOR_SUITES and s.items]
     items = sum(s.items or 0 for s in again)
-    div = next((s.items for s in suites if s.suite == "divergence"), None)
+    div = spec.divergence.sequences if spec.divergence is not None else None
     scored = f" and re-scores {div} divergence sequences" if div and floor.divergence else ""
     total = sum(s.items or 0 for s in suites)
     cost = items + (div or 0 if floor.divergence else 0)
@@ -122,7 +128,7 @@ def envelope_lines(
         lengths.append(f"math.long ~{spec.math.long_tokens:,}-token preamble")
     if spec.recall is not None:
         lengths.append("recall " + ", ".join(f"{t:,}" for t in spec.recall.context_tokens))
-    buckets = [s.suite for s in suites if s.suite.startswith("context.")]
+    buckets = [s.suite for s in suites if _entry_model(s.suite) is ContextLadder]
     lengths.append(f"ladder buckets {', '.join(buckets)}" if buckets else "no context ladder")
     out.append("context lengths graded: " + "; ".join(lengths))
     return out
