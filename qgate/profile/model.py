@@ -47,6 +47,7 @@ from qgate.profile.quality import (
 from qgate.profile.reuse import LoadFiller, ReuseSpec
 from qgate.profile.scenarios import (
     FixedScenario,
+    GradedTurns,
     MultiTurnScenario,
     PerfProbes,
     PerfSpec,
@@ -73,6 +74,7 @@ __all__ = [
     "EngineSpec",
     "FixedScenario",
     "Fraction",
+    "GradedTurns",
     "KeyIssue",
     "KeyPath",
     "LmEvalTask",

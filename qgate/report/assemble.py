@@ -19,6 +19,7 @@ from qgate.perf.gates import report_gates
 from qgate.perf.metrics import summarize
 from qgate.perf.probe_gates import probe_verdicts
 from qgate.perf.records import ScenarioRun
+from qgate.perf.session_gates import graded_spec, turn_verdicts
 from qgate.profile import PerfSpec, Profile
 from qgate.profile.perf import is_preview
 from qgate.quality.cache_auth import ReferenceProvenance
@@ -48,7 +49,8 @@ def perf_results(
     spec: PerfSpec | None, runs: Sequence[ScenarioRun], *, resamples: int, seed: int
 ) -> list[ScenarioResult]:
     """Summaries of both runtimes, candidate/reference ratios, the candidate's stream checks
-    and the scenario's probe gate (its graded probes, both sides' blocks and rounds)."""
+    and the scenario's probe gate (its graded probes, both sides' blocks and rounds) and
+    graded-turn gate (a multi-turn scenario's graded sessions)."""
     slo = spec.slo if spec else None
     by_key: dict[tuple[str, str], list[ScenarioRun]] = {}
     for r in runs:
@@ -73,7 +75,8 @@ def perf_results(
                 if refs and cands
                 else [],
                 verdicts=(list(scenario_verdicts(spec, cand)) if cand and spec else [])
-                + probe_verdicts(spec.probes if spec else None, name, refs, cands),
+                + probe_verdicts(spec.probes if spec else None, name, refs, cands)
+                + turn_verdicts(graded_spec(spec, name), name, refs, cands),
             )
         )
     return out
