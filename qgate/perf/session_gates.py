@@ -16,21 +16,34 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from qgate.core.plan import GatePower
 from qgate.core.records import Role
 from qgate.core.verdict import Verdict
 from qgate.perf.records import RequestRecord, ScenarioRun
-from qgate.perf.sessions import grade_turn
-from qgate.profile import AccuracyPolicy, GradedTurns, MultiTurnScenario, PerfSpec
+from qgate.perf.session_run import graded_sessions
+from qgate.perf.sessions import grade_turn, turn_kind
+from qgate.profile import (
+    AccuracyPolicy,
+    FixedScenario,
+    GradedTurns,
+    MultiTurnScenario,
+    PerfSpec,
+    Profile,
+    TraceScenario,
+)
 from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.quality.sizing import gate_power
 from qgate.quality.suite_gates import evaluate_suite
 
 __all__ = [
+    "graded_plan",
     "graded_spec",
     "graded_turns",
     "own_flips",
     "turn_accuracy",
     "turn_correct",
     "turn_suite",
+    "turn_power",
     "turn_verdicts",
 ]
 
@@ -150,3 +163,31 @@ def turn_accuracy(
         right, total = out.get(index, (0, 0))
         out[index] = (right + turn_correct(r), total + 1)
     return dict(sorted(out.items()))
+
+
+def graded_plan(s: FixedScenario | MultiTurnScenario | TraceScenario) -> tuple[int | None, str]:
+    """Graded turns per side of a multi-turn scenario's sessions, and what they are."""
+    if not isinstance(s, MultiTurnScenario) or s.graded is None:
+        return None, ""
+    indexes = [t for t in range(s.graded.turns) if turn_kind(t) != "plant"]
+    sessions = graded_sessions(s)
+    shown = ", ".join(str(t) for t in indexes)
+    detail = (
+        f"{sessions} sessions x {s.graded.turns} turns beside its conversations; turns "
+        f"{shown} graded (a code two turns back, the running total)"
+    )
+    return sessions * len(indexes), detail
+
+
+def turn_power(profile: Profile) -> list[GatePower]:
+    """Per multi-turn scenario with graded sessions: what its turn gate's size detects."""
+    out = []
+    for s in profile.perf.scenarios if profile.perf else []:
+        items, _ = graded_plan(s)
+        if items and isinstance(s, MultiTurnScenario) and s.graded is not None:
+            g = s.graded
+            policy = AccuracyPolicy(
+                max_flips=g.max_flips, significance=g.significance, alpha=g.alpha
+            )
+            out.append(gate_power(f"perf.{s.name}.turns", policy, items))
+    return out

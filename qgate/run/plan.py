@@ -31,6 +31,7 @@ from qgate.core.plan import (
     swapped,
 )
 from qgate.perf.runner import levels
+from qgate.perf.session_gates import graded_plan, turn_power
 from qgate.perf.workloads import expand_inputs, measured_count
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
 from qgate.profile.engine_checks import starts_process
@@ -154,7 +155,16 @@ def _scenarios(profile: Profile) -> list[ScenarioPlan]:
                     turns = range(1, s.turns + 1)
                     history = sum(s.shared_prefix_tokens + per_turn * t for t in turns)
                     tokens = (s.conversations + s.warmup) * history
-                out.append(ScenarioPlan(scenario=name, requests=requests, tokens=tokens))
+                graded, detail = graded_plan(s)
+                out.append(
+                    ScenarioPlan(
+                        scenario=name,
+                        requests=requests,
+                        tokens=tokens,
+                        graded_turns=graded,
+                        graded_detail=detail,
+                    )
+                )
     return out
 
 
@@ -315,7 +325,7 @@ def make_plan(
         lives=lives,
         suites=_suites(first.quality),
         scenarios=_scenarios(first),
-        power=_power(first.quality),
+        power=_power(first.quality) + turn_power(first),
         notes=notes,
     )
 
@@ -431,7 +441,7 @@ def _together(
         lives=lives + round_lives(lives, rounds if compared else 1, blocks),
         suites=_suites(profile.quality),
         scenarios=_scenarios(profile),
-        power=_power(profile.quality),
+        power=_power(profile.quality) + turn_power(profile),
         notes=notes,
     )
 
@@ -464,5 +474,7 @@ def describe(plan: Plan) -> list[str]:
         per = "per side" if plan.blocks == 1 else f"per side and block, {plan.blocks} blocks"
         per += f", in each of {plan.rounds} rounds" if plan.rounds > 1 else ""
         lines.append(f"  perf {p.scenario}: {reqs} {per}{toks}")
+        if p.graded_turns:
+            lines.append(f"    graded turns: {p.graded_turns} per side ({p.graded_detail})")
     lines += [f"  note: {n}" for n in plan.notes]
     return lines
