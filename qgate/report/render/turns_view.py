@@ -49,8 +49,24 @@ def turn_lines(report: Report) -> list[str]:
     return out
 
 
+def _cached(runs: list[ScenarioRun], index: int) -> str:
+    """Share of the prompt tokens of turn `index` (every session's, planting turns too) that
+    the server said its prefix cache served; '–' where usage did not say."""
+    turns = [
+        r
+        for run in runs
+        for r in run.requests
+        if r.graded_turn is not None and r.turn == index and r.cached_prompt_tokens is not None
+    ]
+    prompt = sum(r.prompt_tokens or 0 for r in turns)
+    return (
+        f"{100 * sum(r.cached_prompt_tokens or 0 for r in turns) / prompt:.0f}%" if prompt else "–"
+    )
+
+
 def turn_table(report: Report) -> Table | None:
-    """Per scenario and graded turn index: right/asked on each side, and the scenario's gate."""
+    """Per scenario and graded turn index: right/asked on each side, the share of its
+    prompts the candidate's prefix cache served, and the scenario's gate."""
     rows = []
     for result in report.perf.results:
         name = result.scenario
@@ -62,8 +78,10 @@ def turn_table(report: Report) -> Table | None:
             r_ok, r_n = ref.get(index, (0, 0))
             c_ok, c_n = cand.get(index, (0, 0))
             what = f"{index} ({_ASKS[turn_kind(index)]})"
-            rows.append([name, what, f"{r_ok}/{r_n}", f"{c_ok}/{c_n}", verdict])
+            cached = _cached(_runs(report, name, "candidate"), index)
+            rows.append([name, what, f"{r_ok}/{r_n}", f"{c_ok}/{c_n}", cached, verdict])
     if not rows:
         return None
-    header = ["Scenario", "Turn", "Reference right/asked", "Candidate right/asked", "Turn gate"]
+    header = ["Scenario", "Turn", "Reference right/asked", "Candidate right/asked"]
+    header += ["Candidate prompt cached", "Turn gate"]
     return Table(header, rows, caption="Graded session turns by turn index")

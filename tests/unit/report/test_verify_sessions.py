@@ -42,6 +42,8 @@ def _turn(k: int, t: int, text: str, index: int) -> RequestRecord:
         first_token_ns=index * 1_000_000 + 5,
         done_ns=index * 1_000_000 + 10,
         text=text,
+        prompt_tokens=100,
+        cached_prompt_tokens=25 * t,  # the history the prefix cache served, turn by turn
         probe_truth=turn.truth,
         probe_correct=None if turn.truth is None else text == turn.truth,
         graded_turn=turn.id,
@@ -97,8 +99,8 @@ def test_a_report_with_graded_turns_verifies_and_shows_accuracy_by_turn() -> Non
     assert any("and 16 graded session turns as the profile asks" in line for line in checked)
     md = render_markdown(report)
     assert "Graded session turns by turn index" in md
-    assert "| short | 2 (code two turns back) | 2/2 | 2/2 | PASS |" in md
-    assert "| short | 3 (running total) | 2/2 | 2/2 | PASS |" in md
+    assert "| short | 2 (code two turns back) | 2/2 | 2/2 | 50% | PASS |" in md
+    assert "| short | 3 (running total) | 2/2 | 2/2 | 75% | PASS |" in md
 
 
 def test_lost_turns_fail_the_gate_and_withhold_the_ratios() -> None:
