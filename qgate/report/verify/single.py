@@ -171,10 +171,10 @@ def _checked_contents(
         result.checked.append(cluster)
     result.signed_only += signed_only(report)
     fns = recompute or default_recompute()
-    ran = as_run(report, prof)  # the candidate's changes as run judged them
+    ran = as_run(report, prof)  # the contradicted changes' gates, as run judged them
     recompute_quality(report, ran, fns)
     result.checked.append(f"{len(report.quality.verdicts)} quality verdicts recomputed")
-    warnings = recompute_warnings(report, ran)
+    warnings = recompute_warnings(report, prof)  # run writes them from the declared profile
     result.checked.append(f"{warnings} warnings re-derived from the profile and the records")
     if line := check_attribution(report, ran, fns):
         result.checked.append(line)

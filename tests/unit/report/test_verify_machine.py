@@ -262,8 +262,9 @@ def _launcher_candidate() -> Report:
     for config in report.effective_configs:  # what each server was started with
         config.kv_cache_dtype = "auto"
         config.args = requested_args(chosen, config.role)
-    # run judges and warns over the profile as the machine runs it (qgate/run/context.py)
-    report.warnings = change_warnings(chosen, report.effective_configs, [], report.perf.runs)
+    # run judges over the profile as the machine runs it (qgate/run/candidate.py), and writes
+    # the unconfirmed-changes warning from the declared one (qgate/run/report.py)
+    report.warnings = change_warnings(prof, report.effective_configs, [], report.perf.runs)
     assert contradicted_verdicts(chosen, report.effective_configs) == []
     return report
 
