@@ -14,6 +14,8 @@ of tokens, only the text is wrong. Each rule names a mechanism from a public bug
                 (usage.prompt_tokens_details.cached_tokens; the server needs
                 --enable-prompt-tokens-details): a text stand-in for wrong reused or restored
                 KV blocks (vLLM #45704, LMCache #4463), non-streamed answers only
+    turns:N     a chat carrying more than N user turns (an agent session's later turns: a
+                prefix cache serving the earlier turns wrongly, vLLM #43559 / #53912)
 
 `--share S` is the strength knob: a matching answer is corrupted (or a request's field
 dropped) with probability S, drawn from a seeded stream so a run can be repeated.
@@ -42,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 GENERATE_PATHS = ("/v1/completions", "/v1/chat/completions")
-KINDS = ("load", "idle", "length", "life", "drop", "cached")
+KINDS = ("load", "idle", "length", "life", "drop", "cached", "turns")
 HOP_HEADERS = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "host"}
 )
@@ -71,7 +73,7 @@ class Rule:
         kind, sep, value = spec.partition(":")
         if kind not in KINDS or not sep or not value:
             raise ValueError(f"fault {spec!r}: expected KIND:VALUE with KIND one of {KINDS}")
-        if kind in ("load", "length", "cached"):
+        if kind in ("load", "length", "cached", "turns"):
             if not value.isdigit():
                 raise ValueError(f"fault {spec!r}: {kind} takes a whole number")
         elif kind in ("idle", "life"):
@@ -122,8 +124,16 @@ class Faults:
             return ""
         return f"cached {cached_tokens}>{limit}"
 
-    def decide(self, number: int, in_flight: int, idle_s: float, prompt_tokens: int | None) -> str:
-        """Why request `number` is corrupted ('' when it is not)."""
+    def decide(
+        self,
+        number: int,
+        in_flight: int,
+        idle_s: float,
+        prompt_tokens: int | None,
+        user_turns: int = 0,
+    ) -> str:
+        """Why request `number` is corrupted ('' when it is not); `user_turns`: the user
+        messages of a chat request (0 for completions)."""
         reasons = []
         for rule in self.rules:
             if rule.kind == "load" and in_flight > int(rule.value):
@@ -132,6 +142,8 @@ class Faults:
                 reasons.append(f"idle {idle_s:.1f}s>={rule.value}s")
             elif rule.kind == "length" and (prompt_tokens or 0) > int(rule.value):
                 reasons.append(f"length {prompt_tokens}>{rule.value}")
+            elif rule.kind == "turns" and user_turns > int(rule.value):
+                reasons.append(f"turns {user_turns}>{rule.value}")
             elif rule.kind == "life" and self.life_broken:
                 reasons.append("broken life")
         if not reasons or random.Random(f"{self.seed}:{number}").random() >= self.share:
@@ -203,7 +215,13 @@ def make_app(upstream: str, faults: Faults, log: Any = None) -> Any:
             idle = now - faults.last_busy if faults.in_flight == 0 else 0.0
             faults.in_flight += 1
             tokens = await prompt_tokens(body) if faults.needs_length() else None
-            reason = faults.decide(number, faults.in_flight, idle, tokens)
+            messages = body.get("messages")
+            users = (
+                sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "user")
+                if isinstance(messages, list)
+                else 0
+            )
+            reason = faults.decide(number, faults.in_flight, idle, tokens, users)
             line = {"n": number, "path": req.path, "in_flight": faults.in_flight}
             line |= {"idle_s": round(idle, 3), "prompt_tokens": tokens, "corrupted": reason}
             line |= {"dropped": gone} if gone else {}

@@ -123,6 +123,14 @@ class ScenarioPlan(Record):
     scenario: str = Field(description="Run name ('name@cN' for a sweep level).")
     requests: int | None = Field(description="Requests per side, warm-ups included.")
     tokens: int | None = Field(description="Prompt plus output tokens per side, estimated.")
+    graded_turns: int | None = Field(
+        default=None,
+        description="Graded session turns paired per side (a multi-turn scenario's `graded` "
+        "sessions: items of its turn gate); None: none.",
+    )
+    graded_detail: str = Field(
+        default="", description="The graded sessions: how many, their turns, which are graded."
+    )
 
 
 class GatePower(Record):

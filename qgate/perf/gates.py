@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from qgate.core.verdict import Verdict
-from qgate.perf.probe_gates import probes_failed
+from qgate.perf.probe_gates import failed_answers
 from qgate.profile import PerfSpec
 from qgate.profile.perf import PerfGate, matches
 
@@ -79,14 +79,15 @@ def judge(gate: PerfGate, scenario: str, row: Mapping[str, Any] | None) -> Verdi
 
 
 def evaluate_perf_gates(
-    spec: PerfSpec | None, results: Comparisons, withheld: Collection[str] = ()
+    spec: PerfSpec | None, results: Comparisons, withheld: Collection[str] | Mapping[str, str] = ()
 ) -> list[Verdict]:
     """Every gate on every scenario it selects, gate by gate in profile order.
 
     `results` is (scenario run name, its comparison rows as JSON mappings) in
     report order; a gate that selects no compared scenario fails (nothing
     showed the candidate meets it). A `withheld` scenario (its graded probes
-    failed) has ratios from answers that were wrong: a gate on it fails without
+    failed; a mapping names what failed: 'probes' or 'turns', a multi-turn scenario's
+    graded sessions) has ratios from answers that were wrong: a gate on it fails without
     reading them.
     """
     if spec is None or not spec.gates:
@@ -99,12 +100,13 @@ def evaluate_perf_gates(
             row = next((r for r in rows if r.get("metric") == gate.metric), None)
             verdict = judge(gate, name, row)
             if name in withheld:
+                what = withheld.get(name) if isinstance(withheld, Mapping) else "probes"
                 verdict = verdict.model_copy(
                     update={
                         "observed": None,
                         "passed": False,
                         "reason": f"{gate.metric}: ratio withheld, the scenario's graded "
-                        "probes failed (its answers under this load were wrong)",
+                        f"{what} failed (its answers under this load were wrong)",
                     }
                 )
             out.append(verdict)
@@ -134,5 +136,6 @@ def report_gates(spec: PerfSpec | None, status: str, results: Iterable[Any]) -> 
     if status.startswith("skipped"):
         return []
     results = list(results)
-    withheld = {r.scenario for r in results if probes_failed(r.verdicts, r.scenario)}
+    failed = {r.scenario: failed_answers(r.verdicts, r.scenario) for r in results}
+    withheld = {name: what for name, what in failed.items() if what is not None}
     return evaluate_perf_gates(spec, [(r.scenario, r.comparisons) for r in results], withheld)

@@ -30,6 +30,7 @@ from qgate.perf.client import RawResponse, send
 from qgate.perf.probes import extract_answer, grade
 from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import RequestRecord
+from qgate.perf.sessions import grade_turn, turn_answer
 from qgate.perf.stream import ParsedStream, parse_sse
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ class RequestSpec:
     probe_id: str | None = None
     probe_expected: str | None = None
     probe_truth: str | None = None
+    graded_turn: str | None = None
     body: bytes | None = None
 
     def encoded(self) -> bytes:
@@ -102,6 +104,10 @@ class Exchange:
             answer = extract_answer(parsed.text)
         if spec.probe_id is not None and spec.probe_truth is not None:
             correct = error is None and grade(parsed.text, spec.probe_truth)
+        graded = spec.graded_turn is not None
+        if graded and spec.probe_truth is not None:
+            answer = None if error is not None else turn_answer(parsed.text, spec.probe_truth)
+            correct = error is None and grade_turn(parsed.text, spec.probe_truth)
         return with_checks(
             RequestRecord(
                 index=self.index,
@@ -122,11 +128,12 @@ class Exchange:
                 error=error,
                 probe_answer=answer,
                 probe_expected=spec.probe_expected,
-                text=parsed.text if spec.probe_id is not None else None,
+                text=parsed.text if spec.probe_id is not None or graded else None,
                 probe_truth=spec.probe_truth,
                 probe_correct=correct,
                 connect_ns=raw.connect_ns,
                 response_id=parsed.response_id,
+                graded_turn=spec.graded_turn,
             )
         )
 

@@ -19,8 +19,9 @@ lib/endpoint_request_func.py) so the numbers are comparable with it:
 - Time series (runs whose params carry `series_bucket_s`): per-bucket output
   tok/s, requests and TTFT p50/p90, bucketed as qgate/perf/series.py says.
 
-Quality probes (requests with a `probe_id`) are left out of the latency and
-throughput figures because their lengths differ from the workload's.
+Quality probes (requests with a `probe_id`) and graded session turns (a `graded_turn`)
+are left out of the latency and throughput figures because their lengths differ from
+the workload's.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import numpy as np
 
 from qgate.perf.counters import deltas, names_of, prefix_cache_hit_rate
 from qgate.perf.probes import probe_agreement
-from qgate.perf.records import RequestRecord, ScenarioRun
+from qgate.perf.records import RequestRecord, ScenarioRun, is_workload
 from qgate.perf.series import bucket_series, bucket_width
 from qgate.perf.summaries import Distribution, ScenarioMetrics, TimeSeries
 from qgate.profile import Slo
@@ -68,8 +69,9 @@ def succeeded(r: RequestRecord) -> bool:
 
 
 def workload_requests(run: ScenarioRun) -> list[RequestRecord]:
-    """The measured requests that are part of the workload (quality probes excluded)."""
-    return [r for r in run.requests if r.probe_id is None]
+    """The measured requests that are part of the workload (quality probes and graded
+    session turns excluded)."""
+    return [r for r in run.requests if is_workload(r)]
 
 
 def output_len(r: RequestRecord) -> int:

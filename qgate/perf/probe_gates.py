@@ -32,6 +32,7 @@ from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.suite_gates import evaluate_suite
 
 __all__ = [
+    "failed_answers",
     "graded",
     "lost_at_light_load",
     "probe_allowance",
@@ -157,6 +158,17 @@ def probe_allowance(spec: PerfProbes, floor: FloorSummary | None, items: int) ->
 
 
 def probes_failed(verdicts: Iterable[Verdict], name: str) -> bool:
-    """Whether scenario run `name`'s probe gate failed (its ratios are then withheld)."""
-    prefix = f"perf.{name}.probes."
-    return any(v.gate.startswith(prefix) and not v.passed for v in verdicts)
+    """Whether scenario run `name`'s probe gate or its graded-turn gate (a multi-turn
+    scenario's graded sessions, qgate/perf/session_gates.py) failed: its ratios are then
+    withheld."""
+    return failed_answers(verdicts, name) is not None
+
+
+def failed_answers(verdicts: Iterable[Verdict], name: str) -> str | None:
+    """'probes' or 'turns': which graded answers of scenario run `name` failed their gate
+    (probes first); None: neither."""
+    failed = [v.gate for v in verdicts if not v.passed]
+    for what in ("probes", "turns"):
+        if any(g.startswith(f"perf.{name}.{what}.") for g in failed):
+            return what
+    return None

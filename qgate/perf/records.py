@@ -78,6 +78,17 @@ class RequestRecord(Record):
         description="The server's id for the response (the stream's `id`), to match a record "
         "with the server's own logs.",
     )
+    graded_turn: str | None = Field(
+        default=None,
+        description="Graded session turn ('s<session>.t<turn>', qgate/perf/sessions.py), if "
+        "one: its text, truth (`probe_truth`) and grade are kept as a probe's are, and it is "
+        "left out of the perf figures (perf derivation 9).",
+    )
+
+
+def is_workload(r: RequestRecord) -> bool:
+    """A request of the scenario's workload: neither a quality probe nor a graded turn."""
+    return r.probe_id is None and r.graded_turn is None
 
 
 class ScenarioRun(Record):

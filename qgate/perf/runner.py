@@ -27,7 +27,7 @@ from qgate.perf.loadgen import Exchange, RequestSpec, Sender
 from qgate.perf.probes import Probe, probe_points
 from qgate.perf.progress import ScenarioProgress
 from qgate.perf.rawhttp import RawClient
-from qgate.perf.records import PerfRole, ScenarioRun
+from qgate.perf.records import PerfRole, ScenarioRun, is_workload
 from qgate.perf.scrape import scrape
 from qgate.perf.series import DEFAULT_BUCKET_S, PARAM
 from qgate.perf.workloads import (
@@ -191,7 +191,7 @@ async def _run_one(
             # Runs on the event loop after every response: counting only (no parsing, no
             # drawing: the display redraws from its own timer).
             def on_done(ex: Exchange) -> None:
-                if ex.spec.probe_id is not None:
+                if ex.spec.probe_id is not None or ex.spec.graded_turn is not None:
                     return
                 nonlocal done, sent
                 bar.advance(ex.failed)
@@ -219,7 +219,7 @@ async def _run_one(
 
     # Parsed and checked only now that nothing is in flight.
     reqs = sender.records()
-    work = [r for r in reqs if r.probe_id is None] or reqs
+    work = [r for r in reqs if is_workload(r)] or reqs
     duration = max((r.done_ns for r in work), default=0) - min((r.sent_ns for r in work), default=0)
     run = ScenarioRun(
         scenario=name,

@@ -24,6 +24,7 @@ import numpy as np
 from qgate.core.jsonl_checks import JsonlLineError, jsonl_values
 from qgate.errors import BadInput
 from qgate.perf.loadgen import RequestSpec, Sender, arrival_offsets_ns, closed_loop, open_loop
+from qgate.perf.session_run import graded_session, graded_sessions
 from qgate.profile import FixedScenario, MultiTurnScenario, TraceScenario
 
 _WORDS = (  # noqa: SIM905
@@ -289,7 +290,8 @@ async def run_multi_turn(
                 return
             c, next_conv = next_conv, next_conv + 1
 
-    await asyncio.gather(*(worker(c) for c in range(s.conversations)))
+    graded = [graded_session(s, model, sender, k) for k in range(graded_sessions(s))]
+    await asyncio.gather(*(worker(c) for c in range(s.conversations)), *graded)
     return {
         "conversations": s.conversations,
         "turns": s.turns,
@@ -298,6 +300,7 @@ async def run_multi_turn(
         "output_tokens": s.output_tokens,
         "think_time_s": s.think_time_s,
         "seed": seed,
+        **({"graded_sessions": graded_sessions(s)} if s.graded else {}),
     }
 
 

@@ -43,6 +43,7 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("perf", p.PerfSpec),
     ("perf.scenarios[] (kind: fixed, the default)", p.FixedScenario),
     ("perf.scenarios[] (kind: multi_turn)", p.MultiTurnScenario),
+    ("perf.scenarios[].graded (kind: multi_turn)", p.GradedTurns),
     ("perf.scenarios[] (kind: trace)", p.TraceScenario),
     ("perf.probes", p.PerfProbes),
     ("perf.slo", p.Slo),

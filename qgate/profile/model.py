@@ -49,6 +49,7 @@ from qgate.profile.quality import (
 from qgate.profile.reuse import LoadFiller, ReuseSpec
 from qgate.profile.scenarios import (
     FixedScenario,
+    GradedTurns,
     MultiTurnScenario,
     PerfProbes,
     PerfSpec,
@@ -75,6 +76,7 @@ __all__ = [
     "EngineSpec",
     "FixedScenario",
     "Fraction",
+    "GradedTurns",
     "KeyIssue",
     "KeyPath",
     "LivesSpec",

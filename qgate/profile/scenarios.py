@@ -16,6 +16,7 @@ from qgate.profile.perf import PerfGate, PublishedFigure, check_selectors
 
 __all__ = [
     "FixedScenario",
+    "GradedTurns",
     "MultiTurnScenario",
     "PerfProbes",
     "PerfSpec",
@@ -94,6 +95,49 @@ class FixedScenario(ScenarioBase):
         return v
 
 
+class GradedTurns(Strict):
+    """Graded sessions inside a multi-turn scenario (issue 42): agent sessions whose turns ask
+    what only earlier turns said, paired per turn with the reference's answers.
+
+    Each session is a chat (`/v1/chat/completions`, greedy) over a shared system prompt whose
+    history grows turn by turn, so prefix caching serves the earlier turns again. Turns come
+    in fours: two plant a code and add a number to a running total, the third asks the code
+    planted two turns back, the fourth the running total (qgate/perf/sessions.py: generated
+    from `seed`, versioned). The sessions run together, as many as the scenario's
+    conversations unless `sessions` says, among its load. Per scenario, a graded turn
+    counts as correct on a side when every ask of it (each block and round) was; the gate is
+    the math gates' own: turns lost beyond the reference's own (a turn the reference answered
+    both right and wrong across its asks), and the one-sided exact McNemar test.
+    """
+
+    sessions: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="Graded sessions per scenario run (default: the scenario's conversations).",
+    )
+    turns: int = Field(
+        default=8,
+        ge=3,
+        le=64,
+        description="Turns per session; turns 3, 4, 7, 8, ... (1-based) are graded.",
+    )
+    seed: int = Field(default=0, ge=0, description="Seed of the generated sessions.")
+    max_flips: int = Field(
+        default=1,
+        ge=0,
+        le=1024,
+        description="Graded turns the candidate may lose (reference right, candidate wrong) "
+        "beyond the reference's own flips across its asks, before the gate fails.",
+    )
+    significance: bool = Field(
+        default=True,
+        description="Also fail when the one-sided exact McNemar test finds the candidate's "
+        "turns worse at `alpha`.",
+    )
+    alpha: float = Field(default=0.05, gt=0, lt=1, description="Level of that test.")
+
+
 class MultiTurnScenario(ScenarioBase):
     """Agent-like conversations that reuse a long shared prefix and a growing history.
 
@@ -113,6 +157,11 @@ class MultiTurnScenario(ScenarioBase):
     turn_input_tokens: int = Field(default=64, ge=1, description="New user/tool tokens a turn.")
     output_tokens: int = Field(default=32, ge=1, description="Output tokens a turn, exact.")
     think_time_s: float = Field(default=0.0, ge=0, description="Pause between turns.")
+    graded: GradedTurns | None = Field(
+        default=None,
+        description="Graded sessions asked among this scenario's load, each turn answerable "
+        "only from earlier ones, gated per turn against the reference (not in its figures).",
+    )
 
 
 class TraceScenario(ScenarioBase):

@@ -20,6 +20,7 @@ from qgate.perf.life_probes import LifeProbes, excluded_rounds, life_verdicts
 from qgate.perf.metrics import summarize
 from qgate.perf.probe_gates import probe_verdicts
 from qgate.perf.records import ScenarioRun
+from qgate.perf.session_gates import graded_spec, turn_verdicts
 from qgate.profile import PerfSpec, Profile
 from qgate.profile.perf import is_preview
 from qgate.quality.cache_auth import ReferenceProvenance
@@ -57,8 +58,9 @@ def perf_results(
     floor: FloorSummary | None = None,
 ) -> list[ScenarioResult]:
     """Summaries of both runtimes, candidate/reference ratios, the candidate's stream checks
-    and the scenario's probe gate (its graded probes, both sides' blocks and rounds). The
-    `excluded` rounds (a candidate life there failed its life probes) are in no ratio."""
+    and the scenario's probe gate (its graded probes, both sides' blocks and rounds) and
+    graded-turn gate (a multi-turn scenario's graded sessions). The `excluded` rounds (a
+    candidate life there failed its life probes) are in no ratio."""
     slo = spec.slo if spec else None
     by_key: dict[tuple[str, str], list[ScenarioRun]] = {}
     for r in runs:
@@ -76,7 +78,8 @@ def perf_results(
                 candidate=summarize(cand, slo).model_dump(mode="json") if cand else None,
                 comparisons=compared(refs, cands, excluded, resamples=resamples, seed=seed),
                 verdicts=(list(scenario_verdicts(spec, cand)) if cand and spec else [])
-                + probe_verdicts(spec.probes if spec else None, name, refs, cands, floor),
+                + probe_verdicts(spec.probes if spec else None, name, refs, cands, floor)
+                + turn_verdicts(graded_spec(spec, name), name, refs, cands),
             )
         )
     return out

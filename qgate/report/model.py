@@ -158,7 +158,10 @@ class ScenarioResult(Record):
 #    interval, nothing within a round added again (qgate/perf/round_interval.py).
 # 8: graded probes: a probe gate per scenario among its verdicts (perf.probes), and the ratios
 #    of a scenario whose probes failed withheld from the speed gates and the headline.
-PERF_DERIVATION = 8
+# 9: graded sessions in multi-turn scenarios: a graded-turn gate per scenario among its
+#    verdicts (perf.scenarios[].graded), the turns left out of the figures like probes, and
+#    the ratios of a scenario whose graded turns failed withheld as a probe failure's are.
+PERF_DERIVATION = 9
 BOOTSTRAP_SEED = 0
 """The seed every run draws its bootstrap with (verify holds a report to it)."""
 

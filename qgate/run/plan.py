@@ -31,6 +31,7 @@ from qgate.core.plan import (
     swapped,
 )
 from qgate.perf.runner import levels
+from qgate.perf.session_gates import graded_plan, turn_power
 from qgate.perf.workloads import expand_inputs, measured_count
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
 from qgate.profile.engine_checks import starts_process
@@ -114,7 +115,16 @@ def _scenarios(profile: Profile) -> list[ScenarioPlan]:
                     turns = range(1, s.turns + 1)
                     history = sum(s.shared_prefix_tokens + per_turn * t for t in turns)
                     tokens = (s.conversations + s.warmup) * history
-                out.append(ScenarioPlan(scenario=name, requests=requests, tokens=tokens))
+                graded, detail = graded_plan(s)
+                out.append(
+                    ScenarioPlan(
+                        scenario=name,
+                        requests=requests,
+                        tokens=tokens,
+                        graded_turns=graded,
+                        graded_detail=detail,
+                    )
+                )
     return out
 
 
@@ -277,7 +287,7 @@ def make_plan(
         lives=lives,
         suites=_suites(first.quality),
         scenarios=_scenarios(first),
-        power=_power(first.quality),
+        power=_power(first.quality) + turn_power(first),
         notes=notes,
         envelope=envelope_lines(
             first, _suites(first.quality), _scenarios(first), blocks_of(first, False), rounds
@@ -399,7 +409,7 @@ def _together(
         lives=lives,
         suites=_suites(profile.quality),
         scenarios=_scenarios(profile),
-        power=_power(profile.quality),
+        power=_power(profile.quality) + turn_power(profile),
         notes=notes,
         envelope=envelope_lines(
             profile, _suites(profile.quality), _scenarios(profile), blocks, rounds
@@ -435,6 +445,8 @@ def describe(plan: Plan) -> list[str]:
         per = "per side" if plan.blocks == 1 else f"per side and block, {plan.blocks} blocks"
         per += f", in each of {plan.rounds} rounds" if plan.rounds > 1 else ""
         lines.append(f"  perf {p.scenario}: {reqs} {per}{toks}")
+        if p.graded_turns:
+            lines.append(f"    graded turns: {p.graded_turns} per side ({p.graded_detail})")
     if plan.envelope:
         lines.append("  envelope (graded points, per stage):")
         lines += [f"    {e}" for e in plan.envelope]

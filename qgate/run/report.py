@@ -13,7 +13,7 @@ from qgate.core.plan import Plan
 from qgate.core.provenance import RunProvenance, run_provenance
 from qgate.core.serving import ServerStart
 from qgate.errors import ExitCode
-from qgate.perf.probe_gates import probes_failed
+from qgate.perf.probe_gates import failed_answers, probes_failed
 from qgate.perf.records import ScenarioRun
 from qgate.quality.notices import quality_warnings
 from qgate.quality.stage import QualityOutput
@@ -196,7 +196,8 @@ def headline(rep: Report) -> list[str]:
         )
     for result in rep.perf.results:
         if probes_failed(result.verdicts, result.scenario):
-            lines.append(f"{result.scenario}: ratios withheld (its graded probes failed)")
+            what = failed_answers(result.verdicts, result.scenario)
+            lines.append(f"{result.scenario}: ratios withheld (its graded {what} failed)")
             continue
         parts = []
         for c in result.comparisons:

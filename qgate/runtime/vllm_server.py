@@ -148,7 +148,7 @@ class VllmServer(ServerProcess):
         # Hub (seen on the H200, offline). So the dry check always gets the flag form.
         as_module = [sys.executable, "-m", cmd.API_SERVER_MODULE]
         argv = cmd.build_command(
-            as_module, str(self.model_path), self.served_model, self.host, 1, self.args
+            as_module, str(self.model_path), self.served_model, self.host, 1, self._served_args()
         )[len(as_module) :]
         python = launcher[0] if launcher[1:3] == ("-m", cmd.API_SERVER_MODULE) else sys.executable
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -189,18 +189,21 @@ class VllmServer(ServerProcess):
         cmd.engine_args_to_flags(out_args)
         return out_args, out_env
 
-    def build_command(self, port: int) -> list[str]:
-        launcher = self.launcher or cmd.detect_launcher()
-        # `chat_template: qgate:NAME` (a template qgate ships) stays so in the recorded args,
-        # which verify re-derives from the profile; vLLM is given its file
-        args = {
+    def _served_args(self) -> dict[str, EngineArgValue]:
+        """The args as vLLM is given them: `chat_template: qgate:NAME` (a template qgate
+        ships) stays so in the recorded args, which verify re-derives from the profile; vLLM
+        (its server, and the dry check's parser) is given its file."""
+        return {
             k: resolve_chat_template(v)
             if k in ("chat_template", "chat-template") and isinstance(v, str)
             else v
             for k, v in self.args.items()
         }
+
+    def build_command(self, port: int) -> list[str]:
+        launcher = self.launcher or cmd.detect_launcher()
         return cmd.build_command(
-            launcher, str(self.model_path), self.served_model, self.host, port, args
+            launcher, str(self.model_path), self.served_model, self.host, port, self._served_args()
         )
 
     def log_facts(self, log_text: str) -> dict[str, Any]:

@@ -23,6 +23,9 @@ can be matched with what the server did; lines `{"loop_lag": [[t, ns], ...]}`
 give how late a 2 ms timer fired on the server's event loop.
 With `--replies PATH` (a JSON script keyed by the last user message) a chat request that
 does not stream gets the scripted message or HTTP status (tool calls, structured output).
+With `--recall N` a streamed chat answers graded agent sessions (qgate/perf/sessions.py) from
+the last N user messages it was sent (0: all): a box's code, the running total, else "OK";
+an answer that needs an older turn is wrong, as a server that lost the earlier turns.
 Prefix caching is simulated on 16-token blocks so /metrics reports
 `vllm:prefix_cache_queries_total` and `vllm:prefix_cache_hits_total`.
 """
@@ -32,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -46,8 +50,14 @@ BLOCK = 16
 
 class State:
     def __init__(
-        self, ttft_ms: float, itl_ms: float, log: str | None = None, replies: str | None = None
+        self,
+        ttft_ms: float,
+        itl_ms: float,
+        log: str | None = None,
+        replies: str | None = None,
+        recall: int | None = None,
     ) -> None:
+        self.recall = recall
         self.replies: dict[str, Any] | None = None
         if replies is not None:
             with open(replies) as f:
@@ -97,6 +107,24 @@ def prompt_ids(body: dict[str, Any]) -> list[int]:
     if isinstance(p, list):
         return [int(x) for x in p]
     return tokenize(str(p))
+
+
+def session_answer(messages: list[dict[str, Any]], window: int) -> str:
+    """A graded session turn answered from the last `window` user messages (0: all)."""
+    users = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
+    seen = users[-window:] if window else users
+    ask = seen[-1]
+    box = re.search(r"What is the code for box (\d+)\?", ask)
+    if box is not None:
+        for said in seen[:-1]:
+            found = re.search(rf"The code for box {box.group(1)} is ([A-Z]{{2}}-\d{{4}})", said)
+            if found is not None:
+                return found.group(1)
+        return "I do not know"
+    if "running total" in ask and "?" in ask:
+        adds = [re.search(r"(?:total at|Add) (\d+)", said) for said in seen[:-1]]
+        return str(sum(int(a.group(1)) for a in adds if a is not None))
+    return "OK"
 
 
 def scripted(body: dict[str, Any], replies: dict[str, Any]) -> Any:
@@ -154,7 +182,11 @@ def make_app(state: State) -> Any:
         ttft = float(m.get("ttft_ms", state.ttft_ms)) * 1e6
         itl = float(m.get("itl_ms", state.itl_ms)) * 1e6
         words = str(m["text"]).split() if "text" in m else None
+        if chat and state.recall is not None and body.get("messages"):
+            words = session_answer(body["messages"], state.recall).split()
         n = int(m.get("tokens", len(words) if words else body.get("max_tokens") or 16))
+        if chat and state.recall is not None and words:
+            n = len(words)
         sent_n = {"short": max(n - 1, 0), "missing_chunks": max(n - 1, 0), "empty": 0}.get(
             fault or "", n
         )
@@ -268,6 +300,7 @@ def main() -> None:
     ap.add_argument("--itl-ms", type=float, default=5.0)
     ap.add_argument("--log", default=None, help="append one JSON line per request here")
     ap.add_argument("--replies", default=None, help="JSON script of non-streamed chat answers")
+    ap.add_argument("--recall", type=int, default=None, help="answer graded sessions (see doc)")
     a = ap.parse_args()
     try:
         import uvloop
@@ -275,7 +308,7 @@ def main() -> None:
         uvloop.install()
     except ImportError:
         pass
-    state = State(a.ttft_ms, a.itl_ms, a.log, a.replies)
+    state = State(a.ttft_ms, a.itl_ms, a.log, a.replies, a.recall)
     try:
         asyncio.run(serve(a.host, a.port, state))
     finally:
@@ -290,6 +323,7 @@ def running(
     cpu: int | None = None,
     log: str | None = None,
     replies: str | None = None,
+    recall: int | None = None,
 ) -> Iterator[str]:
     """Start the mock in its own process; yield its base URL (ending in /v1); stop it."""
     cmd = [sys.executable, __file__, "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)]
@@ -297,6 +331,8 @@ def running(
         cmd += ["--log", log]
     if replies is not None:
         cmd += ["--replies", replies]
+    if recall is not None:
+        cmd += ["--recall", str(recall)]
     if cpu is not None:
         cmd = ["taskset", "-c", str(cpu), *cmd]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)

@@ -5,7 +5,7 @@ Read from the report as stored (the records and the verdicts `verify` re-derives
 
 from __future__ import annotations
 
-from qgate.perf.probe_gates import graded, lost_at_light_load, probe_suite, probes_failed
+from qgate.perf.probe_gates import failed_answers, graded, lost_at_light_load, probe_suite
 from qgate.perf.records import ScenarioRun
 from qgate.report.model import Report
 from qgate.report.render.parts import Table
@@ -36,7 +36,7 @@ def probe_lines(report: Report) -> list[str]:
         "leave the probe requests out, though the server served them with the load."
     ]
     for result in report.perf.results:
-        if probes_failed(result.verdicts, result.scenario):
+        if failed_answers(result.verdicts, result.scenario) == "probes":
             wrong = [
                 f"{r.probe_id} answered {r.probe_answer or 'no number'} (truth {r.probe_truth})"
                 for run in _runs(report, result.scenario, "candidate")

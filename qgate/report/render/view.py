@@ -35,6 +35,7 @@ from qgate.report.render.reuse_view import changes_section, gate_result, reuse_s
 from qgate.report.render.rounds_view import ROUND_HEADER, round_cells, speed_design
 from qgate.report.render.series import series_section
 from qgate.report.render.spec_view import speculative_section
+from qgate.report.render.turns_view import turn_lines, turn_table
 from qgate.report.verdict import verdict_label
 from qgate.runtime.scales import warning_lines
 
@@ -256,6 +257,10 @@ def _perf(report: Report) -> Section:
     probes = probe_table(report)
     if probes is not None:
         sec.tables.append(probes)
+    sec.lines += turn_lines(report)
+    turns = turn_table(report)
+    if turns is not None:
+        sec.tables.append(turns)
     for result in report.perf.results:
         rows = []
         rounds = any((c.get("rounds") or 1) > 1 for c in result.comparisons)

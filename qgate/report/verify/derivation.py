@@ -13,8 +13,9 @@ archive`); `qgate_version` has been 0.1.0 throughout, so it tells nothing yet. `
 lists the revisions known to have written older derivations (those of the committed example
 runs, checked by their tests); any other report, the revision unknown or absent, is held to
 this qgate's derivations (the newest). The claimed numbers must equal the signer's, and they
-may not be below what the records themselves need (`record_floor`: a run in a later round is
-derivation 6, a second block 4, a time series 3; a verdict with its eval-result fields is
+may not be below what the records themselves need (`record_floor`: a graded session turn is
+perf derivation 9, a run in a later round 6, a second block 4, a time series 3; a verdict
+with its eval-result fields is
 quality 2), so naming an old revision does not lower the checks of records that revision
 could not have made. What remains (named under "signed but not re-derived"): the revision is
 itself signed, not re-derived, so a report whose records an older listed revision could have
@@ -76,7 +77,9 @@ def record_floor(report: Report) -> Derivations:
     """The least derivations that could have made the report's records and figures."""
     runs = report.perf.runs
     perf, why = 1, []
-    if any(r.round > 0 for r in runs):
+    if any(q.graded_turn is not None for r in runs for q in r.requests):
+        perf, why = 9, ["graded session turns in a multi-turn scenario (perf.scenarios[].graded)"]
+    elif any(r.round > 0 for r in runs):
         perf, why = 6, ["perf records of a later round (perf.rounds)"]
     elif any(r.block > 0 for r in runs):
         perf, why = 4, ["perf records of a second block (perf.blocks)"]

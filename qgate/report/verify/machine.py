@@ -33,7 +33,7 @@ from qgate.runtime.capabilities import Selection, caps_of, select_machine
 from qgate.runtime.effective import check_applied, normalize_dtype
 from qgate.runtime.fingerprint import target_mismatches
 
-__all__ = ["check_machine", "requested_args"]
+__all__ = ["as_run", "check_machine", "requested_args"]
 
 
 def _fail(message: str) -> VerificationFailed:
@@ -102,6 +102,19 @@ def _selection(report: Report, prof: Profile) -> Selection | None:
             f"the profile cannot run on the fingerprinted machine ({exc.message}): "
             "no run makes this report"
         ) from None
+
+
+def as_run(report: Report, prof: Profile) -> Profile:
+    """The profile as the fingerprinted machine ran it (`engine.cpu_dtype`, fallbacks: the
+    sides `qgate run` judged with, qgate/run/context.py `select`); the profile as written when
+    the report has no fingerprint. The candidate's changes are judged over this one: a dtype
+    auto sets on both sides is no change even where the sides' written args differ in it."""
+    selection = _selection(report, prof)
+    if selection is None:
+        return prof
+    return prof.model_copy(
+        update={"reference": selection.reference, "candidate": selection.candidate}
+    )
 
 
 def _check_perf_gpus(report: Report, prof: Profile) -> str | None:

@@ -22,11 +22,12 @@ from collections.abc import Iterator
 from qgate.core.plan import Plan
 from qgate.errors import VerificationFailed
 from qgate.perf.probes import probe_points
-from qgate.perf.records import ScenarioRun
+from qgate.perf.records import ScenarioRun, is_workload
 from qgate.perf.workloads import measured_count
 from qgate.profile import PerfSpec, Profile
 from qgate.profile.perf import run_names
 from qgate.report.model import Report
+from qgate.report.verify.sessions_check import check_graded_turns
 
 __all__ = ["check_perf_design", "expected_blocks", "scenario_runs"]
 
@@ -87,7 +88,7 @@ def check_perf_design(report: Report, profile: Profile, plan: Plan | None = None
             f"perf: scenario run {missing[0]} of the profile has no records "
             f"({len(held)} scenario runs held, the profile makes {len(names)})"
         )
-    measured = 0
+    measured = turns = 0
     for name, index, count in names:
         for role in roles:
             for k in rounds:
@@ -100,9 +101,10 @@ def check_perf_design(report: Report, profile: Profile, plan: Plan | None = None
                         f"(blocks per round: {len(got)} stored, {blocks} re-derived)"
                     )
                 for run in side:
-                    work = sum(1 for q in run.requests if q.probe_id is None)
-                    probes = len(run.requests) - work
+                    work = sum(1 for q in run.requests if is_workload(q))
+                    probes = sum(1 for q in run.requests if q.probe_id is not None)
                     where = f"perf {name}: the {role}'s round {k + 1} block {run.block + 1}"
+                    turns += check_graded_turns(run, spec.scenarios[index], where)
                     if count is not None and work != count:
                         raise _fail(
                             f"{where}: measured requests: {work} stored, {count} re-derived "
@@ -123,7 +125,8 @@ def check_perf_design(report: Report, profile: Profile, plan: Plan | None = None
                             f"({rule}, perf.probe_share {spec.probe_share:g})"
                         )
                     measured += work
+    graded = f" and {turns} graded session turns" if turns else ""
     return (
         f"perf records hold every scenario run, {blocks} block(s) per side per round and "
-        f"{measured} measured requests as the profile asks"
+        f"{measured} measured requests{graded} as the profile asks"
     )

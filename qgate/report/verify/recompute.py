@@ -23,6 +23,7 @@ from qgate.perf.blocks import compare_blocks, pooled, rounds_of
 from qgate.perf.gates import report_gates
 from qgate.perf.probe_gates import probe_verdicts
 from qgate.perf.records import ScenarioRun
+from qgate.perf.session_gates import graded_spec, turn_verdicts
 from qgate.profile import Profile
 from qgate.quality.noise_floor import floor_summary
 from qgate.quality.notices import quality_warnings
@@ -358,6 +359,10 @@ def _check_probe_expected(report: Report) -> None:
                 )
 
 
+GRADED_TURNS_FROM = 9
+"""The perf derivation from which a multi-turn scenario's graded turns are gated."""
+
+
 def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
     """Every stored perf summary, comparison and check equals its recomputation."""
     perf = report.perf
@@ -428,6 +433,13 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
                 blocks.get((name, "reference"), []),
                 blocks.get((name, "candidate"), []),
                 floor,
+            )
+        if perf.derivation >= GRADED_TURNS_FROM:  # graded session turns, re-graded likewise
+            got_verdicts += turn_verdicts(
+                graded_spec(perf_spec, name),
+                name,
+                blocks.get((name, "reference"), []),
+                blocks.get((name, "candidate"), []),
             )
         if not same_value(dump(result.verdicts), dump(got_verdicts)):
             raise _fail(f"perf {name}: " + _first_verdict_difference(result.verdicts, got_verdicts))

@@ -40,7 +40,7 @@ from qgate.report.verify.envelope import (
     read_inputs,
 )
 from qgate.report.verify.lives import check_lives
-from qgate.report.verify.machine import check_machine
+from qgate.report.verify.machine import as_run, check_machine
 from qgate.report.verify.perf_design import check_perf_design
 from qgate.report.verify.profile import match_profile
 from qgate.report.verify.provenance import check_provenance
@@ -172,11 +172,12 @@ def _checked_contents(
         result.checked.append(cluster)
     result.signed_only += signed_only(report)
     fns = recompute or default_recompute()
-    recompute_quality(report, prof, fns)
+    ran = as_run(report, prof)  # the contradicted changes' gates, as run judged them
+    recompute_quality(report, ran, fns)
     result.checked.append(f"{len(report.quality.verdicts)} quality verdicts recomputed")
-    warnings = recompute_warnings(report, prof)
+    warnings = recompute_warnings(report, prof)  # run writes them from the declared profile
     result.checked.append(f"{warnings} warnings re-derived from the profile and the records")
-    if line := check_attribution(report, prof, fns):
+    if line := check_attribution(report, ran, fns):
         result.checked.append(line)
     if line := check_perf_design(report, prof, plan):
         result.checked.append(line)

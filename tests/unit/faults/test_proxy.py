@@ -222,8 +222,37 @@ def test_cached_corrupts_answers_served_from_reused_tokens_only() -> None:
     assert 150 < hits < 250
 
 
+def test_turns_corrupts_the_later_turns_of_a_chat_only(upstream: str) -> None:
+    faults = proxy.Faults([proxy.Rule.parse("turns:2")])
+    assert faults.decide(0, 1, 0.0, None, user_turns=2) == ""
+    assert faults.decide(1, 1, 0.0, None, user_turns=3) == "turns 3>2"
+    assert faults.decide(2, 1, 0.0, None) == ""  # completions carry no turns
+    user = {"role": "user", "content": "hi"}
+    said = []
+    p = _proxy(upstream, "turns:2")
+    try:
+        for users in (2, 3):
+            messages = [user, {"role": "assistant", "content": "OK"}] * (users - 1) + [user]
+            body = {**BODY, "messages": messages}
+            with (
+                httpx.Client(timeout=10) as c,
+                c.stream("POST", p.url + "/v1/chat/completions", json=body) as r,
+            ):
+                said.append(
+                    "".join(
+                        json.loads(x[6:])["choices"][0]["delta"].get("content", "")
+                        for x in r.iter_lines()
+                        if x.startswith("data: {") and json.loads(x[6:])["choices"]
+                    )
+                )
+    finally:
+        p.close()
+    assert said == ["x 12 y7 z", "k 67 l2 m"]
+
+
 @pytest.mark.parametrize(
-    "spec", ["load", "load:x", "idle:-1", "life:1.5", "speed:3", "drop:", "cached:x"]
+    "spec",
+    ["turns:x", "load", "load:x", "idle:-1", "life:1.5", "speed:3", "drop:", "cached:x"],
 )
 def test_bad_rules_are_refused(spec: str) -> None:
     with pytest.raises(ValueError, match="fault"):

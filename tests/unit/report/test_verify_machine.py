@@ -8,6 +8,7 @@ someone holding the signing key could) and of the synthetic one served on an AVX
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -15,13 +16,16 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers.report_synthetic import build_report, make_signer
+from helpers.report_synthetic import PROFILE, build_report, make_signer
 
 from qgate.attest.statement import Subject
 from qgate.cli.main import main
 from qgate.profile import Profile
+from qgate.profile.changes import changes_of
+from qgate.report.changes_applied import change_warnings, contradicted_verdicts
 from qgate.report.model import Report
 from qgate.report.signing import sign_report
+from qgate.report.verify.machine import requested_args
 from qgate.report.verify.single import default_recompute, verify_bytes
 from qgate.runtime.capabilities import caps_of, select_machine
 from qgate.runtime.fingerprint import CpuInfo
@@ -233,3 +237,43 @@ def test_notes_follow_the_forced_flags_the_fingerprint_records() -> None:
     report.fingerprint.cpu.forced_flags = None  # the notes no longer follow
     with pytest.raises(Exception, match=r"capability_notes\[0\]: "):
         _verify(report)
+
+
+def _launcher_candidate() -> Report:
+    """The synthetic report as run writes it for a candidate that is a launcher around vLLM
+    (perf/faults/launch.py) beside a shared `engine.args.dtype`, with cpu_dtype: auto: the
+    candidate's own engine block holds no dtype, auto sets it on both sides alike."""
+    profile = copy.deepcopy(PROFILE)
+    profile["perf"]["scenarios"][0]["requests"] = 4
+    profile["engine"] = {"cpu_dtype": "auto", "args": {"dtype": "bfloat16", "max_model_len": 4096}}
+    launcher = ["/usr/bin/python3", "/opt/qgate/perf/faults/launch.py", "--fault", "drop:tools"]
+    profile["reference"] = {"args": {"kv_cache_dtype": "auto"}}
+    profile["candidate"] = {
+        "args": {"kv_cache_dtype": "auto"},
+        "engine": {"launcher": [*launcher, "--"], "args": {"max_model_len": 4096}},
+    }
+    report = build_report(items=10, requests=4, fns=default_recompute(), profile_json=profile)
+    prof = Profile.model_validate(report.profile)
+    assert report.fingerprint is not None
+    selection = select_machine(prof, caps_of(report.fingerprint))
+    chosen = prof.model_copy(
+        update={"reference": selection.reference, "candidate": selection.candidate}
+    )
+    for config in report.effective_configs:  # what each server was started with
+        config.kv_cache_dtype = "auto"
+        config.args = requested_args(chosen, config.role)
+    # run judges over the profile as the machine runs it (qgate/run/candidate.py), and writes
+    # the unconfirmed-changes warning from the declared one (qgate/run/report.py)
+    report.warnings = change_warnings(prof, report.effective_configs, [], report.perf.runs)
+    assert contradicted_verdicts(chosen, report.effective_configs) == []
+    return report
+
+
+def test_a_launcher_candidate_beside_a_shared_dtype_verifies() -> None:
+    """The dtype cpu_dtype: auto sets on both sides is no change of the candidate's: verify
+    judges the changes over the profile as the fingerprinted machine runs it, as run does
+    (was: 'gate changes.args.dtype.applied is missing from the report')."""
+    report = _launcher_candidate()
+    changes = [c.name for c in changes_of(Profile.model_validate(report.profile))]
+    assert changes == ["args.dtype", "engine.launcher"]  # as written: the shared dtype differs
+    _verify(report)

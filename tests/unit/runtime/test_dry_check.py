@@ -53,3 +53,23 @@ def test_a_refusal_names_vllms_own_error_line(
     )
     with pytest.raises(RuntimeFailure, match="refused the command line: error: unrecognized"):
         _server(tmp_path, ["vllm", "serve"]).dry_check()
+
+
+def test_a_shipped_chat_template_reaches_the_parser_as_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`chat_template: qgate:chatml-tools` is resolved for the dry check as for the start
+    (was: vLLM's parser refused 'qgate:chatml-tools' as a path that does not exist, so a
+    multi run of the agent profile in sequence failed its preflight, exit 3)."""
+    seen: dict[str, Any] = {}
+
+    def run(argv: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+        seen["argv"] = argv
+        return subprocess.CompletedProcess(argv, 0, "qgate-dry-check: ok\n", "")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    server = _server(tmp_path, ["vllm", "serve"])
+    server.args = {**server.args, "chat_template": "qgate:chatml-tools"}
+    server.dry_check()
+    template = Path(seen["argv"][seen["argv"].index("--chat-template") + 1])
+    assert template.name == "chatml-tools.jinja" and template.is_file()
