@@ -1,107 +1,46 @@
 """A candidate right when lightly loaded, wrong under concurrency, FAILed by the perf probes.
 
-Issue 44's first "done when", on real vLLM (CPU, SmolLM2): the candidate is the reference's
-own model and arguments behind perf/faults/launch.py with a `load:6` fault (answers
-corrupted, digits and letters rotated, only when more than 6 requests are in flight). The
-quality stage asks 4 at a time, below the threshold, so every quality gate passes; the perf
-scenario's c12 level runs above it, so its graded probes come back wrong and its probe gate
-fails, while its c1 level's pass. One `qgate run`: one server start per side, both at once.
+Issue 44's first "done when", on real vLLM (CPU, SmolLM2), with no server of its own: the
+candidate is the session's `reference_server` seen through the fault proxy (conftest.py's
+`fault_proxy`, `load:6`: answers corrupted, digits and letters rotated, only when more than
+6 requests are in flight), the reference the same server seen directly; both `endpoint`
+sides of one `qgate run`. The quality stage asks 4 at a time, below the threshold, so every
+quality gate passes; the perf scenario's c12 level runs above it, so its graded probes come
+back wrong and its probe gate fails, while its c1 level's pass.
 """
 
 from __future__ import annotations
 
-import base64
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-QGATE = [sys.executable, "-m", "qgate.cli"]
-LAUNCH = ROOT / "perf" / "faults" / "launch.py"
-
-PROFILE = """
-name: it-load-fault
-model: {{embedded: smollm2}}
-target: {{accelerator: cpu}}
-engine:
-  cpu_dtype: auto
-  args: {{max_model_len: 2048, enforce_eager: true}}
-  startup_timeout_s: 600
-  preflight: never
-reference:
-  args: {{kv_cache_dtype: auto}}
-candidate:
-  args: {{kv_cache_dtype: auto}}
-  engine:
-    launcher: [{python}, {launch}, --fault, "load:6", --share, "1", --log, {log}, --]
+BODY = """
 quality:
   concurrency: 4             # below the fault's threshold: the quality stage never trips it
-  math: {{prompts: [short], limit: 24, max_drop: 0.2}}
+  math: {prompts: [short], limit: 24, max_drop: 0.2}
 perf:
   blocks: 1
-  probes: {{items: 6}}       # the defaults otherwise: max_flips 1, exact McNemar at 0.05
+  probes: {items: 6}         # the defaults otherwise: max_flips 1, exact McNemar at 0.05
   scenarios:
-    - {{name: chat, input_tokens: 32, output_tokens: 8, concurrency: [1, 12], warmup: 0,
-        requests: 24}}
+    - {name: chat, input_tokens: 32, output_tokens: 8, concurrency: [1, 12], warmup: 0,
+       requests: 24}
 """
 
 
-def _statement(path: Path) -> dict[str, Any]:
-    envelope = json.loads(path.read_text().splitlines()[0])
-    payload: dict[str, Any] = json.loads(base64.b64decode(envelope["payload"]))
-    return payload["predicate"]  # type: ignore[no-any-return]
-
-
 @pytest.fixture(scope="module")
-def fault_run(
-    tmp_path_factory: pytest.TempPathFactory, smollm2_checkpoint: Path
-) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
-    work = tmp_path_factory.mktemp("probes-fault")
-    log = work / "fault.jsonl"
-    profile = work / "load-fault.yaml"
-    profile.write_text(PROFILE.format(python=sys.executable, launch=LAUNCH, log=log))
-    env = dict(os.environ, XDG_CONFIG_HOME=str(work / "config"))
-    env.pop("GITHUB_STEP_SUMMARY", None)
-    done = subprocess.run(
-        [*QGATE, "keygen", "--out", str(work / "k")], env=env, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    args = ["--out", str(work / "runs"), "--key", str(work / "k.pem")]
-    done = subprocess.run(
-        [*QGATE, "run", str(profile), *args, "--cache-dir", str(work / "cache"), "--no-progress"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
-    )
-    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("report: ")), None)
-    assert line is not None, done.stdout + done.stderr
-    report = Path(line.split(": ", 1)[1].strip())
-    verified = subprocess.run(
-        [*QGATE, "verify", str(report), "--pubkey", str(work / "k.pub.pem")],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert verified.returncode == 0, verified.stdout + verified.stderr
-    return done, report, log
+def fault_run(fault_proxy: Callable[[str], Any], endpoint_run: Callable[..., Any]) -> Any:
+    proxy = fault_proxy("load:6")
+    return proxy, endpoint_run("load-fault", proxy.url, BODY)
 
 
-def test_quality_passes_and_the_loaded_scenario_probes_fail(
-    fault_run: tuple[subprocess.CompletedProcess[str], Path, Path],
-) -> None:
-    done, report, log = fault_run
+def test_quality_passes_and_the_loaded_scenario_probes_fail(fault_run: Any) -> None:
+    proxy, run = fault_run
+    done, pred = run.done, run.predicate
     assert done.returncode == 1, done.stdout + done.stderr
-    pred = _statement(report)
     assert pred["verdict"] == "FAIL"
     quality = pred["quality"]["verdicts"]
     assert quality and all(v["passed"] for v in quality), quality
@@ -118,8 +57,9 @@ def test_quality_passes_and_the_loaded_scenario_probes_fail(
     failed = [v["gate"] for v in [*quality, *gates.values()] if not v["passed"]]
     assert all(g.startswith("perf.chat@c12.probes.") for g in failed), failed
     # every corrupted answer fell in the perf stage (the quality stage never had 6 in flight)
-    entries = [json.loads(x) for x in log.read_text().splitlines()]
-    assert any(e.get("corrupted") for e in entries)
-    md = (report.parent / "report.md").read_text()
+    entries = proxy.entries()
+    assert any(e["corrupted"] for e in entries)
+    assert all(e["in_flight"] > 6 for e in entries if e["corrupted"])
+    md = (run.report.parent / "report.md").read_text()
     assert "PROBES FAILED in chat@c12" in md and "Graded probes under load" in md
     assert "chat@c12: ratios withheld (its graded probes failed)" in done.stdout
