@@ -192,7 +192,8 @@ import asyncio, sys
 sys.path.insert(0, {faults!r})
 from proxy import Faults, Rule, serve
 log = open({log!r}, "a", buffering=1)
-asyncio.run(serve("127.0.0.1", {port}, {upstream!r}, Faults([Rule.parse({rule!r})]), log))
+faults = Faults([Rule.parse(r) for r in {rules!r}])
+asyncio.run(serve("127.0.0.1", {port}, {upstream!r}, faults, log))
 """
 
 
@@ -200,7 +201,7 @@ asyncio.run(serve("127.0.0.1", {port}, {upstream!r}, Faults([Rule.parse({rule!r}
 class FaultProxy:
     """The fault proxy in front of the session's `reference_server`."""
 
-    rule: str
+    rules: tuple[str, ...]
     url: str
     """Its OpenAI base URL (`.../v1`)."""
     log: Path
@@ -219,12 +220,13 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def fault_proxy(
     reference_server: VllmServer, runtime_root: Path
-) -> Iterator[Callable[[str], FaultProxy]]:
-    """Starts a fault proxy (perf/faults/proxy.py, one rule such as `load:6` or `length:512`)
-    in front of the session's server, each with its own log; all stop at the session's end."""
+) -> Iterator[Callable[..., FaultProxy]]:
+    """Starts a fault proxy (perf/faults/proxy.py; rules such as `load:6`, `length:512`,
+    `idle:30`) in front of the session's server, each with its own log; all stop at the
+    session's end."""
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(rule: str) -> FaultProxy:
+    def start(*rules: str) -> FaultProxy:
         port = _free_port()
         log = Path(tempfile.mkstemp(prefix="fault-", suffix=".jsonl", dir=runtime_root)[1])
         code = PROXY.format(
@@ -232,7 +234,7 @@ def fault_proxy(
             log=str(log),
             port=port,
             upstream=reference_server.base_url.removesuffix("/v1"),
-            rule=rule,
+            rules=list(rules),
         )
         procs.append(subprocess.Popen([sys.executable, "-c", code]))
         url = f"http://127.0.0.1:{port}/v1"
@@ -241,9 +243,9 @@ def fault_proxy(
                 urllib.request.urlopen(url + "/models", timeout=2).close()
                 break
             except OSError:
-                assert procs[-1].poll() is None, f"the fault proxy ({rule}) exited"
+                assert procs[-1].poll() is None, f"the fault proxy {rules} exited"
                 time.sleep(0.1)
-        return FaultProxy(rule, url, log)
+        return FaultProxy(rules, url, log)
 
     try:
         yield start
