@@ -236,7 +236,9 @@ def fault_proxy(
             upstream=reference_server.base_url.removesuffix("/v1"),
             rules=list(rules),
         )
-        procs.append(subprocess.Popen([sys.executable, "-c", code]))
+        # its own errors (a client that hung up mid-stream) beside its log, not in pytest's
+        with log.with_suffix(".stderr").open("w") as stderr:
+            procs.append(subprocess.Popen([sys.executable, "-c", code], stderr=stderr))
         url = f"http://127.0.0.1:{port}/v1"
         for _ in range(100):
             try:
