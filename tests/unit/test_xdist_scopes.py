@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
-from conftest import INTEGRATION, SERVERLESS, scope_of
-
 TESTS = Path(__file__).resolve().parents[1]
+# By its path: `conftest` alone may name tests/integration/conftest.py, whichever pytest loaded.
+_spec = importlib.util.spec_from_file_location("qgate_tests_conftest", TESTS / "conftest.py")
+assert _spec is not None and _spec.loader is not None
+_top = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_top)
+INTEGRATION, SERVERLESS, scope_of = _top.INTEGRATION, _top.SERVERLESS, _top.scope_of
 
 
 def test_every_server_test_is_one_unit_and_the_serverless_modules_their_own() -> None:
