@@ -43,8 +43,9 @@ browser:
 	  echo "note: apt-get could not install chromium; the HTML browser test fails in CI"; \
 	else echo "note: no chromium and not root with apt-get; the HTML browser test skips (fails if CI=true)"; fi
 
-# Two workers: the integration tests (real servers) run one after another on one of them, the
-# unit tests on the other meanwhile (tests/conftest.py makes them one unit of work).
+# Two workers: the integration tests that start real servers run one after another on one of
+# them, the unit tests (and integration modules with stand-in engines only) on the other
+# meanwhile (tests/conftest.py makes the server tests one unit of work).
 test: setup browser
 	$(PY) -m pytest -q -rs --durations=15 -n 2 tests
 

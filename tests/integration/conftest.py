@@ -2,15 +2,43 @@
 
 Servers start lazily, the first time a test asks for one, and stop at the
 end of the session; the teardown checks that no process of theirs is left.
+
+CI time (`make test` has a 20-minute budget; a vLLM start is ~35-50 s here): before a test
+starts a server, it extends a run that exists.
+
+- A fault qgate must catch (a wrong answer under load, past a length, after idling, a dropped
+  request field) needs no server: `endpoint_run` runs a profile whose reference is the
+  session's `reference_server` seen directly and whose candidate is the same server seen
+  through the fault proxy (`fault_proxy("load:6")`, perf/faults/proxy.py's rules). One
+  `qgate run`, nothing started (test_context_ladder_fault.py). A fault that must hit a life
+  qgate starts itself (the life probes' idle fault: an endpoint has no life of qgate's) needs
+  a started candidate: test_perf_probes_fault.py starts one pair, behind perf/faults/launch.py.
+- A candidate that needs a server of its own (other engine arguments) is one more entry under
+  `candidates:` of an existing multi-candidate profile: one life more, no second reference.
+  The quality suites and perf of a multi profile are shared by its candidates, so pick the run
+  whose suites suit it: test_speculative_vllm.py (speculative candidates: its acceptance gate
+  holds every candidate) or test_multi_vllm.py (serving and precision changes: its reuse passes
+  run on every candidate), and assert on `run.reports["<name>"]`.
+- A further check of a report already written reads it: test_pipeline.py's `passing_run`,
+  test_multi_vllm.py's `multi`.
 """
 
 from __future__ import annotations
 
+import base64
+import json
+import os
 import shutil
+import socket
+import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -156,3 +184,154 @@ def ray_cluster() -> Iterator[object]:
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+QGATE = [sys.executable, "-m", "qgate.cli"]
+
+PROXY = """
+import asyncio, sys
+sys.path.insert(0, {faults!r})
+from proxy import Faults, Rule, serve
+log = open({log!r}, "a", buffering=1)
+faults = Faults([Rule.parse(r) for r in {rules!r}])
+asyncio.run(serve("127.0.0.1", {port}, {upstream!r}, faults, log))
+"""
+
+
+@dataclass(frozen=True)
+class FaultProxy:
+    """The fault proxy in front of the session's `reference_server`."""
+
+    rules: tuple[str, ...]
+    url: str
+    """Its OpenAI base URL (`.../v1`)."""
+    log: Path
+    """One JSON line per generate request: in flight, idle, prompt tokens, corrupted."""
+
+    def entries(self) -> list[dict[str, Any]]:
+        return [json.loads(x) for x in self.log.read_text().splitlines()]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def fault_proxy(
+    reference_server: VllmServer, runtime_root: Path
+) -> Iterator[Callable[..., FaultProxy]]:
+    """Starts a fault proxy (perf/faults/proxy.py; rules such as `load:6`, `length:512`,
+    `idle:30`) in front of the session's server, each with its own log; all stop at the
+    session's end."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(*rules: str) -> FaultProxy:
+        port = _free_port()
+        log = Path(tempfile.mkstemp(prefix="fault-", suffix=".jsonl", dir=runtime_root)[1])
+        code = PROXY.format(
+            faults=str(ROOT / "perf" / "faults"),
+            log=str(log),
+            port=port,
+            upstream=reference_server.base_url.removesuffix("/v1"),
+            rules=list(rules),
+        )
+        # its own errors (a client that hung up mid-stream) beside its log, not in pytest's
+        with log.with_suffix(".stderr").open("w") as stderr:
+            procs.append(subprocess.Popen([sys.executable, "-c", code], stderr=stderr))
+        url = f"http://127.0.0.1:{port}/v1"
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(url + "/models", timeout=2).close()
+                break
+            except OSError:
+                assert procs[-1].poll() is None, f"the fault proxy {rules} exited"
+                time.sleep(0.1)
+        return FaultProxy(rules, url, log)
+
+    try:
+        yield start
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(10)
+
+
+ENDPOINT_PROFILE = """
+name: {name}
+model: {{embedded: smollm2}}
+target: {{accelerator: cpu}}
+engine: {{kind: endpoint}}
+reference:
+  endpoint: {{base_url: '{reference}'}}
+candidate:
+  endpoint: {{base_url: '{candidate}'}}
+"""
+
+
+@dataclass(frozen=True)
+class EndpointRun:
+    """One `qgate run` of an endpoint profile, signed and verified."""
+
+    done: subprocess.CompletedProcess[str]
+    report: Path
+    """The signed report (report.intoto.jsonl); report.md and the raw records beside it."""
+    wall_s: float
+    verified: str
+    """What `qgate verify --pubkey` printed (it exited 0)."""
+
+    @property
+    def predicate(self) -> dict[str, Any]:
+        envelope = json.loads(self.report.read_text().splitlines()[0])
+        payload: dict[str, Any] = json.loads(base64.b64decode(envelope["payload"]))
+        return payload["predicate"]  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session")
+def endpoint_run(
+    reference_server: VllmServer, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str, str, str], EndpointRun]:
+    """Runs `qgate run` on a profile named `name` whose reference is the session's server and
+    whose candidate is `candidate_url` (a `fault_proxy`'s), with `body` (the profile's
+    `quality:` and `perf:` sections) appended; the report must verify."""
+
+    def run(name: str, candidate_url: str, body: str) -> EndpointRun:
+        work = tmp_path_factory.mktemp(name)
+        profile = work / f"{name}.yaml"
+        head = ENDPOINT_PROFILE.format(
+            name=name, reference=reference_server.base_url, candidate=candidate_url
+        )
+        profile.write_text(head + body)
+        env = dict(os.environ, XDG_CONFIG_HOME=str(work / "config"))
+        env.pop("GITHUB_STEP_SUMMARY", None)
+        keygen = subprocess.run(
+            [*QGATE, "keygen", "--out", str(work / "k")], env=env, capture_output=True, text=True
+        )
+        assert keygen.returncode == 0, keygen.stderr
+        args = ["--out", str(work / "runs"), "--key", str(work / "k.pem"), "--no-progress"]
+        start = time.perf_counter()
+        done = subprocess.run(
+            [*QGATE, "run", str(profile), *args, "--cache-dir", str(work / "cache")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1500,
+            check=False,
+        )
+        wall = time.perf_counter() - start
+        line = next((ln for ln in done.stdout.splitlines() if ln.startswith("report: ")), None)
+        assert line is not None, done.stdout + done.stderr
+        report = Path(line.split(": ", 1)[1].strip())
+        verified = subprocess.run(
+            [*QGATE, "verify", str(report), "--pubkey", str(work / "k.pub.pem")],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        return EndpointRun(done, report, wall, verified.stdout)
+
+    return run

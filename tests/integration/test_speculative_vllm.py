@@ -1,20 +1,23 @@
 """A speculative candidate on real vLLM (CPU, SmolLM2): n-gram prompt lookup, acceptance gated.
 
-One run of three lives: the reference (no speculation) and two candidates that speculate
-with vLLM's n-gram method (`--speculative-config`): `ngram` (3 tokens a draft, looked up from
-2-3 token matches) drafts on the recall haystacks and the long math preamble and its acceptance
-length clears the floor (PASS; its quality gated against the reference as usual); `ngram-unfed`
-needs a 64-token repeat before it drafts, which no item has: zero drafts over its suites is
-NOT EXERCISED, never a PASS, and the run fails. The report holds both sides' counter snapshots,
-so verify re-derives the gate; the same records judged against a floor above what `ngram`
-reached FAIL it.
+One run of two lives: the reference (no speculation) and a candidate that speculates with
+vLLM's n-gram method (`--speculative-config`): `ngram` (3 tokens a draft, looked up from 2-3
+token matches) drafts on the recall haystacks and the long math preamble and its acceptance
+length clears the floor (PASS; its quality gated against the reference as usual). The report
+holds both sides' counter snapshots, so verify re-derives the gate; the same records judged
+against a floor above what `ngram` reached FAIL it, and against more drafts than it made are
+NOT EXERCISED, never a PASS (zero drafts: tests/unit/quality/test_spec_gates.py; a NOT
+EXERCISED gate failing the candidate and the run: test_multi_vllm.py's `fp8-weights`).
+
+A further speculative candidate joins `candidates:` below (one life more, the same reference);
+a candidate here that does not speculate fails its acceptance gate (NOT EXERCISED).
 
 Measured 2026-12-03 (this CPU, two cores shared with other work; SmolLM2, bf16 where the CPU
 has it): `ngram` drafted 59 times over 4 short + 4 long math items and 4 recall items, 103 of
 176 draft tokens accepted: acceptance length 2.75, rate 58.5% (per draft position 0.69, 0.59,
 0.46). Its suites took 9.1 s (math) and 6.0 s (recall) against the reference's 16.4 s and
 9.1 s: about 1.1 s against 2.1 s a math item, 1.5 s against 2.3 s a recall item. 317 s for
-the module (three server starts).
+the module with a third life (a candidate that never drafted, since dropped for CI time).
 """
 
 from __future__ import annotations
@@ -35,9 +38,6 @@ pytestmark = pytest.mark.integration
 
 QGATE = [sys.executable, "-m", "qgate.cli"]
 NGRAM = '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3,"prompt_lookup_min":2}'
-UNFED = (
-    '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":64,"prompt_lookup_min":64}'
-)
 
 PROFILE = f"""
 name: it-spec
@@ -51,8 +51,6 @@ engine:
 candidates:
   ngram:
     args: {{speculative_config: '{NGRAM}'}}
-  ngram-unfed:
-    args: {{speculative_config: '{UNFED}'}}
 quality:
   concurrency: 4
   math: {{prompts: [short, long], limit: 4, long_tokens: 384, max_drop: 0.5}}
@@ -108,7 +106,7 @@ def spec(tmp_path_factory: pytest.TempPathFactory, smollm2_checkpoint: Path) -> 
 
 def test_ngram_acceptance_is_shown_and_gated(spec: SpecRun) -> None:
     out = spec.done.stdout
-    assert spec.done.returncode == 1, out + spec.done.stderr
+    assert spec.done.returncode == 0, out + spec.done.stderr
     assert "candidate ngram (required): PASS" in out, out
     length = spec.gate("ngram", "speculative.acceptance_length")
     assert length["passed"] is True and length["exercised"] is True, length
@@ -133,11 +131,20 @@ def test_ngram_acceptance_is_shown_and_gated(spec: SpecRun) -> None:
     )
 
 
-def test_speculation_that_never_drafts_is_not_exercised(spec: SpecRun) -> None:
-    assert "candidate ngram-unfed (required): FAIL" in spec.done.stdout, spec.done.stdout
-    length = spec.gate("ngram-unfed", "speculative.acceptance_length")
-    assert length["passed"] is False and length["exercised"] is False, length
-    assert str(length["reason"]).startswith("NOT EXERCISED: 0 drafts"), length
+def test_fewer_drafts_than_asked_is_not_exercised(spec: SpecRun) -> None:
+    """The same records against a `min_drafts` above what `ngram` drafted: NOT EXERCISED (not
+    a FAIL on the length), never a PASS, whatever the length reached."""
+    profile = first_profile(load_multi_file(spec.profile)).model_copy(deep=True)  # ngram
+    snaps = spec.snapshots("ngram")
+    got = acceptance(snaps, "candidate")
+    assert got is not None and got.drafts > 0
+    assert profile.quality.speculative is not None
+    profile.quality.speculative.min_drafts = int(got.drafts) + 1
+    length = {v.gate: v for v in evaluate_speculative(profile, snaps)}[
+        "speculative.acceptance_length"
+    ]
+    assert length.passed is False and length.exercised is False, length
+    assert length.reason.startswith(f"NOT EXERCISED: {int(got.drafts)} drafts"), length
 
 
 def test_a_floor_above_the_reached_acceptance_fails_it(spec: SpecRun) -> None:
