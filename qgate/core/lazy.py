@@ -34,6 +34,8 @@ DEFERRED: dict[str, str] = {
     # EPYC: rich ~42 ms, jsonlines ~74 ms): they serve one path of a fast command
     "rich": "the spinner while a server starts (validate reaches the engine classes)",
     "jsonlines": "reading a JSONL file a profile names (validate reaches the JSONL checks)",
+    "jsonschema": "grading a structured answer (verify of a report without one, e.g. on a GPU "
+    "machine's minimal payload, must not need it)",
 }
 """Top-level module -> what it is needed for; imported in the function that needs it."""
 

@@ -21,8 +21,6 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-
 from qgate.core.files import sha256_json
 
 __all__ = [
@@ -279,6 +277,8 @@ def grade_structured(item_id: str, output: str, finish_reason: str | None, expec
     """
     if finish_reason == HTTP_ERROR:
         return Graded(None, "http_error")
+    import jsonschema  # deferred: only a structured answer needs it (verify elsewhere does not)
+
     try:
         value = json.loads(output)
         jsonschema.validate(value, schema_for(item_id))
