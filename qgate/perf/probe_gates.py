@@ -19,7 +19,7 @@ judges what the load adds.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from qgate.core.records import Role
 from qgate.core.verdict import Verdict
@@ -32,6 +32,7 @@ from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.suite_gates import evaluate_suite
 
 __all__ = [
+    "asks_suite",
     "failed_answers",
     "graded",
     "lost_at_light_load",
@@ -74,11 +75,22 @@ def probe_suite(
             continue
         assert r.probe_id is not None
         by_item.setdefault(r.probe_id, []).append(r)
+    return asks_suite(f"perf.{name}.probes", role, by_item, graded)
+
+
+def asks_suite(
+    suite: str,
+    role: Role,
+    by_item: dict[str, list[RequestRecord]],
+    correct: Callable[[RequestRecord], bool],
+) -> SuiteRun | None:
+    """Graded answers asked among the load, as one side's suite run: an item is right only if
+    every ask of it was (the record shown is its first wrong ask); None: nothing asked."""
     if not by_item:
         return None
     items = []
     for item, asks in by_item.items():
-        ok = [graded(r) for r in asks]
+        ok = [correct(r) for r in asks]
         wrong = next((r for r, good in zip(asks, ok, strict=True) if not good), asks[0])
         items.append(
             ItemRecord(
@@ -92,7 +104,7 @@ def probe_suite(
             )
         )
     return SuiteRun(
-        suite=f"perf.{name}.probes",
+        suite=suite,
         role=role,
         data_sha256="",
         items=items,

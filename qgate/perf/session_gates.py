@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from qgate.core.plan import GatePower
 from qgate.core.records import Role
 from qgate.core.verdict import Verdict
+from qgate.perf.probe_gates import asks_suite
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.perf.session_run import graded_sessions
 from qgate.perf.sessions import grade_turn, turn_kind
@@ -31,7 +32,7 @@ from qgate.profile import (
     Profile,
     TraceScenario,
 )
-from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.quality.records import SuiteRun
 from qgate.quality.sizing import gate_power
 from qgate.quality.suite_gates import evaluate_suite
 
@@ -83,31 +84,7 @@ def own_flips(runs: Iterable[ScenarioRun]) -> int:
 
 def turn_suite(name: str, role: Role, runs: Sequence[ScenarioRun]) -> SuiteRun | None:
     """One side's graded turns of a scenario as a suite run (None: it asked none)."""
-    by_item = _asks(runs)
-    if not by_item:
-        return None
-    items = []
-    for item, asks in by_item.items():
-        ok = [turn_correct(r) for r in asks]
-        wrong = next((r for r, good in zip(asks, ok, strict=True) if not good), asks[0])
-        items.append(
-            ItemRecord(
-                id=item,
-                prompt_sha256="",
-                output=wrong.text or "",
-                answer=wrong.probe_answer,
-                expected=wrong.probe_truth or "",
-                correct=all(ok),
-                output_tokens=None,
-            )
-        )
-    return SuiteRun(
-        suite=f"perf.{name}.turns",
-        role=role,
-        data_sha256="",
-        items=items,
-        params={"asks": sum(len(a) for a in by_item.values())},
-    )
+    return asks_suite(f"perf.{name}.turns", role, _asks(runs), turn_correct)
 
 
 def turn_verdicts(
