@@ -215,6 +215,12 @@ class RayLife(Lifecycle):
             self.stop()
             raise
 
+    @property
+    def node_name(self) -> str | None:
+        """The node's address and short id, once the life is placed."""
+        p = self.placement
+        return f"{p.ip} ({p.node_id[:12]})" if p is not None else None
+
     def _failure(self, error: dict[str, Any]) -> RuntimeFailure:
         message = str(error["message"])
         node_log = str(error.get("node_log") or "")

@@ -152,6 +152,12 @@ class Runtime(Protocol):
     cores_chosen: list[int] | None
     """The cores a side-by-side run hands it (disjoint halves); an engine that pins reads them."""
 
+    @property
+    def node_name(self) -> str | None:
+        """Where the life runs, as the report names it ('10.0.0.7 (ffffffffffff)'); None: on
+        this machine."""
+        ...
+
     def can_dry_check(self) -> bool:
         """Whether the engine's own parser can check its command line without a start."""
         ...
@@ -195,6 +201,11 @@ class Lifecycle(ABC):
 
     cores_chosen: list[int] | None = None
     """Cores a side-by-side run hands it; only an engine that pins its cores reads them."""
+
+    @property
+    def node_name(self) -> str | None:
+        """On this machine, unless an executor placed the life elsewhere."""
+        return None
 
     def can_dry_check(self) -> bool:
         """No check of the command line without a start, unless the engine has one."""

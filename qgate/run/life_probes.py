@@ -298,8 +298,7 @@ class LifeProbing:
                     profile.engine.request_timeout_s,
                 )
             )
-        placement = getattr(runtime, "placement", None)
-        node = f"{placement.ip} ({placement.node_id[:12]})" if placement is not None else None
+        node = runtime.node_name
         record = LifeProbes(
             side=side,
             role=role,

@@ -77,7 +77,7 @@ class _Runtime:
     role = "candidate"
     base_url = "http://127.0.0.1:9/v1"
     served_model = "m"
-    placement = SimpleNamespace(ip="10.0.0.7", node_id="f" * 40)
+    node_name = "10.0.0.7 (ffffffffffff)"  # the Runtime protocol's member: a placed life
 
     def __init__(self, events: list[str]) -> None:
         self.events = events
