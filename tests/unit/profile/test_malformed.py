@@ -456,7 +456,8 @@ def test_lm_eval_names_people_write_are_accepted() -> None:
         ("arc_challenge", "acc_norm,none"),
         ("mmlu-pro.math", "exact_match,custom-extract"),
     ]:
-        LmEvalTask(task=task, metric=metric)
+        spec = LmEvalTask(task=task, metric=metric)  # raises ValidationError if refused
+        assert (spec.task, spec.metric) == (task, metric)
 
 
 def test_stop_off_is_the_word_the_key_names() -> None:
