@@ -48,10 +48,12 @@ class Subject(Record):
         return {"name": self.name, "digest": {"sha256": self.sha256}}
 
 
-def profile_subject(profile_path: str | Path) -> Subject:
-    """The subject for the profile file as given on the command line."""
+def profile_subject(profile_path: str | Path, sha256: str | None = None) -> Subject:
+    """The subject for the profile file as given on the command line: `sha256` is the digest of
+    the bytes the run loaded (a run signs what it ran, not the file as it is when the report is
+    written: an edit during the run would otherwise be signed as the profile); None reads it."""
     path = Path(profile_path)
-    return Subject(name=PROFILE_PREFIX + path.name, sha256=sha256_file(path))
+    return Subject(name=PROFILE_PREFIX + path.name, sha256=sha256 or sha256_file(path))
 
 
 def checkpoint_subjects(

@@ -24,9 +24,12 @@ from qgate.runtime.fingerprint import Fingerprint
 R = TypeVar("R", Report, MultiReport)
 
 
-def subjects_for(profile_path: str | Path, fingerprint: Fingerprint | None) -> list[Subject]:
-    """The profile file plus every checkpoint file digested in the fingerprint."""
-    out = [profile_subject(profile_path)]
+def subjects_for(
+    profile_path: str | Path, fingerprint: Fingerprint | None, profile_sha256: str | None = None
+) -> list[Subject]:
+    """The profile file (`profile_sha256`: the digest of the bytes the run loaded) plus every
+    checkpoint file digested in the fingerprint."""
+    out = [profile_subject(profile_path, profile_sha256)]
     if fingerprint is not None:
         out += [
             Subject(name=CHECKPOINT_PREFIX + d.path, sha256=d.sha256)

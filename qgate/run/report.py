@@ -97,7 +97,7 @@ def write_single(
     written = write_report(
         ctx.run_dir,
         unsigned,
-        subjects_for(ctx.profile_path, ctx.fingerprint),
+        subjects_for(ctx.profile_path, ctx.fingerprint, ctx.profile_sha256),
         ctx.signer,
         extra_secret_names=ctx.profile.secrets,
         step_summary="GITHUB_STEP_SUMMARY" in os.environ,
@@ -253,7 +253,7 @@ def write_multi(
     written = write_report(
         ref.run_dir,
         unsigned,
-        subjects_for(ref.profile_path, ref.fingerprint),
+        subjects_for(ref.profile_path, ref.fingerprint, loaded.sha256),
         ref.signer,
         extra_secret_names=secrets,
         step_summary="GITHUB_STEP_SUMMARY" in os.environ,

@@ -1,21 +1,9 @@
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
 
 import pytest
-
-MOCK = Path(__file__).resolve().parents[2] / "mockserver" / "mock_openai.py"
-
-
-def load_mock() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("mock_openai", MOCK)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from helpers.mock_server import load_mock
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import asyncio
 import socket
 from typing import Any
 
-from conftest import load_mock
+from helpers.mock_server import load_mock
 
 from qgate.perf.metrics import summarize
 from qgate.perf.records import ScenarioRun

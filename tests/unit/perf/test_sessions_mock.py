@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from conftest import load_mock
+from helpers.mock_server import load_mock
 
 from qgate.perf.metrics import summarize
 from qgate.perf.records import ScenarioRun, is_workload
