@@ -111,7 +111,8 @@ _RAY_START_RESOURCES = ("num-cpus", "num-gpus", "memory", "resources")
 def kuberay_problems(cluster: dict[str, Any]) -> list[str]:
     """What KubeRay's operator refuses in a RayCluster that its CRD lets through (v1.7.0,
     ray-operator/controllers/ray/utils/validation.go: ValidateRayClusterMetadata and
-    ValidateRayClusterSpec, the checks that apply without autoscaling or fault tolerance)."""
+    ValidateRayClusterSpec, the checks that apply without autoscaling or fault tolerance), and
+    replicas outside minReplicas..maxReplicas, which it would quietly clamp."""
     out = []
     name = cluster["metadata"]["name"]
     if len(name) > 53 or not _DNS1035.match(name):
