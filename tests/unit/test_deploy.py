@@ -26,6 +26,8 @@ import pytest
 import yaml
 
 from qgate.cli.main import main as qgate_main
+from qgate.cluster.placement import NodeInfo, assign
+from qgate.cluster.plan import life_needs
 from qgate.profile.cluster import ClusterSpec
 from qgate.profile.load import load_profile
 
@@ -41,12 +43,23 @@ RAY_PIN = next(
     if r.startswith("ray==")
 )
 
-# KubeRay's RayCluster CRD schema is not on PyPI (it ships only in the operator's Helm chart and
-# repository), so this one is written from KubeRay's documented ray.io/v1 RayCluster fields:
-# the ones these manifests use, closed (a misspelt field fails), with the pod templates left to
-# Kubernetes' own schema below.
-_START_PARAMS = {"type": "object", "additionalProperties": {"type": "string"}}
+# KubeRay's RayCluster schema, for the parts these manifests use: written here from KubeRay
+# v1.7.0's CRD (ray-operator/config/crd/bases/ray.io_rayclusters.yaml, the ray.io/v1
+# openAPIV3Schema; Apache-2.0), with its keys, types and required lists (plus what the API
+# server and the operator require: a name, a pod spec), checked against it key by key when
+# written. The CRD itself (934 KB, mostly the pod template's schema, which kubernetes_validate
+# checks below for the Kubernetes version) is not vendored: it is generated code of another
+# project and no package ships it. Closed where the manifests are, as `kubectl apply` (strict
+# field validation) rejects an unknown field of a structural schema.
+_INT32 = {"type": "integer", "minimum": -(2**31), "maximum": 2**31 - 1}
+_STRINGS = {"type": "object", "additionalProperties": {"type": "string"}}
 _TEMPLATE = {"type": "object", "required": ["spec"]}
+_GROUP = {
+    "rayStartParams": _STRINGS,
+    "resources": _STRINGS,
+    "labels": _STRINGS,
+    "template": _TEMPLATE,
+}
 RAYCLUSTER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["apiVersion", "kind", "metadata", "spec"],
@@ -54,45 +67,36 @@ RAYCLUSTER_SCHEMA: dict[str, Any] = {
     "properties": {
         "apiVersion": {"const": "ray.io/v1"},
         "kind": {"const": "RayCluster"},
-        "metadata": {
-            "type": "object",
-            "required": ["name"],
-            "properties": {
-                "name": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"}
-            },
-        },
+        "metadata": {"type": "object", "required": ["name"]},
         "spec": {
             "type": "object",
-            "required": ["rayVersion", "headGroupSpec", "workerGroupSpecs"],
+            "required": ["headGroupSpec"],
             "additionalProperties": False,
             "properties": {
                 "rayVersion": {"type": "string"},
                 "enableInTreeAutoscaling": {"type": "boolean"},
+                "suspend": {"type": "boolean"},
                 "headGroupSpec": {
                     "type": "object",
-                    "required": ["rayStartParams", "template"],
+                    "required": ["template"],
                     "additionalProperties": False,
-                    "properties": {
-                        "serviceType": {"enum": ["ClusterIP", "NodePort", "LoadBalancer"]},
-                        "rayStartParams": _START_PARAMS,
-                        "template": _TEMPLATE,
-                    },
+                    "properties": {**_GROUP, "serviceType": {"type": "string"}},
                 },
                 "workerGroupSpecs": {
                     "type": "array",
-                    "minItems": 1,
                     "items": {
                         "type": "object",
-                        "required": ["groupName", "replicas", "rayStartParams", "template"],
+                        "required": ["groupName", "maxReplicas", "minReplicas", "template"],
                         "additionalProperties": False,
                         "properties": {
+                            **_GROUP,
                             "groupName": {"type": "string"},
-                            "replicas": {"type": "integer", "minimum": 0},
-                            "minReplicas": {"type": "integer", "minimum": 0},
-                            "maxReplicas": {"type": "integer", "minimum": 0},
-                            "numOfHosts": {"type": "integer", "minimum": 1},
-                            "rayStartParams": _START_PARAMS,
-                            "template": _TEMPLATE,
+                            "replicas": _INT32,
+                            "minReplicas": _INT32,
+                            "maxReplicas": _INT32,
+                            "numOfHosts": _INT32,
+                            "idleTimeoutSeconds": _INT32,
+                            "suspend": {"type": "boolean"},
                         },
                     },
                 },
@@ -100,6 +104,69 @@ RAYCLUSTER_SCHEMA: dict[str, Any] = {
         },
     },
 }
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_RAY_START_RESOURCES = ("num-cpus", "num-gpus", "memory", "resources")
+
+
+def kuberay_problems(cluster: dict[str, Any]) -> list[str]:
+    """What KubeRay's operator refuses in a RayCluster that its CRD lets through (v1.7.0,
+    ray-operator/controllers/ray/utils/validation.go: ValidateRayClusterMetadata and
+    ValidateRayClusterSpec, the checks that apply without autoscaling or fault tolerance), and
+    replicas outside minReplicas..maxReplicas, which it would quietly clamp."""
+    out = []
+    name = cluster["metadata"]["name"]
+    if len(name) > 53 or not _DNS1035.match(name):
+        out.append(f"name {name!r}: a DNS-1035 label of at most 53 characters")
+    spec = cluster["spec"]
+    groups = [("head", spec["headGroupSpec"])]
+    groups += [(g["groupName"], g) for g in spec.get("workerGroupSpecs", [])]
+    for label, group in groups:
+        params = group.get("rayStartParams", {})
+        if not group["template"]["spec"].get("containers"):
+            out.append(f"{label}: no container")
+        if group.get("resources") and any(params.get(k) for k in _RAY_START_RESOURCES):
+            out.append(f"{label}: resources both in rayStartParams and in resources")
+        if "labels" in params:
+            out.append(f"{label}: rayStartParams['labels'] (use labels)")
+        if label != "head" and not spec.get("enableInTreeAutoscaling"):
+            low, high = group["minReplicas"], group["maxReplicas"]
+            if not 0 <= low <= group.get("replicas", low) <= high:
+                out.append(f"{label}: needs 0 <= minReplicas <= replicas <= maxReplicas")
+    return out
+
+
+def ray_start_resources(value: str) -> dict[str, float]:
+    """A rayStartParams `resources` value as Ray gets it: KubeRay pastes `--resources=VALUE`
+    into the pod's shell command (common/pod.go, convertParamMap), and reads VALUE itself with
+    its quotes trimmed (getResourcesMap) when it adds accelerator resources."""
+    (flag,) = shlex.split(f"--resources={value}")
+    resources: dict[str, float] = json.loads(flag.removeprefix("--resources="))
+    assert json.loads(value.strip("'\"` ")) == resources, "KubeRay cannot read it back"
+    return resources
+
+
+def kuberay_nodes(cluster: dict[str, Any]) -> dict[str, NodeInfo]:
+    """The Ray nodes KubeRay starts for `cluster`, by pod name, with the resources their
+    `ray start` gets: rayStartParams, else the container's limits (num-cpus from the CPU limit,
+    num-gpus from a limit whose name ends in 'gpu'), custom ones from `resources`."""
+    spec = cluster["spec"]
+    groups = [("head", 1, spec["headGroupSpec"])]
+    groups += [(g["groupName"], g["replicas"], g) for g in spec["workerGroupSpecs"]]
+    nodes = {}
+    for name, replicas, group in groups:
+        params = group.get("rayStartParams", {})
+        limits = group["template"]["spec"]["containers"][0]["resources"]["limits"]
+        gpus = next((v for k, v in limits.items() if k.endswith("gpu")), "0")
+        resources = {
+            "CPU": float(params.get("num-cpus", limits["cpu"])),
+            "GPU": float(params.get("num-gpus", gpus)),
+        }
+        if "resources" in params:
+            resources |= ray_start_resources(params["resources"])
+        for i in range(replicas):
+            pod = f"{name}-{i}"
+            nodes[pod] = NodeInfo(node_id=pod, ip=f"10.1.0.{len(nodes) + 1}", resources=resources)
+    return nodes
 
 
 def _yaml(name: str) -> dict[str, Any]:
@@ -124,9 +191,13 @@ def _qgate_run(argv: list[str]) -> click.Context:
     return command.make_context("run", argv[2:])
 
 
-# Stub executables: each appends "NODE<TAB>argv" to $STUB_LOG. srun runs the rest of its command
-# line "on" the node given with -w; what the script runs itself runs on $SLURMD_NODENAME.
-_LOG = 'printf "%s\\t%s\\n" "${STUB_NODE:-$SLURMD_NODENAME}" "$(basename "$0") $*" >> "$STUB_LOG"'
+# Stub executables: each appends "NODE<TAB>argv" (shell-quoted) to $STUB_LOG. srun runs the rest
+# of its command line "on" the node given with -w; what the script runs itself runs on
+# $SLURMD_NODENAME.
+_LOG = (
+    'printf "%s\\t%s\\n" "${STUB_NODE:-$SLURMD_NODENAME}" '
+    '"$(basename "$0")$(printf " %q" "$@")" >> "$STUB_LOG"'
+)
 STUBS = {
     "srun": f"""
         {_LOG}
@@ -144,9 +215,10 @@ STUBS = {
         {_LOG}
         [ "$1 $2 $3" = "show hostnames node[1-3]" ] && printf 'node1\\nnode2\\nnode3\\n'
     """,
+    # IPv6 and Debian's loopback name first: the script must pick the network address.
     "hostname": f"""
         {_LOG}
-        echo "10.0.0.1 fd00::1"
+        echo "${{HOSTNAME_IPS:-fd00::1 127.0.1.1 10.0.0.1}}"
     """,
     # A worker takes a while to join: without the script's wait, qgate would start first.
     "ray": f"""
@@ -197,10 +269,15 @@ def _calls(env: dict[str, str]) -> list[tuple[str, list[str]]]:
     return [(node, shlex.split(argv)) for node, argv in (line.split("\t", 1) for line in lines)]
 
 
-def _run_sbatch(env: dict[str, str], **extra: str) -> subprocess.CompletedProcess[str]:
-    args = ["bash", str(SBATCH), "/profiles/p.yaml", "--out", "/scratch/runs"]
+def _run_sbatch(env: dict[str, str], *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    args = args or ("/profiles/p.yaml", "--out", "/scratch/runs")
     return subprocess.run(
-        args, env={**env, **extra}, capture_output=True, text=True, timeout=60, check=False
+        ["bash", str(SBATCH), *args],
+        env={**env, **extra},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
@@ -214,6 +291,7 @@ def _ray(calls: list[tuple[str, list[str]]], verb: str) -> list[tuple[str, list[
 def test_the_raycluster_has_kuberays_structure_and_the_pinned_ray() -> None:
     cluster = _yaml("raycluster.yaml")
     jsonschema.validate(cluster, RAYCLUSTER_SCHEMA)
+    assert kuberay_problems(cluster) == []
     assert cluster["spec"]["rayVersion"] == RAY_PIN
     base = re.search(r"^FROM rayproject/ray:(\S+)", (KUBERAY / "Dockerfile").read_text(), re.M)
     assert base is not None and base.group(1).startswith(f"{RAY_PIN}-py311")
@@ -221,9 +299,67 @@ def test_the_raycluster_has_kuberays_structure_and_the_pinned_ray() -> None:
     broken["spec"]["workerGroupSpecs"][0]["rayStartParam"] = {}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, RAYCLUSTER_SCHEMA)
+    del broken["spec"]["workerGroupSpecs"][0]["rayStartParam"]
+    broken["spec"]["workerGroupSpecs"][1]["maxReplicas"] = 0
+    broken["spec"]["workerGroupSpecs"][1]["resources"] = {"cand": "1"}
+    assert kuberay_problems(broken) == [
+        "candidate: resources both in rayStartParams and in resources",
+        "candidate: needs 0 <= minReplicas <= replicas <= maxReplicas",
+    ]
 
 
-@pytest.mark.parametrize("name", ["head", "gpu8", "job"])
+def test_the_pools_resources_reach_ray_as_json() -> None:
+    groups = {g["groupName"]: g for g in _yaml("raycluster.yaml")["spec"]["workerGroupSpecs"]}
+    assert {
+        name: ray_start_resources(g["rayStartParams"]["resources"]) for name, g in groups.items()
+    } == {
+        "reference": {"ref": 1},
+        "candidate": {"cand": 1},
+    }
+    # KubeRay's older documented form reaches Ray too, but KubeRay cannot read it back.
+    with pytest.raises(json.JSONDecodeError):
+        ray_start_resources('"{\\"cand\\": 1}"')
+
+
+@pytest.mark.parametrize("pools", [False, True], ids=["any-worker", "pools"])
+def test_the_reference_and_the_candidate_start_at_once_on_the_workers(
+    stubs: dict[str, str], pools: bool
+) -> None:
+    """qgate's own placement over the nodes the manifests start: the head and the Job's node
+    hold nothing, the two lives go to two workers at once, each to its pool when the profile
+    names the pools the worker groups declare."""
+    _, calls = _job_dry_run(stubs, 0)
+    ctx = _qgate_run(calls[1][1])
+    profile = load_profile(
+        ROOT / "precision_profiles" / ctx.params["profile"].name, check_files=False
+    )
+    assert profile.cluster is None
+    if pools:
+        spec = ClusterSpec(reference={"ref": 1}, candidates={"cand": 1})
+        profile = profile.model_copy(update={"cluster": spec})
+    nodes = kuberay_nodes(_yaml("raycluster.yaml"))
+    start = calls[0][1]
+    job = {"CPU": float(_flag(start, "--num-cpus")), "GPU": float(_flag(start, "--num-gpus"))}
+    nodes["job"] = NodeInfo(node_id="job", ip="10.1.0.99", resources=job)
+    placed = assign(
+        [life_needs(profile, "reference"), life_needs(profile, "candidate")], [*nodes.values()]
+    )
+    assert not isinstance(placed, str), placed
+    where = [node.node_id for node in placed]
+    if pools:
+        assert where == ["reference-0", "candidate-0"]
+    else:
+        assert sorted(where) == ["candidate-0", "reference-0"]
+    # A third life at once has no node: the head and the Job's pod hold none.
+    third = assign([life_needs(profile, "reference")] * 3, [*nodes.values()])
+    assert isinstance(third, str) and "does not fit" in third
+
+
+def _flag(argv: list[str], name: str) -> str:
+    return next(a.split("=", 1)[1] for a in argv if a.startswith(f"{name}="))
+
+
+@pytest.mark.parametrize("name", ["head", "reference", "candidate", "job"])
 def test_each_pod_template_is_valid_kubernetes(name: str) -> None:
     template = _pod_templates()[name]
     pod_template = {
@@ -293,8 +429,8 @@ def test_the_job_reaches_the_heads_gcs_port_with_a_profile_whose_gpus_the_worker
         gpus = group["rayStartParams"]["num-gpus"]
         limits = group["template"]["spec"]["containers"][0]["resources"]["limits"]
         assert int(gpus) == int(limits["nvidia.com/gpu"]) == profile.target.count
-        pool = json.loads(json.loads(group["rayStartParams"]["resources"]))
-        assert ClusterSpec(candidates=pool).custom()["candidate"] == pool
+        # a pool a profile can name (custom resources qgate accepts in its cluster block)
+        ClusterSpec(candidates=ray_start_resources(group["rayStartParams"]["resources"]))
 
     # The report and the reference cache land on the Job's persistent volume.
     spec = _yaml("qgate-job.yaml")["spec"]["template"]["spec"]
@@ -376,3 +512,55 @@ def test_slurm_waits_for_every_node_and_stops_ray_when_the_cluster_never_comes_u
 def test_slurm_passes_a_bad_profile_exit_through(stubs: dict[str, str]) -> None:
     assert _run_sbatch(stubs, QGATE_STUB_STATUS="2").returncode == 2
     assert len(_ray(_calls(stubs), "stop")) == 3
+
+
+def test_slurm_pools_cpu_nodes_and_a_typed_gpu_count(stubs: dict[str, str]) -> None:
+    """Custom resources for a profile's pools (the head's, the workers'); CPU nodes ask Slurm
+    for no GPUs; a typed request (h200:8) gives Ray the count."""
+    done = _run_sbatch(
+        stubs,
+        QGATE_RAY_HEAD_RESOURCES='{"ref": 1}',
+        QGATE_RAY_WORKER_RESOURCES='{"cand": 1}',
+        QGATE_GPUS_PER_NODE="0",
+    )
+    assert done.returncode == 0, done.stderr
+    calls = _calls(stubs)
+    starts = _ray(calls, "start")
+    pools = {node: json.loads(_flag(argv, "--resources")) for node, argv in starts}
+    assert pools == {"node1": {"ref": 1}, "node2": {"cand": 1}, "node3": {"cand": 1}}
+    ClusterSpec(reference=pools["node1"], candidates=pools["node2"])
+    assert all("--num-gpus=0" in argv for _, argv in starts)
+    steps = [a for _, a in calls if a[0] == "srun" and "ray" in a and "start" in a]
+    assert len(steps) == 3 and not [a for a in steps if any("--gpus" in x for x in a)]
+
+    Path(stubs["STUB_LOG"]).unlink()
+    done = _run_sbatch(stubs, SLURM_GPUS_PER_NODE="h200:8")
+    assert done.returncode == 0, done.stderr
+    calls = _calls(stubs)
+    assert all("--num-gpus=8" in a for _, a in _ray(calls, "start"))
+    steps = [a for _, a in calls if a[0] == "srun" and "ray" in a and "start" in a]
+    assert all("--gpus-per-task=8" in a for a in steps) and len(steps) == 3
+    assert not [a for _, a in _ray(calls, "start") if any("--resources" in x for x in a)]
+
+
+def test_slurm_head_address_given_or_none_found(stubs: dict[str, str]) -> None:
+    done = _run_sbatch(stubs, QGATE_HEAD_IP="192.168.7.1")
+    assert done.returncode == 0, done.stderr
+    calls = _calls(stubs)
+    assert not [a for _, a in calls if a[0] == "hostname"]
+    ctx = _qgate_run(next(a for _, a in calls if a[0] == "qgate"))
+    assert ctx.params["cluster"] == "192.168.7.1:6379"
+
+    Path(stubs["STUB_LOG"]).unlink()
+    done = _run_sbatch(stubs, HOSTNAME_IPS="fd00::1 127.0.1.1")
+    assert done.returncode == 3
+    assert "no IPv4 network address found for node1" in done.stderr
+    assert [a[0] for _, a in _calls(stubs)] == ["scontrol", "srun", "hostname"]
+
+
+def test_slurm_without_a_profile_is_a_usage_error(stubs: dict[str, str]) -> None:
+    done = subprocess.run(
+        ["bash", str(SBATCH)], env=stubs, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 2 and "usage: sbatch" in done.stderr
+    assert not Path(stubs["STUB_LOG"]).exists()
