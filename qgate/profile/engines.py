@@ -142,8 +142,10 @@ def _engine_class(loaded: object) -> type[EngineDecl]:
     return loaded
 
 
-ENGINES: Registry[type[EngineDecl]] = Registry("engine", _engine_class)
-"""Engine kinds -> their classes ("module:Class", loaded on first use)."""
+ENGINES: Registry[type[EngineDecl]] = Registry("engine", _engine_class, name_of=lambda c: c.kind)
+"""Engine kinds -> their classes ("module:Class", loaded on first use); plug-ins of the
+`qgate.engines` entry-point group after them (`kind = pkg.module:Class`, the class's `kind`
+the entry point's name)."""
 for _kind, _target in {
     "vllm": "qgate.runtime.vllm_server:VllmServer",
     "endpoint": "qgate.runtime.endpoint:Endpoint",
@@ -151,6 +153,7 @@ for _kind, _target in {
     "command": "qgate.runtime.command_server:CommandServer",
 }.items():
     ENGINES.register(_kind, _target)
+ENGINES.open_to("qgate.engines")
 
 
 def engine_kinds() -> list[str]:

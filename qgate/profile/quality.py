@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, field_validator, model_validator
 
 from qgate.profile.base import Fraction, KeyIssue, Strict
+from qgate.profile.extra_suites import split_settings
 from qgate.profile.noise_floor import NoiseFloor
 from qgate.profile.reuse import ReuseSpec
 from qgate.profile.speculative import SpeculativeSpec
@@ -438,7 +439,12 @@ suite registered in qgate/profile/suites.py (a unit test holds the two lists tog
 
 
 class QualitySpec(Strict):
-    """The quality suites; every configured suite gates the perf stage."""
+    """The quality suites; every configured suite gates the perf stage.
+
+    A plug-in suite's setting sits beside the fields, under its own key
+    (qgate/profile/extra_suites.py); any other key is refused as unknown."""
+
+    model_config = ConfigDict(extra="allow")
 
     math: MathSuite | None = Field(default=None, description="Exact-answer math suite.")
     recall: RecallSuite | None = Field(default=None, description="Symbol recall suite.")
@@ -506,6 +512,16 @@ class QualitySpec(Strict):
         "(docs/concepts/noise-floor.md).",
     )
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _plugin_suites(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        if not isinstance(data, dict):
+            return handler(data)
+        block, extra = split_settings(cls.__name__, cls.model_fields, data, handler)
+        if block.__pydantic_extra__ is not None:
+            block.__pydantic_extra__.update(extra)
+        return block  # type: ignore[no-any-return]
+
     @model_validator(mode="after")
     def _floor_batch(self) -> Self:
         floor = self.noise_floor
@@ -530,4 +546,4 @@ class QualitySpec(Strict):
     def has_suites(self) -> bool:
         """Whether any suite is configured (a profile needs one unless it is a preview)."""
         names = type(self).model_fields.keys() - NON_SUITE_SETTINGS
-        return any(getattr(self, name) for name in names)
+        return any(getattr(self, name) for name in names) or bool(self.model_extra)

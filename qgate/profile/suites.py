@@ -34,6 +34,7 @@ from qgate.core.plan import SuitePlan
 from qgate.core.registry import Registry, load_object
 from qgate.core.yamlload import KeyPath
 from qgate.profile.context_ladder import buckets
+from qgate.profile.extra_suites import look_up_with
 from qgate.profile.model import Profile
 from qgate.profile.quality import (
     AccuracyPolicy,
@@ -180,8 +181,10 @@ def _suite(entry: object) -> SuiteEntry:
     return entry
 
 
-SUITES: Registry[SuiteEntry] = Registry("suite", _suite)
-"""Suite keys -> their entries, in the order the suites run."""
+SUITES: Registry[SuiteEntry] = Registry("suite", _suite, name_of=lambda e: e.key)
+"""Suite keys -> their entries, in the order the suites run (plug-ins of the `qgate.suites`
+entry-point group last: a distribution declares `word_count = pkg.module:ENTRY`, a
+`SuiteEntry` whose key is the entry point's name)."""
 
 
 def register(entry: SuiteEntry) -> SuiteEntry:
@@ -391,3 +394,14 @@ register(
         uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
     )
 )
+SUITES.open_to("qgate.suites")
+
+
+def _plugin_model(key: str) -> type[BaseModel] | None:
+    """The model of a plug-in suite's `quality.<key>` (a registered suite without a field)."""
+    if key in QualitySpec.model_fields or key not in SUITES:
+        return None
+    return SUITES.get(key).model
+
+
+look_up_with(_plugin_model)

@@ -10,6 +10,8 @@ so the run calls it without probing for it (tests/unit/run/test_lives.py fails o
 Executors are registered by name (`register_executor`, "module:attribute" of a factory
 `(address, named_by) -> Lives`, imported on first use): `ray` (qgate/cluster/lives.py)
 serves the cluster named by `--cluster`, $RAY_ADDRESS or the profile's `cluster.address`.
+Installed distributions add theirs through the `qgate.executors` entry-point group
+(`name = pkg.module:factory`), and `qgate run --executor NAME` picks one.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from qgate.profile import Profile
 from qgate.runtime.factory import make_runtime
 
 __all__ = [
+    "CLUSTER_EXECUTOR",
     "LOCAL",
     "ExecutorFactory",
     "Lives",
@@ -104,4 +107,9 @@ def executor(name: str, address: str, named_by: str) -> Lives:
     return EXECUTORS.get(name)(address, named_by)
 
 
-register_executor("ray", "qgate.cluster.lives:RayLives")
+CLUSTER_EXECUTOR = "ray"
+"""The executor of a run given a cluster address (`--cluster`, the profile's) and no
+`--executor`."""
+
+register_executor(CLUSTER_EXECUTOR, "qgate.cluster.lives:RayLives")
+EXECUTORS.open_to("qgate.executors")
