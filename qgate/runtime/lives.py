@@ -16,10 +16,12 @@ Installed distributions add theirs through the `qgate.executors` entry-point gro
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
+from qgate.core.plan import Plan
 from qgate.core.provenance import ClusterProvenance
 from qgate.core.records import Role
 from qgate.core.registry import Registry
@@ -33,9 +35,18 @@ __all__ = [
     "ExecutorFactory",
     "Lives",
     "LocalLives",
+    "PlannedElsewhere",
     "executor",
     "register_executor",
 ]
+
+
+@dataclass(frozen=True)
+class PlannedElsewhere:
+    """An executor's plan of a run's lives, for `qgate plan`: lines for people and its JSON."""
+
+    lines: list[str]
+    data: dict[str, Any] = field(default_factory=dict)
 
 
 class Lives:
@@ -69,6 +80,19 @@ class Lives:
 
     def provenance(self) -> ClusterProvenance | None:
         """Where its lives ran, for the report; None: this machine."""
+        return None
+
+    def planned(
+        self,
+        plan: Plan,
+        profiles: Sequence[tuple[str, Profile]],
+        *,
+        changes: Mapping[str, int],
+        life_s: float | None,
+    ) -> PlannedElsewhere | None:
+        """How it would run `plan`'s lives (which run together, the expected wall time), for
+        `qgate plan`; `changes`: per candidate with attribution, how many changes it has.
+        None: as the local plan says."""
         return None
 
 
