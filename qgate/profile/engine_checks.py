@@ -58,6 +58,10 @@ def engine_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
         engine = engine_class(launch.kind)
         for path, message in [*engine.spec_issues(launch), *engine.package_issues(launch)]:
             found.append(((*where, *path), message))
+        named = getattr(profile, role).endpoint is not None
+        if engine.takes_endpoint != named:
+            need = "required" if engine.takes_endpoint else "only valid"
+            found.append(((role, "endpoint"), f"{need} when engine.kind is 'endpoint'"))
         have = served(launch)
         for suite, needs in features_needed(profile.quality).items():
             for feature in (f for f in FEATURES if f in needs):

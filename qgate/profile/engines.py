@@ -19,6 +19,7 @@ Each engine declares, at class level:
   into an environment of its own (qgate/runtime/engine_env.py) and starts the server from;
 - `applied_config_offline`: whether verify can re-check a stored applied configuration;
 - `shares_machine`: whether two of its servers can run side by side on one machine;
+- `takes_endpoint`: whether a side names its running server in an `endpoint` block;
 - `cpu_build`, `takes_cpu_dtype`, `takes_vllm_args`: whether it runs on the CPU here, takes
   the machine's serving dtype there, and is started with vLLM's engine arguments.
 No module outside an engine's own branches on its kind: they read these declarations.
@@ -81,6 +82,9 @@ class EngineDecl:
     takes_cpu_dtype: ClassVar[bool] = False
     """On a CPU target (or its `cpu_build`), its serving dtype is `engine.cpu_dtype`'s: its
     args take `--dtype` (qgate/runtime/capabilities.py sets it)."""
+    takes_endpoint: ClassVar[bool] = False
+    """A side names the running server in its `endpoint` block (base URL, model, API key
+    variable): required for this engine, refused for the others."""
     takes_vllm_args: ClassVar[bool] = False
     """It is started with vLLM's engine arguments: the args a suite needs and qgate's shipped
     chat templates are checked against a side's args."""
