@@ -5,18 +5,22 @@ The distribution is what pip would leave in site-packages: the plug-in's module
 (tests/unit/core/plugin/qgate_toy_plugin.py), the server its engine starts (the mock
 OpenAI server, as module `qgate_toy_server`) and a `*.dist-info` folder whose
 entry_points.txt names the three objects under `qgate.suites`, `qgate.engines` and
-`qgate.executors`. importlib.metadata finds it on the `PYTHONPATH` of a fresh `qgate`
-process, which validates, runs (both sides started by the plug-in's engine, made by its
-executor, graded by its suite) and verifies the signed report.
+`qgate.executors`, as docs/extending.md declares them (the page includes the module and the
+profile, and the test reads the page's entry points: neither can drift from the other).
+importlib.metadata finds it on the `PYTHONPATH` of a fresh `qgate` process, which runs
+it (both sides started by the plug-in's engine, made by its executor, graded by its suite)
+and verifies the signed report.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,29 +33,21 @@ ROOT = HERE.parents[2]
 PLUGIN = HERE / "plugin" / "qgate_toy_plugin.py"
 MOCK = ROOT / "tests" / "mockserver" / "mock_openai.py"
 
-ENTRY_POINTS = """\
-[qgate.suites]
-word_count = qgate_toy_plugin:WORD_COUNT
+PAGE = ROOT / "docs" / "extending.md"
+PROFILE = (HERE / "plugin" / "profile.yaml").read_text()
+"""The profile docs/extending.md shows: the plug-in's suite and engine."""
 
-[qgate.engines]
-toy_server = qgate_toy_plugin:ToyServer
 
-[qgate.executors]
-logged = qgate_toy_plugin:LoggedLives
-"""
-
-# --8<-- [start:profile]
-PROFILE = """\
-name: toy-plugin
-model: {path: model, served_name: toy}
-engine: {kind: toy_server, version: "1.0", args: {ttft-ms: 1}}
-candidate: {args: {itl-ms: 2}}
-quality:
-  word_count:
-    sentences: ["one two three", "a b", "the quick brown fox"]
-    max_drop: 0.0
-"""
-# --8<-- [end:profile]
+def entry_points_txt() -> str:
+    """The entry points docs/extending.md declares (its pyproject.toml block), as an installer
+    writes them into the distribution's entry_points.txt."""
+    block = re.search(r"```toml\n(.*?)```", PAGE.read_text(encoding="utf-8"), re.S)
+    assert block is not None, "docs/extending.md lost its pyproject.toml block"
+    groups = tomllib.loads(block.group(1))["project"]["entry-points"]
+    return "\n".join(
+        f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in points.items())
+        for group, points in groups.items()
+    )
 
 
 def install(site: Path, entry_points: str) -> None:
@@ -86,7 +82,7 @@ def qgate(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def installed(tmp_path: Path) -> Iterator[Path]:
-    install(tmp_path / "site", ENTRY_POINTS)
+    install(tmp_path / "site", entry_points_txt())
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text('{"model_type": "toy"}\n')
     (tmp_path / "profile.yaml").write_text(PROFILE)
