@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from qgate.core.plan import Plan
-from qgate.core.provenance import ClusterProvenance
+from qgate.core.provenance import PlacedProvenance
 from qgate.core.records import Role
 from qgate.core.registry import Registry
 from qgate.core.serving import Runtime
@@ -78,8 +78,9 @@ class Lives:
         `places_lives`); None: one after the other."""
         return None
 
-    def provenance(self) -> ClusterProvenance | None:
-        """Where its lives ran, for the report; None: this machine."""
+    def provenance(self) -> PlacedProvenance | None:
+        """Where its lives ran, for the report (`provenance.cluster`): the Ray executor's
+        `ClusterProvenance`, a plug-in's `ExecutorProvenance`; None: this machine."""
         return None
 
     def planned(

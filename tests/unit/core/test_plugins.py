@@ -115,6 +115,8 @@ def test_a_plugin_suite_engine_and_executor_run_and_verify(installed: Path) -> N
     assert {life["engine"] for life in lives} == {"toy_server"}
 
     (report,) = (installed / "out").glob("*/report.intoto.jsonl")
+    shown = qgate(installed, "show", str(report)).stdout  # what the executor reported
+    assert f"Executor logged at {installed / 'lives'}: candidate on this machine; " in shown
     pubkey = installed / "config" / "qgate" / "dev-key.pub.pem"
     verified = qgate(installed, "verify", str(report), "--pubkey", str(pubkey))
     assert verified.returncode == 0, verified.stderr[-3000:]

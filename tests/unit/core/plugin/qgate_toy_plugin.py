@@ -15,6 +15,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from qgate.core.files import sha256_json, sha256_text
+from qgate.core.provenance import ExecutorLife, ExecutorProvenance
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
 from qgate.profile import Profile
@@ -117,17 +118,24 @@ class ToyServer(CommandServer):
 class LoggedLives(Lives):
     """`qgate run --executor logged --cluster DIR`: every life on this machine, as qgate
     makes it, and one line per life in DIR/lives.jsonl (where an executor for a batch
-    system would submit a job and hand back a proxy to the server it starts)."""
+    system would submit a job and hand back a proxy to the server it starts). The report
+    records what it says of its lives (`provenance`)."""
 
     def __init__(self, address: str, named_by: str) -> None:
+        self.address = address
         self.log = Path(address) / "lives.jsonl"
+        self.made: list[ExecutorLife] = []
 
     def runtime(
         self, profile: Profile, role: Role, model: Path, logs: Path, *, round: int = 0
     ) -> Runtime:
         with self.log.open("a", encoding="utf-8") as out:
             out.write(json.dumps({"role": role, "engine": profile.engine_of(role).kind}) + "\n")
+        self.made.append(ExecutorLife(side=role, where="this machine", round=round))
         return make_runtime(profile, role, model, logs)
+
+    def provenance(self) -> ExecutorProvenance:
+        return ExecutorProvenance(executor="logged", address=self.address, lives=self.made)
 
 
 # --8<-- [end:executor]
