@@ -19,14 +19,12 @@ import click
 
 from qgate.checkpoint.embedded import cache_root, checkpoint_path
 from qgate.cli.util import TEXT_OR_JSON
-from qgate.cluster import ray_api
-from qgate.cluster.plan import cluster_plan, describe_cluster
 from qgate.errors import BadInput
 from qgate.profile.changes import changes_of
 from qgate.profile.load import LoadedProfile
 from qgate.profile.load_multi import load_any_profile_file
 from qgate.run.context import select
-from qgate.run.lives import cluster_address
+from qgate.run.lives import cluster_address, lives_for
 from qgate.run.placement import plan_for
 from qgate.run.plan import describe, make_plan
 from qgate.run.reference import reference_key_for
@@ -36,6 +34,7 @@ from qgate.runtime.fingerprint import collect_fingerprint
 if TYPE_CHECKING:
     from qgate.core.plan import Plan
     from qgate.profile import Profile
+    from qgate.runtime.lives import Lives
 
 
 @click.command("plan")
@@ -102,9 +101,8 @@ def plan_cmd(
     else:
         plan = plan_for(selected, cached, refresh_reference)
     plan.notes.extend(refusals)
-    on_cluster = cluster_address(cluster, first)
-    if on_cluster is not None:
-        _cluster(plan, selected, *on_cluster, life_s, fmt)
+    if cluster_address(cluster, first) is not None:
+        _elsewhere(plan, selected, lives_for(cluster, first), life_s, fmt)
         return
     if fmt == "json":
         click.echo(json.dumps(plan.model_dump(mode="json"), indent=1))
@@ -126,27 +124,18 @@ def _cached(profile: Profile, cache_dir: Path | None) -> bool | None:
     return (root / key).is_dir()
 
 
-def _cluster(
-    plan: Plan,
-    selected: list[tuple[str, Profile]],
-    address: str,
-    named_by: str,
-    life_s: float | None,
-    fmt: str,
+def _elsewhere(
+    plan: Plan, selected: list[tuple[str, Profile]], lives: Lives, life_s: float | None, fmt: str
 ) -> None:
-    """The local plan, then its waves on the cluster at `address` (JSON: the cluster plan);
-    each life's needs from its profile (target, `cluster` block)."""
-    joined = ray_api.connect(address, named_by)
+    """The local plan, then the executor's plan of its lives (JSON: the executor's plan)."""
     changes = {
         name: len(changes_of(p, p.attribution.groups if p.attribution else []))
         for name, p in selected
         if any(life.side == f"{name} attribution" for life in plan.lives)
     }
-    out = cluster_plan(plan, selected, ray_api.nodes(), joined, changes=changes, life_s=life_s)
-    if isinstance(out, str):
-        raise BadInput(f"{named_by} {address}: {out}")
+    out = lives.planned(plan, selected, changes=changes, life_s=life_s)
     if fmt == "json":
-        click.echo(json.dumps(out.model_dump(mode="json"), indent=1))
+        click.echo(json.dumps(out.data if out else plan.model_dump(mode="json"), indent=1))
         return
-    for line in [*describe(plan), *describe_cluster(out)]:
+    for line in [*describe(plan), *(out.lines if out else [])]:
         click.echo(line)

@@ -116,6 +116,14 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
     "'auto'), independent lives at once; the suites run here (docs/cluster.md). "
     "[default: $RAY_ADDRESS when set, else the profile's cluster.address]",
 )
+@click.option(
+    "--executor",
+    metavar="NAME",
+    default=None,
+    help="Make every server life with this executor: 'ray', or one an installed plug-in "
+    "registers (entry-point group qgate.executors; docs/extending.md); it gets --cluster's "
+    "address. [default: 'ray' with a cluster address, else this machine]",
+)
 def run_cmd(
     profile: Path,
     out_root: Path,
@@ -131,6 +139,7 @@ def run_cmd(
     fmt: str,
     attribute: bool,
     cluster: str | None,
+    executor: str | None,
 ) -> None:
     """Gate the candidate of PROFILE against its reference, then measure it."""
     if skip_perf and force_perf:
@@ -158,6 +167,7 @@ def run_cmd(
                 metadata=pairs,
                 attribute=attribute,
                 cluster=cluster or None,
+                executor=executor,
             ),
         )
     finally:

@@ -7,26 +7,29 @@ wrapped in a `RayLife` that starts it on a node with the side's resources
 they are used as they are. `side_by_side` tells the plan whether the reference
 and the candidate can run at once (both fit on the cluster), `provenance` what
 the report records: the Ray version, each life's node and resources, and where
-each side's perf blocks ran. The fresh lives of later perf rounds are pinned to
+each side's perf blocks ran, `planned` what `qgate plan` shows: the waves of lives on the
+cluster's nodes. The fresh lives of later perf rounds are pinned to
 the first round's nodes, swapped in alternating rounds (qgate/cluster/rounds.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from qgate.cluster import ray_api
 from qgate.cluster.life import RayLife
 from qgate.cluster.placement import assign, capacity
-from qgate.cluster.plan import life_needs
+from qgate.cluster.plan import cluster_plan, describe_cluster, life_needs
 from qgate.cluster.rounds import round_node, speed_design
+from qgate.core.plan import Plan
 from qgate.core.provenance import ClusterLife, ClusterProvenance
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
+from qgate.errors import BadInput
 from qgate.profile import Profile
 from qgate.runtime.factory import make_runtime
-from qgate.runtime.lives import Lives
+from qgate.runtime.lives import Lives, PlannedElsewhere
 from qgate.runtime.server import ServerProcess
 
 __all__ = ["RayLives"]
@@ -56,6 +59,7 @@ class RayLives(Lives):
         named_by: str = "--cluster",
         custom: Mapping[str, Mapping[str, float]] | None = None,
     ) -> None:
+        self.asked, self.named_by = address, named_by
         self.address = ray_api.connect(address, named_by)
         self.ray_version = ray_api.ray_version()
         self.nodes = ray_api.nodes()
@@ -134,3 +138,25 @@ class RayLives(Lives):
             lives=lives,
             speed_design=speed_design(lives),
         )
+
+    def planned(
+        self,
+        plan: Plan,
+        profiles: Sequence[tuple[str, Profile]],
+        *,
+        changes: Mapping[str, int],
+        life_s: float | None,
+    ) -> PlannedElsewhere:
+        """The waves of `plan` on the cluster's nodes; BadInput when a life fits on none."""
+        out = cluster_plan(
+            plan,
+            profiles,
+            self.nodes,
+            self.address,
+            changes=changes,
+            custom=self.custom,
+            life_s=life_s,
+        )
+        if isinstance(out, str):
+            raise BadInput(f"{self.named_by} {self.asked}: {out}")
+        return PlannedElsewhere(describe_cluster(out), out.model_dump(mode="json"))

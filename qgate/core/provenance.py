@@ -23,6 +23,9 @@ __all__ = [
     "CiProvenance",
     "ClusterLife",
     "ClusterProvenance",
+    "ExecutorLife",
+    "ExecutorProvenance",
+    "PlacedProvenance",
     "RunProvenance",
     "parse_metadata",
     "provenance_lines",
@@ -80,6 +83,32 @@ class ClusterProvenance(Record):
     )
 
 
+class ExecutorLife(Record):
+    """One server life a plug-in executor placed: where it ran, in the executor's words."""
+
+    side: str = Field(description="'reference', a candidate's name, or an attribution trial.")
+    where: str = Field(description="Where it ran, as the executor names it (a node, a job).")
+    round: int = Field(default=0, description="The perf round the life served (0: the run's own).")
+
+
+class ExecutorProvenance(Record):
+    """Where a plug-in executor (qgate.executors) ran the lives, as it reports it; signed, not
+    re-derived. The Ray executor's own record is `ClusterProvenance`."""
+
+    executor: str = Field(description="The executor's registered name (`qgate run --executor`).")
+    address: str = Field(description="The address it was given (--cluster), or ''.")
+    lives: list[ExecutorLife] = Field(
+        default_factory=list, description="Every life it made, in the order it made them."
+    )
+    facts: dict[str, str] = Field(
+        default_factory=dict, description="What else it reports (its version, a queue, ...)."
+    )
+
+
+PlacedProvenance = ClusterProvenance | ExecutorProvenance
+"""What an executor that places lives elsewhere reports (`Lives.provenance`)."""
+
+
 class RunProvenance(Record):
     """CI provenance and the user's metadata of one run."""
 
@@ -87,8 +116,10 @@ class RunProvenance(Record):
     metadata: dict[str, str] = Field(
         default_factory=dict, description="--metadata KEY=VALUE pairs (secret-looking redacted)."
     )
-    cluster: ClusterProvenance | None = Field(
-        default=None, description="The Ray cluster the lives ran on (None: this machine)."
+    cluster: ClusterProvenance | ExecutorProvenance | None = Field(
+        default=None,
+        description="Where the lives ran when an executor placed them: the Ray cluster's record, "
+        "or a plug-in executor's (None: this machine).",
     )
 
 
@@ -158,7 +189,7 @@ def parse_metadata(pairs: Sequence[str]) -> dict[str, str]:
 def run_provenance(
     env: Mapping[str, str],
     metadata: Mapping[str, str],
-    cluster: ClusterProvenance | None = None,
+    cluster: PlacedProvenance | None = None,
 ) -> RunProvenance | None:
     """What the report records about where it ran; None outside CI and a cluster without
     metadata."""
@@ -190,7 +221,16 @@ def provenance_lines(p: RunProvenance | None) -> list[str]:
         lines.append(f"CI: {c.provider}" + (f" ({', '.join(facts)})" if facts else "") + ".")
     if p.metadata:
         lines.append("Metadata: " + ", ".join(f"{k}={v}" for k, v in p.metadata.items()) + ".")
-    if p.cluster is not None:
+    if isinstance(p.cluster, ExecutorProvenance):
+        placed = p.cluster
+        where = "; ".join(
+            f"{life.side}{f' (round {life.round + 1})' if life.round else ''} on {life.where}"
+            for life in placed.lives
+        )
+        told = "".join(f", {k} {v}" for k, v in placed.facts.items())
+        at = f" at {placed.address}" if placed.address else ""
+        lines.append(f"Executor {placed.executor}{at}{told}: {where or 'no life'}.")
+    elif p.cluster is not None:
         ray = p.cluster
         where = "; ".join(
             f"{life.side}{f' (round {life.round + 1})' if life.round else ''} "

@@ -170,6 +170,10 @@ class Runtime(Protocol):
         """The server frozen inside the block (the idle side of a side-by-side perf block)."""
         ...
 
+    def headers(self) -> dict[str, str]:
+        """Headers every request to it carries (an endpoint's API key, from its variable)."""
+        ...
+
     def __enter__(self) -> Self: ...
 
     def __exit__(
@@ -218,6 +222,10 @@ class Lifecycle(ABC):
     def paused(self) -> AbstractContextManager[None]:
         """Not frozen, unless the engine can be: the block runs as it is."""
         return nullcontext()
+
+    def headers(self) -> dict[str, str]:
+        """No headers, unless the engine needs some (an API key)."""
+        return {}
 
     def __enter__(self) -> Self:
         try:

@@ -27,6 +27,7 @@ from qgate.core.verdict import Verdict
 from qgate.perf.probe_gates import graded
 from qgate.perf.records import RequestRecord
 from qgate.profile import LivesSpec
+from qgate.quality.math_set import PROBED
 from qgate.quality.records import SuiteRun
 
 __all__ = [
@@ -72,7 +73,7 @@ def reference_right(
 ) -> dict[ProbeKind, set[str]]:
     """Per kind, the items the reference answered right in its quality stage (math.short)
     and in every probe of that kind its own lives asked."""
-    right = {i.id for r in reference_runs if r.suite == "math.short" for i in r.items if i.correct}
+    right = {i.id for r in reference_runs if r.suite == PROBED for i in r.items if i.correct}
     out: dict[ProbeKind, set[str]] = {"start": set(right), "idle": set(right)}
     for p in lives:
         if p.role == "reference":
@@ -95,7 +96,7 @@ def life_verdicts(
     lost_before = {
         i.id
         for r in quality_runs
-        if r.role == "candidate" and r.suite == "math.short"
+        if r.role == "candidate" and r.suite == PROBED
         for i in r.items
         if not i.correct
     }

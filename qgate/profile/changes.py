@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import Field
 
 from qgate.core.records import Record
+from qgate.profile.engines import declared
 from qgate.profile.model import EngineLaunch, Profile, RuntimeSpec
 
 __all__ = ["Change", "changes_of", "machine_dtype", "raw_change_names", "sub_profile"]
@@ -50,11 +51,6 @@ def _effective(profile: Profile, role: str, field: str) -> dict[str, Any]:
     return {**getattr(profile.engine_of(role), field), **getattr(spec, field)}
 
 
-DTYPE_ON_CPU = ("vllm", "command")
-"""Engine kinds whose serving dtype `engine.cpu_dtype: auto` sets on a CPU target
-(qgate/runtime/capabilities.py applies it to the sides' arguments at run time)."""
-
-
 def machine_dtype(profile: Profile) -> bool:
     """Both sides' serving dtype is the machine's (`engine.cpu_dtype: auto`, a CPU target, each
     side an engine it applies to): the same on both, whatever the engine blocks say, so a
@@ -62,7 +58,9 @@ def machine_dtype(profile: Profile) -> bool:
     return (
         profile.engine.cpu_dtype == "auto"
         and profile.target.accelerator.lower() == "cpu"
-        and all(profile.engine_of(r).kind in DTYPE_ON_CPU for r in ("reference", "candidate"))
+        and all(
+            declared(profile.engine_of(r).kind).takes_cpu_dtype for r in ("reference", "candidate")
+        )
     )
 
 

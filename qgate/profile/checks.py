@@ -34,6 +34,7 @@ from qgate.profile import (
 )
 from qgate.profile.base import RESERVED_ARGS
 from qgate.profile.engine_checks import engine_problems
+from qgate.profile.engines import declared, engine_kinds
 from qgate.profile.files import file_problems
 from qgate.profile.inert import endpoint_round_problems, inert_problems, repeat_problems
 from qgate.profile.limits import (
@@ -241,7 +242,9 @@ def profile_problems(profile: Profile) -> Found:
         if not word:
             found.append((("engine", "launcher", index), "must not be empty"))
     for role in ("reference", "candidate"):
-        if profile.engine_of(role).kind == "endpoint" and getattr(profile, role).emulate_weights:
+        kind = profile.engine_of(role).kind
+        running = kind in engine_kinds() and not declared(kind).starts_process
+        if running and getattr(profile, role).emulate_weights:
             found.append(
                 (
                     (role, "emulate_weights"),

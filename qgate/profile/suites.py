@@ -23,7 +23,7 @@ suite's name (tests/unit/test_suite_names.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast, get_origin
 
@@ -33,7 +33,7 @@ from qgate.core.features import Feature
 from qgate.core.plan import SuitePlan
 from qgate.core.registry import Registry, load_object
 from qgate.core.yamlload import KeyPath
-from qgate.profile.context_ladder import buckets
+from qgate.profile.extra_suites import look_up_with
 from qgate.profile.model import Profile
 from qgate.profile.quality import (
     AccuracyPolicy,
@@ -47,6 +47,15 @@ from qgate.profile.quality import (
     ToolCallsSuite,
 )
 from qgate.profile.suite_checks import ladder_problems, lm_eval_problems, tool_calls_args
+from qgate.profile.suite_results import (
+    Results,
+    ladder_results,
+    lm_eval_results,
+    math_results,
+    recall_results,
+    structured_results,
+    tool_calls_results,
+)
 
 __all__ = [
     "askable",
@@ -70,8 +79,6 @@ __all__ = [
     "unregister",
 ]
 
-Results = list[tuple[str, AccuracyPolicy]]
-"""Result ids ('math.short', 'lm_eval.gsm8k') with the accuracy policy that gates each."""
 
 ACCURACY_GATE_FIELDS = frozenset(AccuracyPolicy.model_fields)
 """Policy fields of every exact-answer suite: they decide verdicts, never what is generated."""
@@ -120,6 +127,9 @@ class SuiteEntry:
     asked_again: str | None = None
     """"module:attribute" of its `AskedAgain` (one setting per result id, cut to a pass's
     limit): `quality.reuse` can ask its results again; None: it cannot."""
+    localise: str | None = None
+    """"module:attribute" of its `Localiser` (qgate/report/localise.py): the report's rows by
+    prompt length, depth and difficulty, and where a failed gate's damage sits; None: none."""
 
     def plan_rows(self, setting: Any) -> list[SuitePlan] | None:
         """Its plan, one row per result, when the entry says."""
@@ -150,38 +160,16 @@ class SuiteEntry:
         return [(self.key, setting)]
 
 
-def _math_results(spec: MathSuite) -> Results:
-    return [(f"math.{form}", spec) for form in spec.prompts]
-
-
-def _recall_results(spec: RecallSuite) -> Results:
-    return [(f"recall.{n}", spec) for n in spec.context_tokens]
-
-
-def _ladder_results(spec: ContextLadder) -> Results:
-    return [(b.suite, spec) for b in buckets(spec.start, spec.up_to)]
-
-
-def _lm_eval_results(tasks: Sequence[LmEvalTask]) -> Results:
-    return [(f"lm_eval.{task.task}", task) for task in tasks]
-
-
-def _tool_calls_results(spec: ToolCallsSuite) -> Results:
-    return [(f"tool_calls.{choice}", spec) for choice in spec.choices]
-
-
-def _structured_results(spec: StructuredSuite) -> Results:
-    return [(f"structured.{param}", spec) for param in spec.params]
-
-
 def _suite(entry: object) -> SuiteEntry:
     if not isinstance(entry, SuiteEntry):
         raise TypeError(f"{entry!r} is not a SuiteEntry")
     return entry
 
 
-SUITES: Registry[SuiteEntry] = Registry("suite", _suite)
-"""Suite keys -> their entries, in the order the suites run."""
+SUITES: Registry[SuiteEntry] = Registry("suite", _suite, name_of=lambda e: e.key)
+"""Suite keys -> their entries, in the order the suites run (plug-ins of the `qgate.suites`
+entry-point group last: a distribution declares `word_count = pkg.module:ENTRY`, a
+`SuiteEntry` whose key is the entry point's name)."""
 
 
 def register(entry: SuiteEntry) -> SuiteEntry:
@@ -303,8 +291,9 @@ register(
         planned="qgate.quality.plans:math_plan",
         rederive="qgate.report.verify.rederive:rederive_math",
         check_items="qgate.report.verify.rederive:check_math_items",
-        results=_math_results,
+        results=math_results,
         asked_again="qgate.quality.reuse_pass:MATH_AGAIN",
+        localise="qgate.report.localise:MATH",
         uses=frozenset({"tokenize"}),  # the long form's preamble; sized by characters without
     )
 )
@@ -316,8 +305,9 @@ register(
         planned="qgate.quality.plans:recall_plan",
         rederive="qgate.report.verify.rederive:rederive_symbol",
         check_items="qgate.report.verify.rederive:check_recall_runs",
-        results=_recall_results,
+        results=recall_results,
         asked_again="qgate.quality.reuse_pass:RECALL_AGAIN",
+        localise="qgate.report.localise:RECALL",
         uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
     )
 )
@@ -339,6 +329,7 @@ register(
         # /tokenize for the prompt ids, forced continuation lengths, teacher-forced top-k
         needs=frozenset({"prompt_logprobs", "tokenize", "min_tokens"}),
         paired=True,
+        localise="qgate.report.localise:DIVERGENCE",
     )
 )
 register(
@@ -348,7 +339,7 @@ register(
         runner="qgate.quality.lmeval_suite:SUITE",
         planned="qgate.quality.plans:lm_eval_plan",
         rederive="qgate.report.verify.rederive_lm_eval:rederive_lm_eval",
-        results=_lm_eval_results,
+        results=lm_eval_results,
         problems=lm_eval_problems,
     )
 )
@@ -360,7 +351,7 @@ register(
         planned="qgate.quality.plans:tool_calls_plan",
         rederive="qgate.report.verify.rederive:rederive_tool_calls",
         check_items="qgate.report.verify.rederive:check_tool_call_items",
-        results=_tool_calls_results,
+        results=tool_calls_results,
         engine_args=tool_calls_args,
     )
 )
@@ -372,7 +363,7 @@ register(
         planned="qgate.quality.plans:structured_plan",
         rederive="qgate.report.verify.rederive:rederive_structured",
         check_items="qgate.report.verify.rederive:check_structured_items",
-        results=_structured_results,
+        results=structured_results,
     )
 )
 register(
@@ -382,7 +373,7 @@ register(
         runner="qgate.quality.context_ladder_suite:SUITE",
         rederive="qgate.report.verify.rederive:rederive_symbol",
         check_items="qgate.report.verify.rederive:check_ladder_runs",
-        results=_ladder_results,
+        results=ladder_results,
         problems=ladder_problems,
         planned="qgate.quality.plans:context_ladder_plan",
         family="context",
@@ -391,3 +382,14 @@ register(
         uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
     )
 )
+SUITES.open_to("qgate.suites")
+
+
+def _plugin_model(key: str) -> type[BaseModel] | None:
+    """The model of a plug-in suite's `quality.<key>` (a registered suite without a field)."""
+    if key in QualitySpec.model_fields or key not in SUITES:
+        return None
+    return SUITES.get(key).model
+
+
+look_up_with(_plugin_model)

@@ -21,6 +21,7 @@ from qgate.quality.sizing import math_limit
 
 __all__ = [
     "PREAMBLE",
+    "PROBED",
     "PROMPT_VERSION",
     "MathItem",
     "load_ladder",
@@ -33,6 +34,9 @@ __all__ = [
 ]
 
 PROMPT_VERSION = "1"
+PROBED = "math.short"
+"""The result whose items the perf and life probes ask again: short-form math items, known
+right on the reference (the other modules name it by this, never by the string)."""
 INSTRUCTION = "Reply with only the number, nothing else."
 LONG_BRIDGE = "The text above is background material; it is not needed for the question below."
 DEFAULT_SET = "math/core.jsonl"

@@ -80,8 +80,7 @@ class QualityOutput(Record):
 
 def runtime_headers(runtime: Runtime) -> dict[str, str]:
     """Auth headers of an endpoint (API key from its env var); none for a started server."""
-    headers = getattr(runtime, "headers", None)
-    return dict(headers()) if callable(headers) else {}
+    return dict(runtime.headers())
 
 
 def max_model_len_of(profile: Profile, role: Role) -> int | None:

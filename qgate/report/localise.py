@@ -7,15 +7,20 @@ Lower precision shows first on the hardest items (many steps, long carry chains)
 math suites are also split by ladder level (or core-set tier), both sides, with flips.
 Pure functions of a `Report` for its views: verify never reads them, and the gate
 verdicts stay as stored (`worst_notes` only names where a failed gate's damage is).
+Which suites have which tables and notes is declared on their registry entries
+(`SuiteEntry.localise` names one of the `Localiser`s below), not by their names here.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import cast
 
+from qgate.core.registry import load_object
 from qgate.core.verdict import Verdict
+from qgate.profile.suites import entry_of_result
 from qgate.quality.calibrate import boundary_warning
 from qgate.quality.data_ladder import level_of
 from qgate.quality.divergence import reverse_klds
@@ -25,7 +30,11 @@ from qgate.report.model import Report
 
 __all__ = [
     "BUCKETS",
+    "DIVERGENCE",
+    "MATH",
+    "RECALL",
     "AccuracyGroup",
+    "Localiser",
     "boundary_lines",
     "PositionBucket",
     "bucket_bounds",
@@ -41,7 +50,31 @@ BUCKETS = 4
 
 # recall item ids end in '.d<depth index>-<depth percent>' (qgate/quality/recall_suite.py)
 _DEPTH = re.compile(r"\.d(\d+)-(\d+)$")
-_SUITES = ("math.", "recall.")
+
+
+@dataclass(frozen=True)
+class Localiser:
+    """What the localisation shows of one suite's results (named by its `SuiteEntry`)."""
+
+    worst: Callable[[Report, Verdict], str | None]
+    """Where a failed gate of its damage sits ('worst: depth 75%, ...'), or None."""
+    difficulty: Callable[[str], tuple[int, str] | None] | None = None
+    """(sort key, label) of an item's difficulty; None: no accuracy-by-length or difficulty
+    rows (no prompt-length axis)."""
+    depths: bool = False
+    """Its items carry a needle depth (ids ending '.d<i>-<percent>'): rows per depth."""
+
+
+def _localiser(suite: str) -> Localiser | None:
+    entry = entry_of_result(suite)
+    if entry is None or entry.localise is None:
+        return None
+    return cast("Localiser", load_object(entry.localise))
+
+
+def _by_length(suite: str) -> Localiser | None:
+    found = _localiser(suite)
+    return found if found is not None and found.difficulty is not None else None
 
 
 @dataclass(frozen=True)
@@ -161,12 +194,13 @@ def length_groups(report: Report) -> list[AccuracyGroup]:
     """
     out: list[AccuracyGroup] = []
     for suite, ref, cand in suite_pairs(report.quality.runs):
-        if ref is None or cand is None or not suite.startswith(_SUITES):
+        localiser = _by_length(suite)
+        if ref is None or cand is None or localiser is None:
             continue
         cand_by_id = {i.id: i.correct for i in cand.items}
         paired = {i.id: (i.correct, cand_by_id[i.id]) for i in ref.items if i.id in cand_by_id}
         out.append(_group(suite, None, list(paired.values())))
-        if suite.startswith("recall."):
+        if localiser.depths:
             out += _depth_groups(suite, ref, paired)
     return out
 
@@ -177,13 +211,15 @@ _TIERS = ("arith", "multi", "word")  # the core set's tiers, easiest first
 _SIMILAR = re.compile(r"^recall\.\d+\.s(\d+)\.")
 
 
-def _difficulty(item_id: str) -> tuple[int, str] | None:
-    """(sort key, label) of an item's difficulty: its ladder level, its core-set tier, or its
-    recall haystack's count of similar distractor codes."""
-    if item_id.startswith("recall."):
-        found = _SIMILAR.match(item_id)
-        k = int(found.group(1)) if found else 0
-        return k, f"{k} similar codes"
+def _similar_codes(item_id: str) -> tuple[int, str]:
+    """A recall item's difficulty: its haystack's count of similar distractor codes."""
+    found = _SIMILAR.match(item_id)
+    k = int(found.group(1)) if found else 0
+    return k, f"{k} similar codes"
+
+
+def _math_difficulty(item_id: str) -> tuple[int, str] | None:
+    """A math item's difficulty: its ladder level, or its core-set tier."""
     level = level_of(item_id)
     if level is not None:
         return level, f"level {level}"
@@ -202,12 +238,13 @@ def level_groups(report: Report) -> list[AccuracyGroup]:
     """
     out: list[AccuracyGroup] = []
     for suite, ref, cand in suite_pairs(report.quality.runs):
-        if ref is None or cand is None or not suite.startswith(_SUITES):
+        localiser = _by_length(suite)
+        if ref is None or cand is None or localiser is None or localiser.difficulty is None:
             continue
         cand_by_id = {i.id: i.correct for i in cand.items}
         by_level: dict[tuple[int, str], list[tuple[bool, bool]]] = {}
         for item in ref.items:
-            key = _difficulty(item.id)
+            key = localiser.difficulty(item.id)
             if key is not None and item.id in cand_by_id:
                 by_level.setdefault(key, []).append((item.correct, cand_by_id[item.id]))
         if len(by_level) > 1:
@@ -218,7 +255,8 @@ def level_groups(report: Report) -> list[AccuracyGroup]:
     return out
 
 
-def _math_note(report: Report, suite: str) -> str | None:
+def _math_note(report: Report, verdict: Verdict) -> str | None:
+    suite = verdict.suite
     levels = [g for g in level_groups(report) if g.suite == suite]
     if not levels:
         return None
@@ -259,7 +297,11 @@ def _times_first(value: float, first: float, worst_is_first: bool, last: float |
     return f"{ratio:.0f}x the first bucket" if ratio >= 10 else f"{ratio:.2g}x the first bucket"
 
 
-def _divergence_note(report: Report, gate: str) -> str | None:
+def _divergence_note(report: Report, verdict: Verdict) -> str | None:
+    prefix = f"{verdict.suite}."
+    if not verdict.gate.startswith(prefix):
+        return None
+    gate = verdict.gate.removeprefix(prefix)
     div = report.quality.divergence
     kld = None
     if gate == "max_mean_reverse_kld" and div is not None:
@@ -288,7 +330,8 @@ def _divergence_note(report: Report, gate: str) -> str | None:
     return f"worst: {buckets[i].label}, {what} {value_of[i]:.3g} ({ratio})"
 
 
-def _recall_note(report: Report, suite: str) -> str | None:
+def _recall_note(report: Report, verdict: Verdict) -> str | None:
+    suite = verdict.suite
     depths = [g for g in length_groups(report) if g.suite == suite and g.depth_pct is not None]
     if not depths:
         return None
@@ -306,16 +349,19 @@ def worst_note(report: Report, verdict: Verdict) -> str | None:
     observed value, or that has no position, depth or difficulty axis (lm_eval, perf)."""
     if verdict.passed or not verdict.settled or verdict.observed is None:
         return None
-    if verdict.suite == "divergence" and verdict.gate.startswith("divergence."):
-        return _divergence_note(report, verdict.gate.removeprefix("divergence."))
-    if verdict.suite.startswith("recall."):
-        return _recall_note(report, verdict.suite)
-    if verdict.suite.startswith("math."):
-        return _math_note(report, verdict.suite)
-    return None
+    localiser = _localiser(verdict.suite)
+    return None if localiser is None else localiser.worst(report, verdict)
 
 
 def worst_notes(report: Report) -> dict[str, str]:
     """`worst_note` of every gate that has one, by gate id."""
     notes = ((v.gate, worst_note(report, v)) for v in report.all_verdicts())
     return {gate: note for gate, note in notes if note is not None}
+
+
+MATH = Localiser(worst=_math_note, difficulty=_math_difficulty)
+"""Math: accuracy by prompt form and by ladder level or core tier; a failed gate's worst level."""
+RECALL = Localiser(worst=_recall_note, difficulty=_similar_codes, depths=True)
+"""Recall: accuracy by context length, needle depth and similar codes; the worst depth."""
+DIVERGENCE = Localiser(worst=_divergence_note)
+"""Divergence: a failed gate's worst part of the continuation."""

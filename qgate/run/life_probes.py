@@ -29,7 +29,7 @@ from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import RequestRecord
 from qgate.perf.runner import probe_spec
 from qgate.profile import ANSWER_MAX_TOKENS, Profile
-from qgate.quality.math_set import math_items, short_prompt
+from qgate.quality.math_set import PROBED, math_items, short_prompt
 from qgate.quality.stage import QualityOutput, runtime_headers
 from qgate.runtime.causes import blamed_on
 
@@ -48,15 +48,13 @@ def math_probes(
     if spec is None or n == 0:
         return []
     items = {i.id: i for i in math_items(spec)}
-    ref_run = (
-        next((r for r in reference.runs if r.suite == "math.short"), None) if reference else None
-    )
+    ref_run = next((r for r in reference.runs if r.suite == PROBED), None) if reference else None
     if ref_run is not None:
         chosen = [r.id for r in ref_run.items if r.correct and r.id in items]
         chosen += [r.id for r in ref_run.items if not r.correct and r.id in items]
     else:
         chosen = list(items)
-    own = next((r for r in quality.runs if r.suite == "math.short"), None) if quality else None
+    own = next((r for r in quality.runs if r.suite == PROBED), None) if quality else None
     answers = {i.id: i.answer for i in own.items} if own is not None else {}
     return [
         Probe(
@@ -266,7 +264,7 @@ class LifeProbing:
                         score[r.probe_id] = min(score.get(r.probe_id, mark), mark)
         own = self.own.get(side)  # an item this side lost in its quality stage is not judged
         for run in own.runs if own is not None else []:
-            if run.suite == "math.short":
+            if run.suite == PROBED:
                 score.update({i.id: 2 for i in run.items if not i.correct})
         return sorted(probes, key=lambda p: score.get(p.id, 1))
 

@@ -38,7 +38,7 @@ The engine extras the run uses (`metrics`, `cores_chosen`, `can_dry_check`/`dry_
 from __future__ import annotations
 
 from qgate.profile import Profile
-from qgate.runtime.lives import LOCAL, Lives, LocalLives, executor
+from qgate.runtime.lives import CLUSTER_EXECUTOR, LOCAL, Lives, LocalLives, executor
 
 __all__ = ["LOCAL", "Lives", "LocalLives", "cluster_address", "lives_for"]
 
@@ -53,10 +53,13 @@ def cluster_address(given: str | None, profile: Profile) -> tuple[str, str] | No
     return None
 
 
-def lives_for(given: str | None, profile: Profile) -> Lives:
-    """The run's lives: the `ray` executor's on the cluster `cluster_address` names, else
-    this machine's."""
+def lives_for(given: str | None, profile: Profile, name: str | None = None) -> Lives:
+    """The run's lives: executor `name`'s (`--executor`; the address `cluster_address` names,
+    or none), else the cluster executor's on the cluster `cluster_address` names, else this
+    machine's."""
     where = cluster_address(given, profile)
+    if name is not None:
+        return executor(name, *(where or ("", "--executor")))
     if where is None:
         return LOCAL
-    return executor("ray", *where)
+    return executor(CLUSTER_EXECUTOR, *where)

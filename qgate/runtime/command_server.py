@@ -49,6 +49,7 @@ class CommandServer(ServerProcess):
     """A server started by the profile's own command."""
 
     kind: ClassVar[str] = "command"
+    takes_cpu_dtype: ClassVar[bool] = True  # its args follow as --KEY VALUE: it gets --dtype
     template: list[str]
     declared: frozenset[Feature]
 

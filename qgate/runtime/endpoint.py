@@ -32,6 +32,7 @@ class Endpoint(EngineDecl, Lifecycle):
     """A server named by base URL; the API key stays in its environment variable."""
 
     kind: ClassVar[str] = "endpoint"
+    takes_endpoint: ClassVar[bool] = True
 
     @classmethod
     def served_features(cls, launch: EngineLaunch) -> frozenset[Feature]:

@@ -10,15 +10,19 @@ so the run calls it without probing for it (tests/unit/run/test_lives.py fails o
 Executors are registered by name (`register_executor`, "module:attribute" of a factory
 `(address, named_by) -> Lives`, imported on first use): `ray` (qgate/cluster/lives.py)
 serves the cluster named by `--cluster`, $RAY_ADDRESS or the profile's `cluster.address`.
+Installed distributions add theirs through the `qgate.executors` entry-point group
+(`name = pkg.module:factory`), and `qgate run --executor NAME` picks one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
-from qgate.core.provenance import ClusterProvenance
+from qgate.core.plan import Plan
+from qgate.core.provenance import PlacedProvenance
 from qgate.core.records import Role
 from qgate.core.registry import Registry
 from qgate.core.serving import Runtime
@@ -26,13 +30,23 @@ from qgate.profile import Profile
 from qgate.runtime.factory import make_runtime
 
 __all__ = [
+    "CLUSTER_EXECUTOR",
     "LOCAL",
     "ExecutorFactory",
     "Lives",
     "LocalLives",
+    "PlannedElsewhere",
     "executor",
     "register_executor",
 ]
+
+
+@dataclass(frozen=True)
+class PlannedElsewhere:
+    """An executor's plan of a run's lives, for `qgate plan`: lines for people and its JSON."""
+
+    lines: list[str]
+    data: dict[str, Any] = field(default_factory=dict)
 
 
 class Lives:
@@ -64,8 +78,22 @@ class Lives:
         `places_lives`); None: one after the other."""
         return None
 
-    def provenance(self) -> ClusterProvenance | None:
-        """Where its lives ran, for the report; None: this machine."""
+    def provenance(self) -> PlacedProvenance | None:
+        """Where its lives ran, for the report (`provenance.cluster`): the Ray executor's
+        `ClusterProvenance`, a plug-in's `ExecutorProvenance`; None: this machine."""
+        return None
+
+    def planned(
+        self,
+        plan: Plan,
+        profiles: Sequence[tuple[str, Profile]],
+        *,
+        changes: Mapping[str, int],
+        life_s: float | None,
+    ) -> PlannedElsewhere | None:
+        """How it would run `plan`'s lives (which run together, the expected wall time), for
+        `qgate plan`; `changes`: per candidate with attribution, how many changes it has.
+        None: as the local plan says."""
         return None
 
 
@@ -104,4 +132,9 @@ def executor(name: str, address: str, named_by: str) -> Lives:
     return EXECUTORS.get(name)(address, named_by)
 
 
-register_executor("ray", "qgate.cluster.lives:RayLives")
+CLUSTER_EXECUTOR = "ray"
+"""The executor of a run given a cluster address (`--cluster`, the profile's) and no
+`--executor`."""
+
+register_executor(CLUSTER_EXECUTOR, "qgate.cluster.lives:RayLives")
+EXECUTORS.open_to("qgate.executors")

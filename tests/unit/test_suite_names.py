@@ -30,14 +30,6 @@ OWNERS = (
 
 KNOWN: dict[tuple[str, str], str] = {
     ("core/lazy.py", "lm_eval"): "the lm_eval Python package, deferred; not the suite",
-    ("run/perf.py", "math.short"): "the perf probes are short-form math items by design",
-    ("report/verify/recompute.py", "math.short"): "the probes' expected answers (as above)",
-    ("run/life_probes.py", "math.short"): "a life's probes are short-form math items (as above)",
-    ("perf/life_probes.py", "math.short"): "the life probes' known-right items (as above)",
-    ("report/localise.py", "math."): "per-suite localisation notes: not yet a hook",
-    ("report/localise.py", "recall."): "per-suite localisation notes: not yet a hook",
-    ("report/localise.py", "divergence"): "per-suite localisation notes: not yet a hook",
-    ("report/localise.py", "divergence."): "per-suite localisation notes: not yet a hook",
 }
 """(module, name) pairs left as they are, each with why; shrink it, never grow it lightly."""
 

@@ -25,6 +25,7 @@ from qgate.perf.probe_gates import probe_verdicts
 from qgate.perf.records import ScenarioRun
 from qgate.perf.session_gates import graded_spec, turn_verdicts
 from qgate.profile import Profile
+from qgate.quality.math_set import PROBED
 from qgate.quality.noise_floor import floor_summary
 from qgate.quality.notices import quality_warnings
 from qgate.quality.reuse_gates import evaluate_reuse
@@ -343,7 +344,7 @@ def _check_probe_expected(report: Report) -> None:
     answers: dict[tuple[str, str], str | None] = {
         (run.role, item.id): item.answer
         for run in report.quality.runs
-        if run.suite == "math.short"
+        if run.suite == PROBED
         for item in run.items
     }
     for run in report.perf.runs:

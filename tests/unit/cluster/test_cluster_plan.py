@@ -170,8 +170,8 @@ def test_qgate_plan_plans_on_the_profiles_cluster_with_its_pools(
     each side on its pool (the reference on the 'ref' node although it is listed second)."""
     from click.testing import CliRunner
 
-    from qgate.cli import plan as plan_cli
     from qgate.cli.main import main
+    from qgate.cluster import ray_api
 
     joined: list[tuple[str, str]] = []
 
@@ -183,8 +183,9 @@ def test_qgate_plan_plans_on_the_profiles_cluster_with_its_pools(
         NodeInfo(node_id="b" * 40, ip="10.0.0.2", resources={"CPU": 4, "cand": 1}),
         NodeInfo(node_id="a" * 40, ip="10.0.0.1", resources={"CPU": 4, "ref": 1}),
     ]
-    monkeypatch.setattr(plan_cli.ray_api, "connect", connect)
-    monkeypatch.setattr(plan_cli.ray_api, "nodes", lambda: nodes)
+    monkeypatch.setattr(ray_api, "connect", connect)
+    monkeypatch.setattr(ray_api, "nodes", lambda: nodes)
+    monkeypatch.setattr(ray_api, "ray_version", lambda: "2.60.0")
     text = (SHIPPED / "smollm2-cpu-int8.yaml").read_text()
     profile = tmp_path / "p.yaml"
     block = "cluster: {address: 'head:6379', reference: {ref: 1}, candidates: {cand: 1}, cpus: 2}\n"

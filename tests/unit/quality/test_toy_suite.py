@@ -128,6 +128,9 @@ class MockRuntime:
 
     log_path = None
 
+    def headers(self) -> dict[str, str]:  # the Runtime protocol's member: none here
+        return {}
+
     def __init__(self, role: Role, url: str) -> None:
         self.role = role
         self.base_url = url

@@ -144,15 +144,16 @@ def _probes(source: str) -> list[tuple[int, str]]:
 
 
 def test_the_run_probes_no_member_of_an_executor_or_a_runtime() -> None:
-    """Every member the run uses of its `Lives` or of a runtime is declared (qgate/runtime/lives.py,
-    qgate/core/serving.py) with a default: a new one goes there, not behind a getattr."""
+    """Every member qgate uses of an executor's `Lives` or of a runtime is declared
+    (qgate/runtime/lives.py, qgate/core/serving.py) with a default: a new one goes there, not
+    behind a getattr (anywhere in qgate: the quality stage read an endpoint's headers so)."""
     found = [
         f"{path.relative_to(ROOT)}:{line}: {member}"
-        for package in ("run", "cli", "cluster")
-        for path in sorted((ROOT / "qgate" / package).rglob("*.py"))
+        for path in sorted((ROOT / "qgate").rglob("*.py"))
         for line, member in _probes(path.read_text(encoding="utf-8"))
     ]
-    assert found == []
+    # a report's `provenance` (a multi report has none), not an executor's member of that name
+    assert found == ["qgate/report/render/parts.py:57: 'provenance'"]
     probes = (
         'w = getattr(ctx.lives, "at_once", None)\nhasattr(lives, "x")\n'
         'getattr(runtime, "paused", None)\nhasattr(r, "cores_chosen")\ngetattr(profile, role)\n'

@@ -79,6 +79,9 @@ class _Runtime:
     served_model = "m"
     node_name = "10.0.0.7 (ffffffffffff)"  # the Runtime protocol's member: a placed life
 
+    def headers(self) -> dict[str, str]:  # the Runtime protocol's member: none here
+        return {}
+
     def __init__(self, events: list[str]) -> None:
         self.events = events
 

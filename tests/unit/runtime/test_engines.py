@@ -183,8 +183,13 @@ def test_endpoint_on_one_side_only() -> None:
     )
     assert profile.engine_of("reference").kind == "endpoint"
     assert profile.engine_of("candidate").kind == "vllm"
-    with pytest.raises(ValueError, match="candidate.endpoint: only valid"):
-        _profile(candidate={"endpoint": {"base_url": "http://h:1/v1"}})
+    assert engine_problems(profile) == []
+    # the endpoint engine declares that a side names its server (validate refuses the rest)
+    stray = _profile(candidate={"endpoint": {"base_url": "http://h:1/v1"}})
+    missing = _profile(candidate={"engine": {"kind": "endpoint"}})
+    only = (("candidate", "endpoint"), "only valid when engine.kind is 'endpoint'")
+    required = (("candidate", "endpoint"), "required when engine.kind is 'endpoint'")
+    assert only in engine_problems(stray) and required in engine_problems(missing)
 
 
 def test_perf_checks_an_engine_cannot_serve_are_noted_not_passed() -> None:

@@ -1,0 +1,69 @@
+"""`detect:` of an exact-answer suite: the smallest drop its gates must catch, and with what
+power (sizes the generated sets); and whether an exact test can reject at all at a size."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from qgate.profile.base import Fraction, Strict
+
+__all__ = ["Detect", "detect_problem", "fewest_rejecting"]
+
+
+class Detect(Strict):
+    """The smallest drop a gate must catch, and with what power: sizes the generated sets."""
+
+    drop: float = Field(gt=0, le=1, description="Accuracy drop (a fraction) to detect.")
+    power: float = Field(default=0.8, gt=0, lt=1, description="Chance of detecting it.")
+    discordance: Fraction | None = Field(
+        default=None,
+        description="Prior share of items that flip either way (lost + gained); default twice "
+        "the drop (three items lost for each one gained). A report states the observed share.",
+    )
+    max_items: int = Field(
+        default=1000, ge=1, description="Bound on the items per suite that sizing may ask for."
+    )
+
+
+def fewest_rejecting(alpha: float) -> int:
+    """The fewest items at which the one-sided exact McNemar test can reject at `alpha`.
+
+    Even with every item lost (p = 2**-n) it rejects only when p < alpha.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha {alpha!r} is not a test level: it must lie between 0 and 1")
+    num, den = alpha.as_integer_ratio()
+    n = 1
+    while den >= num << n:
+        n += 1
+    return n
+
+
+def detect_problem(detect: Detect, alpha: float) -> tuple[str, str] | None:
+    """(the key under `detect`, why) where a detection lies outside the sizing model.
+
+    The drop is P(lost) - P(gained), so at most the share of items that flip; a
+    power at or below alpha is what a test that ignores its items achieves; a
+    bound below the fewest items that can ever reject leaves nothing to size.
+    `qgate validate` refuses such a profile, the sizing functions raise.
+    """
+    if detect.discordance is not None and detect.discordance < detect.drop:
+        points = f"{100 * detect.drop:.3g}"
+        return (
+            "discordance",
+            f"must be >= detect.drop ({detect.drop:g}): a drop of {points} points needs at "
+            f"least {points}% of items to flip",
+        )
+    if detect.power <= alpha:
+        return (
+            "power",
+            f"must be > alpha ({alpha:g}): a test that ignores its items rejects that often",
+        )
+    fewest = fewest_rejecting(alpha)
+    if detect.max_items < fewest:
+        return (
+            "max_items",
+            f"must be at least {fewest}: at alpha {alpha:g} the exact test cannot fail with "
+            f"fewer items, even with every one lost",
+        )
+    return None
