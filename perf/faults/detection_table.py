@@ -370,9 +370,11 @@ front of a server already running, with nothing started and no lock:
   it) and again after an idle pause; a candidate losing an item there fails
   (`lives.SIDE.N.start|idle`). The peer rules read the quality suites' per-item records
   only: none of the peers probes a server per life or after idle, so the idle rows show what
-  their rules would see. Rows from a run without life probes say so at the foot; the
-  faults of those rows cannot fire on a probe (sequential short math prompts, no tools, no
-  cached prefix over 256 tokens) except the broken life, which their quality gates fail.
+  their rules would see. Rows from a run without life probes say so at the foot. Their
+  proxy faults cannot fire on a probe (sequential short math prompts, no tools, no cached
+  prefix over 256 tokens) except the broken life, which their quality gates fail already; a
+  precision fault (the `started` rows) can turn a probe's answer as it turns a suite's, so
+  probes there could only add a catch: the two missed precision rows are measured without.
 - Where two lives of the reference are bit-identical (float math on the same cores), A/A
   runs show no flip at all, so they cannot show the threshold rules' false alarms: rtol, the
   floor and MLPerf's 99% compare point estimates without a test, and fail a candidate on
