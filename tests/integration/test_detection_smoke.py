@@ -17,7 +17,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from qgate.runtime.vllm_server import VllmServer
+
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = {"vllm_rtol", "unpaired_z", "absolute_floor", "mlperf_99"}
