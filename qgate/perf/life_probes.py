@@ -13,6 +13,11 @@ same kind (start or idle) of its own lives (the reference's own misses are its n
 held against the candidate) and that the candidate did not already lose in its own quality
 stage (the quality gates judge that); more than `max_flips` lost items fail the life.
 Reference lives are graded and shown, and set that floor; they get no verdict of their own.
+
+A side qgate does not start (an `endpoint`) is a server all the same, and can go bad after
+an idle pause: its "life" is qgate's contact with it, probed at the first contact and after
+the pause like a started one, and labelled an endpoint (`LifeProbes.endpoint`, which
+`is_endpoint` derives from the profile; `qgate verify` checks it the same way).
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from qgate.core.records import Record, Role
 from qgate.core.verdict import Verdict
 from qgate.perf.probe_gates import graded
 from qgate.perf.records import RequestRecord
-from qgate.profile import LivesSpec
+from qgate.profile import LivesSpec, Profile
+from qgate.profile.engine_checks import starts_process
 from qgate.quality.math_set import PROBED
 from qgate.quality.records import SuiteRun
 
@@ -34,9 +40,11 @@ __all__ = [
     "LifeProbes",
     "ProbeKind",
     "excluded_rounds",
+    "is_endpoint",
     "life_label",
     "life_verdicts",
     "reference_right",
+    "when_asked",
 ]
 
 ProbeKind = Literal["start", "idle"]
@@ -53,19 +61,42 @@ class LifeProbes(Record):
         default="life", description="What the life was for: 'life', or 'trial:NAME' (attribution)."
     )
     node: str | None = Field(default=None, description="The cluster node it ran on, if known.")
+    endpoint: bool = Field(
+        default=False,
+        description="The side is an endpoint qgate did not start (a server already running): "
+        "its 'life' is qgate's contact with it, probed at the first contact ('start') and "
+        "after the idle pause all the same.",
+    )
     kind: ProbeKind = Field(description="'start': right after ready; 'idle': after the pause.")
     idle_s: float = Field(ge=0, description="Seconds the life sat idle before these probes.")
     requests: list[RequestRecord] = Field(description="The probes, in the order asked.")
 
 
+def is_endpoint(profile: Profile, role: Role) -> bool:
+    """Whether `role`'s side of `profile` is an endpoint: a server qgate finds running and
+    does not start (its life probes are asked all the same, and labelled so)."""
+    return not starts_process(profile.engine_of(role).kind)
+
+
 def life_label(p: LifeProbes) -> str:
-    """'candidate life 3 (round 2, trial:x, node n1)': which life, for people and gate ids."""
+    """'candidate life 3 (round 2, trial:x, node n1)', or for a side qgate did not start
+    'candidate endpoint (round 1; already running, not started by qgate)': which life, for
+    people and gate reasons."""
     where = [f"round {p.round + 1}"]
     if p.purpose != "life":
         where.append(p.purpose)
     if p.node:
         where.append(f"node {p.node}")
+    if p.endpoint:
+        return f"{p.side} endpoint ({', '.join(where)}; already running, not started by qgate)"
     return f"{p.side} life {p.life + 1} ({', '.join(where)})"
+
+
+def when_asked(p: LifeProbes) -> str:
+    """'at its start' ('at first contact' for an endpoint), or 'after 50 s idle'."""
+    if p.kind == "idle":
+        return f"after {p.idle_s:.0f} s idle"
+    return "at first contact" if p.endpoint else "at its start"
 
 
 def reference_right(
@@ -107,10 +138,8 @@ def life_verdicts(
         asked = [r for r in p.requests if r.probe_id is not None and r.probe_truth is not None]
         judged = [r for r in asked if r.probe_id in right[p.kind] - lost_before]
         lost = sorted({r.probe_id for r in judged if not graded(r) and r.probe_id is not None})
-        label = life_label(p)
-        when = "at its start" if p.kind == "start" else f"after {p.idle_s:.0f} s idle"
         reason = (
-            f"{label} {when}: lost {len(lost)} of {len(judged)} judged probe(s)"
+            f"{life_label(p)} {when_asked(p)}: lost {len(lost)} of {len(judged)} judged probe(s)"
             f" (limit {spec.max_flips}; {len(asked)} asked, the others wrong in the"
             " reference's own records or lost in the candidate's quality stage)"
         )

@@ -19,7 +19,9 @@ class LivesSpec(Strict):
     every probe of the same kind (start or idle) it asked itself, and the candidate in its own
     quality stage (a loss there is the quality gates'), and more than `max_flips`
     lost items fail that life (named in the report by side, round and node), whose perf
-    figures are then kept out of the ratios. Needs a math suite in `quality`.
+    figures are then kept out of the ratios. A side qgate does not start (an `endpoint`) is
+    probed the same way, at qgate's first contact with it and after the pause, and named an
+    endpoint, not a life of qgate's. Needs a math suite in `quality`.
     """
 
     probes: int = Field(

@@ -3,7 +3,8 @@
 `qgate plan` (and the start of `qgate run`) prints these lines under the plan: the quality
 stage's concurrency and lives, the reference's noise floor (its second asks, and the limits
 it derives), the graded probes of every perf level, block and round, the context lengths
-the suites reach (issue 44 item 6). Costs are in requests, decided before anything starts.
+the suites reach, and the sides qgate does not start (endpoints), which the life probes grade
+as found (issue 44 item 6). Costs are in requests, decided before anything starts.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from qgate.profile import ContextLadder, Profile
 from qgate.profile.noise_floor import FLOOR_SUITES
 from qgate.profile.suites import entry_of_result, exact_results
 from qgate.quality.noise_floor import binomial_upper
+from qgate.run.life_probes import endpoint_roles
 
 __all__ = ["envelope_lines"]
 
@@ -96,6 +98,20 @@ def _probe_line(
     )
 
 
+def _endpoint_lives(profile: Profile) -> str:
+    """What the life probes grade of a side qgate does not start ('' when none or no probes)."""
+    ends = endpoint_roles(profile)
+    if not ends or profile.lives.probes == 0 or profile.quality.math is None:
+        return ""
+    idle = profile.lives.idle_s
+    pause = f" and after a {idle:g} s idle pause" if idle > 0 else ""
+    who = "both sides are endpoints" if len(ends) == 2 else f"the {ends[0]} is an endpoint"
+    return (
+        f"; {who} qgate does not start, graded as found: {profile.lives.probes} life probe(s)"
+        f" at qgate's first contact{pause}"
+    )
+
+
 def envelope_lines(
     profile: Profile,
     suites: Sequence[SuitePlan],
@@ -122,6 +138,7 @@ def envelope_lines(
             if fresh
             else ""
         )
+        + _endpoint_lives(profile)
     )
     lengths = []
     if spec.math is not None and "long" in spec.math.prompts:

@@ -2,11 +2,14 @@
 
 Every life the run starts passes through `context.started` or `together.start_both`, which
 call `LifeProbing.at_start` once the server is ready and `LifeProbing.at_end` before it
-stops (not when the life failed). The items are the perf probes' (`math_probes`): the first
-`lives.probes` math items the reference answered correctly in its quality stage once those
-records exist (a cached reference, or any life after the reference's quality), else the
-first items of the set; the gate (qgate/perf/life_probes.py) pairs them per item with the
-reference's own records. The records are kept in `records`, in the order asked.
+stops (not when the life failed). A side qgate does not start (an endpoint) passes through
+`context.started` too: it is probed at qgate's first contact and after the idle pause, and
+recorded as an endpoint, not a started life. The items are the perf probes'
+(`math_probes`): the first `lives.probes` math items the reference answered correctly in its
+quality stage once those records exist (a cached reference, or any life after the
+reference's quality), else the first items of the set; the gate (qgate/perf/life_probes.py)
+pairs them per item with the reference's own records. The records are kept in `records`,
+in the order asked.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
 from qgate.perf.client import make_session, run_loop
-from qgate.perf.life_probes import LifeProbes, ProbeKind, life_label
+from qgate.perf.life_probes import LifeProbes, ProbeKind, is_endpoint, life_label
 from qgate.perf.loadgen import Sender
 from qgate.perf.probe_gates import graded
 from qgate.perf.probes import Probe
@@ -33,7 +36,7 @@ from qgate.quality.math_set import PROBED, math_items, short_prompt
 from qgate.quality.stage import QualityOutput, runtime_headers
 from qgate.runtime.causes import blamed_on
 
-__all__ = ["LifeProbing", "ask", "lives_note", "math_probes", "probe_params"]
+__all__ = ["LifeProbing", "ask", "endpoint_roles", "lives_note", "math_probes", "probe_params"]
 
 log = logging.getLogger("qgate")
 
@@ -92,13 +95,28 @@ def lives_note(profile: Profile, lives: int, together: bool) -> str | None:
         if together
         else ", one per life)"
     )
+    ends = endpoint_roles(profile)
+    who = "every life"
+    if len(ends) == 2:
+        who = "every side, though both are endpoints qgate does not start (each probed as found:"
+        who += " its start is qgate's first contact),"
+    elif ends:
+        who = f"every life (the {ends[0]}, an endpoint qgate does not start, at qgate's first "
+        who += "contact)"
     return (
-        f"lives: every life asks {spec.probes} math probe(s) one at a time at its start{after}; "
+        f"lives: {who} asks {spec.probes} math probe(s) one at a time at its start{after}; "
         f"per life at most {2 * tokens if idle > 0 else tokens:,} generated tokens"
         + (f" and {idle:g} s; for the {lives} lives planned {cost}" if idle > 0 else "")
         + f"; a candidate life losing more than {spec.max_flips} item(s) the reference "
         "answered right fails, and its perf round is kept out of the ratios"
     )
+
+
+def endpoint_roles(profile: Profile) -> list[Role]:
+    """The sides of `profile` qgate does not start (endpoints), in the order reference,
+    candidate: their life probes are asked at qgate's first contact and after the pause."""
+    roles: tuple[Role, Role] = ("reference", "candidate")
+    return [r for r in roles if is_endpoint(profile, r)]
 
 
 def probe_params(profile: Profile) -> dict[str, Any]:
@@ -304,6 +322,7 @@ class LifeProbing:
             round=round,
             purpose=purpose,
             node=node,
+            endpoint=is_endpoint(profile, role),
             kind=kind,
             idle_s=round_s(idle_s),
             requests=requests,

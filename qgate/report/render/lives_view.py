@@ -5,7 +5,7 @@ Read from the report as stored (the records and the verdicts `verify` re-derives
 
 from __future__ import annotations
 
-from qgate.perf.life_probes import life_label
+from qgate.perf.life_probes import life_label, when_asked
 from qgate.perf.probe_gates import graded
 from qgate.report.model import Report
 from qgate.report.render.parts import Section, Table
@@ -28,6 +28,11 @@ def lives_section(report: Report) -> Section | None:
         "reference answered right in its quality stage and in every probe of that kind it "
         "asked; reference lives set that floor and have no verdict of their own."
     )
+    if any(p.endpoint for p in lives.records):
+        sec.lines.append(
+            "A side qgate did not start (an endpoint, already running) is probed the same way: "
+            "at qgate's first contact with it and after the idle pause."
+        )
     verdicts = {v.gate: v for v in lives.verdicts}
     rows = []
     for p in lives.records:
@@ -36,7 +41,7 @@ def lives_section(report: Report) -> Section | None:
         v = verdicts.get(f"lives.{p.side}.{p.life + 1}.{p.kind}")
         verdict = "–" if v is None else ("PASS" if v.passed else "FAIL")
         lost = "–" if v is None or v.observed is None else f"{v.observed:.0f}/{v.n}"
-        when = "start" if p.kind == "start" else f"after {p.idle_s:.0f} s idle"
+        when = when_asked(p).removeprefix("at its ").removeprefix("at ")  # start, first contact
         rows.append([life_label(p), when, f"{right}/{len(asked)}", lost, verdict])
         if v is not None and not v.passed:
             wrong = [

@@ -4,15 +4,16 @@ The same pure functions `qgate run` used (qgate/perf/life_probes.py): each probe
 from its recorded text against the item's known answer, the reference's floor read from its
 quality records and its own life probes, a verdict per candidate life and kind, and the perf
 rounds a failed life served (kept out of the ratios, which `recompute_perf` re-derives
-without them). An edited answer, verdict or list of excluded rounds is rejected naming the
-field and both values.
+without them). A record's `endpoint` label (a side qgate did not start) must follow from the
+profile's engine for that side. An edited answer, verdict or list of excluded rounds is
+rejected naming the field and both values.
 """
 
 from __future__ import annotations
 
 from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
-from qgate.perf.life_probes import excluded_rounds, life_verdicts
+from qgate.perf.life_probes import excluded_rounds, is_endpoint, life_verdicts
 from qgate.perf.probes import extract_answer
 from qgate.profile import Profile
 from qgate.report.model import Report
@@ -27,6 +28,13 @@ def check_lives(report: Report, profile: Profile) -> str | None:
     if lives is None:
         return None
     for p in lives.records:
+        found = is_endpoint(profile, p.role)
+        if p.endpoint != found:
+            raise VerificationFailed(
+                f"lives: {p.side} life {p.life + 1} {p.kind}: endpoint {p.endpoint} stored, "
+                f"{found} from the profile (its {p.role} engine is "
+                f"{profile.engine_of(p.role).kind!r})"
+            )
         for r in p.requests:
             if r.probe_id is None or r.probe_truth is None:
                 raise VerificationFailed(

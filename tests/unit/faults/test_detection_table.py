@@ -133,6 +133,106 @@ def test_a_sound_life_and_an_untouched_run_say_why_they_passed() -> None:
     assert table.why_missed(row | {"life": "life sound"}).startswith("this life was drawn sound")
 
 
+QUALITY = {"math": {"prompts": ["short"], "limit": 32, "max_drop": 0.15, "alpha": 0.0167}}
+
+
+def test_a_miss_under_the_profiles_power_says_so_with_the_items_its_test_would_need() -> None:
+    row = _row("length", 1, "PASS", lost=2, gained=0)
+    row["suites"]["math.short"]["pairs"] = "ll" + "b" * 14 + "n" * 16
+    said = table.why_missed(row, QUALITY)
+    assert said.startswith("lost 2, gained 0: a power limit, not a blind spot: math.short fell 6")
+    assert "on 32 items (max_drop 15 pts allowed)" in said
+    need = int(said.split("needs ~")[1].split()[0])
+    assert 100 < need < 200  # a 6-pt drop at 6% discordance, alpha 0.0167, power 0.8
+    assert said.endswith("items to catch that with power 0.8")
+    # no profile recorded with the row: the plain statement
+    assert table.why_missed(row) == "lost 2, gained 0: under the profile's limits and power"
+    chunk = {"profile": {"quality": QUALITY}, "reruns": [{"profile": {"quality": {}}}]}
+    assert table.quality_of(chunk, row) == QUALITY
+    assert table.quality_of(chunk, row | {"rerun": 0}) == {}
+
+
+def test_a_catch_by_the_life_probes_is_named_with_what_they_lost() -> None:
+    row = _row("idle", 1, "FAIL", lost=0, gained=0) | {"failed_gates": ["lives.idle-30.3.idle"]}
+    row["life_probes"] = [
+        {
+            "gate": "g1",
+            "passed": False,
+            "lost": 1.0,
+            "judged": 4,
+            "kind": "start",
+            "idle_s": 0.0,
+            "endpoint": True,
+        },
+        {
+            "gate": "g2",
+            "passed": False,
+            "lost": 1.0,
+            "judged": 4,
+            "kind": "idle",
+            "idle_s": 35.2,
+            "endpoint": True,
+        },
+    ]
+    assert table._needs(row) == (
+        "life probes lost 1/4 at first contact, 1/4 after 35 s idle (no peer rule probes a "
+        "life); quality: math.short: no drop"
+    )
+    row["life_probes"][0]["passed"] = True
+    assert table._needs(row).startswith("life probes lost 1/4 after 35 s idle (no peer")
+
+
+def test_a_partial_rerun_replaces_its_rows_and_keeps_its_own_cost() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "bench_detection", ROOT / "perf" / "bench_detection.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    old = {
+        "chunk": "proxy",
+        "wall_s": 424.0,
+        "exit": 1,
+        "items": 32,
+        "candidates": {
+            "a": _row("A/A", 0, "PASS", lost=0, gained=0),
+            "b": _row("idle", 1, "PASS", lost=0, gained=0),
+        },
+    }
+    new = {
+        "wall_s": 180.0,
+        "exit": 1,
+        "items": 32,
+        "date": "2026-12-03 15:00 UTC",
+        "load": {"before": [3.0, 2.0, 1.0], "after": [5.0, 3.0, 1.0]},
+        "profile": {"lives": {"probes": 4, "idle_s": 35}},
+        "candidates": {"b": _row("idle", 1, "FAIL", lost=0, gained=0)},
+    }
+    out = bench.merged(old, new, ["b"])
+    assert out["candidates"]["a"] == old["candidates"]["a"]
+    assert out["candidates"]["b"]["verdict"] == "FAIL" and out["candidates"]["b"]["rerun"] == 0
+    assert out["wall_s"] == 424.0 and out["reruns"][0]["wall_s"] == 180.0
+    lines = table.run_costs({"proxy": out})
+    assert lines[0].startswith("Chunk `proxy`: 2 candidates, 424 s of `qgate run` under the lock")
+    assert (
+        "no life probes (run before qgate had them); load not recorded. Its rows but b"
+        in (lines[0])
+    )
+    assert lines[1] == (
+        "Re-run of `proxy` on 2026-12-03 15:00 UTC (b, their rows merged in): 1 candidates, "
+        "180 s of `qgate run` under the lock (exit 1), math items 32; life probes: 4 at each "
+        "life's start (an endpoint's first contact) and after 35 s idle; load average (1 min) "
+        "3.0 at its start, 5.0 at its end (the machine shared)."
+    )
+
+
+def test_the_machine_line_names_the_cpu_family() -> None:
+    line = table.machine_line(
+        {"model name": "AMD EPYC", "cpu family": "26", "model": "2", "cores": 2}
+    )
+    assert line.startswith("Machine: AMD EPYC (CPU family 26, model 2: Zen 5), 2 cores")
+
+
 def test_the_docs_page_is_what_the_committed_records_render() -> None:
     """docs/detection.md is regenerated from perf/results/detection/ (`--table-only`)."""
     import json

@@ -159,3 +159,25 @@ def test_ratios_computed_over_a_failed_round_are_rejected() -> None:
     report.perf.results = good.perf.results  # the ratios of the failed life put back
     with pytest.raises(VerificationFailed, match=r"comparisons"):
         verify(report)
+
+
+def test_a_started_life_relabelled_an_endpoint_is_rejected_with_its_verdicts_rederived() -> None:
+    """The endpoint label is data the verdict's reason is read from, and the profile decides
+    it: both sides here are started (vllm), so a record claiming an endpoint is edited."""
+    report = lives_report(idle_wrong=1)
+    assert report.lives is not None
+    profile = Profile.model_validate(report.profile)
+    records = report.lives.records
+    for p in records:
+        p.endpoint = True
+    report.lives = lives_section(profile, report.quality.runs, records)
+    assert report.lives is not None
+    reason = next(v.reason for v in report.lives.verdicts if not v.passed)
+    assert reason.startswith("candidate endpoint (round 1; already running, not started by qgate)")
+    assert "| candidate endpoint (round 1; already running" in render_markdown(report)
+    with pytest.raises(
+        VerificationFailed,
+        match=r"lives: reference life 1 start: endpoint True stored, False from the profile "
+        r"\(its reference engine is 'vllm'\)",
+    ):
+        verify(report)

@@ -1,0 +1,64 @@
+"""The detection benchmark's smoke path for real (issue 41): one fault and one A/A of
+perf/bench_detection.py's proxy chunk, in front of the session's `reference_server`, nothing
+started (`--upstream`: no server of its own, the vLLM lock not taken).
+
+`load-100` corrupts every answer that arrives with more than 2 requests in flight (the
+quality suites ask 8 at once): qgate FAILs it; `aa-proxy` is the proxy path with no rule
+firing: qgate passes it, its life probes (an endpoint's, at qgate's first contact) included.
+Each row also carries the peers' verdicts on the same per-item records.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from qgate.runtime.vllm_server import VllmServer
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+RULES = {"vllm_rtol", "unpaired_z", "absolute_floor", "mlperf_99"}
+
+
+def test_one_fault_and_one_aa_through_the_bench(
+    reference_server: VllmServer, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    argv = [sys.executable, str(ROOT / "perf" / "bench_detection.py"), "--chunks", "proxy"]
+    argv += ["--only", "load-100,aa-proxy", "--items", "4", "--idle-s", "0"]
+    argv += ["--upstream", reference_server.base_url, "--work", str(tmp_path / "work")]
+    argv += ["--out", str(out)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900, check=False)
+    wall = time.perf_counter() - start
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    records = json.loads((out / "proxy.json").read_text())
+    assert records.get("upstream") == "given" and records["lock_wait_s"] == 0.0
+    rows = records["candidates"]
+    assert set(rows) == {"load-100", "aa-proxy"}
+    fault, aa = rows["load-100"], rows["aa-proxy"]
+    assert fault["verdict"] == "FAIL" and fault["failed_gates"], fault
+    assert aa["verdict"] == "PASS" and aa["failed_gates"] == [], aa
+    # the A/A's life probes were asked of the endpoint and cried no wolf
+    assert aa["life_probes"] and all(v["passed"] and v["endpoint"] for v in aa["life_probes"])
+    assert {v["kind"] for v in aa["life_probes"]} == {"start"}  # --idle-s 0: no pause
+    for row in (fault, aa):
+        assert row["suites"], row
+        for suite in row["suites"].values():
+            assert set(suite["rules"]) == RULES and suite["n"] > 0
+            assert set(suite["items_needed"]) == RULES | {"qgate_mcnemar"}
+    table = (out / "table.md").read_text()
+    assert "| load | all answers above 2 in flight | **FAIL** |" in table
+    assert "| A/A | through the proxy, no rule fires | pass |" in table
+    assert "False alarms over the A/A runs (proxy): qgate 0/1" in table
+    assert "with no server of its own (an upstream already running)" in table
+    print(f"detection smoke: {wall:.0f} s (qgate run {records['wall_s']:.0f} s)")
