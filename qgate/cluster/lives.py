@@ -29,6 +29,7 @@ from qgate.core.records import Role
 from qgate.core.serving import Runtime
 from qgate.errors import BadInput
 from qgate.profile import Profile
+from qgate.profile.engine_checks import starts_process
 from qgate.runtime.capabilities import caps_of, runtime_args, select_machine
 from qgate.runtime.factory import make_runtime
 from qgate.runtime.fingerprint import Fingerprint, check_target
@@ -77,7 +78,7 @@ class RayLives(Lives):
         self._lives: list[RayLife] = []
         self.fingerprints: dict[str, Fingerprint] = {}  # node id -> taken there (`machine`)
 
-    def machine(self, profile: Profile, model: Path) -> Fingerprint:
+    def machine(self, profile: Profile, model: Path) -> Fingerprint | None:
         """The nodes that could hold a life of `profile`, each fingerprinted on itself (a
         task pinned there: its CPU, accelerators, packages, its copy of `model`'s digests).
 
@@ -85,7 +86,9 @@ class RayLives(Lives):
         lead to the same decisions: the same settings chosen for both sides (fallbacks,
         serving dtype), the target met (or its mismatch allowed), the same checkpoint at the
         path; BadInput naming the node otherwise (pin the sides to uniform pools with the
-        profile's cluster block)."""
+        profile's cluster block). None when no side starts a server (endpoints only)."""
+        if not any(starts_process(profile.engine_of(r).kind) for r in _ROLES):
+            return None
         self.nodes = ray_api.nodes()
         needs: dict[str, LifeNeeds] = {
             r: life_needs(profile, r, self.custom, self.nodes) for r in _ROLES
@@ -119,6 +122,11 @@ class RayLives(Lives):
                     "and cluster.candidates"
                 )
             chosen = specs
+            if fp.checkpoint_sha256 is None:
+                raise BadInput(
+                    f"{where} has no checkpoint at {model}: every node that holds lives needs "
+                    "it at the same path (read-only is enough)"
+                )
             if fp.checkpoint_sha256 != first.checkpoint_sha256:
                 raise BadInput(
                     f"{where} holds other weights at {model} (digest "

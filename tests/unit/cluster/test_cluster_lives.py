@@ -104,6 +104,10 @@ def test_a_node_with_other_weights_or_off_target_is_refused(
     other = {"r" * 40: _fp("ref-host", BF16), "c" * 40: _fp("cand-host", BF16, digest="d2")}
     with pytest.raises(BadInput, match="holds other weights at /models/m"):
         _lives(monkeypatch, other).machine(_profile(), Path("/models/m"))
+    none = {"r" * 40: _fp("ref-host", BF16), "c" * 40: _fp("cand-host", BF16, digest="")}
+    none["c" * 40]["checkpoint_sha256"] = None
+    with pytest.raises(BadInput, match="host cand-host\\) has no checkpoint at /models/m"):
+        _lives(monkeypatch, none).machine(_profile(), Path("/models/m"))
     gpu = {"r" * 40: _fp("ref-host", BF16, gpus=8), "c" * 40: _fp("cand-host", BF16)}
     with pytest.raises(BadInput, match="host ref-host.*does not match the profile's target"):
         _lives(monkeypatch, gpu).machine(_profile(), Path("/models/m"))
