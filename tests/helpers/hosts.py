@@ -275,14 +275,11 @@ class HostsCluster:
                     os.killpg(node.proc.pid, signal.SIGKILL)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     node.proc.wait(30)
-        if self._head is not None and self._head.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._head.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._head.wait(3)
-        if self._head is not None:
+        if self._head is not None:  # its group: `ray start`, the GCS, raylet and agents
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._head.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._head.wait(10)
         for ns in self._netns:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
         for link in self._links:
