@@ -197,10 +197,16 @@ class HostsCluster:
                 f"rmdir /tmp/.ro{i}",
             ]
         ray = [
-            RAY, "start", "--block", "--disable-usage-stats", f"--address={self.address}",
-            f"--node-ip-address={node.ip}", f"--num-cpus={node.cpus}",
-            f"--resources={json.dumps(node.resources)}", "--object-store-memory=80000000",
-        ]  # fmt: skip
+            RAY,
+            "start",
+            "--block",
+            "--disable-usage-stats",
+            f"--address={self.address}",
+            f"--node-ip-address={node.ip}",
+            f"--num-cpus={node.cpus}",
+            f"--resources={json.dumps(node.resources)}",
+            "--object-store-memory=80000000",
+        ]
         lines.append("exec " + " ".join(f"'{w}'" for w in ray))
         return "\n".join(lines)
 
@@ -212,11 +218,19 @@ class HostsCluster:
         port = random.randrange(20000, 30000)
         self.address = f"{self.head_ip}:{port}"
         head = [
-            RAY, "start", "--head", "--block", "--disable-usage-stats", "--include-dashboard=false",
-            f"--node-ip-address={self.head_ip}", f"--port={port}", "--num-cpus=0",
-            f"--temp-dir={self._temp / 'ray'}", "--object-store-memory=80000000",
+            RAY,
+            "start",
+            "--head",
+            "--block",
+            "--disable-usage-stats",
+            "--include-dashboard=false",
+            f"--node-ip-address={self.head_ip}",
+            f"--port={port}",
+            "--num-cpus=0",
+            f"--temp-dir={self._temp / 'ray'}",
+            "--object-store-memory=80000000",
             f"--ray-client-server-port={port + 1}",
-        ]  # fmt: skip
+        ]
         env = {**os.environ, **self.env}
         with open(self._temp / "head.log", "wb") as log:
             self._head = subprocess.Popen(
