@@ -137,7 +137,7 @@ def _nothing_shared(cluster: object, lives: dict[str, dict], predicate: dict, t0
         assert (node.root / log.lstrip("/")).is_file() and not Path(log).exists(), log
         other = next(n for n in cluster.nodes if n is not node)  # type: ignore[attr-defined]
         assert not (other.root / log.lstrip("/")).exists()
-        # the checkpoint read on the node (bind-mounted read-only): the driver's digests
+        # the checkpoint read on the node (bind-mounted read-only): the same weights everywhere
         assert life["checkpoint_sha256"] == predicate["fingerprint"]["checkpoint_sha256"]
     # the run's fingerprint (what the target, the serving dtype and fallbacks were decided
     # from) was taken on a node that could hold a life, not on the driver
