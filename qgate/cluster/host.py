@@ -3,7 +3,8 @@
 The driver makes the runtime object (qgate/runtime/factory.py: the same command
 building, arguments and environment as a local life) and hands it over; here it
 is pointed at this node (it listens on the node's address, its log in a folder
-of the node) and started in its own process group. A guard process
+of the node, the weights it serves emulated here when its side asks: qgate/cluster/node.py)
+and started in its own process group, bound to the cores its life holds. A guard process
 (qgate/cluster/guard.py) ends that group if this actor dies without stopping it.
 Results cross back as plain data: an exception's class need not unpickle on the
 driver, so a failure is returned as its message, log tail and exit status.
@@ -26,9 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from qgate.cluster import guard
-from qgate.errors import QgateError, RuntimeFailure
+from qgate.cluster.node import life_facts, serving_path
+from qgate.errors import BadInput, QgateError, RuntimeFailure
 from qgate.runtime import process
 from qgate.runtime.server import ServerProcess
+from qgate.runtime.vllm_server import VllmServer
 
 __all__ = ["LifeHost", "node_address", "work_root"]
 
@@ -57,6 +60,8 @@ def _failure(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, RuntimeFailure):
         message = exc.message.split(": ", 1)[1] if ": " in exc.message else exc.message
         return {"message": message, "tail": exc.log_tail, "returncode": exc.returncode}
+    if isinstance(exc, BadInput):  # this node cannot run what the side asks: exit 2 there
+        return {"message": exc.message, "tail": exc.details, "returncode": None, "bad": True}
     if isinstance(exc, QgateError):
         return {"message": exc.message, "tail": exc.details, "returncode": None}
     return {"message": f"{type(exc).__name__}: {exc}", "tail": [], "returncode": None}
@@ -66,9 +71,18 @@ class LifeHost:
     """One server life on this node: start, report, stream the log, watch, pause, stop;
     or only the engine's dry check of its command line (a preflight)."""
 
-    def __init__(self, runtime: ServerProcess, label: str) -> None:
+    def __init__(
+        self,
+        runtime: ServerProcess,
+        label: str,
+        emulate: tuple[dict[str, Any], str] | None = None,
+        cores: int | None = None,
+    ) -> None:
         self.runtime = runtime
         self.label = label
+        self.emulate = emulate  # the side's weight emulation and stored dtype, made here
+        if cores is not None and isinstance(runtime, VllmServer):
+            runtime.cores_wanted = cores  # a CPU life: bound to the cores the life holds
         self.folder = work_root() / f"{label}-{os.getpid()}"
         self.driver_log = runtime.log_path
         runtime.run_dir = self.folder
@@ -114,6 +128,7 @@ class LifeHost:
         )
         threading.Thread(target=self._watch, daemon=True).start()
         try:
+            self.runtime.model_path = serving_path(self.runtime.model_path, self.emulate)
             self.runtime.start()
             self._record_groups()
             if self._stop_asked:  # stopped while it was being spawned
@@ -124,7 +139,10 @@ class LifeHost:
             self.runtime.stop()
             return {"error": self._failure(exc)}
         config = self.runtime.effective_config()
-        return {"ok": {"base_url": self.runtime.base_url, "config": config.model_dump()}}
+        facts = life_facts(self.runtime.model_path, self.runtime.log_path)
+        return {
+            "ok": {"base_url": self.runtime.base_url, "config": config.model_dump(), "facts": facts}
+        }
 
     def dry_check(self) -> dict[str, Any] | None:
         """The engine's own check of the command line here, nothing started: None when it

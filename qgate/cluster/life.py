@@ -29,7 +29,7 @@ from qgate.cluster.placement import LifeNeeds, NodeInfo
 from qgate.cluster.ray_api import import_ray
 from qgate.core.records import Record, Role
 from qgate.core.serving import EffectiveConfig, Lifecycle, MetricNames
-from qgate.errors import RuntimeFailure
+from qgate.errors import BadInput, RuntimeFailure
 from qgate.runtime.server import ServerProcess
 from qgate.runtime.vllm_server import DRY_CHECK_TIMEOUT_S
 
@@ -52,6 +52,10 @@ class LifePlacement(Record):
     node_id: str = Field(description="Ray node id the life's actor ran on.")
     ip: str = Field(description="The node's address; the server listened there.")
     needs: LifeNeeds = Field(description="The resources the life held on that node.")
+    facts: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What its node said about the life (hostname, weights served, log there).",
+    )
 
 
 class RayLife(Lifecycle):
@@ -60,9 +64,17 @@ class RayLife(Lifecycle):
     starts_process = True
 
     def __init__(
-        self, local: ServerProcess, needs: LifeNeeds, side: str, node: NodeInfo | None = None
+        self,
+        local: ServerProcess,
+        needs: LifeNeeds,
+        side: str,
+        node: NodeInfo | None = None,
+        emulate: tuple[dict[str, Any], str] | None = None,
+        cores: int | None = None,
     ) -> None:
         self.local = local
+        self.emulate = emulate  # its weights emulated on its node (setting, stored dtype)
+        self.cores = cores  # a CPU life: the cores its server is bound to, as many as it holds
         self.role: Role = local.role
         self.needs = needs
         self.side = side
@@ -121,7 +133,9 @@ class RayLife(Lifecycle):
         where = f"node {self.node.node_id[:8]} ({self.node.ip})" if self.node else "any node"
         self._note(f"placing the {self.side} {what} on {where}, holding {self.needs.as_dict()}")
         actor_class = ray.remote(LifeHost)
-        return actor_class.options(**self._options()).remote(self.local, self.side)
+        return actor_class.options(**self._options()).remote(
+            self.local, self.side, self.emulate, self.cores
+        )
 
     def start(self) -> None:
         """Place the actor and ask it to start the server; returns at once (see wait_ready)."""
@@ -208,7 +222,11 @@ class RayLife(Lifecycle):
             self._base_url = answer["ok"]["base_url"]
             self._effective = EffectiveConfig.model_validate(answer["ok"]["config"])
             self.placement = LifePlacement(
-                side=self.side, node_id=where["node_id"], ip=where["ip"], needs=self.needs
+                side=self.side,
+                node_id=where["node_id"],
+                ip=where["ip"],
+                needs=self.needs,
+                facts=dict(answer["ok"].get("facts") or {}),
             )
             log.info("%s life on node %s (%s)", self.side, where["node_id"][:8], self._base_url)
         except BaseException:
@@ -221,8 +239,10 @@ class RayLife(Lifecycle):
         p = self.placement
         return f"{p.ip} ({p.node_id[:12]})" if p is not None else None
 
-    def _failure(self, error: dict[str, Any]) -> RuntimeFailure:
+    def _failure(self, error: dict[str, Any]) -> RuntimeFailure | BadInput:
         message = str(error["message"])
+        if error.get("bad"):  # the node cannot run what the side asks (exit 2)
+            return BadInput(f"{self.side} on its node: {message}", details=error.get("tail"))
         node_log = str(error.get("node_log") or "")
         if node_log:
             message = message.replace(node_log, str(self.log_path))

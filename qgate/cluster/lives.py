@@ -16,10 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+from qgate.checkpoint.formats import stored_dtype
 from qgate.cluster import ray_api
 from qgate.cluster.life import RayLife
-from qgate.cluster.placement import assign, capacity
+from qgate.cluster.node import fingerprint_here
+from qgate.cluster.placement import LifeNeeds, assign, capacity, fits
 from qgate.cluster.plan import cluster_plan, describe_cluster, life_needs
 from qgate.cluster.rounds import round_node, speed_design
 from qgate.core.plan import Plan
@@ -28,13 +31,24 @@ from qgate.core.records import Role
 from qgate.core.serving import Runtime
 from qgate.errors import BadInput
 from qgate.profile import Profile
+from qgate.profile.engine_checks import starts_process
+from qgate.runtime.capabilities import caps_of, runtime_args, select_machine
 from qgate.runtime.factory import make_runtime
+from qgate.runtime.fingerprint import Fingerprint, check_target
 from qgate.runtime.lives import Lives, PlannedElsewhere
 from qgate.runtime.server import ServerProcess
 
 __all__ = ["RayLives"]
 
 _NESTED = ("candidates", "attribution")
+_ROLES: tuple[Role, Role] = ("reference", "candidate")
+
+
+def _want(needs: Mapping[str, LifeNeeds]) -> str:
+    return "; ".join(
+        f"{role}: " + ", ".join(f"{k} {v:g}" for k, v in n.as_dict().items() if v)
+        for role, n in needs.items()
+    )
 
 
 def _side(role: Role, logs: Path, round: int = 0) -> str:
@@ -65,6 +79,64 @@ class RayLives(Lives):
         self.nodes = ray_api.nodes()
         self.custom = {k: dict(v) for k, v in custom.items()} if custom is not None else None
         self._lives: list[RayLife] = []
+        self.fingerprints: dict[str, Fingerprint] = {}  # node id -> taken there (`machine`)
+
+    def machine(self, profile: Profile, model: Path) -> Fingerprint | None:
+        """The nodes that could hold a life of `profile`, each fingerprinted on itself (a
+        task pinned there: its CPU, accelerators, packages, its copy of `model`'s digests).
+
+        The run decides with one of them (a reference node's), so every such node must
+        lead to the same decisions: the same settings chosen for both sides (fallbacks,
+        serving dtype), the target met (or its mismatch allowed), the same checkpoint at the
+        path; BadInput naming the node otherwise (pin the sides to uniform pools with the
+        profile's cluster block). None when no side starts a server (endpoints only)."""
+        if not any(starts_process(profile.engine_of(r).kind) for r in _ROLES):
+            return None
+        self.nodes = ray_api.nodes()
+        needs: dict[str, LifeNeeds] = {
+            r: life_needs(profile, r, self.custom, self.nodes) for r in _ROLES
+        }
+        hosts = [n for n in self.nodes if any(fits(x, n.resources) for x in needs.values())]
+        if not hosts:
+            raise BadInput(
+                f"no node of the cluster can hold a life of this profile ({_want(needs)})"
+            )
+        hosts.sort(key=lambda n: not fits(needs["reference"], n.resources))
+        answers = ray_api.on_nodes(fingerprint_here, [n.node_id for n in hosts], str(model))
+        self.fingerprints = {
+            n.node_id: Fingerprint.model_validate(a) for n, a in zip(hosts, answers, strict=True)
+        }
+        chosen = None
+        first = self.fingerprints[hosts[0].node_id]
+        for node in hosts:
+            fp = self.fingerprints[node.node_id]
+            where = f"node {node.node_id[:12]} ({node.ip}, host {fp.hostname})"
+            try:
+                check_target(profile.target, fp)
+                selection = select_machine(profile, caps_of(fp))
+            except BadInput as exc:
+                raise BadInput(f"{where}: {exc.message}", details=exc.details) from None
+            specs = (selection.reference, selection.candidate)
+            if chosen is not None and specs != chosen:
+                raise BadInput(
+                    f"{where} would run the sides otherwise than node "
+                    f"{hosts[0].node_id[:12]} (its CPU: {fp.cpu.model}; a fallback or serving "
+                    "dtype differs): pin the sides to uniform nodes with cluster.reference "
+                    "and cluster.candidates"
+                )
+            chosen = specs
+            if fp.checkpoint_sha256 is None:
+                raise BadInput(
+                    f"{where} has no checkpoint at {model}: every node that holds lives needs "
+                    "it at the same path (read-only is enough)"
+                )
+            if fp.checkpoint_sha256 != first.checkpoint_sha256:
+                raise BadInput(
+                    f"{where} holds other weights at {model} (digest "
+                    f"{str(fp.checkpoint_sha256)[:12]}, node {hosts[0].node_id[:12]}: "
+                    f"{str(first.checkpoint_sha256)[:12]}): every node needs the same checkpoint"
+                )
+        return first
 
     def runtime(
         self, profile: Profile, role: Role, model: Path, logs: Path, *, round: int = 0
@@ -73,13 +145,20 @@ class RayLives(Lives):
         if not isinstance(local, ServerProcess):
             return local  # an endpoint: already running somewhere, nothing to place
         side = _side(role, logs, round)
-        needs = life_needs(profile, role, self.custom)
+        needs = life_needs(profile, role, self.custom, self.nodes)
         first = self._first_nodes()
         node_id, swap = round_node(side, round, first, [s for s in first if s != "reference"])
         node = next((n for n in self.nodes if n.node_id == node_id), None)
         if swap:  # a side's pool (custom resources) would hold it on its own node
             needs = needs.model_copy(update={"resources": {}})
-        life = RayLife(local, needs, side, node)
+        spec = getattr(profile, role)
+        emulate: tuple[dict[str, Any], str] | None = None
+        if spec.emulate_weights is not None:  # made on the life's node, in its cache
+            dtype = stored_dtype(runtime_args(profile, spec).get("dtype"))
+            emulate = (spec.emulate_weights.model_dump(), dtype)
+        on_cpu = profile.target.accelerator.lower() == "cpu"
+        cores = max(1, int(needs.num_cpus)) if on_cpu else None
+        life = RayLife(local, needs, side, node, emulate, cores)
         life.round = round
         self._lives.append(life)
         return life
@@ -93,8 +172,11 @@ class RayLives(Lives):
         }
 
     def at_once(self, profile: Profile) -> int:
-        """How many candidate lives of `profile` the cluster holds at once (at least 1)."""
-        return max(1, capacity(life_needs(profile, "candidate", self.custom), self.nodes))
+        """How many candidate lives of `profile` the cluster holds at once (at least 1), in
+        what its nodes have free now."""
+        self.nodes = ray_api.nodes()
+        needs = life_needs(profile, "candidate", self.custom, self.nodes)
+        return max(1, capacity(needs, self.nodes))
 
     def stop_all(self) -> None:
         """Stop every life made so far (each stop is idempotent)."""
@@ -103,7 +185,11 @@ class RayLives(Lives):
 
     def side_by_side(self, profile: Profile) -> tuple[str, str] | None:
         """Where the reference and the candidate go when both fit at once; None otherwise."""
-        needs = [life_needs(profile, role, self.custom) for role in ("reference", "candidate")]
+        self.nodes = ray_api.nodes()  # what is free now
+        needs = [
+            life_needs(profile, role, self.custom, self.nodes)
+            for role in ("reference", "candidate")
+        ]
         placed = assign(needs, self.nodes)
         if isinstance(placed, str):
             return None
@@ -116,18 +202,28 @@ class RayLives(Lives):
     def lives(self) -> list[ClusterLife]:
         """Every life that got ready, in the order they were made."""
         totals = {n.node_id: n.resources for n in self.nodes}
-        return [
-            ClusterLife(
-                side=life.placement.side,
-                node_id=life.placement.node_id,
-                ip=life.placement.ip,
-                resources=life.placement.needs.as_dict(),
-                node_resources=dict(totals.get(life.placement.node_id, {})),
-                round=life.round,
+        out = []
+        for life in self._lives:
+            if life.placement is None:
+                continue
+            p = life.placement
+            fp = self.fingerprints.get(p.node_id)
+            out.append(
+                ClusterLife(
+                    side=p.side,
+                    node_id=p.node_id,
+                    ip=p.ip,
+                    resources=p.needs.as_dict(),
+                    node_resources=dict(totals.get(p.node_id, {})),
+                    round=life.round,
+                    hostname=p.facts.get("hostname"),
+                    cpu=fp.cpu.model if fp is not None else None,
+                    checkpoint_sha256=fp.checkpoint_sha256 if fp is not None else None,
+                    model_path=p.facts.get("model_path"),
+                    node_log=p.facts.get("node_log"),
+                )
             )
-            for life in self._lives
-            if life.placement is not None
-        ]
+        return out
 
     def provenance(self) -> ClusterProvenance:
         """The cluster, each life's node, and where each side's perf blocks ran."""

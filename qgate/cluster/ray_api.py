@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import atexit
 import os
+from collections.abc import Callable, Sequence
 from types import ModuleType
+from typing import Any
 
 from qgate.cluster.placement import NodeInfo
 from qgate.errors import BadInput, InfrastructureError
 
-__all__ = ["ADDRESS_ENV", "connect", "import_ray", "nodes", "ray_version"]
+__all__ = ["ADDRESS_ENV", "connect", "import_ray", "nodes", "on_nodes", "ray_version"]
 
 ADDRESS_ENV = "RAY_ADDRESS"
 
@@ -57,13 +59,49 @@ def connect(address: str | None, named_by: str = "--cluster") -> str:
     return str(ray.get_runtime_context().gcs_address)
 
 
+def _own(resources: dict[str, float]) -> dict[str, float]:
+    return {k: float(v) for k, v in resources.items() if not k.startswith("node:")}
+
+
 def nodes() -> list[NodeInfo]:
-    """The alive nodes of the joined cluster, in Ray's order."""
+    """The alive nodes of the joined cluster, in Ray's order, with what each has free now
+    (Ray's available resources per node: what other lives leave)."""
     ray = import_ray()
+    from ray._private.state import available_resources_per_node  # Ray's developer API
+
+    free: dict[str, dict[str, float]] = available_resources_per_node()  # type: ignore[no-untyped-call]
     out = []
     for n in ray.nodes():
         if not n.get("Alive"):
             continue
-        res = {k: float(v) for k, v in n["Resources"].items() if not k.startswith("node:")}
-        out.append(NodeInfo(node_id=n["NodeID"], ip=n["NodeManagerAddress"], resources=res))
+        available = free.get(n["NodeID"])
+        out.append(
+            NodeInfo(
+                node_id=n["NodeID"],
+                ip=n["NodeManagerAddress"],
+                resources=_own(n["Resources"]),
+                available=_own(available) if available is not None else None,
+            )
+        )
     return out
+
+
+def on_nodes(
+    fn: Callable[..., Any], node_ids: Sequence[str], *args: Any, timeout_s: float = 300.0
+) -> list[Any]:
+    """`fn(*args)` run on each of the nodes `node_ids` (a Ray task pinned there, holding no
+    resources, so a busy node answers too); the answers in order."""
+    ray = import_ray()
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    task = ray.remote(num_cpus=0, max_retries=0)(fn)
+    refs = [
+        task.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False)
+        ).remote(*args)
+        for node in node_ids
+    ]
+    try:
+        return list(ray.get(refs, timeout=timeout_s))
+    except (ray.exceptions.RayError, TimeoutError) as exc:
+        raise InfrastructureError(f"a node did not answer what it is: {exc}") from exc

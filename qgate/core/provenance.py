@@ -68,6 +68,23 @@ class ClusterLife(Record):
         description="The perf round the life served (0: the run's own lives; k: a fresh life "
         "of perf round k + 1, perf.rounds).",
     )
+    hostname: str | None = Field(
+        default=None, description="The node's host name, as the life's actor read it there."
+    )
+    cpu: str | None = Field(
+        default=None, description="The node's CPU, from its fingerprint taken on the node."
+    )
+    checkpoint_sha256: str | None = Field(
+        default=None, description="The checkpoint's tree digest as the node read its copy."
+    )
+    model_path: str | None = Field(
+        default=None,
+        description="The weights the server loaded on the node: the checkpoint, or the copy "
+        "with emulated weights its node made in its own cache.",
+    )
+    node_log: str | None = Field(
+        default=None, description="The server's log on the node (copied to the run's logs/)."
+    )
 
 
 class ClusterProvenance(Record):
@@ -234,7 +251,9 @@ def provenance_lines(p: RunProvenance | None) -> list[str]:
         ray = p.cluster
         where = "; ".join(
             f"{life.side}{f' (round {life.round + 1})' if life.round else ''} "
-            f"on node {life.node_id[:12]} ({life.ip}, "
+            f"on node {life.node_id[:12]} ({life.ip}"
+            + (f", host {life.hostname}" if life.hostname else "")
+            + ", "
             + ", ".join(f"{k} {v:g}" for k, v in life.resources.items())
             + ")"
             for life in ray.lives

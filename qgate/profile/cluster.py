@@ -78,10 +78,13 @@ class ClusterSpec(Strict):
         "candidate of a multi profile, the preflight, attribution's sub-candidates), e.g. "
         "{cand: 1}.",
     )
-    cpus: float = Field(
-        default=1.0,
+    cpus: float | None = Field(
+        default=None,
         description="CPU cores each life holds on its node (Ray's num_cpus of its actor). On "
-        "a CPU target this is how much of a node one life takes, so how many lives share it.",
+        "a CPU target its server is bound to that many cores, so this is how much of a node "
+        "one life takes and how many lives share it; unset, a CPU life holds every core of "
+        "the smallest node that can hold it (vLLM-CPU uses every core it may: one life a "
+        "node), an accelerator life 1.",
     )
 
     @field_validator("address")
@@ -93,8 +96,8 @@ class ClusterSpec(Strict):
 
     @field_validator("cpus")
     @classmethod
-    def _cpus(cls, v: float) -> float:
-        if (problem := amount_problem(v)) is not None:
+    def _cpus(cls, v: float | None) -> float | None:
+        if v is not None and (problem := amount_problem(v)) is not None:
             raise ValueError(problem)
         return v
 

@@ -64,7 +64,7 @@ def attribute(
             declared_profile=sub,
             side=name,
             run_dir=ctx.run_dir / "attribution" / name,
-            model_paths=model_paths(sub, ctx.source_model),
+            model_paths=model_paths(sub, ctx.source_model, ctx.lives.places_lives),
         )
         start = time.perf_counter()
         result = evaluate(trial_ctx, name, reference, force_perf=False, keep_going=True)

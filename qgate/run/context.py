@@ -46,6 +46,7 @@ from qgate.run.options import RunOptions
 from qgate.runtime.capabilities import (
     CpuCaps,
     Selection,
+    caps_of,
     probe_cpu,
     runtime_args,
     select_machine,
@@ -94,6 +95,8 @@ class RunContext:
     declared_profile: Profile
     selection: Selection
     fingerprint: Fingerprint | None = None
+    # the lives' machine, fingerprinted there by the executor (None: this one; Lives.machine)
+    machine: Fingerprint | None = None
     target_mismatches: list[str] = field(default_factory=list)
     reference_cached: bool = False
     reference_provenance: ReferenceProvenance | None = None
@@ -164,16 +167,18 @@ def signer_for(opts: RunOptions, profile: Profile) -> LoadedSigner:
     )
 
 
-def model_paths(profile: Profile, source: Path) -> dict[str, Path]:
+def model_paths(profile: Profile, source: Path, elsewhere: bool = False) -> dict[str, Path]:
     """The checkpoint each side serves: the source, or its emulated copy (cached by digest).
 
     An emulated copy is stored in the side's serving dtype, so that float32 serving
     (`engine.cpu_dtype: auto` on a CPU without bf16) computes with the rounded values exactly.
+    `elsewhere` (lives on the nodes of a cluster): the source; each life's node makes its
+    copy in its own cache (qgate/cluster/host.py), none is written here.
     """
     paths: dict[str, Path] = {}
     for role in ("reference", "candidate"):
         side = getattr(profile, role)
-        if side.emulate_weights is None:
+        if side.emulate_weights is None or elsewhere:
             paths[role] = source
         else:
             dtype = stored_dtype(runtime_args(profile, side).get("dtype"))
@@ -222,7 +227,6 @@ def prepare(opts: RunOptions, loaded: LoadedProfile | LoadedMulti, lives: Lives 
     selected for this machine (fallbacks, serving dtype) and its weights emulated once per
     distinct setting (the emulation cache). Every server of the run is made by `lives`.
     """
-    cpu = probe_cpu()
     if isinstance(loaded, LoadedMulti):
         declared = [(c.name, c.profile) for c in loaded.multi.candidates]
         run_name = loaded.multi.name
@@ -237,10 +241,12 @@ def prepare(opts: RunOptions, loaded: LoadedProfile | LoadedMulti, lives: Lives 
     first = declared[0][1]
     source = resolve_model(first)
     signer = signer_for(opts, first)
+    machine = lives.machine(first, source)  # a cluster's nodes, fingerprinted there
+    cpu = caps_of(machine) if machine is not None else probe_cpu()
     chosen = [(name, profile, *select(profile, cpu)) for name, profile in declared]
     for note in dict.fromkeys(n for *_, selection in chosen for n in selection.notes):
         log.info("%s", note)
-    paths = [model_paths(profile, source) for _, _, profile, _ in chosen]
+    paths = [model_paths(profile, source, lives.places_lives) for _, _, profile, _ in chosen]
     run_dir = new_run_dir(opts.out_root, run_name)
     multi = isinstance(loaded, LoadedMulti)
     starts: list[ServerStart] = []
@@ -262,6 +268,7 @@ def prepare(opts: RunOptions, loaded: LoadedProfile | LoadedMulti, lives: Lives 
             side=name,
             lives=lives,
             probing=probing,
+            machine=machine,
         )
         for (name, declared_profile, profile, selection), own in zip(chosen, paths, strict=True)
     ]
@@ -347,9 +354,10 @@ def quality_on(
 
 
 def fingerprint(ctx: RunContext) -> None:
-    """Fingerprint the machine and the checkpoint; check the profile's target."""
+    """Fingerprint the machine and the checkpoint; check the profile's target. On a cluster
+    the machine is the lives' nodes, as fingerprinted there (`Lives.machine`), not this one."""
     model_dir = ctx.source_model if ctx.source_model.is_dir() else None
-    ctx.fingerprint = collect_fingerprint(model_dir, cache_root() / "digests.json")
+    ctx.fingerprint = ctx.machine or collect_fingerprint(model_dir, cache_root() / "digests.json")
     ctx.target_mismatches = check_target(ctx.profile.target, ctx.fingerprint)
     save_raw(ctx, "fingerprint.json", ctx.fingerprint)
     check_calibration_model(ctx.profile, ctx.fingerprint.checkpoint_sha256)

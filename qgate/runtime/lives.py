@@ -28,6 +28,7 @@ from qgate.core.registry import Registry
 from qgate.core.serving import Runtime
 from qgate.profile import Profile
 from qgate.runtime.factory import make_runtime
+from qgate.runtime.fingerprint import Fingerprint
 
 __all__ = [
     "CLUSTER_EXECUTOR",
@@ -54,8 +55,17 @@ class Lives:
     says what the run may do with its lives. Subclass it and write `runtime`."""
 
     places_lives: bool = False
-    """Its lives run elsewhere (nodes of a cluster) and share no device or cores with each
-    other: both sides start at once, and `side_by_side` decides the plan's placement."""
+    """Its lives run elsewhere (nodes of a cluster) and share no device, cores or files with
+    each other nor with this machine: both sides start at once, `side_by_side` decides the
+    plan's placement, `machine` says what they run on, and each life's node makes what it
+    serves (emulated weights) there."""
+
+    def machine(self, profile: Profile, model: Path) -> Fingerprint | None:
+        """The machine its lives of `profile` run on, fingerprinted there (CPU, accelerators,
+        packages, `model`'s digests there): the run chooses each side's settings (fallbacks,
+        serving dtype) and checks the target against it. None: this machine, which the run
+        fingerprints itself."""
+        return None
 
     def runtime(
         self, profile: Profile, role: Role, model: Path, logs: Path, *, round: int = 0

@@ -164,21 +164,42 @@ def fake_launcher() -> list[str]:
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[object]:
-    """A simulated two-node Ray cluster on this machine (`ray.cluster_utils.Cluster`), joined.
+    """A two-node Ray cluster whose nodes share nothing with the driver nor each other, joined.
 
-    The head holds the custom resource `ref`, the added node `cand`, one CPU each, so
-    a profile pins the reference and the candidates to distinct nodes. Shut down after the
-    module; qgate's own driver connection is ended first.
+    Each worker node runs in namespaces of its own (tests/helpers/hosts.py): its own address
+    on a bridge made for the test, hostname, processes, and empty private /tmp, /dev/shm and
+    qgate cache; the embedded checkpoint is bind-mounted read-only at the same path (a real
+    cluster's model volume). The head (no CPUs: no life lands there) is the driver's node,
+    in this machine's namespace. One node holds the custom resource `ref`, the other `cand`,
+    each every core this process may use, so a CPU life (which holds every core of its node)
+    takes a node alone. Without root (no namespaces), the simulated cluster of
+    `ray.cluster_utils` (one address, one filesystem) stands in and `nodes` is empty.
+    Everything is removed after the module, on every path.
     """
     ray = pytest.importorskip("ray", reason="the Ray extra is not installed")
+    from helpers.hosts import HostsCluster, namespaces_problem
+
+    from qgate.checkpoint.embedded import cache_root, checkpoint_path
+
+    cores = len(os.sched_getaffinity(0))
+    problem = namespaces_problem()
+    if problem is None:
+        model = checkpoint_path("smollm2")
+        env = {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+        shared = [model] if model.is_dir() else []
+        with HostsCluster.two_nodes([cache_root()], shared, env, cores) as hosts:
+            yield hosts
+        return
     from ray.cluster_utils import Cluster
 
+    print(f"ray_cluster: simulated nodes (one address, one filesystem): {problem}")
     cluster = Cluster(
         initialize_head=True,
-        head_node_args={"num_cpus": 1, "resources": {"ref": 1}, "include_dashboard": False},
+        head_node_args={"num_cpus": cores, "resources": {"ref": 1}, "include_dashboard": False},
     )
-    cluster.add_node(num_cpus=1, resources={"cand": 1})
+    cluster.add_node(num_cpus=cores, resources={"cand": 1})
     cluster.wait_for_nodes()
+    cluster.nodes = []  # type: ignore[attr-defined]
     try:
         yield cluster
     finally:

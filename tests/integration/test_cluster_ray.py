@@ -59,7 +59,7 @@ def test_each_life_runs_on_its_own_node_and_the_driver_talks_to_it(
     ray_cluster: object, fake_launcher: list[str], tmp_path: Path
 ) -> None:
     ray_api.connect(ray_cluster.address)  # type: ignore[attr-defined]
-    nodes = ray_api.nodes()
+    nodes = [n for n in ray_api.nodes() if n.resources.get("CPU")]  # the head holds none
     assert len(nodes) == 2
     marker = f"stand-in-{uuid.uuid4().hex[:8]}"
     needs = [needs_of("cpu", 1, 1, {"ref": 1}), needs_of("cpu", 1, 1, {"cand": 1})]
@@ -115,8 +115,11 @@ def test_attribution_rounds_run_as_parallel_waves_on_the_cluster(
     """Three changes, two nodes: three lives one after another become two waves of two."""
     ray_api.connect(ray_cluster.address)  # type: ignore[attr-defined]
     nodes = ray_api.nodes()
-    one = LifeNeeds(num_cpus=1)
-    width = capacity(one, nodes)
+    one = LifeNeeds(num_cpus=max(n.resources.get("CPU", 0) for n in nodes))  # a node each
+    deadline = time.monotonic() + 20  # Ray's available resources catch up with the last test
+    while (width := capacity(one, nodes)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        nodes = ray_api.nodes()
     assert width == 2
     marker = f"stand-in-{uuid.uuid4().hex[:8]}"
     spans: dict[Key, tuple[float, float, str]] = {}
@@ -159,7 +162,8 @@ def test_plan_on_the_cluster_says_which_lives_run_together(ray_cluster: object) 
         main, ["plan", str(shipped / "smollm2-cpu-multi.yaml"), "--cluster", address]
     )
     assert result.exit_code == 0, result.output
-    assert f"cluster {address}: 2 node(s)" in result.output
+    head = 1 if ray_cluster.nodes else 0  # type: ignore[attr-defined]  # the empty head
+    assert f"cluster {address}: {2 + head} node(s)" in result.output
     waves = [line for line in result.output.splitlines() if line.startswith("  wave ")]
     assert len(waves) == 3 and waves[0].startswith("  wave 1: reference on ")
     assert "on the cluster against 5 life length(s) locally" in result.output

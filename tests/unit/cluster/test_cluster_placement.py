@@ -47,3 +47,17 @@ def test_capacity_counts_the_lives_the_cluster_holds_at_once() -> None:
     assert capacity(needs_of("H200", 8, 1), nodes) == 1
     assert capacity(needs_of("H200", 16, 1), nodes) == 0
     assert fits(LifeNeeds(num_cpus=1, resources={"x": 1}), {"CPU": 1}) is False
+
+
+def test_lives_are_placed_in_what_nodes_have_free_now_not_in_their_totals() -> None:
+    """Ray's available resources: a node another run's life fills holds no life of this one,
+    and capacity (the waves' width) counts only the free nodes."""
+    busy = NodeInfo(node_id="a", ip="10.0.0.1", resources={"CPU": 4}, available={})
+    idle = NodeInfo(node_id="b", ip="10.0.0.2", resources={"CPU": 4}, available={"CPU": 4})
+    whole = LifeNeeds(num_cpus=4)
+    assert [n.node_id for n in assign([whole], [busy, idle])] == ["b"]  # type: ignore[union-attr]
+    assert capacity(whole, [busy, idle]) == 1
+    assert capacity(whole, [n.model_copy(update={"available": None}) for n in (busy, idle)]) == 2
+    assert (
+        assign([whole], [busy]) == "no node has CPU 4 free now (life 1; other lives hold the rest)"
+    )

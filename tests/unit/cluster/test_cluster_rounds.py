@@ -92,6 +92,7 @@ def _lives(nodes: list[NodeInfo]) -> RayLives:
     lives = RayLives.__new__(RayLives)
     lives.address, lives.ray_version, lives.nodes, lives.custom = "h:1", "2.60.0", nodes, None
     lives._lives = []
+    lives.fingerprints = {}
     return lives
 
 
@@ -117,7 +118,9 @@ def test_ray_lives_pin_a_swapped_rounds_lives_to_the_other_sides_node(tmp_path: 
     assert isinstance(ref2, RayLife) and isinstance(cand2, RayLife)
     assert (ref2.side, ref2.node, ref2.round) == ("reference", nodes[1], 1)
     assert (cand2.side, cand2.node) == ("candidate", nodes[0])
-    assert ref2.needs == needs_of("cpu", 1, 1.0) and cand2.needs.resources == {}  # pools not asked
+    # pools not asked; a CPU life holds every core of its node (4 here), its server bound to them
+    assert ref2.needs == needs_of("cpu", 1, 4.0) and cand2.needs.resources == {}
+    assert (ref2.cores, ref2.emulate) == (4, None)
     ref3 = lives.runtime(profile, "reference", tmp_path, logs / "round-3", round=2)
     assert isinstance(ref3, RayLife)
     assert ref3.node == nodes[0] and ref3.needs.resources == {"ref": 1.0}  # its own pool again

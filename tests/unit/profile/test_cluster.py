@@ -135,7 +135,7 @@ def test_the_block_is_part_of_the_signed_profile(tmp_path: Path) -> None:
         "address": "ray-head:6379",
         "reference": {},
         "candidates": {"cand": 1.0},
-        "cpus": 1.0,
+        "cpus": None,
     }
     assert CliRunner().invoke(main, ["keygen", "--out", str(tmp_path / "k")]).exit_code == 0
     out = tmp_path / "run"

@@ -68,7 +68,7 @@ def test_halves_first_then_the_smallest_failing_set(
         )
 
     monkeypatch.setattr(attribute_module, "evaluate", evaluate)
-    monkeypatch.setattr(attribute_module, "model_paths", lambda profile, source: {})
+    monkeypatch.setattr(attribute_module, "model_paths", lambda profile, source, elsewhere: {})
     att = attribute(ctx, QualityOutput(role="reference"), max_lives=6, groups=[])
     assert [s[1] for s in seen] == [  # halves first
         ["args.enable_prefix_caching", "args.max_num_seqs"],
@@ -105,7 +105,7 @@ def test_a_spent_budget_is_recorded_with_the_set_it_would_try_next(
         return CandidateResult(name=name, error="did not start")
 
     monkeypatch.setattr(attribute_module, "evaluate", evaluate)
-    monkeypatch.setattr(attribute_module, "model_paths", lambda profile, source: {})
+    monkeypatch.setattr(attribute_module, "model_paths", lambda profile, source, elsewhere: {})
     att = attribute(ctx, QualityOutput(role="reference"), max_lives=1, groups=[])
     assert att.lives == 1 and not att.complete and att.minimal is None
     assert att.not_tried == ["emulate_weights"]
@@ -222,7 +222,7 @@ def test_on_an_executor_with_room_a_rounds_trials_run_at_once_and_the_width_is_r
         )
 
     monkeypatch.setattr(attribute_module, "evaluate", evaluate)
-    monkeypatch.setattr(attribute_module, "model_paths", lambda profile, source: {})
+    monkeypatch.setattr(attribute_module, "model_paths", lambda profile, source, elsewhere: {})
     att = attribute(ctx, QualityOutput(role="reference"), max_lives=6, groups=[])
     assert att.width == 2
     assert [t.changes for t in att.trials] == [
@@ -267,7 +267,7 @@ def test_a_trial_keeps_its_reuse_passes_and_server_report(
         return CandidateResult(name=name, quality=quality, verdicts=[])
 
     monkeypatch.setattr(attribute_module, "evaluate", evaluate)
-    monkeypatch.setattr(attribute_module, "model_paths", lambda profile, source: {})
+    monkeypatch.setattr(attribute_module, "model_paths", lambda profile, source, elsewhere: {})
     att = attribute(ctx, QualityOutput(role="reference"), max_lives=1, groups=[])
     assert att.trials[0].passes[0].name == "warm"
     assert att.trials[0].effective_config == config
