@@ -59,6 +59,25 @@ SERVER_ARGS: dict[str, EngineArgValue] = {
 }
 
 
+# The session's servers (and what is reached through them: `fault_proxy`, `endpoint_run`).
+SESSION_SERVERS = ("reference_server", "fp8kv_server")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules that use the session's servers run last, one after another as collected: the
+    servers start with the first of them and stay up to the session's end, so they are up for
+    that stretch only, not beside every started pair of the run (memory: `make test` runs two
+    lines of server tests at once, tests/conftest.py). A module is never split (its own
+    module-scoped servers would start twice)."""
+    late = {
+        item.nodeid.split("::", 1)[0]
+        for item in items
+        if item.nodeid.startswith("tests/integration/")
+        and any(name in getattr(item, "fixturenames", ()) for name in SESSION_SERVERS)
+    }
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] in late)
+
+
 @pytest.fixture(scope="session")
 def serving_dtype() -> str:
     """The dtype the shared servers (and `engine.cpu_dtype: auto`) serve in on this CPU."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -71,3 +72,38 @@ def test_each_worker_places_its_servers_with_leases_of_its_own() -> None:
     assert gw0 and gw1 and gw0 != gw1
     assert _top.worker_leases(None, {}) is None  # outside xdist: qgate's default folder
     assert _top.worker_leases("gw0", {_top.LEASES_ENV: "/x"}) is None  # one set is kept
+
+
+def test_the_session_servers_modules_run_last_and_whole() -> None:
+    """They start the session's servers, which stay up to the end: last, they are not up beside
+    every started pair of both lines (memory), and no module is split."""
+    spec = importlib.util.spec_from_file_location(
+        "qgate_integration_conftest", TESTS / "integration" / "conftest.py"
+    )
+    assert spec is not None and spec.loader is not None
+    conftest = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = conftest  # its dataclasses look their module up there
+    spec.loader.exec_module(conftest)
+
+    class Item:
+        def __init__(self, nodeid: str, *fixtures: str) -> None:
+            self.nodeid, self.fixturenames = nodeid, ["tmp_path", *fixtures]
+
+    it = "tests/integration/"
+    items = [
+        Item(f"{it}test_a.py::t1"),
+        Item(f"{it}test_b.py::t1"),  # the module's first test starts a server of its own
+        Item(f"{it}test_b.py::t2", "endpoint_run", "reference_server"),
+        Item("tests/unit/test_c.py::t1"),
+        Item(f"{it}test_d.py::t1", "fp8kv_server"),
+        Item(f"{it}test_e.py::t1"),
+    ]
+    conftest.pytest_collection_modifyitems(items)
+    assert [i.nodeid for i in items] == [
+        f"{it}test_a.py::t1",
+        "tests/unit/test_c.py::t1",
+        f"{it}test_e.py::t1",
+        f"{it}test_b.py::t1",
+        f"{it}test_b.py::t2",
+        f"{it}test_d.py::t1",
+    ]
