@@ -40,6 +40,7 @@ SECOND_LINE = (
     "tests/integration/test_cluster_run.py",
     "tests/integration/test_multi_vllm.py",
     "tests/integration/test_perf_probes_fault.py",
+    "tests/integration/test_preview.py",
     "tests/integration/test_upgrade_vllm.py",
 )
 # Integration modules that start no real server (stand-in engines only, tests/integration/
