@@ -21,6 +21,13 @@ starts a server, it extends a run that exists.
   run on every candidate), and assert on `run.reports["<name>"]`.
 - A further check of a report already written reads it: test_pipeline.py's `passing_run`,
   test_multi_vllm.py's `multi`.
+
+Memory (KV_SPACE): `make test` runs two lines of server tests at once (tests/conftest.py), a
+started pair on each at times, and a CPU server allocates its whole KV cache at its start: the
+runs started by test_pipeline.py, test_perf_probes_fault.py and test_upgrade_vllm.py pass
+`VLLM_CPU_KVCACHE_SPACE=1` in their environment (qgate keeps a value it inherits), half qgate's
+CPU default and ample for their lengths. Measured with 2 GiB each: 21.6 of 24 GB in use while
+test_pipeline.py's pair and test_cluster_run.py's two lives ran at once.
 """
 
 from __future__ import annotations

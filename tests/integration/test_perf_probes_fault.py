@@ -83,7 +83,8 @@ def fault_run(
     log = work / "fault.jsonl"
     profile = work / "load-fault.yaml"
     profile.write_text(PROFILE.format(python=sys.executable, launch=LAUNCH, log=log))
-    env = dict(os.environ, XDG_CONFIG_HOME=str(work / "config"))
+    # 1 GiB of KV cache per server (tests/integration/conftest.py: KV_SPACE)
+    env = dict(os.environ, XDG_CONFIG_HOME=str(work / "config"), VLLM_CPU_KVCACHE_SPACE="1")
     env.pop("GITHUB_STEP_SUMMARY", None)
     done = subprocess.run(
         [*QGATE, "keygen", "--out", str(work / "k")], env=env, capture_output=True, text=True

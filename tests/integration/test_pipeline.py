@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from qgate.runtime.capabilities import cpu_serving_dtype, native_fp8_kv, probe_cpu
+from qgate.runtime.command import CPU_KVCACHE_ENV as KV_SPACE
 
 pytestmark = pytest.mark.integration
 
@@ -100,6 +101,7 @@ def env(workspace: Path) -> dict[str, str]:
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
         e[var] = "http://127.0.0.1:9"  # anything that tries the network fails at once
     e["NO_PROXY"] = e["no_proxy"] = "127.0.0.1,localhost"
+    e[KV_SPACE] = "1"  # tests/integration/conftest.py: KV_SPACE
     return e
 
 

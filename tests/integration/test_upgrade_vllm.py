@@ -80,7 +80,9 @@ class UpgradeRun:
     """The one run of this module."""
 
     def __init__(self, folder: Path) -> None:
+        # 1 GiB of KV cache per server (tests/integration/conftest.py: KV_SPACE)
         self.env = dict(os.environ, XDG_CONFIG_HOME=str(folder / "config"))
+        self.env["VLLM_CPU_KVCACHE_SPACE"] = "1"
         self.env.setdefault(ENVS_ENV, str(ROOT / ".venv-engines"))
         self.env.pop("GITHUB_STEP_SUMMARY", None)
         assert qgate("keygen", "--out", str(folder / "k"), env=self.env).returncode == 0
