@@ -21,6 +21,13 @@ starts a server, it extends a run that exists.
   run on every candidate), and assert on `run.reports["<name>"]`.
 - A further check of a report already written reads it: test_pipeline.py's `passing_run`,
   test_multi_vllm.py's `multi`.
+
+Memory (KV_SPACE): `make test` runs two lines of server tests at once (tests/conftest.py), a
+started pair on each at times, and a CPU server allocates its whole KV cache at its start: the
+runs started by test_pipeline.py, test_perf_probes_fault.py and test_upgrade_vllm.py pass
+`VLLM_CPU_KVCACHE_SPACE=1` in their environment (qgate keeps a value it inherits), half qgate's
+CPU default and ample for their lengths. Measured with 2 GiB each: 21.6 of 24 GB in use while
+test_pipeline.py's pair and test_cluster_run.py's two lives ran at once.
 """
 
 from __future__ import annotations
@@ -57,6 +64,25 @@ SERVER_ARGS: dict[str, EngineArgValue] = {
     "max_model_len": 4096,
     "dtype": SERVING_DTYPE,
 }
+
+
+# The session's servers (and what is reached through them: `fault_proxy`, `endpoint_run`).
+SESSION_SERVERS = ("reference_server", "fp8kv_server")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules that use the session's servers run last, one after another as collected: the
+    servers start with the first of them and stay up to the session's end, so they are up for
+    that stretch only, not beside every started pair of the run (memory: `make test` runs two
+    lines of server tests at once, tests/conftest.py). A module is never split (its own
+    module-scoped servers would start twice)."""
+    late = {
+        item.nodeid.split("::", 1)[0]
+        for item in items
+        if item.nodeid.startswith("tests/integration/")
+        and any(name in getattr(item, "fixturenames", ()) for name in SESSION_SERVERS)
+    }
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] in late)
 
 
 @pytest.fixture(scope="session")

@@ -6,15 +6,19 @@ own model and arguments behind perf/faults/launch.py with a `load:6` fault (answ
 corrupted, digits and letters rotated, only when more than 6 requests are in flight). The
 quality stage asks 4 at a time, below the threshold, so every quality gate passes; the perf
 scenario's c12 level runs above it, so its graded probes come back wrong and its probe gate
-fails, while its c1 level's pass. The same proxy also has an `idle:30` fault (issue 44 item
-2, vLLM #52150): only a request that arrives after 30 s with nothing in flight is corrupted.
+fails, while its c1 level's pass. The same proxy also has an `idle:20` fault (issue 44 item
+2, vLLM #52150): only a request that arrives after 20 s with nothing in flight is corrupted.
 No quality request waits that long (the start probes and the quality stage follow the start
 at once); the candidate life's idle probes do: asked before its perf block, once it has sat
-through the reference's block and the rest of `lives.idle_s` 35 s, the first of them comes
+through the reference's block and the rest of `lives.idle_s` 22 s, the first of them comes
 back wrong: that life FAILs, named, and its round is kept out of the ratios. The reference's
 pause runs on through them and the candidate's block. One `qgate run`: one server start per
 side, both at once; the lives (start and idle probes, and the part of the pause the
-reference's block does not cover) add about 30 s to it.
+reference's block does not cover) add about 15 s to it. The pause is shorter than the demo's
+(`idle_s` 30, the field's 20-50 s window) for CI time: what is proven is that the first request
+after a pause of `idle_s` reaches the fault, whatever its length; 20 s keeps a margin over the
+two sides' start skew (the candidate's proxy counts its quiet from its server's readiness, and
+the start probes wait for both sides).
 """
 
 from __future__ import annotations
@@ -50,12 +54,12 @@ reference:
 candidate:
   args: {{kv_cache_dtype: auto}}
   engine:
-    launcher: [{python}, {launch}, --fault, "load:6", --fault, "idle:30", --share, "1",
+    launcher: [{python}, {launch}, --fault, "load:6", --fault, "idle:20", --share, "1",
                --log, {log}, --]
 quality:
   concurrency: 4             # below the fault's threshold: the quality stage never trips it
   math: {{prompts: [short], limit: 24, max_drop: 0.2}}
-lives: {{probes: 4, idle_s: 35}}  # the idle fault's 30 s, and then some
+lives: {{probes: 4, idle_s: 22}}  # the idle fault's 20 s, and then some
 perf:
   blocks: 1
   probes: {{items: 6}}       # the defaults otherwise: max_flips 1, exact McNemar at 0.05
@@ -79,7 +83,8 @@ def fault_run(
     log = work / "fault.jsonl"
     profile = work / "load-fault.yaml"
     profile.write_text(PROFILE.format(python=sys.executable, launch=LAUNCH, log=log))
-    env = dict(os.environ, XDG_CONFIG_HOME=str(work / "config"))
+    # 1 GiB of KV cache per server (tests/integration/conftest.py: KV_SPACE)
+    env = dict(os.environ, XDG_CONFIG_HOME=str(work / "config"), VLLM_CPU_KVCACHE_SPACE="1")
     env.pop("GITHUB_STEP_SUMMARY", None)
     done = subprocess.run(
         [*QGATE, "keygen", "--out", str(work / "k")], env=env, capture_output=True, text=True
@@ -155,7 +160,7 @@ def test_the_idle_fault_fails_the_candidate_life_by_its_idle_probe(
     assert verdicts["lives.candidate.2.start"]["passed"], verdicts
     idle = verdicts["lives.candidate.2.idle"]
     assert not idle["passed"] and idle["observed"] >= 1, idle
-    assert re.search(r"candidate life 2 \(round 1\) after (3[5-9]|[4-9]\d) s idle", idle["reason"])
+    assert re.search(r"candidate life 2 \(round 1\) after (2[2-9]|[3-9]\d) s idle", idle["reason"])
     kinds = [(r["side"], r["kind"]) for r in lives["records"]]
     assert sorted(kinds) == sorted(
         [
@@ -165,7 +170,7 @@ def test_the_idle_fault_fails_the_candidate_life_by_its_idle_probe(
             ("candidate", "idle"),
         ]
     )
-    assert all(r["idle_s"] >= 35 for r in lives["records"] if r["kind"] == "idle")
+    assert all(r["idle_s"] >= 22 for r in lives["records"] if r["kind"] == "idle")
     # the first request after the pause was the candidate's first idle probe: lost
     first = next(r for r in lives["records"] if (r["side"], r["kind"]) == ("candidate", "idle"))
     assert first["requests"][0]["probe_id"] in idle["reason"], idle

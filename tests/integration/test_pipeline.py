@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from qgate.runtime.capabilities import cpu_serving_dtype, native_fp8_kv, probe_cpu
+from qgate.runtime.command import CPU_KVCACHE_ENV as KV_SPACE
 
 pytestmark = pytest.mark.integration
 
@@ -100,6 +101,7 @@ def env(workspace: Path) -> dict[str, str]:
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
         e[var] = "http://127.0.0.1:9"  # anything that tries the network fails at once
     e["NO_PROXY"] = e["no_proxy"] = "127.0.0.1,localhost"
+    e[KV_SPACE] = "1"  # tests/integration/conftest.py: KV_SPACE
     return e
 
 
@@ -466,6 +468,21 @@ def _alive(pid: int) -> bool:
     return "\nState:\tZ" not in status
 
 
+def _vllm_servers(pid: int) -> set[int]:
+    """The live vLLM servers among `pid`'s descendants (not the other helpers a run may spawn
+    before its first start: seen under load, a Ctrl-C aimed at the start landed in the
+    fingerprint stage)."""
+    out = set()
+    for child in _descendants(pid):
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"vllm.entrypoints" in cmdline and _alive(child):
+            out.add(child)
+    return out
+
+
 def test_ctrl_c_during_candidate_start_leaves_no_server_and_keeps_reference(
     passing_run: tuple[subprocess.CompletedProcess[str], Path],
     workspace: Path,
@@ -493,11 +510,11 @@ def test_ctrl_c_during_candidate_start_leaves_no_server_and_keeps_reference(
         text=True,
         preexec_fn=_ctrl_c_reaches_it,
     )
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300  # the start follows the load and fingerprint stages
     servers: set[int] = set()
     while time.monotonic() < deadline and not servers:
         time.sleep(0.5)
-        servers = {p for p in _descendants(proc.pid) if _alive(p)}
+        servers = _vllm_servers(proc.pid)
     assert servers, "the candidate server never started"
     time.sleep(3)  # well inside its start-up
     servers |= _descendants(proc.pid)

@@ -2,12 +2,12 @@
 (reference 0.31.0, candidate 0.32.0), each started from its own environment, in one run.
 
 The profile's engine blocks are the shipped ones (precision_profiles/smollm2-cpu-upgrade.yaml);
-only the sizes shrink (a few math items, two divergence sequences, one tiny perf scenario)
-and max_model_len drops to 1024. The environments come from `make setup` (.venv-engines/,
-QGATE_ENGINE_ENVS): built there once, found here in ~2 s each; without them the run builds
-them (uv, ~10-30 s each here). Both sides start together on a core each: one start-up's time.
-Measured 2026-12-03 on the shared 2-core machine (load 7-10): 231 s for the module, nearly all
-of it the two start-ups at once.
+only the sizes shrink (a few math items, two divergence sequences, one tiny perf scenario,
+no life probes) and max_model_len drops to 1024. The environments come from `make setup`
+(.venv-engines/, QGATE_ENGINE_ENVS): built there once, found here in ~2 s each; without them
+the run builds them (uv, ~10-30 s each here). Both sides start together on a core each: one
+start-up's time. Measured 2026-12-03 on the shared 2-core machine (load 7-10): 231 s for the
+module with the default life probes (their 50 s idle pause included).
 """
 
 from __future__ import annotations
@@ -51,6 +51,10 @@ def _profile() -> dict[str, object]:
             "min_top1_agreement": 0.5,
         },
     }
+    # No life probes: the shipped profile leaves `lives` at its defaults (4 probes, a 50 s idle
+    # pause before the idle probes), which cost this run ~55 s and prove nothing about the
+    # upgrade; test_perf_probes_fault.py grades lives (CI time).
+    raw["lives"] = {"probes": 0}
     raw["perf"] = {
         "scenarios": [
             {
@@ -76,7 +80,9 @@ class UpgradeRun:
     """The one run of this module."""
 
     def __init__(self, folder: Path) -> None:
+        # 1 GiB of KV cache per server (tests/integration/conftest.py: KV_SPACE)
         self.env = dict(os.environ, XDG_CONFIG_HOME=str(folder / "config"))
+        self.env["VLLM_CPU_KVCACHE_SPACE"] = "1"
         self.env.setdefault(ENVS_ENV, str(ROOT / ".venv-engines"))
         self.env.pop("GITHUB_STEP_SUMMARY", None)
         assert qgate("keygen", "--out", str(folder / "k"), env=self.env).returncode == 0
