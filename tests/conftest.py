@@ -39,7 +39,6 @@ SECOND_LINE = (
     "tests/integration/test_cluster_ray.py",
     "tests/integration/test_cluster_run.py",
     "tests/integration/test_multi_vllm.py",
-    "tests/integration/test_perf_probes_fault.py",
     "tests/integration/test_preview.py",
     "tests/integration/test_upgrade_vllm.py",
 )
