@@ -45,6 +45,11 @@ OUTRO = """\
 Where a gate is decided early (`quality.stop`), its verdict says "settled at k of n items";
 one that could still go either way is NOT SETTLED and never passes. A reuse pass or a
 speculative gate that did not exercise its path is NOT EXERCISED and never passes.
+
+Tool-call and structured-output results (`tool_calls.<choice>`, `structured.<param>`) are
+gated by the exact-answer gates above; the report's warnings also count their failure kinds
+per side (a call left in `content`, malformed arguments, a wrong name, an HTTP error, an
+unconstrained or truncated answer), see [Agent suites](../concepts/agent-suites.md).
 """
 
 FAMILIES: tuple[GateFamily, ...] = (
@@ -94,10 +99,13 @@ FAMILIES: tuple[GateFamily, ...] = (
     GateFamily(
         name="Constrained output",
         ids="`structured.<param>.constrained`",
-        measures="Whether the server honoured the structured-output parameter",
+        measures=(
+            "Whether the server honoured the structured-output parameter (`response_format`, "
+            "`structured_outputs` or the legacy `guided_json`), one gate each"
+        ),
         fails=(
             "Outputs that ended on their own are not valid for their schema: the parameter was "
-            "ignored"
+            "ignored (named with the side; the result's accuracy gates fail as not scored)"
         ),
         keys="`quality.structured.params`",
         pattern=r"^structured\..+\.constrained$",
@@ -210,10 +218,14 @@ FAMILIES: tuple[GateFamily, ...] = (
         ids="`perf.<scenario>.turns.max_flips`, `.significance`",
         measures=(
             "Graded turns of a multi-turn scenario's agent sessions (answers that depend on earlier"
-            " turns), paired with the reference's same turns"
+            " turns: a code planted two turns back, a running total), paired per turn with the"
+            " reference's same turns"
         ),
-        fails="More turns lost than allowed, or McNemar finds the candidate worse",
-        keys="`perf.scenarios[].graded`",
+        fails=(
+            "The candidate lost more turns than `max_flips` plus the reference's own flips, or"
+            " McNemar finds it worse; the scenario's ratios are then withheld"
+        ),
+        keys="`perf.scenarios[].graded.*`",
         pattern=r"^perf\..+\.turns\.[a-z_]+$",
     ),
     GateFamily(

@@ -22,7 +22,10 @@ the first token's text is `r<n>`, so any client's record (or generated text)
 can be matched with what the server did; lines `{"loop_lag": [[t, ns], ...]}`
 give how late a 2 ms timer fired on the server's event loop.
 With `--replies PATH` (a JSON script keyed by the last user message) a chat request that
-does not stream gets the scripted message or HTTP status (tool calls, structured output).
+does not stream gets the scripted message or HTTP status (tool calls, structured output);
+an entry's `free` message is its answer when the request carries no structured-output field
+(`response_format`, `structured_outputs`, `guided_json`) the mock honours, and `--ignores
+FIELD,...` names fields it does not honour (vLLM >= 0.12 ignores `guided_json` with HTTP 200).
 With `--recall N` a streamed chat answers graded agent sessions (qgate/perf/sessions.py) from
 the last N user messages it was sent (0: all): a box's code, the running total, else "OK";
 an answer that needs an older turn is wrong, as a server that lost the earlier turns.
@@ -56,9 +59,11 @@ class State:
         log: str | None = None,
         replies: str | None = None,
         recall: int | None = None,
+        ignores: tuple[str, ...] = (),
     ) -> None:
         self.recall = recall
         self.served_name = "mock"
+        self.ignores = ignores
         self.replies: dict[str, Any] | None = None
         if replies is not None:
             with open(replies) as f:
@@ -128,10 +133,14 @@ def session_answer(messages: list[dict[str, Any]], window: int) -> str:
     return "OK"
 
 
-def scripted(body: dict[str, Any], replies: dict[str, Any]) -> Any:
+SCHEMA_FIELDS = ("response_format", "structured_outputs", "guided_json")
+
+
+def scripted(body: dict[str, Any], replies: dict[str, Any], ignores: tuple[str, ...] = ()) -> Any:
     """A non-streamed chat answer from the script (`--replies`): keyed by the last user
     message, a `message` (content and/or tool_calls, with an optional `finish_reason`) or
-    an HTTP `status`; like vLLM, a `tool_choice` without `tools` is refused with 400."""
+    an HTTP `status`; like vLLM, a `tool_choice` without `tools` is refused with 400. An
+    entry's `free` message answers a request without a schema field the mock honours."""
     from aiohttp import web
 
     if body.get("tool_choice") not in (None, "none") and not body.get("tools"):
@@ -141,7 +150,9 @@ def scripted(body: dict[str, Any], replies: dict[str, Any]) -> Any:
     reply = replies.get(user[-1] if user else "", {"message": {"content": ""}})
     if "status" in reply:
         return web.json_response({"error": {"message": "scripted"}}, status=reply["status"])
-    message = {"role": "assistant", "content": None, "tool_calls": [], **reply["message"]}
+    honoured = any(body.get(f) is not None for f in SCHEMA_FIELDS if f not in ignores)
+    said = reply["message"] if honoured or "free" not in reply else reply["free"]
+    message = {"role": "assistant", "content": None, "tool_calls": [], **said}
     finish = reply.get("finish_reason", "tool_calls" if message["tool_calls"] else "stop")
     usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
     choice = {"index": 0, "message": message, "finish_reason": finish}
@@ -178,7 +189,7 @@ def make_app(state: State) -> Any:
         if fault == "http500":
             return web.json_response({"error": {"message": "injected"}}, status=500)
         if chat and state.replies is not None and not body.get("stream"):
-            return scripted(body, state.replies)
+            return scripted(body, state.replies, state.ignores)
         ids = prompt_ids(body)
         ttft = float(m.get("ttft_ms", state.ttft_ms)) * 1e6
         itl = float(m.get("itl_ms", state.itl_ms)) * 1e6
@@ -303,6 +314,7 @@ def main() -> None:
     ap.add_argument("--replies", default=None, help="JSON script of non-streamed chat answers")
     ap.add_argument("--recall", type=int, default=None, help="answer graded sessions (see doc)")
     ap.add_argument("--served-name", default="mock", help="the model name /v1/models lists")
+    ap.add_argument("--ignores", default="", help="structured-output fields not honoured (a,b)")
     a = ap.parse_args()
     try:
         import uvloop
@@ -310,7 +322,8 @@ def main() -> None:
         uvloop.install()
     except ImportError:
         pass
-    state = State(a.ttft_ms, a.itl_ms, a.log, a.replies, a.recall)
+    ignores = tuple(f for f in a.ignores.split(",") if f)
+    state = State(a.ttft_ms, a.itl_ms, a.log, a.replies, a.recall, ignores)
     state.served_name = a.served_name
     try:
         asyncio.run(serve(a.host, a.port, state))
@@ -327,6 +340,7 @@ def running(
     log: str | None = None,
     replies: str | None = None,
     recall: int | None = None,
+    ignores: tuple[str, ...] = (),
 ) -> Iterator[str]:
     """Start the mock in its own process; yield its base URL (ending in /v1); stop it."""
     cmd = [sys.executable, __file__, "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)]
@@ -336,6 +350,8 @@ def running(
         cmd += ["--replies", replies]
     if recall is not None:
         cmd += ["--recall", str(recall)]
+    if ignores:
+        cmd += ["--ignores", ",".join(ignores)]
     if cpu is not None:
         cmd = ["taskset", "-c", str(cpu), *cmd]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
