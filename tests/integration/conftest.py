@@ -10,9 +10,9 @@ starts a server, it extends a run that exists.
   request field) needs no server: `endpoint_run` runs a profile whose reference is the
   session's `reference_server` seen directly and whose candidate is the same server seen
   through the fault proxy (`fault_proxy("load:6")`, perf/faults/proxy.py's rules). One
-  `qgate run`, nothing started (test_context_ladder_fault.py). A fault that must hit a life
-  qgate starts itself (the life probes' idle fault: an endpoint has no life of qgate's) needs
-  a started candidate: test_perf_probes_fault.py starts one pair, behind perf/faults/launch.py.
+  `qgate run`, nothing started (test_context_ladder_fault.py, test_perf_probes_fault.py: an
+  endpoint side answers the life probes at first contact and after the idle pause, like a
+  life qgate starts, so the idle fault needs no started candidate either).
 - A candidate that needs a server of its own (other engine arguments) is one more entry under
   `candidates:` of an existing multi-candidate profile: one life more, no second reference.
   The quality suites and perf of a multi profile are shared by its candidates, so pick the run
@@ -24,7 +24,7 @@ starts a server, it extends a run that exists.
 
 Memory (KV_SPACE): `make test` runs two lines of server tests at once (tests/conftest.py), a
 started pair on each at times, and a CPU server allocates its whole KV cache at its start: the
-runs started by test_pipeline.py, test_perf_probes_fault.py and test_upgrade_vllm.py pass
+runs started by test_pipeline.py and test_upgrade_vllm.py pass
 `VLLM_CPU_KVCACHE_SPACE=1` in their environment (qgate keeps a value it inherits), half qgate's
 CPU default and ample for their lengths. Measured with 2 GiB each: 21.6 of 24 GB in use while
 test_pipeline.py's pair and test_cluster_run.py's two lives ran at once.
