@@ -211,7 +211,8 @@ def ray_cluster() -> Iterator[object]:
     problem = namespaces_problem()
     if problem is None:
         model = checkpoint_path("smollm2")
-        env = {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+        # 1 GiB of KV cache per life (KV_SPACE above: the other line may hold a pair meanwhile)
+        env = {"PYTHONPATH": os.environ.get("PYTHONPATH", ""), "VLLM_CPU_KVCACHE_SPACE": "1"}
         shared = [model] if model.is_dir() else []
         with HostsCluster.two_nodes([cache_root()], shared, env, cores) as hosts:
             yield hosts
