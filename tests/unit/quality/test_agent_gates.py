@@ -113,6 +113,9 @@ def urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
 class MockRuntime:
     log_path = None
 
+    def headers(self) -> dict[str, str]:  # the Runtime protocol's member: none here
+        return {}
+
     def __init__(self, role: Role, url: str) -> None:
         self.role = role
         self.base_url = url
