@@ -5,34 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import json
 import socket
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import httpx
 import pytest
+from helpers.mock_server import load_by_path
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-proxy = _load("proxy", ROOT / "perf" / "faults" / "proxy.py")
-launch = _load("fault_launch", ROOT / "perf" / "faults" / "launch.py")
-mock = _load("mock_openai", ROOT / "tests" / "mockserver" / "mock_openai.py")
+proxy = load_by_path("proxy", ROOT / "perf" / "faults" / "proxy.py")
+launch = load_by_path("fault_launch", ROOT / "perf" / "faults" / "launch.py")
+mock = load_by_path("mock_openai", ROOT / "tests" / "mockserver" / "mock_openai.py")
 
 
 @pytest.fixture(scope="module")

@@ -11,20 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import json
 import socket
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from helpers.mock_server import MockRuntime, load_by_path
 
-from qgate.core.records import Role
-from qgate.core.serving import EffectiveConfig
 from qgate.core.verdict import Verdict
 from qgate.profile import Profile
 from qgate.quality import stage
@@ -39,17 +35,8 @@ SEED = 4343
 PARAMS = ["response_format", "structured_outputs", "guided_json"]
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-mock = _load("mock_openai", ROOT / "tests" / "mockserver" / "mock_openai.py")
-proxy = _load("proxy", ROOT / "perf" / "faults" / "proxy.py")
+mock = load_by_path("mock_openai", ROOT / "tests" / "mockserver" / "mock_openai.py")
+proxy = load_by_path("proxy", ROOT / "perf" / "faults" / "proxy.py")
 
 
 def _script() -> dict[str, Any]:
@@ -108,26 +95,6 @@ def urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
         _dropping(honest, "structured_outputs") as dropping,
     ):
         yield {"honest": honest, "legacy": legacy, "dropping": dropping}
-
-
-class MockRuntime:
-    log_path = None
-
-    def headers(self) -> dict[str, str]:  # the Runtime protocol's member: none here
-        return {}
-
-    def __init__(self, role: Role, url: str) -> None:
-        self.role = role
-        self.base_url = url
-        self.served_model = "mock"
-
-    def check_alive(self) -> None:
-        pass
-
-    def effective_config(self) -> EffectiveConfig:
-        return EffectiveConfig(
-            role=self.role, kind="endpoint", base_url=self.base_url, served_model="mock"
-        )
 
 
 PROFILE = Profile.model_validate(

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.mock_server import MockRuntime
 
-from qgate.core.records import Role
-from qgate.core.serving import EffectiveConfig
 from qgate.errors import VerificationFailed
 from qgate.profile import Profile
 from qgate.quality import stage
@@ -73,26 +72,6 @@ def mock_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, st
         mod.running(ttft_ms=1.0, itl_ms=1.0, replies=str(paths["broken"])) as broken,
     ):
         yield {"good": good, "broken": broken}
-
-
-class MockRuntime:
-    log_path = None
-
-    def headers(self) -> dict[str, str]:  # the Runtime protocol's member: none here
-        return {}
-
-    def __init__(self, role: Role, url: str) -> None:
-        self.role = role
-        self.base_url = url
-        self.served_model = "mock"
-
-    def check_alive(self) -> None:
-        pass
-
-    def effective_config(self) -> EffectiveConfig:
-        return EffectiveConfig(
-            role=self.role, kind="endpoint", base_url=self.base_url, served_model="mock"
-        )
 
 
 def _profile(**quality: Any) -> Profile:

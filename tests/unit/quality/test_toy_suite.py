@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.mock_server import MockRuntime
 from pydantic import Field
 
 from qgate.core.files import sha256_json, sha256_text
 from qgate.core.plan import SuitePlan
-from qgate.core.records import Role
-from qgate.core.serving import EffectiveConfig
 from qgate.core.yamlload import KeyPath
 from qgate.errors import VerificationFailed
 from qgate.profile import Profile
@@ -121,29 +120,6 @@ def mock_url() -> Iterator[str]:
     spec.loader.exec_module(mod)
     with mod.running(ttft_ms=1.0, itl_ms=1.0) as url:
         yield url
-
-
-class MockRuntime:
-    """The parts of a runtime the quality stage uses, in front of the mock server."""
-
-    log_path = None
-
-    def headers(self) -> dict[str, str]:  # the Runtime protocol's member: none here
-        return {}
-
-    def __init__(self, role: Role, url: str) -> None:
-        self.role = role
-        self.base_url = url
-        self.served_model = "mock"
-        self.alive_checks = 0
-
-    def check_alive(self) -> None:
-        self.alive_checks += 1
-
-    def effective_config(self) -> EffectiveConfig:
-        return EffectiveConfig(
-            role=self.role, kind="endpoint", base_url=self.base_url, served_model="mock"
-        )
 
 
 SENTENCES = ["one two three", "a b", "the quick brown fox jumps"]

@@ -10,19 +10,17 @@ every answer that follows half a second of quiet, `load:1000` never fires (A/A).
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import socket
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from aiohttp import web
 from click.testing import CliRunner
+from helpers.mock_server import load_by_path
 
 from qgate.cli.main import main
 from qgate.profile import Profile
@@ -47,16 +45,7 @@ lives: {{probes: 2, idle_s: 1}}
 """
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-proxy = _load("proxy", ROOT / "perf" / "faults" / "proxy.py")
+proxy = load_by_path("proxy", ROOT / "perf" / "faults" / "proxy.py")
 
 
 def _oracle(answers: dict[str, str]) -> web.Application:
