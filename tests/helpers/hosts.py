@@ -184,18 +184,22 @@ class HostsCluster:
 
     def _node_script(self, node: HostNode) -> str:
         lines = ["set -e", f"hostname {node.hostname}"]
+        # The shared folders are held under /mnt (a tmpfs of this mount namespace only) before
+        # /tmp, /dev/shm and the private folders are covered: a shared folder may lie under
+        # one of them (a checkout and its venv under /tmp, the checkpoint in the cache).
+        lines.append("mount -t tmpfs qgate-hold /mnt")
+        for i, path in enumerate(self.shared_ro):
+            lines += [f"mkdir -p /mnt/ro{i}", f"mount --bind '{path}' /mnt/ro{i}"]
         lines += ["mount -t tmpfs qgate-tmp /tmp", "mount -t tmpfs qgate-shm /dev/shm"]
-        for i, path in enumerate(self.shared_ro):  # held under /tmp while the cache is covered
-            lines += [f"mkdir -p /tmp/.ro{i}", f"mount --bind '{path}' /tmp/.ro{i}"]
         lines += [f"mkdir -p '{p}' && mount -t tmpfs qgate-private '{p}'" for p in self.private]
         for i, path in enumerate(self.shared_ro):
             lines += [
                 f"mkdir -p '{path}'",
-                f"mount --bind /tmp/.ro{i} '{path}'",
+                f"mount --bind /mnt/ro{i} '{path}'",
                 f"mount -o remount,bind,ro '{path}'",
-                f"umount /tmp/.ro{i}",
-                f"rmdir /tmp/.ro{i}",
+                f"umount /mnt/ro{i}",
             ]
+        lines.append("umount /mnt")
         ray = [
             RAY,
             "start",

@@ -214,6 +214,11 @@ def ray_cluster() -> Iterator[object]:
         # 1 GiB of KV cache per life (KV_SPACE above: the other line may hold a pair meanwhile)
         env = {"PYTHONPATH": os.environ.get("PYTHONPATH", ""), "VLLM_CPU_KVCACHE_SPACE": "1"}
         shared = [model] if model.is_dir() else []
+        # this checkout and its venv, where a node's private /tmp or /dev/shm would hide them
+        # (a CI clone under /tmp): installed read-only at the same path, as on a real node
+        for path in (Path(__file__).resolve().parents[2], Path(sys.prefix)):
+            if path.is_relative_to("/tmp") or path.is_relative_to("/dev/shm"):
+                shared.append(path)
         with HostsCluster.two_nodes([cache_root()], shared, env, cores) as hosts:
             yield hosts
         return
