@@ -177,7 +177,7 @@ def model_paths(profile: Profile, source: Path, elsewhere: bool = False) -> dict
     """
     paths: dict[str, Path] = {}
     for role in ("reference", "candidate"):
-        side = getattr(profile, role)
+        side = side_of(profile, role).spec
         if side.emulate_weights is None or elsewhere:
             paths[role] = source
         else:

@@ -14,6 +14,7 @@ from qgate.profile import Profile
 from qgate.profile.changes import changes_of
 from qgate.profile.engines import declared
 from qgate.profile.reuse_plan import reuse_notes
+from qgate.profile.side import side as side_of
 from qgate.profile.spec_plan import speculative_notes
 from qgate.report.attribution import budget_note
 from qgate.run.attribute import attribution_wanted
@@ -177,7 +178,7 @@ def _available_gib() -> float | None:
 
 def _kv_cache_gib(profile: Profile) -> float:
     sizes = [profile.engine_of(r).env.get(CPU_KVCACHE_ENV) for r in ("reference", "candidate")]
-    sizes += [getattr(profile, r).env.get(CPU_KVCACHE_ENV) for r in ("reference", "candidate")]
+    sizes += [side_of(profile, r).spec.env.get(CPU_KVCACHE_ENV) for r in ("reference", "candidate")]
     try:
         return max(float(s) for s in [*sizes, CPU_KVCACHE_DEFAULT] if s)
     except ValueError:

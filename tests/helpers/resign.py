@@ -44,9 +44,10 @@ def rederived(report: Report) -> Report:
 
 def resigned_verify(
     folder: Path, edit: Callable[[Report], Any], profile: Path | None = None
-) -> None:
+) -> Any:
     """Edit the committed report in `folder`, re-derive, re-sign with a fresh key and verify
-    it (against `profile`, default the folder's profile.yaml); raises what verify raises."""
+    it (against `profile`, default the folder's profile.yaml); what verify returns, or raises
+    what verify raises."""
     report = example_report(folder)
     edit(report)
     line = (folder / "report.intoto.jsonl").read_text().splitlines()[0]
@@ -61,4 +62,4 @@ def resigned_verify(
         p.signer_keyid = keyid_of(signer.public_pem)
         p.signer_public_key_pem = signer.public_pem
     envelope = sign_report(report, subjects, signer)
-    verify_bytes(envelope, signer.public_pem, profile or folder / "profile.yaml")
+    return verify_bytes(envelope, signer.public_pem, profile or folder / "profile.yaml")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers.resign import rederived, resigned_verify
+from helpers.resign import example_report, rederived, resigned_verify
 
 from qgate.errors import VerificationFailed
 from qgate.report.model import Report
@@ -40,7 +40,8 @@ def _drop_request(report: Report) -> None:
 
 
 def test_the_unedited_copy_re_signed_verifies() -> None:
-    resigned_verify(RUN, rederived)
+    result = resigned_verify(RUN, rederived)
+    assert result.report.verdict == example_report(RUN).verdict
 
 
 def test_a_dropped_block_pair_is_rejected_naming_blocks_per_round() -> None:
