@@ -13,14 +13,11 @@ from qgate.core.provenance import RunProvenance
 from qgate.core.serving import EffectiveConfig, ServerStart
 from qgate.core.verdict import Verdict
 from qgate.perf.blocks import compare_blocks, pooled
-from qgate.perf.checks import scenario_verdicts
 from qgate.perf.compare import compare
 from qgate.perf.gates import report_gates
 from qgate.perf.life_probes import LifeProbes, excluded_rounds, life_verdicts
 from qgate.perf.metrics import summarize
-from qgate.perf.probe_gates import probe_verdicts
 from qgate.perf.records import ScenarioRun
-from qgate.perf.session_gates import graded_spec, turn_verdicts
 from qgate.profile import PerfSpec, Profile
 from qgate.profile.perf import is_preview
 from qgate.quality.cache_auth import ReferenceProvenance
@@ -31,6 +28,7 @@ from qgate.quality.reuse_records import PassRun
 from qgate.quality.spec_counters import SpecSnapshot
 from qgate.report.attribution import Attribution
 from qgate.report.changes_applied import change_warnings
+from qgate.report.gate_assembly import scenario_gates
 from qgate.report.model import (
     BOOTSTRAP_SEED,
     PERF_DERIVATION,
@@ -77,9 +75,9 @@ def perf_results(
                 reference=summarize(ref, slo).model_dump(mode="json") if ref else None,
                 candidate=summarize(cand, slo).model_dump(mode="json") if cand else None,
                 comparisons=compared(refs, cands, excluded, resamples=resamples, seed=seed),
-                verdicts=(list(scenario_verdicts(spec, cand)) if cand and spec else [])
-                + probe_verdicts(spec.probes if spec else None, name, refs, cands, floor)
-                + turn_verdicts(graded_spec(spec, name), name, refs, cands),
+                verdicts=scenario_gates(
+                    spec, name, cand, refs, cands, floor, derivation=PERF_DERIVATION
+                ),
             )
         )
     return out

@@ -17,19 +17,15 @@ from qgate.core.verdict import Verdict
 from qgate.errors import InfrastructureError
 from qgate.perf.records import ScenarioRun
 from qgate.quality.divergence_suite import build_divergence_run
-from qgate.quality.gates import evaluate_quality, overall_passed
-from qgate.quality.noise_floor import floor_summary
+from qgate.quality.gates import overall_passed
 from qgate.quality.records import DivergenceRun
-from qgate.quality.reuse_gates import evaluate_reuse
-from qgate.quality.spec_gates import evaluate_speculative
 from qgate.quality.stage import QualityOutput
 from qgate.report.attribution import Attribution
-from qgate.report.changes_applied import contradicted_verdicts
-from qgate.report.model import PerfStatus
+from qgate.report.gate_assembly import candidate_verdicts
+from qgate.report.model import QUALITY_DERIVATION, PerfStatus
 from qgate.report.verdict import perf_status
 from qgate.run.context import RunContext, quality_on, started
 from qgate.run.perf import perf_blocks
-from qgate.runtime.scales import kv_scale_verdicts
 
 __all__ = [
     "CandidateResult",
@@ -91,18 +87,16 @@ def judge(
     """Gate the candidate's quality (in `out`) against the reference's; decide its perf status."""
     assert out.quality is not None
     out.divergence = divergence_of(reference, out.quality)
-    runs = reference.runs + out.quality.runs
-    floor = floor_summary(reference.floor, reference.runs)
-    extra = (floor,) if floor is not None else ()  # no floor: the verdicts of before
-    out.verdicts = evaluate_quality(ctx.profile.quality, runs, out.divergence, *extra)
-    out.verdicts += evaluate_reuse(ctx.profile.quality, runs, reference.passes + out.quality.passes)
-    configs = [c for c in (reference.effective_config, out.quality.effective_config) if c]
-    out.verdicts += kv_scale_verdicts(ctx.profile.engine.uncalibrated_kv_scales, configs)
-    spec = reference.speculative + out.quality.speculative
-    out.verdicts += contradicted_verdicts(
-        ctx.profile, configs, reference.passes + out.quality.passes, spec
+    out.verdicts = candidate_verdicts(
+        ctx.profile,
+        reference.runs + out.quality.runs,
+        out.divergence,
+        reference.passes + out.quality.passes,
+        [c for c in (reference.effective_config, out.quality.effective_config) if c],
+        reference.speculative + out.quality.speculative,
+        reference.floor,
+        derivation=QUALITY_DERIVATION,
     )
-    out.verdicts += evaluate_speculative(ctx.profile, spec)
     out.status = perf_status(overall_passed(out.verdicts), ctx.no_perf, force_perf)
 
 

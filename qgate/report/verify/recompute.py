@@ -21,17 +21,14 @@ from qgate.core.verdict import Verdict
 from qgate.errors import InfrastructureError, VerificationFailed
 from qgate.perf.blocks import compare_blocks, pooled, rounds_of
 from qgate.perf.gates import report_gates
-from qgate.perf.probe_gates import probe_verdicts
 from qgate.perf.records import ScenarioRun
-from qgate.perf.session_gates import graded_spec, turn_verdicts
 from qgate.profile import Profile
 from qgate.quality.math_set import PROBED
 from qgate.quality.noise_floor import floor_summary
 from qgate.quality.notices import quality_warnings
-from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.quality.settle import stop_problems
-from qgate.quality.spec_gates import evaluate_speculative
-from qgate.report.changes_applied import CONTRADICTED_FROM, change_warnings, contradicted_verdicts
+from qgate.report.changes_applied import change_warnings
+from qgate.report.gate_assembly import candidate_verdicts, scenario_gates
 from qgate.report.model import (
     BOOTSTRAP_SEED,
     PERF_DERIVATION,
@@ -41,7 +38,6 @@ from qgate.report.model import (
     Report,
 )
 from qgate.report.verdict import overall
-from qgate.runtime.scales import kv_scale_verdicts
 
 __all__ = [
     "Compare",
@@ -264,21 +260,21 @@ def _first_verdict_difference(
 
 
 def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
-    """The stored quality verdicts equal evaluate_quality over the stored records."""
-    runs = list(report.quality.runs)
-    floor = floor_summary(report.quality.noise_floor, runs)
-    extra = (floor,) if floor is not None else ()
-    recomputed = list(
-        fns.evaluate_quality(profile.quality, runs, report.quality.divergence, *extra)
+    """The stored quality verdicts equal the verdict assembly over the stored records (with
+    the report's quality derivation: report/gate_assembly.py, the function `run` called)."""
+    q = report.quality
+    derivation = q.derivation
+    recomputed = candidate_verdicts(
+        profile,
+        q.runs,
+        q.divergence,
+        q.passes,
+        report.effective_configs,
+        q.speculative,
+        q.noise_floor,
+        derivation=derivation,
+        evaluate=fns.evaluate_quality,
     )
-    derivation = report.quality.derivation
-    recomputed += evaluate_reuse(profile.quality, runs, report.quality.passes, derivation)
-    recomputed += kv_scale_verdicts(profile.engine.uncalibrated_kv_scales, report.effective_configs)
-    if derivation >= CONTRADICTED_FROM:
-        recomputed += contradicted_verdicts(
-            profile, report.effective_configs, report.quality.passes, report.quality.speculative
-        )
-    recomputed += evaluate_speculative(profile, report.quality.speculative)
     if derivation > QUALITY_DERIVATION:
         raise _fail(
             f"quality verdicts of derivation {derivation}: made by a newer qgate "
@@ -360,10 +356,6 @@ def _check_probe_expected(report: Report) -> None:
                 )
 
 
-GRADED_TURNS_FROM = 9
-"""The perf derivation from which a multi-turn scenario's graded turns are gated."""
-
-
 def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
     """Every stored perf summary, comparison and check equals its recomputation."""
     perf = report.perf
@@ -426,22 +418,16 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
                     f"perf {name}: comparisons", result.comparisons, got_cmp, covers=same is _covers
                 )
             )
-        got_verdicts = list(fns.scenario_verdicts(perf_spec, cand)) if cand is not None else []
-        if perf.derivation >= 8:  # graded probes (the gate re-grades every probe's text)
-            got_verdicts += probe_verdicts(
-                perf_spec.probes if perf_spec else None,
-                name,
-                blocks.get((name, "reference"), []),
-                blocks.get((name, "candidate"), []),
-                floor,
-            )
-        if perf.derivation >= GRADED_TURNS_FROM:  # graded session turns, re-graded likewise
-            got_verdicts += turn_verdicts(
-                graded_spec(perf_spec, name),
-                name,
-                blocks.get((name, "reference"), []),
-                blocks.get((name, "candidate"), []),
-            )
+        got_verdicts = scenario_gates(
+            perf_spec,
+            name,
+            cand,
+            blocks.get((name, "reference"), []),
+            blocks.get((name, "candidate"), []),
+            floor,
+            derivation=perf.derivation,
+            checks=fns.scenario_verdicts,
+        )
         if not same_value(dump(result.verdicts), dump(got_verdicts)):
             raise _fail(f"perf {name}: " + _first_verdict_difference(result.verdicts, got_verdicts))
     return len(results)
