@@ -48,8 +48,8 @@ def profile_need(quality: Mapping[str, Any], suite: str, s: Mapping[str, Any]) -
     """What the profile's own gates on `suite` allow and would need to catch its observed
     drop: 'fell 10 pts on 20 items (max_drop 20 pts allowed); its paired test at alpha
     0.0167 needs ~120 items to catch that with power 0.8' (None: no drop, or no such gate)."""
+    from qgate.gates.quality import policy_for
     from qgate.profile import QualitySpec  # the repository's own, on sys.path
-    from qgate.quality.gates import policy_for
     from qgate.quality.stats import smallest_n
 
     drop = s["ref"] - s["cand"]

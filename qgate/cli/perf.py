@@ -22,7 +22,7 @@ from qgate.cli.util import PROGRESS_HELP, TEXT_OR_JSON, emit
 from qgate.core.env_names import key_env_problem
 from qgate.core.outpaths import check_out_file
 from qgate.errors import BadInput, InfrastructureError
-from qgate.perf.checks import scenario_verdicts
+from qgate.gates.scenario import scenario_verdicts
 from qgate.perf.client import run_loop
 from qgate.perf.metrics import summarize
 from qgate.perf.runner import run_scenarios

@@ -79,7 +79,7 @@ TERMS: tuple[Term, ...] = (
             "Whether a pass (or speculative decoding) actually ran the path it names, read from the"
             " server's counters; a pass that was not is NOT EXERCISED, never a PASS."
         ),
-        owner="qgate/quality/reuse_exercised.py",
+        owner="qgate/gates/reuse_exercised.py",
     ),
     Term(
         word="round",
@@ -114,7 +114,7 @@ TERMS: tuple[Term, ...] = (
             "Where both sides post their items as they finish, so that a suite can stop once every "
             "outcome of its remaining items would give the same verdict."
         ),
-        owner="qgate/quality/board.py",
+        owner="qgate/gates/board.py",
     ),
     Term(
         word="settle",

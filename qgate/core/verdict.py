@@ -1,7 +1,7 @@
 """The outcome of one gate, quality or perf: observed, limit, passed, and why.
 
-Gates are pure functions that return these (qgate/quality/gates.py,
-qgate/perf/gates.py); run and verify compare them field by field.
+Gates are pure functions that return these (qgate/gates/quality.py,
+qgate/gates/speed.py); run and verify compare them field by field.
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ none of it):
 
 - `run_scenarios(base_url, model, spec, role, *, gpus, headers, probes,
   probe_params, progress, timeout_s) -> list[ScenarioRun]` (async) measures.
-- `summarize(run, slo) -> ScenarioMetrics`, `scenario_verdicts(spec, run)
-  -> list[Verdict]`, `compare(reference, candidate, *, resamples, seed)
-  -> list[MetricComparison]`, `evaluate_perf_gates` and `probe_agreement(run)` are
-  pure; `qgate verify` recomputes them from the records. The summary of a run
+- `summarize(run, slo) -> ScenarioMetrics`, `compare(reference, candidate, *, resamples,
+  seed) -> list[MetricComparison]` and `probe_agreement(run)` are pure; `qgate verify`
+  recomputes them from the records. The perf gates (`scenario_verdicts`,
+  `evaluate_perf_gates`, the probe and turn gates) are in `qgate.gates`. The summary of a run
   whose params carry `series_bucket_s` (duration-bound scenarios) holds its
   per-bucket time series (`bucket_series`, via `metrics.time_series(run)`).
 - `RequestRecord`, `ScenarioRun`: the raw records; `ScenarioMetrics`,
@@ -23,9 +23,7 @@ from typing import TYPE_CHECKING
 from qgate.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from qgate.perf.checks import scenario_verdicts
     from qgate.perf.compare import MetricComparison, compare
-    from qgate.perf.gates import evaluate_perf_gates
     from qgate.perf.metrics import summarize
     from qgate.perf.probes import probe_agreement
     from qgate.perf.records import RequestRecord, ScenarioRun
@@ -40,18 +38,14 @@ __all__ = [
     "ScenarioRun",
     "bucket_series",
     "compare",
-    "evaluate_perf_gates",
     "probe_agreement",
     "run_scenarios",
-    "scenario_verdicts",
     "summarize",
 ]
 
 _HOME = {
-    "scenario_verdicts": "checks",
     "MetricComparison": "compare",
     "compare": "compare",
-    "evaluate_perf_gates": "gates",
     "ScenarioMetrics": "summaries",
     "summarize": "metrics",
     "probe_agreement": "probes",

@@ -1,15 +1,13 @@
 """Verification of every measured stream, so throughput is never built on short answers.
 
 `check_request` is pure and is applied by the runner (results stored in
-`RequestRecord.check_failures`) and again by `qgate verify`.
+`RequestRecord.check_failures`) and again by `qgate verify`; the scenario's error and
+mismatch gates over them are qgate/gates/scenario.py.
 """
 
 from __future__ import annotations
 
-from qgate.core.verdict import Verdict
-from qgate.perf.metrics import workload_requests
-from qgate.perf.records import RequestRecord, ScenarioRun
-from qgate.profile import PerfSpec
+from qgate.perf.records import RequestRecord
 
 
 def check_request(r: RequestRecord) -> list[str]:
@@ -57,35 +55,3 @@ def check_request(r: RequestRecord) -> list[str]:
 def with_checks(r: RequestRecord) -> RequestRecord:
     """The record with `check_failures` filled in."""
     return r.model_copy(update={"check_failures": check_request(r)})
-
-
-def scenario_verdicts(spec: PerfSpec, run: ScenarioRun) -> list[Verdict]:
-    """Fail a scenario whose error rate or stream-mismatch rate exceeds perf.max_error_rate."""
-    reqs = workload_requests(run)
-    n = len(reqs)
-    errors = sum(1 for r in reqs if r.error is not None)
-    # Recomputed, not read from the record, so a report cannot claim clean streams.
-    mismatches = sum(1 for r in reqs if check_request(r))
-    out: list[Verdict] = []
-    for what, count in (("errors", errors), ("mismatches", mismatches)):
-        rate = count / n if n else None
-        passed = rate is not None and rate <= spec.max_error_rate
-        if n == 0:
-            reason = "no measured requests"
-        else:
-            sign = "<=" if passed else ">"
-            reason = (
-                f"{count}/{n} requests with {what} ({rate:.1%}) {sign} "
-                f"allowed {spec.max_error_rate:.1%}"
-            )
-        out.append(
-            Verdict(
-                gate=f"perf.{run.scenario}.{what}",
-                suite=f"perf.{run.scenario}",
-                observed=rate,
-                limit=spec.max_error_rate,
-                passed=passed,
-                reason=reason,
-            )
-        )
-    return out

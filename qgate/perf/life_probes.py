@@ -29,7 +29,7 @@ from pydantic import Field
 
 from qgate.core.records import Record, Role
 from qgate.core.verdict import Verdict
-from qgate.perf.probe_gates import graded
+from qgate.perf.probes import graded
 from qgate.perf.records import RequestRecord
 from qgate.profile import LivesSpec, Profile
 from qgate.profile.engine_checks import starts_process

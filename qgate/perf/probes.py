@@ -4,7 +4,7 @@ A probe is a quality-stage item (chat messages, greedy, the quality stage's
 generation parameters) sent among the workload's requests. Its answer is graded
 against the item's known answer (`grade`: an answer with no number is wrong), and
 the graded probes of a scenario are paired with the reference's in the same
-scenario by qgate/perf/probe_gates.py. The agreement with the answer the same
+scenario by qgate/gates/probes.py. The agreement with the answer the same
 runtime gave in the quality stage is kept as a figure (`probe_agreement`).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from qgate.perf.records import ScenarioRun
+from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.quality.extract import answer_matches, extract_number
 
 
@@ -32,6 +32,13 @@ class Probe(NamedTuple):
 def grade(text: str, truth: str) -> bool:
     """Whether a probe's output answers `truth`: the math suite's extractor and match."""
     return answer_matches(extract_number(text), truth)
+
+
+def graded(r: RequestRecord) -> bool:
+    """A probe's grade from its record: its text against its known answer (errors: wrong).
+    The probe gate's and the life probes' one grading (qgate/gates/probes.py)."""
+    assert r.probe_truth is not None
+    return r.error is None and r.text is not None and grade(r.text, r.probe_truth)
 
 
 def probe_points(

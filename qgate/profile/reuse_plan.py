@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from qgate.profile.model import Profile
+from qgate.profile.quality import AccuracyPolicy, QualitySpec
 from qgate.profile.reuse import PassName
 from qgate.profile.side import side
+from qgate.profile.suites import asked_again, exact_results
 
-__all__ = ["called_for", "reuse_notes", "side_traits"]
+__all__ = ["called_for", "reuse_notes", "reuse_suites", "side_traits"]
 
 OFFLOAD_ARGS = ("kv_offloading_size", "kv_offloading_backend", "kv_transfer_config")
 SCHEDULER_ARGS = (
@@ -140,3 +142,18 @@ def _expect(name: PassName, traits: dict[str, dict[str, str]], share: float) -> 
         f"filler traffic of the KV capacity on each side; the candidate ({limits}) must "
         f"preempt at least load.min_preemptions requests while its items are in flight; {own}"
     )
+
+
+def reuse_suites(spec: QualitySpec) -> list[tuple[str, AccuracyPolicy]]:
+    """The math and recall results the passes ask again, in the profile's order."""
+    reuse = spec.reuse
+    if reuse is None:
+        return []
+    out = []
+    for suite, policy in exact_results(spec):
+        if not asked_again(suite):
+            continue
+        family = suite.partition(".")[0]
+        if reuse.suites is None or suite in reuse.suites or family in reuse.suites:
+            out.append((suite, policy))
+    return out

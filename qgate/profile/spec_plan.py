@@ -1,5 +1,5 @@
 """Whether a profile has the acceptance gate of a speculative candidate, and what `qgate plan`
-says about it (pure functions of the profile; the gate itself is qgate/quality/spec_gates.py)."""
+says about it (pure functions of the profile; the gate itself is qgate/gates/speculative.py)."""
 
 from __future__ import annotations
 

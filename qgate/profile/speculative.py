@@ -3,7 +3,7 @@
 A candidate speculates when its engine arguments carry `speculative_config` (vLLM's
 `--speculative-config`, e.g. n-gram prompt lookup, a draft model, an MTP head). Its quality
 suites are gated against the non-speculative reference as usual; this block sets the limits
-of the gate on how much of the speculation the server accepted (qgate/quality/spec_gates.py):
+of the gate on how much of the speculation the server accepted (qgate/gates/speculative.py):
 the acceptance length (1 + accepted / drafts, from the server's `/metrics` counters around the
 quality suites) against a floor, or against a share of the reference's where the reference
 speculates too (TensorRT-LLM fails below 95% of the reference's).

@@ -1,4 +1,4 @@
-"""Quality suites (math, recall, divergence, lm-eval), statistics and gates.
+"""Quality suites (math, recall, divergence, lm-eval), their records and statistics.
 
 The plug-in surface is the suite registry (qgate/profile/suites.py): a suite
 is a `SuiteEntry` naming a `SuiteRunner`; the stage, the gates and the

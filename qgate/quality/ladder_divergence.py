@@ -49,8 +49,7 @@ from qgate.profile import ContextLadder
 from qgate.profile.context_ladder import buckets
 from qgate.quality.divergence import PositionDivergence, position_divergence
 from qgate.quality.records import GeneratedLogprobs, ItemRecord, SuiteRun
-from qgate.quality.stats import pct
-from qgate.quality.suite_gates import EPS
+from qgate.quality.stats import EPS, pct
 
 __all__ = [
     "LIMITS",

@@ -45,7 +45,7 @@ class ItemRecord(Record):
         default=None,
         description="The item's metric value where the metric can be fractional (an lm-eval "
         "metric such as LongBench's `score`); a suite with a score strictly between 0 and 1 is "
-        "gated on paired score differences (qgate/quality/score_gates.py). None: exact-answer.",
+        "gated on paired score differences (qgate/gates/score.py). None: exact-answer.",
     )
 
     failure: str | None = Field(

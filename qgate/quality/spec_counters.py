@@ -5,7 +5,7 @@ them, accepted tokens, and accepted tokens by draft position (`position` label).
 keeps the totals summed over engines and models, and the per-position ones apart by their
 position; the quality stage takes one before the first suite and one after each
 (qgate/quality/stage.py), so the report holds the raw counters the acceptance gate reads
-(qgate/quality/spec_gates.py) and `qgate verify` re-derives it from them.
+(qgate/gates/speculative.py) and `qgate verify` re-derives it from them.
 """
 
 from __future__ import annotations

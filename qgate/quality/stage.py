@@ -22,6 +22,7 @@ from qgate.core import progress
 from qgate.core.records import Record, Role
 from qgate.core.serving import EffectiveConfig, Runtime
 from qgate.profile import DivergenceSuite, Profile, QualitySpec
+from qgate.profile.reuse_plan import reuse_suites
 from qgate.profile.side import side
 from qgate.profile.spec_plan import speculates, speculative_policy
 from qgate.profile.suites import configured
@@ -30,10 +31,8 @@ from qgate.quality.cache import reference_cache_key
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.divergence_suite import build_divergence_run
 from qgate.quality.floor_run import ask_again
-from qgate.quality.gates import evaluate_divergence
 from qgate.quality.noise_floor import FloorRecords
 from qgate.quality.records import SuiteRun
-from qgate.quality.reuse_gates import reuse_suites
 from qgate.quality.reuse_pass import run_passes, split_setting, suite_with_counters
 from qgate.quality.reuse_records import PassRun, PassSuite
 from qgate.quality.runner import PairedRunner, SuiteContext, SuiteRunner
@@ -113,7 +112,7 @@ async def _paired(
     scores = await runner.candidate(reference, ctx)
     if ctx.board is not None and ctx.board.enabled and isinstance(setting, DivergenceSuite):
         run = build_divergence_run(reference, scores)
-        ctx.board.post_verdicts(evaluate_divergence(setting, run))
+        ctx.board.post_divergence(setting, run)
     return scores
 
 

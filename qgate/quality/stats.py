@@ -27,6 +27,10 @@ from qgate.core.records import Record
 
 Floats = npt.NDArray[np.float64]
 
+# Differences of accuracies are ratios of integers; this absorbs float rounding
+# so that a drop exactly at the limit passes (the gates' and the ladder's comparisons).
+EPS = 1e-12
+
 
 class FlipCounts(Record):
     """The 2x2 table of paired outcomes (reference correct?, candidate correct?)."""

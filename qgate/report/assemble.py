@@ -12,9 +12,11 @@ from qgate.core.plan import Plan
 from qgate.core.provenance import RunProvenance
 from qgate.core.serving import EffectiveConfig, ServerStart
 from qgate.core.verdict import Verdict
+from qgate.gates.assembly import scenario_gates
+from qgate.gates.changes_applied import change_warnings
+from qgate.gates.speed import report_gates
 from qgate.perf.blocks import compare_blocks, pooled
 from qgate.perf.compare import compare
-from qgate.perf.gates import report_gates
 from qgate.perf.life_probes import LifeProbes, excluded_rounds, life_verdicts
 from qgate.perf.metrics import summarize
 from qgate.perf.records import ScenarioRun
@@ -27,8 +29,6 @@ from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_records import PassRun
 from qgate.quality.spec_counters import SpecSnapshot
 from qgate.report.attribution import Attribution
-from qgate.report.changes_applied import change_warnings
-from qgate.report.gate_assembly import scenario_gates
 from qgate.report.model import (
     BOOTSTRAP_SEED,
     PERF_DERIVATION,

@@ -67,8 +67,8 @@ class SignerInfo(Record):
 
 # 2: each quality verdict carries metric, comparator, n, power, min_detectable_drop, settled.
 # 3: the warnings hold one on the candidate's changes not confirmed by the running server
-# (report/changes_applied.py), re-derived by verify; reports of 2 are verified without it.
-# 4: reuse passes (quality/reuse_gates.py STRICT): a missing or broken counter snapshot proves
+# (gates/changes_applied.py), re-derived by verify; reports of 2 are verified without it.
+# 4: reuse passes (gates/reuse.py STRICT): a missing or broken counter snapshot proves
 # nothing, warm is judged against its cold pass; reports of 3 are verified by their own rules.
 QUALITY_DERIVATION = 4
 QUALITY_V2_FIELDS = ("metric", "comparator", "n", "power", "min_detectable_drop", "settled")
@@ -103,7 +103,7 @@ class QualitySection(Record):
     speculative: list[SpecSnapshot] = Field(
         default_factory=list,
         description="Both sides' speculative-decoding counters before the first suite and after "
-        "each (a profile with an acceptance gate; qgate/quality/spec_gates.py re-derives it).",
+        "each (a profile with an acceptance gate; qgate/gates/speculative.py re-derives it).",
     )
     calibration: CalibrationResult | None = Field(
         default=None,
@@ -191,7 +191,7 @@ class PerfSection(Record):
     )
     gates: list[Verdict] = Field(
         default_factory=list,
-        description="Perf gate verdicts (qgate.perf.gates) over the comparisons, in gate order.",
+        description="Perf gate verdicts (qgate.gates.speed) over the comparisons, in gate order.",
     )
 
 

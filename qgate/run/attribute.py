@@ -27,8 +27,8 @@ from functools import partial
 from qgate.cluster.waves import in_waves
 from qgate.core.ddmin import Outcome, search_rounds
 from qgate.core.progress import StageClock
+from qgate.gates.quality import overall_passed
 from qgate.profile.changes import changes_of, sub_profile
-from qgate.quality.gates import overall_passed
 from qgate.quality.stage import QualityOutput
 from qgate.report.attribution import Attribution, Trial
 from qgate.run.candidate import CandidateResult, evaluate

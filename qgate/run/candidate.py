@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 
 from qgate.core.verdict import Verdict
 from qgate.errors import InfrastructureError
+from qgate.gates.assembly import candidate_verdicts
+from qgate.gates.quality import overall_passed
 from qgate.perf.records import ScenarioRun
 from qgate.quality.divergence_suite import build_divergence_run
-from qgate.quality.gates import overall_passed
 from qgate.quality.records import DivergenceRun
 from qgate.quality.stage import QualityOutput
 from qgate.report.attribution import Attribution
-from qgate.report.gate_assembly import candidate_verdicts
 from qgate.report.model import QUALITY_DERIVATION, PerfStatus
 from qgate.report.verdict import perf_status
 from qgate.run.context import RunContext, quality_on, started

@@ -28,6 +28,7 @@ from qgate.core.files import atomic_write
 from qgate.core.records import Role
 from qgate.core.serving import Runtime, ServerStart
 from qgate.errors import BadInput
+from qgate.gates.board import SettleBoard
 from qgate.profile import Profile
 from qgate.profile.engine_checks import starts_process
 from qgate.profile.load import LoadedProfile
@@ -338,7 +339,7 @@ def quality_on(
         reference.scores if isinstance(reference, QualityOutput) else reference
     )
     if board is None and isinstance(reference, QualityOutput) and ctx.profile.quality.stop != "off":
-        board = Board(ctx.profile.quality, reference.runs)  # a finished or cached reference
+        board = SettleBoard(ctx.profile.quality, reference.runs)  # a finished or cached reference
     out = evaluate(
         runtime,
         ctx.profile,

@@ -26,8 +26,7 @@ from qgate.core.serving import Runtime
 from qgate.perf.client import make_session, run_loop
 from qgate.perf.life_probes import LifeProbes, ProbeKind, is_endpoint, life_label
 from qgate.perf.loadgen import Sender
-from qgate.perf.probe_gates import graded
-from qgate.perf.probes import Probe
+from qgate.perf.probes import Probe, graded
 from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import RequestRecord
 from qgate.perf.runner import probe_spec

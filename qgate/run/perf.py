@@ -2,7 +2,7 @@
 
 Correctness under load rides along: math items the reference answered correctly in its
 quality stage are asked again between every scenario's requests and graded (`probe_set`;
-the gate per scenario is qgate/perf/probe_gates.py).
+the gate per scenario is qgate/gates/probes.py).
 """
 
 from __future__ import annotations

@@ -30,8 +30,9 @@ from qgate.core.plan import (
     Work,
     swapped,
 )
+from qgate.gates.quality import policy_for
+from qgate.gates.turns import graded_plan, turn_power
 from qgate.perf.runner import levels
-from qgate.perf.session_gates import graded_plan, turn_power
 from qgate.perf.workloads import expand_inputs, measured_count
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
 from qgate.profile.engine_checks import starts_process
@@ -39,7 +40,6 @@ from qgate.profile.engines import engine_class
 from qgate.profile.side import side
 from qgate.profile.suites import configured, engine_args_needed, profile_key
 from qgate.quality.calibrate import boundary_warning, expected_accuracy
-from qgate.quality.gates import policy_for
 from qgate.quality.sizing import gate_power
 from qgate.run.envelope import envelope_lines
 from qgate.run.life_probes import lives_note

@@ -13,9 +13,10 @@ from qgate.core.plan import Plan
 from qgate.core.provenance import RunProvenance, run_provenance
 from qgate.core.serving import ServerStart
 from qgate.errors import ExitCode
-from qgate.perf.probe_gates import failed_answers, probes_failed
+from qgate.gates.notices import quality_warnings
+from qgate.gates.probes import failed_answers, probes_failed
+from qgate.gates.scales import warning_lines
 from qgate.perf.records import ScenarioRun
-from qgate.quality.notices import quality_warnings
 from qgate.quality.stage import QualityOutput
 from qgate.report.assemble import build_multi_report, build_report
 from qgate.report.attribution import summary_lines
@@ -30,7 +31,6 @@ from qgate.run.candidate import CandidateResult, perf_with_baseline
 from qgate.run.context import RunContext, RunSet
 from qgate.run.lives import Lives
 from qgate.run.options import RunOptions, RunOutcome
-from qgate.runtime.scales import warning_lines
 
 __all__ = [
     "build",

@@ -36,8 +36,8 @@ from qgate.core.plan import swapped
 from qgate.core.progress import StageClock
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
+from qgate.gates.board import SettleBoard
 from qgate.perf.records import ScenarioRun
-from qgate.quality.board import Board
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.stage import QualityOutput
 from qgate.run.attribute import attribution_wanted
@@ -180,7 +180,7 @@ def _both_qualities(
         # settled by what the two have answered so far (qgate/quality/board.py)
         board = None
         if ctx.profile.quality.stop != "off":  # attribution needs the whole reference
-            board = Board(ctx.profile.quality, hold_reference=attribution_wanted(cand))
+            board = SettleBoard(ctx.profile.quality, hold_reference=attribution_wanted(cand))
         ref_future = pool.submit(
             quality_on, ctx, ref_rt, "reference", None, early.set_result, board
         )

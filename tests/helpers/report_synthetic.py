@@ -17,12 +17,12 @@ from qgate.attest.keys import LoadedSigner, generate_private_pem, public_pem_of,
 from qgate.checkpoint.digests import FileDigest
 from qgate.core.serving import EffectiveConfig
 from qgate.core.verdict import Verdict
+from qgate.gates.changes_applied import change_warnings
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.profile import MathSuite, Profile
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.math_set import math_data_sha256, math_items, short_prompt
 from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord, SuiteRun
-from qgate.report.changes_applied import change_warnings
 from qgate.report.model import (
     BOOTSTRAP_SEED,
     PERF_DERIVATION,

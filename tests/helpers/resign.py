@@ -14,7 +14,7 @@ from helpers.report_synthetic import make_signer
 
 from qgate.attest.dsse import keyid_of
 from qgate.attest.statement import Subject, sign_statement
-from qgate.perf.gates import report_gates
+from qgate.gates.speed import report_gates
 from qgate.profile import Profile
 from qgate.profile.perf import is_preview
 from qgate.report.assemble import perf_results

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from helpers.report_synthetic import build_report
 
-from qgate.perf.gates import report_gates
+from qgate.gates.speed import report_gates
 from qgate.perf.records import RequestRecord
 from qgate.profile import Profile
 from qgate.report.assemble import perf_results

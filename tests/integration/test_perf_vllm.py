@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from qgate.perf.checks import scenario_verdicts
+from qgate.gates.scenario import scenario_verdicts
 from qgate.perf.compare import compare
 from qgate.perf.counters import deltas
 from qgate.perf.metrics import summarize

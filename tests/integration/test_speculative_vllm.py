@@ -15,7 +15,7 @@ life of its own), the candidates start in sequence with its arguments and a spec
 The report holds each side's counter snapshots, so verify re-derives the gate (a forged PASS
 re-signed with the run's key is refused); the same records also show the rule for a reference
 that speculates (95% of its length) and NOT EXERCISED for fewer drafts than asked (zero
-drafts: tests/unit/quality/test_spec_gates.py).
+drafts: tests/unit/gates/test_speculative.py).
 
 A further speculative candidate joins `candidates:` below (one life more, the same reference).
 """
@@ -37,10 +37,10 @@ from safetensors.numpy import save_file
 
 from qgate.attest.keys import load_signer
 from qgate.attest.statement import sign_statement
+from qgate.gates.speculative import acceptance, evaluate_speculative
 from qgate.profile import Profile
 from qgate.profile.load_multi import load_multi_file
 from qgate.quality.spec_counters import SpecSnapshot
-from qgate.quality.spec_gates import acceptance, evaluate_speculative
 from qgate.runtime.vllm_server import VllmServer
 
 pytestmark = pytest.mark.integration

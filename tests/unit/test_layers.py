@@ -3,7 +3,10 @@ imports another's private names, no two modules import each other (directly or r
 circle), and at most a handful of modules sit at the top of qgate/.
 
 Layers, bottom first (docs/development.md, "Layout"): errors, core, profile, attest, checkpoint,
-runtime, quality, perf, report, cluster, run, cli. Imports made only for type checking count too.
+runtime, quality, perf, gates, report, cluster, run, cli. Imports made only for type checking
+count too. `gates` sits above `quality` and `perf` because every gate reads their records, and
+below `report` because the report, verify and the run call the gates; the quality stage reaches
+the gates only through the board the run hands it (quality/board.py `Board`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ LAYERS = [
     "runtime",
     "quality",
     "perf",
+    "gates",
     "report",
     "cluster",
     "run",

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-PACKAGES = ["qgate", "qgate.perf", "qgate.quality", "qgate.report", "qgate.runtime"]
+PACKAGES = ["qgate", "qgate.gates", "qgate.perf", "qgate.quality", "qgate.report", "qgate.runtime"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)
@@ -19,7 +19,7 @@ def test_every_public_name_resolves(name: str) -> None:
         assert getattr(package, public) is not None, f"{name}.{public}"
 
 
-@pytest.mark.parametrize("name", ["qgate.perf", "qgate.report", "qgate.runtime"])
+@pytest.mark.parametrize("name", ["qgate.gates", "qgate.perf", "qgate.report", "qgate.runtime"])
 def test_an_unknown_name_says_which_package(name: str) -> None:
     package = importlib.import_module(name)
     with pytest.raises(AttributeError, match=f"module '{name}' has no attribute 'nope'"):
@@ -28,8 +28,9 @@ def test_an_unknown_name_says_which_package(name: str) -> None:
 
 def test_importing_the_packages_imports_no_heavy_module() -> None:
     code = (
-        "import sys, qgate.perf, qgate.report, qgate.runtime\n"
+        "import sys, qgate.gates, qgate.perf, qgate.report, qgate.runtime\n"
         "heavy = [m for m in ('numpy', 'aiohttp', 'securesystemslib', 'qgate.perf.metrics',"
+        " 'qgate.gates.assembly',"
         " 'qgate.report.verify.single', 'qgate.runtime.vllm_server') if m in sys.modules]\n"
         "print(heavy)\n"
     )

@@ -6,7 +6,7 @@ Read from the report as stored (the records and the verdicts `verify` re-derives
 from __future__ import annotations
 
 from qgate.perf.life_probes import life_label, when_asked
-from qgate.perf.probe_gates import graded
+from qgate.perf.probes import graded
 from qgate.report.model import Report
 from qgate.report.render.parts import Section, Table
 

@@ -5,7 +5,8 @@ Read from the report as stored (the records and the verdicts `verify` re-derives
 
 from __future__ import annotations
 
-from qgate.perf.probe_gates import failed_answers, graded, lost_at_light_load, probe_suite
+from qgate.gates.probes import failed_answers, lost_at_light_load, probe_suite
+from qgate.perf.probes import graded
 from qgate.perf.records import ScenarioRun
 from qgate.report.model import Report
 from qgate.report.render.parts import Table

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from qgate.core.verdict import Verdict
+from qgate.gates.changes_applied import confirm_changes
+from qgate.gates.reuse import STRICT, self_flips
 from qgate.profile import Profile
-from qgate.quality.reuse_gates import STRICT, self_flips
 from qgate.quality.reuse_records import item_usage, shares
-from qgate.report.changes_applied import confirm_changes
 from qgate.report.model import Report
 from qgate.report.render.parts import Section, Table
 

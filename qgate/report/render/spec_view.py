@@ -1,13 +1,13 @@
 """Speculative decoding in a report, as people read it: per side, what its drafts gained over
 the quality suites (acceptance length and rate, acceptance by draft position) and what each
 suite cost in seconds; per perf scenario, the candidate's acceptance under load. Display only:
-the figures come from the functions the acceptance gate uses (qgate/quality/spec_gates.py).
+the figures come from the functions the acceptance gate uses (qgate/gates/speculative.py).
 """
 
 from __future__ import annotations
 
+from qgate.gates.speculative import Acceptance, acceptance
 from qgate.quality.spec_counters import ACCEPTED, DRAFT_TOKENS, DRAFTS
-from qgate.quality.spec_gates import Acceptance, acceptance
 from qgate.report.model import Report
 from qgate.report.render.parts import Section, Table
 

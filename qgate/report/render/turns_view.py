@@ -5,9 +5,9 @@ Read from the report as stored (the records and the verdicts `verify` re-derives
 
 from __future__ import annotations
 
-from qgate.perf.probe_gates import failed_answers
+from qgate.gates.probes import failed_answers
+from qgate.gates.turns import graded_turns, turn_accuracy, turn_correct
 from qgate.perf.records import ScenarioRun
-from qgate.perf.session_gates import graded_turns, turn_accuracy, turn_correct
 from qgate.perf.sessions import turn_kind
 from qgate.report.model import Report
 from qgate.report.render.parts import Table

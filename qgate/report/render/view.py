@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from qgate.gates.reuse import not_exercised_lines
+from qgate.gates.scales import warning_lines
 from qgate.quality.records import SuiteRun
-from qgate.quality.reuse_gates import not_exercised_lines
 from qgate.quality.stats import wilson as stats_wilson
 from qgate.report.attribution import summary_lines
 from qgate.report.derive import (
@@ -37,7 +38,6 @@ from qgate.report.render.series import series_section
 from qgate.report.render.spec_view import speculative_section
 from qgate.report.render.turns_view import turn_lines, turn_table
 from qgate.report.verdict import verdict_label
-from qgate.runtime.scales import warning_lines
 
 
 def wilson(correct: int, n: int) -> tuple[float, float]:

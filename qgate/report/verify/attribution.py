@@ -13,12 +13,13 @@ from __future__ import annotations
 from qgate.core.ddmin import Outcome, search_rounds
 from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
+from qgate.gates.changes_applied import CONTRADICTED_FROM, contradicted_verdicts
+from qgate.gates.reuse import evaluate_reuse
+from qgate.gates.scales import kv_scale_verdicts
 from qgate.profile import Profile
 from qgate.profile.changes import changes_of, sub_profile
 from qgate.quality.noise_floor import floor_summary
-from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.report.attribution import Trial
-from qgate.report.changes_applied import CONTRADICTED_FROM, contradicted_verdicts
 from qgate.report.model import Report
 from qgate.report.verify.recompute import Recompute, describe, dump, same_value
 from qgate.report.verify.rederive import (
@@ -27,7 +28,6 @@ from qgate.report.verify.rederive import (
     rederive_correctness,
     rederive_divergence,
 )
-from qgate.runtime.scales import kv_scale_verdicts
 
 __all__ = ["check_attribution"]
 

@@ -19,16 +19,16 @@ import pydantic_core
 
 from qgate.core.verdict import Verdict
 from qgate.errors import InfrastructureError, VerificationFailed
+from qgate.gates.assembly import candidate_verdicts, scenario_gates
+from qgate.gates.changes_applied import change_warnings
+from qgate.gates.notices import quality_warnings
+from qgate.gates.speed import report_gates
 from qgate.perf.blocks import compare_blocks, pooled, rounds_of
-from qgate.perf.gates import report_gates
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
 from qgate.quality.math_set import PROBED
 from qgate.quality.noise_floor import floor_summary
-from qgate.quality.notices import quality_warnings
 from qgate.quality.settle import stop_problems
-from qgate.report.changes_applied import change_warnings
-from qgate.report.gate_assembly import candidate_verdicts, scenario_gates
 from qgate.report.model import (
     BOOTSTRAP_SEED,
     PERF_DERIVATION,
@@ -82,10 +82,10 @@ class Recompute:
 def default_recompute() -> Recompute:
     """The team's gate and perf functions, imported on demand."""
     try:
-        from qgate.perf.checks import scenario_verdicts
+        from qgate.gates.quality import evaluate_quality
+        from qgate.gates.scenario import scenario_verdicts
         from qgate.perf.compare import compare
         from qgate.perf.metrics import summarize
-        from qgate.quality.gates import evaluate_quality
     except ImportError as exc:
         # the environment, not the report: exit 3, never 1
         raise InfrastructureError(f"cannot recompute verdicts: {exc}") from None
@@ -261,7 +261,7 @@ def _first_verdict_difference(
 
 def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
     """The stored quality verdicts equal the verdict assembly over the stored records (with
-    the report's quality derivation: report/gate_assembly.py, the function `run` called)."""
+    the report's quality derivation: gates/assembly.py, the function `run` called)."""
     q = report.quality
     derivation = q.derivation
     recomputed = candidate_verdicts(

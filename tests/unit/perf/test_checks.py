@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from qgate.perf.checks import check_request, scenario_verdicts
+from qgate.gates.scenario import scenario_verdicts
+from qgate.perf.checks import check_request
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.profile import PerfSpec
 

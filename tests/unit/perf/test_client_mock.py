@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from qgate.perf.checks import scenario_verdicts
+from qgate.gates.scenario import scenario_verdicts
 from qgate.perf.client import make_session
 from qgate.perf.loadgen import RequestSpec, Sender
 from qgate.perf.metrics import summarize

@@ -9,10 +9,10 @@ from typing import Any
 
 from helpers.mock_server import load_mock
 
+from qgate.gates.turns import turn_accuracy
 from qgate.perf.metrics import summarize
 from qgate.perf.records import ScenarioRun, is_workload
 from qgate.perf.runner import run_scenarios
-from qgate.perf.session_gates import turn_accuracy
 from qgate.profile import PerfSpec
 from qgate.report.assemble import perf_results
 

@@ -13,11 +13,11 @@ import pytest
 from helpers.mock_server import MockRuntime
 
 from qgate.errors import VerificationFailed
+from qgate.gates.agent import failure_lines
+from qgate.gates.quality import evaluate_quality
 from qgate.profile import Profile
 from qgate.quality import stage
 from qgate.quality.agent_data import structured_items, tool_items
-from qgate.quality.agent_gates import failure_lines
-from qgate.quality.gates import evaluate_quality
 from qgate.quality.records import SuiteRun
 from qgate.report.verify.rederive import Rederived, check_questions, rederive_correctness
 

@@ -18,11 +18,11 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from qgate.errors import BadInput
+from qgate.gates.quality import evaluate_quality
 from qgate.profile import ContextLadder, QualitySpec
 from qgate.profile.context_ladder import buckets, first_cliff, parse_item_id
 from qgate.quality.context_ladder_suite import SUITE, ladder_data_sha256, run_ladder
 from qgate.quality.data_context_ladder import ladder_codes
-from qgate.quality.gates import evaluate_quality
 from qgate.quality.ladder_divergence import bucket_divergence
 from qgate.quality.records import SuiteRun
 

@@ -10,10 +10,10 @@ import pytest
 from scipy.stats import beta
 
 from qgate.core.verdict import Verdict
-from qgate.perf.probe_gates import probe_allowance
+from qgate.gates.probes import probe_allowance
+from qgate.gates.quality import evaluate_quality
 from qgate.profile import PerfProbes, QualitySpec
 from qgate.quality import floor_run
-from qgate.quality.gates import evaluate_quality
 from qgate.quality.noise_floor import FloorRecords, binomial_upper, floor_summary, mark_floor
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.runner import SuiteContext

@@ -133,7 +133,7 @@ def test_every_runner_loads_and_has_the_protocol_methods() -> None:
 def test_registry_imports_no_suite_module() -> None:
     # validate and verify read the registry; a suite's HTTP client must stay unimported.
     code = (
-        "import sys, qgate.profile.suites, qgate.quality.gates\n"
+        "import sys, qgate.profile.suites, qgate.gates.quality\n"
         "print(sorted(m for m in sys.modules if m.endswith('_suite') or m == 'aiohttp'))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

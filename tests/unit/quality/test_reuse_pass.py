@@ -14,10 +14,10 @@ from typing import Any
 
 from aiohttp import web
 
+from qgate.gates.reuse import evaluate_reuse
 from qgate.profile import MathSuite, QualitySpec
 from qgate.quality.client import SuiteClient
 from qgate.quality.records import ItemRecord, SuiteRun
-from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.quality.reuse_pass import run_passes
 from qgate.quality.reuse_records import AFTER_RESET, BEFORE_RESET, shares
 from qgate.quality.runner import SuiteContext

@@ -13,9 +13,10 @@ import random
 
 import pytest
 
+from qgate.gates.board import SettleBoard
+from qgate.gates.quality import evaluate_quality, evaluate_suite, settled_gates
 from qgate.profile import AccuracyPolicy, MathSuite, QualitySpec
-from qgate.quality.board import Board, in_blocks
-from qgate.quality.gates import evaluate_quality, evaluate_suite, settled_gates
+from qgate.quality.board import in_blocks
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.settle import bounds, stop_problems
 
@@ -68,7 +69,7 @@ def _outcomes(rng: random.Random, n: int) -> tuple[list[bool], list[bool]]:
 
 
 def _stop_point(
-    board: Board, ref: list[bool], cand: list[bool], block: int, lead: int
+    board: SettleBoard, ref: list[bool], cand: list[bool], block: int, lead: int
 ) -> tuple[int, int, str | None]:
     """Post blocks the way two stages side by side do (the reference `lead` blocks ahead)."""
     n = len(ref)
@@ -101,7 +102,7 @@ def test_stopping_never_changes_a_verdict(mode: str) -> None:
         ]
         full = evaluate_suite(SUITE, spec.math, *whole)
         block, lead = rng.randint(1, 9), rng.randint(0, 2)
-        r_done, c_done, why = _stop_point(Board(spec), ref, cand, block, lead)
+        r_done, c_done, why = _stop_point(SettleBoard(spec), ref, cand, block, lead)
         if why is None:
             continue
         stops += 1
@@ -184,7 +185,7 @@ def test_in_blocks_stops_where_the_board_says_and_records_the_plan() -> None:
         stop="settled",
         stop_block=2,
     )
-    board = Board(spec, [_run("reference", [_item(i, True) for i in range(10)])])
+    board = SettleBoard(spec, [_run("reference", [_item(i, True) for i in range(10)])])
     asked: list[tuple[int, int]] = []
 
     async def answer(lo: int, hi: int) -> list[ItemRecord]:
@@ -194,7 +195,7 @@ def test_in_blocks_stops_where_the_board_says_and_records_the_plan() -> None:
     records, planned, why = asyncio.run(in_blocks(board, "candidate", SUITE, 10, answer))
     assert asked == [(0, 2)] and len(records) == 2 and planned == 10  # 2 lost > 1 allowed
     assert why == "settled at 2 of 10 items"
-    off = Board(spec.model_copy(update={"stop": "off"}))
+    off = SettleBoard(spec.model_copy(update={"stop": "off"}))
     asked.clear()
     records, planned, why = asyncio.run(in_blocks(off, "candidate", SUITE, 10, answer))
     assert asked == [(0, 10)] and (planned, why) == (None, None)
@@ -207,7 +208,7 @@ def test_no_effect_failing_keeps_a_suite_going_while_every_answer_is_the_same() 
         stop_block=2,
         on_no_effect="fail",
     )
-    board = Board(spec, [_run("reference", [_item(i, True) for i in range(4)])])
+    board = SettleBoard(spec, [_run("reference", [_item(i, True) for i in range(4)])])
     same = [_item(i, True) for i in range(3)]
     assert board.post("candidate", SUITE, same, 4) is None  # max_flips settled, no-effect open
     differs = [*same[:2], _item(2, True, output="1 ")]

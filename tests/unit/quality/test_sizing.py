@@ -72,8 +72,8 @@ def test_the_core_math_set_grows_past_its_shipped_items_the_same_way_every_time(
 
 
 def test_a_capped_detection_is_a_report_warning() -> None:
+    from qgate.gates.notices import capped_detections
     from qgate.profile import Profile
-    from qgate.quality.notices import capped_detections
 
     def profile(max_items: int) -> Profile:
         math = {"detect": {"drop": 0.02, "max_items": max_items}, "prompts": ["long"]}

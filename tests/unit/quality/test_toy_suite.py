@@ -24,6 +24,7 @@ from qgate.core.files import sha256_json, sha256_text
 from qgate.core.plan import SuitePlan
 from qgate.core.yamlload import KeyPath
 from qgate.errors import VerificationFailed
+from qgate.gates.quality import evaluate_quality, policy_for
 from qgate.profile import Profile
 from qgate.profile.quality import AccuracyPolicy, MathSuite, QualitySpec
 from qgate.profile.suites import (
@@ -36,7 +37,6 @@ from qgate.profile.suites import (
 )
 from qgate.quality import stage
 from qgate.quality.cache import generation_view
-from qgate.quality.gates import evaluate_quality, policy_for
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.runner import SuiteContext
 from qgate.report.verify.rederive import Rederived, rederive_correctness
@@ -185,7 +185,7 @@ def test_toy_suite_runs_through_stage_gates_and_cache(
 
 
 def test_toy_suite_mixes_with_the_builtin_suites(toy_registered: SuiteEntry) -> None:
-    from qgate.quality.gates import configured_suites
+    from qgate.gates.quality import configured_suites
 
     spec = ToyQualitySpec(math=MathSuite(prompts=["short"]), word_count=_spec().word_count)
     assert [sid for sid, _ in configured_suites(spec)] == ["math.short", "word_count"]

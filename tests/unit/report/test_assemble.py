@@ -9,8 +9,8 @@ import pytest
 from helpers.report_synthetic import PROFILE, build_report, make_signer
 
 from qgate.errors import VerificationFailed
+from qgate.gates.quality import evaluate_quality
 from qgate.profile import Profile
-from qgate.quality.gates import evaluate_quality
 from qgate.report.assemble import build_report as assemble
 from qgate.report.signing import subjects_for
 from qgate.report.verify.single import verify_bytes

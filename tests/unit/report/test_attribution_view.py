@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from helpers.report_synthetic import build_report
 
+from qgate.gates.quality import evaluate_quality
 from qgate.profile import Profile
 from qgate.profile.changes import changes_of
-from qgate.quality.gates import evaluate_quality
 from qgate.report.attribution import Attribution, Trial
 from qgate.report.render.md import render_markdown
 from qgate.report.verify.single import default_recompute

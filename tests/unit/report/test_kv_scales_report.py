@@ -11,15 +11,15 @@ from helpers.report_synthetic import PROFILE, build_report, cache_provenance, ma
 from qgate.attest.statement import Subject
 from qgate.core.serving import EffectiveConfig
 from qgate.errors import VerificationFailed
+from qgate.gates.quality import evaluate_quality
+from qgate.gates.scales import kv_scale_verdicts
 from qgate.profile import Profile
-from qgate.quality.gates import evaluate_quality
 from qgate.report.assemble import build_report as assemble
 from qgate.report.model import Report
 from qgate.report.render.junit import render_junit
 from qgate.report.render.md import render_markdown
 from qgate.report.signing import sign_report
 from qgate.report.verify.single import verify_bytes
-from qgate.runtime.scales import kv_scale_verdicts
 
 WARN = "Using KV cache scaling factor 1.0 for fp8_e4m3. If this is unintended, verify ..."
 

@@ -10,9 +10,9 @@ from helpers.report_synthetic import PROFILE, _requests, build_report, cache_pro
 
 from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
+from qgate.gates.quality import evaluate_quality
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
-from qgate.quality.gates import evaluate_quality
 from qgate.report.assemble import build_report as assemble
 from qgate.report.model import Report
 from qgate.report.render.html import render_html

@@ -7,13 +7,13 @@ import hashlib
 import pytest
 
 from qgate.errors import VerificationFailed
+from qgate.gates.changes_applied import change_warnings
+from qgate.gates.notices import quality_warnings
+from qgate.gates.quality import evaluate_quality
+from qgate.gates.reuse import evaluate_reuse
 from qgate.profile import Profile
-from qgate.quality.gates import evaluate_quality
-from qgate.quality.notices import quality_warnings
 from qgate.quality.records import ItemRecord, SuiteRun
-from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.quality.reuse_records import COMPUTED, DEVICE, EXTERNAL, PassRun, PassSuite
-from qgate.report.changes_applied import change_warnings
 from qgate.report.model import QUALITY_DERIVATION, PerfSection, QualitySection, Report
 from qgate.report.render.junit import render_junit
 from qgate.report.render.md import render_markdown

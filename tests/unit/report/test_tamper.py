@@ -78,7 +78,7 @@ SIDES = ("reference", "candidate")
 
 def _reverdict(report: Report, profile: dict[str, object] | None = None) -> Report:
     """What a forger does after editing records: recompute every verdict with qgate's own gates."""
-    from qgate.quality.gates import evaluate_quality
+    from qgate.gates.quality import evaluate_quality
 
     prof = Profile.model_validate(profile or report.profile)
     q = report.quality
@@ -295,8 +295,8 @@ def test_a_stop_the_records_allow_verifies(case: Case) -> None:
 
 def _attributed(case: Case) -> Report:
     """The report with an attribution whose one trial (FP8 KV alone) loses 6 items: FAIL."""
+    from qgate.gates.quality import evaluate_quality
     from qgate.profile.changes import changes_of
-    from qgate.quality.gates import evaluate_quality
     from qgate.report.attribution import Attribution, Trial
 
     report = case.report()
@@ -632,7 +632,7 @@ def test_unknown_schema_version_is_named(case: Case) -> None:
     assert "report schema: schema_version" in res.stderr
 
 
-@pytest.mark.parametrize("module", ["qgate.quality.gates", "qgate.quality.extract"])
+@pytest.mark.parametrize("module", ["qgate.gates.quality", "qgate.quality.extract"])
 def test_import_failure_inside_verify_is_exit_3(
     case: Case, monkeypatch: pytest.MonkeyPatch, module: str
 ) -> None:

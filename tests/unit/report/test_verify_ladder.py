@@ -11,11 +11,11 @@ from helpers.report_synthetic import PROFILE, build_report, make_signer
 
 from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
+from qgate.gates.quality import evaluate_quality
 from qgate.profile import Profile
 from qgate.profile.context_ladder import buckets, item_id, targets
 from qgate.quality.data_context_ladder import ladder_codes
 from qgate.quality.extract import extract_symbol
-from qgate.quality.gates import evaluate_quality
 from qgate.quality.records import GeneratedLogprobs, ItemRecord, SuiteRun
 from qgate.report.model import Report
 from qgate.report.render.ladder_view import cliff_line

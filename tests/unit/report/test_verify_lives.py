@@ -9,7 +9,7 @@ from helpers.report_synthetic import build_report, make_signer
 
 from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
-from qgate.perf.gates import report_gates
+from qgate.gates.speed import report_gates
 from qgate.perf.life_probes import LifeProbes
 from qgate.perf.probes import extract_answer, grade
 from qgate.perf.records import RequestRecord

@@ -20,9 +20,9 @@ from helpers.report_synthetic import PROFILE, build_report, make_signer
 
 from qgate.attest.statement import Subject
 from qgate.cli.main import main
+from qgate.gates.changes_applied import change_warnings, contradicted_verdicts
 from qgate.profile import Profile
 from qgate.profile.changes import changes_of
-from qgate.report.changes_applied import change_warnings, contradicted_verdicts
 from qgate.report.model import Report
 from qgate.report.signing import sign_report
 from qgate.report.verify.machine import requested_args

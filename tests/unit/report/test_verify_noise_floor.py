@@ -10,8 +10,8 @@ from helpers.report_synthetic import PROFILE, build_report, make_signer
 
 from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
+from qgate.gates.quality import evaluate_quality
 from qgate.profile import Profile
-from qgate.quality.gates import evaluate_quality
 from qgate.quality.noise_floor import FloorRecords, floor_summary
 from qgate.report.model import Report
 from qgate.report.render.md import render_markdown

@@ -8,7 +8,7 @@ from helpers.report_synthetic import build_report, make_signer
 
 from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
-from qgate.perf.gates import report_gates
+from qgate.gates.speed import report_gates
 from qgate.perf.probes import extract_answer, grade
 from qgate.perf.records import RequestRecord
 from qgate.profile import Profile

@@ -11,7 +11,7 @@ from helpers.report_synthetic import PROFILE, build_report, make_signer
 
 from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
-from qgate.perf.gates import report_gates
+from qgate.gates.speed import report_gates
 from qgate.perf.records import RequestRecord
 from qgate.perf.sessions import session_turns
 from qgate.profile import Profile

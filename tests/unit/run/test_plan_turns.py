@@ -1,5 +1,5 @@
 """`qgate plan` shows a multi-turn scenario's graded sessions: their turns per side and the
-power of their gate (qgate/perf/session_gates.py)."""
+power of their gate (qgate/gates/turns.py)."""
 
 from __future__ import annotations
 

@@ -17,8 +17,7 @@ from qgate.core.serving import EffectiveConfig
 from qgate.core.verdict import Verdict
 from qgate.perf.client import run_loop
 from qgate.perf.life_probes import LifeProbes
-from qgate.perf.probe_gates import graded
-from qgate.perf.probes import Probe
+from qgate.perf.probes import Probe, graded
 from qgate.perf.records import RequestRecord
 from qgate.profile import LivesSpec
 from qgate.profile.load import load_profile_file

@@ -18,12 +18,12 @@ from typing import Any, Literal
 
 from qgate.core.serving import EffectiveConfig
 from qgate.core.verdict import Verdict
+from qgate.gates.speculative import acceptance
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
 from qgate.profile.changes import changes_of
 from qgate.quality.reuse_records import DEVICE, EXTERNAL, PassRun
 from qgate.quality.spec_counters import SpecSnapshot
-from qgate.quality.spec_gates import acceptance
 from qgate.runtime.effective import check_applied
 
 __all__ = [

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from qgate.gates.effect import GATE, effect_verdicts, no_effect_message
+from qgate.gates.quality import evaluate_quality
 from qgate.profile import QualitySpec
-from qgate.quality.effect import GATE, effect_verdicts, no_effect_message
-from qgate.quality.gates import evaluate_quality
 from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord, SuiteRun
 
 

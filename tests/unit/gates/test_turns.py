@@ -1,10 +1,10 @@
-"""The graded-turn gate (qgate/perf/session_gates.py) over synthetic records."""
+"""The graded-turn gate (qgate/gates/turns.py) over synthetic records."""
 
 from __future__ import annotations
 
-from qgate.perf.probe_gates import failed_answers, probes_failed
+from qgate.gates.probes import failed_answers, probes_failed
+from qgate.gates.turns import graded_spec, own_flips, turn_accuracy, turn_verdicts
 from qgate.perf.records import RequestRecord, ScenarioRun
-from qgate.perf.session_gates import graded_spec, own_flips, turn_accuracy, turn_verdicts
 from qgate.perf.sessions import session_turns
 from qgate.profile import GradedTurns, PerfSpec
 

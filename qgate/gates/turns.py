@@ -19,7 +19,8 @@ from collections.abc import Iterable, Sequence
 from qgate.core.plan import GatePower
 from qgate.core.records import Role
 from qgate.core.verdict import Verdict
-from qgate.perf.probe_gates import asks_suite
+from qgate.gates.probes import asks_suite
+from qgate.gates.suite import evaluate_suite
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.perf.session_run import graded_sessions
 from qgate.perf.sessions import grade_turn, turn_kind
@@ -34,7 +35,6 @@ from qgate.profile import (
 )
 from qgate.quality.records import SuiteRun
 from qgate.quality.sizing import gate_power
-from qgate.quality.suite_gates import evaluate_suite
 
 __all__ = [
     "graded_plan",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from qgate.perf.gates import evaluate_perf_gates
-from qgate.perf.probe_gates import probe_suite, probe_verdicts, probes_failed
+from qgate.gates.probes import probe_suite, probe_verdicts, probes_failed
+from qgate.gates.speed import evaluate_perf_gates
 from qgate.perf.probes import probe_points
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.profile import PerfProbes, PerfSpec

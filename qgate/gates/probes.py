@@ -23,30 +23,23 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 
 from qgate.core.records import Role
 from qgate.core.verdict import Verdict
-from qgate.perf.probes import grade
+from qgate.gates.suite import evaluate_suite
+from qgate.perf.probes import graded
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.profile import AccuracyPolicy, PerfProbes
 from qgate.quality.extract import answer_matches
 from qgate.quality.noise_floor import FloorSummary, mark_floor
 from qgate.quality.records import ItemRecord, SuiteRun
-from qgate.quality.suite_gates import evaluate_suite
 
 __all__ = [
     "asks_suite",
     "failed_answers",
-    "graded",
     "lost_at_light_load",
     "probe_allowance",
     "probe_suite",
     "probe_verdicts",
     "probes_failed",
 ]
-
-
-def graded(r: RequestRecord) -> bool:
-    """A probe's grade from its record: its text against its known answer (errors: wrong)."""
-    assert r.probe_truth is not None
-    return r.error is None and r.text is not None and grade(r.text, r.probe_truth)
 
 
 def _graded_probes(runs: Iterable[ScenarioRun]) -> list[RequestRecord]:
@@ -171,7 +164,7 @@ def probe_allowance(spec: PerfProbes, floor: FloorSummary | None, items: int) ->
 
 def probes_failed(verdicts: Iterable[Verdict], name: str) -> bool:
     """Whether scenario run `name`'s probe gate or its graded-turn gate (a multi-turn
-    scenario's graded sessions, qgate/perf/session_gates.py) failed: its ratios are then
+    scenario's graded sessions, qgate/gates/turns.py) failed: its ratios are then
     withheld."""
     return failed_answers(verdicts, name) is not None
 

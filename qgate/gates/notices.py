@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from qgate.gates.agent import failure_lines
+from qgate.gates.effect import no_effect_message
+from qgate.gates.quality import configured_suites
 from qgate.profile import QualitySpec
-from qgate.quality.agent_gates import failure_lines
-from qgate.quality.effect import no_effect_message
-from qgate.quality.gates import configured_suites
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.sizing import items_needed, observed_discordance
 

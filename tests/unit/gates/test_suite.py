@@ -12,10 +12,10 @@ from fractions import Fraction
 
 import pytest
 
+from qgate.gates.suite import _passes
 from qgate.profile import AccuracyPolicy, Detect
 from qgate.quality.sizing import items_needed
 from qgate.quality.stats import FlipCounts, _critical_lost, mcnemar_power
-from qgate.quality.suite_gates import _passes
 
 N_MAX = 40
 # every p-value the exact test takes with at most 6 discordant pairs, and 1/2^k: p = alpha happens

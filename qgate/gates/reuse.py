@@ -16,7 +16,7 @@ For every pass and every suite it asks again (`<suite>@<pass>`, e.g. 'math.long@
 - `self_flips`: cold-correct answers the candidate lost in the pass, beyond those the
   reference lost in its own pass (its cold/warm noise floor), at most `max_extra_flips`.
 
-How `exercised` reads the counters: qgate/quality/reuse_exercised.py. A pass that was not
+How `exercised` reads the counters: qgate/gates/reuse_exercised.py. A pass that was not
 exercised ends every one of its suite's gates NOT EXERCISED (not
 passed, `exercised=False`): a pass that never ran the changed path proves nothing about it.
 `qgate run` and `qgate verify` call the same `evaluate_reuse`.
@@ -28,14 +28,15 @@ from collections.abc import Sequence
 
 from qgate.core.records import Role
 from qgate.core.verdict import Verdict
+from qgate.gates.reuse_exercised import PATH_OF, STRICT, shares_text
+from qgate.gates.reuse_exercised import exercised as judge_exercised
+from qgate.gates.suite import all_failed, evaluate_suite
 from qgate.profile import AccuracyPolicy, QualitySpec, ReuseSpec
 from qgate.profile.reuse import PassName
-from qgate.profile.suites import asked_again, exact_results
+from qgate.profile.reuse_plan import reuse_suites
 from qgate.quality.records import ItemRecord, SuiteRun
-from qgate.quality.reuse_exercised import PATH_OF, STRICT, shares_text
-from qgate.quality.reuse_exercised import exercised as judge_exercised
 from qgate.quality.reuse_records import PassRun, PassSuite
-from qgate.quality.suite_gates import EPS, all_failed, evaluate_suite
+from qgate.quality.stats import EPS
 
 __all__ = [
     "DERIVATION",
@@ -44,28 +45,12 @@ __all__ = [
     "SelfFlips",
     "evaluate_reuse",
     "not_exercised_lines",
-    "reuse_suites",
     "self_flips",
     "shares_text",
 ]
 
 DERIVATION = STRICT
 """The newest quality derivation of the reuse verdicts (report/model.py QUALITY_DERIVATION)."""
-
-
-def reuse_suites(spec: QualitySpec) -> list[tuple[str, AccuracyPolicy]]:
-    """The math and recall results the passes ask again, in the profile's order."""
-    reuse = spec.reuse
-    if reuse is None:
-        return []
-    out = []
-    for suite, policy in exact_results(spec):
-        if not asked_again(suite):
-            continue
-        family = suite.partition(".")[0]
-        if reuse.suites is None or suite in reuse.suites or family in reuse.suites:
-            out.append((suite, policy))
-    return out
 
 
 def _find(passes: Sequence[PassRun], name: str, role: Role, suite: str) -> PassSuite | None:

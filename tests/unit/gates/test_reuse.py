@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from qgate.gates.reuse import evaluate_reuse
 from qgate.profile import MathSuite, QualitySpec, RecallSuite
+from qgate.profile.reuse_plan import reuse_suites
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.reuse_counters import kv_capacity_tokens, parse_pass_counters
-from qgate.quality.reuse_gates import evaluate_reuse, reuse_suites
 from qgate.quality.reuse_pass import filler_prompts, pass_setting, split_setting
 from qgate.quality.reuse_records import (
     COMPUTED,

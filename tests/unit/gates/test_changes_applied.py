@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from qgate.core.serving import EffectiveConfig
+from qgate.gates.changes_applied import confirm_changes, contradicted_verdicts, unconfirmed_warning
 from qgate.profile import Profile
 from qgate.quality.reuse_records import DEVICE, EXTERNAL, PassRun, PassSuite
-from qgate.report.changes_applied import confirm_changes, contradicted_verdicts, unconfirmed_warning
 
 
 def _profile(candidate: dict[str, Any], reference: dict[str, Any] | None = None) -> Profile:
@@ -80,7 +80,7 @@ def test_emulated_weights_are_confirmed_by_their_label() -> None:
 def test_a_contradicted_change_is_a_failed_gate_so_never_a_pass() -> None:
     """The server says it did not apply a requested setting: the candidate is not what the
     profile asked for (issue 43); an unconfirmed change stays a warning."""
-    from qgate.report.changes_applied import contradicted_verdicts
+    from qgate.gates.changes_applied import contradicted_verdicts
     from qgate.report.verdict import overall
 
     profile = _profile({"args": {"kv_cache_dtype": "fp8", "dtype": "float16"}})

@@ -7,11 +7,11 @@ import itertools
 import pytest
 
 from qgate.errors import VerificationFailed
+from qgate.gates.score import sign_flip_p
+from qgate.gates.suite import evaluate_suite
 from qgate.profile import LmEvalTask
 from qgate.quality.lmeval_suite import samples_to_records
 from qgate.quality.records import ItemRecord, SuiteRun
-from qgate.quality.score_gates import sign_flip_p
-from qgate.quality.suite_gates import evaluate_suite
 from qgate.report.verify.rederive import Rederived, rederive_correctness
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from qgate.core.serving import EffectiveConfig
+from qgate.gates.scales import kv_scale_verdicts, quantized_kv, warning_lines
 from qgate.profile import Profile
-from qgate.runtime.scales import kv_scale_verdicts, quantized_kv, warning_lines
 
 WARN = "Using KV cache scaling factor 1.0 for fp8_e4m3. If this is unintended, ..."
 

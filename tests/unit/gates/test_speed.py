@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from qgate.perf.gates import evaluate_perf_gates, report_gates
+from qgate.gates.speed import evaluate_perf_gates, report_gates
 from qgate.profile import PerfSpec
 
 SCENARIOS = [

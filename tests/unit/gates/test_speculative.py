@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from qgate.gates.speculative import acceptance, evaluate_speculative, speculates
 from qgate.profile import Profile
 from qgate.quality.spec_counters import (
     ACCEPTED,
@@ -16,7 +17,6 @@ from qgate.quality.spec_counters import (
     parse_spec_counters,
     position_key,
 )
-from qgate.quality.spec_gates import acceptance, evaluate_speculative, speculates
 
 NGRAM = '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3}'
 
@@ -189,7 +189,7 @@ def test_the_metrics_page_gives_the_totals_and_the_positions_apart() -> None:
 
 
 def test_a_not_exercised_acceptance_gate_is_named_on_the_console_lines() -> None:
-    from qgate.quality.reuse_gates import not_exercised_lines
+    from qgate.gates.reuse import not_exercised_lines
 
     snaps = NONE + _side("candidate", _counts(0, 0, 0, [0, 0, 0]))
     failed = [v for v in evaluate_speculative(_profile(), snaps) if not v.passed]

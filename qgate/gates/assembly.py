@@ -14,20 +14,20 @@ from collections.abc import Callable, Sequence
 
 from qgate.core.serving import EffectiveConfig
 from qgate.core.verdict import Verdict
-from qgate.perf.checks import scenario_verdicts
-from qgate.perf.probe_gates import probe_verdicts
+from qgate.gates.changes_applied import CONTRADICTED_FROM, contradicted_verdicts
+from qgate.gates.probes import probe_verdicts
+from qgate.gates.quality import evaluate_quality
+from qgate.gates.reuse import evaluate_reuse
+from qgate.gates.scales import kv_scale_verdicts
+from qgate.gates.scenario import scenario_verdicts
+from qgate.gates.speculative import evaluate_speculative
+from qgate.gates.turns import graded_spec, turn_verdicts
 from qgate.perf.records import ScenarioRun
-from qgate.perf.session_gates import graded_spec, turn_verdicts
 from qgate.profile import PerfSpec, Profile
-from qgate.quality.gates import evaluate_quality
 from qgate.quality.noise_floor import FloorRecords, FloorSummary, floor_summary
 from qgate.quality.records import DivergenceRun, SuiteRun
-from qgate.quality.reuse_gates import evaluate_reuse
 from qgate.quality.reuse_records import PassRun
 from qgate.quality.spec_counters import SpecSnapshot
-from qgate.quality.spec_gates import evaluate_speculative
-from qgate.report.changes_applied import CONTRADICTED_FROM, contradicted_verdicts
-from qgate.runtime.scales import kv_scale_verdicts
 
 __all__ = [
     "GRADED_TURNS_FROM",

@@ -1,6 +1,6 @@
 """The gates of one exact-answer suite: the 2x2 table of paired outcomes against a policy.
 
-`evaluate_suite` is what qgate/quality/gates.py calls per suite; it lives apart
+`evaluate_suite` is what qgate/gates/quality.py calls per suite; it lives apart
 from the divergence gates and the run-level rules that gather them. A suite
 that stopped early (quality.stop) is judged on its planned items: each gate
 passes or fails only where every outcome of the items it did not run agrees
@@ -13,12 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from qgate.core.verdict import Comparator, Verdict
+from qgate.gates.score import evaluate_scored, fractional
 from qgate.profile import AccuracyPolicy
 from qgate.quality.records import ItemRecord, SuiteRun
-from qgate.quality.score_gates import evaluate_scored, fractional
 from qgate.quality.settle import bounds
 from qgate.quality.sizing import achieved_power
 from qgate.quality.stats import (
+    EPS,
     FlipCounts,
     count_flips,
     mcnemar_p,
@@ -30,17 +31,12 @@ from qgate.quality.stats import (
 
 __all__ = [
     "ACCURACY_GATES",
-    "EPS",
     "AccuracyGate",
     "all_failed",
     "evaluate_suite",
     "gates_of",
     "settled_gates",
 ]
-
-# Differences of accuracies are ratios of integers; this absorbs float rounding
-# so that a drop exactly at the limit passes.
-EPS = 1e-12
 
 
 @dataclass(frozen=True)

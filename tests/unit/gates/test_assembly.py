@@ -1,5 +1,5 @@
 """One verdict assembly: `qgate run` and `qgate verify` judge a candidate and a perf scenario
-with the same two functions (report/gate_assembly.py), so the verdicts the run writes are the
+with the same two functions (gates/assembly.py), so the verdicts the run writes are the
 ones verify recomputes from the same records."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from helpers.resign import example_report
 
+from qgate.gates import assembly as gate_assembly
+from qgate.gates.assembly import candidate_verdicts, scenario_gates
 from qgate.perf.blocks import pooled
 from qgate.profile import Profile
 from qgate.quality.noise_floor import floor_summary
 from qgate.quality.stage import QualityOutput
-from qgate.report import gate_assembly
 from qgate.report.assemble import perf_results
-from qgate.report.gate_assembly import candidate_verdicts, scenario_gates
 from qgate.report.model import PERF_DERIVATION, QUALITY_DERIVATION, Report
 from qgate.report.verify.recompute import default_recompute, recompute_perf, recompute_quality
 from qgate.run import candidate

@@ -7,7 +7,7 @@ hits fall to about zero in a probe) and served at least `min_exercised_share` fr
 host/external tier; load saw the engine preempt at least `load.min_preemptions` requests while
 the items were in flight, the items' own served share read from their answers' usage. Reports
 of derivation 3 and before are judged by their rules (`_exercised_v3`). The gates that use it:
-qgate/quality/reuse_gates.py.
+qgate/gates/reuse.py.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from qgate.quality.reuse_records import (
     item_usage,
     shares,
 )
-from qgate.quality.stats import pct
-from qgate.quality.suite_gates import EPS
+from qgate.quality.stats import EPS, pct
 
 __all__ = ["PATH_OF", "RESET_LEFT", "STRICT", "exercised", "shares_text"]
 

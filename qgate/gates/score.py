@@ -13,7 +13,7 @@ suite is judged on the per-item differences d = reference score - candidate scor
   `EXACT_MAX` non-zero differences, else `RESAMPLES` draws from a fixed seed, so verify
   re-derives the same p), in place of McNemar's test of the binary case.
 
-Scores that are all 0 or 1 keep the exact-answer gates (qgate/quality/suite_gates.py): there
+Scores that are all 0 or 1 keep the exact-answer gates (qgate/gates/suite.py): there
 the difference of scores is the difference of accuracies and McNemar's test is the exact one.
 """
 

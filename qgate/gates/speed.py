@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from qgate.core.verdict import Verdict
-from qgate.perf.probe_gates import failed_answers
+from qgate.gates.probes import failed_answers
 from qgate.profile import PerfSpec
 from qgate.profile.perf import PerfGate, matches
 

@@ -22,10 +22,10 @@ import pytest
 from helpers.mock_server import MockRuntime, load_by_path
 
 from qgate.core.verdict import Verdict
+from qgate.gates.quality import evaluate_quality
 from qgate.profile import Profile
 from qgate.quality import stage
 from qgate.quality.agent_data import structured_items
-from qgate.quality.gates import evaluate_quality
 from qgate.quality.records import SuiteRun
 from qgate.report.verify.rederive import Rederived, rederive_correctness
 

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 import pytest
 
 from qgate.core.verdict import Verdict
+from qgate.gates.quality import evaluate_quality, overall_passed, policy_for
 from qgate.profile import DivergenceSuite, LmEvalTask, MathSuite, QualitySpec, RecallSuite
 from qgate.quality.divergence import position_divergence
-from qgate.quality.gates import evaluate_quality, overall_passed, policy_for
 from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord, SuiteRun
 
 

@@ -16,9 +16,9 @@ from collections import Counter
 from collections.abc import Sequence
 
 from qgate.core.verdict import Verdict
+from qgate.gates.suite import all_failed
 from qgate.profile import QualitySpec
 from qgate.quality.records import SuiteRun
-from qgate.quality.suite_gates import all_failed
 
 __all__ = ["AGENT_FAMILIES", "failure_lines", "structured_verdicts"]
 

@@ -1,0 +1,50 @@
+"""Every gate: pure functions from records to verdicts, which `qgate run` and `qgate verify`
+both call (docs/reference/gates.md lists the families).
+
+- `assembly`: the one verdict assembly, `candidate_verdicts` (a candidate's quality verdicts)
+  and `scenario_gates` (a perf scenario's); run and verify call these, never a family alone.
+- quality: `quality` (the suites' and divergence gates, `evaluate_quality`), `suite` and
+  `score` (the accuracy gates of one suite), `effect`, `agent`, `reuse` and `reuse_exercised`
+  (the reuse passes), `speculative` (acceptance), `notices` (the warnings the gates leave).
+- perf: `scenario` (stream errors and mismatches), `probes` (graded probes under load),
+  `turns` (graded session turns), `speed` (the speed gates over the comparisons).
+- the server's own report: `scales` (FP8 KV-cache scales), `changes_applied` (each change
+  confirmed or contradicted).
+- `board`: the decisions the quality stage's board makes between blocks (`quality.stop`).
+
+The surface below is loaded lazily: importing `qgate.gates` imports none of it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from qgate.core.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from qgate.gates.assembly import candidate_verdicts, scenario_gates
+    from qgate.gates.quality import evaluate_quality, overall_passed
+    from qgate.gates.scenario import scenario_verdicts
+    from qgate.gates.speed import evaluate_perf_gates, report_gates
+
+__all__ = [
+    "candidate_verdicts",
+    "evaluate_perf_gates",
+    "evaluate_quality",
+    "overall_passed",
+    "report_gates",
+    "scenario_gates",
+    "scenario_verdicts",
+]
+
+_HOME = {
+    "candidate_verdicts": "assembly",
+    "scenario_gates": "assembly",
+    "evaluate_quality": "quality",
+    "overall_passed": "quality",
+    "scenario_verdicts": "scenario",
+    "evaluate_perf_gates": "speed",
+    "report_gates": "speed",
+}
+
+__getattr__ = lazy_getattr(__name__, _HOME)
