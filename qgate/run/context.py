@@ -1,11 +1,21 @@
-"""The state a run shares across its stages, and the steps every stage uses.
+"""What a run's stages share: the setup, fixed before the first stage, and the steps every
+stage uses.
 
 `prepare` turns the profile, read once, into a `RunSet` (the reference's
 context and one per candidate): it resolves (and where asked, emulates) the
-checkpoint, loads the signer and makes the run folder; `fingerprint` records the
-machine and the checkpoint; `save_raw` writes a stage's raw results into it at
-once; `started` and `quality_on` start one runtime (made by the run's `Lives`,
-qgate/run/lives.py) and run every suite on it.
+checkpoint, loads the signer and makes the run folder. A `RunContext` is frozen: no stage
+fills it in later. What a stage finds is its return value, passed forward as an argument to
+the stages that need it: `fingerprint` returns the machine and the checkpoint
+(`Fingerprinted`), the reference's life where its quality came from
+(qgate/run/reference.py `ReferenceSource`), and the report takes both. `save_raw` writes a
+stage's raw results into the run folder at once; `started` and `quality_on` start one
+runtime (made by the run's `Lives`, qgate/run/lives.py) and run every suite on it.
+
+Two fields are run-wide logs rather than settings, one object shared by every context of
+a run and appended to by every life, in the order the lives start (a context's frozen
+binding to them never changes): `starts` (each server start) and `probing` (each life's
+start and idle probes). Contexts for a later perf round or an attribution trial are
+`dataclasses.replace` copies that keep the same two logs.
 """
 
 from __future__ import annotations
@@ -36,7 +46,6 @@ from qgate.profile.load_multi import LoadedMulti
 from qgate.profile.side import side as side_of
 from qgate.profile.started_checks import attribution_refused
 from qgate.quality.board import Board
-from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.calibrate import math_calibration, model_label, model_problem
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.stage import QualityOutput, ReferenceScores, evaluate
@@ -57,10 +66,12 @@ from qgate.runtime.fingerprint import Fingerprint, check_target, collect_fingerp
 
 __all__ = [
     "CANDIDATES_DIR",
+    "Fingerprinted",
     "RAW",
     "RunContext",
     "RunSet",
     "check_calibration_model",
+    "engine_envs",
     "fingerprint",
     "model_paths",
     "prepare",
@@ -80,9 +91,10 @@ RAW = "raw"
 CANDIDATES_DIR = "candidates"
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunContext:
-    """Everything the stages share: the profile, paths, the machine, the signer."""
+    """A run's setup, fixed before its first stage: the profile, paths, the signer, where
+    its lives run; and the run-wide logs of its starts and life probes."""
 
     opts: RunOptions
     profile: Profile
@@ -95,12 +107,8 @@ class RunContext:
     signer: LoadedSigner
     declared_profile: Profile
     selection: Selection
-    fingerprint: Fingerprint | None = None
     # the lives' machine, fingerprinted there by the executor (None: this one; Lives.machine)
     machine: Fingerprint | None = None
-    target_mismatches: list[str] = field(default_factory=list)
-    reference_cached: bool = False
-    reference_provenance: ReferenceProvenance | None = None
     # every server start of the run, in order (one list shared by all of a run's contexts)
     starts: list[ServerStart] = field(default_factory=list)
     side: str = "candidate"  # this context's candidate name
@@ -189,7 +197,16 @@ def model_paths(profile: Profile, source: Path, elsewhere: bool = False) -> dict
     return paths
 
 
-@dataclass
+@dataclass(frozen=True)
+class Fingerprinted:
+    """What the fingerprint stage found: the machine and the checkpoint, and where they miss
+    the profile's `target` (passed forward to the reference cache's key and the report)."""
+
+    fingerprint: Fingerprint
+    target_mismatches: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class RunSet:
     """One run: the reference's context and one context per candidate.
 
@@ -211,14 +228,6 @@ class RunSet:
     def stage_of(self, index: int) -> str:
         """The stage-timing key of candidate `index` ('candidate', or 'candidate:NAME')."""
         return "candidate" if self.multi is None else f"candidate:{self.names[index]}"
-
-    def share_reference(self) -> None:
-        """Hand what the fingerprint and reference stages found to every candidate."""
-        ref = self.reference
-        for ctx in self.candidates:
-            ctx.fingerprint, ctx.target_mismatches = ref.fingerprint, ref.target_mismatches
-            ctx.reference_cached = ref.reference_cached
-            ctx.reference_provenance = ref.reference_provenance
 
 
 def prepare(opts: RunOptions, loaded: LoadedProfile | LoadedMulti, lives: Lives = LOCAL) -> RunSet:
@@ -354,30 +363,31 @@ def quality_on(
     return out
 
 
-def fingerprint(ctx: RunContext) -> None:
+def fingerprint(ctx: RunContext) -> Fingerprinted:
     """Fingerprint the machine and the checkpoint; check the profile's target. On a cluster
     the machine is the lives' nodes, as fingerprinted there (`Lives.machine`), not this one."""
     model_dir = ctx.source_model if ctx.source_model.is_dir() else None
-    ctx.fingerprint = ctx.machine or collect_fingerprint(model_dir, cache_root() / "digests.json")
-    ctx.target_mismatches = check_target(ctx.profile.target, ctx.fingerprint)
-    save_raw(ctx, "fingerprint.json", ctx.fingerprint)
-    check_calibration_model(ctx.profile, ctx.fingerprint.checkpoint_sha256)
+    fp = ctx.machine or collect_fingerprint(model_dir, cache_root() / "digests.json")
+    found = Fingerprinted(fp, tuple(check_target(ctx.profile.target, fp)))
+    save_raw(ctx, "fingerprint.json", fp)
+    check_calibration_model(ctx.profile, fp.checkpoint_sha256)
+    return found
 
 
-def engine_envs(runs: RunSet) -> None:
+def engine_envs(runs: RunSet, found: Fingerprinted) -> Fingerprinted:
     """Build (or find built) the environment of every side that pins its release, once, and
     list them in the fingerprint (the report's record of the resolved versions)."""
-    fp = runs.reference.fingerprint
-    if fp is None:
-        return
     wanted: list[str] = []
     for ctx in [runs.reference, *runs.candidates]:
         for role in ("reference", "candidate"):
             package = side_of(ctx.profile, role).launch.package
             if package is not None and package not in wanted:
                 wanted.append(package)
-    fp.engine_envs = [prepare_env(package) for package in wanted]
+    fp = found.fingerprint.model_copy(
+        update={"engine_envs": [prepare_env(package) for package in wanted]}
+    )
     save_raw(runs.reference, "fingerprint.json", fp)
+    return dataclasses.replace(found, fingerprint=fp)
 
 
 def check_calibration_model(profile: Profile, checkpoint_sha256: str | None) -> None:

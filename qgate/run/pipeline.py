@@ -46,10 +46,9 @@ def run(opts: RunOptions, lives: Lives | None = None) -> RunOutcome:
             lives = lives_for(opts.cluster, first_profile(loaded), opts.executor)
         runs = prepare(opts, loaded, lives)
     with clock.stage("fingerprint"):
-        fingerprint(runs.reference)
-        engine_envs(runs)  # sides that pin their engine release (engine.package)
-    runs.share_reference()
-    the_plan = plan(runs)
+        found = fingerprint(runs.reference)
+        found = engine_envs(runs, found)  # sides that pin their engine release (engine.package)
+    the_plan = plan(runs, found.fingerprint)
     checks = [
         (ctx, the_plan.preflight[name])
         for name, ctx in zip(runs.names, runs.candidates, strict=True)
@@ -63,22 +62,30 @@ def run(opts: RunOptions, lives: Lives | None = None) -> RunOutcome:
         both = side_by_side(
             runs.reference,
             runs.candidates[0],
+            found.fingerprint,
             runs.names[0],
             opts.force_perf,
             clock,
             the_plan.blocks,
         )
         both = rounds_side_by_side(runs.reference, runs.candidates[0], both, the_plan.blocks, clock)
-        runs.share_reference()
         attribute_failures(runs, both.reference, [both.result], clock)
         with clock.stage("report"):
             return report(
-                runs, both.reference, [both.result], both.ref_perf, clock.timings, the_plan
+                runs,
+                found,
+                both.source,
+                both.reference,
+                [both.result],
+                both.ref_perf,
+                clock.timings,
+                the_plan,
             )
     first = the_plan.lives[0]
     reference_first = first.side == "reference" and Work.PERF_BASELINE in first.work
-    reference, ref_perf = reference_life(runs.reference, with_perf=reference_first, clock=clock)
-    runs.share_reference()
+    reference, ref_perf, source = reference_life(
+        runs.reference, found.fingerprint, with_perf=reference_first, clock=clock
+    )
 
     def one(index: int) -> CandidateResult:
         with clock.stage(runs.stage_of(index)):
@@ -103,4 +110,4 @@ def run(opts: RunOptions, lives: Lives | None = None) -> RunOutcome:
     # perf.rounds: both sides again in fresh lives, ABBA (qgate/run/rounds.py)
     ref_perf = rounds_in_sequence(runs, reference, results, ref_perf, reference_first, clock)
     with clock.stage("report"):
-        return report(runs, reference, results, ref_perf, clock.timings, the_plan)
+        return report(runs, found, source, reference, results, ref_perf, clock.timings, the_plan)

@@ -25,6 +25,7 @@ from qgate.run.reference import reference_cached
 from qgate.runtime.capabilities import engine_on_cpu
 from qgate.runtime.command import CPU_KVCACHE_DEFAULT, CPU_KVCACHE_ENV
 from qgate.runtime.cores import bind_spec, usable_cores
+from qgate.runtime.fingerprint import Fingerprint
 
 __all__ = ["plan", "plan_for", "placement"]
 
@@ -185,11 +186,13 @@ def _kv_cache_gib(profile: Profile) -> float:
         return float(CPU_KVCACHE_DEFAULT)
 
 
-def plan(runs: RunSet) -> Plan:
+def plan(runs: RunSet, fingerprint: Fingerprint | None) -> Plan:
     """The run plan (qgate/run/plan.py): every life, decided before any starts; logged."""
     profiles = list(zip(runs.names, (c.profile for c in runs.candidates), strict=True))
     refresh = runs.reference.opts.refresh_reference
-    out = plan_for(profiles, reference_cached(runs.reference), refresh, runs.reference.lives)
+    out = plan_for(
+        profiles, reference_cached(runs.reference, fingerprint), refresh, runs.reference.lives
+    )
     for name, ctx in zip(runs.names, runs.candidates, strict=True):
         if attribution_wanted(ctx):  # --attribute, where the profile does not ask for it
             _attribution_life(out, name, ctx.profile)

@@ -2,7 +2,9 @@
 
 The reference's quality results come from the cache when nothing that shapes
 them changed; otherwise the reference starts, every suite runs on it and, in
-the same life, its perf baseline (qgate/run/plan.py).
+the same life, its perf baseline (qgate/run/plan.py). The machine's fingerprint (the
+cache key's) comes in as an argument; where the quality came from (`ReferenceSource`) goes
+out with it, for the report.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from qgate.profile import Profile, QualitySpec
 from qgate.profile.side import Side, side
 from qgate.profile.suites import entry_of_result
 from qgate.quality.cache import CachedReference, ReferenceCache
+from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.stage import QualityOutput, data_digests, reference_key
 from qgate.run.candidate import CandidateResult
 from qgate.run.context import RunContext, quality_on, save_raw, started
@@ -33,6 +36,7 @@ from qgate.runtime.fingerprint import Fingerprint
 
 __all__ = [
     "ReferenceLife",
+    "ReferenceSource",
     "complete",
     "preflight_candidate",
     "reference_cached",
@@ -66,35 +70,37 @@ def engine_packages(reference: Side, fingerprint: Fingerprint | None) -> dict[st
     return env.packages if env is not None else {"requested": package}
 
 
-def _reference_cache(ctx: RunContext) -> tuple[ReferenceCache, str]:
-    """The reference cache and this run's key in it."""
+def _reference_cache(
+    ctx: RunContext, fingerprint: Fingerprint | None
+) -> tuple[ReferenceCache, str]:
+    """The reference cache and this run's key in it (on the machine `fingerprint`)."""
     cache = ReferenceCache(
         ctx.opts.cache_dir or cache_root(),
         ctx.signer,
         _trusted_keys(ctx.opts.trust_cache_keys),
         strict=ctx.opts.strict_cache,
     )
-    return cache, reference_key_for(ctx.profile, ctx.fingerprint)
+    return cache, reference_key_for(ctx.profile, fingerprint)
 
 
-def reference_cached(ctx: RunContext) -> bool:
+def reference_cached(ctx: RunContext, fingerprint: Fingerprint | None) -> bool:
     """Whether the cache holds an entry under this run's reference key.
 
     The entry is only looked at, not trusted: this decides the plan (a preflight,
     when the reference starts), never a verdict; `reference_life` authenticates it.
     """
-    cache, key = _reference_cache(ctx)
+    cache, key = _reference_cache(ctx, fingerprint)
     return cache.entry_dir(key).exists()
 
 
-def wants_preflight(ctx: RunContext) -> str:
+def wants_preflight(ctx: RunContext, fingerprint: Fingerprint | None = None) -> str:
     """How to check the candidate before the reference stage: 'dry', 'start' or 'none'.
 
     'auto' checks it only when the reference stage will really run.
     """
     plan = make_plan(
         [("candidate", ctx.profile)],
-        reference_cached=reference_cached(ctx),
+        reference_cached=reference_cached(ctx, fingerprint),
         placement="",
         refresh=ctx.opts.refresh_reference,
     )
@@ -117,14 +123,25 @@ def preflight_candidate(ctx: RunContext, how: str = "start") -> None:
         pass
 
 
+class ReferenceSource(NamedTuple):
+    """Where the reference's quality results came from: the signed cache (`cached`), or
+    this run, and the cache entry's provenance either way (None: not stored, nothing ran)."""
+
+    cached: bool = False
+    provenance: ReferenceProvenance | None = None
+
+
 class ReferenceLife(NamedTuple):
     """What the reference's one life produced."""
 
     quality: QualityOutput
     perf: list[ScenarioRun] | None  # None: not measured in this life (a cached reference)
+    source: ReferenceSource = ReferenceSource()
 
 
-def reference_life(ctx: RunContext, with_perf: bool, clock: StageClock) -> ReferenceLife:
+def reference_life(
+    ctx: RunContext, fingerprint: Fingerprint | None, with_perf: bool, clock: StageClock
+) -> ReferenceLife:
     """The reference's one life: its quality results, and its perf baseline in the same life.
 
     From the signed cache when nothing that shapes them changed: then nothing starts,
@@ -134,7 +151,7 @@ def reference_life(ctx: RunContext, with_perf: bool, clock: StageClock) -> Refer
 
     with ExitStack() as life:
         with clock.stage("reference_quality"):
-            cache, key = _reference_cache(ctx)
+            cache, key = _reference_cache(ctx, fingerprint)
             hit = None
             if ctx.profile.quality.has_suites() and not ctx.opts.refresh_reference:
                 hit = cache.load(key)
@@ -143,7 +160,6 @@ def reference_life(ctx: RunContext, with_perf: bool, clock: StageClock) -> Refer
                 log.info(
                     "reference cache hit %s (signed by %s)", key[:12], provenance.signer_keyid[:12]
                 )
-                ctx.reference_cached, ctx.reference_provenance = True, provenance
                 out = QualityOutput(
                     role="reference",
                     runs=entry.suite_runs,
@@ -156,26 +172,29 @@ def reference_life(ctx: RunContext, with_perf: bool, clock: StageClock) -> Refer
                 )
                 save_raw(ctx, "reference-quality.json", out)
                 ctx.probing.quality_known("reference", out)
-                return ReferenceLife(out, None)
+                return ReferenceLife(out, None, ReferenceSource(True, provenance))
+            source = ReferenceSource()
             if not ctx.profile.quality.has_suites():  # a dummy-weights preview: perf only
                 out = QualityOutput(role="reference")
                 if not with_perf:
-                    return ReferenceLife(out, None)
+                    return ReferenceLife(out, None, source)
                 runtime = life.enter_context(started(ctx, "reference"))
             else:
                 runtime = life.enter_context(started(ctx, "reference"))
                 out = quality_on(ctx, runtime, "reference", None)
-                store_reference(ctx, out)
+                source = store_reference(ctx, fingerprint, out)
         perf: list[ScenarioRun] | None = None
         if with_perf:
             with clock.stage("reference_perf"):
                 perf = perf_blocks(ctx, runtime, "reference", out)
-    return ReferenceLife(out, perf)
+    return ReferenceLife(out, perf, source)
 
 
-def store_reference(ctx: RunContext, out: QualityOutput) -> None:
-    """Sign the reference's fresh quality results into the cache; note their provenance."""
-    cache, key = _reference_cache(ctx)
+def store_reference(
+    ctx: RunContext, fingerprint: Fingerprint | None, out: QualityOutput
+) -> ReferenceSource:
+    """Sign the reference's fresh quality results into the cache; where they came from."""
+    cache, key = _reference_cache(ctx, fingerprint)
     value = CachedReference(
         key=key,
         suite_runs=out.runs,
@@ -188,7 +207,7 @@ def store_reference(ctx: RunContext, out: QualityOutput) -> None:
     whole = complete(ctx.profile.quality, out)
     if not whole:
         log.info("reference results not cached: its quality stage stopped early (quality.stop)")
-    ctx.reference_cached, ctx.reference_provenance = False, cache.store(key, value, keep=whole)
+    return ReferenceSource(False, cache.store(key, value, keep=whole))
 
 
 def _paired(result_id: str) -> bool:

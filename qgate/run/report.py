@@ -1,7 +1,9 @@
 """The last stage of a run: build, redact, sign and write the report; the outcome for the CLI.
 
 One candidate: the single report (its predicate type and format as ever); several: the
-multi report, which holds each candidate's single report and the table across them.
+multi report, which holds each candidate's single report and the table across them. What the
+earlier stages found comes in as arguments: the machine (`Fingerprinted`) and where the
+reference's quality came from (`ReferenceSource`).
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ from qgate.report.render.ladder_view import cliff_line
 from qgate.report.signing import subjects_for
 from qgate.report.writer import write_report
 from qgate.run.candidate import CandidateResult, perf_with_baseline
-from qgate.run.context import RunContext, RunSet
+from qgate.run.context import Fingerprinted, RunContext, RunSet
 from qgate.run.lives import Lives
 from qgate.run.options import RunOptions, RunOutcome
+from qgate.run.reference import ReferenceSource
 
 __all__ = [
     "build",
@@ -46,6 +49,8 @@ __all__ = [
 
 def report(
     runs: RunSet,
+    found: Fingerprinted,
+    source: ReferenceSource,
     reference: QualityOutput,
     results: Sequence[CandidateResult],
     ref_perf: list[ScenarioRun],
@@ -55,18 +60,21 @@ def report(
     """The report of the run, single or multi, and the outcome for the CLI."""
     if runs.multi is None:
         (result,) = results  # one candidate: its runtime failure ended the run
+        with_baseline = perf_with_baseline(result, ref_perf)
         return write_single(
-            runs.reference, reference, result, perf_with_baseline(result, ref_perf), timings, plan
+            runs.reference, found, source, reference, result, with_baseline, timings, plan
         )
     reports = [
-        report_of(ctx, result, reference, ref_perf, timings)
+        report_of(ctx, found, source, result, reference, ref_perf, timings)
         for ctx, result in zip(runs.candidates, results, strict=True)
     ]
-    return write_multi(runs, results, reports, timings, plan)
+    return write_multi(runs, found, source, results, reports, timings, plan)
 
 
 def report_of(
     ctx: RunContext,
+    found: Fingerprinted,
+    source: ReferenceSource,
     result: CandidateResult,
     reference: QualityOutput,
     ref_perf: list[ScenarioRun],
@@ -81,11 +89,15 @@ def report_of(
             single.setdefault("candidate", result.seconds)
         else:
             single[key] = seconds
-    return build(ctx, reference, result, perf_with_baseline(result, ref_perf), single)
+    return build(
+        ctx, found, source, reference, result, perf_with_baseline(result, ref_perf), single
+    )
 
 
 def write_single(
     ctx: RunContext,
+    found: Fingerprinted,
+    source: ReferenceSource,
     reference: QualityOutput,
     result: CandidateResult,
     perf_runs: list[ScenarioRun],
@@ -93,11 +105,11 @@ def write_single(
     plan: Plan | None = None,
 ) -> RunOutcome:
     """Build, redact, sign and write the report and its views; the outcome for the CLI."""
-    unsigned = build(ctx, reference, result, perf_runs, timings, plan)
+    unsigned = build(ctx, found, source, reference, result, perf_runs, timings, plan)
     written = write_report(
         ctx.run_dir,
         unsigned,
-        subjects_for(ctx.profile_path, ctx.fingerprint, ctx.profile_sha256),
+        subjects_for(ctx.profile_path, found.fingerprint, ctx.profile_sha256),
         ctx.signer,
         extra_secret_names=ctx.profile.secrets,
         step_summary="GITHUB_STEP_SUMMARY" in os.environ,
@@ -114,7 +126,7 @@ def write_single(
         headline=headline(rep),
         engine_warnings=warning_lines(rep.effective_configs),
         public_key=ctx.signer.public_key_path,
-        reference_cached=ctx.reference_cached,
+        reference_cached=source.cached,
         warnings=rep.warnings,
         capability_notes=rep.capability_notes,
         time=time_lines(time_breakdown(rep)),
@@ -131,6 +143,8 @@ def time_lines(rows: Sequence[tuple[str, float]]) -> list[str]:
 
 def build(
     ctx: RunContext,
+    found: Fingerprinted,
+    source: ReferenceSource,
     reference: QualityOutput,
     result: CandidateResult,
     perf_runs: list[ScenarioRun],
@@ -149,7 +163,7 @@ def build(
         # `verify --profile FILE` compares like with like; capability_notes say what ran.
         profile=ctx.declared_profile,
         profile_sha256=ctx.profile_sha256,
-        fingerprint=ctx.fingerprint,
+        fingerprint=found.fingerprint,
         effective_configs=configs,
         suite_runs=reference.runs + candidate.runs,
         passes=reference.passes + candidate.passes,
@@ -158,11 +172,11 @@ def build(
         verdicts=result.verdicts,
         perf_status=result.status,
         perf_runs=perf_runs,
-        target_mismatches=ctx.target_mismatches,
+        target_mismatches=list(found.target_mismatches),
         stage_timings=timings,
         capability_notes=ctx.selection.notes,
         warnings=warnings,
-        reference_provenance=ctx.reference_provenance,
+        reference_provenance=source.provenance,
         plan=plan,
         starts=[s for s in ctx.starts if s.side in ("reference", ctx.side)],
         provenance=provenance_of(ctx.opts, ctx.lives),
@@ -223,6 +237,8 @@ def exit_code_of(verdict: CandidateVerdict) -> ExitCode:
 
 def write_multi(
     runs: RunSet,
+    found: Fingerprinted,
+    source: ReferenceSource,
     results: Sequence[CandidateResult],
     reports: Sequence[Report | None],
     timings: dict[str, float],
@@ -242,7 +258,7 @@ def write_multi(
     unsigned = build_multi_report(
         profile=multi.to_json(),
         profile_sha256=loaded.sha256,
-        fingerprint=ref.fingerprint,
+        fingerprint=found.fingerprint,
         candidates=entries,
         stage_timings=timings,
         plan=plan,
@@ -253,7 +269,7 @@ def write_multi(
     written = write_report(
         ref.run_dir,
         unsigned,
-        subjects_for(ref.profile_path, ref.fingerprint, loaded.sha256),
+        subjects_for(ref.profile_path, found.fingerprint, loaded.sha256),
         ref.signer,
         extra_secret_names=secrets,
         step_summary="GITHUB_STEP_SUMMARY" in os.environ,
@@ -289,7 +305,7 @@ def write_multi(
         headline=heads,
         engine_warnings=list(dict.fromkeys(warning_lines(configs))),
         public_key=ref.signer.public_key_path,
-        reference_cached=ref.reference_cached,
+        reference_cached=source.cached,
         warnings=[f"{e.name}: {w}" for e in rep.candidates if e.report for w in e.report.warnings],
         capability_notes=capability_notes(runs),
         candidates=lines,

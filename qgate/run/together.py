@@ -45,8 +45,9 @@ from qgate.run.candidate import CandidateResult, judge, settled_fail
 from qgate.run.context import RunContext, quality_on, save_life_probes, save_raw, start_record
 from qgate.run.life_probes import Life
 from qgate.run.perf import compares_to_reference, perf_blocks, perf_on
-from qgate.run.reference import store_reference
+from qgate.run.reference import ReferenceSource, store_reference
 from qgate.runtime.cores import usable_cores
+from qgate.runtime.fingerprint import Fingerprint
 
 __all__ = ["SideBySide", "interleaved", "side_by_side", "start_both"]
 
@@ -124,14 +125,23 @@ class SideBySide(NamedTuple):
     reference: QualityOutput  # the reference's quality
     ref_perf: list[ScenarioRun]  # its perf baseline ([]: the candidate's perf did not run)
     result: CandidateResult  # the candidate's quality, gates and perf
+    source: ReferenceSource = ReferenceSource()  # the reference's results, as stored
 
 
 def side_by_side(
-    ctx: RunContext, cand: RunContext, name: str, force_perf: bool, clock: StageClock, blocks: int
+    ctx: RunContext,
+    cand: RunContext,
+    fingerprint: Fingerprint | None,
+    name: str,
+    force_perf: bool,
+    clock: StageClock,
+    blocks: int,
 ) -> SideBySide:
-    """Both lives at once: the reference's quality, the candidate's result, both sides' perf."""
+    """Both lives at once: the reference's quality, the candidate's result, both sides' perf
+    (the reference's results signed into the cache under the key of `fingerprint`)."""
     out = CandidateResult(name=name)
     ref_perf: list[ScenarioRun] = []
+    source = ReferenceSource()
     began = time.perf_counter()
     with ExitStack() as life:
         with clock.stage("startup"):
@@ -145,9 +155,9 @@ def side_by_side(
             reference = QualityOutput(role="reference", effective_config=ref_rt.effective_config())
             out.quality = quality_on(cand, cand_rt, "candidate", reference)
         else:
-            reference, out.quality = _both_qualities(ctx, cand, ref_rt, cand_rt, pool, clock)
-        cand.reference_cached = ctx.reference_cached
-        cand.reference_provenance = ctx.reference_provenance
+            reference, out.quality, source = _both_qualities(
+                ctx, cand, fingerprint, ref_rt, cand_rt, pool, clock
+            )
         judge(cand, out, reference, force_perf)
         if settled_fail(cand, out):
             ctx.probing.settled(ref_rt, cand_rt)
@@ -162,17 +172,18 @@ def side_by_side(
                     cand, cand_rt, "candidate", out.quality, reference=reference
                 )
     out.seconds = round(time.perf_counter() - began, 3)
-    return SideBySide(reference, ref_perf, out)
+    return SideBySide(reference, ref_perf, out, source)
 
 
 def _both_qualities(
     ctx: RunContext,
     cand: RunContext,
+    fingerprint: Fingerprint | None,
     ref_rt: Runtime,
     cand_rt: Runtime,
     pool: ThreadPoolExecutor,
     clock: StageClock,
-) -> tuple[QualityOutput, QualityOutput]:
+) -> tuple[QualityOutput, QualityOutput, ReferenceSource]:
     """Both quality stages at once; the reference's results signed into the cache."""
     with clock.stage("quality"):
         early: Future[ScoreSet] = Future()
@@ -188,8 +199,8 @@ def _both_qualities(
             quality_on, cand, cand_rt, "candidate", _scores(early, ref_future), None, board
         )
         reference = ref_future.result()  # the reference's failure first: it is the root
-        store_reference(ctx, reference)
-        return reference, cand_future.result()
+        source = store_reference(ctx, fingerprint, reference)
+        return reference, cand_future.result(), source
 
 
 def interleaved(

@@ -8,6 +8,7 @@ for one candidate or several (qgate/run/pipeline.py).
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,7 +27,7 @@ from qgate.run import life_probes, pipeline, placement, together
 from qgate.run import reference as ref_stage
 from qgate.run import report as report_stage
 from qgate.run import rounds as rounds_stage
-from qgate.run.context import RunContext, RunSet
+from qgate.run.context import Fingerprinted, RunContext, RunSet
 from qgate.run.options import RunOptions
 from qgate.runtime.lives import Lives
 
@@ -55,6 +56,9 @@ def _contexts(tmp_path: Path) -> RunSet:
     ref = RunContext(**{**contexts[0].__dict__, "run_dir": tmp_path})
     return RunSet(loaded, ref, contexts, [c.name for c in loaded.multi.candidates])
 
+
+# the fingerprint stage's result where nothing is fingerprinted (the stand-ins need none)
+NO_MACHINE = Fingerprinted(None, ())  # type: ignore[arg-type]
 
 PROBED: list[tuple[str, str, int, int]] = []
 
@@ -122,10 +126,19 @@ class _Lives(Lives):
         return _Runtime(name if not round else f"{name} r{round}", role, self.calls, self.broken)
 
 
-def _use_lives(runs: RunSet, lives: _Lives) -> None:
-    for ctx in [runs.reference, *runs.candidates]:
-        ctx.lives = lives
-        ctx.model_paths = {"reference": ctx.source_model, "candidate": ctx.source_model}
+def _use_lives(runs: RunSet, lives: _Lives) -> RunSet:
+    """`runs` with every context's servers made by `lives` (the contexts are frozen: copies)."""
+
+    def on(ctx: RunContext) -> RunContext:
+        paths = {"reference": ctx.source_model, "candidate": ctx.source_model}
+        return dataclasses.replace(ctx, lives=lives, model_paths=paths)
+
+    if runs.reference is runs.candidates[0]:  # one candidate: one context
+        one = on(runs.reference)
+        return dataclasses.replace(runs, reference=one, candidates=[one])
+    return dataclasses.replace(
+        runs, reference=on(runs.reference), candidates=[on(c) for c in runs.candidates]
+    )
 
 
 def test_failing_candidate_does_not_stop_the_others(
@@ -133,8 +146,7 @@ def test_failing_candidate_does_not_stop_the_others(
 ) -> None:
     calls: list[tuple[str, str]] = []
     captured: dict[str, Any] = {}
-    mctx = _contexts(tmp_path)
-    _use_lives(mctx, _Lives(calls, broken="prefix-cache"))
+    mctx = _use_lives(_contexts(tmp_path), _Lives(calls, broken="prefix-cache"))
 
     def perf_on(
         ctx: RunContext, runtime: Any, role: str, quality: QualityOutput, reference: Any = None
@@ -147,11 +159,13 @@ def test_failing_candidate_does_not_stop_the_others(
         return "outcome"
 
     monkeypatch.setattr(pipeline, "prepare", lambda opts, loaded, lives: mctx)
-    monkeypatch.setattr(pipeline, "fingerprint", lambda ctx: None)
+    monkeypatch.setattr(pipeline, "fingerprint", lambda ctx: NO_MACHINE)
+    monkeypatch.setattr(pipeline, "engine_envs", lambda runs, found: found)
     # the reference's quality is cached: its one life is the perf baseline, after the candidates
-    monkeypatch.setattr(placement, "reference_cached", lambda ctx: True)
-    cached_life = ref_stage.ReferenceLife(QualityOutput(role="reference"), None)
-    monkeypatch.setattr(pipeline, "reference_life", lambda ctx, with_perf, clock: cached_life)
+    monkeypatch.setattr(placement, "reference_cached", lambda ctx, fp: True)
+    from_cache = ref_stage.ReferenceSource(cached=True)
+    cached_life = ref_stage.ReferenceLife(QualityOutput(role="reference"), None, from_cache)
+    monkeypatch.setattr(pipeline, "reference_life", lambda ctx, fp, with_perf, clock: cached_life)
     monkeypatch.setattr(
         candidate_stage, "quality_on", lambda ctx, rt, role, ref: QualityOutput(role="candidate")
     )
@@ -174,7 +188,9 @@ def test_failing_candidate_does_not_stop_the_others(
         ("start", "reference"),
         ("perf", "reference"),
     ]
-    _, results, _, timings, plan = captured["args"]
+    _, found, source, results, _, timings, plan = captured["args"]
+    # what the fingerprint stage and the reference's life returned, passed to the report
+    assert found is NO_MACHINE and source is from_cache
     assert [life.side for life in plan.lives] == [*mctx.names, "reference"]
     assert [r.name for r in results] == ["fp8-weights", "prefix-cache", "max-seqs-2", "api-server"]
     failed = results[1]
@@ -189,10 +205,10 @@ def test_capability_notes_name_their_candidate(tmp_path: Path) -> None:
     from qgate.run.report import capability_notes
 
     mctx = _contexts(tmp_path)
-    for ctx in mctx.candidates:
-        ctx.selection = SimpleNamespace(  # type: ignore[assignment]
-            notes=["reference: native on this CPU", "candidate: ran its fallback"]
-        )
+    notes = SimpleNamespace(notes=["reference: native on this CPU", "candidate: ran its fallback"])
+    mctx = dataclasses.replace(
+        mctx, candidates=[dataclasses.replace(c, selection=notes) for c in mctx.candidates]
+    )
     names = mctx.names
     assert capability_notes(mctx) == [
         "reference: native on this CPU",
@@ -207,7 +223,7 @@ def _stand_ins(
     broken: str | None = None,
     cached: bool = False,
 ) -> None:
-    _use_lives(runs, _Lives(calls, broken))
+    runs = _use_lives(runs, _Lives(calls, broken))
 
     def perf_on(
         ctx: RunContext, rt: Any, role: str, q: QualityOutput, save: bool = True, block: int = 0
@@ -215,7 +231,9 @@ def _stand_ins(
         name = getattr(rt, "name", rt)
         return [SimpleNamespace(scenario="s", rt=name, block=block, round=ctx.round)]
 
-    def reference_life(ctx: RunContext, with_perf: bool, clock: Any) -> ref_stage.ReferenceLife:
+    def reference_life(
+        ctx: RunContext, fp: Any, with_perf: bool, clock: Any
+    ) -> ref_stage.ReferenceLife:
         out = QualityOutput(role="reference")
         with clock.stage("reference_quality"):
             if cached:
@@ -227,8 +245,9 @@ def _stand_ins(
             return ref_stage.ReferenceLife(out, perf_on(ctx, "reference", "reference", out))
 
     monkeypatch.setattr(pipeline, "prepare", lambda opts, loaded, lives: runs)
-    monkeypatch.setattr(pipeline, "fingerprint", lambda ctx: None)
-    monkeypatch.setattr(placement, "reference_cached", lambda ctx: cached)
+    monkeypatch.setattr(pipeline, "fingerprint", lambda ctx: NO_MACHINE)
+    monkeypatch.setattr(pipeline, "engine_envs", lambda runs, found: found)
+    monkeypatch.setattr(placement, "reference_cached", lambda ctx, fp: cached)
     monkeypatch.setattr(
         pipeline,
         "preflight_candidate",
@@ -301,7 +320,7 @@ def test_one_candidate_takes_the_same_path_and_writes_the_single_report(
     assert pipeline.run(runs.reference.opts) == "single outcome"  # type: ignore[comparison-overlap]
     # each runtime starts once: the reference serves its quality and its perf in one life
     assert calls == [("preflight", "run"), ("start", "reference"), ("start", "run")]
-    _, _, result, perf, timings, plan = captured["args"]
+    _, _, _, _, result, perf, timings, plan = captured["args"]
     assert result.status == "ran" and [r.rt for r in perf] == ["run", "reference"]
     assert list(timings)[:6] == [
         "load",
@@ -324,7 +343,7 @@ def test_a_cached_reference_starts_once_for_its_perf_after_the_candidate(
     monkeypatch.setattr(report_stage, "write_single", lambda *a: captured.update(args=a))
     pipeline.run(runs.reference.opts)
     assert calls == [("start", "run"), ("start", "reference")]  # no preflight: nothing to wait for
-    _, _, result, perf, timings, plan = captured["args"]
+    _, _, _, _, result, perf, timings, plan = captured["args"]
     assert [r.rt for r in perf] == ["run", "reference"]
     assert [life.side for life in plan.lives] == ["candidate", "reference"]
     assert plan.lives[1].condition == "when some candidate's perf ran"
@@ -417,7 +436,8 @@ def _side_by_side_stand_ins(
     monkeypatch.setattr(together, "quality_on", quality_on)
     monkeypatch.setattr(together, "judge", judge)
     monkeypatch.setattr(together, "save_raw", lambda *a: None)
-    monkeypatch.setattr(together, "store_reference", lambda ctx, out: None)
+    stored = ref_stage.ReferenceSource()
+    monkeypatch.setattr(together, "store_reference", lambda ctx, fp, out: stored)
     monkeypatch.setattr(together, "perf_on", perf_on)
     monkeypatch.setattr(together, "perf_blocks", lambda ctx, rt, role, q: perf_on(ctx, rt, role, q))
 
@@ -434,7 +454,7 @@ def test_side_by_side_starts_both_at_once_and_interleaves_perf_blocks(
     assert calls[0] == ("start together", "reference+candidate")  # no preflight, no other start
     assert sorted(calls[1:3]) == [("quality", "candidate"), ("quality", "reference")]
     assert calls[3:] == [("perf", "reference"), ("perf", "candidate")] * 2  # 2 blocks
-    _, _, result, perf, timings, plan = captured["args"]
+    _, _, _, _, result, perf, timings, plan = captured["args"]
     assert plan.mode == "together" and plan.blocks == 2 and plan.preflight == {"candidate": "none"}
     assert [(r.role, r.block) for r in perf] == [
         ("candidate", 0),
@@ -568,7 +588,7 @@ def test_perf_rounds_in_sequence_start_fresh_lives_in_abba_order(
         ("candidate", "start", 2, 4),
         ("candidate", "idle", 2, 4),
     ]
-    _, _, result, perf, timings, _ = captured["args"]
+    _, _, _, _, result, perf, timings, _ = captured["args"]
     assert [(r.rt, r.round) for r in perf] == [
         ("run", 0),
         ("run r1", 1),
@@ -626,7 +646,7 @@ def test_perf_rounds_side_by_side_start_both_and_swap_the_interleaving(
         ("start together", "reference+candidate r2"),
         *[("perf", "reference r2"), ("perf", "candidate r2")] * 2,
     ]
-    _, _, result, perf, timings, _ = captured["args"]
+    _, _, _, _, result, perf, timings, _ = captured["args"]
     assert sorted((r.role, r.round, r.block) for r in perf) == sorted(
         (role, k, b) for role in ("reference", "candidate") for k in range(3) for b in range(2)
     )
@@ -639,10 +659,17 @@ def test_perf_rounds_of_several_candidates_skip_a_failed_one_and_reverse_the_who
     calls: list[tuple[str, str]] = []
     captured: dict[str, Any] = {}
     runs = _contexts(tmp_path)
-    for ctx in [runs.reference, *runs.candidates]:
+
+    def two_rounds(ctx: RunContext) -> RunContext:
         assert ctx.profile.perf is not None
         perf = ctx.profile.perf.model_copy(update={"rounds": 2})
-        ctx.profile = ctx.profile.model_copy(update={"perf": perf})
+        return dataclasses.replace(ctx, profile=ctx.profile.model_copy(update={"perf": perf}))
+
+    runs = dataclasses.replace(
+        runs,
+        reference=two_rounds(runs.reference),
+        candidates=[two_rounds(c) for c in runs.candidates],
+    )
     _stand_ins(monkeypatch, runs, calls, broken="prefix-cache")
     monkeypatch.setattr(report_stage, "report_of", lambda *a: None)
     monkeypatch.setattr(report_stage, "write_multi", lambda *a: captured.update(args=a))
@@ -651,6 +678,6 @@ def test_perf_rounds_of_several_candidates_skip_a_failed_one_and_reverse_the_who
     # round 1 ran the reference, then the candidates in order; round 2 reverses all of it,
     # without the candidate whose runtime failed
     assert later == ["api-server r1", "max-seqs-2 r1", "fp8-weights r1", "reference r1"]
-    _, results, _, _, _ = captured["args"]
+    _, _, _, results, _, _, _ = captured["args"]
     assert [r.rt for r in results[0].perf_runs] == ["fp8-weights", "fp8-weights r1"]
     assert results[1].error is not None and results[1].perf_runs == []

@@ -33,7 +33,7 @@ def _ctx(tmp_path: Path, preflight: str, refresh: bool = False) -> SimpleNamespa
 
 
 def _store_reference(ctx: SimpleNamespace) -> None:
-    cache, key = stages._reference_cache(ctx)  # type: ignore[arg-type]
+    cache, key = stages._reference_cache(ctx, None)  # type: ignore[arg-type]
     cache.entry_dir(key).mkdir(parents=True)
 
 
