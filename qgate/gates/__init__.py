@@ -4,10 +4,12 @@ both call (docs/reference/gates.md lists the families).
 - `assembly`: the one verdict assembly, `candidate_verdicts` (a candidate's quality verdicts)
   and `scenario_gates` (a perf scenario's); run and verify call these, never a family alone.
 - quality: `quality` (the suites' and divergence gates, `evaluate_quality`), `suite` and
-  `score` (the accuracy gates of one suite), `effect`, `agent`, `reuse` and `reuse_exercised`
-  (the reuse passes), `speculative` (acceptance), `notices` (the warnings the gates leave).
+  `score` (the accuracy gates of one suite), `effect`, `agent`, `ladder` (the context
+  ladder's divergence), `reuse` and `reuse_exercised` (the reuse passes), `speculative`
+  (acceptance), `notices` (the warnings the gates leave).
 - perf: `scenario` (stream errors and mismatches), `probes` (graded probes under load),
-  `turns` (graded session turns), `speed` (the speed gates over the comparisons).
+  `turns` (graded session turns), `speed` (the speed gates over the comparisons), `lives`
+  (each candidate life's start and idle probes, and the rounds a failed life served).
 - the server's own report: `scales` (FP8 KV-cache scales), `changes_applied` (each change
   confirmed or contradicted).
 - `board`: the decisions the quality stage's board makes between blocks (`quality.stop`).

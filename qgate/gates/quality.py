@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from qgate.core.verdict import Verdict
 from qgate.gates.agent import structured_verdicts
 from qgate.gates.effect import effect_verdicts
+from qgate.gates.ladder import ladder_divergence_verdicts
 from qgate.gates.suite import all_failed, evaluate_suite, settled_gates
 from qgate.profile import AccuracyPolicy, DivergenceSuite, QualitySpec
 from qgate.profile.suites import exact_results
 from qgate.quality.divergence import DivergenceSummary, reverse_klds, summarize_divergence
-from qgate.quality.ladder_divergence import ladder_divergence_verdicts
 from qgate.quality.noise_floor import FloorSummary, mark_floor
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.settle import stopped_at_verdict

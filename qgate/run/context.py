@@ -1,21 +1,19 @@
 """What a run's stages share: the setup, fixed before the first stage, and the steps every
 stage uses.
 
-`prepare` turns the profile, read once, into a `RunSet` (the reference's
-context and one per candidate): it resolves (and where asked, emulates) the
-checkpoint, loads the signer and makes the run folder. A `RunContext` is frozen: no stage
-fills it in later. What a stage finds is its return value, passed forward as an argument to
-the stages that need it: `fingerprint` returns the machine and the checkpoint
-(`Fingerprinted`), the reference's life where its quality came from
-(qgate/run/reference.py `ReferenceSource`), and the report takes both. `save_raw` writes a
-stage's raw results into the run folder at once; `started` and `quality_on` start one
-runtime (made by the run's `Lives`, qgate/run/lives.py) and run every suite on it.
+`prepare` turns the profile, read once, into a `RunSet` (the reference's context and one
+per candidate): it resolves (and where asked, emulates) the checkpoint, loads the signer and
+makes the run folder. A `RunContext` is frozen: no stage fills it in later. What a stage
+finds is its return value, passed forward as an argument: `fingerprint` returns the machine
+(`Fingerprinted`), the reference's life where its quality came from (qgate/run/reference.py
+`ReferenceSource`), and the report takes both. `save_raw` writes a stage's raw results into
+the run folder at once; `started` and `quality_on` start one runtime (made by the run's
+`Lives`, qgate/run/lives.py) and run every suite on it.
 
-Two fields are run-wide logs rather than settings, one object shared by every context of
-a run and appended to by every life, in the order the lives start (a context's frozen
-binding to them never changes): `starts` (each server start) and `probing` (each life's
-start and idle probes). Contexts for a later perf round or an attribution trial are
-`dataclasses.replace` copies that keep the same two logs.
+Two fields are run-wide logs, not settings: one object each, shared by every context of a
+run (later rounds' and attribution trials' `dataclasses.replace` copies too) and appended
+to by every life as it starts: `starts` (each server start) and `probing` (each life's
+start and idle probes).
 """
 
 from __future__ import annotations

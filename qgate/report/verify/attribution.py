@@ -13,9 +13,8 @@ from __future__ import annotations
 from qgate.core.ddmin import Outcome, search_rounds
 from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
-from qgate.gates.changes_applied import CONTRADICTED_FROM, contradicted_verdicts
-from qgate.gates.reuse import evaluate_reuse
-from qgate.gates.scales import kv_scale_verdicts
+from qgate.gates.assembly import candidate_verdicts
+from qgate.gates.changes_applied import CONTRADICTED_FROM
 from qgate.profile import Profile
 from qgate.profile.changes import changes_of, sub_profile
 from qgate.quality.noise_floor import floor_summary
@@ -36,23 +35,35 @@ def _fail(message: str) -> VerificationFailed:
     return VerificationFailed(f"attribution: {message}")
 
 
-def _trial_extras(report: Report, prof: Profile, t: Trial) -> list[Verdict]:
-    """A trial's reuse verdicts and contradicted changes (quality derivation 4 on): its passes
-    against the reference's, its changes against what its server reported."""
-    derivation = report.quality.derivation
-    if derivation < CONTRADICTED_FROM:
+def _trial_verdicts(report: Report, prof: Profile, t: Trial, fns: Recompute) -> list[Verdict]:
+    """A trial's verdicts, recomputed as the run judged it (its sub-profile, its records
+    against the reference's): the one verdict assembly from quality derivation 4 on (a trial
+    records no speculative counters), the suites' and divergence gates alone before."""
+    q = report.quality
+    reference = [r for r in q.runs if r.role == "reference"]
+    if q.derivation < CONTRADICTED_FROM:
         if t.passes or t.effective_config is not None:
             raise _fail(f"trial {t.name} holds passes or a server report its derivation lacks")
-        return []
-    runs = [r for r in report.quality.runs if r.role == "reference"] + list(t.runs)
-    ref_passes = [p for p in report.quality.passes if p.role == "reference"]
+        summary = floor_summary(q.noise_floor, reference)
+        floor = (summary,) if summary is not None else ()
+        return list(
+            fns.evaluate_quality(prof.quality, reference + list(t.runs), t.divergence, *floor)
+        )
     rederive_correctness([s.run for p in t.passes for s in p.suites if s.run], prof, Rederived())
-    out = evaluate_reuse(prof.quality, runs, ref_passes + list(t.passes), derivation)
+    ref_passes = [p for p in q.passes if p.role == "reference"]
     ref_cfg = [c for c in report.effective_configs if c.role == "reference"]
     cand_cfg = [t.effective_config] if t.effective_config is not None else []
-    sub = sub_profile(prof, t.changes)
-    out += kv_scale_verdicts(sub.engine.uncalibrated_kv_scales, ref_cfg + cand_cfg)
-    return out + contradicted_verdicts(sub, ref_cfg + cand_cfg, ref_passes + list(t.passes))
+    return candidate_verdicts(
+        sub_profile(prof, t.changes),
+        reference + list(t.runs),
+        t.divergence,
+        ref_passes + list(t.passes),
+        ref_cfg + cand_cfg,
+        (),
+        q.noise_floor,
+        derivation=q.derivation,
+        evaluate=fns.evaluate_quality,
+    )
 
 
 def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | None:
@@ -66,9 +77,6 @@ def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | No
             "record whether it ran to its end; verify it with that qgate"
         )
     names = [c.name for c in att.changes]
-    reference = [r for r in report.quality.runs if r.role == "reference"]
-    summary = floor_summary(report.quality.noise_floor, reference)
-    floor = (summary,) if summary is not None else ()
     outcomes: dict[tuple[str, ...], Outcome] = {}
     for t in att.trials:
         if unknown := sorted(set(t.changes) - set(names)):
@@ -82,10 +90,7 @@ def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | No
             check_questions(list(t.runs), prof, done)
             if t.divergence is not None:
                 rederive_divergence(t.divergence, done, required=True)
-            fresh = fns.evaluate_quality(
-                prof.quality, reference + list(t.runs), t.divergence, *floor
-            )
-            fresh += _trial_extras(report, prof, t)
+            fresh = _trial_verdicts(report, prof, t, fns)
             if not same_value(dump(t.verdicts), dump(fresh)):
                 raise _fail(describe(f"trial {t.name}: verdicts", dump(t.verdicts), dump(fresh)))
             if t.verdict != ("PASS" if all(v.passed for v in fresh) else "FAIL"):

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from qgate.gates.ladder import ladder_divergence_verdicts
 from qgate.profile import ContextLadder
 from qgate.quality.divergence_suite import ScoreSet, SequenceScores, build_divergence_run
 from qgate.quality.ladder_divergence import (
@@ -17,7 +18,6 @@ from qgate.quality.ladder_divergence import (
     generated_of,
     generated_problem,
     item_divergence,
-    ladder_divergence_verdicts,
     request_fields,
 )
 from qgate.quality.records import GeneratedLogprobs, ItemRecord, SuiteRun

@@ -1,0 +1,89 @@
+"""The life gates (`lives:`): each candidate life's start and idle probes against the items
+the reference answers right, and the perf rounds a failed life served (kept out of the
+ratios). The probes themselves, asked of every life, are qgate/perf/life_probes.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from qgate.core.verdict import Verdict
+from qgate.perf.life_probes import LifeProbes, ProbeKind, life_label, when_asked
+from qgate.perf.probes import graded
+from qgate.profile import LivesSpec
+from qgate.quality.math_set import PROBED
+from qgate.quality.records import SuiteRun
+
+__all__ = ["excluded_rounds", "life_verdicts", "reference_right"]
+
+
+def reference_right(
+    reference_runs: Iterable[SuiteRun], lives: Iterable[LifeProbes]
+) -> dict[ProbeKind, set[str]]:
+    """Per kind, the items the reference answered right in its quality stage (math.short)
+    and in every probe of that kind its own lives asked."""
+    right = {i.id for r in reference_runs if r.suite == PROBED for i in r.items if i.correct}
+    out: dict[ProbeKind, set[str]] = {"start": set(right), "idle": set(right)}
+    for p in lives:
+        if p.role == "reference":
+            for r in p.requests:
+                if r.probe_id is not None and r.probe_truth is not None and not graded(r):
+                    out[p.kind].discard(r.probe_id)
+    return out
+
+
+def life_verdicts(
+    spec: LivesSpec, quality_runs: Sequence[SuiteRun], lives: Sequence[LifeProbes]
+) -> list[Verdict]:
+    """One verdict per candidate life and kind: the items it lost against `max_flips`.
+
+    `quality_runs` are both sides' quality records: the reference's set the items it
+    answers right; an item the candidate already lost in its own quality stage is left to
+    the quality gates (as the perf probe gate does), so a life is judged on what it adds.
+    """
+    right = reference_right([r for r in quality_runs if r.role == "reference"], lives)
+    lost_before = {
+        i.id
+        for r in quality_runs
+        if r.role == "candidate" and r.suite == PROBED
+        for i in r.items
+        if not i.correct
+    }
+    out: list[Verdict] = []
+    for p in lives:
+        if p.role != "candidate":
+            continue
+        asked = [r for r in p.requests if r.probe_id is not None and r.probe_truth is not None]
+        judged = [r for r in asked if r.probe_id in right[p.kind] - lost_before]
+        lost = sorted({r.probe_id for r in judged if not graded(r) and r.probe_id is not None})
+        reason = (
+            f"{life_label(p)} {when_asked(p)}: lost {len(lost)} of {len(judged)} judged probe(s)"
+            f" (limit {spec.max_flips}; {len(asked)} asked, the others wrong in the"
+            " reference's own records or lost in the candidate's quality stage)"
+        )
+        if lost:
+            reason += ": " + ", ".join(lost[:4]) + (" ..." if len(lost) > 4 else "")
+        out.append(
+            Verdict(
+                gate=f"lives.{p.side}.{p.life + 1}.{p.kind}",
+                suite="lives",
+                observed=float(len(lost)),
+                limit=float(spec.max_flips),
+                passed=len(lost) <= spec.max_flips,
+                underpowered=not judged,
+                reason=reason,
+                metric="lost_items",
+                comparator="<=",
+                n=len(judged),
+            )
+        )
+    return out
+
+
+def excluded_rounds(lives: Sequence[LifeProbes], verdicts: Iterable[Verdict]) -> set[int]:
+    """The perf rounds a failed candidate life served: their runs are kept out of the ratios."""
+    failed = {v.gate for v in verdicts if v.suite == "lives" and not v.passed}
+    return {
+        p.round
+        for p in lives
+        if p.role == "candidate" and f"lives.{p.side}.{p.life + 1}.{p.kind}" in failed
+    }
