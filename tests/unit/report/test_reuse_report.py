@@ -6,6 +6,7 @@ import hashlib
 
 import pytest
 
+from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
 from qgate.gates.changes_applied import change_warnings
 from qgate.gates.notices import quality_warnings
@@ -165,7 +166,12 @@ def test_an_attribution_trial_is_judged_on_its_reuse_passes_too() -> None:
     """A failure that lives only in a reuse pass must fail the trials that hold its cause:
     a trial keeps its passes, and verify re-derives their verdicts (issue 43)."""
     from qgate.report.attribution import Trial
-    from qgate.report.verify.attribution import _trial_extras
+    from qgate.report.verify.attribution import _trial_verdicts
+
+    def _trial_extras(report: Report, profile: Profile, trial: Trial) -> list[Verdict]:
+        """The trial's reuse verdicts among all it is judged on (ids `suite@pass.gate`)."""
+        verdicts = _trial_verdicts(report, profile, trial, default_recompute())
+        return [v for v in verdicts if "@" in v.gate]
 
     report, profile = _report(cand_device=100.0)  # the warm pass is NOT EXERCISED
     cand = [p for p in report.quality.passes if p.role == "candidate"]
