@@ -8,7 +8,7 @@ both call (docs/reference/gates.md lists the families).
   ladder's divergence), `reuse` and `reuse_exercised` (the reuse passes), `speculative`
   (acceptance), `notices` (the warnings the gates leave).
 - perf: `scenario` (stream errors and mismatches), `probes` (graded probes under load),
-  `turns` (graded session turns), `speed` (the speed gates over the comparisons), `lives`
+  `turns` (graded session turns), `speed` (the speed gates over the comparisons), `life`
   (each candidate life's start and idle probes, and the rounds a failed life served).
 - the server's own report: `scales` (FP8 KV-cache scales), `changes_applied` (each change
   confirmed or contradicted).

@@ -14,7 +14,7 @@ from qgate.core.serving import EffectiveConfig, ServerStart
 from qgate.core.verdict import Verdict
 from qgate.gates.assembly import scenario_gates
 from qgate.gates.changes_applied import change_warnings
-from qgate.gates.lives import excluded_rounds, life_verdicts
+from qgate.gates.life import excluded_rounds, life_verdicts
 from qgate.gates.speed import report_gates
 from qgate.perf.blocks import compare_blocks, pooled
 from qgate.perf.compare import compare

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
-from qgate.gates.lives import excluded_rounds, life_verdicts
+from qgate.gates.life import excluded_rounds, life_verdicts
 from qgate.perf.life_probes import is_endpoint
 from qgate.perf.probes import extract_answer
 from qgate.profile import Profile

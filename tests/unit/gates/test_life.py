@@ -3,7 +3,7 @@ answer and paired with the reference's quality records and own life probes."""
 
 from __future__ import annotations
 
-from qgate.gates.lives import excluded_rounds, life_verdicts
+from qgate.gates.life import excluded_rounds, life_verdicts
 from qgate.perf.life_probes import LifeProbes, life_label
 from qgate.perf.records import RequestRecord
 from qgate.profile import LivesSpec
