@@ -21,7 +21,7 @@ from helpers.examples import predicate_of, verify_example
 
 from qgate.profile import Profile
 from qgate.quality.spec_counters import SpecSnapshot
-from qgate.quality.spec_gates import acceptance, evaluate_speculative
+from qgate.gates.speculative import acceptance, evaluate_speculative
 
 ROOT = Path(__file__).resolve().parents[3] / "examples" / "h200"
 RUNS = [ROOT / "draft" / "run1", ROOT / "draft" / "run2"]
