@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from helpers.examples import predicate_of, verify_example
 
+from qgate.gates.speculative import acceptance, evaluate_speculative
 from qgate.profile import Profile
 from qgate.quality.spec_counters import SpecSnapshot
-from qgate.gates.speculative import acceptance, evaluate_speculative
 
 ROOT = Path(__file__).resolve().parents[3] / "examples" / "h200"
 RUNS = [ROOT / "draft" / "run1", ROOT / "draft" / "run2"]
