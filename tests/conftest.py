@@ -46,6 +46,7 @@ SECOND_LINE = (
 # fake_vllm.py): they need not wait in a servers' line, and run as a unit of their own.
 SERVERLESS = ("tests/integration/test_runtime_faults.py",)
 LEASES_ENV = "QGATE_CORE_LEASES"
+OMP_WAIT_ENV = "OMP_WAIT_POLICY"
 
 
 def scope_of(nodeid: str) -> str:
@@ -72,6 +73,11 @@ def pytest_configure(config: pytest.Config) -> None:
     folder = worker_leases(os.environ.get("PYTEST_XDIST_WORKER"), dict(os.environ))
     if folder is not None:
         os.environ[LEASES_ENV] = folder  # subprocesses (qgate run, Ray's nodes) inherit it
+    # The servers of both lines share the machine's cores (up to four at once on two cores).
+    # OpenMP threads that spin while they wait then take the cores from the threads that have
+    # work: four servers answering at once produced 78 output tokens/s spinning and 219 passive
+    # (docs/measurements.md). Waiting changes no number a test reads; every server inherits it.
+    os.environ.setdefault(OMP_WAIT_ENV, "PASSIVE")
 
 
 @pytest.hookimpl(optionalhook=True)

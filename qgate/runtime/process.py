@@ -78,14 +78,39 @@ def spawn_group(
 
 
 def group_alive(pgid: int) -> bool:
-    """True while any process of the group exists."""
+    """True while any process of the group exists and is not a zombie.
+
+    A zombie has ended: it only waits for its parent to collect its status. Where pid 1 does
+    not collect orphans (a container or Ray node whose first process is `ray start --block`),
+    a server's exited workers stay zombies in its group for good, and counting them as alive
+    made every stop wait its whole grace period (two Ray lives: 60 s in all).
+    """
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    return _live_member(pgid)
+
+
+def _live_member(pgid: int, proc: Path = Path("/proc")) -> bool:
+    """Whether /proc shows a process of group `pgid` that is not a zombie (True without /proc:
+    then any member counts)."""
+    if not proc.is_dir():
+        return True
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
 
 
 def _wait_group_gone(pgid: int, deadline: float) -> bool:

@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from qgate.core.http import root_url
-from qgate.runtime.process import describe_status, tail_lines
+from qgate.runtime.process import describe_status, group_alive, stop_group, tail_lines
 from qgate.runtime.waiting import startup_progress
 
 
@@ -67,3 +71,34 @@ def test_a_frozen_group_is_stopped_inside_and_running_after(tmp_path: Path) -> N
         if proc.poll() is None:
             proc.kill()
     assert proc.poll() is not None
+
+
+def _state(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rfind(")") + 2 :].split()[0]
+
+
+def test_a_group_of_zombies_is_gone_though_the_kernel_still_lists_it() -> None:
+    """A member that has exited but is not collected (pid 1 of a container or Ray node that
+    never reaps) is no live process: waiting for it only burns the stop's grace period."""
+    leader = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while _state(leader.pid) != "Z" and time.monotonic() < deadline:
+            time.sleep(0.05)  # exited; not collected (no wait() yet): a zombie in its group
+        assert _state(leader.pid) == "Z"
+        os.killpg(leader.pid, 0)  # the kernel still lists the group...
+        assert not group_alive(leader.pid)  # ...but nothing in it runs
+    finally:
+        leader.wait()
+
+
+def test_a_running_group_is_alive_and_its_stop_does_not_wait_out_the_grace() -> None:
+    leader = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
+    )
+    assert group_alive(leader.pid)
+    start = time.monotonic()
+    stop_group(leader, grace_s=20.0)
+    assert not group_alive(leader.pid)
+    assert time.monotonic() - start < 10  # SIGTERM ended it: no SIGKILL after 20 s
