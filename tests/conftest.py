@@ -16,7 +16,9 @@ What decides the lines:
   session-scoped per worker, and a second worker asking for one would start it again;
 - both Ray modules are in one line: two simulated Ray clusters at once would share the
   machine's Ray address file;
-- the lines' measured times are about equal (docs/measurements.md).
+- the lines' measured times are about equal (docs/measurements.md): with the Ray lives' stops no
+  longer waiting out their grace, the second line also takes test_engines_real.py (its own
+  servers: the SGLang and command engines, each through a launcher around vLLM).
 
 Each worker places its servers with core leases of its own (`QGATE_CORE_LEASES`, per worker):
 a line's tests assert placements as its servers see them (a server started alone gets every
@@ -38,6 +40,7 @@ SECOND_LINE_SCOPE = "tests/integration/ (second line)"
 SECOND_LINE = (
     "tests/integration/test_cluster_ray.py",
     "tests/integration/test_cluster_run.py",
+    "tests/integration/test_engines_real.py",
     "tests/integration/test_multi_vllm.py",
     "tests/integration/test_preview.py",
     "tests/integration/test_upgrade_vllm.py",
