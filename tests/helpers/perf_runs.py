@@ -7,6 +7,23 @@ from qgate.perf.records import RequestRecord, ScenarioRun
 MS = 1_000_000
 
 
+def good(**kw: object) -> RequestRecord:
+    """A clean streamed request of 3 tokens (5 prompt tokens), with `kw` changed."""
+    base: dict[str, object] = dict(
+        index=0,
+        scheduled_ns=0,
+        sent_ns=1,
+        first_token_ns=10,
+        done_ns=40,
+        token_times_ns=[10, 20, 30],
+        prompt_tokens=5,
+        output_tokens=3,
+        requested_output_tokens=3,
+    )
+    base.update(kw)
+    return RequestRecord.model_validate(base)
+
+
 def run_of(ttfts: list[float], itl: float, n: int = 8) -> ScenarioRun:
     reqs = []
     for i, t in enumerate(ttfts):

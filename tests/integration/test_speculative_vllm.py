@@ -23,17 +23,17 @@ A further speculative candidate joins `candidates:` below (one life more, the sa
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-from safetensors.numpy import save_file
 
 from qgate.attest.keys import load_signer
 from qgate.attest.statement import sign_statement
@@ -90,41 +90,17 @@ lives: {{probes: 0}}  # graded in test_perf_probes_fault.py (CI time)
 """
 
 
-def random_draft(folder: Path, checkpoint: Path) -> Path:
-    """A one-layer Llama with `checkpoint`'s vocabulary and tokenizer and seeded random weights."""
-    folder.mkdir()
-    config = json.loads((checkpoint / "config.json").read_text())
-    hidden, inner, heads, kv_heads, head_dim = 64, 128, 2, 1, 32
-    config.update(
-        hidden_size=hidden,
-        intermediate_size=inner,
-        num_attention_heads=heads,
-        num_key_value_heads=kv_heads,
-        head_dim=head_dim,
-        num_hidden_layers=1,
-        dtype="float32",
-    )
-    config.pop("_model_name_or_path", None)
-    (folder / "config.json").write_text(json.dumps(config))
-    for name in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
-        shutil.copy(checkpoint / name, folder / name)
-    rng = np.random.default_rng(0)
-    shapes = {
-        "model.embed_tokens.weight": (config["vocab_size"], hidden),
-        "model.layers.0.self_attn.q_proj.weight": (heads * head_dim, hidden),
-        "model.layers.0.self_attn.k_proj.weight": (kv_heads * head_dim, hidden),
-        "model.layers.0.self_attn.v_proj.weight": (kv_heads * head_dim, hidden),
-        "model.layers.0.self_attn.o_proj.weight": (hidden, heads * head_dim),
-        "model.layers.0.mlp.gate_proj.weight": (inner, hidden),
-        "model.layers.0.mlp.up_proj.weight": (inner, hidden),
-        "model.layers.0.mlp.down_proj.weight": (hidden, inner),
-    }
-    tensors = {k: rng.normal(0.0, 0.02, v).astype(np.float32) for k, v in shapes.items()}
-    for norm in ("model.layers.0.input_layernorm", "model.layers.0.post_attention_layernorm"):
-        tensors[f"{norm}.weight"] = np.ones(hidden, np.float32)
-    tensors["model.norm.weight"] = np.ones(hidden, np.float32)
-    save_file(tensors, str(folder / "model.safetensors"))
-    return folder
+def _draft_maker() -> Callable[[Path, Path], Path]:
+    """`random_draft` of perf/gpu/make_random_draft.py: the H200 run builds the same draft."""
+    path = Path(__file__).parents[2] / "perf" / "gpu" / "make_random_draft.py"
+    spec = importlib.util.spec_from_file_location("make_random_draft", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.random_draft  # type: ignore[no-any-return]
+
+
+random_draft = _draft_maker()
 
 
 def qgate(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

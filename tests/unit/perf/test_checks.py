@@ -1,23 +1,8 @@
 from __future__ import annotations
 
+from helpers.perf_runs import good
+
 from qgate.perf.checks import check_request
-from qgate.perf.records import RequestRecord
-
-
-def good(**kw: object) -> RequestRecord:
-    base: dict[str, object] = dict(
-        index=0,
-        scheduled_ns=0,
-        sent_ns=1,
-        first_token_ns=10,
-        done_ns=40,
-        token_times_ns=[10, 20, 30],
-        prompt_tokens=5,
-        output_tokens=3,
-        requested_output_tokens=3,
-    )
-    base.update(kw)
-    return RequestRecord.model_validate(base)
 
 
 def test_clean_stream_passes() -> None:
