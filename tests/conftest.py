@@ -18,7 +18,9 @@ What decides the lines:
   machine's Ray address file;
 - the lines' measured times are about equal (docs/measurements.md): with the Ray lives' stops no
   longer waiting out their grace, the second line also takes test_engines_real.py (its own
-  servers: the SGLang and command engines, each through a launcher around vLLM).
+  servers: the SGLang and command engines, each through a launcher around vLLM) and
+  test_runtime_faults_vllm.py (servers of its own): the first line measured ~950 s and the
+  second ~850 s at a0a0c71 before it moved.
 
 Each worker places its servers with core leases of its own (`QGATE_CORE_LEASES`, per worker):
 a line's tests assert placements as its servers see them (a server started alone gets every
@@ -43,6 +45,7 @@ SECOND_LINE = (
     "tests/integration/test_engines_real.py",
     "tests/integration/test_multi_vllm.py",
     "tests/integration/test_preview.py",
+    "tests/integration/test_runtime_faults_vllm.py",
     "tests/integration/test_upgrade_vllm.py",
 )
 # Integration modules that start no real server (stand-in engines only, tests/integration/
