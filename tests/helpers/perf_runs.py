@@ -6,6 +6,26 @@ from qgate.perf.records import RequestRecord, ScenarioRun
 
 MS = 1_000_000
 
+# The probe items' known answers (perf probes and life probes alike).
+PROBE_TRUTH = {"a": "12", "b": "7", "c": "30", "d": "4"}
+
+
+def probe(item: str, text: str, *, index: int = 0, error: str | None = None) -> RequestRecord:
+    """A probe request of `item` that answered `text` (graded again from the text)."""
+    return RequestRecord(
+        index=index,
+        probe_id=item,
+        scheduled_ns=0,
+        sent_ns=0,
+        first_token_ns=1,
+        done_ns=2,
+        text=text,
+        error=error,
+        probe_truth=PROBE_TRUTH[item],
+        # what the run recorded; the gate re-grades from the text and ignores this
+        probe_correct=True,
+    )
+
 
 def good(**kw: object) -> RequestRecord:
     """A clean streamed request of 3 tokens (5 prompt tokens), with `kw` changed."""

@@ -3,33 +3,20 @@ answer and paired with the reference's quality records and own life probes."""
 
 from __future__ import annotations
 
+from helpers.perf_runs import PROBE_TRUTH, probe
+
 from qgate.gates.life import excluded_rounds, life_verdicts
 from qgate.perf.life_probes import LifeProbes, life_label
-from qgate.perf.records import RequestRecord
 from qgate.profile import LivesSpec
 from qgate.quality.records import ItemRecord, SuiteRun
 
-TRUTH = {"a": "12", "b": "7", "c": "30", "d": "4"}
+TRUTH = PROBE_TRUTH
 RIGHT = {k: f"The answer is {v}." for k, v in TRUTH.items()}
 
 
 def corrupt(text: str) -> str:
     """The fault proxy's corruption: digits rotated by 5."""
     return "".join(str((int(c) + 5) % 10) if c.isdigit() else c for c in text)
-
-
-def probe(item: str, text: str, index: int = 0) -> RequestRecord:
-    return RequestRecord(
-        index=index,
-        probe_id=item,
-        scheduled_ns=0,
-        sent_ns=0,
-        first_token_ns=1,
-        done_ns=2,
-        text=text,
-        probe_truth=TRUTH[item],
-        probe_correct=True,  # what the run recorded; the gate re-grades from the text
-    )
 
 
 def life(
@@ -50,7 +37,7 @@ def life(
         node=node,
         kind=kind,  # type: ignore[arg-type]
         idle_s=30.0 if kind == "idle" else 0.0,
-        requests=[probe(k, v, i) for i, (k, v) in enumerate(answers.items())],
+        requests=[probe(k, v, index=i) for i, (k, v) in enumerate(answers.items())],
     )
 
 

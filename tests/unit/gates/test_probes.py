@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
+from helpers.perf_runs import PROBE_TRUTH, probe
+
 from qgate.gates.probes import probe_suite, probe_verdicts, probes_failed
 from qgate.gates.speed import evaluate_perf_gates
 from qgate.perf.probes import probe_points
-from qgate.perf.records import RequestRecord, ScenarioRun
+from qgate.perf.records import ScenarioRun
 from qgate.profile import PerfProbes, PerfSpec
 
-TRUTH = {"a": "12", "b": "7", "c": "30", "d": "4"}
-
-
-def probe(item: str, text: str, *, index: int = 0, error: str | None = None) -> RequestRecord:
-    return RequestRecord(
-        index=index,
-        probe_id=item,
-        scheduled_ns=0,
-        sent_ns=0,
-        first_token_ns=1,
-        done_ns=2,
-        text=text,
-        error=error,
-        probe_truth=TRUTH[item],
-        # what the run recorded; the gate re-grades from the text and ignores this
-        probe_correct=True,
-    )
+TRUTH = PROBE_TRUTH
 
 
 def run(role: str, answers: dict[str, str], name: str = "chat@c8") -> ScenarioRun:

@@ -402,7 +402,9 @@ def _write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def _check(command: str, path: Path, where: str, message: str) -> None:
+def _check(command: str, path: Path, where: str, message: str) -> str:
+    """The command refuses the profile (exit 2, one line naming `where` and `message`, no
+    traceback, short lines, at once); the refusal line."""
     start = time.monotonic()
     out = ["--out", str(path.parent / "run")] if command == "run" else []
     result = CliRunner().invoke(main, [command, str(path), *out])
@@ -414,6 +416,7 @@ def _check(command: str, path: Path, where: str, message: str) -> None:
     assert lines, result.output
     assert message in lines[0], result.output
     assert max(len(line) for line in result.output.splitlines()) <= LONGEST_LINE
+    return lines[0]
 
 
 @pytest.mark.parametrize(("name", "extra", "where", "message"), CASES, ids=[c[0] for c in CASES])
@@ -421,7 +424,8 @@ def test_validate_and_plan_refuse_it(
     tmp_path: Path, name: str, extra: str, where: str, message: str
 ) -> None:
     path = _write(tmp_path, extra if extra.startswith("name:") else BASE + extra)
-    _check("validate", path, f"{path}{where}", message)
+    line = _check("validate", path, f"{path}{where}", message)
+    assert f"{path}{where}" in line and message in line, line
     _check("plan", path, f"{path}{where}", message)
     if name in RUN_TOO:  # `qgate run` reads the profile with the same loader, before anything
         _check("run", path, f"{path}{where}", message)
@@ -441,9 +445,10 @@ quality:
 
 def test_candidate_names_that_differ_only_in_case(tmp_path: Path) -> None:
     path = _write(tmp_path, MULTI)
-    _check(
+    line = _check(
         "validate", path, f"{path}:5 candidates.FAST:", "differs from candidate 'fast' only in case"
     )
+    assert "names are folders" in line, line  # and why that matters
 
 
 def test_lm_eval_names_people_write_are_accepted() -> None:
@@ -573,7 +578,8 @@ def _bomb() -> str:
 
 def test_an_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
     path = _write(tmp_path, BASE + _bomb())
-    _check("validate", path, f"{path}:13:", "YAML aliases expand this value")
+    line = _check("validate", path, f"{path}:13:", "YAML aliases expand this value")
+    assert len(line) <= LONGEST_LINE, line  # one line, not the expanded value
 
 
 def test_every_inert_rule_names_a_field_of_its_model() -> None:
@@ -679,7 +685,8 @@ def test_validate_checks_every_file(
     with (tmp_path / "huge.jsonl").open("wb") as fh:
         fh.truncate((256 << 20) + 1)  # sparse: no disk is written
     path = _write(tmp_path, extra if extra.startswith("name:") else BASE + extra)
-    _check("validate", path, f"{path}{where}", message)
+    line = _check("validate", path, f"{path}{where}", message)
+    assert f"{path}{where}" in line and message in line, line
 
 
 def test_relative_paths_inside_the_project_are_accepted(tmp_path: Path) -> None:
