@@ -8,6 +8,8 @@ attribution may take; `plan` is the run's plan, logged before any life starts.
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Mapping
 
 from qgate.core.plan import Life, Plan, Work
 from qgate.profile import Profile
@@ -177,13 +179,19 @@ def _available_gib() -> float | None:
     return None
 
 
-def _kv_cache_gib(profile: Profile) -> float:
-    sizes = [profile.engine_of(r).env.get(CPU_KVCACHE_ENV) for r in ("reference", "candidate")]
-    sizes += [side_of(profile, r).spec.env.get(CPU_KVCACHE_ENV) for r in ("reference", "candidate")]
-    try:
-        return max(float(s) for s in [*sizes, CPU_KVCACHE_DEFAULT] if s)
-    except ValueError:
-        return float(CPU_KVCACHE_DEFAULT)
+def _kv_cache_gib(profile: Profile, inherited: Mapping[str, str] | None = None) -> float:
+    """The larger KV cache (GiB) of the two servers, as each will get it: its side's
+    environment, else the one qgate inherits (`inherited`, default os.environ), else qgate's
+    CPU default (qgate/runtime/command.py `apply_platform_defaults`)."""
+    shell = os.environ if inherited is None else inherited
+    sizes = []
+    for role in ("reference", "candidate"):
+        value = side_of(profile, role).env.get(CPU_KVCACHE_ENV) or shell.get(CPU_KVCACHE_ENV)
+        try:
+            sizes.append(float(value or CPU_KVCACHE_DEFAULT))
+        except ValueError:  # vLLM refuses it at start-up and names it
+            sizes.append(float(CPU_KVCACHE_DEFAULT))
+    return max(sizes)
 
 
 def plan(runs: RunSet, fingerprint: Fingerprint | None) -> Plan:

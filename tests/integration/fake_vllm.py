@@ -8,6 +8,8 @@ engine flags) and behaves according to --fake-mode:
   hang         never answer /health
   fatal-hang   print a fatal engine error, then hang (as vLLM can after a failed worker)
   port-once    the first run (per --fake-marker file) fails like a taken port, later runs serve
+  slow         serve, but hold every POST (a completion) unanswered for ten minutes: requests
+               in flight, as in a suite on a loaded server
 
 --fake-child starts a sleeping child in the same process group (like vLLM's
 engine core); --fake-ignore-term ignores SIGTERM (a server stuck in shutdown).
@@ -104,6 +106,12 @@ def main() -> int:
                 )
             else:
                 self._send(404, {"error": "not found"})
+
+        def do_POST(self) -> None:  # noqa: N802
+            print(f"fake vllm: POST {self.path} held", flush=True)
+            if args.fake_mode == "slow":
+                time.sleep(600)
+            self._send(501, {"error": "the stand-in answers no completion"})
 
         def log_message(self, format: str, *a: object) -> None:
             return

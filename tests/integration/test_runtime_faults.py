@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.procs import alive, cmdline, ctrl_c_reaches_it, descendants
 
 from qgate.errors import BadInput, ExitCode, RuntimeFailure
 from qgate.runtime import vllm_server
@@ -253,3 +255,84 @@ def test_endpoint_probes_a_running_server_and_sends_the_key(
         monkeypatch.delenv("QGATE_TEST_ENDPOINT_KEY")
         with pytest.raises(BadInput, match="QGATE_TEST_ENDPOINT_KEY is not set"):
             endpoint.headers()
+
+
+SIDE_BY_SIDE = """
+name: it-ctrl-c
+model: {{embedded: smollm2}}
+target: {{accelerator: cpu}}
+engine:
+  launcher: {launcher}
+  args: {{max_model_len: 2048}}
+  startup_timeout_s: 60
+  preflight: never
+  placement: together
+reference:
+  args: {{kv_cache_dtype: auto}}
+candidate:
+  args: {{kv_cache_dtype: auto, max_num_seqs: 8}}
+quality:
+  concurrency: 4
+  math: {{prompts: [short], limit: 4}}
+lives: {{probes: 0}}
+perf:
+  scenarios:
+    - {{name: fixed, input_tokens: 64, output_tokens: 8, concurrency: [2], warmup: 0, requests: 2}}
+"""
+
+
+def test_ctrl_c_during_the_side_by_side_quality_stops_both_servers_at_once(
+    fake_launcher: list[str], smollm2_checkpoint: Path, tmp_path: Path
+) -> None:
+    """`qgate run` with both sides started together, each suite's requests held unanswered by
+    its server (`--fake-mode slow`, each with a child in its group like vLLM's engine core):
+    Ctrl-C ends the run at once (exit 130), without waiting for the suites, and leaves no
+    process of either server; the logs stay, no report is written. (The same with real vLLM
+    during a start: test_pipeline.py's test_ctrl_c_during_candidate_start.)"""
+    launcher = json.dumps([*fake_launcher, "--fake-mode", "slow", "--fake-child"])
+    profile = tmp_path / "ctrl-c.yaml"
+    profile.write_text(SIDE_BY_SIDE.format(launcher=launcher))
+    out, err = tmp_path / "out", tmp_path / "stderr"
+    command = [sys.executable, "-m", "qgate.cli", "run", str(profile), "--out", str(out)]
+    command += ["--cache-dir", str(tmp_path / "cache"), "--no-progress"]
+    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "config"))
+    with err.open("w") as stderr_file:
+        proc = subprocess.Popen(
+            command,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=stderr_file,
+            text=True,
+            preexec_fn=ctrl_c_reaches_it,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            held = 0
+            while time.monotonic() < deadline and held < 2:
+                assert proc.poll() is None, err.read_text()
+                time.sleep(0.3)
+                logs = list(out.glob("*/logs/*.log"))
+                held = sum("POST" in log.read_text(errors="replace") for log in logs)
+            assert held == 2, "both sides' suites never reached their servers: " + err.read_text()
+            servers = {p for p in descendants(proc.pid) if alive(p)}
+            # two servers, each with its child
+            assert sum(b"fake_vllm.py" in cmdline(p) for p in servers) == 2, err.read_text()
+            assert len(servers) >= 4, servers
+            asked = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=60)
+            waited = time.monotonic() - asked
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    stderr = err.read_text()
+    assert proc.returncode == 130, stderr
+    assert "stage quality: started" in stderr
+    assert waited < 15, f"Ctrl-C took {waited:.0f} s: it waited for the suites"
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(alive(p) for p in servers):
+        time.sleep(0.1)
+    assert not [p for p in servers if alive(p)], "server processes survived Ctrl-C"
+    run_dir = next(out.iterdir())
+    assert {p.name for p in (run_dir / "logs").iterdir()} >= {"reference.log", "candidate.log"}
+    assert not (run_dir / "report.intoto.jsonl").exists()

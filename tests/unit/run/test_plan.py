@@ -147,6 +147,23 @@ def test_side_by_side_only_where_both_fit() -> None:
     assert _why(profile.model_copy(update={"engine": engine})) == "engine.placement: sequence"
 
 
+def test_the_memory_check_counts_each_servers_kv_cache_as_it_will_get_it() -> None:
+    """A side's VLLM_CPU_KVCACHE_SPACE, else the one qgate inherits, else qgate's default:
+    a smaller value set by the profile or the shell is what the servers allocate (the check
+    once took the default as a floor, and ran two 1 GiB servers in sequence)."""
+    from qgate.run.placement import _kv_cache_gib
+
+    profile = _single("smollm2-cpu-int8")
+    assert _kv_cache_gib(profile, {}) == 2.0  # qgate's CPU default
+    assert _kv_cache_gib(profile, {"VLLM_CPU_KVCACHE_SPACE": "1"}) == 1.0
+    candidate = profile.candidate.model_copy(update={"env": {"VLLM_CPU_KVCACHE_SPACE": "6"}})
+    bigger = profile.model_copy(update={"candidate": candidate})
+    assert _kv_cache_gib(bigger, {"VLLM_CPU_KVCACHE_SPACE": "1"}) == 6.0  # the side's wins
+    assert _kv_cache_gib(profile, {"VLLM_CPU_KVCACHE_SPACE": "lots"}) == 2.0
+    # 1 GiB each: two servers need ~8 GiB, and 9 available are enough
+    assert _why(profile, available_gib=9.0, kv_cache_gib=1.0) is None
+
+
 def test_side_by_side_plan_has_no_preflight_and_interleaved_blocks() -> None:
     plan = make_plan(
         [("candidate", _single("smollm2-cpu-int8"))],
