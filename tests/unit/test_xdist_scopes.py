@@ -37,12 +37,19 @@ def test_the_server_tests_are_two_units_and_the_serverless_modules_their_own() -
 
 
 def test_the_serverless_modules_exist_and_start_no_real_server() -> None:
-    """A module listed there runs beside the servers' lines: it must not start vLLM itself."""
+    """A module listed there runs beside the servers' lines: it must not start vLLM itself. It
+    may start `qgate run` (and so name the embedded checkpoint) only on profiles whose engine
+    launcher is the stand-in (`fake_launcher`): each profile it writes sets `launcher:`."""
     for module in SERVERLESS:
         text = (TESTS.parent / module).read_text()
         assert module.startswith(INTEGRATION)
-        for server in ("reference_server", "fp8kv_server", "smollm2_checkpoint", '"run"'):
+        for server in ("reference_server", "fp8kv_server", "vllm.entrypoints"):
             assert server not in text, (module, server)
+        if '"run"' in text or "smollm2_checkpoint" in text:
+            profiles = re.findall(r'"""\s*\nname: .*?"""', text, flags=re.S)
+            assert profiles and "fake_launcher" in text, module
+            for profile in profiles:
+                assert "\n  launcher: " in profile, (module, profile[:60])
 
 
 def test_the_second_line_never_asks_for_the_session_servers() -> None:
