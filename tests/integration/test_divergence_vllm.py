@@ -1,4 +1,5 @@
-"""Divergence suite against real vLLM servers: the noise floor and the FP8 KV cache effect."""
+"""Divergence suite against a real vLLM server: the reference against itself is at the noise
+floor. (The FP8 KV cache effect, measured on CPUs that run one: test_pipeline.py's report.)"""
 
 from __future__ import annotations
 
@@ -56,12 +57,3 @@ def test_reference_against_itself_is_at_the_noise_floor(
     assert s.positions == SPEC.sequences * SPEC.tokens
     assert s.mean_kld < 1e-3
     assert s.top1_agreement >= 0.99
-
-
-def test_fp8_kv_cache_diverges_measurably(ref_scores: ScoreSet, fp8kv_server: Any) -> None:
-    s = _against(ref_scores, fp8kv_server)
-    print(f"\nreference vs fp8 KV: {s.model_dump_json()}")
-    assert s.positions == SPEC.sequences * SPEC.tokens
-    # ENVIRONMENT.md: separate bf16 processes differ by mean KL ~4e-4; fp8 KV is well above
-    assert s.mean_kld > 2e-3
-    assert s.max_kld > s.p99_kld >= s.median_kld > 0

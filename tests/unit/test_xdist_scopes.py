@@ -16,7 +16,7 @@ _spec.loader.exec_module(_top)
 INTEGRATION, SERVERLESS, scope_of = _top.INTEGRATION, _top.SERVERLESS, _top.scope_of
 SECOND_LINE, SECOND_LINE_SCOPE = _top.SECOND_LINE, _top.SECOND_LINE_SCOPE
 # What the session's servers are reached through (tests/integration/conftest.py).
-SESSION_SERVERS = ("reference_server", "fp8kv_server", "fault_proxy", "endpoint_run")
+SESSION_SERVERS = ("reference_server", "fault_proxy", "endpoint_run")
 
 
 def _modules() -> list[str]:
