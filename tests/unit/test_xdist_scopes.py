@@ -102,7 +102,7 @@ def test_the_session_servers_modules_run_last_and_whole() -> None:
         Item(f"{it}test_b.py::t1"),  # the module's first test starts a server of its own
         Item(f"{it}test_b.py::t2", "endpoint_run", "reference_server"),
         Item("tests/unit/test_c.py::t1"),
-        Item(f"{it}test_d.py::t1", "fp8kv_server"),
+        Item(f"{it}test_d.py::t1", "reference_server"),
         Item(f"{it}test_e.py::t1"),
     ]
     conftest.pytest_collection_modifyitems(items)
