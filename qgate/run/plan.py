@@ -277,6 +277,7 @@ def make_plan(
             "speed is compared across lives in sequence: the machine's state can "
             f"move between them, and the intervals cover {within}{across}"
         )
+    notes += _engine_args_notes(first)
     if note := lives_note(first, len(lives), together=False):
         notes.append(note)
     return Plan(
@@ -293,6 +294,15 @@ def make_plan(
             first, _suites(first.quality), _scenarios(first), blocks_of(first, False), rounds
         ),
     )
+
+
+def _engine_args_notes(profile: Profile) -> list[str]:
+    """What the profile's suites need of the engine, for either placement's plan."""
+    return [
+        f"quality.{suite} needs engine args {', '.join(a for a, _ in args)} on both sides "
+        "(vLLM; `qgate validate` refuses a side it starts without them)"
+        for suite, args in engine_args_needed(profile.quality).items()
+    ]
 
 
 def rounds_of(profile: Profile) -> int:
@@ -379,11 +389,7 @@ def _together(
             "ratio's interval covers the spread of its block ratios"
             + (" (one block: the noise between requests only)" if blocks == 1 else "")
         )
-    for suite, args in engine_args_needed(profile.quality).items():
-        notes.append(
-            f"quality.{suite} needs engine args {', '.join(a for a, _ in args)} on both sides "
-            "(vLLM; `qgate validate` refuses a side it starts without them)"
-        )
+    notes += _engine_args_notes(profile)
     rounds = rounds_of(profile)
     if compared and rounds > 1:
         notes.append(
