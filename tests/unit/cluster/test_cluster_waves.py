@@ -6,11 +6,22 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
 from qgate.cluster.waves import Wave, ddmin_on
 from qgate.core.ddmin import Key, Outcome
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """Python's KeyboardInterrupt on SIGINT for the test, whatever the suite inherited: a
+    suite started in the background (`make test &`, nohup) has SIGINT ignored, and the
+    interrupt these tests send would never arrive."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 class _Life:
@@ -47,7 +58,7 @@ def test_an_error_in_one_job_is_raised_once_every_job_has_ended() -> None:
     assert ended == [1]
 
 
-def test_ctrl_c_while_waiting_stops_every_life_of_the_wave() -> None:
+def test_ctrl_c_while_waiting_stops_every_life_of_the_wave(ctrl_c: None) -> None:
     wave = Wave()
     lives = [wave.hold(_Life()), wave.hold(_Life())]
 
@@ -112,7 +123,7 @@ def test_jobs_in_waves_of_width_run_each_wave_together_and_keep_their_order() ->
     assert most == 1  # width 1: one at a time, in this thread
 
 
-def test_a_ctrl_c_during_a_wave_stops_every_life_the_executor_made() -> None:
+def test_a_ctrl_c_during_a_wave_stops_every_life_the_executor_made(ctrl_c: None) -> None:
     from qgate.cluster.waves import in_waves
 
     stopped = threading.Event()
