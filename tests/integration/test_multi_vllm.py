@@ -10,19 +10,19 @@ side-by-side table.
 The warm reuse pass asks the items again right after their cold pass, and the server's own
 counters prove which path served it: `prefix-cache` reuses what its cold pass computed (warm
 judged against the same side's cold pass: math.long's shared preamble makes its cold pass
-largely cached by itself; exercised, PASS, perf runs); `fp8-weights` has the pass configured
-but no cache to serve it from, so its pass gates end NOT EXERCISED, never PASS, and the run
-fails as for any failed gate. The load pass asks the items inside filler traffic of 1.2x a
-small KV cache (48 blocks of 128 tokens, 32 filler requests in flight): the engine preempts, and the items' own served share
-comes from their answers' usage (enable_prompt_tokens_details), not the counter window that
-holds the filler. Tiny sets (4 math items in the long form, 2 recall items, one short perf
-scenario). Measured 2026-12-03 (this CPU, two cores shared): candidate math.long reused share
-cold 63.0%, warm 84.0% (57% of what cold computed); recall.384 cold 14.3%, warm 85.5%. The
-load pass measured 2026-12-04 (2-core Zen 4 EPYC, quiet): with 32 filler requests in flight at
-1.2x the capacity, 18 and 11 preemptions on the candidate while its math.long and recall.384
-items ran (reference 22 and 11), the items 1,828 prompt tokens in a window of 5,428; 20-22 s a
-side and pass, against 27-30 s with 64 in flight at 1.5x (45-47 preemptions); the module
-199 s alone, 228 s before.
+largely cached by itself; exercised, PASS, perf runs); `fp8-weights` has the pass configured but
+no cache to serve it from, so its pass gates end NOT EXERCISED, never PASS, and the run fails as
+for any failed gate. The load pass asks the items inside filler traffic of 1.2x a small KV cache
+(48 blocks of 128 tokens, 32 filler requests in flight): the engine preempts, and the items' own
+served share comes from their answers' usage (enable_prompt_tokens_details), not the counter
+window that holds the filler. Tiny sets (4 math items in the long form, 2 recall items, one
+short perf scenario). Measured 2026-12-03 (this CPU, two cores shared): candidate math.long
+reused share cold 63.0%, warm 84.0% (57% of what cold computed); recall.384 cold 14.3%, warm
+85.5%. The load pass measured 2026-12-04 (2-core Zen 4 EPYC, quiet): with 32 filler requests in
+flight at 1.2x the capacity, 18 and 11 preemptions on the candidate while its math.long and
+recall.384 items ran (reference 22 and 11), the items 1,828 prompt tokens in a window of 5,428;
+20-22 s a side and pass, against 27-30 s with 64 in flight at 1.5x (45-47 preemptions); the
+module 199 s alone, 228 s before.
 """
 
 from __future__ import annotations
