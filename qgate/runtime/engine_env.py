@@ -302,7 +302,17 @@ def _build(
     log.info("building the engine environment %s in %s", request, folder)
     _run([*uv, "venv", "--quiet", "--python", base, str(folder)], uv_env, "uv venv", sources)
     python = str(folder / "bin" / "python")
-    sync = [*uv, "pip", "sync", "--quiet", "--python", python, str(lock), *sources]
+    sync = [
+        *uv,
+        "pip",
+        "sync",
+        "--quiet",
+        "--compile-bytecode",
+        "--python",
+        python,
+        str(lock),
+        *sources,
+    ]
     _run(sync, uv_env, f"installing {request}", sources)
     version = _run([python, "-c", "import platform; print(platform.python_version())"], {}, "", [])
     spent = round(time.monotonic() - started, 1)
