@@ -9,7 +9,7 @@ STAMP := $(VENV)/.qgate-installed
 ENGINE_ENVS := $(CURDIR)/.venv-engines
 export QGATE_ENGINE_ENVS := $(ENGINE_ENVS)
 
-.PHONY: setup browser demo demo-fail test test-unit docs lint clean
+.PHONY: setup browser shellcheck demo demo-fail test test-unit docs lint clean
 
 # qgate and its dependencies are installed by uv from the sources pip is configured with
 # (qgate/core/pip_sources.py passes them: uv reads no pip configuration): the same packages
@@ -46,10 +46,21 @@ browser:
 	  echo "note: apt-get could not install chromium; the HTML browser test fails in CI"; \
 	else echo "note: no chromium and not root with apt-get; the HTML browser test skips (fails if CI=true)"; fi
 
+# shellcheck for the Slurm script's check (tests/unit/test_deploy.py), from Debian as root;
+# anyone else gets a note, and that one test skips.
+shellcheck:
+	@command -v shellcheck >/dev/null || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends shellcheck \
+	      >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends shellcheck >/dev/null; }; } || \
+	  echo "note: apt-get could not install shellcheck; the Slurm script's shellcheck test skips"; \
+	else echo "note: no shellcheck and not root with apt-get; the Slurm script's shellcheck test skips"; fi
+
 # Two workers: the integration tests that start real servers run one after another on one of
 # them, the unit tests (and integration modules with stand-in engines only) on the other
 # meanwhile (tests/conftest.py makes the server tests one unit of work).
-test: setup browser
+test: setup browser shellcheck
 	$(PY) -m pytest -q -rs --durations=15 -n 2 tests
 
 test-unit: $(STAMP)
