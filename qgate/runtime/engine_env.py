@@ -39,7 +39,7 @@ from pydantic import Field
 
 from qgate.checkpoint.embedded import cache_root
 from qgate.core.files import atomic_write
-from qgate.core.pip_sources import pip_sources, sources_from_pip_config
+from qgate.core.pip_sources import pip_sources
 from qgate.core.records import Record
 from qgate.core.redact import redact_url
 from qgate.errors import BadInput, InfrastructureError
@@ -52,10 +52,8 @@ __all__ = [
     "envs_root",
     "known",
     "parse_lock",
-    "pip_sources",
     "prepare",
     "request_key",
-    "sources_from_pip_config",
     "uv_command",
 ]
 
