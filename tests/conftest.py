@@ -27,11 +27,22 @@ What decides the lines:
 Each worker places its servers with core leases of its own (`QGATE_CORE_LEASES`, per worker):
 a line's tests assert placements as its servers see them (a server started alone gets every
 core), which leases shared with the other line would make depend on that line's timing.
+
+The tests are hermetic (issue 56): the session (both workers) gets one home of its own, a
+temporary folder that `XDG_CACHE_HOME` and `XDG_CONFIG_HOME` point into, and every variable
+that would carry the user's qgate state into a test (a cache or evals folder, a signing key,
+forced CPU flags, a Ray address, GitHub's job variables) is unset. The user's reference
+cache, emulated checkpoints, keys and plans are not seen: `make demo` then `make test` gives
+the results of `make test` alone (tests/unit/test_hermetic.py runs a sample both ways). Two
+things the setup built are shared, read-only to the tests: the prepared embedded model (hard-linked
+into the session's cache: `make setup` converts it once) and the engine environments
+(`QGATE_ENGINE_ENVS`, content-keyed builds of pinned packages).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from typing import Any
 
@@ -54,6 +65,72 @@ SECOND_LINE = (
 SERVERLESS = ("tests/integration/test_runtime_faults.py",)
 LEASES_ENV = "QGATE_CORE_LEASES"
 OMP_WAIT_ENV = "OMP_WAIT_POLICY"
+HOME_ENV = "QGATE_TEST_HOME"
+ENGINES_ENV = "QGATE_ENGINE_ENVS"
+# The user's qgate state that an environment variable carries: unset for the tests.
+USER_STATE = (
+    "QGATE_CACHE_DIR",
+    "QGATE_CPU_FLAGS",
+    "QGATE_DEBUG",
+    "QGATE_EVALS_DIR",
+    "QGATE_LOG_LEVEL",
+    "QGATE_RAY_WORKDIR",
+    "QGATE_SIGNING_KEY",
+    "RAY_ADDRESS",
+)
+_OWN_HOME: list[str] = []  # the home this process made (the controller, or a lone pytest)
+
+
+def hermetic_env(environ: dict[str, str], home: str, user_cache: str) -> dict[str, str | None]:
+    """The changes that give the tests `home` instead of the user's state: the XDG folders
+    into it, the engine environments kept where the user's build put them, every USER_STATE
+    and GITHUB_* variable unset (None)."""
+    changes: dict[str, str | None] = {
+        HOME_ENV: home,
+        "XDG_CACHE_HOME": os.path.join(home, "cache"),
+        "XDG_CONFIG_HOME": os.path.join(home, "config"),
+        ENGINES_ENV: environ.get(ENGINES_ENV) or os.path.join(user_cache, "engines"),
+    }
+    gone = [k for k in environ if k in USER_STATE or k.startswith("GITHUB_")]
+    changes.update({key: None for key in gone})
+    return changes
+
+
+def make_home(user_cache: str) -> str:
+    """A new session home; the user's prepared models linked into its qgate cache."""
+    home = tempfile.mkdtemp(prefix="qgate-tests-")
+    qgate_cache = os.path.join(home, "cache", "qgate")
+    os.makedirs(qgate_cache)
+    os.makedirs(os.path.join(home, "config"))
+    models = os.path.join(user_cache, "models")
+    if os.path.isdir(models):
+        # hard links, not a symlink: an emulated copy's key holds its source's resolved path,
+        # which must be the same on the driver and on a test's namespaced nodes
+        shutil.copytree(models, os.path.join(qgate_cache, "models"), copy_function=_link)
+    return home
+
+
+def _link(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another filesystem
+        shutil.copy2(src, dst)
+
+
+def _go_hermetic() -> None:
+    """Once per session, in the process that starts it: xdist's workers inherit the home."""
+    if os.environ.get(HOME_ENV):
+        return
+    from qgate.checkpoint.embedded import cache_root  # the user's, before the change
+
+    user_cache = str(cache_root())
+    home = make_home(user_cache)
+    _OWN_HOME.append(home)
+    for key, value in hermetic_env(dict(os.environ), home, user_cache).items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 def scope_of(nodeid: str) -> str:
@@ -77,6 +154,7 @@ def worker_leases(worker: str | None, environ: dict[str, str]) -> str | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _go_hermetic()
     folder = worker_leases(os.environ.get("PYTEST_XDIST_WORKER"), dict(os.environ))
     if folder is not None:
         os.environ[LEASES_ENV] = folder  # subprocesses (qgate run, Ray's nodes) inherit it
@@ -85,6 +163,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # work: four servers answering at once produced 78 output tokens/s spinning and 219 passive
     # (docs/measurements.md). Waiting changes no number a test reads; every server inherits it.
     os.environ.setdefault(OMP_WAIT_ENV, "PASSIVE")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for home in _OWN_HOME:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -8,6 +8,7 @@ a false alarm.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from math import comb
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,73 @@ def quality_of(chunk: Mapping[str, Any], row: Mapping[str, Any]) -> Mapping[str,
     return profile.get("quality")
 
 
+# The benign null of each CPU kind (docs/measurements.md, "A/A: the reference against itself"):
+# of the demo's items (81 math per form, 40 recall) asked by one server at 32 in flight and
+# again at 8, how many changed between right and wrong. Where it is 0 (bit-identical), an A/A
+# row cannot show a false alarm; where it is not, a point-estimate max_drop on a few items
+# fails an unchanged candidate by chance.
+NOISE_FLOORS: dict[str, tuple[int, int, str]] = {
+    "Intel AVX-512 + AMX": (17, 404, "2026-12-05, two runs, bf16"),
+    "AMD AVX-512 with bf16, no AMX": (0, 100, "2026-12-03, one run of 40 math per form, bf16"),
+}
+
+
+def cpu_kind(flags: str) -> str | None:
+    """The NOISE_FLOORS kind of a machine's ISA flags, or None (unmeasured)."""
+    have = set(flags.split())
+    if "amx_bf16" in have or "amx_tile" in have:
+        return "Intel AVX-512 + AMX"
+    if "avx512_bf16" in have:
+        return "AMD AVX-512 with bf16, no AMX"
+    return None
+
+
+def point_false_alarm(items: int, max_drop: float, discordance: float) -> float:
+    """The chance that an unchanged candidate fails `max_drop` as a point estimate on `items`
+    paired items, each of which changes with probability `discordance`, lost or gained alike:
+    P(lost - gained > max_drop x items), summed over the trinomial."""
+    half = discordance / 2
+    total = 0.0
+    for lost in range(items + 1):
+        for gained in range(items - lost + 1):
+            if lost - gained > max_drop * items + 1e-9:
+                same = items - lost - gained
+                ways = comb(items, lost) * comb(items - lost, gained)
+                total += ways * half ** (lost + gained) * (1 - discordance) ** same
+    return total
+
+
+def noise_floor_lines(
+    chunks: Mapping[str, Mapping[str, Any]], machine: Mapping[str, Any]
+) -> list[str]:
+    """The measured benign null on this kind, and the false-alarm rate it gives each chunk's
+    A/A rows under the point rule (every suite's max_drop as a point estimate)."""
+    kind = cpu_kind(str(machine.get("flags", "")))
+    if kind is None:
+        return ["Noise floor on this CPU kind: not measured (docs/measurements.md)."]
+    changed, items, when = NOISE_FLOORS[kind]
+    rate = changed / items
+    out = [
+        f"Noise floor on this CPU kind ({kind}): the reference changed right/wrong on "
+        f"{changed} of {items} items ({rate:.1%}) asked again in another batch ({when})."
+    ]
+    for chunk_name, chunk in chunks.items():
+        aa = [r for r in chunk["candidates"].values() if r["class"] == "A/A" and "suites" in r]
+        quality = quality_of(chunk, aa[0]) if aa else None
+        if not aa or not quality:
+            continue
+        clean = 1.0
+        for suite, s in aa[0]["suites"].items():
+            limit = quality.get(suite.split(".")[0], {}).get("max_drop")
+            if limit is not None:
+                clean *= 1 - point_false_alarm(int(s["n"]), float(limit), rate)
+        out.append(
+            f"At that rate an A/A of the {chunk_name} chunk's suite sizes fails some max_drop "
+            f"by chance in {1 - clean:.1%} of runs."
+        )
+    return out
+
+
 AMD_CORES = {23: "Zen or Zen 2", 25: "Zen 3 or Zen 4", 26: "Zen 5"}  # by CPU family
 
 
@@ -182,7 +250,8 @@ def render_table(
         )
     if not rows:
         lines.append("| (no records committed yet: run `perf/bench_detection.py`) |")
-    lines += ["", *false_alarms(chunks), "", *BLIND_HEAD, ""]
+    lines += ["", *false_alarms(chunks), "", *noise_floor_lines(chunks, machine)]
+    lines += ["", *BLIND_HEAD, ""]
     lines += [f"- {k}: {v}." for k, v in not_reproduced.items()]
     lines += ["", *run_costs(chunks), ""]
     return "\n".join(lines)
@@ -350,7 +419,9 @@ and `--items` pick a part; a partial run (`--only`) merges its rows into the com
 records, each row keeping the run it came from. `--upstream URL` runs the proxy chunk in
 front of a server already running, with nothing started and no lock:
 `tests/integration/test_detection_smoke.py` runs one fault and one A/A that way
-(`--only load-100,aa-proxy --items 4 --idle-s 0`) in `make test`.
+(`--only load-100,aa-proxy --items 32 --idle-s 0`) in `make test`: at 4 items a suite the
+A/A failed by chance where numerics vary with the batch (the noise-floor line under the
+table).
 
 ## How to read the table
 

@@ -190,7 +190,9 @@ def test_qgate_plan_plans_on_the_profiles_cluster_with_its_pools(
     profile = tmp_path / "p.yaml"
     block = "cluster: {address: 'head:6379', reference: {ref: 1}, candidates: {cand: 1}, cpus: 2}\n"
     profile.write_text(text + block)
-    result = CliRunner().invoke(main, ["plan", str(profile)])
+    # a cache of its own: the plan in waves holds only while the reference is not cached
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    result = CliRunner().invoke(main, ["plan", str(profile), *cache])
     assert result.exit_code == 0, result.output
     assert joined == [("head:6379", "the profile's cluster.address")]
     assert "wave 1: reference on aaaaaaaa (10.0.0.1); candidate on bbbbbbbb (10.0.0.2)" in (

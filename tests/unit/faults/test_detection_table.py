@@ -247,3 +247,30 @@ def test_the_docs_page_is_what_the_committed_records_render() -> None:
     md = table.render_table(chunks, machine, catalogue.CATALOGUE, catalogue.NOT_REPRODUCED)
     assert (out / "table.md").read_text() == md
     assert (ROOT / "docs" / "detection.md").read_text() == table.render_docs(md)
+
+
+def test_the_point_rules_chance_false_alarm_follows_the_trinomial() -> None:
+    """At discordance d, an item is lost with d/2: 1 item, any loss fails (d/2); 4 items at
+    max_drop 0.15, one net loss fails; the chance falls as the suite grows."""
+    assert table.point_false_alarm(1, 0.15, 0.1) == pytest.approx(0.05)
+    four = table.point_false_alarm(4, 0.15, 0.042)
+    assert 0.07 < four < 0.08  # what failed the A/A smoke on the Intel AMX kind (issue 56)
+    assert (
+        table.point_false_alarm(32, 0.15, 0.042) < 0.001 < table.point_false_alarm(16, 0.15, 0.042)
+    )
+    assert table.point_false_alarm(40, 0.15, 0.0) == 0.0  # bit-identical: never
+
+
+def test_the_aa_rows_read_this_kinds_noise_floor() -> None:
+    row = _row("A/A", 0, "PASS", lost=0, gained=0)
+    chunks = {
+        "proxy": {"candidates": {"aa": row}, "profile": {"quality": {"math": {"max_drop": 0.15}}}}
+    }
+    amx = table.noise_floor_lines(chunks, {"flags": "avx2 avx512f amx_tile amx_bf16"})
+    assert "Intel AVX-512 + AMX" in amx[0] and "17 of 404 items (4.2%)" in amx[0]
+    n = row["suites"]["math.short"]["n"]
+    expected = table.point_false_alarm(n, 0.15, 17 / 404)
+    assert f"fails some max_drop by chance in {expected:.1%} of runs" in amx[1]
+    assert table.noise_floor_lines(chunks, {"flags": "avx2 fma"}) == [
+        "Noise floor on this CPU kind: not measured (docs/measurements.md)."
+    ]
