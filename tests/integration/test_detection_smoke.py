@@ -9,11 +9,11 @@ firing: qgate passes it, its life probes (an endpoint's, at qgate's first contac
 Each row also carries the peers' verdicts on the same per-item records.
 
 Sized to hold where numerics vary with the batch (issue 56): on the Intel AMX kind (bf16) the
-one server answers 4.2% of the demo's items differently when their batch changes
+one server answers 4.3% of the demo's items differently when their batch changes
 (docs/measurements.md), and the A/A rides in other batches than the reference's. At 4 items
 a suite one such flip is a 25-point drop: the point-estimate max_drop failed the A/A there
-by chance in ~15% of runs (7.7% per math suite), and did in CI. At 32 math items per form
-and 8 per tool-call and structured-output parameter, the chance is 0.23%
+by chance in ~16% of runs (7.8% per math suite), and did in CI. At 32 math items per form
+and 8 per tool-call and structured-output parameter, the chance is 0.25%
 (perf/faults/detection_table.py's point_false_alarm at that floor), and the fault's 6-8 lost
 of 32 make its exact test significant. Cost: 71 s of `qgate run` against ~40 s at 4 items
 (2-core Intel Xeon, the other line of server tests running).
