@@ -23,6 +23,10 @@ What decides the lines:
   second ~850 s at a0a0c71 before it moved. At 5bccd5c (one run here, --durations=0) the
   second measured ~1180 s and the first ~1015 s; the first then lost the side-by-side Ctrl-C's
   two vLLM starts (stand-in servers now, test_runtime_faults.py) and took test_preview.py.
+  On the Intel AMX kind (2026-12-05, one run, --durations=0) the modules summed to ~637 s on
+  the first line and ~771 s on the second (units ~190 s): the detection smoke's 32 items add
+  ~30 s to the first, and test_runtime_faults_vllm.py (~47 s, servers of its own) moved back
+  to the first line (~715 s against ~725 s).
 
 Each worker places its servers with core leases of its own (`QGATE_CORE_LEASES`, per worker):
 a line's tests assert placements as its servers see them (a server started alone gets every
@@ -57,7 +61,6 @@ SECOND_LINE = (
     "tests/integration/test_cluster_run.py",
     "tests/integration/test_engines_real.py",
     "tests/integration/test_multi_vllm.py",
-    "tests/integration/test_runtime_faults_vllm.py",
     "tests/integration/test_upgrade_vllm.py",
 )
 # Integration modules that start no real server (stand-in engines only, tests/integration/
