@@ -1,0 +1,198 @@
+"""One-sided confidence bounds on a candidate's paired loss (issue 53: a PASS that shows
+something).
+
+A paired accuracy gate sees, over `n` items both sides answered, `lost` items the reference
+had right and the candidate wrong and `gained` the other way. The candidate's loss is
+Δ = p_lost - p_gained (its accuracy drop). A non-inferiority verdict PASSes only when the
+upper confidence bound on Δ lies within the margin; a point estimate, or an interval that
+is empty when nothing flips (the paired Wald interval NeMo Evaluator's gate uses), passes a
+candidate whose true loss is the margin far more often than α.
+
+- `score_upper` / `score_lower`: Tango's score bound for the difference of two correlated
+  proportions (Tango 1998, Statistics in Medicine 17:891; the interval Newcombe 1998 ranks
+  best of ten): the score statistic with the nuisance (the gained rate) at its maximum
+  likelihood under Δ, inverted by bisection. With nothing flipped it is z^2 / (n + z^2),
+  not 0: 8 clean items bound the loss at 25 points, 81 at 3.2 (one-sided 95%).
+- `exact_upper`: the exact unconditional bound below `EXACT_MAX` items, where the score
+  bound's level can slip: the largest Δ whose exact p-value (Tango's statistic as the
+  ordering, the supremum over the nuisance on a grid and its ends, Berger & Boos style
+  without the confidence-set restriction) exceeds α.
+- `loss_upper`: the one a gate uses: exact up to `EXACT_MAX` items, the score bound above.
+- `mean_loss_upper`: fractional scores (lm-eval metrics in [0, 1]): the paired t bound on
+  the mean per-item difference.
+
+Written here rather than taken from a library: statsmodels has no score or exact interval
+for a paired difference (its `mcnemar` tests, its `confint_proportions_2indep` is unpaired),
+scipy none, and `qgate verify` re-derives every bound with qgate's own dependencies (numpy,
+no scipy: Student's t comes from its closed form for integer degrees of freedom). Tested
+against their defining properties: coverage computed exactly over the trinomial, scipy's t.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from statistics import NormalDist
+
+import numpy as np
+import numpy.typing as npt
+
+EXACT_MAX = 40  # items: exact bound at or below, score bound above
+_GRID = 60  # nuisance points for the exact bound's supremum (plus its two ends)
+_TOL = 1e-6
+
+Floats = npt.NDArray[np.float64]
+
+
+def _z(confidence: float) -> float:
+    return NormalDist().inv_cdf(confidence)
+
+
+def _score(lost: Floats | float, gained: Floats | float, n: int, delta: float) -> Floats:
+    """Tango's statistic for H0: Δ = delta (negative when the data show less loss)."""
+    b = np.asarray(lost, dtype=np.float64)
+    c = np.asarray(gained, dtype=np.float64)
+    w = -b - c + (2 * n - b + c) * delta
+    q = (np.sqrt(np.maximum(w * w + 8 * n * c * delta * (1 - delta), 0.0)) - w) / (4 * n)
+    var = n * (2 * q + delta * (1 - delta))
+    num = b - c - n * delta
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(var > 0, num / np.sqrt(np.where(var > 0, var, 1.0)), np.sign(num) * np.inf)
+    return np.where(num == 0, 0.0, z)
+
+
+def _check(lost: int, gained: int, n: int) -> None:
+    if n <= 0 or lost < 0 or gained < 0 or lost + gained > n:
+        raise ValueError(f"need 0 <= lost + gained <= n, n > 0 (lost {lost}, gained {gained})")
+
+
+def _bisect(low: float, high: float, inside: Callable[[float], bool]) -> float:
+    """The boundary between `low` (inside the confidence set) and `high` (outside)."""
+    if inside(high):
+        return high
+    while high - low > _TOL:
+        mid = (low + high) / 2
+        if inside(mid):
+            low = mid
+        else:
+            high = mid
+    return high
+
+
+def score_upper(lost: int, gained: int, n: int, confidence: float = 0.95) -> float:
+    """Tango's one-sided upper bound on the paired loss Δ."""
+    _check(lost, gained, n)
+    z = _z(confidence)
+    point = (lost - gained) / n
+    if point >= 1:
+        return 1.0
+    return _bisect(point, 1.0, lambda d: float(_score(lost, gained, n, d)) > -z)
+
+
+def score_lower(lost: int, gained: int, n: int, confidence: float = 0.95) -> float:
+    """Tango's one-sided lower bound on the paired loss Δ (harm shown when above a margin)."""
+    return -score_upper(gained, lost, n, confidence)
+
+
+@lru_cache(maxsize=4096)
+def _cells(n: int) -> tuple[Floats, Floats, Floats]:
+    """Every (lost, gained) with lost + gained <= n, and the log multinomial coefficient."""
+    b, c = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    keep = b + c <= n
+    bb, cc = b[keep].astype(np.float64), c[keep].astype(np.float64)
+    lf = np.array([math.lgamma(k + 1) for k in range(n + 1)])
+    coef = lf[n] - lf[bb.astype(int)] - lf[cc.astype(int)] - lf[(n - bb - cc).astype(int)]
+    return bb, cc, coef
+
+
+def _log_rate(count: Floats, rate: float) -> Floats:
+    """count x log(rate), with 0 x log(0) = 0."""
+    if rate > 0:
+        return count * math.log(rate)
+    return np.where(count > 0, -np.inf, 0.0)
+
+
+def exact_p(lost: int, gained: int, n: int, delta: float) -> float:
+    """The exact unconditional p-value of H0: Δ >= delta against Δ < delta: the supremum over
+    the gained rate q of P(Z <= z_observed), Z Tango's statistic at delta."""
+    b, c, coef = _cells(n)
+    tail = _score(b, c, n, delta) <= float(_score(lost, gained, n, delta)) + 1e-12
+    bt, ct, kt = b[tail], c[tail], coef[tail]
+    top = (1 - delta) / 2
+    best = 0.0
+    for q in np.linspace(0.0, top, _GRID + 1):
+        q = float(q)
+        logs = kt + _log_rate(bt, q + delta) + _log_rate(ct, q)
+        logs = logs + _log_rate(n - bt - ct, 1 - 2 * q - delta)
+        best = max(best, float(np.exp(logs).sum()))
+    return min(best, 1.0)
+
+
+def exact_upper(lost: int, gained: int, n: int, confidence: float = 0.95) -> float:
+    """The exact unconditional one-sided upper bound on Δ (for n up to EXACT_MAX)."""
+    _check(lost, gained, n)
+    alpha = 1 - confidence
+    point = (lost - gained) / n
+    if point >= 1:
+        return 1.0
+    return _bisect(point, 1.0, lambda d: exact_p(lost, gained, n, d) > alpha)
+
+
+def loss_upper(lost: int, gained: int, n: int, confidence: float = 0.95) -> float:
+    """The upper bound a paired 0/1 gate reads: exact at or below EXACT_MAX items, else
+    Tango's score bound."""
+    if n <= EXACT_MAX:
+        return exact_upper(lost, gained, n, confidence)
+    return score_upper(lost, gained, n, confidence)
+
+
+def t_cdf(t: float, df: int) -> float:
+    """Student's t distribution function for integer `df` (Abramowitz & Stegun 26.7.3-4)."""
+    if df < 1:
+        raise ValueError("df must be >= 1")
+    theta = math.atan(t / math.sqrt(df))
+    s, c2 = math.sin(theta), math.cos(theta) ** 2
+    if df % 2:
+        term, total = 1.0, 0.0
+        if df > 1:
+            total = 1.0
+            for k in range(1, (df - 3) // 2 + 1):
+                term *= c2 * (2 * k) / (2 * k + 1)
+                total += term
+            total *= s * math.cos(theta)
+        a = 2 / math.pi * (theta + total)
+    else:
+        term, total = 1.0, 1.0
+        for k in range(1, (df - 2) // 2 + 1):
+            term *= c2 * (2 * k - 1) / (2 * k)
+            total += term
+        a = s * total
+    return 0.5 + a / 2
+
+
+def t_ppf(p: float, df: int) -> float:
+    """The `p` quantile of Student's t with integer `df` (bisection on `t_cdf`)."""
+    low, high = -1e3, 1e3
+    for _ in range(200):
+        mid = (low + high) / 2
+        if t_cdf(mid, df) < p:
+            low = mid
+        else:
+            high = mid
+        if high - low < 1e-10:
+            break
+    return (low + high) / 2
+
+
+def mean_loss_upper(
+    reference: Sequence[float], candidate: Sequence[float], confidence: float = 0.95
+) -> float:
+    """The paired t upper bound on the mean per-item loss (reference - candidate) of
+    fractional scores; with every difference equal the bound is that difference."""
+    if len(reference) != len(candidate) or len(reference) < 2:
+        raise ValueError("need two or more paired scores")
+    d = np.asarray(reference, dtype=np.float64) - np.asarray(candidate, dtype=np.float64)
+    n = len(d)
+    sd = float(d.std(ddof=1))
+    return float(d.mean() + t_ppf(confidence, n - 1) * sd / math.sqrt(n))

@@ -1,0 +1,111 @@
+"""One-sided bounds on the paired loss (qgate/quality/bounds.py): their closed forms where
+they have one, their level computed exactly over the trinomial, Student's t against scipy."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import t as scipy_t
+
+from qgate.quality import bounds
+
+Z95 = 1.6448536269514722
+
+
+@pytest.mark.parametrize("n", [8, 16, 81, 300])
+def test_nothing_flipped_still_bounds_the_loss_away_from_zero(n: int) -> None:
+    """The paired Wald interval is empty here; the score bound is z^2 / (n + z^2), the exact
+    one 1 - alpha^(1/n) (the chance of no loss in n items at that rate is alpha)."""
+    assert bounds.score_upper(0, 0, n) == pytest.approx(Z95**2 / (n + Z95**2), abs=1e-5)
+    if n <= bounds.EXACT_MAX:
+        assert bounds.exact_upper(0, 0, n) == pytest.approx(1 - 0.05 ** (1 / n), abs=1e-5)
+        assert bounds.loss_upper(0, 0, n) == bounds.exact_upper(0, 0, n)
+    else:
+        assert bounds.loss_upper(0, 0, n) == bounds.score_upper(0, 0, n)
+
+
+def test_eight_clean_items_cannot_show_a_25_point_margin_and_81_show_15() -> None:
+    assert bounds.loss_upper(0, 0, 8) > 0.25
+    assert bounds.loss_upper(2, 1, 81) < 0.15  # the demo's math.short A/A of 2026-12-05
+    assert bounds.loss_upper(11, 5, 20) > 0.25  # FP8 KV without scales: recall 60% -> 40%
+
+
+def test_the_bound_grows_with_the_losses_and_falls_with_the_gains() -> None:
+    ups = [bounds.loss_upper(lost, 2, 60) for lost in range(0, 12)]
+    assert all(a < b for a, b in zip(ups, ups[1:], strict=False))
+    assert bounds.loss_upper(5, 4, 60) < bounds.loss_upper(5, 0, 60)
+    assert bounds.score_lower(10, 0, 60) > 0.05 > bounds.score_lower(3, 1, 60)
+
+
+def _trinomial(n: int, lost_rate: float, gained_rate: float) -> tuple[np.ndarray, ...]:
+    cells = [(b, c) for b in range(n + 1) for c in range(n + 1 - b)]
+    b = np.array([x for x, _ in cells])
+    c = np.array([y for _, y in cells])
+    same = 1 - lost_rate - gained_rate
+    logp = np.array(
+        [
+            math.lgamma(n + 1)
+            - math.lgamma(x + 1)
+            - math.lgamma(y + 1)
+            - math.lgamma(n - x - y + 1)
+            + (x * math.log(lost_rate) if x else 0.0)
+            + (y * math.log(gained_rate) if y else 0.0)
+            + ((n - x - y) * math.log(same) if n - x - y else 0.0)
+            for x, y in cells
+        ]
+    )
+    return b, c, np.exp(logp)
+
+
+@pytest.mark.parametrize("n", [10, 20])
+@pytest.mark.parametrize(("delta", "gained_rate"), [(0.15, 0.0), (0.15, 0.05), (0.25, 0.1)])
+def test_the_exact_bound_keeps_its_level_at_small_n(
+    n: int, delta: float, gained_rate: float
+) -> None:
+    """P(upper bound < true loss) <= alpha, summed exactly over every outcome; by the
+    bound's monotonicity, upper < delta exactly when the exact p-value at delta <= alpha."""
+    if gained_rate == 0.0:
+        gained_rate = 1e-12  # no gains at all: the hardest case for a Wald interval
+    b, c, p = _trinomial(n, delta + gained_rate, gained_rate)
+    miss = sum(
+        pi for x, y, pi in zip(b, c, p, strict=True) if bounds.exact_p(x, y, n, delta) <= 0.05
+    )
+    assert miss <= 0.05 + 1e-9, miss
+
+
+@pytest.mark.parametrize(("delta", "gained_rate"), [(0.15, 0.02), (0.05, 0.03)])
+def test_the_score_bound_is_near_its_level_above_the_exact_range(
+    delta: float, gained_rate: float
+) -> None:
+    n = 81
+    b, c, p = _trinomial(n, delta + gained_rate, gained_rate)
+    ups = np.array([bounds.score_upper(int(x), int(y), n) for x, y in zip(b, c, strict=True)])
+    miss = float(p[ups < delta].sum())
+    assert miss < 0.065, miss
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 4, 9, 40, 500])
+def test_students_t_matches_scipy(df: int) -> None:
+    for x in (-2.5, -0.3, 0.0, 1.1, 3.0):
+        assert bounds.t_cdf(x, df) == pytest.approx(scipy_t.cdf(x, df), abs=1e-12)
+    assert bounds.t_ppf(0.95, df) == pytest.approx(scipy_t.ppf(0.95, df), abs=1e-8)
+
+
+def test_fractional_scores_get_the_paired_t_bound() -> None:
+    ref = [0.9, 0.5, 0.7, 0.2, 1.0, 0.6]
+    cand = [0.8, 0.5, 0.6, 0.3, 0.9, 0.4]
+    d = np.array(ref) - np.array(cand)
+    want = d.mean() + scipy_t.ppf(0.95, 5) * d.std(ddof=1) / math.sqrt(6)
+    assert bounds.mean_loss_upper(ref, cand) == pytest.approx(want)
+    assert bounds.mean_loss_upper([1, 1, 1], [0.9, 0.9, 0.9]) == pytest.approx(0.1)
+    with pytest.raises(ValueError):
+        bounds.mean_loss_upper([1.0], [1.0])
+
+
+def test_impossible_counts_are_refused() -> None:
+    with pytest.raises(ValueError):
+        bounds.loss_upper(5, 6, 10)
+    with pytest.raises(ValueError):
+        bounds.score_upper(0, 0, 0)
