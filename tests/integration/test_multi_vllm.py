@@ -18,9 +18,9 @@ served share comes from their answers' usage (enable_prompt_tokens_details), not
 window that holds the filler. The warm and load passes allow one cold-correct answer lost beyond
 the reference's (`max_extra_flips: 1`): on the Intel AMX kind an answer depends on the batch
 and on whether its prefix came from the cache (docs/measurements.md), and at 0 one such turn
-of 4 items failed a benign candidate by chance. Tiny sets (4 math items in the long form, 2 recall items, one
-short perf scenario). Measured 2026-12-03 (this CPU, two cores shared): candidate math.long
-reused share cold 63.0%, warm 84.0% (57% of what cold computed); recall.384 cold 14.3%, warm
+of 4 items failed a benign candidate by chance. Tiny sets (4 math items in the long form, 2
+recall items, one short perf scenario). Measured 2026-12-03 (this CPU, two cores shared):
+candidate math.long reused share cold 63.0%, warm 84.0% (57% of what cold computed); recall.384 cold 14.3%, warm
 85.5%. The load pass measured 2026-12-04 (2-core Zen 4 EPYC, quiet): with 32 filler requests in
 flight at 1.2x the capacity, 18 and 11 preemptions on the candidate while its math.long and
 recall.384 items ran (reference 22 and 11), the items 1,828 prompt tokens in a window of 5,428;
