@@ -1,11 +1,10 @@
-"""`qgate run` of a profile with several candidates and a reuse pass, end to end on real vLLM
-(CPU, SmolLM2): one run, three server starts, two stories.
+"""`qgate run` of a profile with several candidates and a reuse pass, end to end on real vLLM (CPU,
+SmolLM2): one run, three server starts, two stories.
 
-One reference (prefix caching off) and two candidates: `prefix-cache` (a serving-policy
-change: prefix caching on) and `fp8-weights` (a precision change: emulated FP8 weights,
-prefix caching still off). The reference runs once; each candidate is gated and measured
-against it; one signed report verifies against the profile, and its views show the
-side-by-side table.
+One reference (prefix caching off) and two candidates: `prefix-cache` (a serving-policy change:
+prefix caching on) and `fp8-weights` (a precision change: emulated FP8 weights, prefix caching
+still off). The reference runs once; each candidate is gated and measured against it; one signed
+report verifies against the profile, and its views show the side-by-side table.
 
 The warm reuse pass asks the items again right after their cold pass, and the server's own
 counters prove which path served it: `prefix-cache` reuses what its cold pass computed (warm
@@ -16,16 +15,16 @@ for any failed gate. The load pass asks the items inside filler traffic of 1.2x 
 (48 blocks of 128 tokens, 32 filler requests in flight): the engine preempts, and the items' own
 served share comes from their answers' usage (enable_prompt_tokens_details), not the counter
 window that holds the filler. The warm and load passes allow one cold-correct answer lost beyond
-the reference's (`max_extra_flips: 1`): on the Intel AMX kind an answer depends on the batch
-and on whether its prefix came from the cache (docs/measurements.md), and at 0 one such turn
-of 4 items failed a benign candidate by chance. Tiny sets (4 math items in the long form, 2
-recall items, one short perf scenario). Measured 2026-12-03 (this CPU, two cores shared):
-candidate math.long reused share cold 63.0%, warm 84.0% (57% of what cold computed); recall.384 cold 14.3%, warm
-85.5%. The load pass measured 2026-12-04 (2-core Zen 4 EPYC, quiet): with 32 filler requests in
-flight at 1.2x the capacity, 18 and 11 preemptions on the candidate while its math.long and
-recall.384 items ran (reference 22 and 11), the items 1,828 prompt tokens in a window of 5,428;
-20-22 s a side and pass, against 27-30 s with 64 in flight at 1.5x (45-47 preemptions); the
-module 199 s alone, 228 s before.
+the reference's (`max_extra_flips: 1`): on the Intel AMX kind an answer depends on the batch and
+on whether its prefix came from the cache (docs/measurements.md), and at 0 one such turn of 4
+items failed a benign candidate by chance. Tiny sets (4 math items in the long form, 2 recall
+items, one short perf scenario). Measured 2026-12-03 (this CPU, two cores shared): candidate
+math.long reused share cold 63.0%, warm 84.0% (57% of what cold computed); recall.384 cold
+14.3%, warm 85.5%. The load pass measured 2026-12-04 (2-core Zen 4 EPYC, quiet): with 32 filler
+requests in flight at 1.2x the capacity, 18 and 11 preemptions on the candidate while its
+math.long and recall.384 items ran (reference 22 and 11), the items 1,828 prompt tokens in a
+window of 5,428; 20-22 s a side and pass, against 27-30 s with 64 in flight at 1.5x (45-47
+preemptions); the module 199 s alone, 228 s before.
 """
 
 from __future__ import annotations
