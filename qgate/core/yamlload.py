@@ -278,14 +278,33 @@ class _Builder:
         self.doc = YamlDocument(data=None)
         self._active: set[int] = set()
         self._built: dict[int, Any] = {}
+        # Every (path, line) recorded, in order, and where each built node's own entries
+        # lie in it, so that an alias's keys get the lines of the anchored value's keys.
+        self._recorded: list[tuple[KeyPath, int]] = []
+        self._span: dict[int, tuple[KeyPath, int, int]] = {}
+
+    def _record(self, path: KeyPath, line: int) -> None:
+        self.doc.lines[path] = line
+        self._recorded.append((path, line))
+
+    def _alias_lines(self, node: yaml.Node, path: KeyPath) -> None:
+        """The keys under an alias, at the lines where the anchored value writes them."""
+        span = self._span.get(id(node))
+        if span is None:
+            return
+        anchored, start, end = span
+        for inner, line in self._recorded[start:end]:
+            self._record((*path, *inner[len(anchored) :]), line)
 
     def build(self, node: yaml.Node, path: KeyPath) -> Any:
         if id(node) in self._active:
             raise YamlSyntaxError("YAML syntax error: recursive alias", node.start_mark.line + 1)
         if id(node) in self._built:
             # An alias: the anchored value was built (and checked) where it was defined.
+            self._alias_lines(node, path)
             return self._built[id(node)]
         self._active.add(id(node))
+        start = len(self._recorded)
         try:
             value: Any
             if isinstance(node, yaml.MappingNode):
@@ -293,13 +312,14 @@ class _Builder:
             elif isinstance(node, yaml.SequenceNode):
                 value = []
                 for index, item in enumerate(node.value):
-                    self.doc.lines[(*path, index)] = item.start_mark.line + 1
+                    self._record((*path, index), item.start_mark.line + 1)
                     value.append(self.build(item, (*path, index)))
             else:
                 value = self.loader.construct_object(node, deep=True)
                 if isinstance(node, yaml.ScalarNode) and node.style is None:
                     self._check_version(node, path)
             self._built[id(node)] = value
+            self._span[id(node)] = (path, start, len(self._recorded))
             return value
         finally:
             self._active.discard(id(node))
@@ -337,7 +357,7 @@ class _Builder:
                 )
             elif index >= merged:
                 first_line[key] = line
-            self.doc.lines[(*path, key)] = line
+            self._record((*path, key), line)
             result[key] = self.build(value_node, (*path, key))
         return result
 

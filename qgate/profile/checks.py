@@ -9,7 +9,7 @@ shell or the operating system failing later:
   look like pasted keys, engine argument names);
 - `profile_problems`: on the validated profile (sizes that would hang or
   exhaust memory, duplicate lm-eval tasks, empty names, settings that do
-  not apply to the engine kind);
+  not apply to the engine kind or act on nothing, flip limits that cannot fail);
 - `file_problems`: on the resolved profile, the local files and folders it
   names (model, tokenizer, data sets, traces, lm-eval include paths, key).
 
@@ -57,8 +57,10 @@ from qgate.profile.started_checks import (
     started_only_problems,
 )
 from qgate.profile.suites import suite_problems
+from qgate.profile.vacuous import vacuous_problems
 
 __all__ = [
+    "ARG_BLOCKS",
     "ENGINE_ARG_NAME",
     "Found",
     "LIMITS",
@@ -79,6 +81,15 @@ ENGINE_ARG_NAME = re.compile(r"-{0,2}[A-Za-z0-9][A-Za-z0-9_-]*\Z")
 # Prefixes of common credentials: a value that starts like one is a pasted key.
 
 RUNTIME_BLOCKS = ("engine", "reference", "candidate")
+
+ARG_BLOCKS: tuple[KeyPath, ...] = (
+    ("engine", "args"),
+    *((role, "args") for role in ("reference", "candidate")),
+    *((role, "engine", "args") for role in ("reference", "candidate")),
+    *((role, "fallback", "args") for role in ("reference", "candidate")),
+)
+"""Every mapping of engine arguments: the shared block's, each side's, its own engine's and its
+fallback's; each is one command line's (or one layer of it)."""
 
 
 def _walk(node: Any, path: KeyPath, seen: set[int]) -> Iterator[tuple[KeyPath, Any, bool]]:
@@ -117,10 +128,34 @@ def _scalar_problems(data: dict[Any, Any]) -> Found:
     return found
 
 
-def _block(data: dict[Any, Any], name: str, key: str) -> dict[Any, Any]:
-    parent = data.get(name)
-    value = parent.get(key) if isinstance(parent, dict) else None
-    return value if isinstance(value, dict) else {}
+def _block(data: dict[Any, Any], *path: str | int) -> dict[Any, Any]:
+    """The mapping at `path` in the YAML data; empty where there is none."""
+    node: Any = data
+    for key in path:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else {}
+
+
+def _arg_name_problems(data: dict[Any, Any], block: KeyPath) -> Found:
+    """Argument names of one args mapping: each a name, given once (either spelling), none
+    that qgate sets itself."""
+    found: Found = []
+    spelled: dict[str, str] = {}
+    for key in _block(data, *block):
+        if not isinstance(key, str) or "\x00" in key:
+            continue
+        norm = key.strip("-").replace("-", "_")
+        other = spelled.setdefault(norm.casefold(), key)
+        if other != key:
+            message = f"the same engine argument as {other!r}; give it once"
+            found.append(((*block, key), message))
+        elif not ENGINE_ARG_NAME.match(key):
+            message = "not an engine argument name (letters, digits, _ and -)"
+            found.append(((*block, key), message))
+        elif norm in RESERVED_ARGS:
+            message = f"set by qgate; use {RESERVED_ARGS[norm]} instead"
+            found.append(((*block, key), message))
+    return found
 
 
 def raw_problems(data: dict[Any, Any]) -> Found:
@@ -132,21 +167,8 @@ def raw_problems(data: dict[Any, Any]) -> Found:
                 message = env_name_problem(key)
                 if message:
                     found.append(((name, "env", key), message))
-        spelled: dict[str, str] = {}
-        for key in _block(data, name, "args"):
-            if not isinstance(key, str) or "\x00" in key:
-                continue
-            norm = key.strip("-").replace("-", "_")
-            other = spelled.setdefault(norm.casefold(), key)
-            if other != key:
-                message = f"the same engine argument as {other!r}; give it once"
-                found.append(((name, "args", key), message))
-            elif not ENGINE_ARG_NAME.match(key):
-                message = "not an engine argument name (letters, digits, _ and -)"
-                found.append(((name, "args", key), message))
-            elif norm in RESERVED_ARGS:
-                message = f"set by qgate; use {RESERVED_ARGS[norm]} instead"
-                found.append(((name, "args", key), message))
+    for block in ARG_BLOCKS:
+        found += _arg_name_problems(data, block)
     secret_names: list[tuple[KeyPath, Any]] = [
         ((role, "endpoint", "api_key_env"), _block(data, role, "endpoint").get("api_key_env"))
         for role in ("reference", "candidate")
@@ -231,6 +253,7 @@ def profile_problems(profile: Profile) -> Found:
     found += _power_problems(profile.quality)
     found += _scenario_problems(profile.perf)
     found += reuse_problems(profile.quality) + suite_problems(profile)
+    found += vacuous_problems(profile)
     if profile.model.served_name is not None and not profile.model.served_name.strip():
         found.append((("model", "served_name"), "must not be empty"))
     if not profile.engine.host.strip():

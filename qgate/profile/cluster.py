@@ -12,6 +12,7 @@ docs/cluster.md says what runs where.
 from __future__ import annotations
 
 import math
+import re
 from typing import Self
 
 from pydantic import Field, field_validator, model_validator
@@ -22,6 +23,11 @@ __all__ = ["ClusterSpec", "address_problem", "amount_problem"]
 
 # Ray's own resource names: a life's GPUs come from `target.count`, its cores from `cpus`.
 _BUILT_IN = ("CPU", "GPU", "memory", "object_store_memory")
+# A host name or IPv4 address, or an IPv6 address (bare or in brackets): nothing a shell, a
+# URL parser or Ray would read as more than a host (`;`, `$(`, quotes, `user:pass@`).
+_HOST_RE = re.compile(
+    r"^(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$"
+)
 
 
 def address_problem(address: str) -> str | None:
@@ -36,6 +42,11 @@ def address_problem(address: str) -> str | None:
     host, sep, port = address.rpartition(":")
     if not sep or not host or any(c.isspace() for c in host):
         return "give 'auto' or HOST:PORT of the cluster's head (Ray's GCS port, 6379 by default)"
+    if "@" in host:
+        return "no credentials (USER:PASSWORD@) in the address: give HOST:PORT of the head"
+    if not _HOST_RE.match(host):
+        shown = repr(host) if len(host) <= 60 else repr(host[:57]) + "..."
+        return f"{shown} is not a host name or an IP address: give HOST:PORT of the head"
     # str.isdigit() and int() also take other scripts' digits ('８０００'): ASCII only
     if not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
         return f"port {port!r} is not a number from 1 to 65535"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from qgate.core.features import FEATURES, Feature
-from qgate.profile.chat_templates import TEMPLATE_PREFIX, chat_template_names
+from qgate.profile.chat_templates import template_problem
 from qgate.profile.engines import declared, engine_class, engine_kinds, unknown_engine_message
 from qgate.profile.side import side
 from qgate.profile.suites import engine_args_needed, features_needed, features_used
@@ -56,7 +56,8 @@ def engine_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
             found.append(((*where, "kind"), unknown_engine_message(launch.kind)))
             continue
         engine = engine_class(launch.kind)
-        for path, message in [*engine.spec_issues(launch), *engine.package_issues(launch)]:
+        packaged = engine.package_issues(launch, profile.target.accelerator)
+        for path, message in [*engine.spec_issues(launch), *packaged]:
             found.append(((*where, *path), message))
         named = getattr(profile, role).endpoint is not None
         if engine.takes_endpoint != named:
@@ -112,18 +113,13 @@ def _engine_arg_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
     for role in ROLES:
         if not declared(profile.engine_of(role).kind).takes_vllm_args:
             continue  # an endpoint's or another engine's flags are not ours to read
-        have = side(profile, role).args
+        this = side(profile, role)
+        have = this.args
         template = have.get("chat_template")
-        if isinstance(template, str) and template.startswith(TEMPLATE_PREFIX):
-            name = template.removeprefix(TEMPLATE_PREFIX)
-            if name not in chat_template_names():
-                found.append(
-                    (
-                        (role, "args", "chat_template"),
-                        f"qgate ships no chat template {name!r} "
-                        f"(it ships: {', '.join(chat_template_names())})",
-                    )
-                )
+        where = this.arg_path("chat_template")
+        problem = template_problem(template) if isinstance(template, str) else None
+        if problem and where:
+            found.append((where, problem))
         for suite, args in needed.items():
             for arg, why in args:
                 if have.get(arg) in (None, False):

@@ -35,7 +35,7 @@ from qgate.core.features import Feature
 from qgate.core.registry import Registry
 from qgate.core.serving import MetricNames
 from qgate.profile.base import EngineArgValue, snake_args
-from qgate.profile.packages import package_problem, parse_pin
+from qgate.profile.packages import build_problem, package_problem, parse_pin
 
 if TYPE_CHECKING:
     from qgate.core.records import Role
@@ -134,13 +134,14 @@ class EngineDecl:
         return issues
 
     @classmethod
-    def package_issues(cls, launch: EngineLaunch) -> list[tuple[KeyPath, str]]:
-        """Problems of the block's `package` (every kind: only `builds_env` engines take one)."""
+    def package_issues(cls, launch: EngineLaunch, accelerator: str) -> list[tuple[KeyPath, str]]:
+        """Problems of the block's `package` (every kind: only `builds_env` engines take one) for
+        a side that serves on `accelerator` (`target.accelerator`)."""
         if launch.package is None:
             return []
         problem = package_problem(
             launch.package, cls.version_distributions if cls.builds_env else ()
-        )
+        ) or build_problem(launch.package, cls.cpu_build, accelerator)
         if problem:
             return [(("package",), problem)]
         if launch.launcher is not None:

@@ -12,7 +12,7 @@ fails on one that is not), so a key added later is resolved and checked like the
 - `file_problems`, on the resolved paths: each exists, is a folder or a regular file as
   its key needs (never a device or a pipe that a read would hang on), can be read, is no
   larger than its key allows, and its data (JSONL lines, calibration JSON) reads as its
-  stage would read it.
+  stage would read it; so is each side's `chat_template` file (qgate/profile/chat_templates.py).
 """
 
 from __future__ import annotations
@@ -39,7 +39,10 @@ from qgate.profile import (
     SigningSpec,
     TraceScenario,
 )
+from qgate.profile.chat_templates import template_file, template_problem
 from qgate.profile.engine_checks import starts_process
+from qgate.profile.engines import declared
+from qgate.profile.side import side
 
 __all__ = ["PATH_KEYS", "PathKey", "file_problems", "path_problems", "resolve_paths"]
 
@@ -228,7 +231,29 @@ def file_problems(profile: Profile) -> Found:
             message = key.data(model, value)
         if message:
             found.append((where, message))
-    return found + _program_problems(profile)
+    return found + _program_problems(profile) + _template_problems(profile)
+
+
+TEMPLATE_KEY = PathKey(False, MiB)
+"""A chat template is a few kilobytes of Jinja."""
+
+
+def _template_problems(profile: Profile) -> Found:
+    """A side's `chat_template` file (`qgate:NAME` or an absolute path) that cannot be read."""
+    found: Found = []
+    for role in ("reference", "candidate"):
+        this = side(profile, role)
+        value = this.args.get("chat_template")
+        where = this.arg_path("chat_template")
+        if not declared(this.kind).takes_vllm_args or not isinstance(value, str) or not where:
+            continue
+        if "\x00" in value or template_problem(value):
+            continue  # reported by raw_problems or engine_problems
+        path = template_file(value)
+        message = _problem(path, TEMPLATE_KEY) if path is not None else None
+        if message and (where, message) not in found:  # both sides share engine.args
+            found.append((where, message))
+    return found
 
 
 def _is_file(path: Path) -> bool:

@@ -21,8 +21,10 @@ from qgate.profile import (
     ContextLadder,
     EngineLaunch,
     FixedScenario,
+    LivesSpec,
     LmEvalTask,
     MathSuite,
+    PerfProbes,
     Profile,
     QualitySpec,
     RecallSuite,
@@ -43,6 +45,8 @@ Found = list[tuple[KeyPath, str]]
 Rule = Callable[[Any], str | None]
 
 _SIZED = "detect sizes the suite and its count replaces this; remove one of the two"
+_NO_PROBES = "gates the life probes, and probes is 0: set probes, or remove this"
+_NO_ITEMS = "gates the probes, and items is 0: set items, or remove this"
 
 INERT: dict[tuple[type[BaseModel], str], Rule] = {
     (AccuracyPolicy, "power"): lambda p: (
@@ -81,6 +85,15 @@ INERT: dict[tuple[type[BaseModel], str], Rule] = {
         if s.request_rate is None
         else None
     ),
+    (LivesSpec, "idle_s"): lambda s: (
+        "only sets the pause before the idle probes, and probes is 0: set probes, or remove this"
+        if s.probes == 0 and s.idle_s > 0
+        else None
+    ),
+    (LivesSpec, "max_flips"): lambda s: _NO_PROBES if s.probes == 0 else None,
+    (PerfProbes, "max_flips"): lambda p: _NO_ITEMS if p.items == 0 else None,
+    (PerfProbes, "significance"): lambda p: _NO_ITEMS if p.items == 0 else None,
+    (PerfProbes, "alpha"): lambda p: _NO_ITEMS if p.items == 0 else None,
     (WeightEmulation, "group_size"): lambda w: (
         None
         if w.granularity == "group"

@@ -23,19 +23,16 @@ from pydantic import BaseModel, ValidationError
 from qgate.core.files import sha256_bytes, sha256_file
 from qgate.core.yamlload import KeyPath, YamlDocument, YamlSyntaxError, load_yaml, tab_problems
 from qgate.profile import KeyIssue, Profile
-from qgate.profile.checks import file_problems, profile_problems, raw_problems
+from qgate.profile.checks import ARG_BLOCKS, file_problems, profile_problems, raw_problems
 from qgate.profile.files import path_problems
 from qgate.profile.files import resolve_paths as resolve_paths
 from qgate.profile.problems import Problem as Problem
 from qgate.profile.problems import format_path as format_path
+from qgate.profile.problems import in_file
 from qgate.profile.problems import profile_error as profile_error
-from qgate.profile.scalars import ambiguous_problems
+from qgate.profile.scalars import ambiguous_problems, foreign_digit_problems
 
-ENGINE_ARG_BLOCKS: tuple[KeyPath, ...] = (
-    ("engine", "args"),
-    ("reference", "args"),
-    ("candidate", "args"),
-)
+ENGINE_ARG_BLOCKS: tuple[KeyPath, ...] = ARG_BLOCKS
 
 
 @dataclass(frozen=True)
@@ -106,8 +103,9 @@ def _engine_arg_problems(data: dict[Any, Any]) -> list[tuple[KeyPath, str]]:
     """Engine args are a free mapping, but only of values a command line can carry."""
     found: list[tuple[KeyPath, str]] = []
     for block in ENGINE_ARG_BLOCKS:
-        parent = data.get(block[0])
-        args = parent.get(block[1]) if isinstance(parent, dict) else None
+        args: Any = data
+        for key in block:
+            args = args.get(key) if isinstance(args, dict) else None
         if not isinstance(args, dict):
             continue
         for key, value in args.items():
@@ -228,7 +226,9 @@ def _problems_from(exc: ValidationError, doc: YamlDocument, skip: list[KeyPath])
         if any(path[: len(s)] == s for s in skip):
             continue
         line = doc.line_of(path)
-        if "[key]" in loc:
+        if kind == "missing":
+            problems.append(Problem(line, path, _human(error), missing=True))
+        elif "[key]" in loc:
             problems.append(Problem(line, path, "keys here must be strings"))
         elif kind == "extra_forbidden":
             hint = _did_you_mean(loc[-1], _field_names_at(loc[:-1]))
@@ -278,7 +278,8 @@ def parse_profile_text(
     doc = doc or read_document(text, shown)
     profile, problems = doc_problems(doc, folder, check_files)
     if problems or profile is None:
-        raise profile_error(shown, problems or [Problem(None, (), "invalid profile")])
+        written = [in_file(p, doc.lines) for p in problems]
+        raise profile_error(shown, written or [Problem(None, (), "invalid profile")])
     return profile
 
 
@@ -310,14 +311,15 @@ def doc_problems(doc: YamlDocument, at: Path, files: bool) -> tuple[Profile | No
     problems += [Problem(line, path, message) for line, path, message in ambiguous]
     arg_problems = _engine_arg_problems(doc.data)
     problems += [Problem(doc.line_of(path), path, message) for path, message in arg_problems]
-    raw = raw_problems(doc.data)
+    raw = raw_problems(doc.data) + foreign_digit_problems(doc.data)
     problems += [Problem(doc.line_of(path), path, message) for path, message in raw]
     profile: Profile | None = None
     try:
         profile = Profile.model_validate(doc.data)
     except ValidationError as exc:
         # A bad engine arg is reported once, by the check above, not per union branch.
-        skip = [path[:3] for path, _ in arg_problems] + [path for path, _ in raw]
+        skip = [path[:-1] if isinstance(path[-1], int) else path for path, _ in arg_problems]
+        skip += [path for path, _ in raw]
         skip += [path for _, path, _ in ambiguous]
         problems += _problems_from(exc, doc, skip)
     if profile is not None:

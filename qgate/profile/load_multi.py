@@ -40,6 +40,7 @@ from qgate.profile.multi import (
     json_gates,
     own_gates,
 )
+from qgate.profile.problems import in_file
 
 __all__ = [
     "LoadedMulti",
@@ -96,7 +97,7 @@ def _in_file(problem: Problem, name: str, own: bool) -> Problem:
         path = ("candidates", name, *path[1:])
     elif own and path[:2] == _OWN:
         path = ("candidates", name, "perf_gates", *path[2:])
-    return Problem(problem.line, path, problem.message)
+    return replace(problem, path=path)
 
 
 def _meta_problems(doc: YamlDocument, name: str, spec: dict[Any, Any]) -> list[Problem]:
@@ -207,7 +208,7 @@ def parse_multi_text(
         if not problems:  # a candidate that uses them reports where; else say it here
             problems.append(Problem(doc.line_of(_OWN), _OWN, "invalid speed gates"))
     if problems:
-        raise profile_error(shown, problems)
+        raise profile_error(shown, [in_file(p, doc.lines) for p in problems])
     return MultiProfile(str(doc.data["name"]), candidates, shared)
 
 

@@ -1,18 +1,34 @@
 """One problem of a profile, and the line a person reads for it: FILE:LINE KEY.PATH: message.
 
 Every line is bounded: a pasted value, a long path or a huge key is cut in the middle,
-and a message cut at its end, so that no error ever echoes a huge value whole.
+and a message cut at its end, so that no error ever echoes a huge value whole. So is the
+list: a problem repeated in many places (5,000 bad list items, an alias used 5,000 times)
+shows a few times and then "and N more like it", and at most MOST_LINES lines show.
+
+A problem found on derived data (a side's merged engine args, a default) may name a key
+the file never wrote; `in_file` moves it to the nearest key the file does write.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from qgate.core.yamlload import KeyPath
 from qgate.errors import ProfileError
 
-__all__ = ["LONGEST_MESSAGE", "LONGEST_WORD", "Problem", "bounded", "format_path", "profile_error"]
+__all__ = [
+    "LONGEST_MESSAGE",
+    "LONGEST_WORD",
+    "MOST_ALIKE",
+    "MOST_LINES",
+    "Problem",
+    "bounded",
+    "format_path",
+    "in_file",
+    "profile_error",
+]
 
 
 @dataclass(frozen=True)
@@ -20,6 +36,8 @@ class Problem:
     line: int | None
     path: KeyPath
     message: str
+    missing: bool = False
+    """The key is missing: its path names where to add it, not a key the file writes."""
 
 
 def format_path(path: KeyPath) -> str:
@@ -54,6 +72,57 @@ def bounded(text: str, longest: int = LONGEST_MESSAGE) -> str:
     return f"{text[: longest - 30]}... ({len(text) - longest + 30:,} more characters)"
 
 
+def in_file(problem: Problem, lines: Mapping[KeyPath, int]) -> Problem:
+    """`problem` at the line of the nearest key the file writes (`lines`: the file's key
+    paths) when its own key is a default or derived one, which the message then says."""
+    path = problem.path
+    if problem.missing or path in lines:
+        return problem
+    above = (path[:end] for end in range(len(path) - 1, 0, -1))
+    written = next((key for key in above if key in lines), ())
+    where = f"{format_path(written)}, line {lines[written]}" if written else "none"
+    message = f"{problem.message} (not in the file: a default or derived value; nearest key "
+    message += f"written: {where})"
+    return replace(problem, line=lines.get(written), message=message)
+
+
+MOST_ALIKE = 3
+"""Problems of one kind shown before "and N more like it"."""
+MOST_LINES = 50
+"""Problem lines shown in all, before "and N more problems"."""
+
+_VARYING = re.compile(r"'[^']*'|\"[^\"]*\"|\d[\d,._]*")
+
+
+def _kind(problem: Problem) -> str:
+    """Problems alike but for their place and values (quoted text and numbers)."""
+    return _VARYING.sub("_", problem.message)
+
+
+def _lines(shown: str, ordered: list[Problem]) -> list[str]:
+    kinds: dict[str, list[Problem]] = {}
+    for problem in ordered:
+        kinds.setdefault(_kind(problem), []).append(problem)
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for problem in ordered:
+        kind = _kind(problem)
+        seen[kind] = index = seen.get(kind, 0) + 1
+        if index <= MOST_ALIKE:
+            out.append(_format(shown, problem))
+        if index == MOST_ALIKE and len(kinds[kind]) > MOST_ALIKE:
+            rest = kinds[kind][MOST_ALIKE:]
+            numbered = [p.line for p in rest if p.line is not None]
+            first, last = min(numbered, default=0), max(numbered, default=0)
+            where = f" (lines {first}-{last})" if first < last else f" (line {last})"
+            where = where if numbered else ""
+            out.append(f"{shown}: and {len(rest):,} more like it{where}")
+    if len(out) > MOST_LINES:
+        hidden = len(out) - MOST_LINES + 1
+        out = [*out[: MOST_LINES - 1], f"{shown}: and {hidden:,} more lines of problems"]
+    return out
+
+
 def _format(shown: str, problem: Problem) -> str:
     where = shown if problem.line is None else f"{shown}:{problem.line}"
     key = bounded(format_path(problem.path), 120)
@@ -64,4 +133,4 @@ def _format(shown: str, problem: Problem) -> str:
 def profile_error(shown: str, problems: list[Problem]) -> ProfileError:
     ordered = sorted(problems, key=lambda p: p.line or 0)
     count = f"{len(ordered)} problem" + ("s" if len(ordered) != 1 else "")
-    return ProfileError(f"invalid profile {shown} ({count})", [_format(shown, p) for p in ordered])
+    return ProfileError(f"invalid profile {shown} ({count})", _lines(shown, ordered))

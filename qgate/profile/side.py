@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from qgate.profile.base import EngineArgValue, snake_args, snake_key
+from qgate.profile.base import EngineArgValue, KeyPath, snake_args, snake_key
 from qgate.profile.engines import EngineDecl, engine_class
 from qgate.profile.model import EngineLaunch, Profile, RuntimeSpec
 
@@ -55,6 +55,19 @@ class Side:
         """The side's environment over its engine block's."""
         return {**self.launch.env, **self.spec.env}
 
+    def arg_path(self, name: str) -> KeyPath | None:
+        """Where the argument `name` (spelled either way) is written: the side's own args,
+        else its engine block's; None when unset."""
+        block: KeyPath = (self.role, "engine") if self.spec.engine is not None else ("engine",)
+        for where, layer in (
+            ((self.role, "args"), self.spec.args),
+            ((*block, "args"), self.launch.args),
+        ):
+            for key in layer:
+                if snake_key(key) == snake_key(name):
+                    return (*where, key)
+        return None
+
     def arg(self, name: str) -> EngineArgValue:
         """One argument by name, spelled either way (None when unset)."""
         return self.args.get(snake_key(name))
@@ -65,7 +78,8 @@ class Side:
         value = self.arg("max_model_len")
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             return None
-        return int(value) if str(value).isdigit() else None
+        # isdigit() also takes '²' and '٤٠' (the loader refuses them): int() fails or guesses
+        return int(value) if str(value).isascii() and str(value).isdigit() else None
 
     def engine_version(self, packages: Mapping[str, str]) -> str | None:
         """The engine's version, as the engine declares it (`packages`: installed versions of

@@ -54,6 +54,12 @@ def test_addresses_ray_can_join_are_accepted(address: str) -> None:
         ("ray-head:gcs", "port 'gcs'"),
         ("ray://ray-head:10001", "Ray Client"),
         ("", "HOST:PORT"),
+        ("ray:secret@ray-head:6379", "no credentials"),
+        ("ray-head;reboot:6379", "'ray-head;reboot' is not a host name"),
+        ("`reboot`:6379", "is not a host name"),
+        ("$(reboot):6379", "HOST:PORT"),
+        ("$HEAD:6379", "is not a host name"),
+        ("-ray-head:6379", "is not a host name"),
     ],
 )
 def test_a_bad_address_names_its_line_and_key(address: str, says: str) -> None:

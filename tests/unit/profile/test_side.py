@@ -116,3 +116,21 @@ def test_a_tried_setting_and_the_capability_check_read_the_side_by_its_one_rule(
     for role in ("reference", "candidate"):
         spec = getattr(kebab, role)
         assert runtime_args(kebab, spec) == side(kebab, role).args
+
+
+def test_an_arg_is_found_where_it_is_written() -> None:
+    profile = _profile(
+        engine={"args": {"--chat-template": "/t.jinja"}},
+        reference={"engine": {"args": {"chat-template": "/r.jinja"}}},
+        candidate={"args": {"kv_cache_dtype": "fp8", "max_model_len": 1024}},
+    )
+    assert side(profile, "reference").arg_path("chat_template") == (
+        "reference",
+        "engine",
+        "args",
+        "chat-template",
+    )
+    candidate = side(profile, "candidate")
+    assert candidate.arg_path("chat_template") == ("engine", "args", "--chat-template")
+    assert candidate.arg_path("max-model-len") == ("candidate", "args", "max_model_len")
+    assert candidate.arg_path("dtype") is None

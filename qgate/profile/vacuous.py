@@ -1,0 +1,227 @@
+"""Settings that act on nothing, and flip limits that can never fail (issue 54).
+
+A setting whose source is missing (life or perf probes without a math suite to draw items
+from, a noise floor over no exact-answer suite, an acceptance gate for a candidate that does
+not speculate) is ignored at run time, and a gate whose `max_flips` allows every item its
+suite holds to be lost passes whatever the candidate answers: both let a user believe
+something was checked that was not. Only keys the profile writes are judged, never
+defaults; a suite whose item count is known only at run time (a shipped set without
+`limit`, a `detect` sizing, a plug-in suite) is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from pydantic import BaseModel
+
+from qgate.core.yamlload import KeyPath
+from qgate.profile.model import Profile
+from qgate.profile.noise_floor import FLOOR_SUITES
+from qgate.profile.quality import (
+    AccuracyPolicy,
+    ContextLadder,
+    LmEvalTask,
+    MathSuite,
+    RecallSuite,
+    StructuredSuite,
+    ToolCallsSuite,
+)
+from qgate.profile.scenarios import MultiTurnScenario
+from qgate.profile.side import side
+from qgate.profile.spec_plan import speculates
+from qgate.profile.speculative import SPECULATIVE_ARG
+
+__all__ = ["fixed_items", "vacuous_problems"]
+
+Found = list[tuple[KeyPath, str]]
+
+PROBED_FORM = "short"
+"""The math prompt form the life and perf probes ask (qgate/quality/math_set.py PROBED)."""
+
+
+def fixed_items(policy: AccuracyPolicy) -> int | None:
+    """Items per result of an exact-answer suite as the profile fixes them (at most that many
+    for `limit`); None where only the run knows (a `detect` sizing, a set without `limit`)."""
+    if policy.detect is not None:
+        return None
+    if isinstance(policy, MathSuite | LmEvalTask):
+        return policy.limit
+    if isinstance(policy, RecallSuite):
+        return policy.haystacks * len(policy.depths) * len(policy.similar)
+    if isinstance(policy, ContextLadder):
+        return policy.per_bucket
+    if isinstance(policy, ToolCallsSuite | StructuredSuite):
+        return policy.items
+    return None
+
+
+def _written(model: BaseModel, path: KeyPath, name: str) -> KeyPath:
+    """`path.name` where the profile writes `name`, else `path` (the block's own line)."""
+    return (*path, name) if name in model.model_fields_set else path
+
+
+def _never_fails(limit: int, items: int, what: str) -> str:
+    return (
+        f"allows {limit} lost of the at most {items} {what}: this limit can never fail; "
+        f"set it below {items} or remove it"
+    )
+
+
+def _policies(profile: Profile) -> Iterator[tuple[KeyPath, AccuracyPolicy]]:
+    quality = profile.quality
+    for name in type(quality).model_fields:
+        value = getattr(quality, name)
+        for index, item in enumerate(value) if isinstance(value, list) else [(None, value)]:
+            if isinstance(item, AccuracyPolicy):
+                yield ("quality", name) + (() if index is None else (index,)), item
+
+
+def _suite_flip_problems(profile: Profile) -> Found:
+    found: Found = []
+    for path, policy in _policies(profile):
+        items = fixed_items(policy)
+        if policy.max_flips is not None and items is not None and policy.max_flips >= items:
+            found.append(((*path, "max_flips"), _never_fails(policy.max_flips, items, "items")))
+    return found
+
+
+def _probe_items(profile: Profile, asked: int) -> int:
+    """Distinct probe items asked: `asked`, or fewer where the math suite's limit is lower."""
+    math = profile.quality.math
+    limit = fixed_items(math) if math is not None else None
+    return asked if limit is None else min(asked, limit)
+
+
+def _no_probe_source(profile: Profile) -> str | None:
+    """Why no probe items can be drawn (None: the math suite's short form gives them)."""
+    math = profile.quality.math
+    if math is None:
+        return "quality has no math suite"
+    if PROBED_FORM not in math.prompts:
+        return f"quality.math.prompts has no {PROBED_FORM!r}"
+    return None
+
+
+def _lives_problems(profile: Profile) -> Found:
+    spec = profile.lives
+    if "lives" not in profile.model_fields_set or spec.probes == 0:
+        return []
+    missing = _no_probe_source(profile)
+    if missing is not None:
+        return [
+            (
+                _written(spec, ("lives",), "probes"),
+                f"life probes are math items (short form) and {missing}: add one, or set "
+                "lives: {probes: 0}",
+            )
+        ]
+    items = _probe_items(profile, spec.probes)
+    if "max_flips" in spec.model_fields_set and spec.max_flips >= items:
+        return [(("lives", "max_flips"), _never_fails(spec.max_flips, items, "probe items"))]
+    return []
+
+
+def _perf_probe_problems(profile: Profile) -> Found:
+    perf = profile.perf
+    if perf is None or "probes" not in perf.model_fields_set or perf.probes.items == 0:
+        return []
+    probes, path = perf.probes, ("perf", "probes")
+    missing = _no_probe_source(profile)
+    if missing is not None:
+        return [
+            (
+                _written(probes, path, "items"),
+                f"perf probes are math items (short form) and {missing}: add one, or set items: 0",
+            )
+        ]
+    items = _probe_items(profile, probes.items)
+    if probes.max_flips is not None and probes.max_flips >= items:
+        return [((*path, "max_flips"), _never_fails(probes.max_flips, items, "probe items"))]
+    return []
+
+
+def _graded_turn_problems(profile: Profile) -> Found:
+    found: Found = []
+    for index, s in enumerate(profile.perf.scenarios if profile.perf else []):
+        if not isinstance(s, MultiTurnScenario) or s.graded is None:
+            continue
+        graded = s.graded
+        if "max_flips" not in graded.model_fields_set:
+            continue
+        asked = sum(1 for t in range(graded.turns) if t % 4 >= 2)  # turns 3, 4, 7, 8, ...
+        items = (graded.sessions or s.conversations) * asked
+        if graded.max_flips >= items:
+            found.append(
+                (
+                    ("perf", "scenarios", index, "graded", "max_flips"),
+                    _never_fails(graded.max_flips, items, "graded turns"),
+                )
+            )
+    return found
+
+
+def _noise_floor_problems(profile: Profile) -> Found:
+    quality = profile.quality
+    floor = quality.noise_floor
+    if floor is None or any(getattr(quality, key) for key in FLOOR_SUITES):
+        return []
+    if quality.divergence is not None and floor.divergence:
+        return []
+    suites = " and ".join(FLOOR_SUITES)
+    if quality.divergence is not None:  # its re-scoring turned off
+        why = f"re-asks only {suites} items here (divergence: false), and quality has neither"
+    else:
+        why = f"re-asks {suites} items and re-scores divergence, and quality has none of them"
+    return [
+        (("quality", "noise_floor"), f"the reference's noise floor {why}: add one, or remove this")
+    ]
+
+
+def _draft_tokens(profile: Profile) -> int | None:
+    """The candidate's `num_speculative_tokens` (None: not stated as a JSON number)."""
+    value = side(profile, "candidate").arg(SPECULATIVE_ARG)
+    try:
+        parsed = json.loads(str(value))
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
+        return None
+    tokens = parsed.get("num_speculative_tokens") if isinstance(parsed, dict) else None
+    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
+
+
+def _speculative_problems(profile: Profile) -> Found:
+    spec = profile.quality.speculative
+    if spec is None:
+        return []
+    path = ("quality", "speculative")
+    if not speculates(profile, "candidate"):
+        return [
+            (
+                path,
+                f"the candidate sets no {SPECULATIVE_ARG} engine arg, so its acceptance gate "
+                "would be NOT EXERCISED (never a PASS): set it, or remove this",
+            )
+        ]
+    floor, tokens = spec.min_acceptance_length, _draft_tokens(profile)
+    if floor is not None and tokens is not None and floor > tokens + 1:
+        return [
+            (
+                (*path, "min_acceptance_length"),
+                f"{floor:g} is above {tokens + 1}, the most a draft of num_speculative_tokens "
+                f"{tokens} can reach (1 + {tokens}): this gate can never pass",
+            )
+        ]
+    return []
+
+
+def vacuous_problems(profile: Profile) -> Found:
+    """Written settings with nothing to act on, and written flip limits that cannot fail."""
+    return (
+        _suite_flip_problems(profile)
+        + _lives_problems(profile)
+        + _perf_probe_problems(profile)
+        + _graded_turn_problems(profile)
+        + _noise_floor_problems(profile)
+        + _speculative_problems(profile)
+    )

@@ -1,0 +1,194 @@
+"""Settings that act on nothing and flip limits that can never fail: `qgate validate` exits 2
+naming the file, the line and the key (qgate/profile/vacuous.py, and the probe rules of
+qgate/profile/inert.py); the same profiles with the setting fixed validate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from qgate.cli.main import main
+
+MATH = "  math: {prompts: [short], max_drop: 0.2, limit: 8}\n"
+BASE = (
+    "name: t\n"
+    "model: {embedded: smollm2}\n"
+    "target: {accelerator: cpu}\n"
+    "candidate:\n"
+    "  emulate_weights: {format: fp8_e4m3}\n"
+    "quality:\n" + MATH
+)
+# line 8 onwards: the case's own lines
+RECALL = BASE.replace(MATH, "  recall: {max_drop: 0.2}\n")
+DIVERGENCE = BASE.replace(MATH, "  divergence: {max_mean_kld: 0.1}\n")
+PERF = "perf:\n  scenarios:\n    - {name: chat, input_tokens: 64, output_tokens: 8}\n"
+NGRAM = '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3}'
+SPECULATIVE = BASE.replace(
+    "  emulate_weights: {format: fp8_e4m3}\n", f"  args: {{speculative_config: '{NGRAM}'}}\n"
+)
+
+# (id, whole profile, "LINE KEY.PATH:", message part)
+REFUSED: list[tuple[str, str, str, str]] = [
+    # 1. settings that act on nothing
+    ("lives-without-math", RECALL + "lives: {probes: 4}\n", ":8 lives.probes:", "no math suite"),
+    (
+        "lives-idle-without-math",
+        RECALL + "lives: {idle_s: 30}\n",
+        ":8 lives:",
+        "life probes are math items",
+    ),
+    (
+        "lives-without-short-form",
+        BASE.replace("[short]", "[long]") + "lives: {probes: 2}\n",
+        ":8 lives.probes:",
+        "has no 'short'",
+    ),
+    (
+        "perf-probes-without-math",
+        RECALL + PERF + "  probes: {items: 4}\n",
+        ":11 perf.probes.items:",
+        "no math suite",
+    ),
+    (
+        "floor-without-exact-suites",
+        BASE.replace(MATH, "  lm_eval: [{task: gsm8k}]\n") + "  noise_floor: {}\n",
+        ":8 quality.noise_floor:",
+        "quality has none of them",
+    ),
+    (
+        "floor-divergence-off",
+        DIVERGENCE + "  noise_floor: {divergence: false}\n",
+        ":8 quality.noise_floor:",
+        "divergence: false",
+    ),
+    (
+        "speculative-without-speculation",
+        BASE + "  speculative: {min_acceptance_length: 1.5}\n",
+        ":8 quality.speculative:",
+        "sets no speculative_config",
+    ),
+    (
+        "acceptance-above-draft",
+        SPECULATIVE + "  speculative: {min_acceptance_length: 4.5}\n",
+        ":8 quality.speculative.min_acceptance_length:",
+        "4.5 is above 4",
+    ),
+    # 2. gates that can never fail
+    (
+        "math-flips-at-limit",
+        BASE.replace("limit: 8", "limit: 8, max_flips: 8"),
+        ":7 quality.math.max_flips:",
+        "allows 8 lost of the at most 8 items",
+    ),
+    (
+        "recall-flips-over-cells",
+        RECALL.replace(
+            "max_drop: 0.2", "haystacks: 2, depths: [0.5], similar: [0, 1], max_flips: 4"
+        ),
+        ":7 quality.recall.max_flips:",
+        "of the at most 4 items",
+    ),
+    (
+        "ladder-flips-at-bucket",
+        BASE + "  context_ladder: {up_to: 2048, per_bucket: 4, max_flips: 4}\n",
+        ":8 quality.context_ladder.max_flips:",
+        "can never fail",
+    ),
+    (
+        "lm-eval-flips-at-limit",
+        BASE + "  lm_eval: [{task: gsm8k, limit: 5, max_flips: 6}]\n",
+        ":8 quality.lm_eval[0].max_flips:",
+        "allows 6 lost of the at most 5 items",
+    ),
+    (
+        "structured-flips-at-items",
+        BASE + "  structured: {items: 3, max_flips: 3}\n",
+        ":8 quality.structured.max_flips:",
+        "can never fail",
+    ),
+    (
+        "life-flips-at-probes",
+        BASE + "lives: {probes: 2, max_flips: 2}\n",
+        ":8 lives.max_flips:",
+        "of the at most 2 probe items",
+    ),
+    (
+        "life-flips-at-math-limit",
+        BASE.replace("limit: 8", "limit: 3") + "lives: {probes: 8, max_flips: 3}\n",
+        ":8 lives.max_flips:",
+        "of the at most 3 probe items",
+    ),
+    (
+        "perf-probe-flips-at-items",
+        BASE + PERF + "  probes: {items: 2, max_flips: 2}\n",
+        ":11 perf.probes.max_flips:",
+        "of the at most 2 probe items",
+    ),
+    (
+        "graded-turn-flips",
+        BASE + "perf:\n  scenarios:\n    - {name: mt, kind: multi_turn, conversations: 1, "
+        "graded: {turns: 4, max_flips: 2}}\n",
+        ":10 perf.scenarios[0].graded.max_flips:",
+        "of the at most 2 graded turns",
+    ),
+    # settings of probes that are off (qgate/profile/inert.py)
+    (
+        "idle-without-probes",
+        BASE + "lives: {probes: 0, idle_s: 30}\n",
+        ":8 lives.idle_s:",
+        "probes is 0",
+    ),
+    (
+        "life-flips-without-probes",
+        BASE + "lives: {probes: 0, max_flips: 1}\n",
+        ":8 lives.max_flips:",
+        "probes is 0",
+    ),
+    (
+        "probe-flips-without-items",
+        BASE + PERF + "  probes: {items: 0, max_flips: 1}\n",
+        ":11 perf.probes.max_flips:",
+        "items is 0",
+    ),
+]
+
+ACCEPTED: list[tuple[str, str]] = [
+    ("lives-off-without-math", RECALL + "lives: {probes: 0}\n"),
+    ("lives-default-without-math", RECALL),
+    ("idle-off-without-probes", BASE + "lives: {probes: 0, idle_s: 0}\n"),
+    ("perf-probes-off-without-math", RECALL + PERF + "  probes: {items: 0}\n"),
+    ("floor-over-divergence", DIVERGENCE + "  noise_floor: {}\n"),
+    ("acceptance-at-draft-plus-one", SPECULATIVE + "  speculative: {min_acceptance_length: 4}\n"),
+    ("math-flips-below-limit", BASE.replace("limit: 8", "limit: 8, max_flips: 7")),
+    ("math-flips-without-limit", BASE.replace("limit: 8", "max_flips: 8")),
+    ("sized-by-detect", BASE.replace("limit: 8", "max_flips: 2, detect: {drop: 0.2}")),
+    ("life-flips-below-probes", BASE + "lives: {probes: 4, max_flips: 3}\n"),
+]
+
+
+def _validate(tmp_path: Path, text: str) -> tuple[Path, int, str]:
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    return path, result.exit_code, result.output
+
+
+@pytest.mark.parametrize(("name", "text", "where", "message"), REFUSED, ids=[c[0] for c in REFUSED])
+def test_validate_refuses_it(
+    tmp_path: Path, name: str, text: str, where: str, message: str
+) -> None:
+    path, code, output = _validate(tmp_path, text)
+    assert code == 2, output
+    assert "Traceback" not in output
+    lines = [line for line in output.splitlines() if f"{path}{where}" in line]
+    assert lines, output
+    assert message in lines[0], output
+    assert len(lines[0]) < 400, lines[0]
+
+
+@pytest.mark.parametrize(("name", "text"), ACCEPTED, ids=[c[0] for c in ACCEPTED])
+def test_validate_accepts_it(tmp_path: Path, name: str, text: str) -> None:
+    _, code, output = _validate(tmp_path, text)
+    assert code == 0, output
