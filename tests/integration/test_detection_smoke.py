@@ -59,7 +59,7 @@ def test_one_fault_and_one_aa_through_the_bench(
     fault, aa = rows["load-100"], rows["aa-proxy"]
     assert fault["verdict"] == "FAIL" and fault["failed_gates"], fault
     assert any(g.endswith(".significance") for g in fault["failed_gates"]), fault
-    assert aa["verdict"] == "PASS" and aa["failed_gates"] == [], aa
+    assert aa["verdict"] == "PASS" and aa["failed_gates"] == [], (aa["failed_gates"], aa)
     # the A/A's life probes were asked of the endpoint and cried no wolf
     assert aa["life_probes"] and all(v["passed"] and v["endpoint"] for v in aa["life_probes"])
     assert {v["kind"] for v in aa["life_probes"]} == {"start"}  # --idle-s 0: no pause
