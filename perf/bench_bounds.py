@@ -7,7 +7,7 @@ rule's stated level. For each rule the candidate's true loss is set at that rule
 margin, and the chance that the rule PASSes it is summed exactly over every outcome of n
 paired items (the four cells: both right, lost, gained, both wrong), not sampled:
 
-- qgate bound: `qgate.quality.bounds.loss_upper` (exact unconditional to 40 items, Tango's
+- qgate bound: `qgate.core.bounds.loss_upper` (exact unconditional to 40 items, Tango's
   score bound above) within the margin, one-sided 95%; the margin is `max_drop`.
 - qgate point (today's rule): the point drop within `max_drop` and its exact McNemar test
   not significant at alpha 0.05.
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "perf" / "faults"))
 
 from peer_rules import FLOOR_MARGIN, MLPERF_SHARE, RTOL, Z_ALPHA  # noqa: E402
 
-from qgate.quality import bounds  # noqa: E402
+from qgate.core import bounds  # noqa: E402
 from qgate.quality.stats import mcnemar_rejects  # noqa: E402
 
 ALPHA = 0.05

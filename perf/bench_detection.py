@@ -49,14 +49,18 @@ from catalogue import CATALOGUE, CHUNKS, NOT_REPRODUCED, Fault, by_chunk  # noqa
 from detection_table import render_docs, render_plot, render_table  # noqa: E402
 from peer_rules import all_rules, items_needed  # noqa: E402
 
+from qgate.core.bounds import clean_items_to_show  # noqa: E402
+
 LOCK = "/tmp/qgate-vllm.lock"
 QGATE = [sys.executable, "-m", "qgate.cli"]
 DEFAULT_OUT = ROOT / "perf" / "results" / "detection"
 ENGINE_ARGS = {"max_model_len": 4096, "enforce_eager": True}
 
 
-def quality(chunk: str, items: int) -> dict[str, Any]:
-    """The detection profile's suites: modest item counts, the demo's limits."""
+def quality(chunk: str, items: int, rule: str = "point") -> dict[str, Any]:
+    """The detection profile's suites: modest item counts, the demo's limits. Under `rule:
+    bound` (issue 53) every max_drop is judged by its bound, and a suite too small for its
+    margin to ever PASS (validate refuses it) gets the fewest items that can show it."""
     q: dict[str, Any] = {
         "concurrency": 8,
         "math": {
@@ -67,15 +71,18 @@ def quality(chunk: str, items: int) -> dict[str, Any]:
             "alpha": 0.0167,
         },
     }
+    agent_items = max(4, items // 4)
+    if rule == "bound":
+        agent_items = max(agent_items, clean_items_to_show(0.25) + 1)
     if chunk == "proxy":  # text faults: divergence cannot see them, the agent suites can
         q["tool_calls"] = {
             "choices": ["named", "auto"],
-            "items": max(4, items // 4),
+            "items": agent_items,
             "max_drop": 0.25,
         }
         q["structured"] = {
             "params": ["response_format", "structured_outputs"],
-            "items": max(4, items // 4),
+            "items": agent_items,
             "max_drop": 0.25,
         }
     else:
@@ -92,6 +99,10 @@ def quality(chunk: str, items: int) -> dict[str, Any]:
             "max_p99_kld": 0.5,
             "min_top1_agreement": 0.85,
         }
+    if rule == "bound":
+        for suite in q.values():
+            if isinstance(suite, dict) and "max_drop" in suite:
+                suite["rule"] = "bound"
     return q
 
 
@@ -102,7 +113,9 @@ def lives(chunk: str, idle_s: float) -> dict[str, Any]:
     return {"probes": 4, "idle_s": idle_s if chunk == "proxy" else 0}
 
 
-def started_profile(chunk: str, faults: list[Fault], items: int) -> dict[str, Any]:
+def started_profile(
+    chunk: str, faults: list[Fault], items: int, rule: str = "point"
+) -> dict[str, Any]:
     return {
         "name": f"detection-{chunk}",
         "description": "qgate as a detector (perf/bench_detection.py); not a precision profile",
@@ -118,13 +131,18 @@ def started_profile(chunk: str, faults: list[Fault], items: int) -> dict[str, An
         "candidates": {
             f.name: {"description": f"{f.cls}: {f.strength}", **f.candidate} for f in faults
         },
-        "quality": quality(chunk, items),
+        "quality": quality(chunk, items, rule),
         "lives": lives(chunk, 0),
     }
 
 
 def proxy_profile(
-    reference: str, proxies: dict[str, str], faults: list[Fault], items: int, idle_s: float
+    reference: str,
+    proxies: dict[str, str],
+    faults: list[Fault],
+    items: int,
+    idle_s: float,
+    rule: str = "point",
 ) -> dict[str, Any]:
     return {
         "name": "detection-proxy",
@@ -140,7 +158,7 @@ def proxy_profile(
             }
             for f in faults
         },
-        "quality": quality("proxy", items),
+        "quality": quality("proxy", items, rule),
         "lives": lives("proxy", idle_s),
     }
 
@@ -236,9 +254,11 @@ def qgate_run(profile: dict[str, Any], work: Path) -> tuple[dict[str, Any], floa
     return json.loads(shown.stdout), wall, done.returncode
 
 
-def run_started(chunk: str, faults: list[Fault], items: int, work: Path) -> dict[str, Any]:
+def run_started(
+    chunk: str, faults: list[Fault], items: int, work: Path, rule: str = "point"
+) -> dict[str, Any]:
     with vllm_lock() as waited:
-        report, wall, rc = qgate_run(started_profile(chunk, faults, items), work)
+        report, wall, rc = qgate_run(started_profile(chunk, faults, items, rule), work)
     return {"report": report, "wall_s": wall, "exit": rc, "lock_wait_s": waited, "lives": {}}
 
 
@@ -249,12 +269,13 @@ def run_proxy(
     seed: int,
     idle_s: float,
     upstream: str | None = None,
+    rule: str = "point",
 ) -> dict[str, Any]:
     """The proxy chunk: one vLLM server (started here under the lock, or `upstream`, one
     already running: nothing started, the lock not taken), seen directly and through one
     fault proxy per candidate."""
     if upstream is not None:
-        done = proxied(faults, items, work, seed, idle_s, upstream.removesuffix("/v1"))
+        done = proxied(faults, items, work, seed, idle_s, upstream.removesuffix("/v1"), rule)
         return done | {"lock_wait_s": 0.0, "server_ready_s": None, "upstream": "given"}
     from qgate.checkpoint.embedded import checkpoint_path
     from qgate.profile.chat_templates import resolve_chat_template
@@ -285,12 +306,19 @@ def run_proxy(
         )
         with server:
             ready = time.monotonic() - t0
-            done = proxied(faults, items, work, seed, idle_s, server.base_url.removesuffix("/v1"))
+            base = server.base_url.removesuffix("/v1")
+            done = proxied(faults, items, work, seed, idle_s, base, rule)
     return done | {"lock_wait_s": waited, "server_ready_s": ready}
 
 
 def proxied(
-    faults: list[Fault], items: int, work: Path, seed: int, idle_s: float, upstream: str
+    faults: list[Fault],
+    items: int,
+    work: Path,
+    seed: int,
+    idle_s: float,
+    upstream: str,
+    rule: str = "point",
 ) -> dict[str, Any]:
     """One fault proxy per candidate in front of `upstream` (http://host:port), and the
     `qgate run` whose reference is `upstream` itself and whose candidates are the proxies."""
@@ -321,7 +349,7 @@ def proxied(
         for f in faults:
             wait_http(urls[f.name] + "/models")
             lives[f.name] = (work / f"{f.name}.out").read_text().strip().split("\n")[0]
-        profile = proxy_profile(upstream + "/v1", urls, faults, items, idle_s)
+        profile = proxy_profile(upstream + "/v1", urls, faults, items, idle_s, rule)
         report, wall, rc = qgate_run(profile, work)
     finally:
         for proc, out in procs:
@@ -406,8 +434,11 @@ def summarize(chunk: str, faults: list[Fault], done: dict[str, Any]) -> dict[str
         row |= {
             "verdict": rep["verdict"],
             "failed_gates": [
-                v["gate"] for v in [*verdicts, *probes["verdicts"]] if not v["passed"]
+                v["gate"]
+                for v in [*verdicts, *probes["verdicts"]]
+                if not v["passed"] and not v.get("inconclusive")
             ],
+            "inconclusive_gates": [v["gate"] for v in verdicts if v.get("inconclusive")],
             "underpowered": [v["gate"] for v in verdicts if v.get("underpowered")],
             "ready_s": ready[0] if ready else None,
             "suites_s": suites_s,
@@ -498,6 +529,14 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=32, help="math items per form (others scale)")
     ap.add_argument("--seed", type=int, default=0, help="the proxies' fault seed")
     ap.add_argument(
+        "--rule",
+        choices=("point", "bound"),
+        default="point",
+        help="how qgate judges max_drop: 'point' (the committed table's) or 'bound' "
+        "(non-inferiority, issue 53: PASS on a bound within the margin, else INCONCLUSIVE "
+        "unless harm is shown)",
+    )
+    ap.add_argument(
         "--idle-s",
         type=float,
         default=35.0,
@@ -544,9 +583,11 @@ def main() -> None:
             else:
                 before = os.getloadavg()
                 if chunk == "proxy":
-                    done = run_proxy(faults, ns.items, work, ns.seed, ns.idle_s, ns.upstream)
+                    done = run_proxy(
+                        faults, ns.items, work, ns.seed, ns.idle_s, ns.upstream, ns.rule
+                    )
                 else:
-                    done = run_started(chunk, faults, ns.items, work)
+                    done = run_started(chunk, faults, ns.items, work, ns.rule)
                 done["load"] = {"before": before, "after": os.getloadavg()}
                 done["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
             saved.write_text(json.dumps(done))

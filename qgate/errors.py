@@ -21,6 +21,7 @@ class ExitCode(IntEnum):
     GATE_FAILED = 1
     BAD_INPUT = 2
     INFRASTRUCTURE = 3
+    INCONCLUSIVE = 4
     INTERRUPTED = 130
 
 

@@ -36,6 +36,11 @@ def _mark(caught: bool) -> str:
     return "**FAIL**" if caught else "pass"
 
 
+def _qgate_mark(row: Mapping[str, Any]) -> str:
+    """qgate's column: FAIL, pass, or inconclusive (rule 'bound': neither shown)."""
+    return "inconclusive" if row.get("verdict") == "INCONCLUSIVE" else _mark(qgate_caught(row))
+
+
 def worst_suite(row: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
     """The suite with the largest accuracy drop (the one a single-score rule would read)."""
     suites = row.get("suites", {})
@@ -233,9 +238,12 @@ def render_table(
             lines.append(f"| {row['class']} | {row['strength']} | ERROR | {row.get('error')} |")
             continue
         caught = qgate_caught(row)
+        unsure = row.get("inconclusive_gates") or []
         gates = (
             ", ".join(row["failed_gates"][:3])
             if caught
+            else "shown neither way: " + ", ".join(unsure[:3])
+            if unsure
             else why_missed(row, quality_of(chunk, row))
         )
         if len(row["failed_gates"]) > 3 and caught:
@@ -243,7 +251,7 @@ def render_table(
         life = (row.get("ready_s") or 0) + row.get("suites_s", 0) + row.get("probes_s", 0)
         lives = row.get("own_lives", 0) or "0 (proxy)"
         lines.append(
-            f"| {row['class']} | {row['strength']} | {_mark(caught)} | {gates} | {life:.0f} | "
+            f"| {row['class']} | {row['strength']} | {_qgate_mark(row)} | {gates} | {life:.0f} | "
             f"{lives} | "
             + " | ".join(_mark(peer_caught(row, r)) for r in RULES)
             + f" | {_needs(row)} |"

@@ -117,6 +117,11 @@ class FailedGate(Record):
         description="False: not decided, the quality stage stopped once another gate's FAIL "
         "was (quality.stop: verdict).",
     )
+    inconclusive: bool = Field(
+        default=False,
+        description="True: INCONCLUSIVE, a non-inferiority gate (rule 'bound') whose evidence "
+        "showed neither the loss within the margin nor harm.",
+    )
     exercised: bool | None = Field(
         default=None,
         description="False: NOT EXERCISED, a reuse pass that served less than the stated share "
@@ -136,7 +141,9 @@ class RunSummary(Record):
     underpowered: list[str] = Field(
         description="Passing gates whose sample cannot detect the drop they forbid."
     )
-    perf_status: str = Field(description="ran, skipped: gates failed, ...")
+    perf_status: str = Field(
+        description="ran, skipped: gates failed, skipped: gates inconclusive, ..."
+    )
     reference_cached: bool = Field(description="The reference's quality came from the cache.")
     candidates: list[str] = Field(description="Several candidates: one line each.")
     perf: list[str] = Field(

@@ -192,7 +192,9 @@ def text_summary(outcome: RunOutcome) -> None:
     for line in not_exercised_lines(failed):
         click.echo(f"  NOT EXERCISED {line}")
     for v in failed:
-        if v.settled and v.exercised is not False:
+        if v.inconclusive:
+            click.echo(f"  INCONCLUSIVE {v.gate}: {v.reason}")
+        elif v.settled and v.exercised is not False:
             click.echo(f"  FAIL {v.gate}: {v.reason}")
     open_gates = [v.gate for v in failed if not v.settled]
     if open_gates:
@@ -238,7 +240,13 @@ def json_summary(outcome: RunOutcome) -> RunSummary:
         gates_passed=sum(v.passed for v in outcome.verdicts),
         gates_total=len(outcome.verdicts),
         failed=[
-            FailedGate(gate=v.gate, reason=v.reason, settled=v.settled, exercised=v.exercised)
+            FailedGate(
+                gate=v.gate,
+                reason=v.reason,
+                settled=v.settled,
+                exercised=v.exercised,
+                inconclusive=v.inconclusive,
+            )
             for v in outcome.verdicts
             if not v.passed
         ],

@@ -50,6 +50,12 @@ class Verdict(Record):
     min_detectable_drop: float | None = Field(
         default=None, description="Smallest drop detectable at the policy's power and alpha."
     )
+    inconclusive: bool = Field(
+        default=False,
+        description="A non-inferiority gate (rule 'bound', issue 53) whose evidence showed "
+        "neither that the loss is within the margin nor harm: INCONCLUSIVE, never passed. "
+        "False for every other verdict.",
+    )
     settled: bool = Field(
         default=True,
         description="False when the suite stopped early (quality.stop) before this gate's "

@@ -25,7 +25,7 @@ from qgate.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from qgate.gates.assembly import candidate_verdicts, scenario_gates
-    from qgate.gates.quality import evaluate_quality, overall_passed
+    from qgate.gates.quality import evaluate_quality, harm_shown, overall_passed
     from qgate.gates.scenario import scenario_verdicts
     from qgate.gates.speed import evaluate_perf_gates, report_gates
 
@@ -33,6 +33,7 @@ __all__ = [
     "candidate_verdicts",
     "evaluate_perf_gates",
     "evaluate_quality",
+    "harm_shown",
     "overall_passed",
     "report_gates",
     "scenario_gates",
@@ -43,6 +44,7 @@ _HOME = {
     "candidate_verdicts": "assembly",
     "scenario_gates": "assembly",
     "evaluate_quality": "quality",
+    "harm_shown": "quality",
     "overall_passed": "quality",
     "scenario_verdicts": "scenario",
     "evaluate_perf_gates": "speed",

@@ -69,7 +69,7 @@ class SettleBoard:
             if policy is None or (len(ref) >= planned and len(cand) >= planned):
                 return None
             decided = settled_gates(policy, ref, cand, planned)
-            failed = [g for g, ok in decided.items() if ok is False]
+            failed = [g for g, got in decided.items() if got == "fail"]
             if self.spec.stop == "verdict" and failed:
                 self._halt = f"the verdict was FAIL ({suite}.{failed[0]} settled)"
                 return self._halt

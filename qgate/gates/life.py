@@ -17,22 +17,42 @@ __all__ = ["excluded_rounds", "life_verdicts", "reference_right"]
 
 
 def reference_right(
-    reference_runs: Iterable[SuiteRun], lives: Iterable[LifeProbes]
+    reference_runs: Iterable[SuiteRun], lives: Iterable[LifeProbes], alone: bool = True
 ) -> dict[ProbeKind, set[str]]:
-    """Per kind, the items the reference answered right in its quality stage (math.short)
-    and in every probe of that kind its own lives asked."""
+    """Per kind, the items a candidate life is judged on.
+
+    `alone` (perf derivation 10 on): where the reference's own lives asked probes of that
+    kind, the items it answered right in every one of them: a probe is asked alone, and the
+    reference's batched answer in its quality stage is another condition (on a CPU kind whose
+    numerics vary with the batch, the one server answered an item right in a batch of 8 and
+    wrong alone, every time: a false alarm on an A/A). Where the reference asked none of that
+    kind, and before derivation 10: the items it answered right in its quality stage
+    (math.short) and in every probe of that kind its own lives asked."""
     right = {i.id for r in reference_runs if r.suite == PROBED for i in r.items if i.correct}
     out: dict[ProbeKind, set[str]] = {"start": set(right), "idle": set(right)}
+    own: dict[ProbeKind, tuple[set[str], set[str]]] = {
+        "start": (set(), set()),
+        "idle": (set(), set()),
+    }
     for p in lives:
         if p.role == "reference":
             for r in p.requests:
-                if r.probe_id is not None and r.probe_truth is not None and not graded(r):
-                    out[p.kind].discard(r.probe_id)
+                if r.probe_id is not None and r.probe_truth is not None:
+                    own[p.kind][0 if graded(r) else 1].add(r.probe_id)
+                    if not graded(r):
+                        out[p.kind].discard(r.probe_id)
+    if alone:
+        for kind, (ok, wrong) in own.items():
+            if ok or wrong:
+                out[kind] = ok - wrong
     return out
 
 
 def life_verdicts(
-    spec: LivesSpec, quality_runs: Sequence[SuiteRun], lives: Sequence[LifeProbes]
+    spec: LivesSpec,
+    quality_runs: Sequence[SuiteRun],
+    lives: Sequence[LifeProbes],
+    alone: bool = True,
 ) -> list[Verdict]:
     """One verdict per candidate life and kind: the items it lost against `max_flips`.
 
@@ -40,7 +60,7 @@ def life_verdicts(
     answers right; an item the candidate already lost in its own quality stage is left to
     the quality gates (as the perf probe gate does), so a life is judged on what it adds.
     """
-    right = reference_right([r for r in quality_runs if r.role == "reference"], lives)
+    right = reference_right([r for r in quality_runs if r.role == "reference"], lives, alone)
     lost_before = {
         i.id
         for r in quality_runs
@@ -55,10 +75,15 @@ def life_verdicts(
         asked = [r for r in p.requests if r.probe_id is not None and r.probe_truth is not None]
         judged = [r for r in asked if r.probe_id in right[p.kind] - lost_before]
         lost = sorted({r.probe_id for r in judged if not graded(r) and r.probe_id is not None})
+        others = (
+            "not answered right by the reference's own probes of this kind"
+            if alone
+            else "wrong in the reference's own records"
+        )
         reason = (
             f"{life_label(p)} {when_asked(p)}: lost {len(lost)} of {len(judged)} judged probe(s)"
-            f" (limit {spec.max_flips}; {len(asked)} asked, the others wrong in the"
-            " reference's own records or lost in the candidate's quality stage)"
+            f" (limit {spec.max_flips}; {len(asked)} asked, the others {others} or lost in the"
+            " candidate's quality stage)"
         )
         if lost:
             reason += ": " + ", ".join(lost[:4]) + (" ..." if len(lost) > 4 else "")

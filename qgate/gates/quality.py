@@ -33,6 +33,7 @@ __all__ = [
     "evaluate_divergence",
     "evaluate_quality",
     "evaluate_suite",
+    "harm_shown",
     "overall_passed",
     "policy_for",
     "settled_gates",
@@ -191,3 +192,9 @@ def evaluate_quality(
 def overall_passed(verdicts: Sequence[Verdict]) -> bool:
     """True when every verdict passed (an empty list passes: nothing was gated)."""
     return all(v.passed for v in verdicts)
+
+
+def harm_shown(verdicts: Sequence[Verdict]) -> bool:
+    """True when a verdict failed outright: not passed and not INCONCLUSIVE (a
+    non-inferiority gate whose evidence showed neither)."""
+    return any(not v.passed and not v.inconclusive for v in verdicts)

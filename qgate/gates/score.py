@@ -7,7 +7,12 @@ accuracy than the task's own. Where any paired item's score lies strictly betwee
 suite is judged on the per-item differences d = reference score - candidate score:
 
 - min_accuracy: the candidate's mean score against the floor;
-- max_drop: the mean difference (the task's own score drop) against the limit;
+- max_drop: the mean difference (the task's own score drop) against the limit; under rule
+  'bound' (issue 53) the one-sided (1 - alpha) bounds on it: PASS when the upper bound is
+  within the limit, FAIL when the lower bound is above it, else INCONCLUSIVE. The upper bound
+  is the paired t bound, and never below the bound 0/1 items give with nothing lost
+  (`loss_upper(0, 0, n)`): a difference of scores is at most the share of lowered items, and
+  a t bound over differences that are all zero has no width;
 - max_flips: items whose score the candidate lowered;
 - significance: a one-sided paired sign-flip permutation test on d (exact up to
   `EXACT_MAX` non-zero differences, else `RESAMPLES` draws from a fixed seed, so verify
@@ -23,12 +28,20 @@ import itertools
 
 import numpy as np
 
+from qgate.core.bounds import loss_upper, mean_loss_upper
 from qgate.core.verdict import Comparator, Verdict
 from qgate.profile import AccuracyPolicy
 from qgate.quality.records import SuiteRun
 from qgate.quality.stats import pct
 
-__all__ = ["EXACT_MAX", "RESAMPLES", "evaluate_scored", "fractional", "sign_flip_p"]
+__all__ = [
+    "EXACT_MAX",
+    "RESAMPLES",
+    "evaluate_scored",
+    "fractional",
+    "scored_bounds",
+    "sign_flip_p",
+]
 
 EXACT_MAX = 16
 """Up to this many non-zero differences every sign pattern is enumerated."""
@@ -71,6 +84,19 @@ def sign_flip_p(diffs: list[float]) -> float:
     return (hits + 1) / (RESAMPLES + 1)
 
 
+def scored_bounds(
+    reference: list[float], candidate: list[float], alpha: float
+) -> tuple[float, float]:
+    """The one-sided (1 - alpha) (lower, upper) bounds on the mean paired score loss."""
+    n = len(reference)
+    floor = loss_upper(0, 0, n, 1 - alpha)  # no width below what n clean 0/1 items show
+    if n < 2:
+        return -floor, floor
+    high = max(mean_loss_upper(reference, candidate, 1 - alpha), floor)
+    low = -mean_loss_upper(candidate, reference, 1 - alpha)  # the t bound on the gain, negated
+    return low, high
+
+
 def evaluate_scored(
     suite: str, policy: AccuracyPolicy, ref: SuiteRun, cand: SuiteRun
 ) -> list[Verdict]:
@@ -103,6 +129,7 @@ def evaluate_scored(
         limit: float,
         ok: bool,
         why: str,
+        inconclusive: bool = False,
     ) -> None:
         out.append(
             Verdict(
@@ -110,6 +137,7 @@ def evaluate_scored(
                 observed=observed,
                 limit=limit,
                 passed=ok,
+                inconclusive=inconclusive,
                 reason=f"{suite}: {why}",
                 metric=metric,
                 comparator=comparator,
@@ -130,7 +158,32 @@ def evaluate_scored(
             ok,
             f"{scores}; floor {floor} " + ("met" if ok else "not met"),
         )
-    if policy.max_drop is not None:
+    if policy.max_drop is not None and policy.rule == "bound":
+        low, high = scored_bounds([r for r, _ in pairs], [c for _, c in pairs], policy.alpha)
+        ok, harm = high <= policy.max_drop + _EPS, low > policy.max_drop + _EPS
+        level = f"{100 * (1 - policy.alpha):g}%"
+        why = (
+            f"loses at most {100 * high:.1f} pts ({level} upper bound) <= "
+            f"{100 * policy.max_drop:.1f} allowed: shown within the margin"
+            if ok
+            else f"loses at least {100 * low:.1f} pts ({level} lower bound) > "
+            f"{100 * policy.max_drop:.1f} allowed: harm shown"
+            if harm
+            else f"INCONCLUSIVE: loses at most {100 * high:.1f} pts ({level} upper bound) > "
+            f"{100 * policy.max_drop:.1f} allowed, and harm is not shown (lower bound "
+            f"{100 * low:.1f} pts)"
+        )
+        add(
+            "max_drop",
+            "mean_score_drop_upper_bound",
+            "<=",
+            high,
+            policy.max_drop,
+            ok,
+            f"{scores}; mean paired score drop {100 * drop:.1f} pts; {why}",
+            inconclusive=not ok and not harm,
+        )
+    elif policy.max_drop is not None:
         ok = drop <= policy.max_drop + _EPS
         add(
             "max_drop",

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from qgate.core.verdict import Comparator, Verdict
+from qgate.gates.noninferiority import Outcome, bound_outcome, bound_reason, drop_bounds
 from qgate.gates.score import evaluate_scored, fractional
 from qgate.profile import AccuracyPolicy
 from qgate.quality.records import ItemRecord, SuiteRun
@@ -32,6 +33,7 @@ from qgate.quality.stats import (
 __all__ = [
     "ACCURACY_GATES",
     "AccuracyGate",
+    "Outcome",
     "all_failed",
     "evaluate_suite",
     "gates_of",
@@ -58,6 +60,8 @@ def _min_accuracy_reason(policy: AccuracyPolicy, t: _Texts, ok: bool) -> str:
 
 
 def _max_drop_reason(policy: AccuracyPolicy, t: _Texts, ok: bool) -> str:
+    if policy.rule == "bound":
+        return bound_reason(policy, t.suite, t.flips)
     drop = (t.flips.lost - t.flips.gained) / t.flips.n
     return (
         f"{t.suite}: {t.acc_text}; drop {100 * drop:.1f} pts "
@@ -100,10 +104,25 @@ class AccuracyGate:
     """The gate's limit; None: the policy does not ask for this gate."""
     observed: Callable[[FlipCounts], float]
     passes: Callable[[AccuracyPolicy, FlipCounts], bool]
-    """The gate's rule on a full 2x2 table (run, verify and settle all use this one)."""
+    """The gate's point rule on a full 2x2 table: passed, else failed."""
     reason: Callable[[AccuracyPolicy, _Texts, bool], str]
     powered: bool
     """The verdict carries the sample's power fields."""
+
+
+def outcome(gate: AccuracyGate, policy: AccuracyPolicy, f: FlipCounts) -> Outcome:
+    """The gate's verdict on a full 2x2 table (run, verify and settle all use this one):
+    max_drop under rule 'bound' by its bounds, every other gate by its point rule."""
+    if gate.name == "max_drop" and policy.rule == "bound":
+        return bound_outcome(policy, f)
+    return "pass" if gate.passes(policy, f) else "fail"
+
+
+def observed(gate: AccuracyGate, policy: AccuracyPolicy, f: FlipCounts) -> float:
+    """What the gate compares with its limit: under rule 'bound', max_drop's upper bound."""
+    if gate.name == "max_drop" and policy.rule == "bound":
+        return drop_bounds(policy, f)[1]
+    return gate.observed(f)
 
 
 def _accuracy(f: FlipCounts) -> float:
@@ -211,9 +230,9 @@ def _few(ids: Sequence[str], n: int = 3) -> str:
     return ", ".join(ids[:n]) + (", ..." if len(ids) > n else "")
 
 
-def _passes(policy: AccuracyPolicy, f: FlipCounts) -> dict[str, bool]:
+def _outcomes(policy: AccuracyPolicy, f: FlipCounts) -> dict[str, Outcome]:
     """Each gate's verdict on a full 2x2 table."""
-    return {g.name: g.passes(policy, f) for g in gates_of(policy)}
+    return {g.name: outcome(g, policy, f) for g in gates_of(policy)}
 
 
 def _power_fields(
@@ -299,15 +318,17 @@ def evaluate_suite(
     texts = _Texts(suite, flips, acc_text, mdd_text, warn, power_text, underpowered)
     power_of = {"power": power, "min_detectable_drop": mdd, "underpowered": underpowered}
     for gate in gates_of(policy):
-        ok = gate.passes(policy, flips)
+        result = outcome(gate, policy, flips)
+        bound = gate.name == "max_drop" and policy.rule == "bound"
         verdicts.append(
             Verdict(
                 gate=f"{suite}.{gate.name}",
-                observed=gate.observed(flips),
+                observed=observed(gate, policy, flips),
                 limit=gate.limit(policy),
-                passed=ok,
-                reason=gate.reason(policy, texts, ok),
-                metric=gate.metric,
+                passed=result == "pass",
+                inconclusive=result == "inconclusive",
+                reason=gate.reason(policy, texts, result == "pass"),
+                metric="accuracy_drop_upper_bound" if bound else gate.metric,
                 comparator=gate.comparator,
                 suite=suite,
                 n=n,
@@ -324,11 +345,15 @@ def settled_gates(
     ref: Sequence[ItemRecord],
     cand: Sequence[ItemRecord],
     planned: int,
-) -> dict[str, bool | None]:
-    """Each gate's verdict over `planned` items where the records so far decide it, else None."""
+) -> dict[str, Outcome | None]:
+    """Each gate's verdict over `planned` items where the records so far decide it, else None.
+
+    Every gate's outcome is monotone in the candidate's favour (a non-inferiority bound
+    included: fewer lost, more gained never raises it), so the worst and best completions
+    agreeing settle it."""
     c = bounds(ref, cand, planned)
-    worst, best = _passes(policy, c.worst), _passes(policy, c.best)
-    return {gate: ok if ok == best[gate] else None for gate, ok in worst.items()}
+    worst, best = _outcomes(policy, c.worst), _outcomes(policy, c.best)
+    return {gate: got if got == best[gate] else None for gate, got in worst.items()}
 
 
 def _settle(
@@ -340,18 +365,27 @@ def _settle(
     out = []
     for v in verdicts:
         gate = v.gate.rsplit(".", 1)[1]
-        ok = decided.get(gate)
+        got = decided.get(gate)
         if gate not in decided:
             out.append(v)
-        elif ok is not None:
+        elif got is not None:
             tail = (
                 f"; settled at {known} of {planned} items: every outcome of the other "
                 f"{planned - known} gives this verdict"
             )
-            out.append(v.model_copy(update={"passed": ok, "reason": v.reason + tail}))
+            update = {
+                "passed": got == "pass",
+                "inconclusive": got == "inconclusive",
+                "reason": v.reason + tail,
+            }
+            out.append(v.model_copy(update=update))
         else:
             tail = f"; NOT SETTLED: stopped at {known} of {planned} items"
-            out.append(
-                v.model_copy(update={"passed": False, "settled": False, "reason": v.reason + tail})
-            )
+            update = {
+                "passed": False,
+                "inconclusive": False,
+                "settled": False,
+                "reason": v.reason + tail,
+            }
+            out.append(v.model_copy(update=update))
     return out

@@ -1,13 +1,26 @@
 """`detect:` of an exact-answer suite: the smallest drop its gates must catch, and with what
-power (sizes the generated sets); and whether an exact test can reject at all at a size."""
+power (sizes the generated sets); whether an exact test can reject at all at a size; and the
+`rule` by which max_drop is judged (a point estimate, or a bound on the loss)."""
 
 from __future__ import annotations
+
+from typing import Any, Literal
 
 from pydantic import Field
 
 from qgate.profile.base import Fraction, Strict
 
-__all__ = ["Detect", "detect_problem", "fewest_rejecting"]
+__all__ = ["RULE", "Detect", "DropRule", "detect_problem", "fewest_rejecting"]
+
+DropRule = Literal["point", "bound"]
+RULE: Any = Field(
+    default="point",
+    description="How `max_drop` is judged. 'bound' (non-inferiority, issue 53): PASS only "
+    "when the one-sided (1 - alpha) upper confidence bound on the candidate's paired loss is "
+    "within max_drop, FAIL when the lower bound is above it (harm shown), INCONCLUSIVE "
+    "otherwise: never a PASS for lack of items. 'point' (the default for now): the observed "
+    "drop against max_drop.",
+)
 
 
 class Detect(Strict):

@@ -49,6 +49,11 @@ _NO_PROBES = "gates the life probes, and probes is 0: set probes, or remove this
 _NO_ITEMS = "gates the probes, and items is 0: set items, or remove this"
 
 INERT: dict[tuple[type[BaseModel], str], Rule] = {
+    (AccuracyPolicy, "rule"): lambda p: (
+        "decides how max_drop is judged, and max_drop is not set: set max_drop, or remove this"
+        if p.max_drop is None
+        else None
+    ),
     (AccuracyPolicy, "power"): lambda p: (
         "detect.power is the power when detect is given; remove this" if p.detect else None
     ),

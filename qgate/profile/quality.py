@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, field_validator, model_validator
 
 from qgate.profile.base import Fraction, KeyIssue, Strict
-from qgate.profile.detect import Detect, detect_problem, fewest_rejecting
+from qgate.profile.detect import RULE, Detect, DropRule, detect_problem, fewest_rejecting
 from qgate.profile.extra_suites import split_settings
 from qgate.profile.noise_floor import NoiseFloor
 from qgate.profile.reuse import ReuseSpec
@@ -57,11 +57,11 @@ class AccuracyPolicy(Strict):
     )
     alpha: float = Field(default=0.05, gt=0, lt=1, description="Test level.")
     power: float = Field(default=0.8, gt=0, lt=1, description="Power for the detectable drop.")
+    rule: DropRule = RULE
     detect: Detect | None = Field(
         default=None,
-        description="Size the suite so that its exact McNemar test at `alpha` detects this "
-        "drop with this power (generated sets grow to the count; `limit`/`haystacks` are "
-        "replaced); the report states the power it achieved.",
+        description="Size the suite so its exact McNemar test at `alpha` detects this drop "
+        "with this power (generated sets grow; `limit`/`haystacks` are replaced).",
     )
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel
 
+from qgate.core.bounds import clean_items_to_show, loss_upper
 from qgate.core.yamlload import KeyPath
 from qgate.profile.model import Profile
 from qgate.profile.noise_floor import FLOOR_SUITES
@@ -78,12 +79,32 @@ def _policies(profile: Profile) -> Iterator[tuple[KeyPath, AccuracyPolicy]]:
                 yield ("quality", name) + (() if index is None else (index,)), item
 
 
+def _never_passes(policy: AccuracyPolicy, items: int) -> str | None:
+    """Why a `rule: bound` max_drop over `items` can never PASS: even with nothing lost its
+    upper bound stays above the margin (None: it can)."""
+    assert policy.max_drop is not None
+    confidence = 1 - policy.alpha
+    if loss_upper(0, 0, items, confidence) <= policy.max_drop + 1e-12:
+        return None
+    need = clean_items_to_show(policy.max_drop, confidence)
+    return (
+        f"with rule 'bound' over at most {items} items the {100 * confidence:g}% bound on the "
+        f"loss stays above {100 * policy.max_drop:g} pts even when nothing is lost "
+        f"(it is {100 * loss_upper(0, 0, items, confidence):.1f}): this gate can never pass; "
+        f"give it at least {need} items or a wider max_drop"
+    )
+
+
 def _suite_flip_problems(profile: Profile) -> Found:
     found: Found = []
     for path, policy in _policies(profile):
         items = fixed_items(policy)
         if policy.max_flips is not None and items is not None and policy.max_flips >= items:
             found.append(((*path, "max_flips"), _never_fails(policy.max_flips, items, "items")))
+        if policy.rule == "bound" and policy.max_drop is not None and items is not None:
+            why = _never_passes(policy, items)
+            if why is not None:
+                found.append((_written(policy, path, "max_drop"), why))
     return found
 
 

@@ -76,7 +76,14 @@ def bounds(
 
 def decisive(verdicts: Sequence[Verdict], not_run: Collection[str] = ()) -> Verdict | None:
     """The first gate that failed on records that settle it: the run's FAIL is decided."""
-    return next((v for v in verdicts if not v.passed and v.settled and v.gate not in not_run), None)
+    return next(
+        (
+            v
+            for v in verdicts
+            if not v.passed and not v.inconclusive and v.settled and v.gate not in not_run
+        ),
+        None,
+    )
 
 
 def stopped_at_verdict(

@@ -31,6 +31,7 @@ from qgate.quality.reuse_records import PassRun
 from qgate.quality.spec_counters import SpecSnapshot
 from qgate.report.attribution import Attribution
 from qgate.report.model import (
+    ALONE,
     BOOTSTRAP_SEED,
     PERF_DERIVATION,
     QUALITY_DERIVATION,
@@ -107,7 +108,7 @@ def lives_section(
     """The life probes and their verdicts (None: no life asked any)."""
     if not records:
         return None
-    verdicts = life_verdicts(profile.lives, suite_runs, records)
+    verdicts = life_verdicts(profile.lives, suite_runs, records, alone=PERF_DERIVATION >= ALONE)
     return LivesSection(
         records=list(records),
         verdicts=verdicts,

@@ -40,8 +40,10 @@ SCHEMA_VERSION: Literal["2"] = "2"
 SchemaVersion = Literal["1", "2"]
 PREDICATE_TYPE = "https://qgate.dev/report/v1"
 
-PerfStatus = Literal["ran", "skipped: gates failed", "skipped: --skip-perf", "ungated"]
-OverallVerdict = Literal["PASS", "FAIL", "UNGATED", "PREVIEW"]
+PerfStatus = Literal[
+    "ran", "skipped: gates failed", "skipped: gates inconclusive", "skipped: --skip-perf", "ungated"
+]
+OverallVerdict = Literal["PASS", "FAIL", "INCONCLUSIVE", "UNGATED", "PREVIEW"]
 
 
 class Artifact(Record):
@@ -161,7 +163,11 @@ class ScenarioResult(Record):
 # 9: graded sessions in multi-turn scenarios: a graded-turn gate per scenario among its
 #    verdicts (perf.scenarios[].graded), the turns left out of the figures like probes, and
 #    the ratios of a scenario whose graded turns failed withheld as a probe failure's are.
-PERF_DERIVATION = 9
+# 10: life probes judged against the reference's own probes of their kind (asked alone), not
+#     its batched quality-stage answer, where its lives asked that kind (gates/life.py).
+PERF_DERIVATION = 10
+ALONE = 10
+"""The perf derivation from which life probes are judged against the reference's own."""
 BOOTSTRAP_SEED = 0
 """The seed every run draws its bootstrap with (verify holds a report to it)."""
 
@@ -274,7 +280,8 @@ class Report(ReportHead):
     )
     perf: PerfSection = Field(description="Perf records, figures and status.")
     verdict: OverallVerdict = Field(
-        description="PASS, FAIL, UNGATED (perf forced) or PREVIEW (dummy weights: speed only)."
+        description="PASS, FAIL, INCONCLUSIVE (a non-inferiority gate showed neither; none "
+        "failed), UNGATED (perf forced) or PREVIEW (dummy weights: speed only)."
     )
     target_mismatches: list[str] = Field(
         default_factory=list, description="Ways the machine differs from the profile's target."

@@ -45,7 +45,7 @@ __all__ = [
 MULTI_SCHEMA_VERSION: Literal["1"] = "1"
 MULTI_PREDICATE_TYPE = "https://qgate.dev/multi-report/v1"
 
-CandidateVerdict = Literal["PASS", "FAIL", "UNGATED", "PREVIEW", "ERROR"]
+CandidateVerdict = Literal["PASS", "FAIL", "INCONCLUSIVE", "UNGATED", "PREVIEW", "ERROR"]
 """A candidate's verdict; ERROR: its runtime failed (no report; the cause is recorded)."""
 
 

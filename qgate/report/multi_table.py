@@ -83,14 +83,14 @@ def table(entries: Sequence[CandidateEntry]) -> list[CandidateRow]:
     return [candidate_row(e) for e in entries]
 
 
-_PRECEDENCE: tuple[CandidateVerdict, ...] = ("ERROR", "UNGATED", "FAIL")
+_PRECEDENCE: tuple[CandidateVerdict, ...] = ("ERROR", "UNGATED", "FAIL", "INCONCLUSIVE")
 
 
 def multi_verdict(entries: Sequence[CandidateEntry]) -> tuple[CandidateVerdict, list[str]]:
     """The overall verdict (decided by the required candidates) and the optional ones that failed.
 
     ERROR (a required candidate's runtime failed) before UNGATED (perf forced
-    past a failed gate) before FAIL; PREVIEW when a required candidate is a
+    past a failed gate) before FAIL before INCONCLUSIVE; PREVIEW when a required candidate is a
     speed preview; else PASS.
     """
     required = [verdict_of(e) for e in entries if e.required]

@@ -2,25 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from qgate.core.verdict import Verdict
 from qgate.report.model import OverallVerdict, PerfStatus
 
 
-def perf_status(quality_passed: bool, skip_perf: bool, force_perf: bool) -> PerfStatus:
-    """What the perf stage does given the quality gates and the CLI flags."""
+def perf_status(
+    quality_verdicts: Sequence[Verdict], skip_perf: bool, force_perf: bool
+) -> PerfStatus:
+    """What the perf stage does given the quality gates and the CLI flags: it runs only when
+    every gate passed; a gate failed outright skips it, else an INCONCLUSIVE one does."""
     if skip_perf:
         return "skipped: --skip-perf"
-    if quality_passed:
+    if all(v.passed for v in quality_verdicts):
         return "ran"
-    return "ungated" if force_perf else "skipped: gates failed"
+    if force_perf:
+        return "ungated"
+    if any(not v.passed and not v.inconclusive for v in quality_verdicts):
+        return "skipped: gates failed"
+    return "skipped: gates inconclusive"
 
 
 def overall(
     verdicts: Iterable[Verdict], perf_status: PerfStatus, preview: bool = False
 ) -> OverallVerdict:
-    """FAIL if any gate failed; UNGATED if perf was forced past failed gates; else PASS.
+    """FAIL if any gate failed outright; INCONCLUSIVE if none did but a non-inferiority gate
+    showed neither (issue 53); UNGATED if perf was forced past gates that did not pass; else
+    PASS.
 
     A forced perf run is only possible after a failed gate, and its numbers
     were never earned, so UNGATED wins over FAIL: the report must not be read
@@ -33,8 +42,11 @@ def overall(
     """
     if perf_status == "ungated":
         return "UNGATED"
-    if any(not v.passed for v in verdicts):
+    verdicts = list(verdicts)
+    if any(not v.passed and not v.inconclusive for v in verdicts):
         return "FAIL"
+    if any(not v.passed for v in verdicts):
+        return "INCONCLUSIVE"
     return "PREVIEW" if preview else "PASS"
 
 

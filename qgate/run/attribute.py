@@ -27,7 +27,7 @@ from functools import partial
 from qgate.cluster.waves import in_waves
 from qgate.core.ddmin import Outcome, search_rounds
 from qgate.core.progress import StageClock
-from qgate.gates.quality import overall_passed
+from qgate.gates.quality import harm_shown
 from qgate.profile.changes import changes_of, sub_profile
 from qgate.quality.stage import QualityOutput
 from qgate.report.attribution import Attribution, Trial
@@ -71,9 +71,9 @@ def attribute(
         verdict: Outcome = (
             "ERROR"
             if result.error is not None or result.quality is None
-            else "PASS"
-            if overall_passed(result.verdicts)
             else "FAIL"
+            if harm_shown(result.verdicts)
+            else "PASS"
         )
         log.info("attribution: %s -> %s", " + ".join(applied), verdict)
         return Trial(
@@ -122,7 +122,7 @@ def attribute_failures(
     for index, (ctx, result) in enumerate(zip(runs.candidates, results, strict=True)):
         if not attribution_wanted(ctx) or result.error or result.quality is None:
             continue
-        if overall_passed(result.verdicts):
+        if not harm_shown(result.verdicts):  # passed, or INCONCLUSIVE: nothing to attribute
             continue
         if not complete(ctx.profile.quality, reference):
             log.warning("attribution skipped: the reference's quality stopped early")

@@ -97,7 +97,7 @@ def judge(
         reference.floor,
         derivation=QUALITY_DERIVATION,
     )
-    out.status = perf_status(overall_passed(out.verdicts), ctx.no_perf, force_perf)
+    out.status = perf_status(out.verdicts, ctx.no_perf, force_perf)
 
 
 def settled_fail(ctx: RunContext, out: CandidateResult) -> bool:

@@ -115,12 +115,11 @@ def write_single(
         step_summary="GITHUB_STEP_SUMMARY" in os.environ,
     )
     rep = written.report
-    failed = any(not v.passed for v in rep.all_verdicts())
     return RunOutcome(
         run_dir=ctx.run_dir,
         envelope=written.envelope,
         verdict=rep.verdict,
-        exit_code=ExitCode.GATE_FAILED if failed else ExitCode.PASS,
+        exit_code=exit_code_of(rep.verdict),
         verdicts=rep.all_verdicts(),
         perf_status=result.status,
         headline=headline(rep),
@@ -229,9 +228,12 @@ def headline(rep: Report) -> list[str]:
 
 
 def exit_code_of(verdict: CandidateVerdict) -> ExitCode:
-    """ERROR (a required candidate's runtime failed): 3; FAIL or UNGATED: 1; else 0."""
+    """ERROR (a required candidate's runtime failed): 3; FAIL or UNGATED: 1; INCONCLUSIVE:
+    4; else 0."""
     if verdict == "ERROR":
         return ExitCode.INFRASTRUCTURE
+    if verdict == "INCONCLUSIVE":
+        return ExitCode.INCONCLUSIVE
     return ExitCode.GATE_FAILED if verdict in ("FAIL", "UNGATED") else ExitCode.PASS
 
 

@@ -8,15 +8,16 @@ shown, not only a point estimate past the line); `aa-proxy` is the proxy path wi
 firing: qgate passes it, its life probes (an endpoint's, at qgate's first contact) included.
 Each row also carries the peers' verdicts on the same per-item records.
 
-Sized to hold where numerics vary with the batch (issue 56): on the Intel AMX kind (bf16) the
-one server answers 4.3% of the demo's items differently when their batch changes
-(docs/measurements.md), and the A/A rides in other batches than the reference's. At 4 items
-a suite one such flip is a 25-point drop: the point-estimate max_drop failed the A/A there
-by chance in ~16% of runs (7.8% per math suite), and did in CI. At 32 math items per form
-and 8 per tool-call and structured-output parameter, the chance is 0.25%
-(perf/faults/detection_table.py's point_false_alarm at that floor), and the fault's 6-8 lost
-of 32 make its exact test significant. Cost: 71 s of `qgate run` against ~40 s at 4 items
-(2-core Intel Xeon, the other line of server tests running).
+Judged as a rollout would be where numerics vary with the batch (issues 53 and 56):
+`--rule bound`, so a max_drop PASSes only on a bound within its margin, FAILs only on harm
+shown and is INCONCLUSIVE otherwise. On the Intel AMX kind (bf16) the one server answers
+4.3% of the demo's items differently when their batch changes (docs/measurements.md), and the
+A/A rides in other batches than the reference's; under the point rule one such flip on a
+small suite was a FAIL by chance, and CI failed on it (at 32 items as at 4). Under the bound
+noise can make the A/A INCONCLUSIVE, never FAIL: the expectation is "not FAIL, nothing
+failed". The fault loses 6-8 of 32 math items, and its exact McNemar test FAILs it. 32 math
+items per form; the tool-call and structured-output parameters get the 12 items a 25-point
+margin needs to be shown at all (fewer can never PASS: validate refuses them).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def test_one_fault_and_one_aa_through_the_bench(
 ) -> None:
     out = tmp_path / "out"
     argv = [sys.executable, str(ROOT / "perf" / "bench_detection.py"), "--chunks", "proxy"]
-    argv += ["--only", "load-100,aa-proxy", "--items", "32", "--idle-s", "0"]
+    argv += ["--only", "load-100,aa-proxy", "--items", "32", "--idle-s", "0", "--rule", "bound"]
     argv += ["--upstream", reference_server.base_url, "--work", str(tmp_path / "work")]
     argv += ["--out", str(out)]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -59,7 +60,9 @@ def test_one_fault_and_one_aa_through_the_bench(
     fault, aa = rows["load-100"], rows["aa-proxy"]
     assert fault["verdict"] == "FAIL" and fault["failed_gates"], fault
     assert any(g.endswith(".significance") for g in fault["failed_gates"]), fault
-    assert aa["verdict"] == "PASS" and aa["failed_gates"] == [], (aa["failed_gates"], aa)
+    assert aa["verdict"] in ("PASS", "INCONCLUSIVE"), (aa["failed_gates"], aa)
+    assert aa["failed_gates"] == [], (aa["failed_gates"], aa)
+    assert (aa["verdict"] == "INCONCLUSIVE") == bool(aa["inconclusive_gates"]), aa
     # the A/A's life probes were asked of the endpoint and cried no wolf
     assert aa["life_probes"] and all(v["passed"] and v["endpoint"] for v in aa["life_probes"])
     assert {v["kind"] for v in aa["life_probes"]} == {"start"}  # --idle-s 0: no pause
@@ -70,7 +73,10 @@ def test_one_fault_and_one_aa_through_the_bench(
             assert set(suite["items_needed"]) == RULES | {"qgate_mcnemar"}
     table = (out / "table.md").read_text()
     assert "| load | all answers above 2 in flight | **FAIL** |" in table
-    assert "| A/A | through the proxy, no rule fires | pass |" in table
+    assert any(
+        f"| A/A | through the proxy, no rule fires | {mark} |" in table
+        for mark in ("pass", "inconclusive")
+    ), table
     assert "False alarms over the A/A runs (proxy): qgate 0/1" in table
     assert "with no server of its own (an upstream already running)" in table
     assert "Noise floor on this CPU kind" in table

@@ -54,7 +54,9 @@ def add_suite(root: ET.Element, name: str, report: Report) -> None:
         )
         if not v.passed:
             kind = (
-                "GateNotExercised"
+                "GateInconclusive"
+                if v.inconclusive
+                else "GateNotExercised"
                 if v.exercised is False
                 else "GateFailed"
                 if v.settled

@@ -54,8 +54,7 @@ def _headline(report: Report) -> Section:
     profile_name = str(report.profile.get("name", "?"))
     sec = Section(f"qgate report: {profile_name}")
     sec.lines.append(f"**Verdict: {verdict_label(report.verdict)}**")
-    failed = [v for v in report.all_verdicts() if not v.passed]
-    total = len(report.all_verdicts())
+    failed, total = [v for v in report.all_verdicts() if not v.passed], len(report.all_verdicts())
     sec.lines.append(f"Gates: {total - len(failed)} of {total} passed; perf: {report.perf.status}.")
     notes = worst_notes(report)
     for line in not_exercised_lines(failed):
@@ -63,8 +62,9 @@ def _headline(report: Report) -> Section:
     for v in failed:
         if v.exercised is False:
             continue
-        if v.settled:
-            sec.lines.append(f"FAILED {v.gate}: {v.reason}{worst_suffix(notes, v.gate)}")
+        if v.inconclusive or v.settled:
+            label = "INCONCLUSIVE" if v.inconclusive else "FAILED"
+            sec.lines.append(f"{label} {v.gate}: {v.reason}{worst_suffix(notes, v.gate)}")
     cliff = cliff_line(report)
     if cliff is not None:
         sec.lines.append(f"CLIFF: {cliff}")

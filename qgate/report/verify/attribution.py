@@ -15,6 +15,7 @@ from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
 from qgate.gates.assembly import candidate_verdicts
 from qgate.gates.changes_applied import CONTRADICTED_FROM
+from qgate.gates.quality import harm_shown
 from qgate.profile import Profile
 from qgate.profile.changes import changes_of, sub_profile
 from qgate.quality.noise_floor import floor_summary
@@ -93,7 +94,7 @@ def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | No
             fresh = _trial_verdicts(report, prof, t, fns)
             if not same_value(dump(t.verdicts), dump(fresh)):
                 raise _fail(describe(f"trial {t.name}: verdicts", dump(t.verdicts), dump(fresh)))
-            if t.verdict != ("PASS" if all(v.passed for v in fresh) else "FAIL"):
+            if t.verdict != ("FAIL" if harm_shown(fresh) else "PASS"):
                 raise _fail(f"trial {t.name}: verdict {t.verdict} does not follow from its gates")
         elif t.runs or t.verdicts or t.passes:
             raise _fail(f"trial {t.name} is ERROR but holds records")

@@ -54,6 +54,8 @@ SIGNERS: dict[str, tuple[int, int]] = {
     "git archive bfbcf8c": (3, 5),  # examples/h200/kv-offload
     "0e0f091629e4-dirty": (3, 6),  # the first examples/cpu/smollm2-cpu-rounds (commit 3acf0d1)
     "6e7923722337": (3, 7),  # examples/cpu/smollm2-cpu-rounds, re-run for the t interval
+    "git archive bd330ba": (4, 9),  # examples/h200/draft/run*
+    "git archive 0ec3abe": (4, 9),  # examples/h200/kv-offload-envelope
 }
 
 

@@ -17,7 +17,7 @@ from qgate.gates.life import excluded_rounds, life_verdicts
 from qgate.perf.life_probes import is_endpoint
 from qgate.perf.probes import extract_answer
 from qgate.profile import Profile
-from qgate.report.model import Report
+from qgate.report.model import ALONE, Report
 from qgate.report.verify.recompute import dump, same_value
 
 __all__ = ["check_lives"]
@@ -48,7 +48,8 @@ def check_lives(report: Report, profile: Profile) -> str | None:
                     f"probe_answer {r.probe_answer!r} stored, {extract_answer(r.text)!r} "
                     "re-derived from its text"
                 )
-    got = life_verdicts(profile.lives, report.quality.runs, lives.records)
+    alone = report.perf.derivation >= ALONE
+    got = life_verdicts(profile.lives, report.quality.runs, lives.records, alone=alone)
     if not same_value(dump(lives.verdicts), dump(got)):
         raise VerificationFailed("lives verdicts: " + _difference(lives.verdicts, got))
     rounds = sorted(excluded_rounds(lives.records, got))

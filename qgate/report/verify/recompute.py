@@ -37,7 +37,7 @@ from qgate.report.model import (
     PerfSection,
     Report,
 )
-from qgate.report.verdict import overall
+from qgate.report.verdict import overall, perf_status
 
 __all__ = [
     "Compare",
@@ -459,12 +459,12 @@ def recompute_perf_gates(report: Report, profile: Profile) -> int:
 
 def check_status_and_verdict(report: Report, preview: bool = False) -> None:
     """Perf status agrees with the quality gates; the overall verdict follows from both."""
-    quality_ok = all(v.passed for v in report.quality.verdicts)
     status = report.perf.status
-    if status == "ran" and not quality_ok:
+    if status == "ran" and not all(v.passed for v in report.quality.verdicts):
         raise _fail("perf status 'ran' although a quality gate failed (should be 'ungated')")
-    if status == "skipped: gates failed" and quality_ok:
-        raise _fail("perf status 'skipped: gates failed' although every quality gate passed")
+    gated = perf_status(report.quality.verdicts, skip_perf=False, force_perf=False)
+    if status.startswith("skipped: gates") and status != gated:
+        raise _fail(f"perf status {status!r} does not follow from the quality gates ({gated!r})")
     if status.startswith("skipped") and (report.perf.runs or report.perf.results):
         raise _fail(f"perf status {status!r} but the report holds perf records")
     expected = overall(report.all_verdicts(), status, preview)

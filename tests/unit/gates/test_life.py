@@ -150,3 +150,24 @@ def test_an_item_the_candidate_lost_in_its_quality_stage_is_left_to_the_quality_
     runs = reference_quality() + reference_quality(role="candidate")
     got = {v.gate: v for v in life_verdicts(LivesSpec(), runs, [life("candidate", "start", cand)])}
     assert not got["lives.candidate.2.start"].passed
+
+
+def test_a_probe_is_judged_against_the_references_own_probe_of_its_kind_not_its_batch() -> None:
+    # the reference's quality stage (a batch) had b right; its own start probes (alone) asked
+    # a and c only; the candidate, alone too, answers b wrong, as the reference alone would
+    # have: on a kind whose numerics vary with the batch that was an A/A's false alarm (CI)
+    ref = life("reference", "start", {"a": RIGHT["a"], "c": RIGHT["c"]}, life=0)
+    cand = life("candidate", "start", dict(RIGHT, b="The answer is 8."))
+    now = by_gate([ref, cand])["lives.candidate.2.start"]
+    assert now.passed and now.n == 2  # a and c judged; b never answered alone by the reference
+    assert "not answered right by the reference's own probes of this kind" in now.reason
+    before = {
+        v.gate: v for v in life_verdicts(LivesSpec(), reference_quality(), [ref, cand], alone=False)
+    }["lives.candidate.2.start"]
+    assert not before.passed and before.n == len(RIGHT)  # perf derivation 9's rule
+    # a kind the reference asked none of (idle here) keeps the quality-stage basis
+    idle = life("candidate", "idle", dict(RIGHT, b="The answer is 8."))
+    assert not by_gate([ref, idle])["lives.candidate.2.idle"].passed
+    # a loss against the reference's own probe of the kind still fails
+    lost = life("candidate", "start", dict(RIGHT, a=corrupt(RIGHT["a"])))
+    assert not by_gate([ref, lost])["lives.candidate.2.start"].passed

@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import pytest
 
-from qgate.gates.suite import _passes
+from qgate.gates.suite import _outcomes
 from qgate.profile import AccuracyPolicy, Detect
 from qgate.quality.sizing import items_needed
 from qgate.quality.stats import FlipCounts, _critical_lost, mcnemar_power
@@ -33,7 +33,7 @@ UNTIED = [0.05, 0.01, 0.0167, 0.1, 0.3, 0.2]
 def _gate_rejects(lost: int, gained: int, n: int, alpha: float | AccuracyPolicy) -> bool:
     policy = alpha if isinstance(alpha, AccuracyPolicy) else AccuracyPolicy(alpha=alpha)
     table = FlipCounts(both_correct=n - lost - gained, lost=lost, gained=gained, both_wrong=0)
-    return not _passes(policy, table)["significance"]
+    return _outcomes(policy, table)["significance"] == "fail"
 
 
 def _gate_power(n: int, drop: float, disc: float, alpha: float) -> float:

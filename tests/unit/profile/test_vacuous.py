@@ -133,6 +133,18 @@ REFUSED: list[tuple[str, str, str, str]] = [
         ":10 perf.scenarios[0].graded.max_flips:",
         "of the at most 2 graded turns",
     ),
+    (
+        "bound-that-can-never-pass",
+        BASE.replace("limit: 8", "limit: 8, rule: bound"),
+        ":7 quality.math.max_drop:",
+        "can never pass; give it at least 14 items",
+    ),
+    (
+        "bound-without-max-drop",
+        BASE.replace("max_drop: 0.2, limit: 8", "limit: 80, rule: bound"),
+        ":7 quality.math.rule:",
+        "max_drop is not set",
+    ),
     # settings of probes that are off (qgate/profile/inert.py)
     (
         "idle-without-probes",
@@ -165,6 +177,8 @@ ACCEPTED: list[tuple[str, str]] = [
     ("math-flips-without-limit", BASE.replace("limit: 8", "max_flips: 8")),
     ("sized-by-detect", BASE.replace("limit: 8", "max_flips: 2, detect: {drop: 0.2}")),
     ("life-flips-below-probes", BASE + "lives: {probes: 4, max_flips: 3}\n"),
+    ("bound-that-can-pass", BASE.replace("limit: 8", "limit: 16, rule: bound")),
+    ("bound-sized-at-run-time", BASE.replace("limit: 8", "rule: bound")),
 ]
 
 

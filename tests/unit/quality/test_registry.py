@@ -85,6 +85,7 @@ def test_gate_fields_are_the_ones_the_cache_key_always_left_out() -> None:
         "significance",
         "alpha",
         "power",
+        "rule",
         "detect",
         "max_mean_kld",
         "max_p99_kld",

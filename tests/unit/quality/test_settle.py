@@ -53,6 +53,8 @@ def _policy(rng: random.Random) -> dict[str, object]:
     }
     if rng.random() < 0.7:
         policy["max_drop"] = rng.choice([0.0, 0.05, 0.1, 0.2])
+        if rng.random() < 0.5:  # non-inferiority: a third outcome, INCONCLUSIVE, to settle too
+            policy["rule"] = "bound"
     if rng.random() < 0.4:
         policy["min_accuracy"] = rng.choice([0.2, 0.5, 0.8])
     if rng.random() < 0.4:
@@ -89,7 +91,7 @@ def _stop_point(
 @pytest.mark.parametrize("mode", ["settled", "verdict"])
 def test_stopping_never_changes_a_verdict(mode: str) -> None:
     rng = random.Random(20261201)
-    stops = 0
+    stops = bound_stops = 0
     for trial in range(250):
         n = rng.randint(4, 60)
         ref, cand = _outcomes(rng, n)
@@ -106,22 +108,27 @@ def test_stopping_never_changes_a_verdict(mode: str) -> None:
         if why is None:
             continue
         stops += 1
+        bound_stops += spec.math.rule == "bound"
         runs = [
             _run("reference", [_item(i, ref[i]) for i in range(r_done)], n),
             _run("candidate", [_item(i, cand[i]) for i in range(c_done)], n),
         ]
         stopped = evaluate_quality(spec, runs, None)
         expected = {v.gate: v.passed for v in full}
+        unsure = {v.gate: v.inconclusive for v in full}
         for v in stopped:
             if v.settled:
                 assert v.passed == expected[v.gate], (trial, v.reason)
+                assert v.inconclusive == unsure[v.gate], (trial, v.reason)
             else:
                 assert mode == "verdict" and not v.passed, (trial, v.reason)
         if mode == "verdict" and not all(v.settled for v in stopped):
-            assert not all(expected.values()), trial  # only a settled FAIL leaves gates open
+            # only a settled FAIL (never an INCONCLUSIVE) leaves gates open
+            assert any(not ok and not unsure[g] for g, ok in expected.items()), trial
         assert not any(v.gate.endswith(".pairing") for v in stopped), trial
         assert stop_problems(spec, runs, stopped) == [], trial
     assert stops > 40, stops  # the property was exercised, not vacuous
+    assert bound_stops > 10, bound_stops  # ... and on non-inferiority gates too
 
 
 def test_bounds_fix_what_one_side_answered() -> None:
@@ -138,10 +145,10 @@ def test_bounds_fix_what_one_side_answered() -> None:
 def test_a_gate_is_settled_only_when_both_extremes_agree() -> None:
     policy = AccuracyPolicy(max_flips=2, significance=False)
     lost3 = [_item(i, True) for i in range(3)], [_item(i, False) for i in range(3)]
-    assert settled_gates(policy, *lost3, planned=10) == {"max_flips": False}
+    assert settled_gates(policy, *lost3, planned=10) == {"max_flips": "fail"}
     one = [_item(0, True)], [_item(0, False)]
     assert settled_gates(policy, *one, planned=10) == {"max_flips": None}
-    assert settled_gates(policy, *one, planned=2) == {"max_flips": True}
+    assert settled_gates(policy, *one, planned=2) == {"max_flips": "pass"}
 
 
 def test_verify_finds_stops_the_records_do_not_allow() -> None:

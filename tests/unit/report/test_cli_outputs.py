@@ -180,6 +180,7 @@ def test_run_json_summary_matches_its_schema(tmp_path: Path) -> None:
             "gate": "math.long.max_drop",
             "reason": "drop 23 pts > 15 allowed",
             "settled": True,
+            "inconclusive": False,
             "exercised": None,
         }
     ]

@@ -65,8 +65,16 @@ def test_redaction_env_command_and_profile_secrets(monkeypatch: pytest.MonkeyPat
     assert clean.quality == report.quality
 
 
-def _v(passed: bool) -> Verdict:
-    return Verdict(gate="g", suite="s", observed=0.0, limit=0.0, passed=passed, reason="r")
+def _v(passed: bool, inconclusive: bool = False) -> Verdict:
+    return Verdict(
+        gate="g",
+        suite="s",
+        observed=0.0,
+        limit=0.0,
+        passed=passed,
+        inconclusive=inconclusive,
+        reason="r",
+    )
 
 
 def test_overall_and_perf_status() -> None:
@@ -74,7 +82,17 @@ def test_overall_and_perf_status() -> None:
     assert overall([_v(True), _v(False)], "skipped: gates failed") == "FAIL"
     assert overall([_v(False)], "ungated") == "UNGATED"
     assert overall([_v(True)], "skipped: --skip-perf") == "PASS"
-    assert perf_status(True, False, False) == "ran"
-    assert perf_status(False, False, False) == "skipped: gates failed"
-    assert perf_status(False, False, True) == "ungated"
-    assert perf_status(True, True, False) == "skipped: --skip-perf"
+    assert perf_status([_v(True)], False, False) == "ran"
+    assert perf_status([_v(True), _v(False)], False, False) == "skipped: gates failed"
+    assert perf_status([_v(False)], False, True) == "ungated"
+    assert perf_status([_v(True)], True, False) == "skipped: --skip-perf"
+
+
+def test_an_inconclusive_gate_is_neither_pass_nor_fail_and_a_failure_outranks_it() -> None:
+    unsure = _v(False, inconclusive=True)
+    assert overall([_v(True), unsure], "skipped: gates inconclusive") == "INCONCLUSIVE"
+    assert overall([unsure, _v(False)], "skipped: gates failed") == "FAIL"
+    assert overall([unsure], "ungated") == "UNGATED"
+    assert perf_status([_v(True), unsure], False, False) == "skipped: gates inconclusive"
+    assert perf_status([unsure, _v(False)], False, False) == "skipped: gates failed"
+    assert perf_status([unsure], False, True) == "ungated"

@@ -623,7 +623,8 @@ def test_perf_rounds_wait_for_passed_gates(tmp_path: Path, monkeypatch: pytest.M
     calls: list[tuple[str, str]] = []
     runs = _single(tmp_path, rounds=3)
     _stand_ins(monkeypatch, runs, calls)
-    monkeypatch.setattr(candidate_stage, "overall_passed", lambda verdicts: False)
+    failed = "skipped: gates failed"
+    monkeypatch.setattr(candidate_stage, "perf_status", lambda verdicts, no, force: failed)
     monkeypatch.setattr(report_stage, "write_single", lambda *a: None)
     pipeline.run(runs.reference.opts)
     assert calls == [("preflight", "run"), ("start", "reference"), ("start", "run")]

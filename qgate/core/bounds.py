@@ -17,7 +17,8 @@ candidate whose true loss is the margin far more often than α.
   bound's level can slip: the largest Δ whose exact p-value (Tango's statistic as the
   ordering, the supremum over the nuisance on a grid and its ends, Berger & Boos style
   without the confidence-set restriction) exceeds α.
-- `loss_upper`: the one a gate uses: exact up to `EXACT_MAX` items, the score bound above.
+- `loss_upper`: the one a gate uses: exact up to `EXACT_MAX` items, the score bound above;
+  `clean_items_to_show`: the fewest items with which a clean candidate can PASS a margin.
 - `mean_loss_upper`: fractional scores (lm-eval metrics in [0, 1]): the paired t bound on
   the mean per-item difference.
 
@@ -106,11 +107,11 @@ def _cells(n: int) -> tuple[Floats, Floats, Floats]:
     return bb, cc, coef
 
 
-def _log_rate(count: Floats, rate: float) -> Floats:
-    """count x log(rate), with 0 x log(0) = 0."""
-    if rate > 0:
-        return count * math.log(rate)
-    return np.where(count > 0, -np.inf, 0.0)
+def _log_rates(count: Floats, rates: Floats) -> Floats:
+    """count x log(rate) over a column of rates, with 0 x log(0) = 0."""
+    rates = np.maximum(rates, 0.0)
+    out = count * np.log(rates)
+    return np.where(count == 0, 0.0, out)
 
 
 def exact_p(lost: int, gained: int, n: int, delta: float) -> float:
@@ -119,16 +120,14 @@ def exact_p(lost: int, gained: int, n: int, delta: float) -> float:
     b, c, coef = _cells(n)
     tail = _score(b, c, n, delta) <= float(_score(lost, gained, n, delta)) + 1e-12
     bt, ct, kt = b[tail], c[tail], coef[tail]
-    top = (1 - delta) / 2
-    best = 0.0
-    for q in np.linspace(0.0, top, _GRID + 1):
-        q = float(q)
-        logs = kt + _log_rate(bt, q + delta) + _log_rate(ct, q)
-        logs = logs + _log_rate(n - bt - ct, 1 - 2 * q - delta)
-        best = max(best, float(np.exp(logs).sum()))
-    return min(best, 1.0)
+    qs = np.linspace(0.0, (1 - delta) / 2, _GRID + 1)[:, None]  # every nuisance value at once
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = kt + _log_rates(bt, qs + delta) + _log_rates(ct, qs)
+        logs = logs + _log_rates(n - bt - ct, 1 - 2 * qs - delta)
+    return min(float(np.exp(logs).sum(axis=1).max()), 1.0)
 
 
+@lru_cache(maxsize=65536)
 def exact_upper(lost: int, gained: int, n: int, confidence: float = 0.95) -> float:
     """The exact unconditional one-sided upper bound on Δ (for n up to EXACT_MAX)."""
     _check(lost, gained, n)
@@ -145,6 +144,21 @@ def loss_upper(lost: int, gained: int, n: int, confidence: float = 0.95) -> floa
     if n <= EXACT_MAX:
         return exact_upper(lost, gained, n, confidence)
     return score_upper(lost, gained, n, confidence)
+
+
+def clean_items_to_show(margin: float, confidence: float = 0.95) -> int:
+    """The fewest paired items whose bound, with nothing lost or gained, is within `margin`:
+    below it a non-inferiority gate can never PASS."""
+    if not 0 < margin < 1:
+        raise ValueError("margin must lie in (0, 1)")
+    for n in range(1, EXACT_MAX + 1):
+        if exact_upper(0, 0, n, confidence) <= margin + _TOL:
+            return n
+    z2 = _z(confidence) ** 2  # the score bound with nothing flipped is z^2 / (n + z^2)
+    n = max(EXACT_MAX + 1, math.ceil(z2 * (1 - margin) / margin) - 1)
+    while score_upper(0, 0, n, confidence) > margin + _TOL:
+        n += 1
+    return n
 
 
 def t_cdf(t: float, df: int) -> float:

@@ -1,4 +1,4 @@
-"""One-sided bounds on the paired loss (qgate/quality/bounds.py): their closed forms where
+"""One-sided bounds on the paired loss (qgate/core/bounds.py): their closed forms where
 they have one, their level computed exactly over the trinomial, Student's t against scipy."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import t as scipy_t
 
-from qgate.quality import bounds
+from qgate.core import bounds
 
 Z95 = 1.6448536269514722
 

@@ -1,0 +1,142 @@
+"""Non-inferiority (`rule: bound`, issue 53): a max_drop gate PASSes only on a bound within
+its margin, FAILs only on harm shown, and is INCONCLUSIVE otherwise; today's point rule is
+unchanged beside it."""
+
+from __future__ import annotations
+
+import pytest
+
+from qgate.core.bounds import loss_upper, score_lower
+from qgate.gates.noninferiority import bound_outcome
+from qgate.gates.score import evaluate_scored
+from qgate.gates.suite import evaluate_suite
+from qgate.profile import AccuracyPolicy
+from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.quality.stats import FlipCounts
+from qgate.report.verdict import overall, perf_status
+
+SUITE = "math.short"
+
+
+def _item(i: int, correct: bool, score: float | None = None) -> ItemRecord:
+    return ItemRecord(
+        id=f"m{i:04d}",
+        prompt_sha256="0" * 64,
+        output=str(int(correct)),
+        answer="1" if correct else "0",
+        expected="1",
+        correct=correct,
+        score=score,
+    )
+
+
+def _runs(n: int, lost: int, gained: int, right: int) -> tuple[SuiteRun, SuiteRun]:
+    """`n` items: `right` both right, then `lost`, then `gained`, the rest both wrong."""
+    ref, cand = [], []
+    for i in range(n):
+        r, c = (
+            (True, True)
+            if i < right
+            else (True, False)
+            if i < right + lost
+            else (False, True)
+            if i < right + lost + gained
+            else (False, False)
+        )
+        ref.append(_item(i, r))
+        cand.append(_item(i, c))
+    return tuple(  # type: ignore[return-value]
+        SuiteRun(suite=SUITE, role=role, data_sha256="0" * 64, items=items)  # type: ignore[arg-type]
+        for role, items in (("reference", ref), ("candidate", cand))
+    )
+
+
+def _max_drop(policy: AccuracyPolicy, n: int, lost: int, gained: int) -> object:
+    verdicts = evaluate_suite(SUITE, policy, *_runs(n, lost, gained, right=n // 2))
+    return next(v for v in verdicts if v.gate == f"{SUITE}.max_drop")
+
+
+BOUND = AccuracyPolicy(max_drop=0.15, rule="bound", significance=False)
+POINT = AccuracyPolicy(max_drop=0.15, significance=False)
+
+
+def test_a_clean_candidate_on_enough_items_passes_with_the_bound_it_showed() -> None:
+    v = _max_drop(BOUND, 81, 0, 0)
+    assert v.passed and not v.inconclusive  # type: ignore[attr-defined]
+    assert v.observed == pytest.approx(loss_upper(0, 0, 81))  # type: ignore[attr-defined]
+    assert v.metric == "accuracy_drop_upper_bound"  # type: ignore[attr-defined]
+    assert "loses at most 3.2 pts (95% upper bound" in v.reason  # type: ignore[attr-defined]
+
+
+def test_a_clean_candidate_on_eight_items_is_inconclusive_where_the_point_rule_passes() -> None:
+    unsure = _max_drop(BOUND, 8, 0, 0)
+    assert not unsure.passed and unsure.inconclusive  # type: ignore[attr-defined]
+    assert "INCONCLUSIVE" in unsure.reason and "at least 19 items" in unsure.reason  # type: ignore[attr-defined]
+    point = _max_drop(POINT, 8, 0, 0)
+    assert point.passed and not point.inconclusive  # type: ignore[attr-defined]
+    assert point.observed == 0.0  # type: ignore[attr-defined]
+
+
+def test_a_twenty_point_drop_on_twenty_items_passes_the_point_rule_and_not_the_bound() -> None:
+    # issue 53's Why: recall fell 20 points on 20 items and the point rule at 0.2 passed it
+    policy = AccuracyPolicy(max_drop=0.2, significance=False)
+    runs = _runs(20, 9, 5, right=3)
+    by_rule = {
+        rule: next(
+            v
+            for v in evaluate_suite(SUITE, policy.model_copy(update={"rule": rule}), *runs)
+            if v.gate.endswith("max_drop")
+        )
+        for rule in ("point", "bound")
+    }
+    assert by_rule["point"].passed
+    assert not by_rule["bound"].passed and by_rule["bound"].inconclusive
+
+
+def test_harm_shown_fails_outright() -> None:
+    v = _max_drop(BOUND, 60, 25, 0)
+    assert score_lower(25, 0, 60) > 0.15
+    assert not v.passed and not v.inconclusive  # type: ignore[attr-defined]
+    assert "harm shown" in v.reason  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("n", [10, 33, 60])
+def test_outcomes_are_monotone_in_the_candidates_favour(n: int) -> None:
+    rank = {"pass": 0, "inconclusive": 1, "fail": 2}
+    for gained in range(0, n, 3):
+        previous = -1
+        for lost in range(n - gained + 1):
+            flips = FlipCounts(
+                both_correct=n - lost - gained, lost=lost, gained=gained, both_wrong=0
+            )
+            now = rank[bound_outcome(BOUND, flips)]
+            assert now >= previous, (n, lost, gained)
+            previous = now
+
+
+def test_the_run_is_inconclusive_skips_perf_and_a_failure_outranks_it() -> None:
+    unsure = _max_drop(BOUND, 8, 0, 0)
+    passed = _max_drop(BOUND, 81, 0, 0)
+    failed = _max_drop(POINT, 20, 10, 0)
+    assert perf_status([passed, unsure], False, False) == "skipped: gates inconclusive"  # type: ignore[list-item]
+    assert overall([passed, unsure], "skipped: gates inconclusive") == "INCONCLUSIVE"  # type: ignore[list-item]
+    assert overall([unsure, failed], "skipped: gates failed") == "FAIL"  # type: ignore[list-item]
+
+
+def _scored(diffs: list[float]) -> tuple[SuiteRun, SuiteRun]:
+    ref = [_item(i, True, 0.5 + max(d, 0) / 2) for i, d in enumerate(diffs)]
+    cand = [_item(i, True, 0.5 - max(-d, 0) / 2) for i, d in enumerate(diffs)]
+    return tuple(  # type: ignore[return-value]
+        SuiteRun(suite="lm_eval.x", role=role, data_sha256="0" * 64, items=items)  # type: ignore[arg-type]
+        for role, items in (("reference", ref), ("candidate", cand))
+    )
+
+
+def test_fractional_scores_with_no_change_are_bounded_by_the_items_not_by_zero_width() -> None:
+    policy = AccuracyPolicy(max_drop=0.1, rule="bound", significance=False)
+    few = evaluate_scored("lm_eval.x", policy, *_scored([0.0] * 8))
+    assert few[0].inconclusive and few[0].observed == pytest.approx(loss_upper(0, 0, 8))
+    many = evaluate_scored("lm_eval.x", policy, *_scored([0.0] * 60))
+    assert many[0].passed and many[0].observed == pytest.approx(loss_upper(0, 0, 60))
+    harm = evaluate_scored("lm_eval.x", policy, *_scored([0.4] * 30 + [0.3] * 30))
+    assert not harm[0].passed and not harm[0].inconclusive
