@@ -14,17 +14,48 @@ from __future__ import annotations
 from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
 from qgate.gates.life import excluded_rounds, life_verdicts
-from qgate.perf.life_probes import is_endpoint
+from qgate.perf.life_probes import ProbeKind, is_endpoint
 from qgate.perf.probes import extract_answer
 from qgate.profile import Profile
+from qgate.profile.vacuous import PROBED_FORM
 from qgate.report.model import ALONE, Report
 from qgate.report.verify.recompute import dump, same_value
 
-__all__ = ["check_lives"]
+__all__ = ["check_lives", "planned_lives"]
+
+
+def planned_lives(report: Report, profile: Profile) -> None:
+    """Every life the report's starts name holds the probe records the profile plans (issue 54:
+    the evidence held to the plan, not inferred from the records): its start probes, and its
+    idle probes where the profile pauses, unless `quality.stop: verdict` ended the run on a
+    settled FAIL (its lives then stop without the pause). Deleting a failed life's records, or
+    the whole `lives` section, no longer verifies. Held from perf derivation 10 (`ALONE`)."""
+    spec, math = profile.lives, profile.quality.math
+    if report.perf.derivation < ALONE:
+        return  # made before the plan was held (older runs predate life probes or kept none)
+    if spec.probes == 0 or math is None or PROBED_FORM not in math.prompts:
+        return  # nothing to probe with: no life asks any (validate refuses a written one)
+    if not report.quality.runs:
+        return  # no quality stage (a speed preview): no items to probe with
+    records = report.lives.records if report.lives is not None else []
+    kinds: list[ProbeKind] = ["start"]
+    if spec.idle_s > 0 and not (profile.quality.stop == "verdict" and report.verdict == "FAIL"):
+        kinds.append("idle")
+    for side in dict.fromkeys(s.side for s in report.starts if s.purpose == "life"):
+        started = sum(1 for s in report.starts if s.purpose == "life" and s.side == side)
+        for kind in kinds:
+            held = {p.life for p in records if p.side == side and p.kind == kind}
+            if len(held) != started:
+                raise VerificationFailed(
+                    f"lives: {side} has {kind} probe records for {len(held)} of its {started} "
+                    f"lives; the profile asks {spec.probes} probe(s) of every life "
+                    f"{'at its start' if kind == 'start' else 'after its idle pause'}"
+                )
 
 
 def check_lives(report: Report, profile: Profile) -> str | None:
     """The life probe verdicts and excluded rounds follow from the records (None: no lives)."""
+    planned_lives(report, profile)
     lives = report.lives
     if lives is None:
         return None

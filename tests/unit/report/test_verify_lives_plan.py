@@ -1,0 +1,82 @@
+"""verify holds a report's life probes to the plan (issue 54 item 2): every life its starts
+name carries its start probes, and its idle probes where the profile pauses. An insider who
+deletes a life's records and derives every verdict again no longer gets a report that
+verifies. The committed KV-offload envelope run (perf derivation 9) stands in for a run of
+this qgate: its revision unnamed and its derivation 10, it verifies as it is."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from helpers.resign import rederived, resigned_verify
+
+from qgate.errors import VerificationFailed
+from qgate.gates.life import excluded_rounds, life_verdicts
+from qgate.profile import Profile
+from qgate.report.model import PERF_DERIVATION, LivesSection, Report
+
+RUN = Path(__file__).resolve().parents[3] / "examples" / "h200" / "kv-offload-envelope"
+
+
+def _as_made_now(drop: Callable[[Report], None] | None = None) -> Callable[[Report], None]:
+    """The edit: the report as this qgate would sign it, then `drop` applied, the life verdicts
+    and every figure derived again."""
+
+    def edit(report: Report) -> None:
+        assert report.fingerprint is not None
+        report.fingerprint.qgate_revision = None  # held to this qgate's derivations
+        report.perf.derivation = PERF_DERIVATION
+        if drop is not None:
+            drop(report)
+        if report.lives is not None:
+            profile = Profile.model_validate(report.profile)
+            records = report.lives.records
+            verdicts = life_verdicts(profile.lives, report.quality.runs, records)
+            report.lives = LivesSection(
+                records=records,
+                verdicts=verdicts,
+                excluded_rounds=sorted(excluded_rounds(records, verdicts)),
+            )
+        rederived(report)
+
+    return edit
+
+
+def test_the_run_as_this_qgate_would_sign_it_verifies() -> None:
+    result = resigned_verify(RUN, _as_made_now())
+    assert result.report.verdict == "PASS"
+
+
+def _without(kind: str, side: str) -> Callable[[Report], None]:
+    def drop(report: Report) -> None:
+        assert report.lives is not None
+        report.lives.records = [
+            p for p in report.lives.records if not (p.kind == kind and p.side == side)
+        ]
+
+    return drop
+
+
+@pytest.mark.parametrize(
+    ("kind", "side", "message"),
+    [
+        ("idle", "candidate", "lives: candidate has idle probe records for 0 of its 1 lives"),
+        ("start", "candidate", "lives: candidate has start probe records for 0 of its 1 lives"),
+        ("idle", "reference", "lives: reference has idle probe records for 0 of its 1 lives"),
+    ],
+)
+def test_a_lives_deleted_probe_records_are_refused(kind: str, side: str, message: str) -> None:
+    with pytest.raises(VerificationFailed) as info:
+        resigned_verify(RUN, _as_made_now(_without(kind, side)))
+    assert info.value.message.startswith(message), info.value.message
+    assert "the profile asks 4 probe(s) of every life" in info.value.message
+
+
+def test_the_whole_lives_section_deleted_is_refused() -> None:
+    def drop(report: Report) -> None:
+        report.lives = None
+
+    with pytest.raises(VerificationFailed, match="lives: reference has start probe records"):
+        resigned_verify(RUN, _as_made_now(drop))
