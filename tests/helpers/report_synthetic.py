@@ -49,6 +49,9 @@ PROFILE: dict[str, Any] = {
         "scenarios": [{"name": "short", "input_tokens": 32, "output_tokens": 4, "requests": 3}],
         "slo": {"ttft_ms": 500},
         "bootstrap": 200,
+        # the synthetic perf records carry no graded probes, so the plan asks none (verify
+        # holds the records to it: tests/helpers/perf_runs.py builds runs that carry them)
+        "probes": {"items": 0},
     },
 }
 

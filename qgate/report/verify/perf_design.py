@@ -11,8 +11,13 @@ scenario's measured requests (`requests`, or conversations x turns; a duration-b
 scenario's count is its own), and the quality probes mixed in are as many as
 qgate/perf/probes.probe_points places (a count-bound scenario: every probe item at least once,
 more where probe_share of its requests is more; a duration-bound one: one per round(1 /
-probe_share) measured completions), or none. A difference is rejected naming the field and
-both values.
+probe_share) measured completions). A difference is rejected naming the field and both values.
+
+From perf derivation 10 the probe items are the plan's, not the records' (issue 54: a report
+whose failing probes were deleted, the scenario's or only its lost asks, verified because
+the count came from the records, and "none" was always allowed): `perf.probes.items`, at most
+the math items the reference's `math.short` run holds (the set they are drawn from). Before,
+the items the records hold, or none.
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ from qgate.perf.records import ScenarioRun, is_workload
 from qgate.perf.workloads import measured_count
 from qgate.profile import PerfSpec, Profile
 from qgate.profile.perf import run_names
-from qgate.report.model import Report
+from qgate.profile.vacuous import PROBED_FORM
+from qgate.quality.math_set import PROBED
+from qgate.report.model import ALONE, Report
 from qgate.report.verify.sessions_check import check_graded_turns
 
 __all__ = ["check_perf_design", "expected_blocks", "scenario_runs"]
@@ -62,6 +69,20 @@ def _probe_gap(share: float) -> int:
     return max(1, round(1 / share)) if share > 0 else 0
 
 
+def planned_probe_items(report: Report, profile: Profile) -> int | None:
+    """The probe items every scenario run asks by the plan (0: none planned); None where the
+    report predates the plan being held (perf derivation below 10: the records decide)."""
+    if report.perf.derivation < ALONE:
+        return None
+    spec, math = profile.perf, profile.quality.math
+    if spec is None or math is None or PROBED_FORM not in math.prompts:
+        return 0
+    drawn = next(
+        (r for r in report.quality.runs if r.role == "reference" and r.suite == PROBED), None
+    )
+    return 0 if drawn is None else min(spec.probes.items, len(drawn.items))
+
+
 def check_perf_design(report: Report, profile: Profile, plan: Plan | None = None) -> str:
     """Raise VerificationFailed when the perf records are not the shape the profile asks;
     a line for `checked`. `plan`: the run's plan where the report holds none (a multi
@@ -89,6 +110,7 @@ def check_perf_design(report: Report, profile: Profile, plan: Plan | None = None
             f"({len(held)} scenario runs held, the profile makes {len(names)})"
         )
     measured = turns = 0
+    planned = planned_probe_items(report, profile)
     for name, index, count in names:
         for role in roles:
             for k in rounds:
@@ -110,7 +132,8 @@ def check_perf_design(report: Report, profile: Profile, plan: Plan | None = None
                             f"{where}: measured requests: {work} stored, {count} re-derived "
                             f"(perf.scenarios[{index}])"
                         )
-                    items = len({q.probe_id for q in run.requests if q.probe_id is not None})
+                    asked_items = len({q.probe_id for q in run.requests if q.probe_id is not None})
+                    items = asked_items if planned is None else planned
                     points = probe_points(count, items, spec.probe_share)
                     if points is None:
                         gap = _probe_gap(spec.probe_share)
@@ -119,7 +142,7 @@ def check_perf_design(report: Report, profile: Profile, plan: Plan | None = None
                     else:
                         want = len(points)
                         rule = f"{items} item(s), at least a share of the {count} requests"
-                    if probes not in (0, want):
+                    if probes != want and (planned is not None or probes != 0):
                         raise _fail(
                             f"{where}: quality probes: {probes} stored, {want} re-derived "
                             f"({rule}, perf.probe_share {spec.probe_share:g})"

@@ -60,6 +60,7 @@ def probe_report(wrong: int) -> Report:
     """The synthetic report with graded probes: under load the candidate gets `wrong` of the
     items it answered right in its quality stage wrong (and item 1, lost there, wrong too)."""
     report = build_report(requests=4, fns=default_recompute())
+    report.profile["perf"]["probes"] = {"items": len(ITEMS)}  # the plan asks what is added
     profile = Profile.model_validate(report.profile)
     quality = {(r.role, i.id): i.answer for r in report.quality.runs for i in r.items}
     for run in report.perf.runs:

@@ -1,7 +1,8 @@
-"""verify holds a report's life probes to the plan (issue 54 item 2): every life its starts
-name carries its start probes, and its idle probes where the profile pauses. An insider who
-deletes a life's records and derives every verdict again no longer gets a report that
-verifies. The committed KV-offload envelope run (perf derivation 9) stands in for a run of
+"""verify holds a report's probes to the plan (issue 54 item 2): every life its starts name
+carries its start probes, and its idle probes where the profile pauses; every perf scenario
+run carries the probe asks `perf.probes.items` places, whatever its records hold. An insider
+who deletes a life's records, or a scenario's probe asks, and derives every verdict again no
+longer gets a report that verifies. The committed KV-offload envelope run (perf derivation 9) stands in for a run of
 this qgate: its revision unnamed and its derivation 10, it verifies as it is."""
 
 from __future__ import annotations
@@ -80,3 +81,20 @@ def test_the_whole_lives_section_deleted_is_refused() -> None:
 
     with pytest.raises(VerificationFailed, match="lives: reference has start probe records"):
         resigned_verify(RUN, _as_made_now(drop))
+
+
+def _probes_dropped(role: str, only_first: bool) -> Callable[[Report], None]:
+    def drop(report: Report) -> None:
+        run = next(r for r in report.perf.runs if r.role == role and r.scenario.startswith("fixed"))
+        asks = [q for q in run.requests if q.probe_id is not None]
+        gone = {id(q) for q in (asks[:1] if only_first else asks)}
+        run.requests = [q for q in run.requests if id(q) not in gone]
+
+    return drop
+
+
+@pytest.mark.parametrize("only_first", [True, False], ids=["one ask", "every ask"])
+def test_deleted_perf_probe_asks_are_refused(only_first: bool) -> None:
+    with pytest.raises(VerificationFailed) as info:
+        resigned_verify(RUN, _as_made_now(_probes_dropped("candidate", only_first)))
+    assert "quality probes:" in info.value.message and "re-derived" in info.value.message
