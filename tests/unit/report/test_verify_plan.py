@@ -2,8 +2,9 @@
 carries its start probes, and its idle probes where the profile pauses; every perf scenario
 run carries the probe asks `perf.probes.items` places, whatever its records hold. An insider
 who deletes a life's records, or a scenario's probe asks, and derives every verdict again no
-longer gets a report that verifies. The committed KV-offload envelope run (perf derivation 9) stands in for a run of
-this qgate: its revision unnamed and its derivation 10, it verifies as it is."""
+longer gets a report that verifies. The committed KV-offload envelope run (perf derivation
+9) stands in for a run of this qgate: its revision unnamed and its derivation 10, it verifies
+as it is."""
 
 from __future__ import annotations
 
