@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
 import logging
 import math
 import random
@@ -228,11 +229,23 @@ async def _under_load(
     per = _per_prompt(ctx, spec.max_prompt_tokens, spec.output_tokens)
     total = int(spec.fill * cap)
     prompts = filler_prompts(total, per, f"load-{suite}")
-    filler = asyncio.create_task(_send_fillers(ctx, prompts, spec.output_tokens, spec.requests))
+    first = asyncio.Event()  # the first `fill` x the capacity sent
+
+    async def fill() -> None:
+        # Rounds of fresh prompts until cancelled: the items always run beside the filler,
+        # however fast this machine got through the first round (a filler that ended before
+        # the items joined left them alone: CI's 2-core Intel AMX kind).
+        await _send_fillers(ctx, prompts, spec.output_tokens, spec.requests)
+        first.set()
+        for again in itertools.count(1):
+            more = filler_prompts(total, per, f"load-{suite}-{again}")
+            await _send_fillers(ctx, more, spec.output_tokens, spec.requests)
+
+    filler = asyncio.create_task(fill())
     # Let the filler fill the cache before the items join it.
     deadline = time.monotonic() + 60
     during: dict[str, float] = {}
-    while time.monotonic() < deadline and not filler.done():
+    while time.monotonic() < deadline and not first.is_set() and not filler.done():
         during, _ = await _counters(ctx)
         if during.get(KV_USAGE, 0.0) >= 0.5:
             break
@@ -243,7 +256,8 @@ async def _under_load(
         await filler
     how = (
         f"{len(prompts)} filler requests of {per} + {spec.output_tokens} tokens, {spec.requests} "
-        f"in flight ({spec.fill:g}x the KV capacity of {cap:,} tokens)"
+        f"in flight ({spec.fill:g}x the KV capacity of {cap:,} tokens), fresh ones until the "
+        "items' last answer"
     )
     return result.model_copy(update={"during": during}), how
 

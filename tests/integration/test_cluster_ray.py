@@ -55,6 +55,19 @@ def _gone(marker: str, timeout: float = 20.0) -> list[str]:
     return left
 
 
+def _idle(timeout: float = 30.0) -> list[str]:
+    """Wait until Ray hears every node's resources free again (an ended life's actor gives
+    them back a moment later); the nodes still holding some at the deadline."""
+    from qgate.cluster.ray_api import nodes
+
+    deadline = time.monotonic() + timeout
+    while True:
+        busy = [n.node_id for n in nodes() if n.free != n.resources]
+        if not busy or time.monotonic() > deadline:
+            return busy
+        time.sleep(0.2)
+
+
 def test_each_life_runs_on_its_own_node_and_the_driver_talks_to_it(
     ray_cluster: object, fake_launcher: list[str], tmp_path: Path
 ) -> None:
@@ -158,6 +171,9 @@ def test_plan_on_the_cluster_says_which_lives_run_together(ray_cluster: object) 
 
     shipped = Path(__file__).resolve().parents[2] / "precision_profiles"
     address = ray_cluster.address  # type: ignore[attr-defined]
+    # the plan places lives on what is free now: the last test's lives gone first
+    ray_api.connect(address)
+    assert _idle() == [], "the last test's lives still hold their nodes"
     result = CliRunner().invoke(
         main, ["plan", str(shipped / "smollm2-cpu-multi.yaml"), "--cluster", address]
     )
