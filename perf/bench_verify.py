@@ -24,11 +24,12 @@ from pathlib import Path
 
 from qgate.attest.keys import LoadedSigner, generate_private_pem, public_pem_of, signer_from_pem
 from qgate.attest.statement import Subject
+from qgate.gates.judgement import ScenarioResult
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.profile import Profile
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord, SuiteRun
-from qgate.report.model import PerfSection, QualitySection, Report, ScenarioResult
+from qgate.report.model import PerfSection, QualitySection, Report
 from qgate.report.signing import sign_report
 from qgate.report.verdict import overall
 from qgate.report.verify.single import default_recompute, verify_bytes

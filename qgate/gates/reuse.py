@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 DERIVATION = STRICT
-"""The newest quality derivation of the reuse verdicts (report/model.py QUALITY_DERIVATION)."""
+"""The newest quality derivation of the reuse verdicts (gates/judgement.py QUALITY_DERIVATION)."""
 
 
 def _find(passes: Sequence[PassRun], name: str, role: Role, suite: str) -> PassSuite | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field
 
 from qgate.attest.keys import SignerSource
 from qgate.core.plan import Plan
@@ -23,7 +23,13 @@ from qgate.core.provenance import RunProvenance
 from qgate.core.records import Record
 from qgate.core.serving import EffectiveConfig, ServerStart
 from qgate.core.verdict import Verdict
-from qgate.perf.life_probes import LifeProbes
+from qgate.gates.judgement import (
+    BOOTSTRAP_SEED,
+    LivesSection,
+    OverallVerdict,
+    PerfStatus,
+    ScenarioResult,
+)
 from qgate.perf.records import ScenarioRun
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.calibrate import CalibrationResult
@@ -39,11 +45,6 @@ from qgate.runtime.fingerprint import Fingerprint
 SCHEMA_VERSION: Literal["2"] = "2"
 SchemaVersion = Literal["1", "2"]
 PREDICATE_TYPE = "https://qgate.dev/report/v1"
-
-PerfStatus = Literal[
-    "ran", "skipped: gates failed", "skipped: gates inconclusive", "skipped: --skip-perf", "ungated"
-]
-OverallVerdict = Literal["PASS", "FAIL", "INCONCLUSIVE", "UNGATED", "PREVIEW"]
 
 
 class Artifact(Record):
@@ -65,16 +66,6 @@ class SignerInfo(Record):
     public_key_pem: str | None = Field(
         default=None, description="The public key (PEM), for convenience; never trust it alone."
     )
-
-
-# 2: each quality verdict carries metric, comparator, n, power, min_detectable_drop, settled.
-# 3: the warnings hold one on the candidate's changes not confirmed by the running server
-# (gates/changes_applied.py), re-derived by verify; reports of 2 are verified without it.
-# 4: reuse passes (gates/reuse.py STRICT): a missing or broken counter snapshot proves
-# nothing, warm is judged against its cold pass; reports of 3 are verified by their own rules.
-QUALITY_DERIVATION = 4
-QUALITY_V2_FIELDS = ("metric", "comparator", "n", "power", "min_detectable_drop", "settled")
-"""What derivation 2 added to a verdict; a derivation-1 report is compared without them."""
 
 
 class QualitySection(Record):
@@ -120,58 +111,6 @@ class QualitySection(Record):
     )
 
 
-class ScenarioResult(Record):
-    """Derived figures of one perf scenario: summaries, ratios and checks."""
-
-    scenario: str = Field(description="Scenario name (with '@cN' for a sweep level).")
-    reference: dict[str, Any] | None = Field(
-        default=None, description="ScenarioMetrics of the reference run (summarize), as JSON."
-    )
-    candidate: dict[str, Any] | None = Field(
-        default=None, description="ScenarioMetrics of the candidate run (summarize), as JSON."
-    )
-    comparisons: list[dict[str, Any]] = Field(
-        default_factory=list,
-        description="MetricComparison list, candidate over reference (compare), as JSON.",
-    )
-    verdicts: list[Verdict] = Field(
-        default_factory=list, description="Scenario checks of the candidate (scenario_verdicts)."
-    )
-
-    @field_validator("reference", "candidate", "comparisons", mode="before")
-    @classmethod
-    def _json_form(cls, value: Any) -> Any:
-        # accept ScenarioMetrics / MetricComparison objects as they come from the perf stage
-        if isinstance(value, BaseModel):
-            return value.model_dump(mode="json")
-        if isinstance(value, list):
-            return [v.model_dump(mode="json") if isinstance(v, BaseModel) else v for v in value]
-        return value
-
-
-# 2: request output/decode rates, TTFT p90/p99, TPOT/E2E p99 and throughput intervals added.
-# 3: a per-bucket time series (time_series) in the summaries, for runs that ask for one.
-# 4: interleaved perf blocks (ScenarioRun.block): block ratios and intervals; one block as before.
-# 5: pooled blocks keep the engine's counters (sum of each block's delta).
-# 6: perf rounds in fresh lives (ScenarioRun.round): round ratios and intervals; one round as
-#    before (the comparisons gain the round fields, their figures unchanged).
-# 7: with rounds, each round is the unit: the ratio is the centre of the across-round interval
-#    (Student's t over the round ratios, the ABBA order fitted from 4 rounds), which is its
-#    interval, nothing within a round added again (qgate/perf/round_interval.py).
-# 8: graded probes: a probe gate per scenario among its verdicts (perf.probes), and the ratios
-#    of a scenario whose probes failed withheld from the speed gates and the headline.
-# 9: graded sessions in multi-turn scenarios: a graded-turn gate per scenario among its
-#    verdicts (perf.scenarios[].graded), the turns left out of the figures like probes, and
-#    the ratios of a scenario whose graded turns failed withheld as a probe failure's are.
-# 10: life probes judged against the reference's own probes of their kind (asked alone), not
-#     its batched quality-stage answer, where its lives asked that kind (gates/life.py).
-PERF_DERIVATION = 10
-ALONE = 10
-"""The perf derivation from which life probes are judged against the reference's own."""
-BOOTSTRAP_SEED = 0
-"""The seed every run draws its bootstrap with (verify holds a report to it)."""
-
-
 class PerfSection(Record):
     """The perf stage: raw request records and the figures derived from them."""
 
@@ -198,23 +137,6 @@ class PerfSection(Record):
     gates: list[Verdict] = Field(
         default_factory=list,
         description="Perf gate verdicts (qgate.gates.speed) over the comparisons, in gate order.",
-    )
-
-
-class LivesSection(Record):
-    """Every life graded (issue 44): the probes each server life answered at its start and
-    after its idle pause, and a verdict per candidate life and kind (qgate/perf/life_probes.py)."""
-
-    records: list[LifeProbes] = Field(
-        default_factory=list, description="Each life's probe sets, in the order asked."
-    )
-    verdicts: list[Verdict] = Field(
-        default_factory=list, description="life_verdicts over the records, candidate lives only."
-    )
-    excluded_rounds: list[int] = Field(
-        default_factory=list,
-        description="Perf rounds (0-based) a failed candidate life served: their runs stay in "
-        "perf.runs but are kept out of every comparison (ratio) and speed gate.",
     )
 
 

@@ -17,6 +17,7 @@ from qgate.core.plan import Plan
 from qgate.core.provenance import RunProvenance
 from qgate.core.records import Record
 from qgate.core.serving import ServerStart
+from qgate.gates.judgement import OverallVerdict
 from qgate.report.model import (
     ARTIFACTS,
     PLAN,
@@ -25,7 +26,6 @@ from qgate.report.model import (
     STAGE_TIMINGS,
     STARTS,
     Artifact,
-    OverallVerdict,
     Report,
     ReportHead,
     SignerInfo,

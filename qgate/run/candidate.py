@@ -15,15 +15,14 @@ from dataclasses import dataclass, field
 
 from qgate.core.verdict import Verdict
 from qgate.errors import InfrastructureError
-from qgate.gates.assembly import candidate_verdicts
+from qgate.gates.judge import perf_status, quality_verdicts
+from qgate.gates.judgement import Evidence, PerfStatus
 from qgate.gates.quality import overall_passed
 from qgate.perf.records import ScenarioRun
 from qgate.quality.divergence_suite import build_divergence_run
 from qgate.quality.records import DivergenceRun
 from qgate.quality.stage import QualityOutput
 from qgate.report.attribution import Attribution
-from qgate.report.model import QUALITY_DERIVATION, PerfStatus
-from qgate.report.verdict import perf_status
 from qgate.run.context import RunContext, quality_on, started
 from qgate.run.perf import perf_blocks
 
@@ -87,16 +86,15 @@ def judge(
     """Gate the candidate's quality (in `out`) against the reference's; decide its perf status."""
     assert out.quality is not None
     out.divergence = divergence_of(reference, out.quality)
-    out.verdicts = candidate_verdicts(
-        ctx.profile,
-        reference.runs + out.quality.runs,
-        out.divergence,
-        reference.passes + out.quality.passes,
-        [c for c in (reference.effective_config, out.quality.effective_config) if c],
-        reference.speculative + out.quality.speculative,
-        reference.floor,
-        derivation=QUALITY_DERIVATION,
+    evidence = Evidence(
+        runs=tuple(reference.runs + out.quality.runs),
+        divergence=out.divergence,
+        passes=tuple(reference.passes + out.quality.passes),
+        speculative=tuple(reference.speculative + out.quality.speculative),
+        configs=tuple(c for c in (reference.effective_config, out.quality.effective_config) if c),
+        noise_floor=reference.floor,
     )
+    out.verdicts = quality_verdicts(ctx.profile, evidence)  # the judge's first group
     out.status = perf_status(out.verdicts, ctx.no_perf, force_perf)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from qgate.core.verdict import Verdict
 from qgate.errors import ExitCode
-from qgate.report.model import PerfStatus
+from qgate.gates.judgement import PerfStatus
 from qgate.report.multi_model import CandidateVerdict
 
 __all__ = ["RunOptions", "RunOutcome"]

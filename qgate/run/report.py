@@ -15,7 +15,7 @@ from qgate.core.plan import Plan
 from qgate.core.provenance import RunProvenance, run_provenance
 from qgate.core.serving import ServerStart
 from qgate.errors import ExitCode
-from qgate.gates.notices import quality_warnings
+from qgate.gates.judgement import PerfStatus
 from qgate.gates.probes import failed_answers, probes_failed
 from qgate.gates.scales import warning_lines
 from qgate.perf.records import ScenarioRun
@@ -23,7 +23,7 @@ from qgate.quality.stage import QualityOutput
 from qgate.report.assemble import build_multi_report, build_report
 from qgate.report.attribution import summary_lines
 from qgate.report.derive import time_breakdown
-from qgate.report.model import PerfStatus, Report
+from qgate.report.model import Report
 from qgate.report.multi_model import CandidateEntry, CandidateVerdict
 from qgate.report.render.floor_view import floor_line
 from qgate.report.render.ladder_view import cliff_line
@@ -154,9 +154,6 @@ def build(
     candidate = result.quality
     assert candidate is not None  # a candidate whose runtime failed has no report of its own
     configs = [c for c in (reference.effective_config, candidate.effective_config) if c]
-    warnings = quality_warnings(
-        ctx.profile.quality, reference.runs + candidate.runs, result.divergence
-    )
     return build_report(
         # The profile as written (fallbacks included): the same on every machine, so
         # `verify --profile FILE` compares like with like; capability_notes say what ran.
@@ -174,7 +171,6 @@ def build(
         target_mismatches=list(found.target_mismatches),
         stage_timings=timings,
         capability_notes=ctx.selection.notes,
-        warnings=warnings,
         reference_provenance=source.provenance,
         plan=plan,
         starts=[s for s in ctx.starts if s.side in ("reference", ctx.side)],
@@ -182,6 +178,7 @@ def build(
         attribution=result.attribution,
         life_probes=[p for p in ctx.probing.records if p.side in ("reference", ctx.side)],
         noise_floor=reference.floor,
+        judged_with=ctx.profile,
     )
 
 

@@ -18,20 +18,18 @@ from qgate.checkpoint.digests import FileDigest
 from qgate.core.serving import EffectiveConfig
 from qgate.core.verdict import Verdict
 from qgate.gates.changes_applied import change_warnings
+from qgate.gates.judgement import (
+    BOOTSTRAP_SEED,
+    PERF_DERIVATION,
+    QUALITY_DERIVATION,
+    ScenarioResult,
+)
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.profile import MathSuite, Profile
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.math_set import math_data_sha256, math_items, short_prompt
 from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord, SuiteRun
-from qgate.report.model import (
-    BOOTSTRAP_SEED,
-    PERF_DERIVATION,
-    QUALITY_DERIVATION,
-    PerfSection,
-    QualitySection,
-    Report,
-    ScenarioResult,
-)
+from qgate.report.model import PerfSection, QualitySection, Report
 from qgate.report.verdict import overall
 from qgate.report.verify.single import Recompute
 from qgate.runtime.capabilities import caps_of, select_machine

@@ -14,10 +14,10 @@ from helpers.report_synthetic import make_signer
 
 from qgate.attest.dsse import keyid_of
 from qgate.attest.statement import Subject, sign_statement
+from qgate.gates.judge import perf_results
 from qgate.gates.speed import report_gates
 from qgate.profile import Profile
 from qgate.profile.perf import is_preview
-from qgate.report.assemble import perf_results
 from qgate.report.model import Report
 from qgate.report.signing import sign_report
 from qgate.report.verdict import overall

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from helpers.report_synthetic import build_report
 
+from qgate.gates.judge import perf_results
 from qgate.gates.speed import report_gates
 from qgate.perf.records import RequestRecord
 from qgate.profile import Profile
-from qgate.report.assemble import perf_results
 from qgate.report.model import Report
 from qgate.report.verify.single import default_recompute
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from qgate.report.model import Report, ScenarioResult
+from qgate.gates.judgement import ScenarioResult
+from qgate.report.model import Report
 from qgate.report.render.parts import Section, Table, fmt
 
 __all__ = ["MAX_ROWS", "bucket_label", "series_of", "series_section"]

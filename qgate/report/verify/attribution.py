@@ -13,8 +13,9 @@ from __future__ import annotations
 from qgate.core.ddmin import Outcome, search_rounds
 from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
-from qgate.gates.assembly import candidate_verdicts
 from qgate.gates.changes_applied import CONTRADICTED_FROM
+from qgate.gates.judge import quality_verdicts
+from qgate.gates.judgement import Derivation, Evidence
 from qgate.gates.quality import harm_shown
 from qgate.profile import Profile
 from qgate.profile.changes import changes_of, sub_profile
@@ -54,16 +55,16 @@ def _trial_verdicts(report: Report, prof: Profile, t: Trial, fns: Recompute) -> 
     ref_passes = [p for p in q.passes if p.role == "reference"]
     ref_cfg = [c for c in report.effective_configs if c.role == "reference"]
     cand_cfg = [t.effective_config] if t.effective_config is not None else []
-    return candidate_verdicts(
-        sub_profile(prof, t.changes),
-        reference + list(t.runs),
-        t.divergence,
-        ref_passes + list(t.passes),
-        ref_cfg + cand_cfg,
-        (),
-        q.noise_floor,
-        derivation=q.derivation,
-        evaluate=fns.evaluate_quality,
+    evidence = Evidence(
+        runs=tuple(reference + list(t.runs)),
+        divergence=t.divergence,
+        passes=tuple(ref_passes + list(t.passes)),
+        configs=tuple(ref_cfg + cand_cfg),
+        noise_floor=q.noise_floor,
+    )
+    derivation = Derivation(quality=q.derivation, perf=report.perf.derivation)
+    return quality_verdicts(
+        sub_profile(prof, t.changes), evidence, derivation, fns.evaluate_quality
     )
 
 

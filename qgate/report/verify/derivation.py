@@ -27,7 +27,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from qgate.errors import VerificationFailed
-from qgate.report.model import PERF_DERIVATION, QUALITY_DERIVATION, Report
+from qgate.gates.judgement import PERF_DERIVATION, QUALITY_DERIVATION
+from qgate.report.model import Report
 
 __all__ = ["SIGNERS", "Derivations", "check_derivations", "record_floor", "signer_derivations"]
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
-from qgate.gates.life import excluded_rounds, life_verdicts
+from qgate.gates.judgement import ALONE, Judgement
 from qgate.perf.life_probes import ProbeKind, is_endpoint
 from qgate.perf.probes import extract_answer
 from qgate.profile import Profile
 from qgate.profile.vacuous import PROBED_FORM
-from qgate.report.model import ALONE, Report
-from qgate.report.verify.recompute import dump, same_value
+from qgate.report.model import Report
+from qgate.report.verify.recompute import default_recompute, dump, judged_of, same_value
 
 __all__ = ["check_lives", "planned_lives"]
 
@@ -53,8 +53,8 @@ def planned_lives(report: Report, profile: Profile) -> None:
                 )
 
 
-def check_lives(report: Report, profile: Profile) -> str | None:
-    """The life probe verdicts and excluded rounds follow from the records (None: no lives)."""
+def check_lives(report: Report, profile: Profile, judged: Judgement | None = None) -> str | None:
+    """The life probe verdicts and excluded rounds are the judge's (None: no lives)."""
     planned_lives(report, profile)
     lives = report.lives
     if lives is None:
@@ -79,11 +79,11 @@ def check_lives(report: Report, profile: Profile) -> str | None:
                     f"probe_answer {r.probe_answer!r} stored, {extract_answer(r.text)!r} "
                     "re-derived from its text"
                 )
-    alone = report.perf.derivation >= ALONE
-    got = life_verdicts(profile.lives, report.quality.runs, lives.records, alone=alone)
+    again = (judged or judged_of(report, profile, default_recompute())).lives
+    got = again.verdicts if again is not None else []
     if not same_value(dump(lives.verdicts), dump(got)):
         raise VerificationFailed("lives verdicts: " + _difference(lives.verdicts, got))
-    rounds = sorted(excluded_rounds(lives.records, got))
+    rounds = again.excluded_rounds if again is not None else []
     if lives.excluded_rounds != rounds:
         raise VerificationFailed(
             f"lives.excluded_rounds: {lives.excluded_rounds} stored, {rounds} re-derived"

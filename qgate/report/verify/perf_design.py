@@ -26,6 +26,7 @@ from collections.abc import Iterator
 
 from qgate.core.plan import Plan
 from qgate.errors import VerificationFailed
+from qgate.gates.judgement import ALONE
 from qgate.perf.probes import probe_points
 from qgate.perf.records import ScenarioRun, is_workload
 from qgate.perf.workloads import measured_count
@@ -33,7 +34,7 @@ from qgate.profile import PerfSpec, Profile
 from qgate.profile.perf import run_names
 from qgate.profile.vacuous import PROBED_FORM
 from qgate.quality.math_set import PROBED
-from qgate.report.model import ALONE, Report
+from qgate.report.model import Report
 from qgate.report.verify.sessions_check import check_graded_turns
 
 __all__ = ["check_perf_design", "expected_blocks", "scenario_runs"]

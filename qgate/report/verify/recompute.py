@@ -1,17 +1,18 @@
-"""Re-derive what a report states from its own records, with the functions `run` used.
+"""Re-derive what a report states from its own records, with the one judge `run` used.
 
-Every gate verdict and perf figure is recomputed (`Recompute` holds the very
-functions `run` called) and compared with the stored one: floats up to a
-relative 1e-9, a report of an older perf derivation by the figures it holds.
-`qgate verify` (verify.py) calls these after the envelope, the subjects and
-the raw responses have been checked.
+The report's evidence (`evidence_of`: every raw observation it signs) goes through
+gates/judge.py `judge` with the report's derivations (`judged_of`), and every verdict group
+and perf figure it makes is compared with the stored one: floats up to a relative 1e-9, a
+report of an older perf derivation by the figures it holds. `Recompute` holds the gate and
+perf functions the judge calls (tests hand in others). `qgate verify` (single.py) calls these
+after the envelope, the subjects and the raw responses have been checked.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,25 +20,25 @@ import pydantic_core
 
 from qgate.core.verdict import Verdict
 from qgate.errors import InfrastructureError, VerificationFailed
-from qgate.gates.assembly import candidate_verdicts, scenario_gates
-from qgate.gates.changes_applied import change_warnings
-from qgate.gates.notices import quality_warnings
-from qgate.gates.speed import report_gates
-from qgate.perf.blocks import compare_blocks, pooled, rounds_of
-from qgate.perf.records import ScenarioRun
-from qgate.profile import Profile
-from qgate.quality.math_set import PROBED
-from qgate.quality.noise_floor import floor_summary
-from qgate.quality.settle import stop_problems
-from qgate.report.model import (
+from qgate.gates import assembly
+from qgate.gates import judge as judge_module
+from qgate.gates.judge import Judges, judge
+from qgate.gates.judgement import (
     BOOTSTRAP_SEED,
     PERF_DERIVATION,
     QUALITY_DERIVATION,
     QUALITY_V2_FIELDS,
-    PerfSection,
-    Report,
+    Derivation,
+    Evidence,
+    Judgement,
 )
-from qgate.report.verdict import overall, perf_status
+from qgate.perf.blocks import rounds_of
+from qgate.perf.records import ScenarioRun
+from qgate.profile import Profile
+from qgate.quality.math_set import PROBED
+from qgate.quality.settle import stop_problems
+from qgate.report.model import PerfSection, Report
+from qgate.report.verdict import perf_status
 
 __all__ = [
     "Compare",
@@ -49,6 +50,8 @@ __all__ = [
     "check_status_and_verdict",
     "default_recompute",
     "describe",
+    "evidence_of",
+    "judged_of",
     "differences",
     "recompute_perf",
     "recompute_perf_gates",
@@ -61,35 +64,71 @@ def _fail(message: str) -> VerificationFailed:
     return VerificationFailed(message)
 
 
-# evaluate_quality(spec, runs, divergence[, floor]): the floor only where one was measured
-EvaluateQuality = Callable[..., list[Verdict]]
-Summarize = Callable[[ScenarioRun, Any], Any]
-Compare = Callable[..., Any]
-# scenario_verdicts(profile.perf, candidate_run): the PerfSpec holds max_error_rate
-ScenarioVerdicts = Callable[[Any, ScenarioRun], list[Verdict]]
-
-
-@dataclass(frozen=True)
-class Recompute:
-    """The pure functions `run` used; verify calls the very same ones."""
-
-    evaluate_quality: EvaluateQuality
-    summarize: Summarize
-    compare: Compare
-    scenario_verdicts: ScenarioVerdicts
+EvaluateQuality = assembly.EvaluateQuality
+Summarize = judge_module.Summarize
+Compare = judge_module.Compare
+ScenarioVerdicts = assembly.ScenarioChecks
+Recompute = Judges
+"""The pure functions `run` used, which the one judge calls; verify hands the same ones in."""
 
 
 def default_recompute() -> Recompute:
-    """The team's gate and perf functions, imported on demand."""
+    """The team's gate and perf functions (the judge's own), imported here so that an
+    environment that cannot import them is named (exit 3), never read as a bad report."""
     try:
         from qgate.gates.quality import evaluate_quality
         from qgate.gates.scenario import scenario_verdicts
         from qgate.perf.compare import compare
         from qgate.perf.metrics import summarize
     except ImportError as exc:
-        # the environment, not the report: exit 3, never 1
         raise InfrastructureError(f"cannot recompute verdicts: {exc}") from None
-    return Recompute(evaluate_quality, summarize, compare, scenario_verdicts)
+    return Judges(evaluate_quality, summarize, compare, scenario_verdicts)
+
+
+def evidence_of(report: Report) -> Evidence:
+    """The candidate's evidence as the report signs it: every raw observation, nothing
+    derived (the value `qgate run` judged)."""
+    q, perf = report.quality, report.perf
+    return Evidence(
+        runs=tuple(q.runs),
+        divergence=q.divergence,
+        passes=tuple(q.passes),
+        speculative=tuple(q.speculative),
+        configs=tuple(report.effective_configs),
+        noise_floor=q.noise_floor,
+        perf_runs=tuple(perf.runs),
+        life_probes=tuple(report.lives.records) if report.lives is not None else (),
+        status=perf.status,
+    )
+
+
+def judged_of(
+    report: Report, profile: Profile, fns: Recompute, judged_with: Profile | None = None
+) -> Judgement:
+    """The one judge over the report's evidence, by the report's derivations (which verify
+    has held to the signer's: derivation.py): what `qgate run` would have stored.
+
+    `profile` the signed one, `judged_with` the profile as the machine ran it (as_run)."""
+    q, perf = report.quality, report.perf
+    if q.derivation > QUALITY_DERIVATION:
+        raise _fail(
+            f"quality verdicts of derivation {q.derivation}: made by a newer qgate "
+            f"(this one derives version {QUALITY_DERIVATION}); verify it with that one"
+        )
+    if perf.derivation > PERF_DERIVATION:
+        raise _fail(
+            f"perf figures of derivation {perf.derivation}: made by a newer qgate "
+            f"(this one derives version {PERF_DERIVATION}); verify it with that one"
+        )
+    return judge(
+        profile,
+        evidence_of(report),
+        Derivation(quality=q.derivation, perf=perf.derivation),
+        judged_with=judged_with,
+        resamples=perf.bootstrap_resamples,
+        seed=perf.bootstrap_seed,
+        fns=fns,
+    )
 
 
 def dump(value: Any) -> Any:
@@ -259,27 +298,14 @@ def _first_verdict_difference(
     return f"gate verdicts are out of order (re-derived order: {order})"
 
 
-def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
-    """The stored quality verdicts equal the verdict assembly over the stored records (with
-    the report's quality derivation: gates/assembly.py, the function `run` called)."""
-    q = report.quality
-    derivation = q.derivation
-    recomputed = candidate_verdicts(
-        profile,
-        q.runs,
-        q.divergence,
-        q.passes,
-        report.effective_configs,
-        q.speculative,
-        q.noise_floor,
-        derivation=derivation,
-        evaluate=fns.evaluate_quality,
-    )
-    if derivation > QUALITY_DERIVATION:
-        raise _fail(
-            f"quality verdicts of derivation {derivation}: made by a newer qgate "
-            f"(this one derives version {QUALITY_DERIVATION}); verify it with that one"
-        )
+def recompute_quality(
+    report: Report, profile: Profile, fns: Recompute, judged: Judgement | None = None
+) -> None:
+    """The stored quality verdicts are the judge's over the stored records (its first group,
+    with the report's quality derivation: gates/judge.py, the function `run` called)."""
+    judged = judged or judged_of(report, profile, fns)
+    recomputed = judged.quality
+    derivation = report.quality.derivation
     stored, fresh = dump(report.quality.verdicts), dump(recomputed)
     if derivation < 2:  # made before verdicts carried the eval-result fields
         stored, fresh = _without(stored, QUALITY_V2_FIELDS), _without(fresh, QUALITY_V2_FIELDS)
@@ -290,15 +316,10 @@ def recompute_quality(report: Report, profile: Profile, fns: Recompute) -> None:
         raise _fail(f"quality: {problems[0]}")
 
 
-def recompute_warnings(report: Report, profile: Profile) -> int:
-    """The report's warnings are the ones its profile and quality records give (no more, no
-    fewer); returns their count."""
-    q = report.quality
-    fresh = quality_warnings(profile.quality, q.runs, q.divergence)
-    if q.derivation >= 3:  # made since the changes' confirmation was a warning
-        fresh += change_warnings(
-            profile, report.effective_configs, q.passes, report.perf.runs, q.speculative
-        )
+def recompute_warnings(report: Report, profile: Profile, judged: Judgement | None = None) -> int:
+    """The report's warnings are the ones its profile and records give (no more, no fewer);
+    returns their count."""
+    fresh = (judged or judged_of(report, profile, default_recompute())).warnings
     if report.warnings != fresh:
         raise _fail(describe("warnings", report.warnings, fresh))
     return len(fresh)
@@ -356,10 +377,11 @@ def _check_probe_expected(report: Report) -> None:
                 )
 
 
-def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
-    """Every stored perf summary, comparison and check equals its recomputation."""
+def recompute_perf(
+    report: Report, profile: Profile, fns: Recompute, judged: Judgement | None = None
+) -> int:
+    """Every stored perf summary, comparison and check equals the judge's."""
     perf = report.perf
-    floor = floor_summary(report.quality.noise_floor, report.quality.runs)
     if perf.derivation >= 8:
         _check_probe_expected(report)
     blocks: dict[tuple[str, str], list[ScenarioRun]] = {}
@@ -368,68 +390,35 @@ def recompute_perf(report: Report, profile: Profile, fns: Recompute) -> int:
     if any(len({(r.round, r.block) for r in side}) != len(side) for side in blocks.values()):
         raise _fail("perf: two runs share a scenario name, role, round and block")
     _check_rounds(report, profile, blocks)
-    runs = {key: pooled(side, counters=perf.derivation >= 5) for key, side in blocks.items()}
     results = {r.scenario: r for r in perf.results}
-    run_names = {s for s, _ in runs}
+    run_names = {s for s, _ in blocks}
     if set(results) != run_names:
         odd = sorted(set(results) ^ run_names)[0]
         raise _fail(f"perf: scenario {odd} has records without results or results without records")
-    perf_spec = profile.perf
-    slo = perf_spec.slo if perf_spec else None
     _check_bootstrap(perf, profile)
-    if perf.derivation > PERF_DERIVATION:
-        raise _fail(
-            f"perf figures of derivation {perf.derivation}: made by a newer qgate "
-            f"(this one derives version {PERF_DERIVATION}); verify it with that one"
-        )
+    judged = judged or judged_of(report, profile, fns)
+    fresh = {r.scenario: r for r in judged.scenarios}
     same = same_value if perf.derivation == PERF_DERIVATION else _covers
-    # rounds a failed life served are in no ratio (check_lives re-derives the list)
-    excluded = set(report.lives.excluded_rounds) if report.lives is not None else set()
     for name, result in results.items():
         _scenario_spec(profile, name)
-        ref, cand = runs.get((name, "reference")), runs.get((name, "candidate"))
-        pairs = (("reference", ref, result.reference), ("candidate", cand, result.candidate))
-        for role, run, stored in pairs:
-            got = dump(fns.summarize(run, slo)) if run is not None else None
-            if not same(stored, got):
+        got = fresh[name]
+        for role in ("reference", "candidate"):
+            stored, again = getattr(result, role), getattr(got, role)
+            if not same(stored, again):
                 raise _fail(
-                    describe(f"perf {name}: {role} summary", stored, got, covers=same is _covers)
+                    describe(f"perf {name}: {role} summary", stored, again, covers=same is _covers)
                 )
-        kept = {
-            role: [r for r in blocks.get((name, role), []) if r.round not in excluded]
-            for role in ("reference", "candidate")
-        }
-        if ref is not None and cand is not None and kept["reference"] and kept["candidate"]:
-            got_cmp = dump(
-                compare_blocks(
-                    kept["reference"],
-                    kept["candidate"],
-                    resamples=perf.bootstrap_resamples,
-                    seed=perf.bootstrap_seed,
-                    compare=fns.compare,
-                    legacy_rounds=perf.derivation < 7,
-                )
-            )
-        else:
-            got_cmp = []
-        if not same(result.comparisons, got_cmp):
+        if not same(result.comparisons, got.comparisons):
             raise _fail(
                 describe(
-                    f"perf {name}: comparisons", result.comparisons, got_cmp, covers=same is _covers
+                    f"perf {name}: comparisons",
+                    result.comparisons,
+                    got.comparisons,
+                    covers=same is _covers,
                 )
             )
-        got_verdicts = scenario_gates(
-            perf_spec,
-            name,
-            cand,
-            blocks.get((name, "reference"), []),
-            blocks.get((name, "candidate"), []),
-            floor,
-            derivation=perf.derivation,
-            checks=fns.scenario_verdicts,
-        )
-        if not same_value(dump(result.verdicts), dump(got_verdicts)):
-            raise _fail(f"perf {name}: " + _first_verdict_difference(result.verdicts, got_verdicts))
+        if not same_value(dump(result.verdicts), dump(got.verdicts)):
+            raise _fail(f"perf {name}: " + _first_verdict_difference(result.verdicts, got.verdicts))
     return len(results)
 
 
@@ -449,16 +438,16 @@ def _check_bootstrap(perf: PerfSection, profile: Profile) -> None:
         )
 
 
-def recompute_perf_gates(report: Report, profile: Profile) -> int:
-    """The stored speed-gate verdicts equal report_gates over the stored perf results."""
-    gates = report_gates(profile.perf, report.perf.status, report.perf.results)
+def recompute_perf_gates(report: Report, profile: Profile, judged: Judgement | None = None) -> int:
+    """The stored speed-gate verdicts are the judge's (over the re-derived perf results)."""
+    gates = (judged or judged_of(report, profile, default_recompute())).speed
     if not same_value(dump(report.perf.gates), dump(gates)):
         raise _fail("perf gates: " + _first_verdict_difference(report.perf.gates, gates))
     return len(gates)
 
 
-def check_status_and_verdict(report: Report, preview: bool = False) -> None:
-    """Perf status agrees with the quality gates; the overall verdict follows from both."""
+def check_status_and_verdict(report: Report, judged: Judgement) -> None:
+    """Perf status agrees with the quality gates; the overall verdict is the judge's."""
     status = report.perf.status
     if status == "ran" and not all(v.passed for v in report.quality.verdicts):
         raise _fail("perf status 'ran' although a quality gate failed (should be 'ungated')")
@@ -467,6 +456,6 @@ def check_status_and_verdict(report: Report, preview: bool = False) -> None:
         raise _fail(f"perf status {status!r} does not follow from the quality gates ({gated!r})")
     if status.startswith("skipped") and (report.perf.runs or report.perf.results):
         raise _fail(f"perf status {status!r} but the report holds perf records")
-    expected = overall(report.all_verdicts(), status, preview)
+    expected = judged.verdict
     if report.verdict != expected:
         raise _fail(f"overall verdict {report.verdict} does not follow from the gates ({expected})")

@@ -23,7 +23,6 @@ from pydantic import ValidationError
 from qgate.core.plan import Plan
 from qgate.errors import VerificationFailed
 from qgate.profile import Profile
-from qgate.profile.perf import is_preview
 from qgate.quality.calibrate import check_stored, model_label, model_problem, stored_records
 from qgate.report.model import PREDICATE_TYPE, Report
 from qgate.report.verify.attribution import check_attribution
@@ -48,6 +47,7 @@ from qgate.report.verify.recompute import (
     Recompute,
     check_status_and_verdict,
     default_recompute,
+    judged_of,
     recompute_perf,
     recompute_perf_gates,
     recompute_quality,
@@ -173,21 +173,22 @@ def _checked_contents(
     result.signed_only += signed_only(report)
     fns = recompute or default_recompute()
     ran = as_run(report, prof)  # the contradicted changes' gates, as run judged them
-    recompute_quality(report, ran, fns)
+    judged = judged_of(report, prof, fns, judged_with=ran)  # the one judge, as run called it
+    recompute_quality(report, ran, fns, judged)
     result.checked.append(f"{len(report.quality.verdicts)} quality verdicts recomputed")
-    warnings = recompute_warnings(report, prof)  # run writes them from the declared profile
+    warnings = recompute_warnings(report, prof, judged)  # from the declared profile
     result.checked.append(f"{warnings} warnings re-derived from the profile and the records")
     if line := check_attribution(report, ran, fns):
         result.checked.append(line)
     if line := check_perf_design(report, prof, plan):
         result.checked.append(line)
-    if line := check_lives(report, prof):
+    if line := check_lives(report, prof, judged):
         result.checked.append(line)
-    scenarios = recompute_perf(report, prof, fns)
+    scenarios = recompute_perf(report, prof, fns, judged)
     result.checked.append(f"{scenarios} perf scenarios recomputed")
-    gates = recompute_perf_gates(report, prof)
+    gates = recompute_perf_gates(report, prof, judged)
     result.checked.append(f"{gates} perf gates recomputed")
-    check_status_and_verdict(report, is_preview(prof))
+    check_status_and_verdict(report, judged)
     result.checked.append(f"overall verdict {report.verdict} follows")
 
 

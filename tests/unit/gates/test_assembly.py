@@ -1,6 +1,7 @@
-"""One verdict assembly: `qgate run` and `qgate verify` judge a candidate and a perf scenario
-with the same two functions (gates/assembly.py), so the verdicts the run writes are the
-ones verify recomputes from the same records."""
+"""One verdict assembly: the judge (gates/judge.py), which `qgate run` and `qgate verify` both
+call, makes a candidate's and a perf scenario's verdicts with the same two functions
+(gates/assembly.py), so the verdicts the run writes are the ones verify recomputes from the
+same records."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from helpers.resign import example_report
 
 from qgate.gates import assembly as gate_assembly
 from qgate.gates.assembly import candidate_verdicts, scenario_gates
+from qgate.gates.judge import perf_results
+from qgate.gates.judgement import PERF_DERIVATION, QUALITY_DERIVATION
 from qgate.perf.blocks import pooled
 from qgate.profile import Profile
 from qgate.quality.noise_floor import floor_summary
 from qgate.quality.stage import QualityOutput
-from qgate.report.assemble import perf_results
-from qgate.report.model import PERF_DERIVATION, QUALITY_DERIVATION, Report
+from qgate.report.model import Report
 from qgate.report.verify.recompute import default_recompute, recompute_perf, recompute_quality
 from qgate.run import candidate
 
@@ -84,16 +86,14 @@ def test_verify_recomputes_with_the_assembly(report: Report, monkeypatch: Any) -
     extra = report.quality.verdicts[0].model_copy(update={"gate": "extra.gate"})
     real = gate_assembly.candidate_verdicts
     monkeypatch.setattr(
-        "qgate.report.verify.recompute.candidate_verdicts",
+        "qgate.gates.judge.candidate_verdicts",
         lambda *a, **k: [*real(*a, **k), extra],
     )
     with pytest.raises(Exception, match="extra.gate is missing"):
         recompute_quality(report, profile, default_recompute())
     monkeypatch.undo()
     scen = gate_assembly.scenario_gates
-    monkeypatch.setattr(
-        "qgate.report.verify.recompute.scenario_gates", lambda *a, **k: [*scen(*a, **k), extra]
-    )
+    monkeypatch.setattr("qgate.gates.judge.scenario_gates", lambda *a, **k: [*scen(*a, **k), extra])
     with pytest.raises(Exception, match="extra.gate is missing"):
         recompute_perf(report, profile, default_recompute())
 
@@ -138,9 +138,10 @@ GATE_FAMILIES = {
     "turn_verdicts",
 }
 ASSEMBLERS = {
-    "qgate/run/candidate.py": "candidate_verdicts",
-    "qgate/report/verify/recompute.py": "candidate_verdicts",
-    "qgate/report/assemble.py": "scenario_gates",
+    "qgate/gates/judge.py": "candidate_verdicts",
+    "qgate/run/candidate.py": "quality_verdicts",
+    "qgate/report/verify/recompute.py": "judge",
+    "qgate/report/assemble.py": "judge",
 }
 
 

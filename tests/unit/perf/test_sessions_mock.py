@@ -9,12 +9,12 @@ from typing import Any
 
 from helpers.mock_server import load_mock
 
+from qgate.gates.judge import perf_results
 from qgate.gates.turns import turn_accuracy
 from qgate.perf.metrics import summarize
 from qgate.perf.records import ScenarioRun, is_workload
 from qgate.perf.runner import run_scenarios
 from qgate.profile import PerfSpec
-from qgate.report.assemble import perf_results
 
 
 def agent(**graded: Any) -> PerfSpec:

@@ -9,13 +9,14 @@ import pytest
 from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
 from qgate.gates.changes_applied import change_warnings
+from qgate.gates.judgement import QUALITY_DERIVATION
 from qgate.gates.notices import quality_warnings
 from qgate.gates.quality import evaluate_quality
 from qgate.gates.reuse import evaluate_reuse
 from qgate.profile import Profile
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.reuse_records import COMPUTED, DEVICE, EXTERNAL, PassRun, PassSuite
-from qgate.report.model import QUALITY_DERIVATION, PerfSection, QualitySection, Report
+from qgate.report.model import PerfSection, QualitySection, Report
 from qgate.report.render.junit import render_junit
 from qgate.report.render.md import render_markdown
 from qgate.report.verdict import overall

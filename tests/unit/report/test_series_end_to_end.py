@@ -16,10 +16,10 @@ from helpers.report_synthetic import PROFILE, build_report, make_signer
 
 from qgate.attest.statement import profile_subject
 from qgate.cli.main import main
+from qgate.gates.judge import perf_results
 from qgate.gates.speed import report_gates
 from qgate.perf.runner import run_scenarios
 from qgate.profile import Profile
-from qgate.report.assemble import perf_results
 from qgate.report.model import Report
 from qgate.report.signing import sign_report
 from qgate.report.verdict import overall

@@ -16,10 +16,10 @@ from helpers.report_synthetic import PROFILE, build_report, make_signer
 
 from qgate.attest.statement import profile_subject
 from qgate.cli.main import main
+from qgate.gates.judge import perf_results
 from qgate.gates.speed import report_gates
 from qgate.perf.runner import run_scenarios
 from qgate.profile import Profile
-from qgate.report.assemble import perf_results
 from qgate.report.verdict import overall
 from qgate.report.verify.single import default_recompute
 from qgate.report.writer import write_report

@@ -11,13 +11,14 @@ import pytest
 from qgate.core.serving import EffectiveConfig
 from qgate.errors import VerificationFailed
 from qgate.gates.changes_applied import change_warnings, contradicted_verdicts
+from qgate.gates.judgement import QUALITY_DERIVATION
 from qgate.gates.notices import quality_warnings
 from qgate.gates.quality import evaluate_quality
 from qgate.gates.speculative import evaluate_speculative
 from qgate.profile import Profile
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.spec_counters import ACCEPTED, DRAFT_TOKENS, DRAFTS, SpecSnapshot, position_key
-from qgate.report.model import QUALITY_DERIVATION, PerfSection, QualitySection, Report
+from qgate.report.model import PerfSection, QualitySection, Report
 from qgate.report.verdict import overall
 from qgate.report.verify.recompute import default_recompute, recompute_quality, recompute_warnings
 

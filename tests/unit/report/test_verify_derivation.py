@@ -12,7 +12,8 @@ from helpers.report_synthetic import build_report
 from helpers.resign import example_report, rederived, resigned_verify
 
 from qgate.errors import VerificationFailed
-from qgate.report.model import QUALITY_DERIVATION, Report
+from qgate.gates.judgement import QUALITY_DERIVATION
+from qgate.report.model import Report
 from qgate.report.verify.derivation import check_derivations, signer_derivations
 from qgate.report.verify.recompute import _covers
 
@@ -69,7 +70,7 @@ def test_a_newer_derivation_is_refused_by_name() -> None:
     from helpers.report_synthetic import FAKES, build_report, make_signer
 
     from qgate.attest.statement import Subject
-    from qgate.report.model import PERF_DERIVATION
+    from qgate.gates.judgement import PERF_DERIVATION
     from qgate.report.signing import sign_report
     from qgate.report.verify.single import verify_bytes
 

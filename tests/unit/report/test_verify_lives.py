@@ -9,12 +9,13 @@ from helpers.report_synthetic import build_report, make_signer
 
 from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
+from qgate.gates.judge import lives_judged, perf_results
+from qgate.gates.judgement import Evidence, LivesSection
 from qgate.gates.speed import report_gates
 from qgate.perf.life_probes import LifeProbes
 from qgate.perf.probes import extract_answer, grade
 from qgate.perf.records import RequestRecord
 from qgate.profile import Profile
-from qgate.report.assemble import lives_section, perf_results
 from qgate.report.model import Report
 from qgate.report.render.md import render_markdown
 from qgate.report.signing import sign_report
@@ -78,7 +79,9 @@ def lives_report(idle_wrong: int) -> Report:
         for role, life in (("reference", 0), ("candidate", 1))
         for kind in ("start", "idle")
     ]
-    report.lives = lives_section(profile, report.quality.runs, records)
+    report.lives = lives_judged(
+        profile, Evidence(runs=tuple(report.quality.runs), life_probes=tuple(records))
+    )
     perf = report.perf
     assert report.lives is not None
     perf.results = perf_results(
@@ -170,7 +173,9 @@ def test_a_started_life_relabelled_an_endpoint_is_rejected_with_its_verdicts_red
     records = report.lives.records
     for p in records:
         p.endpoint = True
-    report.lives = lives_section(profile, report.quality.runs, records)
+    report.lives = lives_judged(
+        profile, Evidence(runs=tuple(report.quality.runs), life_probes=tuple(records))
+    )
     assert report.lives is not None
     reason = next(v.reason for v in report.lives.verdicts if not v.passed)
     assert reason.startswith("candidate endpoint (round 1; already running, not started by qgate)")
@@ -181,3 +186,9 @@ def test_a_started_life_relabelled_an_endpoint_is_rejected_with_its_verdicts_red
         r"\(its reference engine is 'vllm'\)",
     ):
         verify(report)
+
+
+def _lives(profile: Profile, report: Report, records: list[LifeProbes]) -> LivesSection | None:
+    """The lives section the judge makes of `records` beside the report's quality runs."""
+    runs = tuple(report.quality.runs)
+    return lives_judged(profile, Evidence(runs=runs, life_probes=tuple(records)))

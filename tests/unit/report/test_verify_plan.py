@@ -15,9 +15,10 @@ import pytest
 from helpers.resign import rederived, resigned_verify
 
 from qgate.errors import VerificationFailed
+from qgate.gates.judgement import PERF_DERIVATION, LivesSection
 from qgate.gates.life import excluded_rounds, life_verdicts
 from qgate.profile import Profile
-from qgate.report.model import PERF_DERIVATION, LivesSection, Report
+from qgate.report.model import Report
 
 RUN = Path(__file__).resolve().parents[3] / "examples" / "h200" / "kv-offload-envelope"
 

@@ -8,11 +8,11 @@ from helpers.report_synthetic import build_report, make_signer
 
 from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
+from qgate.gates.judge import perf_results
 from qgate.gates.speed import report_gates
 from qgate.perf.probes import extract_answer, grade
 from qgate.perf.records import RequestRecord
 from qgate.profile import Profile
-from qgate.report.assemble import perf_results
 from qgate.report.model import Report
 from qgate.report.render.compare import headline_interval
 from qgate.report.render.md import render_markdown

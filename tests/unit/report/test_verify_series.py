@@ -10,7 +10,8 @@ from helpers.series_synthetic import series_report
 from qgate.attest.statement import Subject
 from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
-from qgate.report.model import PERF_DERIVATION, QUALITY_V2_FIELDS, Report
+from qgate.gates.judgement import PERF_DERIVATION, QUALITY_V2_FIELDS
+from qgate.report.model import Report
 from qgate.report.signing import sign_report
 from qgate.report.verify.single import default_recompute, verify_bytes
 

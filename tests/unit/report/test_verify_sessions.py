@@ -11,11 +11,11 @@ from helpers.report_synthetic import PROFILE, build_report, make_signer
 
 from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
+from qgate.gates.judge import perf_results
 from qgate.gates.speed import report_gates
 from qgate.perf.records import RequestRecord
 from qgate.perf.sessions import session_turns
 from qgate.profile import Profile
-from qgate.report.assemble import perf_results
 from qgate.report.model import Report
 from qgate.report.render.md import render_markdown
 from qgate.report.signing import sign_report

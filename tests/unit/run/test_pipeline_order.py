@@ -172,7 +172,7 @@ def test_failing_candidate_does_not_stop_the_others(
     monkeypatch.setattr(candidate_stage, "divergence_of", lambda ref, cand: None)
     monkeypatch.setattr(candidate_stage, "perf_blocks", perf_on)
     monkeypatch.setattr(ref_stage, "perf_blocks", perf_on)
-    monkeypatch.setattr(candidate_stage, "candidate_verdicts", lambda *a, **k: [])
+    monkeypatch.setattr(candidate_stage, "quality_verdicts", lambda *a, **k: [])
     monkeypatch.setattr(report_stage, "report_of", lambda *a: None)
     monkeypatch.setattr(report_stage, "write_multi", write_multi)
 
@@ -276,7 +276,7 @@ def _stand_ins(
     monkeypatch.setattr(candidate_stage, "perf_blocks", blocks)
     monkeypatch.setattr(ref_stage, "perf_blocks", blocks)
     monkeypatch.setattr(rounds_stage, "perf_blocks", blocks)
-    monkeypatch.setattr(candidate_stage, "candidate_verdicts", lambda *a, **k: [])
+    monkeypatch.setattr(candidate_stage, "quality_verdicts", lambda *a, **k: [])
 
 
 def _single(tmp_path: Path, placement: str = "sequence", rounds: int = 1) -> RunSet:

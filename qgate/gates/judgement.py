@@ -1,0 +1,194 @@
+"""What the one judge reads and what it decides (issue 54 item 1): a candidate's evidence,
+the derivations it is judged by, and its verdict groups.
+
+`Evidence` is one frozen value holding every raw observation a report signs for one
+candidate against the reference (both sides' records, reference first). `judge` (judge.py)
+turns it, with the signed profile and a `Derivation`, into a `Judgement`: the quality
+verdicts, each perf scenario's figures and verdicts, the lives, the speed gates, the
+warnings and the overall verdict. `qgate run` (report/assemble.py) stores a judgement,
+`qgate verify` makes it again from the report's evidence and compares the two; the report's
+views read its verdicts. The derivation numbers version what the judge derives.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from qgate.core.records import Record
+from qgate.core.serving import EffectiveConfig
+from qgate.core.verdict import Verdict
+from qgate.perf.life_probes import LifeProbes
+from qgate.perf.records import ScenarioRun
+from qgate.quality.noise_floor import FloorRecords
+from qgate.quality.records import DivergenceRun, SuiteRun
+from qgate.quality.reuse_records import PassRun
+from qgate.quality.spec_counters import SpecSnapshot
+
+__all__ = [
+    "ALONE",
+    "BOOTSTRAP_SEED",
+    "PERF_DERIVATION",
+    "QUALITY_DERIVATION",
+    "QUALITY_V2_FIELDS",
+    "Derivation",
+    "Evidence",
+    "Judgement",
+    "LivesSection",
+    "OverallVerdict",
+    "PerfStatus",
+    "ScenarioResult",
+]
+
+PerfStatus = Literal[
+    "ran", "skipped: gates failed", "skipped: gates inconclusive", "skipped: --skip-perf", "ungated"
+]
+OverallVerdict = Literal["PASS", "FAIL", "INCONCLUSIVE", "UNGATED", "PREVIEW"]
+
+# 2: each quality verdict carries metric, comparator, n, power, min_detectable_drop, settled.
+# 3: the warnings hold one on the candidate's changes not confirmed by the running server
+# (gates/changes_applied.py), re-derived by verify; reports of 2 are verified without it.
+# 4: reuse passes (gates/reuse.py STRICT): a missing or broken counter snapshot proves
+# nothing, warm is judged against its cold pass; reports of 3 are verified by their own rules.
+QUALITY_DERIVATION = 4
+QUALITY_V2_FIELDS = ("metric", "comparator", "n", "power", "min_detectable_drop", "settled")
+"""What derivation 2 added to a verdict; a derivation-1 report is compared without them."""
+
+# 2: request output/decode rates, TTFT p90/p99, TPOT/E2E p99 and throughput intervals added.
+# 3: a per-bucket time series (time_series) in the summaries, for runs that ask for one.
+# 4: interleaved perf blocks (ScenarioRun.block): block ratios and intervals; one block as before.
+# 5: pooled blocks keep the engine's counters (sum of each block's delta).
+# 6: perf rounds in fresh lives (ScenarioRun.round): round ratios and intervals; one round as
+#    before (the comparisons gain the round fields, their figures unchanged).
+# 7: with rounds, each round is the unit: the ratio is the centre of the across-round interval
+#    (Student's t over the round ratios, the ABBA order fitted from 4 rounds), which is its
+#    interval, nothing within a round added again (qgate/perf/round_interval.py).
+# 8: graded probes: a probe gate per scenario among its verdicts (perf.probes), and the ratios
+#    of a scenario whose probes failed withheld from the speed gates and the headline.
+# 9: graded sessions in multi-turn scenarios: a graded-turn gate per scenario among its
+#    verdicts (perf.scenarios[].graded), the turns left out of the figures like probes, and
+#    the ratios of a scenario whose graded turns failed withheld as a probe failure's are.
+# 10: life probes judged against the reference's own probes of their kind (asked alone), not
+#     its batched quality-stage answer, where its lives asked that kind (gates/life.py).
+PERF_DERIVATION = 10
+ALONE = 10
+"""The perf derivation from which life probes are judged against the reference's own."""
+BOOTSTRAP_SEED = 0
+"""The seed every run draws its bootstrap with (verify holds a report to it)."""
+
+
+class ScenarioResult(Record):
+    """Derived figures of one perf scenario: summaries, ratios and checks."""
+
+    scenario: str = Field(description="Scenario name (with '@cN' for a sweep level).")
+    reference: dict[str, Any] | None = Field(
+        default=None, description="ScenarioMetrics of the reference run (summarize), as JSON."
+    )
+    candidate: dict[str, Any] | None = Field(
+        default=None, description="ScenarioMetrics of the candidate run (summarize), as JSON."
+    )
+    comparisons: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="MetricComparison list, candidate over reference (compare), as JSON.",
+    )
+    verdicts: list[Verdict] = Field(
+        default_factory=list, description="Scenario checks of the candidate (scenario_verdicts)."
+    )
+
+    @field_validator("reference", "candidate", "comparisons", mode="before")
+    @classmethod
+    def _json_form(cls, value: Any) -> Any:
+        # accept ScenarioMetrics / MetricComparison objects as they come from the perf stage
+        if isinstance(value, BaseModel):
+            return value.model_dump(mode="json")
+        if isinstance(value, list):
+            return [v.model_dump(mode="json") if isinstance(v, BaseModel) else v for v in value]
+        return value
+
+
+class LivesSection(Record):
+    """Every life graded (issue 44): the probes each server life answered at its start and
+    after its idle pause, and a verdict per candidate life and kind (qgate/perf/life_probes.py)."""
+
+    records: list[LifeProbes] = Field(
+        default_factory=list, description="Each life's probe sets, in the order asked."
+    )
+    verdicts: list[Verdict] = Field(
+        default_factory=list, description="life_verdicts over the records, candidate lives only."
+    )
+    excluded_rounds: list[int] = Field(
+        default_factory=list,
+        description="Perf rounds (0-based) a failed candidate life served: their runs stay in "
+        "perf.runs but are kept out of every comparison (ratio) and speed gate.",
+    )
+
+
+class Derivation(Record):
+    """The derivations a judgement is made by: the current ones in `qgate run`, the signer's
+    in `qgate verify` (report/verify/derivation.py)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    quality: int = Field(default=QUALITY_DERIVATION, ge=1, description="Quality derivation.")
+    perf: int = Field(default=PERF_DERIVATION, ge=1, description="Perf derivation.")
+
+
+CURRENT = Derivation()
+"""This qgate's derivations: what `qgate run` judges by."""
+
+
+class Evidence(Record):
+    """Every raw observation the report signs for one candidate against the reference: what
+    the judge reads and nothing it derives. Both sides' records, reference first."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    runs: tuple[SuiteRun, ...] = Field(default=(), description="The quality suites' records.")
+    divergence: DivergenceRun | None = Field(
+        default=None, description="Teacher-forced divergence records, if the suite ran."
+    )
+    passes: tuple[PassRun, ...] = Field(default=(), description="The reuse passes' records.")
+    speculative: tuple[SpecSnapshot, ...] = Field(
+        default=(), description="Speculative-decoding counters around the suites."
+    )
+    configs: tuple[EffectiveConfig, ...] = Field(
+        default=(), description="What each server reported of its configuration."
+    )
+    noise_floor: FloorRecords | None = Field(
+        default=None, description="The reference's second asks of its own items."
+    )
+    perf_runs: tuple[ScenarioRun, ...] = Field(
+        default=(), description="The perf stage's per-request records, both sides."
+    )
+    life_probes: tuple[LifeProbes, ...] = Field(
+        default=(), description="Each server life's start and idle probes."
+    )
+    status: PerfStatus = Field(
+        default="ran",
+        description="What the perf stage did, as the run decided from its quality verdicts and "
+        "its flags (the judge holds it to the verdicts).",
+    )
+
+
+class Judgement(BaseModel):
+    """Every verdict group of one candidate, as `judge` made it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    quality: list[Verdict] = Field(description="The quality verdicts, in report order.")
+    scenarios: list[ScenarioResult] = Field(description="Each perf scenario's figures.")
+    lives: LivesSection | None = Field(description="The lives' verdicts (None: no probes).")
+    speed: list[Verdict] = Field(description="The speed gates over the comparisons.")
+    warnings: list[str] = Field(description="What the gates leave to read, in order.")
+    verdict: OverallVerdict = Field(description="The overall verdict.")
+
+    def all_verdicts(self) -> list[Verdict]:
+        """Quality, then each scenario's, then the speed gates, then the lives' (report order)."""
+        out = list(self.quality)
+        for result in self.scenarios:
+            out.extend(result.verdicts)
+        out.extend(self.speed)
+        if self.lives is not None:
+            out.extend(self.lives.verdicts)
+        return out
