@@ -5,12 +5,13 @@ same records."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from helpers.calls import GATE_FAMILIES
+from helpers.calls import called as called_in
 from helpers.resign import example_report
 
 from qgate.gates import assembly as gate_assembly
@@ -127,16 +128,6 @@ def test_run_perf_results_are_the_scenario_gates(report: Report) -> None:
     assert any(v.gate.endswith("probes") or "probe" in v.gate for r in results for v in r.verdicts)
 
 
-GATE_FAMILIES = {
-    "evaluate_quality",
-    "evaluate_reuse",
-    "kv_scale_verdicts",
-    "contradicted_verdicts",
-    "evaluate_speculative",
-    "scenario_verdicts",
-    "probe_verdicts",
-    "turn_verdicts",
-}
 ASSEMBLERS = {
     "qgate/gates/judge.py": "candidate_verdicts",
     "qgate/run/candidate.py": "quality_verdicts",
@@ -145,24 +136,15 @@ ASSEMBLERS = {
 }
 
 
-def _called(tree: ast.AST) -> set[str]:
-    """The names of every function a module calls (`f(...)`, `x.f(...)`)."""
-    return {
-        node.func.id if isinstance(node.func, ast.Name) else node.func.attr
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute)
-    }
-
-
 @pytest.mark.parametrize("path", sorted(ASSEMBLERS))
 def test_no_gate_family_called_outside_the_assembly(path: str) -> None:
     """run's judge, the report's perf results and verify's recomputation call no gate family
     of their own (verify only hands its injectable functions over); they call the assembly."""
-    called = _called(ast.parse((ROOT / path).read_text()))
+    called = called_in((ROOT / path).read_text())
     assert not called & GATE_FAMILIES, sorted(called & GATE_FAMILIES)
     assert ASSEMBLERS[path] in called
 
 
 def test_a_gate_family_call_is_seen() -> None:
     source = "def f(fns):\n    return fns.evaluate_quality(1) + kv_scale_verdicts(2)\n"
-    assert _called(ast.parse(source)) & GATE_FAMILIES == {"evaluate_quality", "kv_scale_verdicts"}
+    assert called_in(source) & GATE_FAMILIES == {"evaluate_quality", "kv_scale_verdicts"}

@@ -4,11 +4,11 @@ report's evidence, so no verdict group is assembled anywhere else."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pydantic
 import pytest
+from helpers.calls import GATE_FAMILIES, called
 from helpers.resign import example_report
 
 from qgate.gates.judge import judge, perf_status
@@ -102,7 +102,7 @@ def test_the_perf_status_is_held_to_the_quality_verdicts(report: Report) -> None
 
 # What makes a verdict group, a gate family's verdicts or the overall verdict: called by the
 # judge (and the gate modules it is made of), nowhere else.
-MAKERS = {
+MAKERS = GATE_FAMILIES | {
     "candidate_verdicts",
     "scenario_gates",
     "life_verdicts",
@@ -112,14 +112,6 @@ MAKERS = {
     "quality_warnings",
     "change_warnings",
     "overall",
-    "evaluate_quality",
-    "evaluate_reuse",
-    "kv_scale_verdicts",
-    "contradicted_verdicts",
-    "evaluate_speculative",
-    "scenario_verdicts",
-    "probe_verdicts",
-    "turn_verdicts",
     "perf_results",
     "lives_judged",
     "warnings_of",
@@ -133,12 +125,7 @@ ALLOWED = {
 
 
 def _calls(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {
-        node.func.id if isinstance(node.func, ast.Name) else node.func.attr
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute)
-    }
+    return called(path.read_text(encoding="utf-8"))
 
 
 def test_no_verdict_group_is_made_outside_the_judge() -> None:
