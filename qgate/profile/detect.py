@@ -6,21 +6,60 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, model_validator
 
 from qgate.profile.base import Fraction, Strict
 
-__all__ = ["RULE", "Detect", "DropRule", "detect_problem", "fewest_rejecting"]
+__all__ = [
+    "RULE",
+    "RULE_BEFORE",
+    "Detect",
+    "DropRule",
+    "detect_problem",
+    "fewest_rejecting",
+    "rule_as_run",
+    "Ruled",
+]
 
 DropRule = Literal["point", "bound"]
 RULE: Any = Field(
-    default="point",
-    description="How `max_drop` is judged. 'bound' (non-inferiority, issue 53): PASS only "
-    "when the one-sided (1 - alpha) upper confidence bound on the candidate's paired loss is "
-    "within max_drop, FAIL when the lower bound is above it (harm shown), INCONCLUSIVE "
-    "otherwise: never a PASS for lack of items. 'point' (the default for now): the observed "
-    "drop against max_drop.",
+    default="bound",
+    description="How `max_drop` is judged. 'bound' (the default; non-inferiority, issue 53): "
+    "PASS only when the one-sided (1 - alpha) upper confidence bound on the candidate's "
+    "paired loss is within max_drop, FAIL when the lower bound is above it (harm shown), "
+    "INCONCLUSIVE otherwise: never a PASS for lack of items. 'point' (the rule before, kept "
+    "to compare): the observed drop against max_drop, with the exact McNemar test beside it.",
 )
+RULE_BEFORE: DropRule = "point"
+"""The rule of every policy a report stored before `rule` existed (it has no such key)."""
+
+
+def rule_as_run(data: Any) -> Any:
+    """A stored profile (a report's JSON form) with `rule` filled in as it ran: every policy
+    that holds `max_drop` but no `rule` was judged before the key existed, by the point rule;
+    without this an older report would be re-judged under today's default (bound)."""
+    if isinstance(data, list):
+        return [rule_as_run(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    out = {k: rule_as_run(v) for k, v in data.items()}
+    if "max_drop" in out and "significance" in out and "rule" not in out:
+        out["rule"] = RULE_BEFORE
+    return out
+
+
+class Ruled(Strict):
+    """The base of a policy with a `rule`: where the file writes none it is the default, or
+    the rule an older report's run had (verify reads its profile file with
+    `context={"rule": ...}`, qgate/report/verify/profile.py)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rule_of_the_run(cls, data: Any, info: ValidationInfo) -> Any:
+        rule = (info.context or {}).get("rule")
+        if rule is not None and isinstance(data, dict) and "rule" not in data:
+            return {**data, "rule": rule}
+        return data
 
 
 class Detect(Strict):

@@ -24,6 +24,7 @@ from qgate.core.files import sha256_bytes, sha256_file
 from qgate.core.yamlload import KeyPath, YamlDocument, YamlSyntaxError, load_yaml, tab_problems
 from qgate.profile import KeyIssue, Profile
 from qgate.profile.checks import ARG_BLOCKS, file_problems, profile_problems, raw_problems
+from qgate.profile.detect import DropRule
 from qgate.profile.files import path_problems
 from qgate.profile.files import resolve_paths as resolve_paths
 from qgate.profile.problems import Problem as Problem
@@ -268,15 +269,22 @@ def _problems_from(exc: ValidationError, doc: YamlDocument, skip: list[KeyPath])
 
 
 def parse_profile_text(
-    text: str, shown: str, folder: Path, check_files: bool = True, doc: YamlDocument | None = None
+    text: str,
+    shown: str,
+    folder: Path,
+    check_files: bool = True,
+    doc: YamlDocument | None = None,
+    rule: DropRule | None = None,
 ) -> Profile:
     """Validate profile text; `shown` names the file in messages, `folder` anchors paths.
 
     With `check_files`, every local file and folder the profile names must exist; `doc` is
-    the text's document when the caller read it already (`read_document`).
+    the text's document when the caller read it already (`read_document`); `rule`: the
+    `rule` of every policy that writes none, where not today's default (verify reading the
+    file of a report that ran before the default changed).
     """
     doc = doc or read_document(text, shown)
-    profile, problems = doc_problems(doc, folder, check_files)
+    profile, problems = doc_problems(doc, folder, check_files, rule)
     if problems or profile is None:
         written = [in_file(p, doc.lines) for p in problems]
         raise profile_error(shown, written or [Problem(None, (), "invalid profile")])
@@ -304,7 +312,9 @@ def read_document(text: str, shown: str) -> YamlDocument:
     return doc
 
 
-def doc_problems(doc: YamlDocument, at: Path, files: bool) -> tuple[Profile | None, list[Problem]]:
+def doc_problems(
+    doc: YamlDocument, at: Path, files: bool, rule: DropRule | None = None
+) -> tuple[Profile | None, list[Problem]]:
     """The profile of one YAML mapping (paths resolved against `at`) and every problem in it."""
     problems = [Problem(p.line, p.path, p.message) for p in doc.problems]
     ambiguous = ambiguous_problems(doc.ambiguous)
@@ -315,7 +325,7 @@ def doc_problems(doc: YamlDocument, at: Path, files: bool) -> tuple[Profile | No
     problems += [Problem(doc.line_of(path), path, message) for path, message in raw]
     profile: Profile | None = None
     try:
-        profile = Profile.model_validate(doc.data)
+        profile = Profile.model_validate(doc.data, context=None if rule is None else {"rule": rule})
     except ValidationError as exc:
         # A bad engine arg is reported once, by the check above, not per union branch.
         skip = [path[:-1] if isinstance(path[-1], int) else path for path, _ in arg_problems]
@@ -331,18 +341,20 @@ def doc_problems(doc: YamlDocument, at: Path, files: bool) -> tuple[Profile | No
     return profile, problems
 
 
-def load_profile_file(path: str | Path, check_files: bool = True) -> LoadedProfile:
+def load_profile_file(
+    path: str | Path, check_files: bool = True, rule: DropRule | None = None
+) -> LoadedProfile:
     """Read, validate and resolve a profile file; raise ProfileError listing every problem.
 
     `check_files=False` skips the checks of local files (model, data sets,
-    traces...), for a profile meant for another machine.
+    traces...), for a profile meant for another machine; `rule`: as `parse_profile_text`.
     """
     shown = str(path)
     file = Path(path)
     raw = read_profile_bytes(file, shown)
     text = decode_text(raw, shown)
     absolute = Path(os.path.normpath(file.absolute()))
-    profile = parse_profile_text(text, shown, absolute.parent, check_files)
+    profile = parse_profile_text(text, shown, absolute.parent, check_files, rule=rule)
     return LoadedProfile(profile=profile, path=absolute, sha256=sha256_bytes(raw), raw_text=text)
 
 

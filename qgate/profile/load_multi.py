@@ -21,6 +21,7 @@ from qgate.core.files import sha256_bytes
 from qgate.core.yamlload import KeyPath, YamlDocument
 from qgate.errors import ProfileError
 from qgate.profile import Profile
+from qgate.profile.detect import DropRule
 from qgate.profile.load import (
     LoadedProfile,
     Problem,
@@ -166,9 +167,15 @@ def _shape_problems(doc: YamlDocument) -> list[Problem]:
 
 
 def parse_multi_text(
-    text: str, shown: str, folder: Path, check_files: bool = True, doc: YamlDocument | None = None
+    text: str,
+    shown: str,
+    folder: Path,
+    check_files: bool = True,
+    doc: YamlDocument | None = None,
+    rule: DropRule | None = None,
 ) -> MultiProfile:
-    """Validate the text of a profile with `candidates:`; ProfileError listing every problem."""
+    """Validate the text of a profile with `candidates:`; ProfileError listing every problem
+    (`rule`: as `parse_profile_text`'s)."""
     doc = doc or read_document(text, shown)
     problems = [Problem(p.line, p.path, p.message) for p in doc.problems]
     problems += _shape_problems(doc)
@@ -181,7 +188,7 @@ def parse_multi_text(
         if not CANDIDATE_NAME.fullmatch(name) or not isinstance(entries.get(name), dict):
             continue  # reported by _shape_problems
         own = own_gates(entries[name]) is not None
-        profile, found = doc_problems(_sub_document(doc, name, data), folder, check_files)
+        profile, found = doc_problems(_sub_document(doc, name, data), folder, check_files, rule)
         for problem in (_in_file(p, name, own) for p in found):
             key = f"{problem.line} {problem.path} {problem.message}"
             if key not in seen:  # a problem of the shared part shows once, not per candidate
@@ -212,7 +219,9 @@ def parse_multi_text(
     return MultiProfile(str(doc.data["name"]), candidates, shared)
 
 
-def _load(path: str | Path, check_files: bool) -> LoadedProfile | LoadedMulti:
+def _load(
+    path: str | Path, check_files: bool, rule: DropRule | None = None
+) -> LoadedProfile | LoadedMulti:
     shown = str(path)
     file = Path(path)
     raw = read_profile_bytes(file, shown)
@@ -220,9 +229,9 @@ def _load(path: str | Path, check_files: bool) -> LoadedProfile | LoadedMulti:
     absolute = Path(os.path.normpath(file.absolute()))
     doc = read_document(text, shown)  # read once: PyYAML reads about 10,000 values a second
     if "candidates" in doc.data:
-        multi = parse_multi_text(text, shown, absolute.parent, check_files, doc)
+        multi = parse_multi_text(text, shown, absolute.parent, check_files, doc, rule)
         return LoadedMulti(multi=multi, path=absolute, sha256=sha256_bytes(raw), raw_text=text)
-    profile = parse_profile_text(text, shown, absolute.parent, check_files, doc)
+    profile = parse_profile_text(text, shown, absolute.parent, check_files, doc, rule)
     return LoadedProfile(profile=profile, path=absolute, sha256=sha256_bytes(raw), raw_text=text)
 
 
@@ -233,9 +242,11 @@ def load_any_profile_file(
     return _load(path, check_files)
 
 
-def load_multi_file(path: str | Path, check_files: bool = True) -> LoadedMulti:
-    """A profile file that must name several candidates."""
-    loaded = _load(path, check_files)
+def load_multi_file(
+    path: str | Path, check_files: bool = True, rule: DropRule | None = None
+) -> LoadedMulti:
+    """A profile file that must name several candidates (`rule`: as `parse_profile_text`'s)."""
+    loaded = _load(path, check_files, rule)
     if not isinstance(loaded, LoadedMulti):
         raise ProfileError(
             f"invalid profile {path}", [f"{path}: has one `candidate:`, expected `candidates:`"]

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, field_validator, model_validator
 
 from qgate.profile.base import Fraction, KeyIssue, Strict
-from qgate.profile.detect import RULE, Detect, DropRule, detect_problem, fewest_rejecting
+from qgate.profile.detect import RULE, Detect, DropRule, Ruled, detect_problem, fewest_rejecting
 from qgate.profile.extra_suites import split_settings
 from qgate.profile.noise_floor import NoiseFloor
 from qgate.profile.reuse import ReuseSpec
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-class AccuracyPolicy(Strict):
+class AccuracyPolicy(Ruled):
     """Gate policy shared by every exact-answer suite."""
 
     min_accuracy: Fraction | None = Field(

@@ -84,8 +84,14 @@ def _never_passes(policy: AccuracyPolicy, items: int) -> str | None:
     upper bound stays above the margin (None: it can)."""
     assert policy.max_drop is not None
     confidence = 1 - policy.alpha
+    items = min(items, 10**12)  # the bound only narrows with more; a float holds this many
     if loss_upper(0, 0, items, confidence) <= policy.max_drop + 1e-12:
         return None
+    if policy.max_drop <= 0:
+        return (
+            "with rule 'bound' a max_drop of 0 can never pass: no count of items bounds the "
+            "loss at 0; allow a margin, or judge by the point rule (rule: point)"
+        )
     need = clean_items_to_show(policy.max_drop, confidence)
     return (
         f"with rule 'bound' over at most {items} items the {100 * confidence:g}% bound on the "

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from qgate.attest.keys import SignerSource
 from qgate.core.plan import Plan
@@ -31,6 +31,7 @@ from qgate.gates.judgement import (
     ScenarioResult,
 )
 from qgate.perf.records import ScenarioRun
+from qgate.profile.detect import rule_as_run
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.calibrate import CalibrationResult
 from qgate.quality.noise_floor import FloorRecords
@@ -159,6 +160,14 @@ class ReportHead(Record):
         "`candidates:`)."
     )
     profile_sha256: str = Field(description="sha256 of the profile file as given.")
+
+    @field_validator("profile", mode="before")
+    @classmethod
+    def _rule_as_run(cls, value: Any) -> Any:
+        """A report from before `rule` existed was judged by the point rule: say so, so that
+        verify and the views judge it as it ran rather than by today's default."""
+        return rule_as_run(value)
+
     fingerprint: Fingerprint | None = Field(
         default=None,
         description="Environment fingerprint: hardware, packages, checkpoint digests.",

@@ -40,7 +40,9 @@ PROFILE: dict[str, Any] = {
     "model": {"embedded": "smollm2"},
     "candidate": {"args": {"kv_cache_dtype": "fp8"}, "env": {"HF_TOKEN": "hf_secretvalue123"}},
     "quality": {
-        "math": {"max_drop": 0.25, "prompts": ["short"]},
+        # the point rule: 8 items can never show a 25-point margin under the default bound,
+        # and these reports test signing and re-derivation, not the rule
+        "math": {"max_drop": 0.25, "prompts": ["short"], "rule": "point"},
         "divergence": {"sequences": 2, "tokens": 4, "max_mean_kld": 0.5},
     },
     "perf": {

@@ -22,8 +22,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from qgate.attest.dsse import read_envelope
-from qgate.errors import BadInput
+from qgate.errors import BadInput, ProfileError, VerificationFailed
 from qgate.profile import Profile
+from qgate.profile.detect import RULE_BEFORE, DropRule
 from qgate.profile.load_multi import load_multi_file
 from qgate.profile.multi import MultiProfile, expand_json, multi_from_json
 from qgate.report.model import Report
@@ -96,7 +97,24 @@ def _profile(
     if file is None:
         result.limits_from(None)
         return embedded
-    loaded = load_multi_file(file, check_files=False)
+    try:
+        loaded = _match(embedded, file, None)
+    except (ProfileError, VerificationFailed) as first:
+        try:  # a report from before 'bound' was the default: as profile.match_profile
+            loaded = _match(embedded, file, RULE_BEFORE)
+        except (ProfileError, VerificationFailed):
+            raise first from None
+        result.notes.append(
+            f"{file.name} read with rule {RULE_BEFORE!r} where it writes none, as the run "
+            "read it (before 'bound' was the default)"
+        )
+    check_profile_file(statement, report.profile_sha256, file)
+    result.limits_from(file)
+    return loaded
+
+
+def _match(embedded: MultiProfile, file: Path, rule: DropRule | None) -> MultiProfile:
+    loaded = load_multi_file(file, check_files=False, rule=rule)
     diff = first_difference(embedded.to_json(), loaded.multi.to_json())
     if diff is not None:
         where, was, now = diff
@@ -104,8 +122,6 @@ def _profile(
             f"the report's embedded profile differs from {file} at {where}: "
             f"report has {was!r:.60}, file has {now!r:.60}"
         )
-    check_profile_file(statement, report.profile_sha256, file)
-    result.limits_from(file)
     return loaded.multi
 
 

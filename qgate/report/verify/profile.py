@@ -24,8 +24,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from qgate.core.redact import REDACTED
-from qgate.errors import VerificationFailed
+from qgate.errors import ProfileError, VerificationFailed
 from qgate.profile import Profile
+from qgate.profile.detect import RULE_BEFORE, DropRule
 from qgate.profile.load import load_profile_file, parse_profile_text
 
 _MISSING = object()
@@ -100,10 +101,31 @@ def _normal(profile_json: dict[str, Any]) -> dict[str, Any]:
 
 
 def match_profile(embedded: dict[str, Any], file: Path) -> ProfileMatch:
-    """Load FILE as `run` does and require the report's embedded profile to equal it."""
+    """Load FILE as `run` does and require the report's embedded profile to equal it.
+
+    A report whose run predates today's default `rule` stored the rule it ran by (`point`,
+    filled in when the report is read): FILE is then read again with that rule where it
+    writes none, as that run read it (its digest is checked beside, so it is the file that
+    ran); the first reading's error stands when the second does not match either.
+    """
+    try:
+        return _match(embedded, file, None)
+    except (ProfileError, VerificationFailed) as first:
+        try:
+            matched = _match(embedded, file, RULE_BEFORE)
+        except (ProfileError, VerificationFailed):
+            raise first from None
+        matched.notes.append(
+            f"{file.name} read with rule {RULE_BEFORE!r} where it writes none, as the run "
+            "read it (before 'bound' was the default)"
+        )
+        return matched
+
+
+def _match(embedded: dict[str, Any], file: Path, rule: DropRule | None) -> ProfileMatch:
     # ProfileError (exit 2) for a bad file; the files it names need not exist on the
     # auditor's machine (the checkpoint is checked by --model, by digest)
-    loaded = load_profile_file(file, check_files=False)
+    loaded = load_profile_file(file, check_files=False, rule=rule)
     stored = _normal(embedded)
     given = loaded.profile.model_dump(mode="json")
     diff = first_difference(stored, given)
@@ -112,7 +134,9 @@ def match_profile(embedded: dict[str, Any], file: Path) -> ProfileMatch:
     if diff is not None:
         folder = _run_folder(diff[1], diff[2], loaded.path.parent)
         if folder is not None:
-            as_run = parse_profile_text(loaded.raw_text, str(file), folder, check_files=False)
+            as_run = parse_profile_text(
+                loaded.raw_text, str(file), folder, check_files=False, rule=rule
+            )
             diff = first_difference(stored, as_run.model_dump(mode="json"))
             if diff is None:
                 notes.append(

@@ -21,8 +21,9 @@ import pydantic_core
 from qgate.core.verdict import Verdict
 from qgate.errors import InfrastructureError, VerificationFailed
 from qgate.gates import assembly
-from qgate.gates import judge as judge_module
+from qgate.gates.judge import Compare as Compare
 from qgate.gates.judge import Judges, judge
+from qgate.gates.judge import Summarize as Summarize
 from qgate.gates.judgement import (
     BOOTSTRAP_SEED,
     PERF_DERIVATION,
@@ -65,8 +66,6 @@ def _fail(message: str) -> VerificationFailed:
 
 
 EvaluateQuality = assembly.EvaluateQuality
-Summarize = judge_module.Summarize
-Compare = judge_module.Compare
 ScenarioVerdicts = assembly.ScenarioChecks
 Recompute = Judges
 """The pure functions `run` used, which the one judge calls; verify hands the same ones in."""

@@ -4,15 +4,22 @@ unchanged beside it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from helpers.report_synthetic import build_report
 
 from qgate.core.bounds import loss_upper, score_lower
+from qgate.errors import ProfileError
 from qgate.gates.noninferiority import bound_outcome
 from qgate.gates.score import evaluate_scored
 from qgate.gates.suite import evaluate_suite
 from qgate.profile import AccuracyPolicy
+from qgate.profile.detect import rule_as_run
+from qgate.profile.load import load_profile_file
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.stats import FlipCounts
+from qgate.report.model import Report
 from qgate.report.verdict import overall, perf_status
 
 SUITE = "math.short"
@@ -57,7 +64,7 @@ def _max_drop(policy: AccuracyPolicy, n: int, lost: int, gained: int) -> object:
 
 
 BOUND = AccuracyPolicy(max_drop=0.15, rule="bound", significance=False)
-POINT = AccuracyPolicy(max_drop=0.15, significance=False)
+POINT = AccuracyPolicy(max_drop=0.15, rule="point", significance=False)
 
 
 def test_a_clean_candidate_on_enough_items_passes_with_the_bound_it_showed() -> None:
@@ -66,6 +73,11 @@ def test_a_clean_candidate_on_enough_items_passes_with_the_bound_it_showed() -> 
     assert v.observed == pytest.approx(loss_upper(0, 0, 81))  # type: ignore[attr-defined]
     assert v.metric == "accuracy_drop_upper_bound"  # type: ignore[attr-defined]
     assert "loses at most 3.2 pts (95% upper bound" in v.reason  # type: ignore[attr-defined]
+
+
+def test_the_bound_is_the_default_rule_and_point_a_named_one() -> None:
+    assert AccuracyPolicy(max_drop=0.15).rule == "bound"
+    assert AccuracyPolicy(max_drop=0.15, rule="point").rule == "point"
 
 
 def test_a_clean_candidate_on_eight_items_is_inconclusive_where_the_point_rule_passes() -> None:
@@ -140,3 +152,42 @@ def test_fractional_scores_with_no_change_are_bounded_by_the_items_not_by_zero_w
     assert many[0].passed and many[0].observed == pytest.approx(loss_upper(0, 0, 60))
     harm = evaluate_scored("lm_eval.x", policy, *_scored([0.4] * 30 + [0.3] * 30))
     assert not harm[0].passed and not harm[0].inconclusive
+
+
+def test_a_report_from_before_the_rule_is_read_as_it_ran_by_the_point_rule() -> None:
+    # a stored profile dumps every field, so a policy without `rule` predates the key
+    stored = {
+        "quality": {
+            "math": {"max_drop": 0.1, "significance": True},
+            "lm_eval": [{"task": "t", "max_drop": 0.1, "significance": True, "rule": "bound"}],
+        }
+    }
+    shown = rule_as_run(stored)
+    assert shown["quality"]["math"]["rule"] == "point"
+    assert shown["quality"]["lm_eval"][0]["rule"] == "bound"  # written: kept
+    assert "rule" not in stored["quality"]["math"]  # a copy
+    data = build_report().model_dump(mode="json")
+    data["profile"] = _without_rules(data["profile"])
+    assert Report.model_validate(data).profile["quality"]["math"]["rule"] == "point"
+
+
+def test_a_profile_file_read_for_an_older_report_takes_the_rule_it_ran_by(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "name: t\nmodel: {embedded: smollm2}\ncandidate: {}\nquality:\n"
+        "  math: {prompts: [short], max_drop: 0.2, limit: 8}\n"
+        "  recall: {max_drop: 0.2, rule: bound, haystacks: 8}\n"
+    )
+    with pytest.raises(ProfileError) as refused:
+        load_profile_file(path, check_files=False)  # today: 8 items show no 20 points
+    assert "quality.math.max_drop" in refused.value.details[0]
+    assert "can never pass" in refused.value.details[0]
+    before = load_profile_file(path, check_files=False, rule="point").profile.quality
+    assert before.math is not None and before.math.rule == "point"
+    assert before.recall is not None and before.recall.rule == "bound"
+
+
+def _without_rules(data: object) -> object:
+    if isinstance(data, dict):
+        return {k: _without_rules(v) for k, v in data.items() if k != "rule"}
+    return [_without_rules(v) for v in data] if isinstance(data, list) else data

@@ -31,6 +31,10 @@ def _run(
 
 
 def _math_spec(**policy: object) -> QualitySpec:
+    """The point rule unless the test says otherwise: these tests exercise the flip, drop and
+    significance arithmetic on a handful of items (the bound rule, the default, is
+    test_noninferiority.py's)."""
+    policy = {"rule": "point", **policy}
     return QualitySpec(math=MathSuite(prompts=["short"], **policy))  # type: ignore[arg-type]
 
 

@@ -32,6 +32,8 @@ def _run(role: str, scores: list[float]) -> SuiteRun:
 
 
 def _policy(**kw: object) -> LmEvalTask:
+    """The point rule unless said: these tests read the fractional arithmetic on 10-20 items."""
+    kw = {"rule": "point", **kw}
     return LmEvalTask(task="longbench_passage_retrieval_en", metric="score", **kw)  # type: ignore[arg-type]
 
 

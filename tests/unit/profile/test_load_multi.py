@@ -27,7 +27,7 @@ engine:
 reference:
   args: {kv_cache_dtype: auto}
 """
-QUALITY = "quality:\n  math: {prompts: [short], limit: 4, max_drop: 0.2}\n"
+QUALITY = "quality:\n  math: {prompts: [short], limit: 16, max_drop: 0.2}\n"
 
 
 def _write(tmp_path: Path, candidates: str, quality: str = QUALITY) -> Path:

@@ -27,7 +27,7 @@ target: {accelerator: cpu}
 candidate:
   emulate_weights: {format: fp8_e4m3}
 quality:
-  math: {prompts: [short], max_drop: 0.2, limit: 8}
+  math: {prompts: [short], max_drop: 0.2, limit: 16}
 """
 # line 8 onwards: the case's own lines
 
@@ -46,7 +46,7 @@ reference:
 
 def MATH(extra: str) -> str:  # noqa: N802  (reads as the block it writes)
     """BASE with more keys in its math suite (on line 7)."""
-    return BASE.replace("limit: 8}", f"limit: 8, {extra}}}")
+    return BASE.replace("limit: 16}", f"limit: 16, {extra}}}")
 
 
 LONGEST_LINE = 1300
@@ -259,7 +259,7 @@ CASES: list[tuple[str, str, str, str]] = [
     ),
     (
         "power-and-detect",
-        MATH("detect: {drop: 0.2}, power: 0.9").replace("limit: 8, ", ""),
+        MATH("detect: {drop: 0.2}, power: 0.9").replace("limit: 16, ", ""),
         ":7 quality.math.power:",
         "detect.power is the power",
     ),
@@ -347,7 +347,7 @@ CASES: list[tuple[str, str, str, str]] = [
     # flags as text; '²' once crashed validate (Side.max_model_len: isdigit() but not int())
     (
         "arabic-indic-limit",
-        BASE.replace("limit: 8", "limit: ٤٠"),
+        BASE.replace("limit: 16", "limit: ٤٠"),
         ":7 quality.math.limit:",
         "'٤٠' is the number 40 in digits other than ASCII 0-9",
     ),
@@ -706,25 +706,25 @@ FILE_CASES: list[tuple[str, str, str, str]] = [
     ("no-such-user", MATH("set: ~no_such_user_q/x"), ":7 quality.math.set:", "no such user's home"),
     (
         "calibration-missing",
-        MATH("calibration: {records: gone.json}").replace("limit: 8, ", ""),
+        MATH("calibration: {records: gone.json}").replace("limit: 16, ", ""),
         ":7 quality.math.calibration.records:",
         "no such file",
     ),
     (
         "calibration-not-json",
-        MATH("calibration: {records: c.json}").replace("limit: 8, ", ""),
+        MATH("calibration: {records: c.json}").replace("limit: 16, ", ""),
         ":7 quality.math.calibration.records:",
         "not a qgate calibration file: not JSON",
     ),
     (
         "calibration-no-items",
-        MATH("calibration: {records: empty.json}").replace("limit: 8, ", ""),
+        MATH("calibration: {records: empty.json}").replace("limit: 16, ", ""),
         ":7 quality.math.calibration.records:",
         "no 'items' list",
     ),
     (
         "calibration-folder",
-        MATH("calibration: {records: sub}").replace("limit: 8, ", ""),
+        MATH("calibration: {records: sub}").replace("limit: 16, ", ""),
         ":7 quality.math.calibration.records:",
         "is a folder, not a file",
     ),

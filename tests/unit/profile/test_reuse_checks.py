@@ -18,7 +18,7 @@ candidate:
   args: {enable_prefix_caching: true}
 quality:
   math: {prompts: [short, long], max_drop: 0.1}
-  recall: {context_tokens: [1024], max_drop: 0.1}
+  recall: {context_tokens: [1024], haystacks: 8, max_drop: 0.1}
   reuse:
 """
 

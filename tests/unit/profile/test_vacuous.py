@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from qgate.cli.main import main
 
-MATH = "  math: {prompts: [short], max_drop: 0.2, limit: 8}\n"
+MATH = "  math: {prompts: [short], max_drop: 0.2, limit: 16}\n"  # 14 items show 20 pts (bound)
 BASE = (
     "name: t\n"
     "model: {embedded: smollm2}\n"
@@ -78,7 +78,7 @@ REFUSED: list[tuple[str, str, str, str]] = [
     # 2. gates that can never fail
     (
         "math-flips-at-limit",
-        BASE.replace("limit: 8", "limit: 8, max_flips: 8"),
+        BASE.replace("limit: 16", "limit: 8, max_flips: 8"),
         ":7 quality.math.max_flips:",
         "allows 8 lost of the at most 8 items",
     ),
@@ -116,7 +116,7 @@ REFUSED: list[tuple[str, str, str, str]] = [
     ),
     (
         "life-flips-at-math-limit",
-        BASE.replace("limit: 8", "limit: 3") + "lives: {probes: 8, max_flips: 3}\n",
+        BASE.replace("limit: 16", "limit: 3") + "lives: {probes: 8, max_flips: 3}\n",
         ":8 lives.max_flips:",
         "of the at most 3 probe items",
     ),
@@ -135,13 +135,19 @@ REFUSED: list[tuple[str, str, str, str]] = [
     ),
     (
         "bound-that-can-never-pass",
-        BASE.replace("limit: 8", "limit: 8, rule: bound"),
+        BASE.replace("limit: 16", "limit: 8, rule: bound"),
         ":7 quality.math.max_drop:",
         "can never pass; give it at least 14 items",
     ),
     (
+        "bound-at-a-zero-margin",
+        BASE.replace("max_drop: 0.2", "max_drop: 0"),
+        ":7 quality.math.max_drop:",
+        "a max_drop of 0 can never pass",
+    ),
+    (
         "bound-without-max-drop",
-        BASE.replace("max_drop: 0.2, limit: 8", "limit: 80, rule: bound"),
+        BASE.replace("max_drop: 0.2, limit: 16", "limit: 80, rule: bound"),
         ":7 quality.math.rule:",
         "max_drop is not set",
     ),
@@ -173,12 +179,12 @@ ACCEPTED: list[tuple[str, str]] = [
     ("perf-probes-off-without-math", RECALL + PERF + "  probes: {items: 0}\n"),
     ("floor-over-divergence", DIVERGENCE + "  noise_floor: {}\n"),
     ("acceptance-at-draft-plus-one", SPECULATIVE + "  speculative: {min_acceptance_length: 4}\n"),
-    ("math-flips-below-limit", BASE.replace("limit: 8", "limit: 8, max_flips: 7")),
-    ("math-flips-without-limit", BASE.replace("limit: 8", "max_flips: 8")),
-    ("sized-by-detect", BASE.replace("limit: 8", "max_flips: 2, detect: {drop: 0.2}")),
+    ("math-flips-below-limit", BASE.replace("limit: 16", "limit: 16, max_flips: 15")),
+    ("math-flips-without-limit", BASE.replace("limit: 16", "max_flips: 8")),
+    ("sized-by-detect", BASE.replace("limit: 16", "max_flips: 2, detect: {drop: 0.2}")),
     ("life-flips-below-probes", BASE + "lives: {probes: 4, max_flips: 3}\n"),
-    ("bound-that-can-pass", BASE.replace("limit: 8", "limit: 16, rule: bound")),
-    ("bound-sized-at-run-time", BASE.replace("limit: 8", "rule: bound")),
+    ("bound-that-can-pass", BASE.replace("limit: 16", "limit: 16, rule: bound")),
+    ("bound-sized-at-run-time", BASE.replace("limit: 16", "rule: bound")),
 ]
 
 

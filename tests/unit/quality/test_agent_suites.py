@@ -82,8 +82,13 @@ def _profile(**quality: Any) -> Profile:
             "candidate": {},
             "quality": quality
             or {
-                "tool_calls": {"items": N, "max_drop": 0.1},
-                "structured": {"items": N, "params": ["response_format"], "max_drop": 0.1},
+                "tool_calls": {"items": N, "max_drop": 0.1, "rule": "point"},
+                "structured": {
+                    "items": N,
+                    "params": ["response_format"],
+                    "max_drop": 0.1,
+                    "rule": "point",
+                },
             },
         }
     )

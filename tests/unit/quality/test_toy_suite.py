@@ -126,6 +126,8 @@ SENTENCES = ["one two three", "a b", "the quick brown fox jumps"]
 
 
 def _spec(**policy: Any) -> ToyQualitySpec:
+    """The point rule: three sentences show no margin under the bound (the default)."""
+    policy = {"rule": "point", **policy}
     return ToyQualitySpec(word_count=WordCountSuite(sentences=SENTENCES, **policy))
 
 

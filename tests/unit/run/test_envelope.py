@@ -24,8 +24,8 @@ def test_the_aa_plan_names_its_noise_floor_its_probes_and_its_context() -> None:
     at = lines.index("  envelope (graded points, per stage):")
     envelope = lines[at + 1 :]
     floor = next(e for e in envelope if "noise floor:" in e)
-    assert "asks 100 items again (math.short, math.long, recall.512) at concurrency 8" in floor
-    assert "re-scores 16 divergence sequences" in floor and "+100% of 116" in floor
+    assert "asks 120 items again (math.short, math.long, recall.512) at concurrency 8" in floor
+    assert "re-scores 16 divergence sequences" in floor and "+100% of 136" in floor
     assert "derives max_flips of math.short, math.long, recall.512, perf probes" in floor
     assert "INSIDE" not in floor
     probes = next(e for e in envelope if "perf probes:" in e)
