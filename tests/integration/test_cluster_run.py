@@ -52,7 +52,7 @@ candidate:
   emulate_weights: {{format: int8, granularity: per_channel}}
 quality:
   concurrency: 8
-  math: {{prompts: [short], limit: 6, max_drop: 0.9}}
+  math: {{prompts: [short], limit: 6, max_drop: 0.9, rule: point}}
   divergence: {{sequences: 2, tokens: 8, max_mean_kld: 5.0}}
 lives: {{probes: 0}}  # graded in test_perf_probes_fault.py (CI time)
 perf:

@@ -49,7 +49,7 @@ candidate:
 quality:
   concurrency: 16            # every math item in one wave (CPU decode is weight-read bound)
   stop: {stop}
-  math: {{prompts: [short, long], limit: 8, max_drop: {math_drop}}}
+  math: {{prompts: [short, long], limit: 8, max_drop: {math_drop}, rule: point}}  # no bound at 8
   recall: {{context_tokens: [512], haystacks: 1, depths: [0.2, 0.5, 0.8]}}
   divergence: {{sequences: 4, tokens: 16, max_mean_kld: {kld}}}
   structured: {{items: 4, params: [response_format], max_drop: 1.0}}  # JSON schema, enforced

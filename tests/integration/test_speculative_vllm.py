@@ -83,8 +83,8 @@ candidates:
     args: {{speculative_config: '{random_draft}'}}
 quality:
   concurrency: 4
-  math: {{prompts: [long], limit: 4, long_tokens: 256, max_drop: 0.5}}
-  recall: {{context_tokens: [256], haystacks: 1, depths: [0.3, 0.7], max_drop: 0.5}}
+  math: {{prompts: [long], limit: 4, long_tokens: 256, max_drop: 0.5, rule: point}}
+  recall: {{context_tokens: [256], haystacks: 1, depths: [0.3, 0.7], max_drop: 0.5, rule: point}}
   speculative: {{min_acceptance_length: {floor}}}
 lives: {{probes: 0}}  # graded in test_perf_probes_fault.py (CI time)
 """

@@ -42,7 +42,7 @@ def _profile() -> dict[str, object]:
     raw["engine"]["preflight"] = "never"
     raw["quality"] = {
         "concurrency": 4,
-        "math": {"prompts": ["short"], "limit": 6, "max_drop": 0.5},
+        "math": {"prompts": ["short"], "limit": 6, "max_drop": 0.5, "rule": "point"},
         "divergence": {
             "sequences": 2,
             "tokens": 8,
