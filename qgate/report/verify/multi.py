@@ -22,9 +22,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from qgate.attest.dsse import read_envelope
-from qgate.errors import BadInput, ProfileError, VerificationFailed
+from qgate.errors import BadInput
 from qgate.profile import Profile
-from qgate.profile.detect import RULE_BEFORE, DropRule
+from qgate.profile.detect import DropRule
 from qgate.profile.load_multi import load_multi_file
 from qgate.profile.multi import MultiProfile, expand_json, multi_from_json
 from qgate.report.model import Report
@@ -40,7 +40,7 @@ from qgate.report.verify.envelope import (
     parse_predicate,
     read_inputs,
 )
-from qgate.report.verify.profile import first_difference
+from qgate.report.verify.profile import as_the_run_read_it, first_difference
 from qgate.report.verify.recompute import describe, dump, same_value
 from qgate.report.verify.single import Recompute, check_contents, verify_bytes
 
@@ -97,17 +97,8 @@ def _profile(
     if file is None:
         result.limits_from(None)
         return embedded
-    try:
-        loaded = _match(embedded, file, None)
-    except (ProfileError, VerificationFailed) as first:
-        try:  # a report from before 'bound' was the default: as profile.match_profile
-            loaded = _match(embedded, file, RULE_BEFORE)
-        except (ProfileError, VerificationFailed):
-            raise first from None
-        result.notes.append(
-            f"{file.name} read with rule {RULE_BEFORE!r} where it writes none, as the run "
-            "read it (before 'bound' was the default)"
-        )
+    loaded, before = as_the_run_read_it(lambda rule: _match(embedded, file, rule), file)
+    result.notes += before
     check_profile_file(statement, report.profile_sha256, file)
     result.limits_from(file)
     return loaded

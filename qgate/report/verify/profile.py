@@ -19,9 +19,10 @@ The verdicts are then recomputed with FILE's profile, not the embedded one.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 from qgate.core.redact import REDACTED
 from qgate.errors import ProfileError, VerificationFailed
@@ -30,6 +31,7 @@ from qgate.profile.detect import RULE_BEFORE, DropRule
 from qgate.profile.load import load_profile_file, parse_profile_text
 
 _MISSING = object()
+T = TypeVar("T")
 
 
 @dataclass
@@ -108,18 +110,26 @@ def match_profile(embedded: dict[str, Any], file: Path) -> ProfileMatch:
     writes none, as that run read it (its digest is checked beside, so it is the file that
     ran); the first reading's error stands when the second does not match either.
     """
+    matched, before = as_the_run_read_it(lambda rule: _match(embedded, file, rule), file)
+    matched.notes += before
+    return matched
+
+
+def as_the_run_read_it(match: Callable[[DropRule | None], T], file: Path) -> tuple[T, list[str]]:
+    """`match(None)` (FILE read as today), else `match(RULE_BEFORE)` (as a run from before
+    'bound' was the default read it) with a note saying so; the first error when neither
+    matches."""
     try:
-        return _match(embedded, file, None)
+        return match(None), []
     except (ProfileError, VerificationFailed) as first:
         try:
-            matched = _match(embedded, file, RULE_BEFORE)
+            matched = match(RULE_BEFORE)
         except (ProfileError, VerificationFailed):
             raise first from None
-        matched.notes.append(
-            f"{file.name} read with rule {RULE_BEFORE!r} where it writes none, as the run "
-            "read it (before 'bound' was the default)"
-        )
-        return matched
+    return matched, [
+        f"{file.name} read with rule {RULE_BEFORE!r} where it writes none, as the run read it "
+        "(before 'bound' was the default)"
+    ]
 
 
 def _match(embedded: dict[str, Any], file: Path, rule: DropRule | None) -> ProfileMatch:
