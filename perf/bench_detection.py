@@ -431,14 +431,18 @@ def summarize(chunk: str, faults: list[Fault], done: dict[str, Any]) -> dict[str
                 "items_needed": items_needed(ref, cand, disc),
             }
         probes = life_probes(rep, f.name)
+        envelope = rep.get("envelope", [])  # the pooled envelope gate (perf derivation 11)
+        every = [*verdicts, *probes["verdicts"], *envelope]
         row |= {
             "verdict": rep["verdict"],
             "failed_gates": [
-                v["gate"]
-                for v in [*verdicts, *probes["verdicts"]]
-                if not v["passed"] and not v.get("inconclusive")
+                v["gate"] for v in every if not v["passed"] and not v.get("inconclusive")
             ],
-            "inconclusive_gates": [v["gate"] for v in verdicts if v.get("inconclusive")],
+            "inconclusive_gates": [v["gate"] for v in every if v.get("inconclusive")],
+            "envelope": [
+                {"gate": v["gate"], "bound": v["observed"], "judged": v["n"], "passed": v["passed"]}
+                for v in envelope
+            ],
             "underpowered": [v["gate"] for v in verdicts if v.get("underpowered")],
             "ready_s": ready[0] if ready else None,
             "suites_s": suites_s,
@@ -467,6 +471,7 @@ def life_probes(rep: dict[str, Any], side: str) -> dict[str, Any]:
         {
             "gate": v["gate"],
             "passed": v["passed"],
+            "inconclusive": v.get("inconclusive", False),
             "lost": v["observed"],
             "judged": v["n"],
             "kind": kinds[v["gate"]]["kind"],

@@ -19,6 +19,9 @@ candidate whose true loss is the margin far more often than α.
   without the confidence-set restriction) exceeds α.
 - `loss_upper`: the one a gate uses: exact up to `EXACT_MAX` items, the score bound above;
   `clean_items_to_show`: the fewest items with which a clean candidate can PASS a margin.
+- `rate_upper` / `rate_lower` / `clean_asks_to_show`: the pooled envelope gate's one-sample
+  rate of broken answers (Clopper & Pearson 1934, exact, one-sided): 4 clean asks bound the
+  rate at 52.7%, 59 at 4.95% (95%).
 - `mean_loss_upper`: fractional scores (lm-eval metrics in [0, 1]): the paired t bound on
   the mean per-item difference.
 
@@ -157,6 +160,62 @@ def clean_items_to_show(margin: float, confidence: float = 0.95) -> int:
     z2 = _z(confidence) ** 2  # the score bound with nothing flipped is z^2 / (n + z^2)
     n = max(EXACT_MAX + 1, math.ceil(z2 * (1 - margin) / margin) - 1)
     while score_upper(0, 0, n, confidence) > margin + _TOL:
+        n += 1
+    return n
+
+
+def _binom_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p), summed in log space."""
+    if p <= 0:
+        return 1.0
+    if p >= 1:
+        return 1.0 if k >= n else 0.0
+    lf = math.lgamma(n + 1)
+    lp, lq = math.log(p), math.log1p(-p)
+    return min(
+        1.0,
+        sum(
+            math.exp(lf - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq)
+            for i in range(k + 1)
+        ),
+    )
+
+
+def _check_rate(k: int, n: int) -> None:
+    if n <= 0 or not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, n > 0 (k {k}, n {n})")
+
+
+@lru_cache(maxsize=4096)
+def rate_upper(k: int, n: int, confidence: float = 0.95) -> float:
+    """Clopper-Pearson's one-sided upper bound on a rate seen `k` times in `n`: the largest p
+    with P(X <= k | p) > 1 - confidence."""
+    _check_rate(k, n)
+    if k == n:
+        return 1.0
+    alpha = 1 - confidence
+    if k == 0:  # closed form: 1 - alpha^(1/n)
+        return float(1 - alpha ** (1 / n))
+    return _bisect(k / n, 1.0, lambda p: _binom_cdf(k, n, p) > alpha)
+
+
+@lru_cache(maxsize=4096)
+def rate_lower(k: int, n: int, confidence: float = 0.95) -> float:
+    """Clopper-Pearson's one-sided lower bound: the smallest p with P(X >= k | p) > 1 -
+    confidence (0 when k is 0)."""
+    _check_rate(k, n)
+    if k == 0:
+        return 0.0
+    return 1 - rate_upper(n - k, n, confidence)
+
+
+def clean_asks_to_show(max_rate: float, confidence: float = 0.95) -> int:
+    """The fewest asks with none broken whose upper bound is within `max_rate`: n >=
+    log(1 - confidence) / log(1 - max_rate)."""
+    if not 0 < max_rate < 1:
+        raise ValueError("max_rate must lie in (0, 1)")
+    n = max(1, math.ceil(math.log(1 - confidence) / math.log1p(-max_rate) - 1e-9))
+    while rate_upper(0, n, confidence) > max_rate + _TOL:
         n += 1
     return n
 

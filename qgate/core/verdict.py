@@ -52,9 +52,10 @@ class Verdict(Record):
     )
     inconclusive: bool = Field(
         default=False,
-        description="A non-inferiority gate (rule 'bound', issue 53) whose evidence showed "
-        "neither that the loss is within the margin nor harm: INCONCLUSIVE, never passed. "
-        "False for every other verdict.",
+        description="A gate whose evidence showed neither that the loss is within the margin "
+        "nor harm (issue 53): a non-inferiority gate (rule 'bound'), the pooled envelope gate, "
+        "or a life gate that judged no item. INCONCLUSIVE, never passed; False for every other "
+        "verdict.",
     )
     settled: bool = Field(
         default=True,

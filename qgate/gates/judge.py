@@ -27,6 +27,7 @@ from qgate.gates.judgement import (
     ALONE,
     BOOTSTRAP_SEED,
     CURRENT,
+    POOLED,
     Derivation,
     Evidence,
     Judgement,
@@ -37,6 +38,7 @@ from qgate.gates.judgement import (
 )
 from qgate.gates.life import excluded_rounds, life_verdicts
 from qgate.gates.notices import quality_warnings
+from qgate.gates.pooled import envelope_verdicts
 from qgate.gates.quality import evaluate_quality
 from qgate.gates.scenario import scenario_verdicts
 from qgate.gates.speed import report_gates
@@ -50,6 +52,7 @@ from qgate.quality.noise_floor import FloorSummary, floor_summary
 
 __all__ = [
     "Judges",
+    "envelope_judged",
     "judge",
     "lives_judged",
     "overall",
@@ -114,13 +117,15 @@ def judge(
         fns=fns,
     )
     speed = report_gates(profile.perf, status, results)
-    every = made + [v for r in results for v in r.verdicts] + speed
+    envelope = envelope_judged(profile, evidence, derivation)
+    every = made + [v for r in results for v in r.verdicts] + speed + envelope
     every += lives.verdicts if lives is not None else []
     return Judgement(
         quality=made,
         scenarios=results,
         lives=lives,
         speed=speed,
+        envelope=envelope,
         warnings=warnings_of(profile, evidence, derivation),
         verdict=overall(every, status, is_preview(profile)),
     )
@@ -154,12 +159,24 @@ def lives_judged(
     records = evidence.life_probes
     if not records:
         return None
-    alone = derivation.perf >= ALONE
-    verdicts = life_verdicts(profile.lives, evidence.runs, records, alone=alone)
+    alone, pooled = derivation.perf >= ALONE, derivation.perf >= POOLED
+    verdicts = life_verdicts(profile.lives, evidence.runs, records, alone=alone, pooled=pooled)
     return LivesSection(
         records=list(records),
         verdicts=verdicts,
         excluded_rounds=sorted(excluded_rounds(records, verdicts)),
+    )
+
+
+def envelope_judged(
+    profile: Profile, evidence: Evidence, derivation: Derivation = CURRENT
+) -> list[Verdict]:
+    """The pooled envelope gate over every probe answer (perf derivation 11 on; [] before, and
+    when the candidate asked no graded probe)."""
+    if derivation.perf < POOLED:
+        return []
+    return envelope_verdicts(
+        profile.envelope, evidence.runs, evidence.perf_runs, evidence.life_probes
     )
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "ALONE",
     "BOOTSTRAP_SEED",
     "PERF_DERIVATION",
+    "POOLED",
     "QUALITY_DERIVATION",
     "QUALITY_V2_FIELDS",
     "Derivation",
@@ -71,9 +72,16 @@ QUALITY_V2_FIELDS = ("metric", "comparator", "n", "power", "min_detectable_drop"
 #    the ratios of a scenario whose graded turns failed withheld as a probe failure's are.
 # 10: life probes judged against the reference's own probes of their kind (asked alone), not
 #     its batched quality-stage answer, where its lives asked that kind (gates/life.py).
-PERF_DERIVATION = 10
+# 11: the pooled envelope gate (gates/pooled.py: every probe answer the candidate gave while
+#     serving, one Clopper-Pearson bound on the rate of broken answers against
+#     `envelope.max_broken`), and a candidate life that judged no item INCONCLUSIVE, not PASS
+#     (its round stays in the ratios: only a failed life's is kept out).
+PERF_DERIVATION = 11
 ALONE = 10
 """The perf derivation from which life probes are judged against the reference's own."""
+POOLED = 11
+"""The perf derivation from which the envelope's probe answers are pooled into one gate and
+a life with nothing judged is INCONCLUSIVE."""
 BOOTSTRAP_SEED = 0
 """The seed every run draws its bootstrap with (verify holds a report to it)."""
 
@@ -180,15 +188,21 @@ class Judgement(BaseModel):
     scenarios: list[ScenarioResult] = Field(description="Each perf scenario's figures.")
     lives: LivesSection | None = Field(description="The lives' verdicts (None: no probes).")
     speed: list[Verdict] = Field(description="The speed gates over the comparisons.")
+    envelope: list[Verdict] = Field(
+        default_factory=list,
+        description="The pooled envelope gate (perf derivation 11 on; []: no probe asked).",
+    )
     warnings: list[str] = Field(description="What the gates leave to read, in order.")
     verdict: OverallVerdict = Field(description="The overall verdict.")
 
     def all_verdicts(self) -> list[Verdict]:
-        """Quality, then each scenario's, then the speed gates, then the lives' (report order)."""
+        """Quality, then each scenario's, then the speed gates, then the lives', then the
+        pooled envelope's (report order)."""
         out = list(self.quality)
         for result in self.scenarios:
             out.extend(result.verdicts)
         out.extend(self.speed)
         if self.lives is not None:
             out.extend(self.lives.verdicts)
+        out.extend(self.envelope)
         return out

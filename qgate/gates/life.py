@@ -9,11 +9,15 @@ from collections.abc import Iterable, Sequence
 from qgate.core.verdict import Verdict
 from qgate.perf.life_probes import LifeProbes, ProbeKind, life_label, when_asked
 from qgate.perf.probes import graded
+from qgate.perf.records import RequestRecord
 from qgate.profile import LivesSpec
 from qgate.quality.math_set import PROBED
 from qgate.quality.records import SuiteRun
 
-__all__ = ["excluded_rounds", "life_verdicts", "reference_right"]
+__all__ = ["LifeAsks", "excluded_rounds", "judged_asks", "life_verdicts", "reference_right"]
+
+LifeAsks = tuple[LifeProbes, list[RequestRecord], list[RequestRecord]]
+"""A candidate life's probe set, the graded probes it asked, and those of them it is judged on."""
 
 
 def reference_right(
@@ -48,18 +52,15 @@ def reference_right(
     return out
 
 
-def life_verdicts(
-    spec: LivesSpec,
-    quality_runs: Sequence[SuiteRun],
-    lives: Sequence[LifeProbes],
-    alone: bool = True,
-) -> list[Verdict]:
-    """One verdict per candidate life and kind: the items it lost against `max_flips`.
+def judged_asks(
+    quality_runs: Sequence[SuiteRun], lives: Sequence[LifeProbes], alone: bool = True
+) -> list[LifeAsks]:
+    """Each candidate life's asks and the judged ones among them: items the reference answers
+    right (`reference_right`) that the candidate did not already lose in its own quality
+    stage (a loss there is the quality gates'), so a life is judged on what it adds.
 
-    `quality_runs` are both sides' quality records: the reference's set the items it
-    answers right; an item the candidate already lost in its own quality stage is left to
-    the quality gates (as the perf probe gate does), so a life is judged on what it adds.
-    """
+    `quality_runs` are both sides' quality records. The life gates and the pooled envelope
+    gate (gates/pooled.py) read the same asks."""
     right = reference_right([r for r in quality_runs if r.role == "reference"], lives, alone)
     lost_before = {
         i.id
@@ -68,12 +69,30 @@ def life_verdicts(
         for i in r.items
         if not i.correct
     }
-    out: list[Verdict] = []
+    out: list[LifeAsks] = []
     for p in lives:
         if p.role != "candidate":
             continue
         asked = [r for r in p.requests if r.probe_id is not None and r.probe_truth is not None]
         judged = [r for r in asked if r.probe_id in right[p.kind] - lost_before]
+        out.append((p, asked, judged))
+    return out
+
+
+def life_verdicts(
+    spec: LivesSpec,
+    quality_runs: Sequence[SuiteRun],
+    lives: Sequence[LifeProbes],
+    alone: bool = True,
+    pooled: bool = True,
+) -> list[Verdict]:
+    """One verdict per candidate life and kind: the items it lost against `max_flips`, a
+    gross-fault alarm for that life (the pooled envelope gate bounds the rate).
+
+    `pooled` (perf derivation 11 on): a life that judged no item is INCONCLUSIVE, never
+    PASS: nothing showed it answers right. Before: it passed, flagged underpowered."""
+    out: list[Verdict] = []
+    for p, asked, judged in judged_asks(quality_runs, lives, alone):
         lost = sorted({r.probe_id for r in judged if not graded(r) and r.probe_id is not None})
         others = (
             "not answered right by the reference's own probes of this kind"
@@ -87,26 +106,35 @@ def life_verdicts(
         )
         if lost:
             reason += ": " + ", ".join(lost[:4]) + (" ..." if len(lost) > 4 else "")
+        nothing = pooled and not judged
+        if nothing:
+            reason = (
+                f"INCONCLUSIVE: {reason}: no item judged, nothing shows this life answers right"
+            )
         out.append(
             Verdict(
                 gate=f"lives.{p.side}.{p.life + 1}.{p.kind}",
                 suite="lives",
                 observed=float(len(lost)),
                 limit=float(spec.max_flips),
-                passed=len(lost) <= spec.max_flips,
+                passed=len(lost) <= spec.max_flips and not nothing,
                 underpowered=not judged,
                 reason=reason,
                 metric="lost_items",
                 comparator="<=",
                 n=len(judged),
+                inconclusive=nothing,
             )
         )
     return out
 
 
 def excluded_rounds(lives: Sequence[LifeProbes], verdicts: Iterable[Verdict]) -> set[int]:
-    """The perf rounds a failed candidate life served: their runs are kept out of the ratios."""
-    failed = {v.gate for v in verdicts if v.suite == "lives" and not v.passed}
+    """The perf rounds a failed candidate life served: their runs are kept out of the ratios
+    (an INCONCLUSIVE life's stay in: nothing showed it broken)."""
+    failed = {
+        v.gate for v in verdicts if v.suite == "lives" and not v.passed and not v.inconclusive
+    }
     return {
         p.round
         for p in lives

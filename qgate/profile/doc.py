@@ -50,6 +50,7 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("perf.gates[]", pp.PerfGate),
     ("perf.published[]", pp.PublishedFigure),
     ("lives", p.LivesSpec),
+    ("envelope", p.EnvelopeSpec),
     ("attribution", AttributionSpec),
     ("signing", p.SigningSpec),
     ("cluster", p.ClusterSpec),

@@ -6,7 +6,7 @@ from pydantic import Field
 
 from qgate.profile.base import Strict
 
-__all__ = ["LivesSpec"]
+__all__ = ["EnvelopeSpec", "LivesSpec"]
 
 
 class LivesSpec(Strict):
@@ -49,4 +49,31 @@ class LivesSpec(Strict):
         le=64,
         description="Items a candidate life may lose at its start or after its pause (each "
         "kind counted on its own) before that life fails.",
+    )
+
+
+class EnvelopeSpec(Strict):
+    """The pooled envelope gate (issue 53 item 4): every graded probe answer the candidate gave
+    while serving (each perf scenario's probes at every level, block and round, and every
+    life's start and idle probes) pooled into one count of broken answers: an answer is
+    broken when it is wrong on an item the reference answered right under the same condition
+    (the same scenario, or its own lives' probes of that kind) and the candidate answered
+    right in its own quality stage. The gate PASSes only when the one-sided exact
+    (Clopper-Pearson) upper bound on the rate of broken answers is within `max_broken`,
+    FAILs when the lower bound is above it, and is INCONCLUSIVE otherwise: 4 clean answers
+    bound the rate at 53%, 29 at 10%, 59 at 5% (95%). The per-scenario and per-life gates
+    stay as gross-fault alarms, each under its own label."""
+
+    max_broken: float = Field(
+        default=0.1,
+        gt=0,
+        lt=1,
+        description="The rate of broken answers under serving that the envelope must show it "
+        "stays within. 0.1 takes 29 clean probe answers to show (95%); 0.05 takes 59.",
+    )
+    alpha: float = Field(
+        default=0.05,
+        gt=0,
+        lt=1,
+        description="One minus the confidence of its bounds (one-sided).",
     )

@@ -28,7 +28,7 @@ from qgate.profile.base import (
     Strict,
 )
 from qgate.profile.cluster import ClusterSpec
-from qgate.profile.lives import LivesSpec
+from qgate.profile.lives import EnvelopeSpec, LivesSpec
 from qgate.profile.noise_floor import NoiseFloor
 from qgate.profile.perf import PerfGate, PublishedFigure, check_dummy, side_args
 from qgate.profile.quality import (
@@ -74,6 +74,7 @@ __all__ = [
     "EngineArgValue",
     "EngineLaunch",
     "EngineSpec",
+    "EnvelopeSpec",
     "FixedScenario",
     "Fraction",
     "GradedTurns",
@@ -380,19 +381,16 @@ class Profile(Strict):
         default_factory=list, description="Env var names whose values are always redacted."
     )
     lives: LivesSpec = Field(
-        default_factory=LivesSpec,
-        description="Probes every server life answers at its start and after an idle pause "
-        "(issue 44); `lives: {probes: 0}` turns them off.",
+        default_factory=LivesSpec, description="Probes at every life's start and after idle."
+    )
+    envelope: EnvelopeSpec = Field(
+        default_factory=EnvelopeSpec, description="One bound over every probe answer served."
     )
     attribution: AttributionSpec | None = Field(
-        default=None,
-        description="When the candidate fails: find the smallest set of its changes that "
-        "fails (sub-candidates against the same reference records).",
+        default=None, description="On a failure: the smallest set of changes that fails."
     )
     cluster: ClusterSpec | None = Field(
-        default=None,
-        description="Run every server life as an actor on a node of a Ray cluster "
-        "(docs/cluster.md); `qgate run --cluster ADDRESS` names one too.",
+        default=None, description="Every life an actor on a Ray cluster (docs/cluster.md)."
     )
 
     def engine_of(self, role: str) -> EngineLaunch:

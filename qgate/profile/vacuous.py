@@ -169,6 +169,25 @@ def _perf_probe_problems(profile: Profile) -> Found:
     return []
 
 
+def _envelope_problems(profile: Profile) -> Found:
+    """An `envelope` written where no probe answer can reach it: no probe source, or every
+    probe turned off (lives: {probes: 0} and no perf probes)."""
+    if "envelope" not in profile.model_fields_set:
+        return []
+    perf = profile.perf
+    asks = profile.lives.probes > 0 or (perf is not None and perf.probes.items > 0)
+    missing = _no_probe_source(profile) if asks else "every probe is turned off"
+    if missing is None:
+        return []
+    return [
+        (
+            ("envelope",),
+            f"the envelope gate pools probe answers and {missing}: it would judge nothing; "
+            "remove envelope, or give it probes (a math suite with the short form)",
+        )
+    ]
+
+
 def _graded_turn_problems(profile: Profile) -> Found:
     found: Found = []
     for index, s in enumerate(profile.perf.scenarios if profile.perf else []):
@@ -248,6 +267,7 @@ def vacuous_problems(profile: Profile) -> Found:
         _suite_flip_problems(profile)
         + _lives_problems(profile)
         + _perf_probe_problems(profile)
+        + _envelope_problems(profile)
         + _graded_turn_problems(profile)
         + _noise_floor_problems(profile)
         + _speculative_problems(profile)

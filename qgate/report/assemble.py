@@ -129,6 +129,7 @@ def build_report(
         provenance=provenance,
         attribution=attribution,
         lives=judged.lives,
+        envelope=judged.envelope,
     )
 
 

@@ -208,10 +208,26 @@ FAMILIES: tuple[GateFamily, ...] = (
         ),
         fails=(
             "More than `max_flips` of a life's probe items lost: that life fails, named by side, "
-            "round and node, and its perf figures leave the ratios"
+            "round and node, and its perf figures leave the ratios; a life that judged no item is "
+            "INCONCLUSIVE (perf derivation 11 on)"
         ),
         keys="`lives.probes`, `idle_s`, `max_flips`",
         pattern=r"^lives\.[^.]+\.\d+\.(start|idle)$",
+    ),
+    GateFamily(
+        name="Pooled envelope",
+        ids="`envelope.broken_rate`",
+        measures=(
+            "Every probe answer the candidate gave while serving (each perf scenario at every "
+            "level, block and round, every life's start and idle probes) pooled: the one-sided "
+            "exact (Clopper-Pearson) upper bound on the rate of broken answers"
+        ),
+        fails=(
+            "The lower bound is above `max_broken` (harm shown); PASS only when the upper bound "
+            "is within it, else INCONCLUSIVE"
+        ),
+        keys="`envelope.max_broken`, `alpha`",
+        pattern=r"^envelope\.broken_rate$",
     ),
     GateFamily(
         name="Graded turns",

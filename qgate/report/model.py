@@ -245,13 +245,21 @@ class Report(ReportHead):
         default=None,
         description="Life probes and their verdicts (`lives`); None when no life asked any.",
     )
+    envelope: list[Verdict] = Field(
+        default_factory=list,
+        description="The pooled envelope gate over every probe answer the candidate gave while "
+        "serving (perf derivation 11 on; gates/pooled.py); [] when it asked none, and in "
+        "reports made before.",
+    )
 
     def all_verdicts(self) -> list[Verdict]:
-        """Quality verdicts, then perf scenario checks, then perf gates, then life verdicts."""
+        """Quality verdicts, then perf scenario checks, then perf gates, then life verdicts,
+        then the pooled envelope gate."""
         out = list(self.quality.verdicts)
         for result in self.perf.results:
             out.extend(result.verdicts)
         out.extend(self.perf.gates)
         if self.lives is not None:
             out.extend(self.lives.verdicts)
+        out.extend(self.envelope)
         return out

@@ -12,9 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from qgate.core.bounds import clean_asks_to_show, rate_upper
 from qgate.core.plan import ScenarioPlan, SuitePlan
 from qgate.perf.probes import probe_points
-from qgate.profile import ContextLadder, Profile
+from qgate.profile import ContextLadder, EnvelopeSpec, Profile
 from qgate.profile.noise_floor import FLOOR_SUITES
 from qgate.profile.suites import entry_of_result, exact_results
 from qgate.quality.noise_floor import binomial_upper
@@ -75,20 +76,79 @@ def _floor_line(profile: Profile, suites: Sequence[SuitePlan]) -> str:
     )
 
 
-def _probe_line(
-    profile: Profile, scenarios: Sequence[ScenarioPlan], blocks: int, rounds: int
-) -> str:
+def _perf_asks(profile: Profile, scenarios: Sequence[ScenarioPlan]) -> tuple[int, int]:
+    """Probe requests and measured requests of one block of every scenario, per side."""
     perf = profile.perf
-    if perf is None or not scenarios:
-        return "perf probes: no perf stage"
-    if not perf.probes.items or profile.quality.math is None:
-        return "perf probes: none (perf.probes.items 0, or no math suite to draw them from)"
+    assert perf is not None
     asks = 0
     measured = 0
     for s in scenarios:
         points = probe_points(s.requests, perf.probes.items, perf.probe_share)
         asks += len(points) if points is not None else perf.probes.items
         measured += s.requests or 0
+    return asks, measured
+
+
+def _probed(profile: Profile, scenarios: Sequence[ScenarioPlan]) -> bool:
+    perf = profile.perf
+    return (
+        perf is not None
+        and bool(scenarios)
+        and perf.probes.items > 0
+        and profile.quality.math is not None
+    )
+
+
+def _pooled_line(
+    profile: Profile, scenarios: Sequence[ScenarioPlan], blocks: int, rounds: int
+) -> str:
+    """The pooled envelope gate's evidence as planned: the candidate's probe answers against
+    the clean answers its bound needs (at least: attribution, reuse and cluster lives add)."""
+    spec = profile.envelope
+    perf = _perf_asks(profile, scenarios)[0] * blocks * rounds if _probed(profile, scenarios) else 0
+    lives = profile.lives
+    per_life = lives.probes * (2 if lives.idle_s > 0 else 1) if profile.quality.math else 0
+    own = per_life * rounds
+    total = perf + own
+    if not total:
+        return (
+            "pooled envelope gate: none: the candidate asks no probe (no math suite with the "
+            "short form, or every probe off): nothing grades its answers while serving"
+        )
+    need = clean_asks_to_show(spec.max_broken, 1 - spec.alpha)
+    shown = (
+        f"{need} clean answers show at most {100 * spec.max_broken:g}% broken "
+        f"({100 * (1 - spec.alpha):g}%)"
+    )
+    verdict = (
+        f"CANNOT SHOW its margin: {total} answers planned, fewer than the {need} a clean "
+        "candidate needs (raise perf.probes.items or lives.probes, or envelope.max_broken)"
+        if total < need
+        else f"if all {total} are judged, up to {_tolerated(total, spec)} broken still show it"
+    )
+    return (
+        f"pooled envelope gate: at least {total} candidate probe answers ({perf} perf, "
+        f"{own} lives); {shown}: {verdict}"
+    )
+
+
+def _tolerated(n: int, spec: EnvelopeSpec) -> int:
+    """The most broken answers among `n` whose upper bound is still within the margin."""
+    k = 0
+    while k < n and rate_upper(k + 1, n, 1 - spec.alpha) <= spec.max_broken:
+        k += 1
+    return k
+
+
+def _probe_line(
+    profile: Profile, scenarios: Sequence[ScenarioPlan], blocks: int, rounds: int
+) -> str:
+    perf = profile.perf
+    if perf is None or not scenarios:
+        return "perf probes: no perf stage"
+    if not _probed(profile, scenarios):
+        return "perf probes: none (perf.probes.items 0, or no math suite to draw them from)"
+    asks, measured = _perf_asks(profile, scenarios)
     runs = blocks * rounds
     levels = ", ".join(s.scenario for s in scenarios)
     return (
@@ -129,6 +189,7 @@ def envelope_lines(
         f"in each side's first life ({items} requests per side)",
         _floor_line(profile, suites),
         _probe_line(profile, scenarios, blocks, rounds),
+        _pooled_line(profile, scenarios, blocks, rounds),
     ]
     fresh = rounds - 1
     out.append(

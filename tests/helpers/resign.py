@@ -14,13 +14,12 @@ from helpers.report_synthetic import make_signer
 
 from qgate.attest.dsse import keyid_of
 from qgate.attest.statement import Subject, sign_statement
-from qgate.gates.judge import perf_results
-from qgate.gates.speed import report_gates
+from qgate.gates.judge import judge
+from qgate.gates.judgement import Derivation
 from qgate.profile import Profile
-from qgate.profile.perf import is_preview
 from qgate.report.model import Report
 from qgate.report.signing import sign_report
-from qgate.report.verdict import overall
+from qgate.report.verify.recompute import evidence_of
 from qgate.report.verify.single import verify_bytes
 
 
@@ -30,15 +29,21 @@ def example_report(folder: Path) -> Report:
 
 
 def rederived(report: Report) -> Report:
-    """`report` with its perf figures, perf gates and verdict derived from its records again,
-    as `qgate run` derives them."""
+    """`report` with every verdict group after its quality verdicts (perf figures, perf and
+    speed gates, lives, the pooled envelope gate, the verdict) made again by the one judge
+    from its records, as `qgate run` makes them; the quality verdicts kept as stored."""
     profile = Profile.model_validate(report.profile)
     perf = report.perf
-    perf.results = perf_results(
-        profile.perf, perf.runs, resamples=perf.bootstrap_resamples, seed=perf.bootstrap_seed
+    judged = judge(
+        profile,
+        evidence_of(report),
+        Derivation(quality=report.quality.derivation, perf=perf.derivation),
+        quality=report.quality.verdicts,
+        resamples=perf.bootstrap_resamples,
+        seed=perf.bootstrap_seed,
     )
-    perf.gates = report_gates(profile.perf, perf.status, perf.results)
-    report.verdict = overall(report.all_verdicts(), perf.status, is_preview(profile))
+    perf.results, perf.gates = judged.scenarios, judged.speed
+    report.lives, report.envelope, report.verdict = judged.lives, judged.envelope, judged.verdict
     return report
 
 

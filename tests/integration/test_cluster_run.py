@@ -56,6 +56,7 @@ quality:
   divergence: {{sequences: 2, tokens: 8, max_mean_kld: 5.0}}
 lives: {{probes: 0}}  # graded in test_perf_probes_fault.py (CI time)
 perf:
+  probes: {{items: 0}}  # graded with lives in test_perf_probes_fault.py (CI time)
   scenarios:
     - {{name: fixed, input_tokens: 32, output_tokens: 4, concurrency: [2], warmup: 0, requests: 2}}
 """

@@ -82,10 +82,14 @@ def test_quality_passes_and_the_loaded_scenario_probes_fail(
     assert gates["perf.chat@c12.probes.max_flips"]["observed"] >= 2
     assert gates["perf.chat@c1.probes.max_flips"]["passed"], gates
     lives = {v["gate"]: v for v in pred["lives"]["verdicts"]}
-    failed = [v["gate"] for v in [*quality, *gates.values(), *lives.values()] if not v["passed"]]
+    (pooled,) = pred["envelope"]  # every probe answer, both levels and both lives, pooled
+    assert not pooled["passed"] and pooled["n"] >= 12, pooled
+    every = [*quality, *gates.values(), *lives.values(), pooled]
+    failed = [v["gate"] for v in every if not v["passed"]]
     assert all(
         g.startswith("perf.chat@c12.probes.")
         or re.fullmatch(r"lives\.candidate\.\d+\.(idle|start)", g)
+        or g == "envelope.broken_rate"
         for g in failed
     ), failed
     # every corrupted answer fell in the perf stage (the quality stage never had 6 in flight)

@@ -57,6 +57,7 @@ quality:
     - {{task: qgate_math, metric: "exact_match,last-integer", limit: 16, max_drop: 0.5}}
 lives: {{probes: 0}}  # graded in test_perf_probes_fault.py (CI time)
 perf:
+  probes: {{items: 0}}  # graded with lives in test_perf_probes_fault.py (CI time)
   scenarios:
     - {{name: fixed, input_tokens: 64, output_tokens: 8, concurrency: [2], warmup: 1, requests: 3}}
     - {{name: agent, kind: multi_turn, conversations: 2, turns: 2, shared_prefix_tokens: 128,

@@ -56,6 +56,7 @@ def _profile() -> dict[str, object]:
     # upgrade; test_perf_probes_fault.py grades lives (CI time).
     raw["lives"] = {"probes": 0}
     raw["perf"] = {
+        "probes": {"items": 0},  # graded with lives in test_perf_probes_fault.py (CI time)
         "scenarios": [
             {
                 "name": "tiny",
@@ -65,7 +66,7 @@ def _profile() -> dict[str, object]:
                 "warmup": 0,
                 "requests": 2,
             }
-        ]
+        ],
     }
     return raw
 

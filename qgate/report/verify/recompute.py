@@ -54,6 +54,7 @@ __all__ = [
     "evidence_of",
     "judged_of",
     "differences",
+    "recompute_envelope",
     "recompute_perf",
     "recompute_perf_gates",
     "recompute_quality",
@@ -442,6 +443,14 @@ def recompute_perf_gates(report: Report, profile: Profile, judged: Judgement | N
     gates = (judged or judged_of(report, profile, default_recompute())).speed
     if not same_value(dump(report.perf.gates), dump(gates)):
         raise _fail("perf gates: " + _first_verdict_difference(report.perf.gates, gates))
+    return len(gates)
+
+
+def recompute_envelope(report: Report, profile: Profile, judged: Judgement | None = None) -> int:
+    """The stored pooled envelope gate is the judge's, over the report's own probe records."""
+    gates = (judged or judged_of(report, profile, default_recompute())).envelope
+    if not same_value(dump(report.envelope), dump(gates)):
+        raise _fail("envelope: " + _first_verdict_difference(report.envelope, gates))
     return len(gates)
 
 

@@ -48,6 +48,7 @@ from qgate.report.verify.recompute import (
     check_status_and_verdict,
     default_recompute,
     judged_of,
+    recompute_envelope,
     recompute_perf,
     recompute_perf_gates,
     recompute_quality,
@@ -188,6 +189,8 @@ def _checked_contents(
     result.checked.append(f"{scenarios} perf scenarios recomputed")
     gates = recompute_perf_gates(report, prof, judged)
     result.checked.append(f"{gates} perf gates recomputed")
+    if pooled := recompute_envelope(report, prof, judged):
+        result.checked.append(f"{pooled} pooled envelope gate recomputed from every probe record")
     check_status_and_verdict(report, judged)
     result.checked.append(f"overall verdict {report.verdict} follows")
 

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import beta as scipy_beta
 from scipy.stats import t as scipy_t
 
 from qgate.core import bounds
@@ -109,3 +110,21 @@ def test_impossible_counts_are_refused() -> None:
         bounds.loss_upper(5, 6, 10)
     with pytest.raises(ValueError):
         bounds.score_upper(0, 0, 0)
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 4), (0, 59), (1, 30), (2, 50), (7, 40), (30, 30)])
+def test_the_rate_bounds_are_clopper_pearsons(k: int, n: int) -> None:
+    want_upper = 1.0 if k == n else scipy_beta.ppf(0.95, k + 1, n - k)
+    want_lower = 0.0 if k == 0 else scipy_beta.ppf(0.05, k, n - k + 1)
+    assert bounds.rate_upper(k, n) == pytest.approx(want_upper, abs=1e-5)
+    assert bounds.rate_lower(k, n) == pytest.approx(want_lower, abs=1e-5)
+
+
+def test_four_clean_answers_bound_a_garbling_rate_at_53_and_59_at_5() -> None:
+    assert bounds.rate_upper(0, 4) == pytest.approx(0.527, abs=1e-3)
+    assert bounds.clean_asks_to_show(0.05) == 59 and bounds.rate_upper(0, 58) > 0.05
+    assert bounds.clean_asks_to_show(0.1) == 29 and bounds.rate_upper(0, 28) > 0.1
+    with pytest.raises(ValueError, match="max_rate"):
+        bounds.clean_asks_to_show(0.0)
+    with pytest.raises(ValueError, match="0 <= k <= n"):
+        bounds.rate_upper(5, 4)

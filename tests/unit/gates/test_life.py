@@ -3,60 +3,11 @@ answer and paired with the reference's quality records and own life probes."""
 
 from __future__ import annotations
 
-from helpers.perf_runs import PROBE_TRUTH, probe
+from helpers.life_probes import RIGHT, TRUTH, corrupt, life, reference_quality
 
 from qgate.gates.life import excluded_rounds, life_verdicts
 from qgate.perf.life_probes import LifeProbes, life_label
 from qgate.profile import LivesSpec
-from qgate.quality.records import ItemRecord, SuiteRun
-
-TRUTH = PROBE_TRUTH
-RIGHT = {k: f"The answer is {v}." for k, v in TRUTH.items()}
-
-
-def corrupt(text: str) -> str:
-    """The fault proxy's corruption: digits rotated by 5."""
-    return "".join(str((int(c) + 5) % 10) if c.isdigit() else c for c in text)
-
-
-def life(
-    role: str,
-    kind: str,
-    answers: dict[str, str],
-    *,
-    life: int = 1,
-    round: int = 0,
-    side: str | None = None,
-    node: str | None = None,
-) -> LifeProbes:
-    return LifeProbes(
-        side=side or role,
-        role=role,  # type: ignore[arg-type]
-        life=life,
-        round=round,
-        node=node,
-        kind=kind,  # type: ignore[arg-type]
-        idle_s=30.0 if kind == "idle" else 0.0,
-        requests=[probe(k, v, index=i) for i, (k, v) in enumerate(answers.items())],
-    )
-
-
-def reference_quality(
-    wrong: frozenset[str] = frozenset(), role: str = "reference"
-) -> list[SuiteRun]:
-    items = [
-        ItemRecord(
-            id=k,
-            prompt_sha256="",
-            output="",
-            answer=v,
-            expected=v,
-            correct=k not in wrong,
-            output_tokens=None,
-        )
-        for k, v in TRUTH.items()
-    ]
-    return [SuiteRun(suite="math.short", role=role, data_sha256="", items=items)]  # type: ignore[arg-type]
 
 
 def by_gate(
@@ -112,10 +63,20 @@ def test_no_number_is_wrong_and_the_stored_grade_is_ignored() -> None:
     assert not got["lives.candidate.2.start"].passed
 
 
-def test_a_life_with_nothing_to_judge_passes_underpowered() -> None:
-    got = by_gate([life("candidate", "idle", RIGHT)], wrong=frozenset(TRUTH))
-    v = got["lives.candidate.2.idle"]
-    assert v.passed and v.underpowered and v.n == 0
+def test_a_life_with_nothing_to_judge_is_inconclusive_and_keeps_its_round() -> None:
+    lives = [life("candidate", "idle", RIGHT)]
+    v = by_gate(lives, wrong=frozenset(TRUTH))["lives.candidate.2.idle"]
+    assert not v.passed and v.inconclusive and v.underpowered and v.n == 0
+    assert v.reason.startswith("INCONCLUSIVE: ")
+    assert v.reason.endswith("nothing shows this life answers right")
+    verdicts = life_verdicts(LivesSpec(), reference_quality(frozenset(TRUTH)), lives)
+    assert excluded_rounds(lives, verdicts) == set()  # not shown broken: its ratios stay
+
+
+def test_before_the_pooled_derivation_a_life_with_nothing_to_judge_passed() -> None:
+    runs = reference_quality(frozenset(TRUTH))
+    (v,) = life_verdicts(LivesSpec(), runs, [life("candidate", "idle", RIGHT)], pooled=False)
+    assert v.passed and v.underpowered and not v.inconclusive and v.n == 0
 
 
 def test_each_life_of_each_round_is_named_and_a_failed_one_excludes_its_round() -> None:

@@ -34,6 +34,18 @@ REFUSED: list[tuple[str, str, str, str]] = [
     # 1. settings that act on nothing
     ("lives-without-math", RECALL + "lives: {probes: 4}\n", ":8 lives.probes:", "no math suite"),
     (
+        "envelope-without-math",
+        RECALL + "envelope: {max_broken: 0.1}\n",
+        ":8 envelope:",
+        "the envelope gate pools probe answers and quality has no math suite",
+    ),
+    (
+        "envelope-with-every-probe-off",
+        BASE + "lives: {probes: 0}\nenvelope: {max_broken: 0.1}\n",
+        ":9 envelope:",
+        "every probe is turned off: it would judge nothing",
+    ),
+    (
         "lives-idle-without-math",
         RECALL + "lives: {idle_s: 30}\n",
         ":8 lives:",
@@ -174,6 +186,7 @@ REFUSED: list[tuple[str, str, str, str]] = [
 
 ACCEPTED: list[tuple[str, str]] = [
     ("lives-off-without-math", RECALL + "lives: {probes: 0}\n"),
+    ("envelope-over-life-probes", BASE + "envelope: {max_broken: 0.2}\n"),
     ("lives-default-without-math", RECALL),
     ("idle-off-without-probes", BASE + "lives: {probes: 0, idle_s: 0}\n"),
     ("perf-probes-off-without-math", RECALL + PERF + "  probes: {items: 0}\n"),

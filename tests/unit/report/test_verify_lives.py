@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 from helpers.report_synthetic import build_report, make_signer
+from helpers.resign import rederived
 
 from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
-from qgate.gates.judge import lives_judged, perf_results
+from qgate.gates.judge import lives_judged
 from qgate.gates.judgement import Evidence, LivesSection
-from qgate.gates.speed import report_gates
 from qgate.perf.life_probes import LifeProbes
 from qgate.perf.probes import extract_answer, grade
 from qgate.perf.records import RequestRecord
@@ -66,7 +66,8 @@ def lives_report(idle_wrong: int) -> Report:
     """The synthetic report with both sides' first lives probed at start and after 30 s idle;
     the candidate's first `idle_wrong` idle answers corrupted."""
     report = build_report(requests=4, fns=default_recompute())
-    profile = Profile.model_validate(report.profile)
+    # 8 candidate probe answers: a clean pool bounds the broken rate at 31% (95%)
+    report.profile["envelope"] = {"max_broken": 0.35}
     records = [
         LifeProbes(
             side=role,
@@ -79,21 +80,8 @@ def lives_report(idle_wrong: int) -> Report:
         for role, life in (("reference", 0), ("candidate", 1))
         for kind in ("start", "idle")
     ]
-    report.lives = lives_judged(
-        profile, Evidence(runs=tuple(report.quality.runs), life_probes=tuple(records))
-    )
-    perf = report.perf
-    assert report.lives is not None
-    perf.results = perf_results(
-        profile.perf,
-        perf.runs,
-        resamples=perf.bootstrap_resamples,
-        seed=perf.bootstrap_seed,
-        excluded=report.lives.excluded_rounds,
-    )
-    perf.gates = report_gates(profile.perf, perf.status, perf.results)
-    report.verdict = overall(report.all_verdicts(), perf.status)
-    return report
+    report.lives = LivesSection(records=records, verdicts=[])
+    return rederived(report)  # the one judge, as `qgate run` makes every group
 
 
 def test_passing_lives_verify_and_show() -> None:
@@ -115,7 +103,8 @@ def test_a_life_failing_after_idle_fails_the_run_and_leaves_the_ratios() -> None
     report = lives_report(idle_wrong=1)
     assert report.lives is not None
     failed = [v for v in report.all_verdicts() if not v.passed]
-    assert [v.gate for v in failed] == ["lives.candidate.2.idle"]
+    assert [v.gate for v in failed] == ["lives.candidate.2.idle", "envelope.broken_rate"]
+    assert failed[1].inconclusive and "1 broken of 8 judged" in failed[1].reason
     assert report.verdict == "FAIL" and report.lives.excluded_rounds == [0]
     assert all(r.comparisons == [] for r in report.perf.results)  # round 0 in no ratio
     assert report.perf.runs  # ... and kept in the records
@@ -169,13 +158,10 @@ def test_a_started_life_relabelled_an_endpoint_is_rejected_with_its_verdicts_red
     it: both sides here are started (vllm), so a record claiming an endpoint is edited."""
     report = lives_report(idle_wrong=1)
     assert report.lives is not None
-    profile = Profile.model_validate(report.profile)
     records = report.lives.records
     for p in records:
         p.endpoint = True
-    report.lives = lives_judged(
-        profile, Evidence(runs=tuple(report.quality.runs), life_probes=tuple(records))
-    )
+    report.lives = _lives(Profile.model_validate(report.profile), report, records)
     assert report.lives is not None
     reason = next(v.reason for v in report.lives.verdicts if not v.passed)
     assert reason.startswith("candidate endpoint (round 1; already running, not started by qgate)")

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import pytest
 from helpers.report_synthetic import build_report, make_signer
+from helpers.resign import rederived
 
 from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
-from qgate.gates.judge import perf_results
-from qgate.gates.speed import report_gates
 from qgate.perf.probes import extract_answer, grade
 from qgate.perf.records import RequestRecord
-from qgate.profile import Profile
 from qgate.report.model import Report
 from qgate.report.render.compare import headline_interval
 from qgate.report.render.md import render_markdown
@@ -61,7 +59,9 @@ def probe_report(wrong: int) -> Report:
     items it answered right in its quality stage wrong (and item 1, lost there, wrong too)."""
     report = build_report(requests=4, fns=default_recompute())
     report.profile["perf"]["probes"] = {"items": len(ITEMS)}  # the plan asks what is added
-    profile = Profile.model_validate(report.profile)
+    # 4 judged answers (item 1 was lost at light load): clean, they bound the broken rate at
+    # 52.7% (95%); this module shows the per-scenario gate, not the pooled one's power
+    report.profile["envelope"] = {"max_broken": 0.6}
     quality = {(r.role, i.id): i.answer for r in report.quality.runs for i in r.items}
     for run in report.perf.runs:
         bad = 0
@@ -73,13 +73,7 @@ def probe_report(wrong: int) -> Report:
             text = f"The answer is {truth + 1 if wrong_here else truth}."
             expected = quality[(run.role, IDS[item])]
             run.requests.append(_probe(item, text, 10 + k, expected))
-    perf = report.perf
-    perf.results = perf_results(
-        profile.perf, perf.runs, resamples=perf.bootstrap_resamples, seed=perf.bootstrap_seed
-    )
-    perf.gates = report_gates(profile.perf, perf.status, perf.results)
-    report.verdict = overall(report.all_verdicts(), perf.status)
-    return report
+    return rederived(report)  # the one judge, as `qgate run` makes every group
 
 
 def test_passing_probes_verify_and_show_in_the_perf_section() -> None:

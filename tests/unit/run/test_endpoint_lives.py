@@ -42,6 +42,7 @@ candidates:
 quality:
   math: {{prompts: [short], limit: 4}}
 lives: {{probes: 2, idle_s: 1}}
+envelope: {{max_broken: 0.6}}  # 4 answers a candidate: clean, they bound the rate at 52.7%
 """
 
 

@@ -44,3 +44,21 @@ def test_a_flip_limit_no_floor_can_reach_is_inside_it_at_plan_time() -> None:
 def test_without_a_floor_the_plan_says_flips_meet_limits_alone() -> None:
     lines = _lines("smollm2-cpu-int8")
     assert any("noise floor: not measured (quality.noise_floor)" in e for e in lines)
+
+
+def _pooled(lines: list[str]) -> str:
+    return next(e for e in lines if "pooled envelope gate:" in e)
+
+
+def test_the_pooled_gate_line_counts_the_answers_against_what_the_margin_needs() -> None:
+    demo = _pooled(_lines("smollm2-cpu-int8"))
+    assert "at least 44 candidate probe answers (36 perf, 8 lives)" in demo
+    assert "19 clean answers show at most 15% broken (95%)" in demo
+    assert "up to 2 broken still show it" in demo
+    aa = _pooled(_lines("smollm2-cpu-aa"))  # 8 perf + 8 lives against the default 10%
+    assert "CANNOT SHOW its margin: 16 answers planned, fewer than the 29" in aa
+
+
+def test_a_profile_that_asks_no_probe_is_told_nothing_grades_its_serving() -> None:
+    line = _pooled(_lines("smollm2-cpu-agent"))
+    assert "none: the candidate asks no probe" in line
