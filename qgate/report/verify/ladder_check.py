@@ -1,4 +1,5 @@
-"""Verify's check of the context ladder's items: each is one the profile plants, in its bucket.
+"""Verify's check of the context ladder's items: each is one the profile plants, in its bucket,
+and every item the profile plants there is stored (unless the run stopped early, saying so).
 
 Each `context.<centre>` run must be a bucket of the profile's ladder; each item id names its
 index (below the bucket's item count), its target length (inside the bucket, or at the
@@ -66,6 +67,11 @@ def check_ladder_items(run: SuiteRun, spec: ContextLadder) -> None:
                 "(the code planted at its depth)"
             )
         _check_generated(where, record, spec.top_k)
+    if len(seen) != count and not (run.partial and run.planned == count and run.stopped):
+        raise VerificationFailed(
+            f"{run.suite} ({run.role}): {len(seen)} items stored, {count} planned in the bucket "
+            "by the profile: a planned item is missing"
+        )
 
 
 def _check_generated(where: str, record: ItemRecord, top_k: int) -> None:

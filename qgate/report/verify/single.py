@@ -40,6 +40,7 @@ from qgate.report.verify.envelope import (
 )
 from qgate.report.verify.lives import check_lives
 from qgate.report.verify.machine import as_run, check_machine
+from qgate.report.verify.paired_items import check_paired_items
 from qgate.report.verify.perf_design import check_perf_design
 from qgate.report.verify.profile import match_profile
 from qgate.report.verify.provenance import check_provenance
@@ -168,6 +169,8 @@ def _checked_contents(
         f"derivations quality {applied.quality}, perf {applied.perf} applied ({applied.why})"
     )
     _rederive(report, prof, keyid, result)
+    if line := check_paired_items(report.quality.runs):
+        result.checked.append(line)
     result.checked += check_machine(report, prof, result.signed_only)
     if cluster := check_cluster(report):
         result.checked.append(cluster)

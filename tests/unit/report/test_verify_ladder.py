@@ -226,6 +226,42 @@ def test_verify_rejects_an_item_outside_its_bucket() -> None:
         verify(report)
 
 
+def _without_lost(report: Report, suite: str, roles: tuple[str, ...]) -> Report:
+    """The edit of issue 54 ("a cliff hidden"): the bucket's lost items deleted from `roles`'
+    runs, and the verdicts and the overall verdict derived again."""
+    lost = {
+        i.id
+        for r in report.quality.runs
+        if r.suite == suite and r.role == "candidate"
+        for i in r.items
+        if not i.correct
+    }
+    assert lost
+    for run in report.quality.runs:
+        if run.suite == suite and run.role in roles:
+            run.items = [i for i in run.items if i.id not in lost]
+    q = report.quality
+    profile = Profile.model_validate(report.profile)
+    q.verdicts = evaluate_quality(profile.quality, q.runs, q.divergence)
+    report.verdict = overall(report.all_verdicts(), report.perf.status)
+    return report
+
+
+def test_verify_rejects_a_cliff_hidden_by_deleting_its_lost_items_from_the_candidate() -> None:
+    report = _without_lost(ladder_report({4096: 2}), "context.4096", ("candidate",))
+    with pytest.raises(
+        VerificationFailed, match=r"context\.4096 \(candidate\): 2 items stored, 4 planned"
+    ):
+        verify(report)
+
+
+def test_verify_rejects_a_cliff_hidden_by_deleting_its_lost_items_from_both_sides() -> None:
+    report = _without_lost(ladder_report({4096: 2}), "context.4096", ("reference", "candidate"))
+    assert cliff_line(report) is None  # the cliff hidden, every verdict derived again
+    with pytest.raises(VerificationFailed, match=r"context\.4096 \(reference\): 2 items stored, 4"):
+        verify(report)
+
+
 def test_plan_lists_each_bucket_with_its_items_and_power() -> None:
     data = _profile_json()
     data["quality"]["context_ladder"]["significance"] = True  # type: ignore[index]
