@@ -17,6 +17,7 @@ from qgate.perf.probes import extract_answer, grade
 from qgate.perf.records import RequestRecord
 from qgate.profile import Profile
 from qgate.report.model import Report
+from qgate.report.render.junit import render_junit
 from qgate.report.render.md import render_markdown
 from qgate.report.signing import sign_report
 from qgate.report.verdict import overall
@@ -178,3 +179,15 @@ def _lives(profile: Profile, report: Report, records: list[LifeProbes]) -> Lives
     """The lives section the judge makes of `records` beside the report's quality runs."""
     runs = tuple(report.quality.runs)
     return lives_judged(profile, Evidence(runs=runs, life_probes=tuple(records)))
+
+
+def test_the_pooled_envelope_gate_shows_in_every_view() -> None:
+    report = lives_report(idle_wrong=1)  # 1 broken of 8 pooled answers: INCONCLUSIVE at 35%
+    (pooled,) = report.envelope
+    assert pooled.inconclusive and pooled.n == 8 and pooled.limit == 0.35
+    md = render_markdown(report)
+    assert "INCONCLUSIVE envelope.broken_rate: envelope.broken_rate: INCONCLUSIVE" in md
+    assert "| envelope.broken_rate | 0.4707 | <= 0.35 | 8 |" in md
+    junit = render_junit(report)
+    assert '<testcase name="envelope.broken_rate" classname="envelope"' in junit
+    assert 'type="GateInconclusive"' in junit
