@@ -27,6 +27,33 @@ def probe(item: str, text: str, *, index: int = 0, error: str | None = None) -> 
     )
 
 
+def probe_run(
+    role: str,
+    answers: dict[str, str],
+    name: str = "chat@c8",
+    *,
+    block: int = 0,
+    expected: dict[str, str] | None = None,
+) -> ScenarioRun:
+    """One block of scenario `name` whose graded probes answered `answers` (`expected`: the
+    side's quality-stage answer by item, `probe_expected`; default none recorded)."""
+    reqs = []
+    for i, (item, text) in enumerate(answers.items()):
+        r = probe(item, text, index=i)
+        if expected is not None:
+            r = r.model_copy(update={"probe_expected": expected.get(item, PROBE_TRUTH[item])})
+        reqs.append(r)
+    return ScenarioRun(
+        scenario=name,
+        role=role,  # type: ignore[arg-type]
+        kind="fixed",
+        gpus=1,
+        duration_ns=1,
+        block=block,
+        requests=reqs,
+    )
+
+
 def good(**kw: object) -> RequestRecord:
     """A clean streamed request of 3 tokens (5 prompt tokens), with `kw` changed."""
     base: dict[str, object] = dict(

@@ -4,7 +4,7 @@ while serving, perf scenarios and lives, under one Clopper-Pearson bound on the 
 from __future__ import annotations
 
 from helpers.life_probes import RIGHT, corrupt, life, reference_quality
-from helpers.perf_runs import PROBE_TRUTH, probe
+from helpers.perf_runs import PROBE_TRUTH, probe_run
 
 from qgate.gates.pooled import GATE, envelope_verdicts, pool
 from qgate.perf.records import ScenarioRun
@@ -16,21 +16,9 @@ ITEMS = list(PROBE_TRUTH)
 def scenario(
     role: str, answers: dict[str, str], *, name: str = "chat@c4", block: int = 0, **kw: str
 ) -> ScenarioRun:
-    """One block of a scenario whose probes answered `answers` (`kw`: probe_expected by item,
-    the side's quality-stage answer)."""
-    reqs = []
-    for i, (item, text) in enumerate(answers.items()):
-        r = probe(item, text, index=i)
-        reqs.append(r.model_copy(update={"probe_expected": kw.get(item, PROBE_TRUTH[item])}))
-    return ScenarioRun(
-        scenario=name,
-        role=role,  # type: ignore[arg-type]
-        kind="fixed",
-        gpus=1,
-        duration_ns=1,
-        block=block,
-        requests=reqs,
-    )
+    """One block of a scenario whose probes answered `answers` (`kw`: the side's quality-stage
+    answer by item where it was not the truth)."""
+    return probe_run(role, answers, name, block=block, expected=kw)
 
 
 def blocks(answers: dict[str, str], count: int, name: str = "chat@c4") -> list[ScenarioRun]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers.perf_runs import PROBE_TRUTH, probe
+from helpers.perf_runs import PROBE_TRUTH, probe, probe_run
 
 from qgate.gates.probes import probe_suite, probe_verdicts, probes_failed
 from qgate.gates.speed import evaluate_perf_gates
@@ -14,14 +14,7 @@ TRUTH = PROBE_TRUTH
 
 
 def run(role: str, answers: dict[str, str], name: str = "chat@c8") -> ScenarioRun:
-    return ScenarioRun(
-        scenario=name,
-        role=role,  # type: ignore[arg-type]
-        kind="fixed",
-        gpus=1,
-        duration_ns=1,
-        requests=[probe(k, v, index=i) for i, (k, v) in enumerate(answers.items())],
-    )
+    return probe_run(role, answers, name)
 
 
 RIGHT = {k: f"The answer is {v}." for k, v in TRUTH.items()}
