@@ -22,6 +22,9 @@ candidate whose true loss is the margin far more often than α.
 - `rate_upper` / `rate_lower` / `clean_asks_to_show`: the pooled envelope gate's one-sample
   rate of broken answers (Clopper & Pearson 1934, exact, one-sided): 4 clean asks bound the
   rate at 52.7%, 59 at 4.95% (95%).
+- `show_power` / `items_to_show`: sizing to *show*, not only to detect (issue 53 item 2): the
+  chance a candidate with no true loss PASSes at n items and a flip rate, and the fewest
+  items that reach a power for it.
 - `mean_loss_upper`: fractional scores (lm-eval metrics in [0, 1]): the paired t bound on
   the mean per-item difference.
 
@@ -218,6 +221,75 @@ def clean_asks_to_show(max_rate: float, confidence: float = 0.95) -> int:
     while rate_upper(0, n, confidence) > max_rate + _TOL:
         n += 1
     return n
+
+
+def score_upper_many(lost: Floats, gained: Floats, n: int, confidence: float = 0.95) -> Floats:
+    """`score_upper` of many (lost, gained) tables of `n` items at once (one bisection over
+    arrays, to the same tolerance)."""
+    z = _z(confidence)
+    b, c = np.asarray(lost, dtype=np.float64), np.asarray(gained, dtype=np.float64)
+    low = np.minimum((b - c) / n, 1.0)
+    high = np.ones_like(low)
+    top = _score(b, c, n, 1.0) > -z  # inside at 1: the bound is 1
+    for _ in range(math.ceil(math.log2(1 / _TOL)) + 1):
+        mid = (low + high) / 2
+        inside = _score(b, c, n, mid) > -z
+        low, high = np.where(inside, mid, low), np.where(inside, high, mid)
+    return np.where(top | (low >= 1.0), 1.0, high)
+
+
+def show_power(n: int, margin: float, discordance: float, confidence: float = 0.95) -> float:
+    """The chance that a candidate with no true loss PASSes a non-inferiority gate of `margin`
+    at `n` items: its upper bound within the margin, when items flip either way at
+    `discordance` (half lost, half gained), summed exactly over the trinomial's cells that
+    weigh anything (each side's flips up to 12 standard deviations past their mean). Tango's
+    score bound at every n (the gate's exact bound below EXACT_MAX items is within a fraction
+    of a point of it there)."""
+    if not 0 < margin < 1 or not 0 < discordance <= 1 or n < 1:
+        raise ValueError("need n >= 1, margin in (0, 1) and discordance in (0, 1]")
+    mean = n * discordance / 2
+    top = min(n, math.ceil(mean + 12 * math.sqrt(mean) + 20))
+    b, c = np.meshgrid(np.arange(top + 1), np.arange(top + 1), indexing="ij")
+    keep = b + c <= n
+    bb, cc = b[keep].astype(np.float64), c[keep].astype(np.float64)
+    rest = n - bb - cc
+    lf = np.array([math.lgamma(k + 1) for k in range(n + 1)])
+    log_pmf = lf[n] - lf[b[keep]] - lf[c[keep]] - lf[rest.astype(int)]
+    log_pmf = log_pmf + (bb + cc) * math.log(discordance / 2)
+    if discordance < 1:
+        log_pmf = log_pmf + rest * math.log1p(-discordance)
+    else:
+        log_pmf = np.where(rest == 0, log_pmf, -np.inf)
+    weigh = log_pmf > -40  # the rest weighs less than 1e-17 in all
+    shown = score_upper_many(bb[weigh], cc[weigh], n, confidence) <= margin + _TOL
+    return float(np.exp(log_pmf[weigh])[shown].sum())
+
+
+def items_to_show(
+    margin: float,
+    discordance: float,
+    confidence: float = 0.95,
+    power: float = 0.8,
+    max_items: int = 2000,
+) -> int | None:
+    """The fewest items (from the fewest that can ever show the margin) at which a candidate
+    with no true loss PASSes with `power` (None: more than `max_items`). The chance rises with
+    n in a sawtooth: this is the first n reaching it, found by doubling then bisection."""
+    lo = clean_items_to_show(margin, confidence)
+    if show_power(lo, margin, discordance, confidence) >= power:
+        return lo
+    hi = lo
+    while show_power(hi, margin, discordance, confidence) < power:
+        if hi >= max_items:
+            return None
+        lo, hi = hi, min(max_items, hi * 2)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if show_power(mid, margin, discordance, confidence) >= power:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def t_cdf(t: float, df: int) -> float:

@@ -151,6 +151,17 @@ class GatePower(Record):
         description="Items the target needs at that power (None: more than the bound)."
     )
     sized: bool = Field(description="The suite is sized by its `detect` (items = items_needed).")
+    show_power: float | None = Field(
+        default=None,
+        description="Under rule 'bound': the chance a candidate with no true loss PASSes (its "
+        "bound within max_drop) at this size and the assumed flip rate (None: no margin to "
+        "show, the point rule, or a plan made before).",
+    )
+    show_items: int | None = Field(
+        default=None,
+        description="Items at which that chance reaches the power asked (None: not computed, "
+        "or more than 2,000).",
+    )
     warning: str | None = Field(
         default=None,
         description="Ceiling or floor: the reference's expected accuracy leaves little to flip.",

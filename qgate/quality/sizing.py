@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from qgate.core.bounds import items_to_show, show_power
 from qgate.core.plan import GatePower
 from qgate.profile import (
     AccuracyPolicy,
@@ -221,6 +222,7 @@ def gate_power(suite: str, policy: AccuracyPolicy, items: int) -> GatePower:
         assumed = f"{100 * detect.discordance:.0f}% of items flip (stated)"
     else:
         assumed = "items flip at twice the drop (prior)"
+    shown, show_n = _showing(policy, items, power, observed)
     return GatePower(
         suite=suite,
         items=items,
@@ -231,4 +233,32 @@ def gate_power(suite: str, policy: AccuracyPolicy, items: int) -> GatePower:
         target_drop=target,
         items_needed=needed,
         sized=detect is not None,
+        show_power=shown,
+        show_items=show_n,
+    )
+
+
+def _showing(
+    policy: AccuracyPolicy, items: int, power: float, observed: Observed | None
+) -> tuple[float | None, int | None]:
+    """Under rule 'bound': the chance a candidate with no true loss PASSes at `items`, and the
+    items that reach `power` for it, at the measured flip rate, else the stated one, else the
+    detection's prior (twice the margin: generous to churn, so the count errs high)."""
+    margin = policy.max_drop
+    confidence = 1 - policy.alpha
+    if policy.rule != "bound" or margin is None or not 0 < margin < 1 or items < 1:
+        return None, None
+    if confidence >= 1:  # an alpha below float resolution: no bound to show (nor a test)
+        return None, None
+    detect = policy.detect
+    if observed is not None:
+        disc = observed[0]
+    elif detect is not None and detect.discordance is not None:
+        disc = detect.discordance
+    else:
+        disc = min(1.0, DISCORDANCE_PRIOR * margin)
+    if disc <= 0:
+        disc = 1e-6  # nothing flips: a clean run always shows what its bound allows
+    return show_power(items, margin, disc, confidence), items_to_show(
+        margin, disc, confidence, power
     )

@@ -85,6 +85,14 @@ def _power_line(g: GatePower) -> str:
         line += " (CAPPED at detect.max_items: the stated power is not reached)"
     elif not g.powered:
         line += f" (UNDERPOWERED: state quality.{profile_key(g.suite)}.detect to size it)"
+    if g.show_power is not None:
+        line += (
+            f"; shows a candidate with no true loss within max_drop {100 * g.show_power:.0f}% "
+            "of the time"
+        )
+        if g.show_power < g.power:
+            more = "more than 2,000" if g.show_items is None else str(g.show_items)
+            line += f" (CANNOT SHOW it {100 * g.power:.0f}% of the time: {more} items would)"
     return line
 
 

@@ -128,3 +128,26 @@ def test_four_clean_answers_bound_a_garbling_rate_at_53_and_59_at_5() -> None:
         bounds.clean_asks_to_show(0.0)
     with pytest.raises(ValueError, match="0 <= k <= n"):
         bounds.rate_upper(5, 4)
+
+
+def test_the_chance_to_show_a_clean_candidate_is_the_trinomials_and_rises_with_n() -> None:
+    # exact over the trinomial, against a simulation of the same bound
+    rng = np.random.default_rng(0)
+    flips = rng.multinomial(81, [0.1, 0.1, 0.8], size=20_000)
+    upper = bounds.score_upper_many(flips[:, 0], flips[:, 1], 81, 1 - 0.0167)
+    simulated = float((upper <= 0.15).mean())
+    exact = bounds.show_power(81, 0.15, 0.2, 1 - 0.0167)
+    assert abs(exact - simulated) < 0.01 and 0.7 < exact < 0.8
+    assert bounds.show_power(81, 0.15, 0.04, 1 - 0.0167) > 0.99  # little churn: nearly always
+    n = bounds.items_to_show(0.15, 0.2, 1 - 0.0167)
+    assert n is not None and bounds.show_power(n, 0.15, 0.2, 1 - 0.0167) >= 0.8
+    assert bounds.show_power(n - 1, 0.15, 0.2, 1 - 0.0167) < 0.8 and 85 <= n <= 95
+
+
+def test_the_vectorised_score_bound_is_the_scalar_one() -> None:
+    tables = [(0, 0), (1, 2), (3, 1), (10, 0), (81, 0)]
+    many = bounds.score_upper_many(
+        np.array([b for b, _ in tables]), np.array([c for _, c in tables]), 81
+    )
+    for (b, c), got in zip(tables, many, strict=True):
+        assert got == pytest.approx(bounds.score_upper(b, c, 81), abs=2e-6)

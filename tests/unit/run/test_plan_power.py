@@ -90,3 +90,14 @@ def test_an_underpowered_profile_is_caught() -> None:
     profile = parse_profile_text(old, "old.yaml", ROOT, check_files=False)
     (line,) = _weak_lines("candidate", profile)
     assert "power math.short: 32 items" in line and "UNDERPOWERED" in line
+
+
+def test_the_power_lines_say_how_often_a_clean_candidate_is_shown() -> None:
+    profile = load_any_profile_file(SHIPPED / "smollm2-cpu-int8.yaml", check_files=False)
+    assert not isinstance(profile, LoadedMulti)
+    plan = make_plan([("int8", profile.profile)], reference_cached=None, placement="")
+    math = next(line for line in describe(plan) if line.startswith("  power math.short"))
+    assert "shows a candidate with no true loss within max_drop 77% of the time" in math
+    assert "(CANNOT SHOW it 80% of the time: 89 items would)" in math
+    (short,) = [g for g in plan.power if g.suite == "math.short"]
+    assert short.show_items == 89 and short.show_power is not None and short.show_power < 0.8
