@@ -19,6 +19,7 @@ __all__ = [
     "fewest_rejecting",
     "rule_as_run",
     "Ruled",
+    "Show",
 ]
 
 DropRule = Literal["point", "bound"]
@@ -48,10 +49,32 @@ def rule_as_run(data: Any) -> Any:
     return out
 
 
+class Show(Strict):
+    """Size the suite to *show* a fine candidate fine (issue 53 item 2): so that a candidate with
+    no true loss PASSes its bound (within `max_drop`) with `power`, when items flip either way
+    at `discordance` (its benign churn: numerics that move answers both ways)."""
+
+    power: float = Field(default=0.8, gt=0, lt=1, description="Chance of showing it.")
+    discordance: Fraction | None = Field(
+        default=None,
+        description="Share of items a candidate with no true loss flips, half each way; default "
+        "the calibration's measured share, else `detect.discordance`, else twice max_drop.",
+    )
+    max_items: int = Field(
+        default=1000, ge=1, le=2000, description="Bound on the items sizing may ask for."
+    )
+
+
 class Ruled(Strict):
     """The base of a policy with a `rule`: where the file writes none it is the default, or
     the rule an older report's run had (verify reads its profile file with
-    `context={"rule": ...}`, qgate/report/verify/profile.py)."""
+    `context={"rule": ...}`, qgate/report/verify/profile.py). `show` sizes it for the rule."""
+
+    show: Show | None = Field(
+        default=None,
+        description="Also size the suite so a candidate with no true loss PASSes its bound "
+        "with this power (rule 'bound'); the larger of this count and `detect`'s is asked.",
+    )
 
     @model_validator(mode="before")
     @classmethod

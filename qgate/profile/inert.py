@@ -96,6 +96,12 @@ INERT: dict[tuple[type[BaseModel], str], Rule] = {
         else None
     ),
     (LivesSpec, "max_flips"): lambda s: _NO_PROBES if s.probes == 0 else None,
+    (AccuracyPolicy, "show"): lambda p: (
+        None
+        if p.rule == "bound" and p.max_drop is not None and 0 < p.max_drop < 1
+        else "only sizes a max_drop gate judged by its bound: set rule: bound and a max_drop "
+        "between 0 and 1, or remove this"
+    ),
     (PerfProbes, "max_flips"): lambda p: _NO_ITEMS if p.items == 0 else None,
     (PerfProbes, "significance"): lambda p: _NO_ITEMS if p.items == 0 else None,
     (PerfProbes, "alpha"): lambda p: _NO_ITEMS if p.items == 0 else None,

@@ -50,6 +50,8 @@ __all__ = [
     "recall_cells",
     "recall_haystacks",
     "agent_items",
+    "show_discordance",
+    "show_items",
 ]
 
 DISCORDANCE_PRIOR = 2.0
@@ -126,9 +128,37 @@ def items_needed(detect: Detect, alpha: float, observed: Observed | None = None)
 
 
 def _sized(policy: AccuracyPolicy) -> int | None:
-    if policy.detect is None:
+    """The items `detect` and `show` ask for, the larger (None: neither is set)."""
+    counts = []
+    if policy.detect is not None:
+        counts.append(items_needed(policy.detect, policy.alpha, observed_discordance(policy)).used)
+    if (shown := show_items(policy)) is not None:
+        counts.append(shown)
+    return max(counts) if counts else None
+
+
+def show_discordance(policy: AccuracyPolicy, observed: Observed | None = None) -> float:
+    """The flip rate of a candidate with no true loss: `show.discordance`, else the measured
+    one, else the detection's stated one, else twice max_drop (generous to churn, so the
+    count errs high)."""
+    if policy.show is not None and policy.show.discordance is not None:
+        return policy.show.discordance
+    if observed is not None:
+        return observed[0]
+    if policy.detect is not None and policy.detect.discordance is not None:
+        return policy.detect.discordance
+    return min(1.0, DISCORDANCE_PRIOR * (policy.max_drop or 0.0))
+
+
+def show_items(policy: AccuracyPolicy) -> int | None:
+    """The items `show` asks for: the fewest at which a candidate with no true loss PASSes its
+    bound with `show.power`, at most `show.max_items` (None: no `show`, or nothing to size)."""
+    show, margin = policy.show, policy.max_drop
+    if show is None or policy.rule != "bound" or margin is None or not 0 < margin < 1:
         return None
-    return items_needed(policy.detect, policy.alpha, observed_discordance(policy)).used
+    disc = max(show_discordance(policy, observed_discordance(policy)), 1e-6)
+    n = items_to_show(margin, disc, 1 - policy.alpha, show.power, show.max_items)
+    return show.max_items if n is None else n
 
 
 def math_limit(spec: MathSuite) -> int | None:
@@ -250,15 +280,8 @@ def _showing(
         return None, None
     if confidence >= 1:  # an alpha below float resolution: no bound to show (nor a test)
         return None, None
-    detect = policy.detect
-    if observed is not None:
-        disc = observed[0]
-    elif detect is not None and detect.discordance is not None:
-        disc = detect.discordance
-    else:
-        disc = min(1.0, DISCORDANCE_PRIOR * margin)
-    if disc <= 0:
-        disc = 1e-6  # nothing flips: a clean run always shows what its bound allows
+    want = policy.show.power if policy.show is not None else power
+    disc = max(show_discordance(policy, observed), 1e-6)  # 0: nothing flips, shown at once
     return show_power(items, margin, disc, confidence), items_to_show(
-        margin, disc, confidence, power
+        margin, disc, confidence, want
     )

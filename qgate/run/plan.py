@@ -90,9 +90,9 @@ def _power_line(g: GatePower) -> str:
             f"; shows a candidate with no true loss within max_drop {100 * g.show_power:.0f}% "
             "of the time"
         )
-        if g.show_power < g.power:
+        if g.show_items is None or g.show_items > g.items:
             more = "more than 2,000" if g.show_items is None else str(g.show_items)
-            line += f" (CANNOT SHOW it {100 * g.power:.0f}% of the time: {more} items would)"
+            line += f" (CANNOT SHOW it at the power asked: {more} items would)"
     return line
 
 

@@ -227,6 +227,12 @@ CASES: list[tuple[str, str, str, str]] = [
         "only the 'load' pass",
     ),
     (
+        "show-under-the-point-rule",
+        "  recall: {max_drop: 0.2, rule: point, show: {power: 0.8}}\n",
+        ":8 quality.recall.show:",
+        "only sizes a max_drop gate judged by its bound",
+    ),
+    (
         "reset-wait-without-restored",
         "  reuse: {passes: [warm, load], reset_wait_s: 5}\n",
         ":8 quality.reuse.reset_wait_s:",

@@ -87,6 +87,7 @@ def test_gate_fields_are_the_ones_the_cache_key_always_left_out() -> None:
         "power",
         "rule",
         "detect",
+        "show",
         "max_mean_kld",
         "max_p99_kld",
         "max_max_kld",

@@ -188,3 +188,18 @@ def test_sizing_at_an_observed_discordance_matches_the_exact_power_function() ->
     assert sizing.used > items_needed(detect, 0.0167).used
     # an observation below the drop is impossible for that drop: floored at the drop
     assert items_needed(detect, 0.0167, (0.01, "x")).discordance == 0.05
+
+
+def test_show_sizes_a_suite_to_pass_a_clean_candidate_and_the_larger_count_is_asked() -> None:
+    from qgate.core.bounds import show_power
+    from qgate.profile.detect import Show
+    from qgate.quality.sizing import show_items
+
+    detect = Detect(drop=0.15, discordance=0.2)  # detection alone: 81 items
+    suite = MathSuite(max_drop=0.15, alpha=0.0167, detect=detect, show=Show(discordance=0.2))
+    assert show_items(suite) == 89 and math_limit(suite) == 89  # showing needs more
+    assert show_power(89, 0.15, 0.2, 1 - 0.0167) >= 0.8 > show_power(88, 0.15, 0.2, 1 - 0.0167)
+    calm = suite.model_copy(update={"show": Show(discordance=0.04)})
+    assert show_items(calm) is not None and math_limit(calm) == 81  # detection needs more
+    # rule point: show sizes nothing (validate refuses it there: qgate/profile/inert.py)
+    assert show_items(suite.model_copy(update={"rule": "point"})) is None
