@@ -56,4 +56,7 @@ def test_reference_against_itself_is_at_the_noise_floor(
     s = _against(ref_scores, reference_server)
     assert s.positions == SPEC.sequences * SPEC.tokens
     assert s.mean_kld < 1e-3
-    assert s.top1_agreement >= 0.99
+    # bf16 near-ties flip with the batch: in CI on the Intel AMX kind (2026-12-06) the one
+    # server scored against itself agreed on 251 of 256 top-1 tokens (mean KL 6e-4); a broken
+    # precision sits far below (FP8 weights ~92%, INT4 g128 63-66%: the demo profile's header)
+    assert s.top1_agreement >= 0.97
