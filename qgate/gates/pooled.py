@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from qgate.core.bounds import clean_asks_to_show, rate_lower, rate_upper
 from qgate.core.verdict import Verdict
 from qgate.gates.life import judged_asks
-from qgate.gates.probes import lost_at_light_load
+from qgate.gates.probes import graded_probes, lost_at_light_load
 from qgate.perf.life_probes import LifeProbes
 from qgate.perf.probes import graded
 from qgate.perf.records import RequestRecord, ScenarioRun
@@ -66,10 +66,6 @@ class Pool:
         return sum(k for _, k in self.by_source.values())
 
 
-def _probes(runs: Iterable[ScenarioRun]) -> list[RequestRecord]:
-    return [r for run in runs for r in run.requests if r.probe_id is not None and r.probe_truth]
-
-
 def pool(
     quality_runs: Sequence[SuiteRun],
     perf_runs: Sequence[ScenarioRun],
@@ -82,8 +78,8 @@ def pool(
     for run in perf_runs:
         by_key.setdefault((run.scenario, run.role), []).append(run)
     for name in dict.fromkeys(run.scenario for run in perf_runs):
-        cands = _probes(by_key.get((name, "candidate"), []))
-        refs = _probes(by_key.get((name, "reference"), []))
+        cands = graded_probes(by_key.get((name, "candidate"), []))
+        refs = graded_probes(by_key.get((name, "reference"), []))
         out.asked += len(cands)
         ref_wrong = {r.probe_id for r in refs if not graded(r)}
         skip = ref_wrong | lost_at_light_load(by_key.get((name, "candidate"), []))

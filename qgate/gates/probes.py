@@ -34,6 +34,7 @@ from qgate.quality.records import ItemRecord, SuiteRun
 __all__ = [
     "asks_suite",
     "failed_answers",
+    "graded_probes",
     "lost_at_light_load",
     "probe_allowance",
     "probe_suite",
@@ -42,7 +43,8 @@ __all__ = [
 ]
 
 
-def _graded_probes(runs: Iterable[ScenarioRun]) -> list[RequestRecord]:
+def graded_probes(runs: Iterable[ScenarioRun]) -> list[RequestRecord]:
+    """Every graded probe request of `runs` (a probe item with its known answer)."""
     return [r for run in runs for r in run.requests if r.probe_id is not None and r.probe_truth]
 
 
@@ -50,7 +52,7 @@ def lost_at_light_load(runs: Iterable[ScenarioRun]) -> set[str]:
     """Items whose quality-stage answer (`probe_expected`) on this side was already wrong."""
     return {
         r.probe_id
-        for r in _graded_probes(runs)
+        for r in graded_probes(runs)
         if r.probe_id is not None
         and r.probe_expected is not None
         and not answer_matches(r.probe_expected, r.probe_truth or "")
@@ -63,7 +65,7 @@ def probe_suite(
     """One side's graded probes of a scenario as a suite run, without the `skip` items
     (None: it asked none)."""
     by_item: dict[str, list[RequestRecord]] = {}
-    for r in _graded_probes(runs):
+    for r in graded_probes(runs):
         if r.probe_id in skip:
             continue
         assert r.probe_id is not None
@@ -121,7 +123,7 @@ def probe_verdicts(
     """
     if spec is None or not reference or not candidate:
         return []
-    if not _graded_probes([*reference, *candidate]):
+    if not graded_probes([*reference, *candidate]):
         return []
     skip = lost_at_light_load(candidate)
     ref = probe_suite(name, "reference", reference, skip)
