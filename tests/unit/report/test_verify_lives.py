@@ -191,3 +191,16 @@ def test_the_pooled_envelope_gate_shows_in_every_view() -> None:
     junit = render_junit(report)
     assert '<testcase name="envelope.broken_rate" classname="envelope"' in junit
     assert 'type="GateInconclusive"' in junit
+
+
+def test_an_edited_or_deleted_pooled_envelope_verdict_is_rejected() -> None:
+    report = lives_report(idle_wrong=1)
+    report.envelope[0].passed, report.envelope[0].inconclusive = True, False
+    with pytest.raises(
+        VerificationFailed,
+        match=r"envelope: gate envelope\.broken_rate: passed: True stored, False re-derived",
+    ):
+        verify(report)
+    report.envelope = []
+    with pytest.raises(VerificationFailed, match=r"gate envelope\.broken_rate is missing"):
+        verify(report)
