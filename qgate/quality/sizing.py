@@ -153,12 +153,21 @@ def show_discordance(policy: AccuracyPolicy, observed: Observed | None = None) -
 def show_items(policy: AccuracyPolicy) -> int | None:
     """The items `show` asks for: the fewest at which a candidate with no true loss PASSes its
     bound with `show.power`, at most `show.max_items` (None: no `show`, or nothing to size)."""
-    show, margin = policy.show, policy.max_drop
-    if show is None or policy.rule != "bound" or margin is None or not 0 < margin < 1:
+    show, margin = policy.show, _margin_to_show(policy)
+    if show is None or margin is None:
         return None
     disc = max(show_discordance(policy, observed_discordance(policy)), 1e-6)
     n = items_to_show(margin, disc, 1 - policy.alpha, show.power, show.max_items)
     return show.max_items if n is None else n
+
+
+def _margin_to_show(policy: AccuracyPolicy) -> float | None:
+    """The margin a bound-judged gate must show (None: the point rule, no margin in (0, 1), or
+    an alpha below float resolution, where there is no bound to show)."""
+    margin = policy.max_drop
+    if policy.rule != "bound" or margin is None or not 0 < margin < 1:
+        return None
+    return margin if 1 - policy.alpha < 1 else None
 
 
 def math_limit(spec: MathSuite) -> int | None:
@@ -272,14 +281,11 @@ def _showing(
     policy: AccuracyPolicy, items: int, power: float, observed: Observed | None
 ) -> tuple[float | None, int | None]:
     """Under rule 'bound': the chance a candidate with no true loss PASSes at `items`, and the
-    items that reach `power` for it, at the measured flip rate, else the stated one, else the
-    detection's prior (twice the margin: generous to churn, so the count errs high)."""
-    margin = policy.max_drop
+    items that reach the power asked (`show.power`, else `power`), at `show_discordance`."""
+    margin = _margin_to_show(policy)
+    if margin is None or items < 1:
+        return None, None
     confidence = 1 - policy.alpha
-    if policy.rule != "bound" or margin is None or not 0 < margin < 1 or items < 1:
-        return None, None
-    if confidence >= 1:  # an alpha below float resolution: no bound to show (nor a test)
-        return None, None
     want = policy.show.power if policy.show is not None else power
     disc = max(show_discordance(policy, observed), 1e-6)  # 0: nothing flips, shown at once
     return show_power(items, margin, disc, confidence), items_to_show(

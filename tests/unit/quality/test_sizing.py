@@ -203,3 +203,5 @@ def test_show_sizes_a_suite_to_pass_a_clean_candidate_and_the_larger_count_is_as
     assert show_items(calm) is not None and math_limit(calm) == 81  # detection needs more
     # rule point: show sizes nothing (validate refuses it there: qgate/profile/inert.py)
     assert show_items(suite.model_copy(update={"rule": "point"})) is None
+    # an alpha below float resolution leaves no bound to show: nothing sized, nothing raised
+    assert show_items(suite.model_copy(update={"alpha": 1e-310})) is None
