@@ -16,6 +16,9 @@ of tokens, only the text is wrong. Each rule names a mechanism from a public bug
                 KV blocks (vLLM #45704, LMCache #4463), non-streamed answers only
     turns:N     a chat carrying more than N user turns (an agent session's later turns: a
                 prefix cache serving the earlier turns wrongly, vLLM #43559 / #53912)
+    stream:FIELD  a streamed answer loses FIELD from its deltas (`tool_calls`: the calls of a
+                streamed answer vanish and it finishes as `stop`, while the same request
+                unstreamed is whole: Kimi K3, vLLM #53246)
 
 `--share S` is the strength knob: a matching answer is corrupted (or a request's field
 dropped) with probability S, drawn from a seeded stream so a run can be repeated.
@@ -44,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 GENERATE_PATHS = ("/v1/completions", "/v1/chat/completions")
-KINDS = ("load", "idle", "length", "life", "drop", "cached", "turns")
+KINDS = ("load", "idle", "length", "life", "drop", "cached", "turns", "stream")
 HOP_HEADERS = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "host"}
 )
@@ -111,6 +114,13 @@ class Faults:
             return []
         return names
 
+    def stream_drops(self, number: int = 0) -> list[str]:
+        """The delta fields streamed answer `number` loses (drawn with probability `share`)."""
+        names = [r.value for r in self.rules if r.kind == "stream"]
+        if not names or random.Random(f"{self.seed}:stream:{number}").random() >= self.share:
+            return []
+        return names
+
     def cached_limit(self) -> int | None:
         """The cached-token count above which an answer is corrupted, if a rule names one."""
         return next((int(r.value) for r in self.rules if r.kind == "cached"), None)
@@ -173,6 +183,26 @@ def corrupt_sse_line(line: bytes) -> bytes:
         return line
     end = line[len(line.rstrip(b"\r\n")) :]
     return b"data: " + json.dumps(corrupt_payload(payload)).encode() + end
+
+
+def drop_sse_fields(line: bytes, names: Sequence[str]) -> bytes:
+    """One line of a server-sent event stream with `names` taken out of its deltas; a choice
+    that finished on the tool calls taken out finishes as `stop`, as a plain answer does."""
+    if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
+        return line
+    try:
+        payload = json.loads(line[6:])
+    except ValueError:
+        return line
+    for choice in payload.get("choices") or []:
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            for name in names:
+                delta.pop(name, None)
+        if choice.get("finish_reason") == "tool_calls" and "tool_calls" in names:
+            choice["finish_reason"] = "stop"
+    end = line[len(line.rstrip(b"\r\n")) :]
+    return b"data: " + json.dumps(payload).encode() + end
 
 
 def make_app(upstream: str, faults: Faults, log: Any = None) -> Any:
@@ -242,6 +272,12 @@ def make_app(upstream: str, faults: Faults, log: Any = None) -> Any:
                         data = json.dumps(corrupt_payload(json.loads(data))).encode()
                     resp = web.Response(status=up.status, body=data, headers=out_headers)
                     await resp.prepare(req)
+                elif not reason and streamed and (gone_in_stream := faults.stream_drops(number)):
+                    line |= {"stream_dropped": gone_in_stream}
+                    resp = web.StreamResponse(status=up.status, headers=out_headers)
+                    await resp.prepare(req)
+                    async for sse in up.content:  # line by line
+                        await resp.write(drop_sse_fields(sse, gone_in_stream))
                 elif not reason:
                     resp = web.StreamResponse(status=up.status, headers=out_headers)
                     await resp.prepare(req)

@@ -6,8 +6,10 @@ parameter (vLLM >= 0.12 drops the legacy `guided_json` with HTTP 200; a proxy ma
 drop `response_format`). That is its own gate, `structured.<param>.constrained`,
 and the result's accuracy gates then fail as "not scored" instead of counting the
 model wrong. Tool-call and structured results list their failure kinds per side
-(content instead of a call, malformed arguments, ...) in the report's warnings.
-Pure functions of the profile and the records: `qgate verify` re-derives them.
+(content instead of a call, malformed arguments, ...) in the report's warnings, and a
+streamed result (`<result>.streamed`) its streamed-only losses: items the same side answered
+right asked as is and wrong streamed. Pure functions of the profile and the records:
+`qgate verify` re-derives them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 from qgate.core.verdict import Verdict
 from qgate.gates.suite import all_failed
 from qgate.profile import QualitySpec
+from qgate.profile.suite_results import STREAMED, agent_ways
 from qgate.quality.records import SuiteRun
 
 __all__ = ["AGENT_FAMILIES", "failure_lines", "structured_verdicts"]
@@ -42,8 +45,8 @@ def structured_verdicts(
     if spec.structured is None:
         return verdicts
     out = list(verdicts)
-    for param in spec.structured.params:
-        suite = f"structured.{param}"
+    ways = agent_ways("structured", spec.structured.params, spec.structured.streamed)
+    for suite, param, _ in ways:
         ref, cand = _run(runs, suite, "reference"), _run(runs, suite, "candidate")
         if ref is None or cand is None:
             continue  # the accuracy gates already fail for the missing run
@@ -93,6 +96,21 @@ def failure_lines(spec: QualitySpec, runs: Sequence[SuiteRun]) -> list[str]:
             kinds = Counter(i.failure for i in run.items if i.failure is not None)
             counted = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "none"
             right = sum(i.correct for i in run.items)
-            parts.append(f"{role} {right}/{len(run.items)} right, failures: {counted}")
+            line = f"{role} {right}/{len(run.items)} right, failures: {counted}"
+            parts.append(line + _streamed_only(runs, run))
         lines.append(f"{run_ref.suite}: " + "; ".join(parts))
     return lines
+
+
+def _streamed_only(runs: Sequence[SuiteRun], streamed: SuiteRun) -> str:
+    """', streamed-only losses N (ids)' for a streamed result: its items the same side answered
+    right asked as is and wrong streamed (vLLM #53246's dropped calls); '' for any other."""
+    if not streamed.suite.endswith(STREAMED):
+        return ""
+    as_is = _run(runs, streamed.suite.removesuffix(STREAMED), streamed.role)
+    if as_is is None:
+        return ""
+    right = {i.id for i in as_is.items if i.correct}
+    lost = [i.id for i in streamed.items if i.id in right and not i.correct]
+    shown = ", ".join(lost[:3]) + (", ..." if len(lost) > 3 else "")
+    return f", streamed-only losses {len(lost)}" + (f" ({shown})" if lost else "")

@@ -113,3 +113,47 @@ def _event(out: ParsedStream, t: int, raw: bytes, keep: bool) -> bool:
         if isinstance(details, dict) and details.get("cached_tokens") is not None:
             out.cached_prompt_tokens = int(details["cached_tokens"])
     return True
+
+
+def assembled_chat(parsed: ParsedStream) -> dict[str, Any]:
+    """A chat stream's events (parsed with `keep_events`) put back together as the answer the
+    same request gets unstreamed: the content joined, each tool call's id, name and argument
+    fragments joined by their `index` (as the OpenAI SDK accumulates them), the last finish
+    reason and the usage. A stream that said nothing gives a message with no content."""
+    content: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    finish: str | None = None
+    usage: dict[str, Any] = {}
+    for _, obj in parsed.events:
+        if isinstance(obj.get("usage"), dict):
+            usage = obj["usage"]
+        for choice in obj.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta")
+            delta = delta if isinstance(delta, dict) else {}
+            if isinstance(delta.get("content"), str):
+                content.append(delta["content"])
+            for part in delta.get("tool_calls") or []:
+                if isinstance(part, dict):
+                    _add_fragment(calls, part)
+            if choice.get("finish_reason"):
+                finish = str(choice["finish_reason"])
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return {"choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
+
+
+def _add_fragment(calls: dict[int, dict[str, Any]], part: dict[str, Any]) -> None:
+    index = part.get("index")
+    key = index if isinstance(index, int) else len(calls)
+    call = calls.setdefault(key, {"id": None, "type": "function", "function": {}})
+    if isinstance(part.get("id"), str):
+        call["id"] = part["id"]
+    function = part.get("function")
+    function = function if isinstance(function, dict) else {}
+    for field_name in ("name", "arguments"):
+        fragment = function.get(field_name)
+        if isinstance(fragment, str):
+            call["function"][field_name] = call["function"].get(field_name, "") + fragment

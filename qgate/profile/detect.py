@@ -1,6 +1,7 @@
 """`detect:` of an exact-answer suite: the smallest drop its gates must catch, and with what
 power (sizes the generated sets); whether an exact test can reject at all at a size; and the
-`rule` by which max_drop is judged (a point estimate, or a bound on the loss)."""
+`rule` by which max_drop is judged (a point estimate, or a bound on the loss); and the gate
+policy every exact-answer suite shares (`AccuracyPolicy`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pydantic import Field, ValidationInfo, model_validator
 from qgate.profile.base import Fraction, Strict
 
 __all__ = [
+    "AccuracyPolicy",
     "RULE",
     "RULE_BEFORE",
     "Detect",
@@ -142,3 +144,29 @@ def detect_problem(detect: Detect, alpha: float) -> tuple[str, str] | None:
             f"fewer items, even with every one lost",
         )
     return None
+
+
+class AccuracyPolicy(Ruled):
+    """Gate policy shared by every exact-answer suite."""
+
+    min_accuracy: Fraction | None = Field(
+        default=None, description="Floor on the candidate's accuracy."
+    )
+    max_drop: Fraction | None = Field(
+        default=None, description="Largest allowed accuracy drop, reference minus candidate."
+    )
+    max_flips: int | None = Field(
+        default=None, ge=0, description="Largest allowed count of reference-correct items lost."
+    )
+    significance: bool = Field(
+        default=True,
+        description="Fail when a one-sided exact McNemar test finds the candidate worse at alpha.",
+    )
+    alpha: float = Field(default=0.05, gt=0, lt=1, description="Test level.")
+    power: float = Field(default=0.8, gt=0, lt=1, description="Power for the detectable drop.")
+    rule: DropRule = RULE
+    detect: Detect | None = Field(
+        default=None,
+        description="Size the suite so its exact McNemar test at `alpha` detects this drop "
+        "with this power (generated sets grow; `limit`/`haystacks` are replaced).",
+    )

@@ -8,8 +8,9 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, field_validator, model_validator
 
+from qgate.profile.agent import STRUCTURED_PARAMS, TOOL_CHOICES, StructuredSuite, ToolCallsSuite
 from qgate.profile.base import Fraction, KeyIssue, Strict
-from qgate.profile.detect import RULE, Detect, DropRule, Ruled, detect_problem, fewest_rejecting
+from qgate.profile.detect import AccuracyPolicy, Detect, detect_problem, fewest_rejecting
 from qgate.profile.extra_suites import split_settings
 from qgate.profile.noise_floor import NoiseFloor
 from qgate.profile.reuse import ReuseSpec
@@ -37,32 +38,6 @@ __all__ = [
     "detect_problem",
     "fewest_rejecting",
 ]
-
-
-class AccuracyPolicy(Ruled):
-    """Gate policy shared by every exact-answer suite."""
-
-    min_accuracy: Fraction | None = Field(
-        default=None, description="Floor on the candidate's accuracy."
-    )
-    max_drop: Fraction | None = Field(
-        default=None, description="Largest allowed accuracy drop, reference minus candidate."
-    )
-    max_flips: int | None = Field(
-        default=None, ge=0, description="Largest allowed count of reference-correct items lost."
-    )
-    significance: bool = Field(
-        default=True,
-        description="Fail when a one-sided exact McNemar test finds the candidate worse at alpha.",
-    )
-    alpha: float = Field(default=0.05, gt=0, lt=1, description="Test level.")
-    power: float = Field(default=0.8, gt=0, lt=1, description="Power for the detectable drop.")
-    rule: DropRule = RULE
-    detect: Detect | None = Field(
-        default=None,
-        description="Size the suite so its exact McNemar test at `alpha` detects this drop "
-        "with this power (generated sets grow; `limit`/`haystacks` are replaced).",
-    )
 
 
 def _both_prompt_forms() -> list[Literal["short", "long"]]:
@@ -316,52 +291,6 @@ class LmEvalTask(AccuracyPolicy):
                 "'exact_match,flexible-extract' (letters, digits, '_', '@', '.', '-')"
             )
         return value
-
-
-TOOL_CHOICES = ("named", "auto")
-"""How a tool-call item is asked: `tool_choice` naming the expected function, or `auto`."""
-STRUCTURED_PARAMS = ("response_format", "structured_outputs", "guided_json")
-"""Request parameters that ask a server for output constrained by a JSON schema."""
-
-
-def _both_tool_choices() -> list[Literal["named", "auto"]]:
-    return ["named", "auto"]
-
-
-def _schema_params() -> list[Literal["response_format", "structured_outputs", "guided_json"]]:
-    return ["response_format", "structured_outputs"]
-
-
-class ToolCallsSuite(AccuracyPolicy):
-    """Generated requests that call for one exact tool call, asked with `tools`."""
-
-    items: int = Field(default=24, ge=1, description="Generated items per tool choice.")
-    seed: int = Field(default=4242, description="Seed of the generated items.")
-    choices: list[Literal["named", "auto"]] = Field(
-        default_factory=_both_tool_choices,
-        min_length=1,
-        description="Tool choices to ask each item with, one result each: `named` "
-        "(`tool_choice` names the expected function; vLLM needs `tool_call_parser`) and "
-        "`auto` (the model decides; vLLM also needs `enable_auto_tool_choice`, and the chat "
-        "template must render `tools`: qgate ships `qgate:chatml-tools` for ChatML models).",
-    )
-    max_tokens: int = Field(default=96, ge=1, description="Generation budget per answer.")
-
-
-class StructuredSuite(AccuracyPolicy):
-    """Generated questions answered as JSON constrained by a schema; validity, then the answer."""
-
-    items: int = Field(default=24, ge=1, description="Generated items per parameter.")
-    seed: int = Field(default=4343, description="Seed of the generated items.")
-    params: list[Literal["response_format", "structured_outputs", "guided_json"]] = Field(
-        default_factory=_schema_params,
-        min_length=1,
-        description="Request parameters to constrain the output with, one result each: "
-        "`response_format` (json_schema, the OpenAI API), `structured_outputs` (vLLM's "
-        "extra body, `{json: schema}`), `guided_json` (the legacy extra body field that vLLM "
-        ">= 0.12 ignores with HTTP 200: the suite names that as unconstrained output).",
-    )
-    max_tokens: int = Field(default=48, ge=1, description="Generation budget per answer.")
 
 
 NON_SUITE_SETTINGS = frozenset(

@@ -16,7 +16,9 @@ from qgate.profile.quality import (
 )
 
 __all__ = [
+    "STREAMED",
     "Results",
+    "agent_ways",
     "ladder_results",
     "lm_eval_results",
     "math_results",
@@ -45,9 +47,20 @@ def lm_eval_results(tasks: Sequence[LmEvalTask]) -> Results:
     return [(f"lm_eval.{task.task}", task) for task in tasks]
 
 
+STREAMED = ".streamed"
+"""The tail of an agent result asked streamed ('tool_calls.named.streamed')."""
+
+
+def agent_ways(family: str, ways: Sequence[str], streamed: bool) -> list[tuple[str, str, bool]]:
+    """(result id, way, streamed) of an agent suite: each way of asking (a tool choice, a
+    schema parameter) as is and, where `streamed`, streamed right after it."""
+    twice = (False, True) if streamed else (False,)
+    return [(f"{family}.{w}" + (STREAMED if s else ""), w, s) for w in ways for s in twice]
+
+
 def tool_calls_results(spec: ToolCallsSuite) -> Results:
-    return [(f"tool_calls.{choice}", spec) for choice in spec.choices]
+    return [(rid, spec) for rid, _, _ in agent_ways("tool_calls", spec.choices, spec.streamed)]
 
 
 def structured_results(spec: StructuredSuite) -> Results:
-    return [(f"structured.{param}", spec) for param in spec.params]
+    return [(rid, spec) for rid, _, _ in agent_ways("structured", spec.params, spec.streamed)]

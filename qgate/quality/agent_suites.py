@@ -4,7 +4,10 @@ Both ask generated items (qgate/quality/agent_data.py) through /v1/chat/completi
 with the request fields agents send, one result per way of asking:
 `tool_calls.named` / `tool_calls.auto` (`tools` with a `tool_choice` that names the
 expected function, or `auto`) and `structured.<param>` (a JSON schema through
-`response_format`, vLLM's `structured_outputs` or the legacy `guided_json`).
+`response_format`, vLLM's `structured_outputs` or the legacy `guided_json`), each asked
+again streamed where the setting says (`streamed`, the default): `<result>.streamed`, the
+stream's deltas put back together (tool-call argument fragments joined by index), so a
+server that loses tool calls or the schema only when streaming is seen (vLLM #53246).
 An HTTP error answering one item is that item's result (`http_error`), not an
 infrastructure failure: a server that refuses `tool_choice` is a finding.
 
@@ -26,6 +29,7 @@ from qgate.core import progress
 from qgate.core.files import sha256_text
 from qgate.core.records import Role
 from qgate.profile import StructuredSuite, ToolCallsSuite
+from qgate.profile.suite_results import agent_ways
 from qgate.quality.agent_data import (
     HTTP_ERROR,
     STRUCTURED_VERSION,
@@ -109,11 +113,12 @@ def _message(data: dict[str, Any]) -> tuple[dict[str, Any], str | None, int | No
 
 
 async def _ask(
-    client: SuiteClient, body: dict[str, Any]
+    client: SuiteClient, body: dict[str, Any], streamed: bool
 ) -> tuple[dict[str, Any] | str, str | None, int | None]:
-    """(message, finish reason, completion tokens), or the HTTP error's text."""
+    """(message, finish reason, completion tokens), or the HTTP error's text; `streamed`: asked
+    with `stream: true`, the deltas put back together (a broken stream is an HTTP 200 error)."""
     try:
-        data = await client.chat_body(body)
+        data = await (client.chat_stream_body(body) if streamed else client.chat_body(body))
     except HttpError as exc:
         return f"HTTP {exc.status}: {exc.message}", HTTP_ERROR, None
     return _message(data)
@@ -181,8 +186,8 @@ class ToolCallsRunner:
 
     def data_digests(self, setting: ToolCallsSuite, max_model_len: int | None) -> dict[str, str]:
         return {
-            f"tool_calls.{c}": tool_data_sha256(agent_items(setting), setting.seed, c)
-            for c in setting.choices
+            rid: tool_data_sha256(agent_items(setting), setting.seed, c)
+            for rid, c, _ in agent_ways("tool_calls", setting.choices, setting.streamed)
         }
 
     async def run(self, setting: ToolCallsSuite, ctx: SuiteContext) -> list[SuiteRun]:
@@ -195,12 +200,16 @@ class ToolCallsRunner:
             timeout_s=ctx.timeout_s,
             headers=ctx.headers,
         ) as client:
-            for choice in setting.choices:
+            for suite, choice, streamed in agent_ways(
+                "tool_calls", setting.choices, setting.streamed
+            ):
 
-                async def one(n: int, choice: str = choice) -> ItemRecord:
+                async def one(
+                    n: int, choice: str = choice, streamed: bool = streamed
+                ) -> ItemRecord:
                     item = items[n]
                     body = tool_body(item.prompt, choice, item.name, setting.max_tokens, ctx.seed)
-                    got, finish, tokens = await _ask(client, body)
+                    got, finish, tokens = await _ask(client, body, streamed)
                     output = got if isinstance(got, str) else tool_output(got)
                     grade = grade_tool_call(output, finish, item.expected)
                     return ItemRecord(
@@ -217,6 +226,7 @@ class ToolCallsRunner:
 
                 params: dict[str, str | int | float | bool | None] = {
                     "tool_choice": choice,
+                    "stream": streamed,
                     "temperature": 0.0,
                     "seed": ctx.seed,
                     "max_tokens": setting.max_tokens,
@@ -224,7 +234,6 @@ class ToolCallsRunner:
                     "version": TOOL_CALLS_VERSION,
                 }
                 digest = tool_data_sha256(agent_items(setting), setting.seed, choice)
-                suite = f"tool_calls.{choice}"
                 runs.append(
                     await _suite_run(suite, ctx.role, ctx.board, len(items), one, digest, params)
                 )
@@ -238,8 +247,8 @@ class StructuredRunner:
 
     def data_digests(self, setting: StructuredSuite, max_model_len: int | None) -> dict[str, str]:
         return {
-            f"structured.{p}": structured_data_sha256(agent_items(setting), setting.seed, p)
-            for p in setting.params
+            rid: structured_data_sha256(agent_items(setting), setting.seed, p)
+            for rid, p, _ in agent_ways("structured", setting.params, setting.streamed)
         }
 
     async def run(self, setting: StructuredSuite, ctx: SuiteContext) -> list[SuiteRun]:
@@ -252,14 +261,16 @@ class StructuredRunner:
             timeout_s=ctx.timeout_s,
             headers=ctx.headers,
         ) as client:
-            for param in setting.params:
+            for suite, param, streamed in agent_ways(
+                "structured", setting.params, setting.streamed
+            ):
 
-                async def one(n: int, param: str = param) -> ItemRecord:
+                async def one(n: int, param: str = param, streamed: bool = streamed) -> ItemRecord:
                     item = items[n]
                     body = structured_body(
                         item.prompt, schema_for(item.id), param, setting.max_tokens, ctx.seed
                     )
-                    got, finish, tokens = await _ask(client, body)
+                    got, finish, tokens = await _ask(client, body, streamed)
                     output = got if isinstance(got, str) else str(got.get("content") or "")
                     grade = grade_structured(item.id, output, finish, item.expected)
                     return ItemRecord(
@@ -276,6 +287,7 @@ class StructuredRunner:
 
                 params: dict[str, str | int | float | bool | None] = {
                     "param": param,
+                    "stream": streamed,
                     "temperature": 0.0,
                     "seed": ctx.seed,
                     "max_tokens": setting.max_tokens,
@@ -283,7 +295,6 @@ class StructuredRunner:
                     "version": STRUCTURED_VERSION,
                 }
                 digest = structured_data_sha256(agent_items(setting), setting.seed, param)
-                suite = f"structured.{param}"
                 runs.append(
                     await _suite_run(suite, ctx.role, ctx.board, len(items), one, digest, params)
                 )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
@@ -23,6 +24,7 @@ from qgate.core import progress
 from qgate.core.http import root_url as server_root
 from qgate.core.http_errors import TransportError, map_exceptions
 from qgate.errors import InfrastructureError
+from qgate.perf.stream import assembled_chat, parse_sse
 
 __all__ = [
     "CONNECT_RETRIES",
@@ -98,6 +100,13 @@ USAGE: contextvars.ContextVar[UsageTally | None] = contextvars.ContextVar("usage
 do not see it, so they are never counted."""
 
 
+def _assembled(text: str) -> dict[str, Any]:
+    parsed = parse_sse([(0, text.encode())], keep_events=True)
+    if parsed.error is not None:
+        raise HttpError(f"stream: {parsed.error}", 200)
+    return assembled_chat(parsed)
+
+
 def _first_leaf(error: BaseExceptionGroup[BaseException]) -> BaseException:
     first = error.exceptions[0]
     return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
@@ -143,7 +152,11 @@ class SuiteClient:
             await self._session.close()
             self._session = None
 
-    async def _post(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _post(
+        self, url: str, body: dict[str, Any], read: Callable[[str], Any] = json.loads
+    ) -> dict[str, Any]:
+        """The answer's JSON object (`read`: how its text becomes one; a stream's events
+        put together, for a streamed request)."""
         if self._session is None:
             raise RuntimeError("SuiteClient used outside 'async with'")
         last: Exception | None = None
@@ -158,7 +171,7 @@ class SuiteClient:
                                 f"POST {url}: HTTP {resp.status}: {snippet}", resp.status
                             )
                         try:
-                            data = json.loads(text)
+                            data = read(text)
                         except ValueError as exc:
                             raise InfrastructureError(
                                 f"POST {url}: answer is not JSON: {text[:120]!r}"
@@ -229,6 +242,20 @@ class SuiteClient:
             data = await self._post(
                 f"{self.base_url}/chat/completions", {"model": self.model, **body}
             )
+        tally = USAGE.get()
+        if tally is not None:
+            tally.add(data.get("usage") or {})
+        return data
+
+    async def chat_stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`chat_body` asked streamed (`stream: true`, usage in the last event): the stream's
+        deltas put back together into the unstreamed answer's shape (qgate/perf/stream.py).
+        A stream that breaks off, or says it failed, is an HttpError with status 200: the
+        server answered, and what it streamed is the item's result."""
+        ask = {"model": self.model, **body, "stream": True}
+        ask["stream_options"] = {"include_usage": True}
+        async with self._semaphore:
+            data = await self._post(f"{self.base_url}/chat/completions", ask, _assembled)
         tally = USAGE.get()
         if tally is not None:
             tally.add(data.get("usage") or {})

@@ -18,6 +18,7 @@ from qgate.profile.quality import (
     StructuredSuite,
     ToolCallsSuite,
 )
+from qgate.profile.suite_results import agent_ways
 from qgate.quality.calibrate import math_draw
 from qgate.quality.math_set import math_items
 from qgate.quality.sizing import (
@@ -73,20 +74,21 @@ def lm_eval_plan(setting: Sequence[LmEvalTask]) -> list[SuitePlan]:
 
 
 def tool_calls_plan(setting: ToolCallsSuite) -> list[SuitePlan]:
-    """One row per tool choice."""
+    """One row per tool choice, and per choice streamed where the setting streams."""
     n = agent_items(setting)
     return [
-        SuitePlan(suite=f"tool_calls.{c}", items=n, detail="tool calls asked")
-        for c in setting.choices
+        SuitePlan(suite=rid, items=n, detail="tool calls asked" + (", streamed" if s else ""))
+        for rid, _, s in agent_ways("tool_calls", setting.choices, setting.streamed)
     ]
 
 
 def structured_plan(setting: StructuredSuite) -> list[SuitePlan]:
-    """One row per constraint parameter."""
+    """One row per constraint parameter, and per parameter streamed where the setting streams."""
     n = agent_items(setting)
+    what = "schema-constrained answers"
     return [
-        SuitePlan(suite=f"structured.{p}", items=n, detail="schema-constrained answers")
-        for p in setting.params
+        SuitePlan(suite=rid, items=n, detail=what + (", streamed" if s else ""))
+        for rid, _, s in agent_ways("structured", setting.params, setting.streamed)
     ]
 
 

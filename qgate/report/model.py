@@ -31,6 +31,7 @@ from qgate.gates.judgement import (
     ScenarioResult,
 )
 from qgate.perf.records import ScenarioRun
+from qgate.profile.agent import streamed_as_run
 from qgate.profile.detect import rule_as_run
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.calibrate import CalibrationResult
@@ -164,9 +165,10 @@ class ReportHead(Record):
     @field_validator("profile", mode="before")
     @classmethod
     def _rule_as_run(cls, value: Any) -> Any:
-        """A report from before `rule` existed was judged by the point rule: say so, so that
-        verify and the views judge it as it ran rather than by today's default."""
-        return rule_as_run(value)
+        """A report from before `rule` existed was judged by the point rule, one from before
+        `streamed` asked its agent suites as is only: say so, so that verify and the views
+        judge it as it ran rather than by today's defaults."""
+        return streamed_as_run(rule_as_run(value))
 
     fingerprint: Fingerprint | None = Field(
         default=None,

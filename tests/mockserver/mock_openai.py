@@ -22,7 +22,8 @@ the first token's text is `r<n>`, so any client's record (or generated text)
 can be matched with what the server did; lines `{"loop_lag": [[t, ns], ...]}`
 give how late a 2 ms timer fired on the server's event loop.
 With `--replies PATH` (a JSON script keyed by the last user message) a chat request that
-does not stream gets the scripted message or HTTP status (tool calls, structured output);
+does not stream gets the scripted message or HTTP status (tool calls, structured output),
+and one that streams it as deltas where the script holds its last user message;
 an entry's `free` message is its answer when the request carries no structured-output field
 (`response_format`, `structured_outputs`, `guided_json`) the mock honours, and `--ignores
 FIELD,...` names fields it does not honour (vLLM >= 0.12 ignores `guided_json` with HTTP 200).
@@ -137,10 +138,12 @@ SCHEMA_FIELDS = ("response_format", "structured_outputs", "guided_json")
 
 
 def scripted(body: dict[str, Any], replies: dict[str, Any], ignores: tuple[str, ...] = ()) -> Any:
-    """A non-streamed chat answer from the script (`--replies`): keyed by the last user
-    message, a `message` (content and/or tool_calls, with an optional `finish_reason`) or
-    an HTTP `status`; like vLLM, a `tool_choice` without `tools` is refused with 400. An
-    entry's `free` message answers a request without a schema field the mock honours."""
+    """A chat answer from the script (`--replies`): keyed by the last user message, a
+    `message` (content and/or tool_calls, with an optional `finish_reason`) or an HTTP
+    `status`; like vLLM, a `tool_choice` without `tools` is refused with 400. An entry's
+    `free` message answers a request without a schema field the mock honours. A streamed
+    request gets the same answer as deltas: the role, the content in two pieces, each tool
+    call's name then its arguments in two fragments, the finish reason, the usage."""
     from aiohttp import web
 
     if body.get("tool_choice") not in (None, "none") and not body.get("tools"):
@@ -155,8 +158,33 @@ def scripted(body: dict[str, Any], replies: dict[str, Any], ignores: tuple[str, 
     message = {"role": "assistant", "content": None, "tool_calls": [], **said}
     finish = reply.get("finish_reason", "tool_calls" if message["tool_calls"] else "stop")
     usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    if body.get("stream"):
+        return web.Response(
+            body=_as_deltas(message, finish, usage), content_type="text/event-stream"
+        )
     choice = {"index": 0, "message": message, "finish_reason": finish}
     return web.json_response({"id": "chatcmpl-mock", "choices": [choice], "usage": usage})
+
+
+def _as_deltas(message: dict[str, Any], finish: str, usage: dict[str, Any]) -> bytes:
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    content = message.get("content") or ""
+    half = len(content) // 2
+    deltas += [{"content": piece} for piece in (content[:half], content[half:]) if piece]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        function = call.get("function") or {}
+        args = str(function.get("arguments") or "")
+        head = {"index": index, "id": f"call-{index}", "type": "function"}
+        deltas.append({"tool_calls": [{**head, "function": {"name": function.get("name")}}]})
+        for piece in (args[: len(args) // 2], args[len(args) // 2 :]):
+            deltas.append({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    events = [{"index": 0, "delta": d, "finish_reason": None} for d in deltas]
+    events.append({"index": 0, "delta": {}, "finish_reason": finish})
+    chunks = [{"id": "chatcmpl-mock", "choices": [e]} for e in events]
+    chunks.append({"id": "chatcmpl-mock", "choices": [], "usage": usage})
+    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + (
+        b"data: [DONE]\n\n"
+    )
 
 
 def make_app(state: State) -> Any:
@@ -188,8 +216,10 @@ def make_app(state: State) -> Any:
         fault = m.get("fault")
         if fault == "http500":
             return web.json_response({"error": {"message": "injected"}}, status=500)
-        if chat and state.replies is not None and not body.get("stream"):
-            return scripted(body, state.replies, state.ignores)
+        if chat and state.replies is not None:
+            user = [m.get("content") for m in body.get("messages", []) if m.get("role") == "user"]
+            if not body.get("stream") or (user and user[-1] in state.replies):
+                return scripted(body, state.replies, state.ignores)
         ids = prompt_ids(body)
         ttft = float(m.get("ttft_ms", state.ttft_ms)) * 1e6
         itl = float(m.get("itl_ms", state.itl_ms)) * 1e6

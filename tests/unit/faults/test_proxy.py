@@ -200,6 +200,24 @@ def test_drop_removes_the_field_before_it_is_served() -> None:
     assert proxy.Faults([proxy.Rule.parse("load:1")]).dropped(0) == []
 
 
+def test_stream_takes_a_field_out_of_streamed_deltas_only() -> None:
+    """`stream:tool_calls` (vLLM #53246): a streamed answer's calls vanish and it finishes as a
+    plain answer; other lines pass unchanged, and the rule drops nothing from the request."""
+    faults = proxy.Faults([proxy.Rule.parse("stream:tool_calls")])
+    assert faults.stream_drops(0) == ["tool_calls"] and faults.dropped(0) == []
+    assert faults.decide(0, 1, 0.0, None) == ""
+    call = {"index": 0, "function": {"name": "f", "arguments": "{}"}}
+    line = b"data: " + json.dumps({"choices": [{"delta": {"tool_calls": [call]}}]}).encode()
+    out = json.loads(proxy.drop_sse_fields(line + b"\n", ["tool_calls"])[6:])
+    assert out == {"choices": [{"delta": {}}]}
+    last = b'data: {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}\n'
+    assert b'"finish_reason": "stop"' in proxy.drop_sse_fields(last, ["tool_calls"])
+    for kept in (b"data: [DONE]\n", b": ping\n", b"data: {oops\n"):
+        assert proxy.drop_sse_fields(kept, ["tool_calls"]) == kept
+    some = proxy.Faults([proxy.Rule.parse("stream:tool_calls")], share=0.25, seed=3)
+    assert 0.15 < sum(bool(some.stream_drops(n)) for n in range(400)) / 400 < 0.35
+
+
 def test_cached_corrupts_answers_served_from_reused_tokens_only() -> None:
     faults = proxy.Faults([proxy.Rule.parse("cached:100")])
     assert faults.cached_limit() == 100
@@ -241,7 +259,7 @@ def test_turns_corrupts_the_later_turns_of_a_chat_only(upstream: str) -> None:
 
 @pytest.mark.parametrize(
     "spec",
-    ["turns:x", "load", "load:x", "idle:-1", "life:1.5", "speed:3", "drop:", "cached:x"],
+    ["turns:x", "load", "load:x", "idle:-1", "life:1.5", "speed:3", "drop:", "cached:x", "stream:"],
 )
 def test_bad_rules_are_refused(spec: str) -> None:
     with pytest.raises(ValueError, match="fault"):

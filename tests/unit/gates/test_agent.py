@@ -9,16 +9,13 @@ on the way (perf/faults/proxy.py)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.fault_proxy import faulty
 from helpers.mock_server import MockRuntime, load_by_path
 
 from qgate.core.verdict import Verdict
@@ -36,7 +33,6 @@ PARAMS = ["response_format", "structured_outputs", "guided_json"]
 
 
 mock = load_by_path("mock_openai", ROOT / "tests" / "mockserver" / "mock_openai.py")
-proxy = load_by_path("proxy", ROOT / "perf" / "faults" / "proxy.py")
 
 
 def _script() -> dict[str, Any]:
@@ -52,37 +48,6 @@ def _script() -> dict[str, Any]:
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def _dropping(upstream: str, field: str) -> Iterator[str]:
-    """The fault proxy with `drop:<field>` in front of `upstream`, on its own loop in a thread."""
-    port = _free_port()
-    faults = proxy.Faults([proxy.Rule.parse(f"drop:{field}")])
-    loop = asyncio.new_event_loop()
-    task = loop.create_task(proxy.serve("127.0.0.1", port, upstream.removesuffix("/v1"), faults))
-
-    def run() -> None:
-        with contextlib.suppress(asyncio.CancelledError):
-            loop.run_until_complete(task)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    for _ in range(100):
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            break
-        threading.Event().wait(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        loop.call_soon_threadsafe(task.cancel)
-        thread.join(5)
-
-
 @pytest.fixture(scope="module")
 def urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     script = tmp_path_factory.mktemp("replies") / "replies.json"
@@ -92,7 +57,7 @@ def urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
         mock.running(
             ttft_ms=1.0, itl_ms=1.0, replies=str(script), ignores=("guided_json",)
         ) as legacy,
-        _dropping(honest, "structured_outputs") as dropping,
+        faulty(honest, "drop:structured_outputs") as dropping,
     ):
         yield {"honest": honest, "legacy": legacy, "dropping": dropping}
 
@@ -160,7 +125,7 @@ def test_an_ignored_parameter_is_named_and_not_scored(
     # verify re-grades every record from its text: the failure kind stands
     out = Rederived()
     rederive_correctness(runs, PROFILE, out)
-    assert out.items == 2 * len(PARAMS) * N
+    assert out.items == 2 * 2 * len(PARAMS) * N  # both sides, each asked as is and streamed
 
 
 def test_a_reference_that_ignores_it_too_is_named_on_both_sides(urls: dict[str, str]) -> None:

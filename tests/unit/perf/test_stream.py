@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from qgate.perf.stream import parse_sse
+from qgate.perf.stream import assembled_chat, parse_sse
 
 
 def ev(obj: str) -> bytes:
@@ -44,3 +44,40 @@ def test_missing_done_is_an_error() -> None:
 def test_error_event_is_an_error() -> None:
     p = parse_sse([(1, ev('{"error":{"message":"out of memory"}}'))])
     assert p.error is not None and "out of memory" in p.error
+
+
+def _chat(delta: str, finish: str = "null") -> bytes:
+    return ev(f'{{"choices":[{{"index":0,"delta":{delta},"finish_reason":{finish}}}]}}')
+
+
+def test_a_chat_stream_is_put_back_together_as_the_unstreamed_answer() -> None:
+    """Content joined; each tool call's id, name and argument fragments joined by index,
+    two calls interleaved as a parallel-calls stream sends them; last finish; usage."""
+    body = (
+        _chat('{"role":"assistant","content":""}')
+        + _chat('{"content":"Let me "}')
+        + _chat('{"content":"check."}')
+        + _chat('{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"f"}}]}')
+        + _chat('{"tool_calls":[{"index":1,"id":"b","function":{"name":"g","arguments":"{"}}]}')
+        + _chat('{"tool_calls":[{"index":0,"function":{"arguments":"{\\"x\\": "}}]}')
+        + _chat('{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}')
+        + _chat('{"tool_calls":[{"index":1,"function":{"arguments":"}"}}]}')
+        + _chat("{}", '"tool_calls"')
+        + ev(USAGE)
+        + b"data: [DONE]\n\n"
+    )
+    answer = assembled_chat(parse_sse([(1, body)], keep_events=True))
+    choice = answer["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    assert choice["message"]["content"] == "Let me check."
+    assert choice["message"]["tool_calls"] == [
+        {"id": "a", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}},
+        {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}},
+    ]
+    assert answer["usage"]["completion_tokens"] == 2
+
+
+def test_a_stream_that_said_nothing_has_no_content_and_no_calls() -> None:
+    body = _chat('{"role":"assistant","content":""}') + _chat("{}", '"stop"') + b"data: [DONE]\n\n"
+    message = assembled_chat(parse_sse([(1, body)], keep_events=True))["choices"][0]["message"]
+    assert message == {"role": "assistant", "content": None}

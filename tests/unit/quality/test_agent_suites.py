@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.fault_proxy import faulty
 from helpers.mock_server import MockRuntime
 
 from qgate.errors import VerificationFailed
@@ -104,14 +105,13 @@ def _runs(profile: Profile, urls: dict[str, str], candidate: str) -> list[SuiteR
 def test_the_suites_pass_against_themselves(mock_urls: dict[str, str]) -> None:
     profile = _profile()
     runs = _runs(profile, mock_urls, "good")
+    ways = ["tool_calls.named", "tool_calls.auto", "structured.response_format"]
+    each = [result for way in ways for result in (way, way + ".streamed")]
     assert [(r.suite, r.role) for r in runs] == [
-        ("tool_calls.named", "reference"),
-        ("tool_calls.auto", "reference"),
-        ("structured.response_format", "reference"),
-        ("tool_calls.named", "candidate"),
-        ("tool_calls.auto", "candidate"),
-        ("structured.response_format", "candidate"),
+        (result, role) for role in ("reference", "candidate") for result in each
     ]
+    streamed = next(r for r in runs if r.suite == "tool_calls.named.streamed")
+    assert streamed.params["stream"] is True and streamed.items[0].finish_reason == "tool_calls"
     assert all(i.correct and i.failure is None for r in runs for i in r.items)
     verdicts = evaluate_quality(profile.quality, runs, None)
     assert all(v.passed for v in verdicts) and verdicts
@@ -119,7 +119,33 @@ def test_the_suites_pass_against_themselves(mock_urls: dict[str, str]) -> None:
     out = Rederived()
     rederive_correctness(runs, profile, out)
     check_questions(runs, profile, out)
-    assert out.items == 6 * N
+    assert out.items == 12 * N
+
+
+def test_tool_calls_lost_only_when_streamed_fail_the_streamed_result_and_are_named(
+    mock_urls: dict[str, str],
+) -> None:
+    """Kimi K3's fault (vLLM #53246): the same server behind `stream:tool_calls` answers every
+    call whole unstreamed and none streamed. The results asked as is PASS; the streamed ones
+    FAIL against the reference's streamed answers, and the warnings name the losses as
+    streamed-only (right as is, wrong streamed); verify re-grades them from the records."""
+    profile = _profile(tool_calls={"items": N, "max_drop": 0.1, "rule": "point"})
+    with faulty(mock_urls["good"], "stream:tool_calls") as url:
+        runs = _runs(profile, {**mock_urls, "faulty": url}, "faulty")
+    verdicts = {v.gate: v for v in evaluate_quality(profile.quality, runs, None)}
+    for way in ("named", "auto"):
+        assert verdicts[f"tool_calls.{way}.max_drop"].passed
+        lost = verdicts[f"tool_calls.{way}.streamed.max_drop"]
+        assert not lost.passed and lost.observed == 1.0, lost
+    cand = next(r for r in runs if r.suite == "tool_calls.named.streamed" and r.role == "candidate")
+    assert {i.failure for i in cand.items} == {"content"}
+    assert {i.finish_reason for i in cand.items} == {"stop"}
+    lines = failure_lines(profile.quality, runs)
+    assert lines[1].startswith("tool_calls.named.streamed: reference 6/6 right, failures: none")
+    assert "streamed-only losses 0; candidate 0/6 right" in lines[1]
+    assert lines[1].endswith(f"streamed-only losses {N} (weather-0, convert-1, sum-2, ...)")
+    assert "streamed-only" not in lines[0]  # a result asked as is has none to name
+    rederive_correctness(runs, profile, Rederived())
 
 
 def test_each_failure_kind_is_recorded_and_counted(mock_urls: dict[str, str]) -> None:
@@ -186,7 +212,7 @@ def test_a_tool_choice_without_tools_is_an_http_error(mock_urls: dict[str, str])
         async with SuiteClient(mock_urls["good"], "mock") as client:
             body = tool_body("hi", "auto", "get_weather", 8, 0)
             del body["tools"]
-            return await _ask(client, body)
+            return await _ask(client, body, False)
 
     output, finish, _ = asyncio.run(ask())
     assert finish == "http_error" and output.startswith("HTTP 400")
