@@ -46,10 +46,11 @@ Where a gate is decided early (`quality.stop`), its verdict says "settled at k o
 one that could still go either way is NOT SETTLED and never passes. A reuse pass or a
 speculative gate that did not exercise its path is NOT EXERCISED and never passes.
 
-Tool-call and structured-output results (`tool_calls.<choice>`, `structured.<param>`) are
-gated by the exact-answer gates above; the report's warnings also count their failure kinds
-per side (a call left in `content`, malformed arguments, a wrong name, an HTTP error, an
-unconstrained or truncated answer), see [Agent suites](../concepts/agent-suites.md).
+Tool-call and structured-output results (`tool_calls.<choice>`, `structured.<param>`, and
+each again streamed, `<result>.streamed`) are gated by the exact-answer gates above; the
+report's warnings also count their failure kinds per side (a call left in `content`,
+malformed arguments, a wrong name, an HTTP error, an unconstrained or truncated answer) and a
+streamed result's streamed-only losses, see [Agent suites](../concepts/agent-suites.md).
 """
 
 FAMILIES: tuple[GateFamily, ...] = (
