@@ -16,6 +16,9 @@ of tokens, only the text is wrong. Each rule names a mechanism from a public bug
                 KV blocks (vLLM #45704, LMCache #4463), non-streamed answers only
     turns:N     a chat carrying more than N user turns (an agent session's later turns: a
                 prefix cache serving the earlier turns wrongly, vLLM #43559 / #53912)
+    set:FIELD=V  the request field FIELD set to the JSON value V before it is served, whatever
+                the client asked (`temperature=0`: a silent fall-back to greedy, sgl-project/
+                sglang PR #32922; vllm-project/vllm #15241)
     stream:FIELD  a streamed answer loses FIELD from its deltas (`tool_calls`: the calls of a
                 streamed answer vanish and it finishes as `stop`, while the same request
                 unstreamed is whole: Kimi K3, vLLM #53246)
@@ -47,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 GENERATE_PATHS = ("/v1/completions", "/v1/chat/completions")
-KINDS = ("load", "idle", "length", "life", "drop", "cached", "turns", "stream")
+KINDS = ("load", "idle", "length", "life", "drop", "cached", "turns", "stream", "set")
 HOP_HEADERS = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "host"}
 )
@@ -79,6 +82,14 @@ class Rule:
         if kind in ("load", "length", "cached", "turns"):
             if not value.isdigit():
                 raise ValueError(f"fault {spec!r}: {kind} takes a whole number")
+        elif kind == "set":
+            name, eq, literal = value.partition("=")
+            try:
+                json.loads(literal)
+            except ValueError:
+                eq = ""
+            if not name or not eq:
+                raise ValueError(f"fault {spec!r}: set takes FIELD=JSON (temperature=0)")
         elif kind in ("idle", "life"):
             number = float(value)
             if not (number >= 0 and (kind == "idle" or number <= 1)):
@@ -113,6 +124,13 @@ class Faults:
         if not names or random.Random(f"{self.seed}:drop:{number}").random() >= self.share:
             return []
         return names
+
+    def overrides(self, number: int = 0) -> dict[str, Any]:
+        """The fields request `number` gets set to (drawn with probability `share`)."""
+        sets = [r.value.partition("=") for r in self.rules if r.kind == "set"]
+        if not sets or random.Random(f"{self.seed}:set:{number}").random() >= self.share:
+            return {}
+        return {name: json.loads(literal) for name, _, literal in sets}
 
     def stream_drops(self, number: int = 0) -> list[str]:
         """The delta fields streamed answer `number` loses (drawn with probability `share`)."""
@@ -240,6 +258,8 @@ def make_app(upstream: str, faults: Faults, log: Any = None) -> Any:
             body = json.loads(raw or b"{}")
             number, faults.served = faults.served, faults.served + 1
             gone = [name for name in faults.dropped(number) if body.pop(name, None) is not None]
+            forced = faults.overrides(number)
+            body |= forced
             raw = json.dumps(body).encode()
             now = time.monotonic()
             idle = now - faults.last_busy if faults.in_flight == 0 else 0.0
@@ -255,6 +275,7 @@ def make_app(upstream: str, faults: Faults, log: Any = None) -> Any:
             line = {"n": number, "path": req.path, "in_flight": faults.in_flight}
             line |= {"idle_s": round(idle, 3), "prompt_tokens": tokens, "corrupted": reason}
             line |= {"dropped": gone} if gone else {}
+            line |= {"set": forced} if forced else {}
         try:
             url = upstream + req.path_qs
             async with session["s"].request(req.method, url, data=raw, headers=headers) as up:

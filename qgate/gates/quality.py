@@ -19,6 +19,7 @@ from qgate.core.verdict import Verdict
 from qgate.gates.agent import structured_verdicts
 from qgate.gates.effect import effect_verdicts
 from qgate.gates.ladder import ladder_divergence_verdicts
+from qgate.gates.sampling import sampling_verdicts
 from qgate.gates.suite import all_failed, evaluate_suite, settled_gates
 from qgate.profile import AccuracyPolicy, DivergenceSuite, QualitySpec
 from qgate.profile.suites import exact_results
@@ -173,7 +174,7 @@ def evaluate_quality(
             verdicts += absent
         else:
             verdicts += evaluate_suite(suite, policy, ref, cand)
-    verdicts = structured_verdicts(spec, runs, verdicts)
+    verdicts = sampling_verdicts(spec, runs, structured_verdicts(spec, runs, verdicts))
     if spec.context_ladder is not None:
         ladder = ladder_divergence_verdicts(spec.context_ladder, runs)
         unrun = {v.suite for v in verdicts if v.gate in not_run}

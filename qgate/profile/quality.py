@@ -14,6 +14,7 @@ from qgate.profile.detect import AccuracyPolicy, Detect, detect_problem, fewest_
 from qgate.profile.extra_suites import split_settings
 from qgate.profile.noise_floor import NoiseFloor
 from qgate.profile.reuse import ReuseSpec
+from qgate.profile.sampling import SamplingSuite
 from qgate.profile.speculative import SpeculativeSpec
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "QualitySpec",
     "RecallSuite",
     "STRUCTURED_PARAMS",
+    "SamplingSuite",
     "StructuredSuite",
     "TOOL_CHOICES",
     "ToolCallsSuite",
@@ -335,6 +337,9 @@ class QualitySpec(Strict):
         default=None,
         description="Recall items in context-length buckets up to the model's limit, each "
         "bucket gated on its own; the report names the first failing bucket (a cliff).",
+    )
+    sampling: SamplingSuite | None = Field(
+        default=None, description="Canaries: each request parameter honoured as on the reference."
     )
     concurrency: int = Field(default=8, ge=1, description="Requests in flight per suite.")
     seed: int = Field(default=0, description="Sampling seed sent with every request.")

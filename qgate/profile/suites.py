@@ -37,24 +37,10 @@ from qgate.profile.extra_suites import look_up_with
 from qgate.profile.model import Profile
 from qgate.profile.quality import (
     AccuracyPolicy,
-    ContextLadder,
-    DivergenceSuite,
-    LmEvalTask,
-    MathSuite,
     QualitySpec,
-    RecallSuite,
-    StructuredSuite,
-    ToolCallsSuite,
 )
-from qgate.profile.suite_checks import ladder_problems, lm_eval_problems, tool_calls_args
 from qgate.profile.suite_results import (
     Results,
-    ladder_results,
-    lm_eval_results,
-    math_results,
-    recall_results,
-    structured_results,
-    tool_calls_results,
 )
 
 __all__ = [
@@ -283,105 +269,9 @@ def features_used(spec: QualitySpec) -> dict[str, frozenset[Feature]]:
     return {entry.key: entry.uses for entry, _ in configured(spec)}
 
 
-register(
-    SuiteEntry(
-        key="math",
-        model=MathSuite,
-        runner="qgate.quality.math_suite:SUITE",
-        planned="qgate.quality.plans:math_plan",
-        rederive="qgate.report.verify.rederive:rederive_math",
-        check_items="qgate.report.verify.rederive:check_math_items",
-        results=math_results,
-        asked_again="qgate.quality.reuse_pass:MATH_AGAIN",
-        localise="qgate.report.localise:MATH",
-        uses=frozenset({"tokenize"}),  # the long form's preamble; sized by characters without
-    )
-)
-register(
-    SuiteEntry(
-        key="recall",
-        model=RecallSuite,
-        runner="qgate.quality.recall_suite:SUITE",
-        planned="qgate.quality.plans:recall_plan",
-        rederive="qgate.report.verify.rederive:rederive_symbol",
-        check_items="qgate.report.verify.rederive:check_recall_runs",
-        results=recall_results,
-        asked_again="qgate.quality.reuse_pass:RECALL_AGAIN",
-        localise="qgate.report.localise:RECALL",
-        uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
-    )
-)
-register(
-    SuiteEntry(
-        key="divergence",
-        model=DivergenceSuite,
-        runner="qgate.quality.divergence_suite:SUITE",
-        planned="qgate.quality.plans:divergence_plan",
-        gate_fields=frozenset(
-            {
-                "max_mean_kld",
-                "max_p99_kld",
-                "max_max_kld",
-                "min_top1_agreement",
-                "max_mean_reverse_kld",
-            }
-        ),
-        # /tokenize for the prompt ids, forced continuation lengths, teacher-forced top-k
-        needs=frozenset({"prompt_logprobs", "tokenize", "min_tokens"}),
-        paired=True,
-        localise="qgate.report.localise:DIVERGENCE",
-    )
-)
-register(
-    SuiteEntry(
-        key="lm_eval",
-        model=LmEvalTask,
-        runner="qgate.quality.lmeval_suite:SUITE",
-        planned="qgate.quality.plans:lm_eval_plan",
-        rederive="qgate.report.verify.rederive_lm_eval:rederive_lm_eval",
-        results=lm_eval_results,
-        problems=lm_eval_problems,
-    )
-)
-register(
-    SuiteEntry(
-        key="tool_calls",
-        model=ToolCallsSuite,
-        runner="qgate.quality.agent_suites:TOOL_CALLS",
-        planned="qgate.quality.plans:tool_calls_plan",
-        rederive="qgate.report.verify.rederive:rederive_tool_calls",
-        check_items="qgate.report.verify.rederive:check_tool_call_items",
-        results=tool_calls_results,
-        engine_args=tool_calls_args,
-    )
-)
-register(
-    SuiteEntry(
-        key="structured",
-        model=StructuredSuite,
-        runner="qgate.quality.agent_suites:STRUCTURED",
-        planned="qgate.quality.plans:structured_plan",
-        rederive="qgate.report.verify.rederive:rederive_structured",
-        check_items="qgate.report.verify.rederive:check_structured_items",
-        results=structured_results,
-    )
-)
-register(
-    SuiteEntry(
-        key="context_ladder",
-        model=ContextLadder,
-        runner="qgate.quality.context_ladder_suite:SUITE",
-        rederive="qgate.report.verify.rederive:rederive_symbol",
-        check_items="qgate.report.verify.rederive:check_ladder_runs",
-        results=ladder_results,
-        problems=ladder_problems,
-        planned="qgate.quality.plans:context_ladder_plan",
-        family="context",
-        gate_fields=ACCURACY_GATE_FIELDS
-        | frozenset({"max_mean_kld", "max_max_kld", "min_top1_agreement"}),
-        uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
-    )
-)
+# The built-in suites, in the order they run (the module registers them on import).
+from qgate.profile import builtin_suites  # noqa: E402, F401
+
 SUITES.open_to("qgate.suites")
 
 

@@ -26,6 +26,7 @@ from qgate.profile.quality import (
     LmEvalTask,
     MathSuite,
     RecallSuite,
+    SamplingSuite,
     StructuredSuite,
     ToolCallsSuite,
 )
@@ -55,6 +56,8 @@ def fixed_items(policy: AccuracyPolicy) -> int | None:
         return policy.per_bucket
     if isinstance(policy, ToolCallsSuite | StructuredSuite):
         return policy.items
+    if isinstance(policy, SamplingSuite):
+        return len(policy.params)
     return None
 
 

@@ -18,9 +18,11 @@ from qgate.profile.quality import (
     StructuredSuite,
     ToolCallsSuite,
 )
+from qgate.profile.sampling import SamplingSuite
 from qgate.profile.suite_results import agent_ways
 from qgate.quality.calibrate import math_draw
 from qgate.quality.math_set import math_items
+from qgate.quality.sampling_data import canary
 from qgate.quality.sizing import (
     agent_items,
     ladder_plan,
@@ -35,6 +37,7 @@ __all__ = [
     "lm_eval_plan",
     "math_plan",
     "recall_plan",
+    "sampling_plan",
     "structured_plan",
     "tool_calls_plan",
 ]
@@ -90,6 +93,13 @@ def structured_plan(setting: StructuredSuite) -> list[SuitePlan]:
         SuitePlan(suite=rid, items=n, detail=what + (", streamed" if s else ""))
         for rid, _, s in agent_ways("structured", setting.params, setting.streamed)
     ]
+
+
+def sampling_plan(setting: SamplingSuite) -> list[SuitePlan]:
+    """The one canaries row: a canary per parameter, and the requests they ask."""
+    asked = sum(len(canary(p, setting.max_tokens, setting.samples).bodies) for p in setting.params)
+    detail = f"sampling canaries ({asked} requests, one at a time)"
+    return [SuitePlan(suite="sampling", items=len(setting.params), detail=detail)]
 
 
 def context_ladder_plan(setting: ContextLadder) -> list[SuitePlan]:

@@ -8,16 +8,21 @@ well-formed records and that the easy items are answered sometimes.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import pytest
 
-from qgate.profile import MathSuite, RecallSuite, StructuredSuite, ToolCallsSuite
+from qgate.gates.quality import evaluate_quality
+from qgate.profile import MathSuite, Profile, RecallSuite, StructuredSuite, ToolCallsSuite
+from qgate.profile.sampling import SamplingSuite
 from qgate.quality.agent_suites import STRUCTURED, TOOL_CALLS
 from qgate.quality.extract import SYMBOL_PATTERN
 from qgate.quality.math_suite import run_math
 from qgate.quality.recall_suite import run_recall
 from qgate.quality.runner import SuiteContext
+from qgate.quality.sampling_suite import SAMPLING
+from qgate.report.verify.rederive import Rederived, rederive_correctness
 
 pytestmark = pytest.mark.integration
 
@@ -125,3 +130,34 @@ def test_structured_is_enforced_and_legacy_guided_json_is_named_ignored(
         assert {i.failure for i in run.items} <= {None, "wrong_answer", "truncated"}, run.suite
         assert _accuracy(run) > 0
     assert sum(i.failure == "unconstrained" for i in legacy.items) >= 5
+
+
+def test_the_sampling_canaries_hold_on_vllm_and_name_an_ignored_parameter(
+    reference_server: Any, fault_proxy: Any
+) -> None:
+    """Every canary is honoured by vLLM itself (the canaries are sound on the real engine); the
+    same server behind `set:temperature=0` (sampling silently greedy) and
+    `drop:repetition_penalty` loses exactly those two, and the gate names them."""
+    spec = SamplingSuite()
+    (ref,) = asyncio.run(SAMPLING.run(spec, _ctx(reference_server)))
+    assert [(i.id, i.answer) for i in ref.items if not i.correct] == [], ref.items
+    proxy = fault_proxy("set:temperature=0", "drop:repetition_penalty")
+    ctx = dataclasses.replace(_ctx(reference_server), base_url=proxy.url, role="candidate")
+    (cand,) = asyncio.run(SAMPLING.run(spec, ctx))
+    assert [i.id for i in cand.items if not i.correct] == ["temperature", "repetition_penalty"]
+    profile = Profile.model_validate(
+        {
+            "name": "s",
+            "model": {"embedded": "smollm2"},
+            "candidate": {},
+            "quality": {"sampling": {}},
+        }
+    )
+    verdicts = evaluate_quality(profile.quality, [ref, cand], None)
+    gate = next(v for v in verdicts if v.gate == "sampling.max_flips")
+    assert not gate.passed and gate.observed == 2, gate
+    assert "ignored by the candidate: temperature: reference 4 distinct of 4, candidate 1 " in (
+        gate.reason
+    )
+    assert "; repetition_penalty: reference changed, candidate unchanged" in gate.reason
+    rederive_correctness([ref, cand], profile, Rederived())

@@ -218,6 +218,15 @@ def test_stream_takes_a_field_out_of_streamed_deltas_only() -> None:
     assert 0.15 < sum(bool(some.stream_drops(n)) for n in range(400)) / 400 < 0.35
 
 
+def test_set_overrides_a_request_field_whatever_the_client_asked() -> None:
+    """`set:temperature=0`: sampling silently greedy (sglang PR #32922)."""
+    faults = proxy.Faults([proxy.Rule.parse("set:temperature=0"), proxy.Rule.parse("set:n=1")])
+    assert faults.overrides(0) == {"temperature": 0, "n": 1}
+    assert faults.decide(0, 1, 0.0, None) == "" and faults.dropped(0) == []
+    some = proxy.Faults([proxy.Rule.parse("set:top_k=1")], share=0.25, seed=3)
+    assert 0.15 < sum(bool(some.overrides(n)) for n in range(400)) / 400 < 0.35
+
+
 def test_cached_corrupts_answers_served_from_reused_tokens_only() -> None:
     faults = proxy.Faults([proxy.Rule.parse("cached:100")])
     assert faults.cached_limit() == 100
@@ -259,7 +268,21 @@ def test_turns_corrupts_the_later_turns_of_a_chat_only(upstream: str) -> None:
 
 @pytest.mark.parametrize(
     "spec",
-    ["turns:x", "load", "load:x", "idle:-1", "life:1.5", "speed:3", "drop:", "cached:x", "stream:"],
+    [
+        "turns:x",
+        "load",
+        "load:x",
+        "idle:-1",
+        "life:1.5",
+        "speed:3",
+        "drop:",
+        "cached:x",
+        "stream:",
+        "set:x",
+        "set:x=",
+        "set:=1",
+        "set:t=no",
+    ],
 )
 def test_bad_rules_are_refused(spec: str) -> None:
     with pytest.raises(ValueError, match="fault"):
