@@ -51,6 +51,9 @@ each again streamed, `<result>.streamed`) are gated by the exact-answer gates ab
 report's warnings also count their failure kinds per side (a call left in `content`,
 malformed arguments, a wrong name, an HTTP error, an unconstrained or truncated answer) and a
 streamed result's streamed-only losses, see [Agent suites](../concepts/agent-suites.md).
+The sampling canaries (`sampling`, one item per request parameter) are gated by
+`sampling.max_flips` (0 by default), whose reason names each parameter the candidate
+ignored, see [Sampling canaries](../concepts/sampling.md).
 """
 
 FAMILIES: tuple[GateFamily, ...] = (
