@@ -19,6 +19,9 @@ of tokens, only the text is wrong. Each rule names a mechanism from a public bug
     set:FIELD=V  the request field FIELD set to the JSON value V before it is served, whatever
                 the client asked (`temperature=0`: a silent fall-back to greedy, sgl-project/
                 sglang PR #32922; vllm-project/vllm #15241)
+    loop:N      an answer's generated text past its first N characters turned into a "!" loop
+                of the same length (a chunked-prefill size raising a "!" loop; sglang #33397,
+                vLLM #55357: long answers only), non-streamed answers only
     stream:FIELD  a streamed answer loses FIELD from its deltas (`tool_calls`: the calls of a
                 streamed answer vanish and it finishes as `stop`, while the same request
                 unstreamed is whole: Kimi K3, vLLM #53246)
@@ -50,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 GENERATE_PATHS = ("/v1/completions", "/v1/chat/completions")
-KINDS = ("load", "idle", "length", "life", "drop", "cached", "turns", "stream", "set")
+KINDS = ("load", "idle", "length", "life", "drop", "cached", "turns", "stream", "set", "loop")
 HOP_HEADERS = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "host"}
 )
@@ -79,7 +82,7 @@ class Rule:
         kind, sep, value = spec.partition(":")
         if kind not in KINDS or not sep or not value:
             raise ValueError(f"fault {spec!r}: expected KIND:VALUE with KIND one of {KINDS}")
-        if kind in ("load", "length", "cached", "turns"):
+        if kind in ("load", "length", "cached", "turns", "loop"):
             if not value.isdigit():
                 raise ValueError(f"fault {spec!r}: {kind} takes a whole number")
         elif kind == "set":
@@ -138,6 +141,10 @@ class Faults:
         if not names or random.Random(f"{self.seed}:stream:{number}").random() >= self.share:
             return []
         return names
+
+    def loop_after(self) -> int | None:
+        """The characters after which an answer loops, if a rule names them."""
+        return next((int(r.value) for r in self.rules if r.kind == "loop"), None)
 
     def cached_limit(self) -> int | None:
         """The cached-token count above which an answer is corrupted, if a rule names one."""
@@ -201,6 +208,20 @@ def corrupt_sse_line(line: bytes) -> bytes:
         return line
     end = line[len(line.rstrip(b"\r\n")) :]
     return b"data: " + json.dumps(corrupt_payload(payload)).encode() + end
+
+
+def loop_payload(payload: dict[str, Any], after: int) -> bool:
+    """Turn each choice's text past `after` characters into "!"s (the same length); whether
+    any text was that long."""
+    looped = False
+    for choice in payload.get("choices") or []:
+        part = choice.get("message") if isinstance(choice.get("message"), dict) else choice
+        key = "content" if "content" in part else "text"
+        text = part.get(key)
+        if isinstance(text, str) and len(text) > after:
+            part[key] = text[:after] + "!" * (len(text) - after)
+            looped = True
+    return looped
 
 
 def drop_sse_fields(line: bytes, names: Sequence[str]) -> bytes:
@@ -291,6 +312,16 @@ def make_app(upstream: str, faults: Faults, log: Any = None) -> Any:
                         line |= {"cached_tokens": cached, "corrupted": reason}
                     if reason:
                         data = json.dumps(corrupt_payload(json.loads(data))).encode()
+                    resp = web.Response(status=up.status, body=data, headers=out_headers)
+                    await resp.prepare(req)
+                elif not reason and generate and not streamed and faults.loop_after() is not None:
+                    data = await up.read()
+                    with contextlib.suppress(ValueError, TypeError, AttributeError):
+                        payload = json.loads(data)
+                        drawn = random.Random(f"{faults.seed}:loop:{number}").random()
+                        if drawn < faults.share and loop_payload(payload, faults.loop_after() or 0):
+                            line |= {"corrupted": f"loop after {faults.loop_after()} chars"}
+                            data = json.dumps(payload).encode()
                     resp = web.Response(status=up.status, body=data, headers=out_headers)
                     await resp.prepare(req)
                 elif not reason and streamed and (gone_in_stream := faults.stream_drops(number)):

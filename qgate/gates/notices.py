@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from qgate.gates.agent import failure_lines
+from qgate.gates.degeneration import degeneration_lines
 from qgate.gates.effect import no_effect_message
 from qgate.gates.quality import configured_suites
 from qgate.profile import QualitySpec
@@ -42,4 +43,5 @@ def quality_warnings(
     """The report's warnings: no measurable effect (with `on_no_effect: warn`), capped sizing."""
     no_effect = no_effect_message(runs, divergence)
     warnings = [no_effect] if no_effect and spec.on_no_effect == "warn" else []
-    return warnings + capped_detections(spec) + failure_lines(spec, runs)
+    found = failure_lines(spec, runs) + degeneration_lines(spec, runs)
+    return warnings + capped_detections(spec) + found

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from qgate.profile.quality import (
     ContextLadder,
+    DegenerationSuite,
     DivergenceSuite,
     LmEvalTask,
     MathSuite,
@@ -15,6 +16,7 @@ from qgate.profile.quality import (
 )
 from qgate.profile.suite_checks import ladder_problems, lm_eval_problems, tool_calls_args
 from qgate.profile.suite_results import (
+    degeneration_results,
     ladder_results,
     lm_eval_results,
     math_results,
@@ -121,6 +123,17 @@ register(
         gate_fields=ACCURACY_GATE_FIELDS
         | frozenset({"max_mean_kld", "max_max_kld", "min_top1_agreement"}),
         uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
+    )
+)
+register(
+    SuiteEntry(
+        key="degeneration",
+        model=DegenerationSuite,
+        runner="qgate.quality.degeneration_suite:SUITE",
+        planned="qgate.quality.plans:degeneration_plan",
+        rederive="qgate.report.verify.rederive_degeneration:rederive_degeneration",
+        check_items="qgate.report.verify.rederive_degeneration:check_degeneration_items",
+        results=degeneration_results,
     )
 )
 register(

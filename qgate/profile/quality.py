@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, field_validat
 
 from qgate.profile.agent import STRUCTURED_PARAMS, TOOL_CHOICES, StructuredSuite, ToolCallsSuite
 from qgate.profile.base import Fraction, KeyIssue, Strict
+from qgate.profile.degeneration import DegenerationSuite
 from qgate.profile.detect import AccuracyPolicy, Detect, detect_problem, fewest_rejecting
 from qgate.profile.extra_suites import split_settings
 from qgate.profile.noise_floor import NoiseFloor
@@ -33,6 +34,7 @@ __all__ = [
     "QualitySpec",
     "RecallSuite",
     "STRUCTURED_PARAMS",
+    "DegenerationSuite",
     "SamplingSuite",
     "StructuredSuite",
     "TOOL_CHOICES",
@@ -337,6 +339,9 @@ class QualitySpec(Strict):
         default=None,
         description="Recall items in context-length buckets up to the model's limit, each "
         "bucket gated on its own; the report names the first failing bucket (a cliff).",
+    )
+    degeneration: DegenerationSuite | None = Field(
+        default=None, description="Long answers, alone and beside a prefill burst, kept clean."
     )
     sampling: SamplingSuite | None = Field(
         default=None, description="Canaries: each request parameter honoured as on the reference."

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from qgate.profile.context_ladder import buckets
+from qgate.profile.degeneration import DegenerationSuite
 from qgate.profile.quality import (
     AccuracyPolicy,
     ContextLadder,
@@ -19,6 +20,7 @@ __all__ = [
     "STREAMED",
     "Results",
     "agent_ways",
+    "degeneration_results",
     "ladder_results",
     "lm_eval_results",
     "math_results",
@@ -64,3 +66,8 @@ def tool_calls_results(spec: ToolCallsSuite) -> Results:
 
 def structured_results(spec: StructuredSuite) -> Results:
     return [(rid, spec) for rid, _, _ in agent_ways("structured", spec.params, spec.streamed)]
+
+
+def degeneration_results(spec: DegenerationSuite) -> Results:
+    results: Results = [("degeneration.alone", spec)]
+    return results + ([("degeneration.burst", spec)] if spec.burst else [])

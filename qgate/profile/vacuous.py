@@ -23,6 +23,7 @@ from qgate.profile.noise_floor import FLOOR_SUITES
 from qgate.profile.quality import (
     AccuracyPolicy,
     ContextLadder,
+    DegenerationSuite,
     LmEvalTask,
     MathSuite,
     RecallSuite,
@@ -58,6 +59,8 @@ def fixed_items(policy: AccuracyPolicy) -> int | None:
         return policy.items
     if isinstance(policy, SamplingSuite):
         return len(policy.params)
+    if isinstance(policy, DegenerationSuite):
+        return policy.items
     return None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from qgate.core.plan import SuitePlan
+from qgate.profile.degeneration import DegenerationSuite
 from qgate.profile.quality import (
     ContextLadder,
     DivergenceSuite,
@@ -37,6 +38,7 @@ __all__ = [
     "lm_eval_plan",
     "math_plan",
     "recall_plan",
+    "degeneration_plan",
     "sampling_plan",
     "structured_plan",
     "tool_calls_plan",
@@ -93,6 +95,17 @@ def structured_plan(setting: StructuredSuite) -> list[SuitePlan]:
         SuitePlan(suite=rid, items=n, detail=what + (", streamed" if s else ""))
         for rid, _, s in agent_ways("structured", setting.params, setting.streamed)
     ]
+
+
+def degeneration_plan(setting: DegenerationSuite) -> list[SuitePlan]:
+    """A row per result: the long prompts, and what each may generate."""
+    what = f"answers of up to {setting.max_tokens} tokens"
+    burst = f"{what}, beside prefill-only requests of ~{setting.burst_words} tokens"
+    return [SuitePlan(suite="degeneration.alone", items=setting.items, detail=what)] + (
+        [SuitePlan(suite="degeneration.burst", items=setting.items, detail=burst)]
+        if setting.burst
+        else []
+    )
 
 
 def sampling_plan(setting: SamplingSuite) -> list[SuitePlan]:

@@ -227,6 +227,15 @@ def test_set_overrides_a_request_field_whatever_the_client_asked() -> None:
     assert 0.15 < sum(bool(some.overrides(n)) for n in range(400)) / 400 < 0.35
 
 
+def test_loop_turns_a_long_answers_rest_into_bangs_of_the_same_length() -> None:
+    """`loop:N` (sglang #33397, vLLM #55357): only answers longer than N characters."""
+    assert proxy.Faults([proxy.Rule.parse("loop:5")]).loop_after() == 5
+    chat = {"choices": [{"message": {"content": "abcdefgh"}}, {"text": "abc"}]}
+    assert proxy.loop_payload(chat, 5)
+    assert chat["choices"] == [{"message": {"content": "abcde!!!"}}, {"text": "abc"}]
+    assert not proxy.loop_payload({"choices": [{"text": "short"}]}, 5)
+
+
 def test_cached_corrupts_answers_served_from_reused_tokens_only() -> None:
     faults = proxy.Faults([proxy.Rule.parse("cached:100")])
     assert faults.cached_limit() == 100
