@@ -14,9 +14,17 @@ from typing import Any
 import pytest
 
 from qgate.gates.quality import evaluate_quality
-from qgate.profile import MathSuite, Profile, RecallSuite, StructuredSuite, ToolCallsSuite
+from qgate.profile import (
+    MathSuite,
+    Profile,
+    RecallSuite,
+    StructuredSuite,
+    ToolCallsSuite,
+)
+from qgate.profile.degeneration import DegenerationSuite
 from qgate.profile.sampling import SamplingSuite
 from qgate.quality.agent_suites import STRUCTURED, TOOL_CALLS
+from qgate.quality.degeneration_suite import DEGENERATION
 from qgate.quality.extract import SYMBOL_PATTERN
 from qgate.quality.math_suite import run_math
 from qgate.quality.recall_suite import run_recall
@@ -161,3 +169,38 @@ def test_the_sampling_canaries_hold_on_vllm_and_name_an_ignored_parameter(
     )
     assert "; repetition_penalty: reference changed, candidate unchanged" in gate.reason
     rederive_correctness([ref, cand], profile, Rederived())
+
+
+def test_the_degeneration_probe_sees_long_answers_loop_behind_the_fault(
+    reference_server: Any, fault_proxy: Any
+) -> None:
+    """Real vLLM, greedy, 256 tokens an answer, alone and beside prefill-only requests; the
+    same server behind `loop:300` (each answer's text past 300 characters turned to "!") is
+    the candidate: every answer long enough to tell is a loop there, the gates count exactly
+    the clean reference answers it lost, and verify re-grades every answer."""
+    spec = DegenerationSuite(items=6, max_tokens=256, burst_words=256)
+    head = {"name": "d", "model": {"embedded": "smollm2"}, "candidate": {}}
+    profile = Profile.model_validate({**head, "quality": {"degeneration": spec.model_dump()}})
+    ref = asyncio.run(DEGENERATION.run(spec, _ctx(reference_server)))
+    proxy = fault_proxy("loop:300")
+    ctx = dataclasses.replace(_ctx(reference_server), base_url=proxy.url, role="candidate")
+    cand = asyncio.run(DEGENERATION.run(spec, ctx))
+    burst = ref[1]
+    assert burst.suite == "degeneration.burst" and int(str(burst.params["burst_requests"])) > 0
+    for mine, theirs in zip(ref, cand, strict=True):
+        long_enough = [i for i in theirs.items if len(i.output) >= 700]
+        assert long_enough and all(i.failure == "loop" for i in long_enough), theirs.items
+        lost = sum(
+            r.correct and not c.correct for r, c in zip(mine.items, theirs.items, strict=True)
+        )
+        verdict = next(
+            v
+            for v in evaluate_quality(profile.quality, [mine, theirs], None)
+            if v.gate == f"{mine.suite}.significance"
+        )
+        print(  # noqa: T201  (what SmolLM2 did, for the record)
+            f"{mine.suite}: reference {[i.answer for i in mine.items]}, lost {lost}, "
+            f"p {verdict.observed}, {mine.wall_s} s"
+        )
+        assert verdict.passed == (lost < 5)  # the exact test at 0.05 needs 5 lost, none gained
+    rederive_correctness([*ref, *cand], profile, Rederived())
