@@ -53,7 +53,9 @@ malformed arguments, a wrong name, an HTTP error, an unconstrained or truncated 
 streamed result's streamed-only losses, see [Agent suites](../concepts/agent-suites.md).
 The sampling canaries (`sampling`, one item per request parameter) are gated by
 `sampling.max_flips` (0 by default), whose reason names each parameter the candidate
-ignored, see [Sampling canaries](../concepts/sampling.md).
+ignored, see [Sampling canaries](../concepts/sampling.md). The long-generation probe
+(`degeneration.alone`, `degeneration.burst`) is gated like an exact-answer suite on the
+answers the reference gave clean, see [Long generations](../concepts/long-generations.md).
 """
 
 FAMILIES: tuple[GateFamily, ...] = (
