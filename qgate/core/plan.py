@@ -115,6 +115,9 @@ class SuitePlan(Record):
         default="",
         description="Where its items come from and why (the core set, ladder levels, calibration).",
     )
+    requests: int | None = Field(
+        default=None, description="Requests per side where an item asks several (None: one)."
+    )
 
 
 class ScenarioPlan(Record):

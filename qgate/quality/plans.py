@@ -112,7 +112,7 @@ def sampling_plan(setting: SamplingSuite) -> list[SuitePlan]:
     """The one canaries row: a canary per parameter, and the requests they ask."""
     asked = sum(len(canary(p, setting.max_tokens, setting.samples).bodies) for p in setting.params)
     detail = f"sampling canaries ({asked} requests, one at a time)"
-    return [SuitePlan(suite="sampling", items=len(setting.params), detail=detail)]
+    return [SuitePlan(suite="sampling", items=len(setting.params), detail=detail, requests=asked)]
 
 
 def context_ladder_plan(setting: ContextLadder) -> list[SuitePlan]:

@@ -183,7 +183,7 @@ def envelope_lines(
     spec = profile.quality
     if not spec.has_suites():
         return ["quality: none (a preview: speed only)"]
-    items = sum(s.items or 0 for s in suites)
+    items = sum(s.requests or s.items or 0 for s in suites)
     out = [
         f"quality: {', '.join(s.suite for s in suites)} at concurrency {spec.concurrency}, "
         f"in each side's first life ({items} requests per side)",
