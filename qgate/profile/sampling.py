@@ -52,7 +52,13 @@ class SamplingSuite(AccuracyPolicy):
         min_length=1,
         description="Parameters to check, one canary (item) each, asked one request at a time.",
     )
-    max_tokens: int = Field(default=24, ge=8, le=256, description="Tokens per canary answer.")
+    max_tokens: int = Field(
+        default=24,
+        ge=24,
+        le=256,
+        description="Tokens per canary answer; at least 24, or a penalty has nothing to act on "
+        "(at 12, SmolLM2's answer had not begun to repeat: the penalty canaries saw no change).",
+    )
     samples: int = Field(
         default=4, ge=2, le=16, description="Sampled answers the temperature canary asks."
     )

@@ -132,7 +132,9 @@ def test_structured_is_enforced_and_legacy_guided_json_is_named_ignored(
     reference_server: Any,
 ) -> None:
     """vLLM >= 0.12 ignores `guided_json` with HTTP 200: the suite says so for every item."""
-    spec = StructuredSuite(items=6, params=["response_format", "structured_outputs", "guided_json"])
+    # as is only (the streamed path is shown by the tool-call test): CI time
+    params = ["response_format", "structured_outputs", "guided_json"]
+    spec = StructuredSuite(items=6, params=params, streamed=False)
     fmt, outputs, legacy = asyncio.run(STRUCTURED.run(spec, _ctx(reference_server)))
     for run in (fmt, outputs):
         assert {i.failure for i in run.items} <= {None, "wrong_answer", "truncated"}, run.suite
@@ -145,14 +147,17 @@ def test_the_sampling_canaries_hold_on_vllm_and_name_an_ignored_parameter(
 ) -> None:
     """Every canary is honoured by vLLM itself (the canaries are sound on the real engine); the
     same server behind `set:temperature=0` (sampling silently greedy) and
-    `drop:repetition_penalty` loses exactly those two, and the gate names them."""
+    `drop:repetition_penalty` loses those two and `n` (greedy refuses several choices), and the
+    gate names them."""
     spec = SamplingSuite()
     (ref,) = asyncio.run(SAMPLING.run(spec, _ctx(reference_server)))
     assert [(i.id, i.answer) for i in ref.items if not i.correct] == [], ref.items
     proxy = fault_proxy("set:temperature=0", "drop:repetition_penalty")
     ctx = dataclasses.replace(_ctx(reference_server), base_url=proxy.url, role="candidate")
     (cand,) = asyncio.run(SAMPLING.run(spec, ctx))
-    assert [i.id for i in cand.items if not i.correct] == ["temperature", "repetition_penalty"]
+    # greedy whatever was asked also loses `n` (vLLM refuses n > 1 when greedy: "no answer")
+    lost = [i.id for i in cand.items if not i.correct]
+    assert lost == ["temperature", "n", "repetition_penalty"], cand.items
     profile = Profile.model_validate(
         {
             "name": "s",
@@ -163,7 +168,7 @@ def test_the_sampling_canaries_hold_on_vllm_and_name_an_ignored_parameter(
     )
     verdicts = evaluate_quality(profile.quality, [ref, cand], None)
     gate = next(v for v in verdicts if v.gate == "sampling.max_flips")
-    assert not gate.passed and gate.observed == 2, gate
+    assert not gate.passed and gate.observed == 3, gate
     assert "ignored by the candidate: temperature: reference 4 distinct of 4, candidate 1 " in (
         gate.reason
     )
@@ -174,21 +179,22 @@ def test_the_sampling_canaries_hold_on_vllm_and_name_an_ignored_parameter(
 def test_the_degeneration_probe_sees_long_answers_loop_behind_the_fault(
     reference_server: Any, fault_proxy: Any
 ) -> None:
-    """Real vLLM, greedy, 256 tokens an answer, alone and beside prefill-only requests; the
-    same server behind `loop:300` (each answer's text past 300 characters turned to "!") is
-    the candidate: every answer long enough to tell is a loop there, the gates count exactly
-    the clean reference answers it lost, and verify re-grades every answer."""
-    spec = DegenerationSuite(items=6, max_tokens=256, burst_words=256)
+    """Real vLLM, greedy, 160 tokens an answer; the same server behind `loop:200` (each
+    answer's text past 200 characters turned to "!") is the candidate: every answer long
+    enough to tell is a loop there, the gate counts exactly the clean reference answers it
+    lost, and verify re-grades every answer. Five items, the fewest with which the exact test
+    can reject at 0.05, and no burst (CI time: with a burst of prefill-only requests beside
+    them, 6 items of 256 tokens took 196 s on the AVX2 kind; the burst's plumbing is shown
+    against the mock, tests/unit/quality/test_degeneration_suite.py)."""
+    spec = DegenerationSuite(items=5, max_tokens=160, burst=False)
     head = {"name": "d", "model": {"embedded": "smollm2"}, "candidate": {}}
     profile = Profile.model_validate({**head, "quality": {"degeneration": spec.model_dump()}})
     ref = asyncio.run(DEGENERATION.run(spec, _ctx(reference_server)))
-    proxy = fault_proxy("loop:300")
+    proxy = fault_proxy("loop:200")
     ctx = dataclasses.replace(_ctx(reference_server), base_url=proxy.url, role="candidate")
     cand = asyncio.run(DEGENERATION.run(spec, ctx))
-    burst = ref[1]
-    assert burst.suite == "degeneration.burst" and int(str(burst.params["burst_requests"])) > 0
     for mine, theirs in zip(ref, cand, strict=True):
-        long_enough = [i for i in theirs.items if len(i.output) >= 700]
+        long_enough = [i for i in theirs.items if len(i.output) >= 500]
         assert long_enough and all(i.failure == "loop" for i in long_enough), theirs.items
         lost = sum(
             r.correct and not c.correct for r, c in zip(mine.items, theirs.items, strict=True)
