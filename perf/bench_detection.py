@@ -75,15 +75,20 @@ def quality(chunk: str, items: int, rule: str = "point") -> dict[str, Any]:
     if rule == "bound":
         agent_items = max(agent_items, clean_items_to_show(0.25) + 1)
     if chunk == "proxy":  # text faults: divergence cannot see them, the agent suites can
+        # asked as is only: the catalogue's faults act on requests whether streamed or not,
+        # and streaming would double these suites (the stream fault's class is measured by
+        # tests/unit/quality/test_agent_suites.py)
         q["tool_calls"] = {
             "choices": ["named", "auto"],
             "items": agent_items,
             "max_drop": 0.25,
+            "streamed": False,
         }
         q["structured"] = {
             "params": ["response_format", "structured_outputs"],
             "items": agent_items,
             "max_drop": 0.25,
+            "streamed": False,
         }
     else:
         q["recall"] = {

@@ -14,7 +14,7 @@ class DegenerationSuite(AccuracyPolicy):
     that loops, comes back empty or errs is not clean. Gated like an exact-answer suite on the
     answers the reference gave clean (the exact test by default)."""
 
-    items: int = Field(default=8, ge=1, description="Long prompts per result.")
+    items: int = Field(default=8, ge=1, le=4096, description="Long prompts per result.")
     max_tokens: int = Field(
         default=1024,
         ge=64,
