@@ -135,9 +135,9 @@ def run_qgate(
     url: str, level: int, requests: int, a: argparse.Namespace, progress: bool
 ) -> tuple[list[Seen], float]:
     import qgate.perf.rawhttp as rh
+    from qgate.core.sse import parse_sse
     from qgate.perf.client import run_loop
     from qgate.perf.runner import run_scenarios
-    from qgate.perf.stream import parse_sse
     from qgate.profile import PerfSpec
 
     captured: list[Any] = []

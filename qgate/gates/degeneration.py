@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from statistics import median
 
 from qgate.profile import QualitySpec
+from qgate.profile.suite_results import degeneration_results
 from qgate.quality.records import SuiteRun
 
 __all__ = ["degeneration_lines"]
@@ -36,8 +37,9 @@ def degeneration_lines(spec: QualitySpec, runs: Sequence[SuiteRun]) -> list[str]
     """One line per degeneration result: both sides' long answers summed up."""
     if spec.degeneration is None:
         return []
+    ids = {rid for rid, _ in degeneration_results(spec.degeneration)}
     lines = []
-    for ref in (r for r in runs if r.suite.startswith("degeneration.") and r.role == "reference"):
+    for ref in (r for r in runs if r.suite in ids and r.role == "reference"):
         cand = next((r for r in runs if r.suite == ref.suite and r.role == "candidate"), None)
         sides = [_side(r) for r in (ref, cand) if r is not None]
         lines.append(f"{ref.suite}: " + "; ".join(sides))

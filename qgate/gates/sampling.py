@@ -13,23 +13,25 @@ from collections.abc import Sequence
 
 from qgate.core.verdict import Verdict
 from qgate.profile import QualitySpec
+from qgate.profile.suites import suite_entry
 from qgate.quality.records import SuiteRun
 
-__all__ = ["SAMPLING", "sampling_verdicts"]
-
-SAMPLING = "sampling"
+__all__ = ["sampling_verdicts"]
 
 
-def _run(runs: Sequence[SuiteRun], role: str) -> SuiteRun | None:
-    return next((r for r in runs if r.suite == SAMPLING and r.role == role), None)
+def _run(runs: Sequence[SuiteRun], suite: str, role: str) -> SuiteRun | None:
+    return next((r for r in runs if r.suite == suite and r.role == role), None)
 
 
 def sampling_verdicts(
     spec: QualitySpec, runs: Sequence[SuiteRun], verdicts: list[Verdict]
 ) -> list[Verdict]:
     """`verdicts` with the canaries' gates naming the parameters ignored and those not judged."""
-    ref, cand = _run(runs, "reference"), _run(runs, "candidate")
-    if spec.sampling is None or ref is None or cand is None:
+    if spec.sampling is None:
+        return verdicts
+    ((suite, _),) = suite_entry("sampling").results_of(spec.sampling)
+    ref, cand = _run(runs, suite, "reference"), _run(runs, suite, "candidate")
+    if ref is None or cand is None:
         return verdicts
     theirs = {i.id: i for i in cand.items}
     ignored = [
@@ -46,6 +48,6 @@ def sampling_verdicts(
     if not said:
         return verdicts
     return [
-        v.model_copy(update={"reason": v.reason + said}) if v.suite == SAMPLING else v
+        v.model_copy(update={"reason": v.reason + said}) if v.suite == suite else v
         for v in verdicts
     ]

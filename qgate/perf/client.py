@@ -11,7 +11,7 @@ of TTFT error at 100 streams where aiohttp cost tens of milliseconds.
 While a response streams in, a client only appends
 (time.perf_counter_ns(), raw bytes) per network read; decoding and parsing
 happen after the scenario has ended (qgate.perf.loadgen.Exchange,
-qgate.perf.stream). Every failure (connection refused
+qgate.core.sse). Every failure (connection refused
 or dropped, HTTP status, timeout, malformed stream) ends as an `error`
 string on that request, never as an exception out of `send`. uvloop is used
 when installed (`run_loop`).

@@ -25,13 +25,13 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from qgate.core.sse import ParsedStream, parse_sse
 from qgate.perf.checks import with_checks
 from qgate.perf.client import RawResponse, send
 from qgate.perf.probes import extract_answer, grade
 from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import RequestRecord
 from qgate.perf.sessions import grade_turn, turn_answer
-from qgate.perf.stream import ParsedStream, parse_sse
 
 if TYPE_CHECKING:
     import aiohttp

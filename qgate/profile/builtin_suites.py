@@ -1,5 +1,6 @@
 """The built-in suites' registry entries, in the order they run: imported by
-qgate/profile/suites.py before the plug-ins of the `qgate.suites` entry-point group."""
+qgate/profile/suites.py before the plug-ins of the `qgate.suites` entry-point group
+(qgate/profile/suite_entry.py holds the registry)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from qgate.profile.quality import (
     ToolCallsSuite,
 )
 from qgate.profile.suite_checks import ladder_problems, lm_eval_problems, tool_calls_args
+from qgate.profile.suite_entry import ACCURACY_GATE_FIELDS, SuiteEntry, register
 from qgate.profile.suite_results import (
     degeneration_results,
     ladder_results,
@@ -24,7 +26,6 @@ from qgate.profile.suite_results import (
     structured_results,
     tool_calls_results,
 )
-from qgate.profile.suites import ACCURACY_GATE_FIELDS, SuiteEntry, register
 
 register(
     SuiteEntry(
@@ -111,22 +112,6 @@ register(
 )
 register(
     SuiteEntry(
-        key="context_ladder",
-        model=ContextLadder,
-        runner="qgate.quality.context_ladder_suite:SUITE",
-        rederive="qgate.report.verify.rederive:rederive_symbol",
-        check_items="qgate.report.verify.rederive:check_ladder_runs",
-        results=ladder_results,
-        problems=ladder_problems,
-        planned="qgate.quality.plans:context_ladder_plan",
-        family="context",
-        gate_fields=ACCURACY_GATE_FIELDS
-        | frozenset({"max_mean_kld", "max_max_kld", "min_top1_agreement"}),
-        uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
-    )
-)
-register(
-    SuiteEntry(
         key="degeneration",
         model=DegenerationSuite,
         runner="qgate.quality.degeneration_suite:SUITE",
@@ -144,5 +129,22 @@ register(
         planned="qgate.quality.plans:sampling_plan",
         rederive="qgate.report.verify.rederive_sampling:rederive_sampling",
         check_items="qgate.report.verify.rederive_sampling:check_sampling_items",
+    )
+)
+# the longest prompts last (issue 44 item 3)
+register(
+    SuiteEntry(
+        key="context_ladder",
+        model=ContextLadder,
+        runner="qgate.quality.context_ladder_suite:SUITE",
+        rederive="qgate.report.verify.rederive:rederive_symbol",
+        check_items="qgate.report.verify.rederive:check_ladder_runs",
+        results=ladder_results,
+        problems=ladder_problems,
+        planned="qgate.quality.plans:context_ladder_plan",
+        family="context",
+        gate_fields=ACCURACY_GATE_FIELDS
+        | frozenset({"max_mean_kld", "max_max_kld", "min_top1_agreement"}),
+        uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
     )
 )

@@ -23,8 +23,8 @@ import aiohttp
 from qgate.core import progress
 from qgate.core.http import root_url as server_root
 from qgate.core.http_errors import TransportError, map_exceptions
+from qgate.core.sse import assembled_chat, parse_sse
 from qgate.errors import InfrastructureError
-from qgate.perf.stream import assembled_chat, parse_sse
 
 __all__ = [
     "CONNECT_RETRIES",
@@ -249,7 +249,7 @@ class SuiteClient:
 
     async def chat_stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
         """`chat_body` asked streamed (`stream: true`, usage in the last event): the stream's
-        deltas put back together into the unstreamed answer's shape (qgate/perf/stream.py).
+        deltas put back together into the unstreamed answer's shape (qgate/core/sse.py).
         A stream that breaks off, or says it failed, is an HttpError with status 200: the
         server answered, and what it streamed is the item's result."""
         ask = {"model": self.model, **body, "stream": True}

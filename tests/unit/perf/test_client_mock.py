@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from qgate.core.sse import parse_sse
 from qgate.gates.scenario import scenario_verdicts
 from qgate.perf.client import make_session
 from qgate.perf.loadgen import RequestSpec, Sender
@@ -16,7 +17,6 @@ from qgate.perf.metrics import summarize
 from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import RequestRecord
 from qgate.perf.runner import run_scenarios
-from qgate.perf.stream import parse_sse
 from qgate.profile import PerfSpec
 
 

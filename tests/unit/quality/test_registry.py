@@ -61,6 +61,8 @@ def test_builtin_suites_run_in_the_order_the_stage_always_ran_them() -> None:
         "lm_eval",
         "tool_calls",
         "structured",
+        "degeneration",
+        "sampling",
         "context_ladder",  # the longest prompts last (issue 44 item 3)
     ]
     assert [e.key for e in registered() if e.paired] == ["divergence"]
@@ -72,7 +74,7 @@ def test_unknown_suite_names_the_available_ones() -> None:
     # the one registry mechanism: registration order, and a near miss suggested (as engines)
     assert err.value.message == (
         "Unknown suite 'maht' (did you mean 'math'?). Available: math, recall, divergence, "
-        "lm_eval, tool_calls, structured, context_ladder"
+        "lm_eval, tool_calls, structured, degeneration, sampling, context_ladder"
     )
 
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from qgate.perf.stream import assembled_chat, parse_sse
+from qgate.core.sse import assembled_chat, parse_sse
 
 
 def ev(obj: str) -> bytes:
