@@ -92,7 +92,7 @@ def _stop_point(
 def test_stopping_never_changes_a_verdict(mode: str) -> None:
     rng = random.Random(20261201)
     stops = bound_stops = 0
-    for trial in range(250):
+    for trial in range(100):
         n = rng.randint(4, 60)
         ref, cand = _outcomes(rng, n)
         policy = _policy(rng)
@@ -127,8 +127,8 @@ def test_stopping_never_changes_a_verdict(mode: str) -> None:
             assert any(not ok and not unsure[g] for g, ok in expected.items()), trial
         assert not any(v.gate.endswith(".pairing") for v in stopped), trial
         assert stop_problems(spec, runs, stopped) == [], trial
-    assert stops > 40, stops  # the property was exercised, not vacuous
-    assert bound_stops > 10, bound_stops  # ... and on non-inferiority gates too
+    assert stops > 20, stops  # the property was exercised, not vacuous
+    assert bound_stops > 5, bound_stops  # ... and on non-inferiority gates too
 
 
 def test_bounds_fix_what_one_side_answered() -> None:
