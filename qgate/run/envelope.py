@@ -18,6 +18,7 @@ from qgate.perf.probes import probe_points
 from qgate.profile import ContextLadder, EnvelopeSpec, Profile
 from qgate.profile.noise_floor import FLOOR_SUITES
 from qgate.profile.suites import entry_of_result, exact_results
+from qgate.quality.math_set import PROBED
 from qgate.quality.noise_floor import binomial_upper
 from qgate.run.life_probes import endpoint_roles
 
@@ -76,15 +77,25 @@ def _floor_line(profile: Profile, suites: Sequence[SuitePlan]) -> str:
     )
 
 
-def _perf_asks(profile: Profile, scenarios: Sequence[ScenarioPlan]) -> tuple[int, int]:
+def _drawn(asked: int, suites: Sequence[SuitePlan]) -> int:
+    """The probe items `asked` of the math set: a probe set holds at most the short form's
+    items (qgate/run/life_probes.py's `math_probes`), whatever the setting asks."""
+    short = next((s.items for s in suites if s.suite == PROBED and s.items is not None), None)
+    return asked if short is None else min(asked, short)
+
+
+def _perf_asks(
+    profile: Profile, suites: Sequence[SuitePlan], scenarios: Sequence[ScenarioPlan]
+) -> tuple[int, int]:
     """Probe requests and measured requests of one block of every scenario, per side."""
     perf = profile.perf
     assert perf is not None
+    items = _drawn(perf.probes.items, suites)
     asks = 0
     measured = 0
     for s in scenarios:
-        points = probe_points(s.requests, perf.probes.items, perf.probe_share)
-        asks += len(points) if points is not None else perf.probes.items
+        points = probe_points(s.requests, items, perf.probe_share)
+        asks += len(points) if points is not None else items
         measured += s.requests or 0
     return asks, measured
 
@@ -100,14 +111,20 @@ def _probed(profile: Profile, scenarios: Sequence[ScenarioPlan]) -> bool:
 
 
 def _pooled_line(
-    profile: Profile, scenarios: Sequence[ScenarioPlan], blocks: int, rounds: int
+    profile: Profile,
+    suites: Sequence[SuitePlan],
+    scenarios: Sequence[ScenarioPlan],
+    blocks: int,
+    rounds: int,
 ) -> str:
     """The pooled envelope gate's evidence as planned: the candidate's probe answers against
     the clean answers its bound needs (at least: attribution, reuse and cluster lives add)."""
     spec = profile.envelope
-    perf = _perf_asks(profile, scenarios)[0] * blocks * rounds if _probed(profile, scenarios) else 0
+    probed = _probed(profile, scenarios)
+    perf = _perf_asks(profile, suites, scenarios)[0] * blocks * rounds if probed else 0
     lives = profile.lives
-    per_life = lives.probes * (2 if lives.idle_s > 0 else 1) if profile.quality.math else 0
+    drawn = _drawn(lives.probes, suites)
+    per_life = drawn * (2 if lives.idle_s > 0 else 1) if profile.quality.math else 0
     own = per_life * rounds
     total = perf + own
     if not total:
@@ -141,18 +158,26 @@ def _tolerated(n: int, spec: EnvelopeSpec) -> int:
 
 
 def _probe_line(
-    profile: Profile, scenarios: Sequence[ScenarioPlan], blocks: int, rounds: int
+    profile: Profile,
+    suites: Sequence[SuitePlan],
+    scenarios: Sequence[ScenarioPlan],
+    blocks: int,
+    rounds: int,
 ) -> str:
     perf = profile.perf
     if perf is None or not scenarios:
         return "perf probes: no perf stage"
     if not _probed(profile, scenarios):
         return "perf probes: none (perf.probes.items 0, or no math suite to draw them from)"
-    asks, measured = _perf_asks(profile, scenarios)
+    asks, measured = _perf_asks(profile, suites, scenarios)
     runs = blocks * rounds
     levels = ", ".join(s.scenario for s in scenarios)
+    items = _drawn(perf.probes.items, suites)
+    capped = f" (of {perf.probes.items} asked: the math set holds {items})" * (
+        items < perf.probes.items
+    )
     return (
-        f"perf probes: {perf.probes.items} graded items in each of {len(scenarios)} level(s) "
+        f"perf probes: {items} graded items{capped} in each of {len(scenarios)} level(s) "
         f"({levels}) x {blocks} block(s) x {rounds} round(s): {asks * runs} probe requests per "
         f"side ({_share(asks * runs, measured * runs)} measured)"
     )
@@ -188,8 +213,8 @@ def envelope_lines(
         f"quality: {', '.join(s.suite for s in suites)} at concurrency {spec.concurrency}, "
         f"in each side's first life ({items} requests per side)",
         _floor_line(profile, suites),
-        _probe_line(profile, scenarios, blocks, rounds),
-        _pooled_line(profile, scenarios, blocks, rounds),
+        _probe_line(profile, suites, scenarios, blocks, rounds),
+        _pooled_line(profile, suites, scenarios, blocks, rounds),
     ]
     fresh = rounds - 1
     out.append(

@@ -62,3 +62,13 @@ def test_the_pooled_gate_line_counts_the_answers_against_what_the_margin_needs()
 def test_a_profile_that_asks_no_probe_is_told_nothing_grades_its_serving() -> None:
     line = _pooled(_lines("smollm2-cpu-agent"))
     assert "none: the candidate asks no probe" in line
+
+
+def test_probes_beyond_the_math_set_are_not_counted_as_planned() -> None:
+    """A probe set holds at most the short form's items: 3 items with 6 asked a level plan 3."""
+    math = {"prompts": ["short"], "limit": 3}
+    lines = _lines("smollm2-cpu-int8", math=math)
+    probes = next(e for e in lines if "perf probes:" in e)
+    assert "perf probes: 3 graded items (of 6 asked: the math set holds 3)" in probes, probes
+    pooled = _pooled(lines)
+    assert "at least 24 candidate probe answers (18 perf, 6 lives)" in pooled, pooled  # not 44
