@@ -25,6 +25,10 @@ of tokens, only the text is wrong. Each rule names a mechanism from a public bug
     stream:FIELD  a streamed answer loses FIELD from its deltas (`tool_calls`: the calls of a
                 streamed answer vanish and it finishes as `stop`, while the same request
                 unstreamed is whole: Kimi K3, vLLM #53246)
+    scores:N    a scoring answer (asked with prompt_logprobs) has every Nth prompt position's
+                two likeliest tokens' logprobs swapped, its text untouched: wrong prompt
+                logprobs on some requests while the answers stay right (MTP speculation,
+                vLLM #53488, PR #38711), non-streamed answers only
 
 `--share S` is the strength knob: a matching answer is corrupted (or a request's field
 dropped) with probability S, drawn from a seeded stream so a run can be repeated.
@@ -53,7 +57,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 GENERATE_PATHS = ("/v1/completions", "/v1/chat/completions")
-KINDS = ("load", "idle", "length", "life", "drop", "cached", "turns", "stream", "set", "loop")
+KINDS = (
+    "load",
+    "idle",
+    "length",
+    "life",
+    "drop",
+    "cached",
+    "turns",
+    "stream",
+    "set",
+    "loop",
+    "scores",
+)
 HOP_HEADERS = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "host"}
 )
@@ -82,8 +98,8 @@ class Rule:
         kind, sep, value = spec.partition(":")
         if kind not in KINDS or not sep or not value:
             raise ValueError(f"fault {spec!r}: expected KIND:VALUE with KIND one of {KINDS}")
-        if kind in ("load", "length", "cached", "turns", "loop"):
-            if not value.isdigit():
+        if kind in ("load", "length", "cached", "turns", "loop", "scores"):
+            if not value.isdigit() or (kind == "scores" and int(value) < 1):
                 raise ValueError(f"fault {spec!r}: {kind} takes a whole number")
         elif kind == "set":
             name, eq, literal = value.partition("=")
@@ -145,6 +161,10 @@ class Faults:
     def loop_after(self) -> int | None:
         """The characters after which an answer loops, if a rule names them."""
         return next((int(r.value) for r in self.rules if r.kind == "loop"), None)
+
+    def scores_every(self) -> int | None:
+        """Every how many prompt positions a scoring answer is bent, if a rule names it."""
+        return next((int(r.value) for r in self.rules if r.kind == "scores"), None)
 
     def cached_limit(self) -> int | None:
         """The cached-token count above which an answer is corrupted, if a rule names one."""
@@ -224,6 +244,26 @@ def loop_payload(payload: dict[str, Any], after: int) -> bool:
     return looped
 
 
+def bend_scores(payload: dict[str, Any], every: int) -> int:
+    """Swap the logprobs of the two likeliest tokens at every `every`-th prompt position of
+    each choice's prompt_logprobs (a valid distribution, the wrong one); the positions bent."""
+    bent = 0
+    for choice in payload.get("choices") or []:
+        positions = choice.get("prompt_logprobs")
+        if not isinstance(positions, list):
+            continue
+        for i, position in enumerate(positions):
+            if i % every or not isinstance(position, dict) or len(position) < 2:
+                continue
+            entries = [v for v in position.values() if isinstance(v, dict) and "logprob" in v]
+            if len(entries) < 2:
+                continue
+            first, second = sorted(entries, key=lambda v: -float(v["logprob"]))[:2]
+            first["logprob"], second["logprob"] = second["logprob"], first["logprob"]
+            bent += 1
+    return bent
+
+
 def drop_sse_fields(line: bytes, names: Sequence[str]) -> bytes:
     """One line of a server-sent event stream with `names` taken out of its deltas; a choice
     that finished on the tool calls taken out finishes as `stop`, as a plain answer does."""
@@ -274,6 +314,7 @@ def make_app(upstream: str, faults: Faults, log: Any = None) -> Any:
         headers = {k: v for k, v in req.headers.items() if k.lower() not in HOP_HEADERS}
         generate = req.method == "POST" and req.path in GENERATE_PATHS
         reason, line = "", {}
+        body: dict[str, Any] = {}
         number = -1
         if generate:
             body = json.loads(raw or b"{}")
@@ -321,6 +362,23 @@ def make_app(upstream: str, faults: Faults, log: Any = None) -> Any:
                         drawn = random.Random(f"{faults.seed}:loop:{number}").random()
                         if drawn < faults.share and loop_payload(payload, faults.loop_after() or 0):
                             line |= {"corrupted": f"loop after {faults.loop_after()} chars"}
+                            data = json.dumps(payload).encode()
+                    resp = web.Response(status=up.status, body=data, headers=out_headers)
+                    await resp.prepare(req)
+                elif (
+                    not reason
+                    and generate
+                    and not streamed
+                    and faults.scores_every() is not None
+                    and body.get("prompt_logprobs")
+                ):
+                    data = await up.read()
+                    with contextlib.suppress(ValueError, TypeError, AttributeError):
+                        payload = json.loads(data)
+                        drawn = random.Random(f"{faults.seed}:scores:{number}").random()
+                        every = faults.scores_every() or 1
+                        if drawn < faults.share and (bent := bend_scores(payload, every)):
+                            line |= {"corrupted": f"scores: {bent} prompt positions bent"}
                             data = json.dumps(payload).encode()
                     resp = web.Response(status=up.status, body=data, headers=out_headers)
                     await resp.prepare(req)

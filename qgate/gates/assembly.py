@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from qgate.core.serving import EffectiveConfig
 from qgate.core.verdict import Verdict
 from qgate.gates.changes_applied import CONTRADICTED_FROM, contradicted_verdicts
+from qgate.gates.cross_check import CROSS_CHECK_FROM, cross_check_verdicts
 from qgate.gates.probes import probe_verdicts
 from qgate.gates.quality import evaluate_quality
 from qgate.gates.reuse import evaluate_reuse
@@ -60,8 +61,10 @@ def candidate_verdicts(
     evaluate: EvaluateQuality = evaluate_quality,
 ) -> list[Verdict]:
     """A candidate's quality verdicts, in report order: the suites' and divergence gates (with
-    the reference's noise floor where one was measured), the reuse passes, the KV-cache scales,
-    the contradicted changes (quality derivation 4 on) and the speculative acceptance.
+    the reference's noise floor where one was measured; from quality derivation 5 the
+    cross-check of a speculating candidate's scores after them), the reuse passes, the
+    KV-cache scales, the contradicted changes (quality derivation 4 on) and the speculative
+    acceptance.
 
     `runs`, `passes`, `configs` and `speculative` hold both sides' records, reference first;
     `derivation` is the quality derivation the verdicts are made by (the run's: the current
@@ -70,6 +73,8 @@ def candidate_verdicts(
     floor = floor_summary(noise_floor, runs)
     extra = (floor,) if floor is not None else ()  # no floor: the verdicts of before
     out = list(evaluate(profile.quality, runs, divergence, *extra))
+    if derivation >= CROSS_CHECK_FROM:
+        out = cross_check_verdicts(profile, divergence, out)
     out += evaluate_reuse(profile.quality, runs, passes, derivation)
     out += kv_scale_verdicts(profile.engine.uncalibrated_kv_scales, configs)
     if derivation >= CONTRADICTED_FROM:

@@ -52,7 +52,10 @@ OverallVerdict = Literal["PASS", "FAIL", "INCONCLUSIVE", "UNGATED", "PREVIEW"]
 # (gates/changes_applied.py), re-derived by verify; reports of 2 are verified without it.
 # 4: reuse passes (gates/reuse.py STRICT): a missing or broken counter snapshot proves
 # nothing, warm is judged against its cold pass; reports of 3 are verified by their own rules.
-QUALITY_DERIVATION = 4
+# 5: a candidate whose divergence is cross-checked (quality.divergence.cross_check: always,
+# or when it speculates) gets the divergence.cross_check gate, and its divergence gates fail
+# as NOT TRUSTED when its scores disagree with its own generation (gates/cross_check.py).
+QUALITY_DERIVATION = 5
 QUALITY_V2_FIELDS = ("metric", "comparator", "n", "power", "min_detectable_drop", "settled")
 """What derivation 2 added to a verdict; a derivation-1 report is compared without them."""
 

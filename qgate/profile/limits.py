@@ -100,6 +100,7 @@ LIMITS: dict[tuple[type[BaseModel], str], tuple[int, str]] = {
     (DivergenceSuite, "max_p99_kld"): (1000, _KLD),
     (DivergenceSuite, "max_max_kld"): (1000, _KLD),
     (DivergenceSuite, "max_mean_reverse_kld"): (1000, _KLD),
+    (DivergenceSuite, "max_cross_kld"): (1000, _KLD),
     (ContextLadder, "max_mean_kld"): (1000, _KLD),
     (ContextLadder, "max_max_kld"): (1000, _KLD),
     (LmEvalTask, "limit"): (MAX_COUNT, " documents" + _COUNT),

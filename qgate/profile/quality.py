@@ -12,6 +12,7 @@ from qgate.profile.agent import STRUCTURED_PARAMS, TOOL_CHOICES, StructuredSuite
 from qgate.profile.base import Fraction, KeyIssue, Strict
 from qgate.profile.degeneration import DegenerationSuite
 from qgate.profile.detect import AccuracyPolicy, Detect, detect_problem, fewest_rejecting
+from qgate.profile.divergence import DivergenceSuite
 from qgate.profile.extra_suites import split_settings
 from qgate.profile.noise_floor import NoiseFloor
 from qgate.profile.reuse import ReuseSpec
@@ -227,29 +228,6 @@ class ContextLadder(AccuracyPolicy):
             if found:
                 raise KeyIssue([((found[0],), "needs top_k of at least 1 (logprobs to compare)")])
         return self
-
-
-class DivergenceSuite(Strict):
-    """Teacher-forced logit divergence of the candidate from the reference."""
-
-    sequences: int = Field(default=64, ge=1, description="Prompts from the corpus.")
-    tokens: int = Field(default=128, ge=1, description="Reference continuation length scored.")
-    top_k: int = Field(default=20, ge=1, le=100, description="prompt_logprobs per position.")
-    corpus: Path | None = Field(
-        default=None, description="JSONL corpus; the shipped one if omitted."
-    )
-    max_mean_kld: float | None = Field(default=None, gt=0, description="Limit on mean KL.")
-    max_p99_kld: float | None = Field(default=None, gt=0, description="Limit on p99 KL.")
-    max_max_kld: float | None = Field(default=None, gt=0, description="Limit on the largest KL.")
-    min_top1_agreement: Fraction | None = Field(
-        default=None, description="Floor on top-1 token agreement."
-    )
-    max_mean_reverse_kld: float | None = Field(
-        default=None,
-        gt=0,
-        description="Limit on mean KL(candidate || reference), the reverse direction (from the "
-        "same stored top-k logprobs; shown in every report, gated only when set).",
-    )
 
 
 LM_EVAL_TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")

@@ -9,12 +9,43 @@ from qgate.profile.model import Profile, SpeculativeSpec
 from qgate.profile.side import side
 from qgate.profile.speculative import SPECULATIVE_ARG
 
-__all__ = ["speculates", "speculative_notes", "speculative_policy"]
+__all__ = [
+    "cross_check_notes",
+    "cross_checked",
+    "speculates",
+    "speculative_notes",
+    "speculative_policy",
+]
 
 
 def speculates(profile: Profile, role: str) -> bool:
     """Whether the side's engine arguments set `speculative_config`."""
     return side(profile, role).arg(SPECULATIVE_ARG) not in (None, "", False)
+
+
+def cross_checked(profile: Profile) -> bool:
+    """Whether the candidate's divergence scores are checked by a second path
+    (`quality.divergence.cross_check`: always, or when the candidate speculates)."""
+    spec = profile.quality.divergence
+    if spec is None:
+        return False
+    return spec.cross_check == "always" or speculates(profile, "candidate")
+
+
+def cross_check_notes(profile: Profile, name: str | None = None) -> list[str]:
+    """The plan's line on the divergence cross-check: why it runs and what it costs."""
+    spec = profile.quality.divergence
+    if spec is None or not cross_checked(profile):
+        return []
+    who = f"{name}: " if name else ""
+    why = "the candidate speculates" if speculates(profile, "candidate") else "cross_check: always"
+    return [
+        f"{who}divergence cross-check ({why}): the candidate also generates its "
+        f"{spec.sequences} divergence prompts greedily, {spec.tokens} tokens each with top-"
+        f"{spec.top_k} logprobs ({spec.sequences * spec.tokens:,} generated tokens), and its "
+        "scores must agree with them (each sequence's mean KL <= "
+        f"{spec.max_cross_kld:g}); else every divergence gate is NOT TRUSTED, a failure"
+    ]
 
 
 def speculative_policy(profile: Profile) -> SpeculativeSpec | None:

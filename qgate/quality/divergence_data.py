@@ -16,10 +16,12 @@ from qgate.core.jsonl_checks import JsonlLineError, jsonl_values
 from qgate.core.records import Record, Role
 from qgate.errors import BadInput
 from qgate.quality.data import evals_root
+from qgate.quality.records import CrossSequence
 
 __all__ = [
     "Continuation",
     "CorpusPrompt",
+    "CrossSequence",
     "ScoreSet",
     "SequenceScores",
     "default_corpus",
@@ -66,6 +68,11 @@ class ScoreSet(Record):
     tokens: int = Field(description="Continuation length requested.")
     sequences: list[SequenceScores] = Field(description="Per-sequence scores, in corpus order.")
     wall_s: float = Field(default=0.0, description="Wall time of generation plus scoring.")
+    cross: list[CrossSequence] | None = Field(
+        default=None,
+        description="The candidate's own greedy generations with their logprobs (its second "
+        "scoring path; None: not asked).",
+    )
 
 
 def default_corpus() -> Path:

@@ -38,6 +38,7 @@ from qgate.quality.divergence import position_divergence
 from qgate.quality.divergence_data import (
     Continuation,
     CorpusPrompt,
+    CrossSequence,
     ScoreSet,
     SequenceScores,
     default_corpus,
@@ -55,6 +56,7 @@ __all__ = [
     "build_divergence_run",
     "candidate_scores",
     "continuations_of",
+    "cross_scores",
     "default_corpus",
     "generate_continuations",
     "load_corpus",
@@ -169,6 +171,54 @@ async def score(
     return [s for part in parts for s in part]
 
 
+def _top(position: dict[str, float] | None, where: str) -> tuple[list[int], list[float]]:
+    """One generated position's top logprobs ({"token_id:N": logprob}), ids ascending."""
+    if not isinstance(position, dict) or not position:
+        raise InfrastructureError(f"{where}: the server returned no top logprobs")
+    entries = sorted((_token_id(t), float(v)) for t, v in position.items())
+    return [t for t, _ in entries], [v for _, v in entries]
+
+
+async def cross_scores(
+    client: SuiteClient, token_sequences: Sequence[Continuation], top_k: int
+) -> list[CrossSequence]:
+    """The second scoring path (issue 55 item 4): each prompt generated greedily to the
+    continuation's length on this runtime, with the top-k logprobs of every generated
+    position. Where it generates the reference's tokens, the context of each position is the
+    one the teacher-forced scores saw, so the two paths must agree; a speculating engine
+    drafts and verifies on this path, and scores the prefill path without drafting."""
+    counter = progress.items("divergence", len(token_sequences), "cross-check generations")
+
+    async def one(c: Continuation) -> CrossSequence:
+        body = {
+            "model": client.model,
+            "prompt": c.prompt_ids,
+            "max_tokens": len(c.token_ids),
+            "min_tokens": len(c.token_ids),
+            "ignore_eos": True,
+            "temperature": 0.0,
+            "logprobs": top_k,
+            "return_tokens_as_token_ids": True,
+        }
+        what = f"cross-check {c.id}"
+        out = await client.completions(body, what)
+        logprobs = out["choices"][0].get("logprobs") or {}
+        tokens, tops = logprobs.get("tokens"), logprobs.get("top_logprobs")
+        if not isinstance(tokens, list) or not isinstance(tops, list) or len(tops) != len(tokens):
+            raise InfrastructureError(f"{what}: the server returned no usable logprobs")
+        ids = [_token_id(t) for t in tokens]
+        pairs = [_top(p, f"{what} position {i}") for i, p in enumerate(tops)]
+        counter.advance()
+        return CrossSequence(
+            id=c.id,
+            token_ids=ids,
+            top_ids=[i for i, _ in pairs],
+            top_logprobs=[v for _, v in pairs],
+        )
+
+    return list(await asyncio.gather(*(one(c) for c in token_sequences)))
+
+
 async def run_scores(
     role: Role,
     client: SuiteClient,
@@ -210,16 +260,26 @@ async def reference_scores(
     )
 
 
-async def candidate_scores(reference: ScoreSet, client: SuiteClient) -> ScoreSet:
-    """Step 2 on the candidate: score the (possibly cached) reference's token sequences."""
-    return await run_scores(
+async def candidate_scores(
+    reference: ScoreSet, client: SuiteClient, *, cross_check: bool = False
+) -> ScoreSet:
+    """Step 2 on the candidate: score the (possibly cached) reference's token sequences;
+    `cross_check`: also the second scoring path (`cross_scores`)."""
+    started = time.monotonic()
+    conts = continuations_of(reference)
+    scores = await run_scores(
         "candidate",
         client,
-        continuations_of(reference),
+        conts,
         data_sha256=reference.data_sha256,
         top_k=reference.top_k,
         tokens=reference.tokens,
+        started=started,
     )
+    if not cross_check:
+        return scores
+    cross = await cross_scores(client, conts, reference.top_k)
+    return scores.model_copy(update={"cross": cross, "wall_s": time.monotonic() - started})
 
 
 def continuations_of(scores: ScoreSet) -> list[Continuation]:
@@ -278,6 +338,7 @@ def build_divergence_run(reference: ScoreSet, candidate: ScoreSet) -> Divergence
         tokens=reference.tokens,
         sequences=out,
         wall_s=reference.wall_s + candidate.wall_s,
+        cross_check=candidate.cross,
     )
 
 
@@ -293,7 +354,7 @@ class DivergenceRunner:
 
     async def candidate(self, reference: ScoreSet, ctx: SuiteContext) -> ScoreSet:
         async with _client(ctx) as client:
-            return await candidate_scores(reference, client)
+            return await candidate_scores(reference, client, cross_check=ctx.cross_check)
 
 
 def _client(ctx: SuiteContext) -> SuiteClient:

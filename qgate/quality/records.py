@@ -115,6 +115,20 @@ class DivergenceSequence(Record):
     )
 
 
+class CrossSequence(Record):
+    """A second scoring path of one divergence prompt on the candidate (issue 55 item 4): its
+    own greedy generation with the top-k logprobs of each generated position (the decode
+    path), set beside its teacher-forced scores (the prefill path). Raw observations: verify
+    checks their shape, the cross-check gate (qgate/gates/cross_check.py) reads them."""
+
+    id: str = Field(description="Corpus prompt id.")
+    token_ids: list[int] = Field(description="The candidate's own greedy continuation.")
+    top_ids: list[list[int]] = Field(description="Per generated position: token ids reported.")
+    top_logprobs: list[list[float]] = Field(
+        description="Per generated position: the logprobs of `top_ids`, same order."
+    )
+
+
 class DivergenceRun(Record):
     """The divergence suite: every sequence's per-position values."""
 
@@ -124,3 +138,8 @@ class DivergenceRun(Record):
     tokens: int = Field(description="Continuation length requested.")
     sequences: list[DivergenceSequence] = Field(description="Per-sequence values.")
     wall_s: float = Field(default=0.0, description="Wall time of the suite.")
+    cross_check: list[CrossSequence] | None = Field(
+        default=None,
+        description="The candidate's second scoring path, per sequence (quality.divergence."
+        "cross_check; None: not asked).",
+    )

@@ -35,6 +35,7 @@ class SuiteContext:
     tokenizer_path: Path | None = None
     check_alive: Callable[[], None] = lambda: None
     board: Board | None = None  # set when the suites may stop early (quality.stop)
+    cross_check: bool = False  # the candidate's divergence scored a second way (issue 55)
 
     def common(self) -> dict[str, Any]:
         """The keyword arguments the HTTP suites take (`run_math`, `run_recall`)."""

@@ -24,7 +24,7 @@ from qgate.core.serving import EffectiveConfig, Runtime
 from qgate.profile import DivergenceSuite, Profile, QualitySpec
 from qgate.profile.reuse_plan import reuse_suites
 from qgate.profile.side import side
-from qgate.profile.spec_plan import speculates, speculative_policy
+from qgate.profile.spec_plan import cross_checked, speculates, speculative_policy
 from qgate.profile.suites import configured
 from qgate.quality.board import Board
 from qgate.quality.cache import reference_cache_key
@@ -128,6 +128,7 @@ async def _evaluate(
     on_scores: Callable[[ScoreSet], None] | None,
     board: Board | None,
     spec_snaps: list[SpecSnapshot] | None = None,
+    cross_check: bool = False,
 ) -> tuple[list[SuiteRun], ScoreSet | None, list[PassRun], FloorRecords | None]:
     ctx = SuiteContext(
         role=role,
@@ -141,6 +142,7 @@ async def _evaluate(
         tokenizer_path=tokenizer_path,
         check_alive=runtime.check_alive,
         board=board,
+        cross_check=cross_check and role == "candidate",
     )
     runs: list[SuiteRun] = []
     scores: ScoreSet | None = None
@@ -251,6 +253,7 @@ def evaluate(
                 on_scores=on_scores,
                 board=board,
                 spec_snaps=spec_snaps,
+                cross_check=cross_checked(profile),
             )
         )
     return QualityOutput(

@@ -103,6 +103,21 @@ FAMILIES: tuple[GateFamily, ...] = (
         pattern=r"\.(max_mean_kld|max_p99_kld|max_max_kld|min_top1_agreement|max_mean_reverse_kld)$",
     ),
     GateFamily(
+        name="Divergence cross-check",
+        ids="`divergence.cross_check`",
+        measures=(
+            "A speculating candidate's (or, with `cross_check: always`, any candidate's) scores "
+            "against its own greedy generation with top-k logprobs: each sequence's mean "
+            "KL from its scores to its generation where both paths saw the same context"
+        ),
+        fails=(
+            "Over `max_cross_kld`, or a sequence not generated again: NOT TRUSTED, and every "
+            "divergence gate fails with it"
+        ),
+        keys="`quality.divergence.cross_check`, `max_cross_kld`",
+        pattern=r"\.cross_check$",
+    ),
+    GateFamily(
         name="Constrained output",
         ids="`structured.<param>.constrained`",
         measures=(

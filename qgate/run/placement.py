@@ -17,7 +17,7 @@ from qgate.profile.changes import changes_of
 from qgate.profile.engines import declared
 from qgate.profile.reuse_plan import reuse_notes
 from qgate.profile.side import side as side_of
-from qgate.profile.spec_plan import speculative_notes
+from qgate.profile.spec_plan import cross_check_notes, speculative_notes
 from qgate.report.attribution import budget_note
 from qgate.run.attribute import attribution_wanted
 from qgate.run.context import RunSet
@@ -103,6 +103,7 @@ def plan_for(
             _attribution_life(out, name, profile)
         out.notes += reuse_notes(profile, name if len(profiles) > 1 else None)
         out.notes += speculative_notes(profile, name if len(profiles) > 1 else None)
+        out.notes += cross_check_notes(profile, name if len(profiles) > 1 else None)
     if why is not None and first.engine.placement == "together":
         out.notes.append(f"engine.placement 'together' cannot apply here ({why}): in sequence")
     elif why is not None and out.lives and on_cpu:

@@ -13,11 +13,11 @@ archive`); `qgate_version` has been 0.1.0 throughout, so it tells nothing yet. `
 lists the revisions known to have written older derivations (those of the committed example
 runs, checked by their tests); any other report, the revision unknown or absent, is held to
 this qgate's derivations (the newest). The claimed numbers must equal the signer's, and they
-may not be below what the records themselves need (`record_floor`: a graded session turn is
-perf derivation 9, a run in a later round 6, a second block 4, a time series 3; a verdict
-with its eval-result fields is
-quality 2), so naming an old revision does not lower the checks of records that revision
-could not have made. What remains (named under "signed but not re-derived"): the revision is
+may not be below what the records themselves need (`record_floor`: a graded session turn
+is perf derivation 9, a run in a later round 6, a second block 4, a time series 3; a
+divergence cross-check is quality 5, a verdict with its eval-result fields quality 2), so
+naming an old revision does not lower the checks of records that revision could not have
+made. What remains (named under "signed but not re-derived"): the revision is
 itself signed, not re-derived, so a report whose records an older listed revision could have
 made may name that revision and be checked as it would have been.
 """
@@ -93,7 +93,10 @@ def record_floor(report: Report) -> Derivations:
     ):
         perf, why = 3, ["perf summaries with a time series"]
     quality = 1
-    if any(v.metric is not None for v in report.quality.verdicts):
+    if report.quality.divergence is not None and report.quality.divergence.cross_check:
+        quality = 5
+        why.append("a divergence cross-check (quality.divergence.cross_check)")
+    elif any(v.metric is not None for v in report.quality.verdicts):
         quality = 2
         why.append("quality verdicts with their eval-result fields")
     return Derivations(quality, perf, "; ".join(why) or "no record needs more than 1")

@@ -44,6 +44,7 @@ from qgate.quality.data_recall import planted
 from qgate.quality.math_set import math_data_sha256, math_items, short_prompt
 from qgate.quality.records import DivergenceRun, ItemRecord, SuiteRun
 from qgate.quality.sizing import agent_items, recall_haystacks
+from qgate.report.verify.cross_check import check_cross_records
 from qgate.report.verify.ladder_check import check_ladder_items
 
 # answer extractor, then the correctness rule on (answer, expected)
@@ -373,3 +374,4 @@ def rederive_divergence(run: DivergenceRun, out: Rederived, *, required: bool) -
                     f"give kld={pos.kld} top1_agree={pos.top1_agree} delta_p={pos.delta_p}"
                 )
         out.positions += n
+    check_cross_records(run)

@@ -220,6 +220,12 @@ def signed_only(report: Report) -> list[str]:
             "quality.divergence: the per-position top-k logprobs (every KL, agreement and "
             "delta-p value is re-derived from them)"
         )
+        if report.quality.divergence.cross_check is not None:
+            out.append(
+                "quality.divergence.cross_check: the candidate's own greedy generations and "
+                "their top-k logprobs (the cross-check gate is re-derived from them; held to "
+                "one per scored sequence, its length, and logprobs <= 0)"
+            )
     out += passes_signed_only(report)
     if report.quality.speculative:
         out.append(

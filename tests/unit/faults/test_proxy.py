@@ -236,6 +236,29 @@ def test_loop_turns_a_long_answers_rest_into_bangs_of_the_same_length() -> None:
     assert not proxy.loop_payload({"choices": [{"text": "short"}]}, 5)
 
 
+def test_scores_swaps_the_two_likeliest_logprobs_at_every_nth_prompt_position() -> None:
+    """`scores:N` (vLLM #53488): the scores bent, still a distribution, the text untouched."""
+    assert proxy.Faults([proxy.Rule.parse("scores:2")]).scores_every() == 2
+    assert proxy.Faults([proxy.Rule.parse("load:1")]).scores_every() is None
+
+    def position(a: float, b: float) -> dict[str, dict[str, float]]:
+        return {"7": {"logprob": a, "rank": 1}, "9": {"logprob": b, "rank": 2}}
+
+    payload = {
+        "choices": [
+            {
+                "text": "42",
+                "prompt_logprobs": [None, position(-0.1, -2.5), position(-0.2, -3.0), {}],
+            }
+        ]
+    }
+    assert proxy.bend_scores(payload, 2) == 1  # position 0 is None, 2 bent, 1 and 3 not
+    plp = payload["choices"][0]["prompt_logprobs"]
+    assert plp[1] == position(-0.1, -2.5) and plp[2] == position(-3.0, -0.2)
+    assert payload["choices"][0]["text"] == "42"
+    assert proxy.bend_scores({"choices": [{"text": "no scores"}]}, 1) == 0
+
+
 def test_cached_corrupts_answers_served_from_reused_tokens_only() -> None:
     faults = proxy.Faults([proxy.Rule.parse("cached:100")])
     assert faults.cached_limit() == 100
@@ -291,6 +314,8 @@ def test_turns_corrupts_the_later_turns_of_a_chat_only(upstream: str) -> None:
         "set:x=",
         "set:=1",
         "set:t=no",
+        "scores:0",
+        "scores:x",
     ],
 )
 def test_bad_rules_are_refused(spec: str) -> None:

@@ -15,7 +15,7 @@ import pytest
 from helpers.resign import rederived, resigned_verify
 
 from qgate.errors import VerificationFailed
-from qgate.gates.judgement import PERF_DERIVATION
+from qgate.gates.judgement import PERF_DERIVATION, QUALITY_DERIVATION
 from qgate.report.model import Report
 
 RUN = Path(__file__).resolve().parents[3] / "examples" / "h200" / "kv-offload-envelope"
@@ -28,6 +28,7 @@ def _as_made_now(drop: Callable[[Report], None] | None = None) -> Callable[[Repo
     def edit(report: Report) -> None:
         assert report.fingerprint is not None
         report.fingerprint.qgate_revision = None  # held to this qgate's derivations
+        report.quality.derivation = QUALITY_DERIVATION
         report.perf.derivation = PERF_DERIVATION
         if drop is not None:
             drop(report)
