@@ -52,7 +52,7 @@ import contextlib
 import json
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,8 +218,9 @@ def corrupt_payload(payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
-def corrupt_sse_line(line: bytes) -> bytes:
-    """One line of a server-sent event stream, its data's text corrupted."""
+def _edit_sse(line: bytes, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> bytes:
+    """One line of a server-sent event stream with its data payload passed through `edit`
+    (comments, blank lines, [DONE] and unparsable data unchanged)."""
     if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
         return line
     try:
@@ -227,7 +228,12 @@ def corrupt_sse_line(line: bytes) -> bytes:
     except ValueError:
         return line
     end = line[len(line.rstrip(b"\r\n")) :]
-    return b"data: " + json.dumps(corrupt_payload(payload)).encode() + end
+    return b"data: " + json.dumps(edit(payload)).encode() + end
+
+
+def corrupt_sse_line(line: bytes) -> bytes:
+    """One line of a server-sent event stream, its data's text corrupted."""
+    return _edit_sse(line, corrupt_payload)
 
 
 def loop_payload(payload: dict[str, Any], after: int) -> bool:
@@ -267,21 +273,18 @@ def bend_scores(payload: dict[str, Any], every: int) -> int:
 def drop_sse_fields(line: bytes, names: Sequence[str]) -> bytes:
     """One line of a server-sent event stream with `names` taken out of its deltas; a choice
     that finished on the tool calls taken out finishes as `stop`, as a plain answer does."""
-    if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
-        return line
-    try:
-        payload = json.loads(line[6:])
-    except ValueError:
-        return line
-    for choice in payload.get("choices") or []:
-        delta = choice.get("delta")
-        if isinstance(delta, dict):
-            for name in names:
-                delta.pop(name, None)
-        if choice.get("finish_reason") == "tool_calls" and "tool_calls" in names:
-            choice["finish_reason"] = "stop"
-    end = line[len(line.rstrip(b"\r\n")) :]
-    return b"data: " + json.dumps(payload).encode() + end
+
+    def drop(payload: dict[str, Any]) -> dict[str, Any]:
+        for choice in payload.get("choices") or []:
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                for name in names:
+                    delta.pop(name, None)
+            if choice.get("finish_reason") == "tool_calls" and "tool_calls" in names:
+                choice["finish_reason"] = "stop"
+        return payload
+
+    return _edit_sse(line, drop)
 
 
 def make_app(upstream: str, faults: Faults, log: Any = None) -> Any:

@@ -3,7 +3,7 @@ asks and when it counts as honoured)."""
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Literal, Self, get_args
 
 from pydantic import Field, model_validator
 
@@ -27,19 +27,7 @@ SamplingParam = Literal[
 
 
 def _every_param() -> list[SamplingParam]:
-    return [
-        "temperature",
-        "seed",
-        "top_k",
-        "top_p",
-        "max_tokens",
-        "stop",
-        "n",
-        "logprobs",
-        "repetition_penalty",
-        "frequency_penalty",
-        "presence_penalty",
-    ]
+    return list(get_args(SamplingParam))
 
 
 class SamplingSuite(AccuracyPolicy):

@@ -32,9 +32,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from qgate.core.files import sha256_json
+from qgate.profile.sampling import SamplingParam
 
 __all__ = [
     "PARAMS",
@@ -51,19 +52,7 @@ __all__ = [
 ]
 
 SAMPLING_VERSION = "1"
-PARAMS = (
-    "temperature",
-    "seed",
-    "top_k",
-    "top_p",
-    "max_tokens",
-    "stop",
-    "n",
-    "logprobs",
-    "repetition_penalty",
-    "frequency_penalty",
-    "presence_penalty",
-)
+PARAMS: tuple[str, ...] = get_args(SamplingParam)
 """Every parameter a canary checks, in the order they are asked."""
 
 VARIED = "Write one sentence about a cat that lives in a lighthouse."
