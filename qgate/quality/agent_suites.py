@@ -193,13 +193,7 @@ class ToolCallsRunner:
     async def run(self, setting: ToolCallsSuite, ctx: SuiteContext) -> list[SuiteRun]:
         items = tool_items(agent_items(setting), setting.seed)
         runs: list[SuiteRun] = []
-        async with SuiteClient(
-            ctx.base_url,
-            ctx.model,
-            concurrency=ctx.concurrency,
-            timeout_s=ctx.timeout_s,
-            headers=ctx.headers,
-        ) as client:
+        async with ctx.client() as client:
             for suite, choice, streamed in agent_ways(
                 "tool_calls", setting.choices, setting.streamed
             ):
@@ -254,13 +248,7 @@ class StructuredRunner:
     async def run(self, setting: StructuredSuite, ctx: SuiteContext) -> list[SuiteRun]:
         items = structured_items(agent_items(setting), setting.seed)
         runs: list[SuiteRun] = []
-        async with SuiteClient(
-            ctx.base_url,
-            ctx.model,
-            concurrency=ctx.concurrency,
-            timeout_s=ctx.timeout_s,
-            headers=ctx.headers,
-        ) as client:
+        async with ctx.client() as client:
             for suite, param, streamed in agent_ways(
                 "structured", setting.params, setting.streamed
             ):

@@ -78,13 +78,7 @@ async def _long(client: SuiteClient, item: LongItem, max_tokens: int, seed: int)
 async def _burst(ctx: SuiteContext, setting: DegenerationSuite, stop: asyncio.Event) -> int:
     """Prefill-only requests, `burst_concurrency` in flight, until `stop`; how many were sent."""
     sent = 0
-    async with SuiteClient(
-        ctx.base_url,
-        ctx.model,
-        concurrency=setting.burst_concurrency,
-        timeout_s=ctx.timeout_s,
-        headers=ctx.headers,
-    ) as client:
+    async with ctx.client(concurrency=setting.burst_concurrency) as client:
 
         async def one_after_another() -> None:
             nonlocal sent
@@ -116,13 +110,7 @@ class DegenerationRunner:
         for suite in self.results(setting):
             start = time.perf_counter()
             counter = progress.items(suite, len(items))
-            async with SuiteClient(
-                ctx.base_url,
-                ctx.model,
-                concurrency=ctx.concurrency,
-                timeout_s=ctx.timeout_s,
-                headers=ctx.headers,
-            ) as client:
+            async with ctx.client() as client:
 
                 async def counted(
                     item: LongItem, client: SuiteClient = client, counter: Any = counter

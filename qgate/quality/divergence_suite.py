@@ -349,23 +349,12 @@ class DivergenceRunner:
         return {"divergence": load_corpus(setting.corpus, setting.sequences)[1]}
 
     async def reference(self, setting: DivergenceSuite, ctx: SuiteContext) -> ScoreSet:
-        async with _client(ctx) as client:
+        async with ctx.client() as client:
             return await reference_scores(setting, client, seed=ctx.seed)
 
     async def candidate(self, reference: ScoreSet, ctx: SuiteContext) -> ScoreSet:
-        async with _client(ctx) as client:
+        async with ctx.client() as client:
             return await candidate_scores(reference, client, cross_check=ctx.cross_check)
-
-
-def _client(ctx: SuiteContext) -> SuiteClient:
-    """The suites' one HTTP client for this runtime: its headers, retries and error mapping."""
-    return SuiteClient(
-        ctx.base_url,
-        ctx.model,
-        concurrency=ctx.concurrency,
-        timeout_s=ctx.timeout_s,
-        headers=ctx.headers,
-    )
 
 
 SUITE = DivergenceRunner()

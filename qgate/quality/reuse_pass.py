@@ -35,7 +35,7 @@ from qgate.core.registry import load_object
 from qgate.profile import MathSuite, QualitySpec, RecallSuite, ReuseSpec
 from qgate.profile.reuse import PassName
 from qgate.profile.suites import SuiteEntry, registered, suite_entry
-from qgate.quality.client import USAGE, SuiteClient, UsageTally
+from qgate.quality.client import USAGE, UsageTally
 from qgate.quality.records import SuiteRun
 from qgate.quality.reuse_counters import kv_capacity_tokens, parse_pass_counters, scrape_text
 from qgate.quality.reuse_records import AFTER_RESET, BEFORE_RESET, KV_USAGE, PassRun, PassSuite
@@ -157,13 +157,7 @@ def filler_prompts(total_tokens: int, per_prompt: int, salt: str) -> list[list[i
 async def _send_fillers(
     ctx: SuiteContext, prompts: list[list[int]], output_tokens: int, in_flight: int
 ) -> None:
-    async with SuiteClient(
-        ctx.base_url,
-        ctx.model,
-        concurrency=in_flight,
-        timeout_s=ctx.timeout_s,
-        headers=ctx.headers,
-    ) as client:
+    async with ctx.client(concurrency=in_flight) as client:
         body = {"model": ctx.model, "max_tokens": output_tokens, "temperature": 0.0}
         extra = {"ignore_eos": True, "min_tokens": output_tokens}
         async with asyncio.TaskGroup() as group:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from qgate.core.records import Role
 from qgate.quality.board import Board
+from qgate.quality.client import SuiteClient
 from qgate.quality.divergence_data import ScoreSet
 from qgate.quality.records import SuiteRun
 
@@ -36,6 +37,17 @@ class SuiteContext:
     check_alive: Callable[[], None] = lambda: None
     board: Board | None = None  # set when the suites may stop early (quality.stop)
     cross_check: bool = False  # the candidate's divergence scored a second way (issue 55)
+
+    def client(self, concurrency: int | None = None) -> SuiteClient:
+        """The suites' one HTTP client for this runtime (its headers, retries and error
+        mapping), `concurrency` requests in flight (default the stage's)."""
+        return SuiteClient(
+            self.base_url,
+            self.model,
+            concurrency=self.concurrency if concurrency is None else concurrency,
+            timeout_s=self.timeout_s,
+            headers=self.headers,
+        )
 
     def common(self) -> dict[str, Any]:
         """The keyword arguments the HTTP suites take (`run_math`, `run_recall`)."""

@@ -83,9 +83,7 @@ class SamplingRunner:
     async def run(self, setting: SamplingSuite, ctx: SuiteContext) -> list[SuiteRun]:
         start = time.perf_counter()
         # one request at a time: a batch of one, so batch numerics move no seeded answer
-        async with SuiteClient(
-            ctx.base_url, ctx.model, concurrency=1, timeout_s=ctx.timeout_s, headers=ctx.headers
-        ) as client:
+        async with ctx.client(concurrency=1) as client:
             items = [await _canary(client, p, setting) for p in setting.params]
         params: dict[str, str | int | float | bool | None] = {
             "max_tokens": setting.max_tokens,
