@@ -11,7 +11,10 @@ differences are not tampering and are accepted:
   relative path>`, FILE's text is parsed again with that folder, exactly as
   the run did, and compared again;
 - redaction: the report hides secret values (`***REDACTED***`); a redacted
-  string matches a file value it could have come from.
+  string matches a file value it could have come from;
+- agent suites from before `streamed`: a report whose run asked its tool-call or structured
+  suite as is only stores `streamed: false` (filled in when the report is read); FILE's suite
+  that writes no `streamed` is then read so too, as that run read it.
 
 The verdicts are then recomputed with FILE's profile, not the embedded one.
 """
@@ -25,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from qgate.core.redact import REDACTED
+from qgate.core.yamlload import YamlSyntaxError, load_yaml
 from qgate.errors import ProfileError, VerificationFailed
 from qgate.profile import Profile
 from qgate.profile.detect import RULE_BEFORE, DropRule
@@ -132,12 +136,39 @@ def as_the_run_read_it(match: Callable[[DropRule | None], T], file: Path) -> tup
     ]
 
 
+def _streamed_as_run(
+    stored: dict[str, Any], given: dict[str, Any], raw_text: str
+) -> tuple[dict[str, Any], list[str]]:
+    """`given` with each agent suite FILE writes no `streamed` for read as asked as is only,
+    where the report stores that its run asked it so (a run from before the key); the suites
+    so read."""
+    try:
+        written = load_yaml(raw_text).data
+    except YamlSyntaxError:
+        return given, []
+    quality = written.get("quality") if isinstance(written, dict) else None
+    ran, now = stored.get("quality") or {}, given.get("quality") or {}
+    keys = [
+        key
+        for key in ("tool_calls", "structured")
+        if isinstance(ran.get(key), dict)
+        and ran[key].get("streamed") is False
+        and isinstance(now.get(key), dict)
+        and now[key].get("streamed") is True
+        and not (isinstance(quality, dict) and "streamed" in (quality.get(key) or {}))
+    ]
+    if not keys:
+        return given, []
+    read = {key: {**now[key], "streamed": False} for key in keys}
+    return {**given, "quality": {**now, **read}}, [f"quality.{key}" for key in keys]
+
+
 def _match(embedded: dict[str, Any], file: Path, rule: DropRule | None) -> ProfileMatch:
     # ProfileError (exit 2) for a bad file; the files it names need not exist on the
     # auditor's machine (the checkpoint is checked by --model, by digest)
     loaded = load_profile_file(file, check_files=False, rule=rule)
     stored = _normal(embedded)
-    given = loaded.profile.model_dump(mode="json")
+    given, as_is = _streamed_as_run(stored, loaded.profile.model_dump(mode="json"), loaded.raw_text)
     diff = first_difference(stored, given)
     notes: list[str] = []
     profile = loaded.profile
@@ -147,7 +178,8 @@ def _match(embedded: dict[str, Any], file: Path, rule: DropRule | None) -> Profi
             as_run = parse_profile_text(
                 loaded.raw_text, str(file), folder, check_files=False, rule=rule
             )
-            diff = first_difference(stored, as_run.model_dump(mode="json"))
+            again, _ = _streamed_as_run(stored, as_run.model_dump(mode="json"), loaded.raw_text)
+            diff = first_difference(stored, again)
             if diff is None:
                 notes.append(
                     f"relative paths of {file.name} resolved against the run's folder {folder}"
@@ -157,5 +189,19 @@ def _match(embedded: dict[str, Any], file: Path, rule: DropRule | None) -> Profi
         raise VerificationFailed(
             f"the report's embedded profile differs from {file} at {where}: "
             f"report has {_show(was)}, file has {_show(now)}"
+        )
+    if as_is:  # the gates are recomputed with the suites as the run asked them
+        quality = profile.quality.model_copy(
+            update={
+                key.split(".", 1)[1]: getattr(profile.quality, key.split(".", 1)[1]).model_copy(
+                    update={"streamed": False}
+                )
+                for key in as_is
+            }
+        )
+        profile = profile.model_copy(update={"quality": quality})
+        notes.append(
+            f"{file.name}'s {', '.join(as_is)} read as asked as is only (streamed: false) where "
+            "it writes none, as the run read it (before agent suites were also asked streamed)"
         )
     return ProfileMatch(profile=profile, notes=notes)
