@@ -159,9 +159,13 @@ def cross_check_verdicts(
         return list(verdicts)
     gate = _judged(divergence, spec.max_cross_kld)
     paired = _paired()
+    ours = [v for v in verdicts if v.suite == paired]
+    if divergence is None and ours and not all(v.settled for v in ours):
+        # not run: the quality stage stopped once its verdict was FAIL (quality.stop)
+        gate = gate.model_copy(update={"settled": False, "reason": ours[0].reason})
     out: list[Verdict] = []
     for v in verdicts:
-        if v.suite == paired and not gate.passed:
+        if v.suite == paired and not gate.passed and divergence is not None:
             why = f"{NOT_TRUSTED} ({gate.gate} failed): {v.reason}"
             v = v.model_copy(update={"passed": False, "reason": why})
         out.append(v)

@@ -146,3 +146,18 @@ def test_the_gate_joins_from_quality_derivation_5() -> None:
 
     assert made(CROSS_CHECK_FROM) == ["divergence.max_mean_kld", "divergence.cross_check"]
     assert made(CROSS_CHECK_FROM - 1) == ["divergence.max_mean_kld"]
+
+
+def test_a_divergence_stopped_before_it_ran_leaves_the_check_unsettled_too() -> None:
+    """`stop: verdict`: the quality stage stopped on a settled FAIL before divergence ran."""
+    profile = _profile()
+    assert profile.quality.divergence is not None
+    why = "divergence: not run: the quality stage stopped once the verdict was FAIL (x settled)"
+    made = [
+        v.model_copy(update={"settled": False, "reason": why})
+        for v in evaluate_divergence(profile.quality.divergence, None)
+    ]
+    gates = {v.gate: v for v in cross_check_verdicts(profile, None, made)}
+    check = gates["divergence.cross_check"]
+    assert not check.passed and not check.settled and check.reason == why
+    assert gates["divergence.max_mean_kld"].reason == why  # not marked NOT TRUSTED
