@@ -63,7 +63,11 @@ def _compared(scored: DivergenceSequence, cross: CrossSequence) -> int:
     return min(common + 1, len(scored.token_ids), len(cross.top_ids), len(cross.top_logprobs))
 
 
-def _sequence_kld(scored: DivergenceSequence, cross: CrossSequence, top_k: int) -> float | None:
+def _sequence_kld(
+    scored: DivergenceSequence, cross: CrossSequence, top_k: int
+) -> tuple[float, int] | None:
+    """The mean KL(scored || generated) over the compared positions, and their count (None:
+    nothing comparable)."""
     ids, lps = scored.candidate_top_ids, scored.candidate_top_logprobs
     if ids is None or lps is None:
         return None
@@ -81,7 +85,7 @@ def _sequence_kld(scored: DivergenceSequence, cross: CrossSequence, top_k: int) 
             ).kld
         except ValueError:  # an empty or ragged position: nothing comparable
             return None
-    return total / n
+    return total / n, n
 
 
 def cross_summary(run: DivergenceRun) -> CrossSummary:
@@ -93,12 +97,13 @@ def cross_summary(run: DivergenceRun) -> CrossSummary:
     sequences = positions = 0
     for seq in run.sequences:
         other = cross.get(seq.id)
-        kld = _sequence_kld(seq, other, run.top_k) if other is not None else None
-        if other is None or kld is None:
+        got = _sequence_kld(seq, other, run.top_k) if other is not None else None
+        if got is None:
             missing.append(seq.id)
             continue
+        kld, n = got
         sequences += 1
-        positions += min(_compared(seq, other), len(seq.candidate_top_ids or []))
+        positions += n
         if worst is None or not kld <= worst:  # a NaN is the worst
             worst, worst_id = kld, seq.id
     return CrossSummary(sequences, positions, tuple(missing), worst, worst_id)

@@ -7,6 +7,7 @@ import pytest
 from helpers.report_synthetic import build_report
 
 from qgate.errors import VerificationFailed
+from qgate.gates.cross_check import cross_summary
 from qgate.quality.records import CrossSequence, DivergenceRun, DivergenceSequence
 from qgate.report.verify.cross_check import check_cross_records
 from qgate.report.verify.derivation import record_floor
@@ -20,6 +21,8 @@ def _seq(sid: str) -> DivergenceSequence:
         kld=[0.0, 0.0],
         top1_agree=[True, True],
         delta_p=[0.0, 0.0],
+        candidate_top_ids=[[1, 5], [1, 6]],
+        candidate_top_logprobs=[[-2.0, -0.2], [-1.5, -0.3]],
     )
 
 
@@ -40,9 +43,12 @@ def _run(cross: list[CrossSequence] | None) -> DivergenceRun:
 
 
 def test_whole_records_and_a_missing_one_pass_the_shape_check() -> None:
-    check_cross_records(_run([_cross("a"), _cross("b")]))
-    check_cross_records(_run([_cross("a")]))  # the gate says NOT TRUSTED, not this check
-    check_cross_records(_run(None))
+    """The check refuses only records the run could not have made: a missing generation is
+    left to the gate, which reads it as NOT TRUSTED."""
+    for cross in ([_cross("a"), _cross("b")], [_cross("a")], None):
+        assert check_cross_records(_run(cross)) is None  # raises on a malformed record
+    assert cross_summary(_run([_cross("a")])).missing == ("b",)
+    assert cross_summary(_run([_cross("a"), _cross("b")])).missing == ()
 
 
 @pytest.mark.parametrize(
