@@ -21,10 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.resign import resigned_verify
+from helpers.resign import rederived, resigned_verify
 
 from qgate.errors import VerificationFailed
+from qgate.gates.judge import quality_verdicts
+from qgate.gates.judgement import Derivation
+from qgate.profile import Profile
 from qgate.report.model import Report
+from qgate.report.verify.recompute import evidence_of
 from qgate.runtime.vllm_server import VllmServer
 
 pytestmark = pytest.mark.integration
@@ -98,3 +102,25 @@ def test_a_passed_cross_check_written_over_the_records_is_refused(runs: dict[str
     profile = next(bent.report.parent.parent.parent.glob("*.yaml"))
     with pytest.raises(VerificationFailed, match="divergence"):
         resigned_verify(bent.report.parent, forge, profile)
+
+
+def test_a_generation_taken_out_is_refused_even_with_every_verdict_derived_again(
+    runs: dict[str, Any],
+) -> None:
+    """An insider takes one generation out of the clean run and derives every verdict again
+    with qgate's own judge (the cross-check then says NOT TRUSTED, consistently): verify holds
+    the records to the plan, which asks one generation a scored sequence."""
+    clean = runs["clean"]
+
+    def take_one_out(report: Report) -> None:
+        div = report.quality.divergence
+        assert div is not None and div.cross_check
+        div.cross_check = div.cross_check[1:]
+        derivation = Derivation(quality=report.quality.derivation, perf=report.perf.derivation)
+        profile = Profile.model_validate(report.profile)
+        report.quality.verdicts = quality_verdicts(profile, evidence_of(report), derivation)
+        rederived(report)
+
+    profile = next(clean.report.parent.parent.parent.glob("*.yaml"))
+    with pytest.raises(VerificationFailed, match="1 of 4 have no generation"):
+        resigned_verify(clean.report.parent, take_one_out, profile)

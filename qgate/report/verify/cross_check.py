@@ -9,9 +9,38 @@ could not have made is refused before the gate reads it.
 from __future__ import annotations
 
 from qgate.errors import VerificationFailed
+from qgate.gates.cross_check import CROSS_CHECK_FROM
+from qgate.profile import Profile
+from qgate.profile.spec_plan import cross_checked
 from qgate.quality.records import DivergenceRun
 
-__all__ = ["check_cross_records"]
+__all__ = ["check_cross_planned", "check_cross_records"]
+
+
+def check_cross_planned(run: DivergenceRun, profile: Profile, derivation: int) -> str | None:
+    """Hold the cross-check's records to the plan (quality derivation 5 on): where the profile
+    asks the candidate's scores cross-checked, one generation per scored sequence (a run that
+    could not generate one fails, it writes no report: a missing one was taken out); where it
+    asks none, none. The checked line, or None where there is nothing to hold."""
+    if derivation < CROSS_CHECK_FROM:
+        return None
+    asked = cross_checked(profile)
+    held = {c.id for c in run.cross_check or []}
+    if not asked:
+        if run.cross_check is not None:
+            raise VerificationFailed(
+                "quality.divergence.cross_check: generations the profile does not ask for "
+                "(the candidate does not speculate and cross_check is not 'always')"
+            )
+        return None
+    gone = [s.id for s in run.sequences if s.id not in held]
+    if gone:
+        raise VerificationFailed(
+            f"quality.divergence.cross_check: the profile asks every scored sequence "
+            f"generated again; {len(gone)} of {len(run.sequences)} have no generation "
+            f"({', '.join(gone[:3])})"
+        )
+    return f"{len(held)} divergence cross-check generations held to the plan, one a sequence"
 
 
 def check_cross_records(run: DivergenceRun) -> None:

@@ -27,6 +27,7 @@ from qgate.quality.calibrate import check_stored, model_label, model_problem, st
 from qgate.report.model import PREDICATE_TYPE, Report
 from qgate.report.verify.attribution import check_attribution
 from qgate.report.verify.cluster import check_cluster
+from qgate.report.verify.cross_check import check_cross_planned
 from qgate.report.verify.derivation import check_derivations
 from qgate.report.verify.envelope import (
     VerifyResult,
@@ -302,6 +303,9 @@ def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult[Re
     if report.quality.divergence is not None:
         required = report.schema_version != "1"
         rederive_divergence(report.quality.divergence, done, required=required)
+        planned = check_cross_planned(report.quality.divergence, prof, report.quality.derivation)
+        if planned:
+            result.checked.append(planned)
         if done.positions:
             result.checked.append(f"{done.positions} divergence positions re-derived from logprobs")
     if done.not_rederived:

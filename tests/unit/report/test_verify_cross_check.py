@@ -8,8 +8,9 @@ from helpers.report_synthetic import build_report
 
 from qgate.errors import VerificationFailed
 from qgate.gates.cross_check import cross_summary
+from qgate.profile import Profile
 from qgate.quality.records import CrossSequence, DivergenceRun, DivergenceSequence
-from qgate.report.verify.cross_check import check_cross_records
+from qgate.report.verify.cross_check import check_cross_planned, check_cross_records
 from qgate.report.verify.derivation import record_floor
 
 
@@ -79,3 +80,31 @@ def test_a_report_with_a_cross_check_needs_quality_derivation_5() -> None:
     report.quality.divergence = _run([_cross("a"), _cross("b")])
     floor = record_floor(report)
     assert floor.quality == 5 and "divergence cross-check" in floor.why
+
+
+NGRAM = '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3}'
+
+
+def _profile(speculates: bool) -> Profile:
+    return Profile.model_validate(
+        {
+            "name": "t",
+            "model": {"embedded": "smollm2"},
+            "candidate": {"args": {"speculative_config": NGRAM} if speculates else {}},
+            "quality": {"divergence": {"sequences": 2, "tokens": 2, "max_mean_kld": 1.0}},
+        }
+    )
+
+
+def test_the_generations_are_held_to_the_plan() -> None:
+    whole = _run([_cross("a"), _cross("b")])
+    line = check_cross_planned(whole, _profile(True), 5)
+    assert line is not None and line.startswith("2 divergence cross-check generations held")
+    with pytest.raises(VerificationFailed, match=r"1 of 2 have no generation \(b\)"):
+        check_cross_planned(_run([_cross("a")]), _profile(True), 5)  # one taken out
+    with pytest.raises(VerificationFailed, match="2 of 2 have no generation"):
+        check_cross_planned(_run(None), _profile(True), 5)
+    with pytest.raises(VerificationFailed, match="the profile does not ask for"):
+        check_cross_planned(whole, _profile(False), 5)
+    assert check_cross_planned(_run(None), _profile(False), 5) is None
+    assert check_cross_planned(_run(None), _profile(True), 4) is None  # before derivation 5
