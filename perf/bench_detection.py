@@ -57,10 +57,13 @@ DEFAULT_OUT = ROOT / "perf" / "results" / "detection"
 ENGINE_ARGS = {"max_model_len": 4096, "enforce_eager": True}
 
 
-def quality(chunk: str, items: int, rule: str = "point") -> dict[str, Any]:
+def quality(
+    chunk: str, items: int, rule: str = "point", skip: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """The detection profile's suites: modest item counts, the demo's limits. Under `rule:
     bound` (issue 53) every max_drop is judged by its bound, and a suite too small for its
-    margin to ever PASS (validate refuses it) gets the fewest items that can show it."""
+    margin to ever PASS (validate refuses it) gets the fewest items that can show it. `skip`
+    names suites left out (a smoke run's time: `--skip tool_calls`)."""
     q: dict[str, Any] = {
         "concurrency": 8,
         "math": {
@@ -104,6 +107,8 @@ def quality(chunk: str, items: int, rule: str = "point") -> dict[str, Any]:
             "max_p99_kld": 0.5,
             "min_top1_agreement": 0.85,
         }
+    for key in skip:
+        q.pop(key, None)
     if rule == "bound":
         for suite in q.values():
             if isinstance(suite, dict) and "max_drop" in suite:
@@ -148,6 +153,7 @@ def proxy_profile(
     items: int,
     idle_s: float,
     rule: str = "point",
+    skip: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     return {
         "name": "detection-proxy",
@@ -163,7 +169,7 @@ def proxy_profile(
             }
             for f in faults
         },
-        "quality": quality("proxy", items, rule),
+        "quality": quality("proxy", items, rule, skip),
         "lives": lives("proxy", idle_s),
     }
 
@@ -275,12 +281,14 @@ def run_proxy(
     idle_s: float,
     upstream: str | None = None,
     rule: str = "point",
+    skip: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The proxy chunk: one vLLM server (started here under the lock, or `upstream`, one
     already running: nothing started, the lock not taken), seen directly and through one
     fault proxy per candidate."""
     if upstream is not None:
-        done = proxied(faults, items, work, seed, idle_s, upstream.removesuffix("/v1"), rule)
+        base = upstream.removesuffix("/v1")
+        done = proxied(faults, items, work, seed, idle_s, base, rule, skip)
         return done | {"lock_wait_s": 0.0, "server_ready_s": None, "upstream": "given"}
     from qgate.checkpoint.embedded import checkpoint_path
     from qgate.profile.chat_templates import resolve_chat_template
@@ -312,7 +320,7 @@ def run_proxy(
         with server:
             ready = time.monotonic() - t0
             base = server.base_url.removesuffix("/v1")
-            done = proxied(faults, items, work, seed, idle_s, base, rule)
+            done = proxied(faults, items, work, seed, idle_s, base, rule, skip)
     return done | {"lock_wait_s": waited, "server_ready_s": ready}
 
 
@@ -324,6 +332,7 @@ def proxied(
     idle_s: float,
     upstream: str,
     rule: str = "point",
+    skip: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """One fault proxy per candidate in front of `upstream` (http://host:port), and the
     `qgate run` whose reference is `upstream` itself and whose candidates are the proxies."""
@@ -354,7 +363,7 @@ def proxied(
         for f in faults:
             wait_http(urls[f.name] + "/models")
             lives[f.name] = (work / f"{f.name}.out").read_text().strip().split("\n")[0]
-        profile = proxy_profile(upstream + "/v1", urls, faults, items, idle_s, rule)
+        profile = proxy_profile(upstream + "/v1", urls, faults, items, idle_s, rule, skip)
         report, wall, rc = qgate_run(profile, work)
     finally:
         for proc, out in procs:
@@ -539,6 +548,12 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=32, help="math items per form (others scale)")
     ap.add_argument("--seed", type=int, default=0, help="the proxies' fault seed")
     ap.add_argument(
+        "--skip",
+        default="",
+        help="proxy chunk: comma-separated suites left out of its profile (a smoke run: "
+        "tool_calls, structured)",
+    )
+    ap.add_argument(
         "--rule",
         choices=("point", "bound"),
         default="point",
@@ -593,8 +608,9 @@ def main() -> None:
             else:
                 before = os.getloadavg()
                 if chunk == "proxy":
+                    skip = tuple(filter(None, ns.skip.split(",")))
                     done = run_proxy(
-                        faults, ns.items, work, ns.seed, ns.idle_s, ns.upstream, ns.rule
+                        faults, ns.items, work, ns.seed, ns.idle_s, ns.upstream, ns.rule, skip
                     )
                 else:
                     done = run_started(chunk, faults, ns.items, work, ns.rule)

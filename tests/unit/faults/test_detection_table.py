@@ -182,13 +182,27 @@ def test_a_catch_by_the_life_probes_is_named_with_what_they_lost() -> None:
     assert table._needs(row).startswith("life probes lost 1/4 after 35 s idle (no peer")
 
 
-def test_a_partial_rerun_replaces_its_rows_and_keeps_its_own_cost() -> None:
+def _bench() -> Any:
     spec = importlib.util.spec_from_file_location(
         "bench_detection", ROOT / "perf" / "bench_detection.py"
     )
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_a_skipped_suite_leaves_the_proxy_profile_and_the_rest_keep_their_rule() -> None:
+    bench = _bench()
+    whole = bench.quality("proxy", 32, "bound")
+    assert {"math", "tool_calls", "structured"} <= set(whole)
+    smoke = bench.quality("proxy", 32, "bound", ("tool_calls",))
+    assert "tool_calls" not in smoke and smoke["structured"] == whole["structured"]
+    assert smoke["math"]["rule"] == smoke["structured"]["rule"] == "bound"
+
+
+def test_a_partial_rerun_replaces_its_rows_and_keeps_its_own_cost() -> None:
+    bench = _bench()
     old = {
         "chunk": "proxy",
         "wall_s": 424.0,
