@@ -28,6 +28,7 @@ from qgate.gates.judgement import (
     BOOTSTRAP_SEED,
     CURRENT,
     POOLED,
+    REFERENCE_LIVES,
     Derivation,
     Evidence,
     Judgement,
@@ -40,6 +41,7 @@ from qgate.gates.life import excluded_rounds, life_verdicts
 from qgate.gates.notices import quality_warnings
 from qgate.gates.pooled import envelope_verdicts
 from qgate.gates.quality import evaluate_quality
+from qgate.gates.reference_lives import ReferenceLives, reference_lives
 from qgate.gates.scenario import scenario_verdicts
 from qgate.gates.speed import report_gates
 from qgate.perf.blocks import compare_blocks, pooled
@@ -56,6 +58,7 @@ __all__ = [
     "judge",
     "lives_judged",
     "overall",
+    "reference_judged",
     "perf_results",
     "perf_status",
     "quality_verdicts",
@@ -154,29 +157,55 @@ def quality_verdicts(
 def lives_judged(
     profile: Profile, evidence: Evidence, derivation: Derivation = CURRENT
 ) -> LivesSection | None:
-    """The life probes and their verdicts, and the rounds a failed life served (None: no life
-    asked any)."""
+    """The life probes and their verdicts (the reference's lives', from perf derivation 12,
+    then the candidate's), and the rounds a failed or broken life served (None: no life asked
+    any)."""
     records = evidence.life_probes
     if not records:
         return None
     alone, pooled = derivation.perf >= ALONE, derivation.perf >= POOLED
-    verdicts = life_verdicts(profile.lives, evidence.runs, records, alone=alone, pooled=pooled)
+    reference = reference_judged(profile, evidence, derivation)
+    verdicts = life_verdicts(
+        profile.lives,
+        evidence.runs,
+        records,
+        alone=alone,
+        pooled=pooled,
+        reference=reference,
+        host=evidence.host,
+    )
+    own = reference.verdicts if reference is not None else []
     return LivesSection(
         records=list(records),
-        verdicts=verdicts,
-        excluded_rounds=sorted(excluded_rounds(records, verdicts)),
+        verdicts=own + verdicts,
+        excluded_rounds=sorted(excluded_rounds(records, verdicts, reference)),
     )
+
+
+def reference_judged(
+    profile: Profile, evidence: Evidence, derivation: Derivation = CURRENT
+) -> ReferenceLives | None:
+    """The reference's own lives graded (perf derivation 12 on; None before)."""
+    if derivation.perf < REFERENCE_LIVES:
+        return None
+    return reference_lives(profile.lives, evidence.runs, evidence.life_probes, evidence.host)
 
 
 def envelope_judged(
     profile: Profile, evidence: Evidence, derivation: Derivation = CURRENT
 ) -> list[Verdict]:
     """The pooled envelope gate over every probe answer (perf derivation 11 on; [] before, and
-    when the candidate asked no graded probe)."""
+    when the candidate asked no graded probe); from 12, its lives' answers judged as the life
+    gates judge them (no floor from a broken reference life)."""
     if derivation.perf < POOLED:
         return []
+    reference = reference_judged(profile, evidence, derivation)
     return envelope_verdicts(
-        profile.envelope, evidence.runs, evidence.perf_runs, evidence.life_probes
+        profile.envelope,
+        evidence.runs,
+        evidence.perf_runs,
+        evidence.life_probes,
+        leave_out=reference.keys() if reference is not None else (),
     )
 
 

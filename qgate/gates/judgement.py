@@ -33,6 +33,7 @@ __all__ = [
     "POOLED",
     "QUALITY_DERIVATION",
     "QUALITY_V2_FIELDS",
+    "REFERENCE_LIVES",
     "Derivation",
     "Evidence",
     "Judgement",
@@ -79,12 +80,19 @@ QUALITY_V2_FIELDS = ("metric", "comparator", "n", "power", "min_detectable_drop"
 #     serving, one Clopper-Pearson bound on the rate of broken answers against
 #     `envelope.max_broken`), and a candidate life that judged no item INCONCLUSIVE, not PASS
 #     (its round stays in the ratios: only a failed life's is kept out).
-PERF_DERIVATION = 11
+# 12: the reference's own lives graded (gates/reference_lives.py): a verdict per reference life
+#     and kind, INCONCLUSIVE for a broken one (named by life, round and node), whose round is
+#     kept out of the ratios, whose answers set no floor, and beside which the candidate's
+#     lives of that round and kind are INCONCLUSIVE.
+PERF_DERIVATION = 12
 ALONE = 10
 """The perf derivation from which life probes are judged against the reference's own."""
 POOLED = 11
 """The perf derivation from which the envelope's probe answers are pooled into one gate and
 a life with nothing judged is INCONCLUSIVE."""
+REFERENCE_LIVES = 12
+"""The perf derivation from which the reference's own lives get verdicts and a broken one
+makes the run INCONCLUSIVE."""
 BOOTSTRAP_SEED = 0
 """The seed every run draws its bootstrap with (verify holds a report to it)."""
 
@@ -120,18 +128,22 @@ class ScenarioResult(Record):
 
 class LivesSection(Record):
     """Every life graded (issue 44): the probes each server life answered at its start and
-    after its idle pause, and a verdict per candidate life and kind (qgate/perf/life_probes.py)."""
+    after its idle pause, and a verdict per life and kind (qgate/perf/life_probes.py): the
+    candidate's, and from perf derivation 12 the reference's (gates/reference_lives.py)."""
 
     records: list[LifeProbes] = Field(
         default_factory=list, description="Each life's probe sets, in the order asked."
     )
     verdicts: list[Verdict] = Field(
-        default_factory=list, description="life_verdicts over the records, candidate lives only."
+        default_factory=list,
+        description="The reference lives' verdicts (perf derivation 12 on), then life_verdicts "
+        "over the candidate's lives.",
     )
     excluded_rounds: list[int] = Field(
         default_factory=list,
-        description="Perf rounds (0-based) a failed candidate life served: their runs stay in "
-        "perf.runs but are kept out of every comparison (ratio) and speed gate.",
+        description="Perf rounds (0-based) a failed candidate life or a broken reference life "
+        "served: their runs stay in perf.runs but are kept out of every comparison (ratio) "
+        "and speed gate.",
     )
 
 
@@ -174,6 +186,11 @@ class Evidence(Record):
     )
     life_probes: tuple[LifeProbes, ...] = Field(
         default=(), description="Each server life's start and idle probes."
+    )
+    host: str | None = Field(
+        default=None,
+        description="The machine qgate ran on (the fingerprint's hostname): the node a life "
+        "recorded without one ran on, as a broken reference life's verdict names it.",
     )
     status: PerfStatus = Field(
         default="ran",

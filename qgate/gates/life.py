@@ -1,12 +1,14 @@
 """The life gates (`lives:`): each candidate life's start and idle probes against the items
 the reference answers right, and the perf rounds a failed life served (kept out of the
-ratios). The probes themselves, asked of every life, are qgate/perf/life_probes.py."""
+ratios). The probes themselves, asked of every life, are qgate/perf/life_probes.py; the
+reference's own lives are graded by gates/reference_lives.py (perf derivation 12)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from qgate.core.verdict import Verdict
+from qgate.gates.reference_lives import LifeKey, ReferenceLives, life_key, where_label
 from qgate.perf.life_probes import LifeProbes, ProbeKind, life_label, when_asked
 from qgate.perf.probes import graded
 from qgate.perf.records import RequestRecord
@@ -21,7 +23,10 @@ LifeAsks = tuple[LifeProbes, list[RequestRecord], list[RequestRecord]]
 
 
 def reference_right(
-    reference_runs: Iterable[SuiteRun], lives: Iterable[LifeProbes], alone: bool = True
+    reference_runs: Iterable[SuiteRun],
+    lives: Iterable[LifeProbes],
+    alone: bool = True,
+    leave_out: Collection[LifeKey] = (),
 ) -> dict[ProbeKind, set[str]]:
     """Per kind, the items a candidate life is judged on.
 
@@ -31,7 +36,8 @@ def reference_right(
     numerics vary with the batch, the one server answered an item right in a batch of 8 and
     wrong alone, every time: a false alarm on an A/A). Where the reference asked none of that
     kind, and before derivation 10: the items it answered right in its quality stage
-    (math.short) and in every probe of that kind its own lives asked."""
+    (math.short) and in every probe of that kind its own lives asked. The reference lives in
+    `leave_out` (broken ones, perf derivation 12) set no floor: their answers are a fault's."""
     right = {i.id for r in reference_runs if r.suite == PROBED for i in r.items if i.correct}
     out: dict[ProbeKind, set[str]] = {"start": set(right), "idle": set(right)}
     own: dict[ProbeKind, tuple[set[str], set[str]]] = {
@@ -39,7 +45,7 @@ def reference_right(
         "idle": (set(), set()),
     }
     for p in lives:
-        if p.role == "reference":
+        if p.role == "reference" and life_key(p) not in leave_out:
             for r in p.requests:
                 if r.probe_id is not None and r.probe_truth is not None:
                     own[p.kind][0 if graded(r) else 1].add(r.probe_id)
@@ -53,7 +59,10 @@ def reference_right(
 
 
 def judged_asks(
-    quality_runs: Sequence[SuiteRun], lives: Sequence[LifeProbes], alone: bool = True
+    quality_runs: Sequence[SuiteRun],
+    lives: Sequence[LifeProbes],
+    alone: bool = True,
+    leave_out: Collection[LifeKey] = (),
 ) -> list[LifeAsks]:
     """Each candidate life's asks and the judged ones among them: items the reference answers
     right (`reference_right`) that the candidate did not already lose in its own quality
@@ -61,7 +70,8 @@ def judged_asks(
 
     `quality_runs` are both sides' quality records. The life gates and the pooled envelope
     gate (gates/pooled.py) read the same asks."""
-    right = reference_right([r for r in quality_runs if r.role == "reference"], lives, alone)
+    references = [r for r in quality_runs if r.role == "reference"]
+    right = reference_right(references, lives, alone, leave_out)
     lost_before = {
         i.id
         for r in quality_runs
@@ -85,14 +95,20 @@ def life_verdicts(
     lives: Sequence[LifeProbes],
     alone: bool = True,
     pooled: bool = True,
+    reference: ReferenceLives | None = None,
+    host: str | None = None,
 ) -> list[Verdict]:
     """One verdict per candidate life and kind: the items it lost against `max_flips`, a
     gross-fault alarm for that life (the pooled envelope gate bounds the rate).
 
     `pooled` (perf derivation 11 on): a life that judged no item is INCONCLUSIVE, never
-    PASS: nothing showed it answers right. Before: it passed, flagged underpowered."""
+    PASS: nothing showed it answers right. Before: it passed, flagged underpowered.
+    `reference` (perf derivation 12 on): the reference lives graded; a broken one sets no
+    floor, and a candidate life of its round and kind is INCONCLUSIVE whatever it lost (the
+    round's conditions broke the reference too: nothing there tells the candidate's harm)."""
     out: list[Verdict] = []
-    for p, asked, judged in judged_asks(quality_runs, lives, alone):
+    leave_out = reference.keys() if reference is not None else frozenset()
+    for p, asked, judged in judged_asks(quality_runs, lives, alone, leave_out):
         lost = sorted({r.probe_id for r in judged if not graded(r) and r.probe_id is not None})
         others = (
             "not answered right by the reference's own probes of this kind"
@@ -107,35 +123,48 @@ def life_verdicts(
         if lost:
             reason += ": " + ", ".join(lost[:4]) + (" ..." if len(lost) > 4 else "")
         nothing = pooled and not judged
-        if nothing:
+        tainted = reference.tainting(p) if reference is not None else None
+        if tainted is not None:
+            reason = (
+                f"INCONCLUSIVE: {reason}: the reference's life of this round, "
+                f"{where_label(tainted, host)}, failed its own probes {when_asked(tainted)}"
+            )
+        elif nothing:
             reason = (
                 f"INCONCLUSIVE: {reason}: no item judged, nothing shows this life answers right"
             )
+        unsure = nothing or tainted is not None
         out.append(
             Verdict(
                 gate=f"lives.{p.side}.{p.life + 1}.{p.kind}",
                 suite="lives",
                 observed=float(len(lost)),
                 limit=float(spec.max_flips),
-                passed=len(lost) <= spec.max_flips and not nothing,
+                passed=len(lost) <= spec.max_flips and not unsure,
                 underpowered=not judged,
                 reason=reason,
                 metric="lost_items",
                 comparator="<=",
                 n=len(judged),
-                inconclusive=nothing,
+                inconclusive=unsure,
             )
         )
     return out
 
 
-def excluded_rounds(lives: Sequence[LifeProbes], verdicts: Iterable[Verdict]) -> set[int]:
-    """The perf rounds a failed candidate life served: their runs are kept out of the ratios
-    (an INCONCLUSIVE life's stay in: nothing showed it broken)."""
+def excluded_rounds(
+    lives: Sequence[LifeProbes],
+    verdicts: Iterable[Verdict],
+    reference: ReferenceLives | None = None,
+) -> set[int]:
+    """The perf rounds a failed candidate life or a broken reference life served: their runs
+    are kept out of the ratios (an INCONCLUSIVE candidate life's stay in: nothing showed it
+    broken)."""
     failed = {
         v.gate for v in verdicts if v.suite == "lives" and not v.passed and not v.inconclusive
     }
-    return {
+    broken = reference.rounds() if reference is not None else set()
+    return broken | {
         p.round
         for p in lives
         if p.role == "candidate" and f"lives.{p.side}.{p.life + 1}.{p.kind}" in failed

@@ -24,13 +24,14 @@ Pure, like every gate: the one judge calls it for `qgate run` and `qgate verify`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from qgate.core.bounds import clean_asks_to_show, rate_lower, rate_upper
 from qgate.core.verdict import Verdict
 from qgate.gates.life import judged_asks
 from qgate.gates.probes import graded_probes, lost_at_light_load
+from qgate.gates.reference_lives import LifeKey
 from qgate.perf.life_probes import LifeProbes
 from qgate.perf.probes import graded
 from qgate.perf.records import RequestRecord, ScenarioRun
@@ -71,8 +72,10 @@ def pool(
     perf_runs: Sequence[ScenarioRun],
     lives: Sequence[LifeProbes],
     alone: bool = True,
+    leave_out: Collection[LifeKey] = (),
 ) -> Pool:
-    """Every judged probe answer of the candidate, perf scenarios and lives."""
+    """Every judged probe answer of the candidate, perf scenarios and lives (the lives' as the
+    life gates judge them: `leave_out` the broken reference lives, which set no floor)."""
     out = Pool()
     by_key: dict[tuple[str, str], list[ScenarioRun]] = {}
     for run in perf_runs:
@@ -84,7 +87,7 @@ def pool(
         ref_wrong = {r.probe_id for r in refs if not graded(r)}
         skip = ref_wrong | lost_at_light_load(by_key.get((name, "candidate"), []))
         out.add("perf", (r for r in cands if r.probe_id not in skip))
-    for _, asked, judged in judged_asks(quality_runs, lives, alone):
+    for _, asked, judged in judged_asks(quality_runs, lives, alone, leave_out):
         out.asked += len(asked)
         out.add("lives", judged)
     return out
@@ -96,9 +99,10 @@ def envelope_verdicts(
     perf_runs: Sequence[ScenarioRun],
     lives: Sequence[LifeProbes],
     alone: bool = True,
+    leave_out: Collection[LifeKey] = (),
 ) -> list[Verdict]:
     """The pooled envelope gate over the candidate's probe answers ([]: it asked none)."""
-    got = pool(quality_runs, perf_runs, lives, alone)
+    got = pool(quality_runs, perf_runs, lives, alone, leave_out)
     if not got.asked:
         return []
     confidence = 1 - spec.alpha

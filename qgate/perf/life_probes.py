@@ -12,7 +12,9 @@ reference answered correctly in its quality stage (`math.short`) and in every pr
 same kind (start or idle) of its own lives (the reference's own misses are its noise, never
 held against the candidate) and that the candidate did not already lose in its own quality
 stage (the quality gates judge that); more than `max_flips` lost items fail the life.
-Reference lives are graded and shown, and set that floor; they get no verdict of their own.
+Reference lives are graded and shown, and set that floor; from perf derivation 12 each gets a
+verdict of its own against the items' known answers (qgate/gates/reference_lives.py): a broken
+one makes the run INCONCLUSIVE and sets no floor.
 
 A side qgate does not start (an `endpoint`) is a server all the same, and can go bad after
 an idle pause: its "life" is qgate's contact with it, probed at the first contact and after

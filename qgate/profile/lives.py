@@ -19,7 +19,10 @@ class LivesSpec(Strict):
     every probe of the same kind (start or idle) it asked itself, and the candidate in its own
     quality stage (a loss there is the quality gates'), and more than `max_flips`
     lost items fail that life (named in the report by side, round and node), whose perf
-    figures are then kept out of the ratios. A side qgate does not start (an `endpoint`) is
+    figures are then kept out of the ratios. The reference's own lives are held to the items'
+    known answers too: one that loses more than `max_flips` items another of its lives of the
+    kind answered right, or answers none right, is broken, which makes the run INCONCLUSIVE
+    and keeps its round out of the ratios. A side qgate does not start (an `endpoint`) is
     probed the same way, at qgate's first contact with it and after the pause, and named an
     endpoint, not a life of qgate's. Needs a math suite in `quality`.
     """
@@ -48,7 +51,9 @@ class LivesSpec(Strict):
         ge=0,
         le=64,
         description="Items a candidate life may lose at its start or after its pause (each "
-        "kind counted on its own) before that life fails.",
+        "kind counted on its own) before that life fails; and a reference life, of the items "
+        "another of its lives of that kind answered right, before it is broken (the run "
+        "INCONCLUSIVE).",
     )
 
 

@@ -78,6 +78,7 @@ def build_report(
         noise_floor=noise_floor,
         perf_runs=tuple(perf_runs),
         life_probes=tuple(life_probes),
+        host=fingerprint.hostname if fingerprint is not None else None,
         status=perf_status,
     )
     judged = judge(

@@ -230,10 +230,28 @@ FAMILIES: tuple[GateFamily, ...] = (
         fails=(
             "More than `max_flips` of a life's probe items lost: that life fails, named by side, "
             "round and node, and its perf figures leave the ratios; a life that judged no item is "
-            "INCONCLUSIVE (perf derivation 11 on)"
+            "INCONCLUSIVE (perf derivation 11 on), and so is a life beside a broken reference "
+            "life of its round and kind (12 on)"
         ),
         keys="`lives.probes`, `idle_s`, `max_flips`",
-        pattern=r"^lives\.[^.]+\.\d+\.(start|idle)$",
+        pattern=r"^lives\.(?!reference\.)[^.]+\.\d+\.(start|idle)$",
+    ),
+    GateFamily(
+        name="Reference lives",
+        ids="`lives.reference.<life>.start`, `.idle`",
+        measures=(
+            "The reference's own lives' probes (perf derivation 12 on), on the items it answered "
+            "right in its quality stage and, where it has several lives of a kind, another of "
+            "them answered right too"
+        ),
+        fails=(
+            "Never FAIL (the reference is not gated): a broken life (more than `max_flips` lost "
+            "against its sibling lives, or none right) is INCONCLUSIVE, named by life, round and "
+            "node; its round leaves the ratios and the candidate's lives of that round and kind "
+            "are INCONCLUSIVE"
+        ),
+        keys="`lives.probes`, `idle_s`, `max_flips`",
+        pattern=r"^lives\.reference\.\d+\.(start|idle)$",
     ),
     GateFamily(
         name="Pooled envelope",

@@ -109,8 +109,17 @@ def test_the_idle_fault_fails_the_candidate_life_by_its_idle_probe(
     pred = _statement(report)
     lives = pred["lives"]
     verdicts = {v["gate"]: v for v in lives["verdicts"]}
-    # one verdict per candidate life and kind; the reference's lives set the floor
-    assert sorted(verdicts) == ["lives.candidate.2.idle", "lives.candidate.2.start"], verdicts
+    # one verdict per life and kind; the reference's lives (healthy here) set the floor and
+    # are graded too (perf derivation 12)
+    assert sorted(verdicts) == [
+        "lives.candidate.2.idle",
+        "lives.candidate.2.start",
+        "lives.reference.1.idle",
+        "lives.reference.1.start",
+    ], verdicts
+    assert all(verdicts[g]["passed"] for g in verdicts if g.startswith("lives.reference.")), (
+        verdicts
+    )
     idle = verdicts["lives.candidate.2.idle"]
     assert not idle["passed"] and idle["observed"] >= 1, idle
     label = r"candidate endpoint \(round 1; already running, not started by qgate\)"

@@ -1,10 +1,13 @@
-"""Every life graded: each server life's start and idle probes, and each candidate life's verdict.
+"""Every life graded: each server life's start and idle probes and its verdict (the reference's
+lives' from perf derivation 12, gates/reference_lives.py).
 
 Read from the report as stored (the records and the verdicts `verify` re-derives).
 """
 
 from __future__ import annotations
 
+from qgate.core.verdict import Verdict
+from qgate.gates.judgement import REFERENCE_LIVES
 from qgate.perf.life_probes import life_label, when_asked
 from qgate.perf.probes import graded
 from qgate.report.model import Report
@@ -26,8 +29,15 @@ def lives_section(report: Report) -> Section | None:
         "work and an idle pause, one at a time (the first request after the pause is a probe), "
         "graded against each item's known answer. A candidate life loses an item the "
         "reference answered right in its quality stage and in every probe of that kind it "
-        "asked; reference lives set that floor and have no verdict of their own."
+        "asked; reference lives set that floor."
     )
+    if report.perf.derivation >= REFERENCE_LIVES:
+        sec.lines.append(
+            "Each reference life is graded too, on the items it answered right in its quality "
+            "stage (and, where it has several lives of a kind, another of them answered right): "
+            "a broken one makes the run INCONCLUSIVE, its round is kept out of the ratios and "
+            "the candidate's lives of that round are not judged against it."
+        )
     if any(p.endpoint for p in lives.records):
         sec.lines.append(
             "A side qgate did not start (an endpoint, already running) is probed the same way: "
@@ -39,7 +49,7 @@ def lives_section(report: Report) -> Section | None:
         asked = [r for r in p.requests if r.probe_truth is not None]
         right = sum(1 for r in asked if graded(r))
         v = verdicts.get(f"lives.{p.side}.{p.life + 1}.{p.kind}")
-        verdict = "–" if v is None else ("PASS" if v.passed else "FAIL")
+        verdict = "–" if v is None else _word(v)
         lost = "–" if v is None or v.observed is None else f"{v.observed:.0f}/{v.n}"
         when = when_asked(p).removeprefix("at its ").removeprefix("at ")  # start, first contact
         rows.append([life_label(p), when, f"{right}/{len(asked)}", lost, verdict])
@@ -50,13 +60,21 @@ def lives_section(report: Report) -> Section | None:
                 if not graded(r)
             ]
             shown = "; ".join(wrong[:_WRONG_SHOWN]) + (" ..." if len(wrong) > _WRONG_SHOWN else "")
-            sec.lines.append(f"LIFE FAILED: {life_label(p)} {when}: {shown}")
+            if p.role == "reference" or v.inconclusive:  # the reason says why
+                head = "REFERENCE LIFE" if p.role == "reference" else "LIFE"
+                sec.lines.append(f"{head} {_word(v)}: {v.reason.removeprefix('INCONCLUSIVE: ')}")
+            else:
+                sec.lines.append(f"LIFE FAILED: {life_label(p)} {when}: {shown}")
     if lives.excluded_rounds:
         rounds = ", ".join(str(k + 1) for k in lives.excluded_rounds)
         sec.lines.append(
-            f"Perf round(s) {rounds} served by a failed life: their runs are kept in the "
+            f"Perf round(s) {rounds} served by a failed or broken life: their runs are kept in the "
             "records and out of every ratio and speed gate."
         )
     header = ["Life", "When", "Right/asked", "Lost/judged", "Verdict"]
     sec.tables.append(Table(header, rows, caption="Life probes"))
     return sec
+
+
+def _word(v: Verdict) -> str:
+    return "PASS" if v.passed else ("INCONCLUSIVE" if v.inconclusive else "FAIL")

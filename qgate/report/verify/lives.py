@@ -6,18 +6,22 @@ quality records and its own life probes, a verdict per candidate life and kind, 
 rounds a failed life served (kept out of the ratios, which `recompute_perf` re-derives
 without them). A record's `endpoint` label (a side qgate did not start) must follow from the
 profile's engine for that side. An edited answer, verdict or list of excluded rounds is
-rejected naming the field and both values.
+rejected naming the field and both values. From perf derivation 12 (the reference's lives
+graded too) each probe set holds the probes the profile asks (no answer deleted from a life),
+and each probe's known answer is the one the reference's quality records expect of its item
+(an edited truth would make a broken life's wrong answers right).
 """
 
 from __future__ import annotations
 
 from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
-from qgate.gates.judgement import ALONE, Judgement
-from qgate.perf.life_probes import ProbeKind, is_endpoint
+from qgate.gates.judgement import ALONE, REFERENCE_LIVES, Judgement
+from qgate.perf.life_probes import LifeProbes, ProbeKind, is_endpoint
 from qgate.perf.probes import extract_answer
 from qgate.profile import Profile
 from qgate.profile.vacuous import PROBED_FORM
+from qgate.quality.math_set import PROBED
 from qgate.report.model import Report
 from qgate.report.verify.recompute import default_recompute, dump, judged_of, same_value
 
@@ -79,6 +83,8 @@ def check_lives(report: Report, profile: Profile, judged: Judgement | None = Non
                     f"probe_answer {r.probe_answer!r} stored, {extract_answer(r.text)!r} "
                     "re-derived from its text"
                 )
+    if report.perf.derivation >= REFERENCE_LIVES:
+        _held_to_the_items(report, profile, lives.records)
     again = (judged or judged_of(report, profile, default_recompute())).lives
     got = again.verdicts if again is not None else []
     if not same_value(dump(lives.verdicts), dump(got)):
@@ -93,6 +99,33 @@ def check_lives(report: Report, profile: Profile, judged: Judgement | None = Non
         f"{len(got)} life verdicts re-derived from {asked} probes of "
         f"{len({(p.side, p.life) for p in lives.records})} lives"
     )
+
+
+def _held_to_the_items(report: Report, profile: Profile, records: list[LifeProbes]) -> None:
+    """Each probe set holds `lives.probes` distinct items (where the reference's quality run
+    holds that many to draw from), each with the answer its item expects there."""
+    truths = {
+        i.id: i.expected
+        for r in report.quality.runs
+        if r.role == "reference" and r.suite == PROBED
+        for i in r.items
+    }
+    want = profile.lives.probes
+    for p in records:
+        where = f"lives: {p.side} life {p.life + 1} {p.kind}"
+        ids = {r.probe_id for r in p.requests}
+        if len(truths) >= want and (len(p.requests) != want or len(ids) != want):
+            raise VerificationFailed(
+                f"{where}: {len(p.requests)} probe(s) of {len(ids)} item(s) stored, {want} "
+                f"distinct re-derived from the profile (lives.probes)"
+            )
+        for r in p.requests:
+            truth = truths.get(r.probe_id or "")
+            if truth is not None and r.probe_truth != truth:
+                raise VerificationFailed(
+                    f"{where} probe {r.probe_id}: probe_truth {r.probe_truth!r} stored, "
+                    f"{truth!r} the item's expected answer in the reference's quality records"
+                )
 
 
 def _difference(stored: list[Verdict], got: list[Verdict]) -> str:

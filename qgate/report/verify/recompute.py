@@ -98,6 +98,7 @@ def evidence_of(report: Report) -> Evidence:
         noise_floor=q.noise_floor,
         perf_runs=tuple(perf.runs),
         life_probes=tuple(report.lives.records) if report.lives is not None else (),
+        host=report.fingerprint.hostname if report.fingerprint is not None else None,
         status=perf.status,
     )
 

@@ -79,7 +79,8 @@ def test_a_judgement_follows_its_evidence_not_the_stored_verdicts(report: Report
 
 def test_evidence_is_one_frozen_value_of_raw_observations() -> None:
     """Evidence cannot be edited in place, and holds no derived field: its fields are the
-    raw records a report signs (and the perf status the run decided, which the judge holds
+    raw records a report signs (the fingerprint's hostname among them, where a life ran
+    without a node of its own, and the perf status the run decided, which the judge holds
     to the verdicts)."""
     evidence = Evidence()
     with pytest.raises(pydantic.ValidationError):
@@ -93,6 +94,7 @@ def test_evidence_is_one_frozen_value_of_raw_observations() -> None:
         "noise_floor",
         "perf_runs",
         "life_probes",
+        "host",
         "status",
     }
 

@@ -56,6 +56,7 @@ def test_every_gate_of_the_committed_examples_has_a_family() -> None:
         ("perf.c4.mismatches", "Stream checks"),
         ("perf.agent-2.probes.max_flips", "Graded probes"),
         ("lives.candidate.2.idle", "Life probes"),
+        ("lives.reference.3.start", "Reference lives"),
         ("perf.agent-2.turns.significance", "Graded turns"),
         ("perf.c4.ttft_ms.p50.max_ratio", "Speed"),
     ],

@@ -63,9 +63,10 @@ def _probes(wrong: int) -> list[RequestRecord]:
     return out
 
 
-def lives_report(idle_wrong: int) -> Report:
+def lives_report(idle_wrong: int, reference_idle_wrong: int = 0) -> Report:
     """The synthetic report with both sides' first lives probed at start and after 30 s idle;
-    the candidate's first `idle_wrong` idle answers corrupted."""
+    the candidate's first `idle_wrong` idle answers corrupted, and the reference's first
+    `reference_idle_wrong`."""
     report = build_report(requests=4, fns=default_recompute())
     # 8 candidate probe answers: a clean pool bounds the broken rate at 31% (95%)
     report.profile["envelope"] = {"max_broken": 0.35}
@@ -76,7 +77,12 @@ def lives_report(idle_wrong: int) -> Report:
             life=life,
             kind=kind,  # type: ignore[arg-type]
             idle_s=30.0 if kind == "idle" else 0.0,
-            requests=_probes(idle_wrong if (role, kind) == ("candidate", "idle") else 0),
+            requests=_probes(
+                {
+                    ("candidate", "idle"): idle_wrong,
+                    ("reference", "idle"): reference_idle_wrong,
+                }.get((role, kind), 0)
+            ),
         )
         for role, life in (("reference", 0), ("candidate", 1))
         for kind in ("start", "idle")
@@ -89,11 +95,14 @@ def test_passing_lives_verify_and_show() -> None:
     report = lives_report(idle_wrong=0)
     assert report.lives is not None
     assert [v.gate for v in report.lives.verdicts] == [
+        "lives.reference.1.start",  # the reference's own lives graded (perf derivation 12)
+        "lives.reference.1.idle",
         "lives.candidate.2.start",
         "lives.candidate.2.idle",
     ]
+    assert all(v.passed for v in report.lives.verdicts)
     assert report.verdict == "PASS" and report.lives.excluded_rounds == []
-    assert "2 life verdicts re-derived from 16 probes of 2 lives" in verify(report)
+    assert "4 life verdicts re-derived from 16 probes of 2 lives" in verify(report)
     md = render_markdown(report)
     assert (
         "Every life graded" in md and "| candidate life 2 (round 1) | after 30 s idle | 4/4 |" in md
@@ -203,4 +212,48 @@ def test_an_edited_or_deleted_pooled_envelope_verdict_is_rejected() -> None:
         verify(report)
     report.envelope = []
     with pytest.raises(VerificationFailed, match=r"gate envelope\.broken_rate is missing"):
+        verify(report)
+
+
+def test_a_broken_reference_life_makes_the_run_inconclusive_and_verifies() -> None:
+    """Issue 53 item 5: the reference's one idle life answers every item it had right in its
+    quality stage wrong: INCONCLUSIVE, named by life, round and node (the fingerprint's host,
+    no cluster), its round out of the ratios, and the candidate's idle life not judged
+    against it (never passed silently)."""
+    report = lives_report(idle_wrong=0, reference_idle_wrong=4)
+    assert report.lives is not None
+    unsure = [v for v in report.all_verdicts() if not v.passed]
+    assert [v.gate for v in unsure] == ["lives.reference.1.idle", "lives.candidate.2.idle"]
+    assert all(v.inconclusive for v in unsure)
+    assert unsure[0].reason.startswith(
+        "INCONCLUSIVE: reference life 1 (round 1, node ci-host) after 30 s idle: lost 4 of 4"
+    )
+    assert "its round is kept out of the ratios" in unsure[0].reason
+    assert report.verdict == "INCONCLUSIVE" and report.lives.excluded_rounds == [0]
+    assert all(r.comparisons == [] for r in report.perf.results)
+    assert "4 life verdicts re-derived" in " ".join(verify(report))
+    md = render_markdown(report)
+    assert "REFERENCE LIFE INCONCLUSIVE: reference life 1 (round 1, node ci-host)" in md
+    assert "| reference life 1 (round 1) | after 30 s idle | 0/4 | 4/4 | INCONCLUSIVE |" in md
+    assert headline(report)[0].startswith("round(s) 1 kept out of the ratios")
+
+
+def test_a_broken_reference_lifes_deleted_verdict_is_refused() -> None:
+    report = lives_report(idle_wrong=0, reference_idle_wrong=4)
+    assert report.lives is not None
+    report.lives.verdicts = [v for v in report.lives.verdicts if v.gate != "lives.reference.1.idle"]
+    with pytest.raises(
+        VerificationFailed,
+        match=r"lives verdicts: lives\.reference\.1\.idle re-derived from the records but not "
+        "stored",
+    ):
+        verify(report)
+    # ... and with everything it decided undone: the candidate's life passed, the round back
+    # in the ratios, the run PASS (the insider's report of a healthy baseline)
+    for v in report.lives.verdicts:
+        v.passed, v.inconclusive = True, False
+    report.lives.excluded_rounds = []
+    report.perf.results = lives_report(idle_wrong=0).perf.results
+    report.verdict = "PASS"
+    with pytest.raises(VerificationFailed, match=r"lives verdicts: lives\.candidate\.2\.idle"):
         verify(report)

@@ -16,6 +16,7 @@ from helpers.resign import rederived, resigned_verify
 
 from qgate.errors import VerificationFailed
 from qgate.gates.judgement import PERF_DERIVATION, QUALITY_DERIVATION
+from qgate.perf.probes import extract_answer
 from qgate.report.model import Report
 
 RUN = Path(__file__).resolve().parents[3] / "examples" / "h200" / "kv-offload-envelope"
@@ -95,3 +96,89 @@ def test_deleted_perf_probe_asks_are_refused(only_first: bool) -> None:
     with pytest.raises(VerificationFailed) as info:
         resigned_verify(RUN, _as_made_now(_probes_dropped("candidate", only_first)))
     assert "quality probes:" in info.value.message and "re-derived" in info.value.message
+
+
+def _reference_idle_broken(report: Report) -> None:
+    """The reference's one idle life answers every probe wrong (digits rotated by 5)."""
+    assert report.lives is not None
+    for p in report.lives.records:
+        if (p.side, p.kind) == ("reference", "idle"):
+            for r in p.requests:
+                assert r.text is not None and r.probe_truth is not None
+                r.text = r.text.replace(r.probe_truth, str((int(r.probe_truth) + 5) % 100))
+                r.probe_answer = extract_answer(r.text)
+                r.probe_correct = False
+
+
+def _and_then(*edits: Callable[[Report], None]) -> Callable[[Report], None]:
+    def drop(report: Report) -> None:
+        for edit in edits:
+            edit(report)
+
+    return drop
+
+
+def test_a_broken_reference_life_verifies_as_inconclusive_naming_its_node() -> None:
+    result = resigned_verify(RUN, _as_made_now(_reference_idle_broken))
+    report = result.report
+    assert report.lives is not None and report.fingerprint is not None
+    v = next(v for v in report.lives.verdicts if v.gate == "lives.reference.1.idle")
+    assert v.inconclusive and not v.passed
+    assert v.reason.startswith(
+        f"INCONCLUSIVE: reference life 1 (round 1, node {report.fingerprint.hostname}) after "
+        "52 s idle: lost 4 of 4"
+    )
+    assert report.verdict == "INCONCLUSIVE" and report.lives.excluded_rounds == [0]
+
+
+def _reference_idle_record_deleted(report: Report) -> None:
+    assert report.lives is not None
+    report.lives.records = [
+        p for p in report.lives.records if (p.side, p.kind) != ("reference", "idle")
+    ]
+
+
+def _reference_idle_wrong_answers_deleted(report: Report) -> None:
+    assert report.lives is not None
+    for p in report.lives.records:
+        if (p.side, p.kind) == ("reference", "idle"):
+            p.requests = p.requests[:1]  # one wrong answer left: lost 1 of 1 ...
+
+
+def _reference_idle_truths_edited(report: Report) -> None:
+    assert report.lives is not None
+    for p in report.lives.records:
+        if (p.side, p.kind) == ("reference", "idle"):
+            for r in p.requests:
+                r.probe_truth = r.probe_answer  # the garbled answers made "right"
+                r.probe_correct = True
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            _reference_idle_record_deleted,
+            "lives: reference has idle probe records for 0 of its 1 lives",
+        ),
+        (
+            _reference_idle_wrong_answers_deleted,
+            "lives: reference life 1 idle: 1 probe(s) of 1 item(s) stored, 4 distinct "
+            "re-derived from the profile (lives.probes)",
+        ),
+        (
+            _reference_idle_truths_edited,
+            "lives: reference life 1 idle probe multi-0001: probe_truth",
+        ),
+    ],
+    ids=["record deleted", "wrong answers deleted", "truths edited"],
+)
+def test_an_insider_hiding_a_broken_reference_life_is_refused(
+    edit: Callable[[Report], None], message: str
+) -> None:
+    """Issue 53 item 5 held by verify: the broken reference life's record, its wrong answers
+    or their known answers edited away, every verdict derived again and the report re-signed,
+    is refused (its verdict would have made the run INCONCLUSIVE)."""
+    with pytest.raises(VerificationFailed) as info:
+        resigned_verify(RUN, _as_made_now(_and_then(_reference_idle_broken, edit)))
+    assert info.value.message.startswith(message), info.value.message
