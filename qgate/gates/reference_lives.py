@@ -4,8 +4,9 @@ its round and its node, and keeps its round out of the ratios.
 
     graded = reference_lives(profile.lives, evidence.runs, lives, host=evidence.host)
 
-Each reference life and kind (start, idle) is judged on the items the reference answered right
-in its quality stage (`math.short`, graded against each item's known answer) that
+Each reference life and kind (start, idle) is judged on the items it answered right itself
+(against each item's known answer) and on the items the reference answered right in its
+quality stage (`math.short`) that
 
 - another reference life of the same kind answered right too, where the run has several: a
   probe is asked alone and the quality stage is a batch, and on a kind whose numerics vary
@@ -150,14 +151,18 @@ def _graded(p: LifeProbes, siblings: list[LifeProbes], known: set[str]) -> _Grad
     }
     right_by_siblings = set().union(*(_right(q) for q in siblings))
     floor = (known & right_by_siblings) | (known - asked_by_siblings)
+    right = _right(p)
+    # an item it answered right against its known answer is judged too: never a fault's sign,
+    # and the very floor the candidate's life is judged on (gates/life.py `reference_right`)
     ids = list(
         dict.fromkeys(
             r.probe_id
             for r in p.requests
-            if r.probe_id is not None and r.probe_truth is not None and r.probe_id in floor
+            if r.probe_id is not None
+            and r.probe_truth is not None
+            and (r.probe_id in floor or r.probe_id in right)
         )
     )
-    right = _right(p)
     checked = [i for i in ids if i in asked_by_siblings]
     return _Graded(
         life=p,

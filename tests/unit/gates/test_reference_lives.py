@@ -120,14 +120,20 @@ def test_with_siblings_a_loss_past_max_flips_breaks_the_life() -> None:
 
 def test_a_life_that_judged_nothing_passes_only_beside_one_that_judged() -> None:
     # the first life's start probes are the set's first items, asked before the quality stage:
-    # here all wrong in it, so that life judges nothing while a later one judges its own
+    # here all wrong in it and wrong alone too, so that life judges nothing while a later one
+    # judges its own
     wrong = frozenset({"a", "b"})
-    first = life("reference", "start", {"a": RIGHT["a"], "b": RIGHT["b"]}, life=0)
+    first = life("reference", "start", {"a": BAD["a"], "b": BAD["b"]}, life=0)
     later = life("reference", "start", RIGHT, life=2, round=1)
     spec, runs = LivesSpec(), reference_quality(wrong)
     graded = reference_lives(spec, runs, [first, later])
     v = {v.gate: v for v in graded.verdicts}["lives.reference.1.start"]
     assert v.passed and v.underpowered and v.n == 0 and graded.broken == ()
+    # answered right alone where the batch missed them: judged on them (the very floor the
+    # candidate's life is judged on), not a life that showed nothing
+    right_alone = life("reference", "start", {"a": RIGHT["a"], "b": RIGHT["b"]}, life=0)
+    (v,) = reference_lives(spec, runs, [right_alone]).verdicts
+    assert v.passed and not v.inconclusive and v.n == 2 and v.observed == 0
     alone = reference_lives(spec, runs, [first])
     (v,) = alone.verdicts
     assert not v.passed and v.inconclusive and v.n == 0 and alone.broken == ()
