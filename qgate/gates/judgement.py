@@ -34,6 +34,7 @@ __all__ = [
     "QUALITY_DERIVATION",
     "QUALITY_V2_FIELDS",
     "REFERENCE_LIVES",
+    "SHAPED",
     "Derivation",
     "Evidence",
     "Judgement",
@@ -84,7 +85,9 @@ QUALITY_V2_FIELDS = ("metric", "comparator", "n", "power", "min_detectable_drop"
 #     and kind, INCONCLUSIVE for a broken one (named by life, round and node), whose round is
 #     kept out of the ratios, whose answers set no floor, and beside which the candidate's
 #     lives of that round and kind are INCONCLUSIVE.
-PERF_DERIVATION = 12
+# 13: perf probes at the prompt length a scenario serves (perf.probes.shaped, qgate/perf/
+#     shaped_probes.py): verify holds a shaped scenario's probes to its preamble budget.
+PERF_DERIVATION = 13
 ALONE = 10
 """The perf derivation from which life probes are judged against the reference's own."""
 POOLED = 11
@@ -93,6 +96,9 @@ a life with nothing judged is INCONCLUSIVE."""
 REFERENCE_LIVES = 12
 """The perf derivation from which the reference's own lives get verdicts and a broken one
 makes the run INCONCLUSIVE."""
+SHAPED = 13
+"""The perf derivation from which a scenario's probes are asked at its prompt length where the
+profile shapes them, and verify holds their records to it."""
 BOOTSTRAP_SEED = 0
 """The seed every run draws its bootstrap with (verify holds a report to it)."""
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
@@ -101,6 +102,7 @@ async def run_scenarios(
     timeout_s: float = 600.0,
     tokenize: Tokenize | None = None,
     metric_names: MetricNames | None = None,
+    shaped: Mapping[str, list[Probe]] | None = None,
 ) -> list[ScenarioRun]:
     """Run every scenario of `spec` against one server; one ScenarioRun per run/level.
 
@@ -112,6 +114,8 @@ async def run_scenarios(
     given (a local tokenizer, see qgate.perf.tokenizer). Failures of single
     requests are recorded, never raised. `metric_names` are the serving engine's counter
     names (its class's `metrics`), recorded with every run for the metrics to read.
+    `shaped` gives a scenario (by its expanded name) probes of its own: the same items at its
+    prompt length (qgate/perf/shaped_probes.py).
     """
     out: list[ScenarioRun] = []
     for s in (e for scenario in spec.scenarios for e in expand_inputs(scenario)):
@@ -126,7 +130,7 @@ async def run_scenarios(
                     role,
                     gpus,
                     headers,
-                    probes or [],
+                    (shaped or {}).get(s.name, probes or []),
                     {**DEFAULT_PROBE_PARAMS, **(probe_params or {})},
                     spec.probe_share,
                     progress,

@@ -230,6 +230,15 @@ class PerfProbes(Strict):
         "candidate's probes worse at `alpha`.",
     )
     alpha: float = Field(default=0.05, gt=0, lt=1, description="Level of that test.")
+    shaped: Literal["auto", "always", "never"] = Field(
+        default="auto",
+        description="Probes at the prompt length a scenario serves: the item in the math "
+        "suite's long form, its preamble cut to the scenario's prompt tokens (a fixed "
+        "scenario's input length, a conversation's last turn) less 96. 'auto': where that "
+        "length is past the longest prompt the quality suites grade (math.long, recall, the "
+        "context ladder), so every length the perf stage serves is graded; 'always': every "
+        "scenario long enough for a 128-token preamble; 'never': the short form everywhere.",
+    )
 
 
 class PerfSpec(Strict):

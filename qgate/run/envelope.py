@@ -15,6 +15,14 @@ from collections.abc import Sequence
 from qgate.core.bounds import clean_asks_to_show, rate_upper
 from qgate.core.plan import ScenarioPlan, SuitePlan
 from qgate.perf.probes import probe_points
+from qgate.perf.shaped_probes import (
+    MIN_SHAPED_TOKENS,
+    PROBE_MARGIN_TOKENS,
+    graded_tokens,
+    served_tokens,
+    shape_budgets,
+)
+from qgate.perf.workloads import expand_inputs
 from qgate.profile import ContextLadder, EnvelopeSpec, Profile
 from qgate.profile.noise_floor import FLOOR_SUITES
 from qgate.profile.suites import entry_of_result, exact_results
@@ -233,5 +241,32 @@ def envelope_lines(
         lengths.append("recall " + ", ".join(f"{t:,}" for t in spec.recall.context_tokens))
     buckets = [s.suite for s in suites if _entry_model(s.suite) is ContextLadder]
     lengths.append(f"ladder buckets {', '.join(buckets)}" if buckets else "no context ladder")
+    if shaped := _shaped_line(profile):
+        lengths.append(shaped)
     out.append("context lengths graded: " + "; ".join(lengths))
     return out
+
+
+def _shaped_line(profile: Profile) -> str:
+    """Which perf scenarios ask their probes at their prompt length, and which serve prompts
+    past every graded length unprobed ('' when nothing to say)."""
+    perf = profile.perf
+    if perf is None or perf.probes.items == 0 or profile.quality.math is None:
+        return ""
+    budgets = shape_budgets(profile)
+    if budgets:
+        shown = ", ".join(f"{n} ~{b + PROBE_MARGIN_TOKENS:,}" for n, b in budgets.items())
+        return f"perf probes at their scenario's prompt length (perf.probes.shaped): {shown}"
+    graded = graded_tokens(profile)
+    past = [
+        f"{s.name} {n:,}"
+        for scenario in perf.scenarios
+        for s in expand_inputs(scenario)
+        if (n := served_tokens(s) or 0) > max(graded, MIN_SHAPED_TOKENS + PROBE_MARGIN_TOKENS)
+    ]
+    if past:
+        return (
+            f"NOT GRADED: perf serves prompts past the suites' longest ({graded:,} tokens) with "
+            f"short probes only: {', '.join(past)} (perf.probes.shaped: never)"
+        )
+    return ""

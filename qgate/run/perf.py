@@ -16,7 +16,9 @@ from qgate.perf.client import run_loop
 from qgate.perf.probes import Probe
 from qgate.perf.records import ScenarioRun
 from qgate.perf.runner import run_scenarios
+from qgate.perf.shaped_probes import shape_budgets, shaped_probes
 from qgate.perf.workloads import BLOCK
+from qgate.quality.client import SuiteClient
 from qgate.quality.math_set import PROBED
 from qgate.quality.stage import QualityOutput, runtime_headers
 from qgate.run.context import RunContext, save_raw
@@ -40,6 +42,22 @@ def probe_set(ctx: RunContext, quality: QualityOutput, reference: QualityOutput)
     return math_probes(ctx.profile, quality, reference, perf.probes.items)
 
 
+async def _shaped(
+    ctx: RunContext, runtime: Runtime, headers: dict[str, str], probes: list[Probe]
+) -> dict[str, list[Probe]]:
+    """The probes of the scenarios that ask them at their prompt length (perf.probes.shaped)."""
+    budgets = shape_budgets(ctx.profile) if probes else {}
+    if not budgets:
+        return {}
+    async with SuiteClient(
+        runtime.base_url,
+        runtime.served_model,
+        headers=headers,
+        timeout_s=ctx.profile.engine.request_timeout_s,
+    ) as client:
+        return await shaped_probes(client, probes, budgets)
+
+
 def perf_on(
     ctx: RunContext,
     runtime: Runtime,
@@ -59,24 +77,30 @@ def perf_on(
         quality.effective_config = runtime.effective_config()
     # The same event loop (uvloop when installed) as `qgate perf`: the fidelity measured
     # by perf/bench_client_fidelity.py is the fidelity shipped.
+    probes = probe_set(ctx, quality, reference or quality)
+    headers = runtime_headers(runtime)
+
+    async def scenarios() -> list[ScenarioRun]:
+        shaped = await _shaped(ctx, runtime, headers, probes)
+        return await run_scenarios(
+            runtime.base_url,
+            runtime.served_model,
+            spec,
+            role,
+            gpus=ctx.profile.target.count,
+            headers=headers,
+            metric_names=runtime.metrics,
+            probes=probes,
+            probe_params=probe_params(ctx.profile),
+            progress=ctx.opts.progress,
+            timeout_s=ctx.profile.engine.request_timeout_s,
+            shaped=shaped,
+        )
+
     token = BLOCK.set(block)
     try:
         with blamed_on(runtime):
-            runs = run_loop(
-                run_scenarios(
-                    runtime.base_url,
-                    runtime.served_model,
-                    spec,
-                    role,
-                    gpus=ctx.profile.target.count,
-                    headers=runtime_headers(runtime),
-                    metric_names=runtime.metrics,
-                    probes=probe_set(ctx, quality, reference or quality),
-                    probe_params=probe_params(ctx.profile),
-                    progress=ctx.opts.progress,
-                    timeout_s=ctx.profile.engine.request_timeout_s,
-                )
-            )
+            runs = run_loop(scenarios())
     finally:
         BLOCK.reset(token)
     if block or ctx.round:  # tagged with its block and its perf round (ctx.round)

@@ -12,7 +12,13 @@ its probe gate fails, while its c1 level's pass. The same proxy also has an `idl
 is corrupted. No quality request waits that long; the candidate's idle probes do (a side qgate
 does not start is probed like a life it starts, at first contact and after `lives.idle_s`
 22 s): the first of them comes back wrong, that side FAILs, named as an endpoint, and its
-round is kept out of the ratios. The pause is shorter than the demo's (`idle_s` 30, the
+round is kept out of the ratios. And a `length:320` fault (vLLM #39303's class: only prompts
+past a length are garbled) that no quality prompt reaches and the `long` scenario's 480-token
+traffic does: its probes are asked at its length (perf.probes.shaped, issue 53 item 6: the
+items behind a 384-token preamble, nothing in the quality stage grades past ~80), so they
+come back garbled and its probe gate does not pass, where short probes would have passed it
+(issue 53: "a fault past a prompt length that the perf stage serves passes because every
+probe is short"). The pause is shorter than the demo's (`idle_s` 30, the
 field's 20-50 s window) for CI time: what is proven is that the first request after a pause
 of `idle_s` reaches the fault, whatever its length. (Until 2026-12-03 this module started
 its own pair behind perf/faults/launch.py, ~180 s of `make test`; endpoints are probed since.)
@@ -50,14 +56,16 @@ perf:
   scenarios:
     - {name: chat, input_tokens: 32, output_tokens: 8, concurrency: [1, 12], warmup: 0,
        requests: 24}
+    - {name: long, input_tokens: 480, output_tokens: 8, concurrency: 1, warmup: 0, requests: 6}
 """
+LENGTH = 320  # the length fault's: past every quality prompt, inside the long scenario's
 
 
 @pytest.fixture(scope="module")
 def fault_run(
     fault_proxy: Callable[..., Any], endpoint_run: Callable[..., Any]
 ) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
-    proxy = fault_proxy("load:6", "idle:20")
+    proxy = fault_proxy("load:6", "idle:20", f"length:{LENGTH}")
     run = endpoint_run("probes-fault", proxy.url, BODY)
     return run.done, run.report, proxy.log
 
@@ -87,7 +95,7 @@ def test_quality_passes_and_the_loaded_scenario_probes_fail(
     every = [*quality, *gates.values(), *lives.values(), pooled]
     failed = [v["gate"] for v in every if not v["passed"]]
     assert all(
-        g.startswith("perf.chat@c12.probes.")
+        g.startswith(("perf.chat@c12.probes.", "perf.long.probes."))
         or re.fullmatch(r"lives\.candidate\.\d+\.(idle|start)", g)
         or g == "envelope.broken_rate"
         for g in failed
@@ -151,3 +159,42 @@ def test_the_idle_fault_fails_the_candidate_life_by_its_idle_probe(
     assert "round(s) 1 kept out of the ratios" in done.stdout
     md = (report.parent / "report.md").read_text()
     assert re.search(r"LIFE FAILED: " + label + r" after \d+ s idle", md), md
+
+
+def test_a_fault_past_a_length_the_perf_stage_serves_reaches_its_shaped_probes(
+    fault_run: tuple[subprocess.CompletedProcess[str], Path, Path],
+) -> None:
+    done, report, log = fault_run
+    pred = _statement(report)
+    assert all(v["passed"] for v in pred["quality"]["verdicts"])  # no quality prompt reaches it
+    long = [r for r in pred["perf"]["runs"] if r["scenario"] == "long"]
+    probes = {r["role"]: [q for q in r["requests"] if q["probe_id"]] for r in long}
+    assert set(probes) == {"reference", "candidate"} and all(probes.values()), probes
+    # asked at the scenario's length: each probe the server counted holds the 384-token
+    # preamble (480 less the question's room) and its question
+    counted = [q["prompt_tokens"] for side in probes.values() for q in side]
+    assert all(n is not None and 384 <= n <= 480 for n in counted), counted
+    # every probe of the candidate's past the length came back garbled by the proxy
+    entries = [json.loads(x) for x in log.read_text().splitlines()]
+    hit = [e for e in entries if "length" in (e.get("corrupted") or "")]
+    assert len(hit) >= len(probes["candidate"]), hit[:3]
+    ref_right = {q["probe_id"] for q in probes["reference"] if q["probe_correct"]}
+    cand_right = {q["probe_id"] for q in probes["candidate"] if q["probe_correct"]}
+    assert not cand_right, cand_right
+    gates = {
+        v["gate"]: v
+        for r in pred["perf"]["results"]
+        if r["scenario"] == "long"
+        for v in r["verdicts"]
+        if ".probes." in v["gate"]
+    }
+    flips = gates["perf.long.probes.max_flips"]
+    print(  # noqa: T201  (what the test measured, for the record)
+        f"long: reference right {len(ref_right)} of {len(probes['reference'])} shaped probes, "
+        f"candidate {len(cand_right)}; {flips['reason']}"
+    )
+    # the reference answers some of them right behind the preamble, and the candidate lost
+    # every one of those: more than max_flips 1, so the gate fails (never a PASS)
+    assert len(ref_right) >= 2, ref_right
+    assert not flips["passed"] and flips["observed"] == len(ref_right), flips
+    assert "PROBES FAILED in long" in (report.parent / "report.md").read_text()

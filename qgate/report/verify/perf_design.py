@@ -17,7 +17,9 @@ From perf derivation 10 the probe items are the plan's, not the records' (issue 
 whose failing probes were deleted, the scenario's or only its lost asks, verified because
 the count came from the records, and "none" was always allowed): `perf.probes.items`, at most
 the math items the reference's `math.short` run holds (the set they are drawn from). Before,
-the items the records hold, or none.
+the items the records hold, or none. From perf derivation 13 a scenario that shapes its probes
+(perf.probes.shaped, qgate/perf/shaped_probes.py) holds each probe the server counted to at
+least its preamble budget in prompt tokens: a short-form probe put in its place is refused.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from collections.abc import Iterator
 
 from qgate.core.plan import Plan
 from qgate.errors import VerificationFailed
-from qgate.gates.judgement import ALONE
+from qgate.gates.judgement import ALONE, SHAPED
 from qgate.perf.probes import probe_points
 from qgate.perf.records import ScenarioRun, is_workload
+from qgate.perf.shaped_probes import run_budgets
 from qgate.perf.workloads import measured_count
 from qgate.profile import PerfSpec, Profile
 from qgate.profile.perf import run_names
@@ -63,6 +66,18 @@ def expected_blocks(profile: Profile, plan: Plan | None) -> tuple[int, str]:
     if together:
         return 2, "perf.blocks unset: 2 side by side (plan mode together)"
     return 1, "perf.blocks unset: 1 in sequence"
+
+
+def _check_shape(run: ScenarioRun, budget: int, where: str) -> None:
+    """A shaped scenario's probes were asked at its length: each one the server counted holds
+    at least its preamble budget in prompt tokens (a short-form probe holds ~60)."""
+    for q in run.requests:
+        if q.probe_id is not None and q.prompt_tokens is not None and q.prompt_tokens < budget:
+            raise _fail(
+                f"{where}: probe {q.probe_id}: {q.prompt_tokens} prompt tokens stored, at least "
+                f"{budget} re-derived (perf.probes.shaped: its prompt length less the question's "
+                "room)"
+            )
 
 
 def _probe_gap(share: float) -> int:
@@ -112,6 +127,7 @@ def check_perf_design(report: Report, profile: Profile, plan: Plan | None = None
         )
     measured = turns = 0
     planned = planned_probe_items(report, profile)
+    shaped = run_budgets(profile) if perf.derivation >= SHAPED else {}
     for name, index, count in names:
         for role in roles:
             for k in rounds:
@@ -148,6 +164,8 @@ def check_perf_design(report: Report, profile: Profile, plan: Plan | None = None
                             f"{where}: quality probes: {probes} stored, {want} re-derived "
                             f"({rule}, perf.probe_share {spec.probe_share:g})"
                         )
+                    if shaped and name in shaped:
+                        _check_shape(run, shaped[name], where)
                     measured += work
     graded = f" and {turns} graded session turns" if turns else ""
     return (

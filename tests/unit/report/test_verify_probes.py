@@ -137,3 +137,32 @@ def test_an_edited_quality_stage_answer_of_a_probe_is_rejected() -> None:
     lost.probe_expected = str(TRUTHS[1])  # would put the item back into the pairs
     with pytest.raises(VerificationFailed, match=rf"probe {IDS[1]} records '{TRUTHS[1]}'"):
         verify(report)
+
+
+def _shaped(tokens: int) -> Report:
+    """The passing probe report, its scenario serving 400-token prompts that the profile
+    shapes its probes to (perf.probes.shaped: always, a 304-token preamble), each probe
+    counted at `tokens` prompt tokens by the server."""
+    report = probe_report(wrong=0)
+    scenario = report.profile["perf"]["scenarios"][0]
+    scenario["input_tokens"] = 400
+    report.profile["perf"]["probes"]["shaped"] = "always"
+    for run in report.perf.runs:
+        for q in run.requests:
+            if q.probe_id is not None:
+                q.prompt_tokens = tokens
+    return rederived(report)
+
+
+def test_shaped_probes_asked_at_their_length_verify() -> None:
+    verify(_shaped(tokens=380))
+
+
+def test_a_short_probe_in_a_shaped_scenario_is_refused() -> None:
+    """An insider who puts short-form asks (the ~60-token item alone, which a fault past a
+    length never reaches) where the plan shapes them at the scenario's length."""
+    with pytest.raises(VerificationFailed) as info:
+        verify(_shaped(tokens=64))
+    message = info.value.message
+    assert "perf short: the candidate's round 1 block 1: probe" in message
+    assert "64 prompt tokens stored, at least 304 re-derived (perf.probes.shaped" in message

@@ -72,3 +72,29 @@ def test_probes_beyond_the_math_set_are_not_counted_as_planned() -> None:
     assert "perf probes: 3 graded items (of 6 asked: the math set holds 3)" in probes, probes
     pooled = _pooled(lines)
     assert "at least 24 candidate probe answers (18 perf, 6 lives)" in pooled, pooled  # not 44
+
+
+def _perf_lines(shaped: str) -> list[str]:
+    """The A/A profile without math.long and recall, its scenario's prompts at 1,000 tokens."""
+    profile = load_profile(SHIPPED / "smollm2-cpu-aa.yaml", check_files=False)
+    math = {**profile.quality.math.model_dump(), "prompts": ["short"]}  # type: ignore[union-attr]
+    quality = profile.quality.model_validate(
+        {**profile.quality.model_dump(), "math": math, "recall": None}
+    )
+    perf = profile.perf.model_dump()  # type: ignore[union-attr]
+    perf["scenarios"][0]["input_tokens"] = 1000
+    perf["probes"]["shaped"] = shaped
+    profile = profile.model_copy(
+        update={"quality": quality, "perf": profile.perf.model_validate(perf)}  # type: ignore[union-attr]
+    )
+    plan = make_plan([("candidate", profile)], reference_cached=False, placement="cores 0-1")
+    return describe(plan)
+
+
+def test_the_plan_names_the_scenarios_whose_probes_ask_at_their_length() -> None:
+    context = next(e for e in _perf_lines("auto") if "context lengths graded:" in e)
+    assert "perf probes at their scenario's prompt length (perf.probes.shaped): " in context
+    assert "fixed-256x32 ~1,000" in context
+    never = next(e for e in _perf_lines("never") if "context lengths graded:" in e)
+    assert "NOT GRADED: perf serves prompts past the suites' longest (0 tokens)" in never
+    assert "fixed-256x32 1,000 (perf.probes.shaped: never)" in never
