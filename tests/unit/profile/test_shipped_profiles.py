@@ -80,7 +80,7 @@ def test_kimi_three_way_runs_atom_and_a_custom_launcher() -> None:
     notes = feature_notes(aiter)
     assert sum("not available for command" in n and "stream" in n for n in notes) == 2
     assert sum("prefix-cache" in n for n in notes) == 2
-    assert sum("sized from characters" in n for n in notes) == 4  # math and recall, both sides
+    assert sum("sized from characters" in n for n in notes) == 6  # math, recall, ladder; 2 sides
     assert aiter.perf is not None
     (s,) = aiter.perf.scenarios
     assert s.kind == "fixed"
