@@ -13,9 +13,11 @@ archive`); `qgate_version` has been 0.1.0 throughout, so it tells nothing yet. `
 lists the revisions known to have written older derivations (those of the committed example
 runs, checked by their tests); any other report, the revision unknown or absent, is held to
 this qgate's derivations (the newest). The claimed numbers must equal the signer's, and they
-may not be below what the records themselves need (`record_floor`: a graded session turn
-is perf derivation 9, a run in a later round 6, a second block 4, a time series 3; a
-divergence cross-check is quality 5, a verdict with its eval-result fields quality 2), so
+may not be below what the records themselves need (`record_floor`, from each raw record
+kind's derivation in record_kinds.RAW: a graded session turn is perf derivation 9, a graded
+probe or a life's records 8, a run in a later round 6, a second block 4, a time series 3; a
+divergence cross-check is quality 5, a noise floor or speculative counters 4, reuse passes or
+calibration records 2, a verdict with its eval-result fields quality 2), so
 naming an old revision does not lower the checks of records that revision could not have
 made. What remains (named under "signed but not re-derived"): the revision is
 itself signed, not re-derived, so a report whose records an older listed revision could have
@@ -29,6 +31,7 @@ from typing import NamedTuple
 from qgate.errors import VerificationFailed
 from qgate.gates.judgement import PERF_DERIVATION, QUALITY_DERIVATION
 from qgate.report.model import Report
+from qgate.report.verify.record_kinds import floor
 
 __all__ = ["SIGNERS", "Derivations", "check_derivations", "record_floor", "signer_derivations"]
 
@@ -77,28 +80,13 @@ def signer_derivations(report: Report) -> Derivations:
 
 
 def record_floor(report: Report) -> Derivations:
-    """The least derivations that could have made the report's records and figures."""
-    runs = report.perf.runs
-    perf, why = 1, []
-    if any(q.graded_turn is not None for r in runs for q in r.requests):
-        perf, why = 9, ["graded session turns in a multi-turn scenario (perf.scenarios[].graded)"]
-    elif any(r.round > 0 for r in runs):
-        perf, why = 6, ["perf records of a later round (perf.rounds)"]
-    elif any(r.block > 0 for r in runs):
-        perf, why = 4, ["perf records of a second block (perf.blocks)"]
-    elif any(
-        summary is not None and summary.get("time_series") is not None
-        for result in report.perf.results
-        for summary in (result.reference, result.candidate)
-    ):
-        perf, why = 3, ["perf summaries with a time series"]
-    quality = 1
-    if report.quality.divergence is not None and report.quality.divergence.cross_check:
-        quality = 5
-        why.append("a divergence cross-check (quality.divergence.cross_check)")
-    elif any(v.metric is not None for v in report.quality.verdicts):
+    """The least derivations that could have made the report's records and figures: the
+    newest that introduced a raw record kind it holds (record_kinds.RAW), and quality 2 for
+    verdicts with their eval-result fields."""
+    quality, perf, why = floor(report)
+    if quality < 2 and any(v.metric is not None for v in report.quality.verdicts):
         quality = 2
-        why.append("quality verdicts with their eval-result fields")
+        why.append("quality verdicts with their eval-result fields (quality 2)")
     return Derivations(quality, perf, "; ".join(why) or "no record needs more than 1")
 
 

@@ -8,7 +8,7 @@ response, and its expected answer equal to that of the same item in the side's c
 for their own arithmetic (`check_counters`): a total equal to the sum of its sources, no
 counter going backwards from one scrape of a side to its next, both sides counting alike for
 the same items, the items' own usage inside its window. What the server counted beyond that
-rests on the signature (`passes_signed_only`).
+rests on the signature (record_kinds.RAW).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from qgate.quality.reuse_records import (
 from qgate.report.model import Report
 from qgate.report.verify.rederive import Rederived, rederive_correctness
 
-__all__ = ["check_counters", "check_passes", "passes_signed_only"]
+__all__ = ["check_counters", "check_passes"]
 
 TOTAL = "vllm:prompt_tokens_total"
 MONOTONE = (TOTAL, COMPUTED, DEVICE, EXTERNAL, PREEMPTIONS)
@@ -154,16 +154,3 @@ def _sides_alike(report: Report) -> None:
                     f"reference {theirs:,.0f} for {m}: one side counts far more prompt tokens "
                     "for the same items"
                 )
-
-
-def passes_signed_only(report: Report) -> list[str]:
-    """What of the reuse passes rests on the signature alone (for verify's list)."""
-    if not report.quality.passes:
-        return []
-    return [
-        "quality.passes: the server counters scraped around each suite and probe, and each "
-        "suite's per-request usage: checked for their own arithmetic (totals, never backwards, "
-        "both sides alike, usage inside its window) and every share and exercise verdict "
-        "re-derived from them; that the server counted what these numbers say, and the reset "
-        "and filler qgate says it sent (prepare), are not re-derived"
-    ]

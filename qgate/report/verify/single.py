@@ -56,13 +56,14 @@ from qgate.report.verify.recompute import (
     recompute_quality,
     recompute_warnings,
 )
+from qgate.report.verify.record_kinds import METADATA_LINE, raw_lines
 from qgate.report.verify.rederive import (
     Rederived,
     check_questions,
     rederive_correctness,
     rederive_divergence,
 )
-from qgate.report.verify.reuse import check_passes, passes_signed_only
+from qgate.report.verify.reuse import check_passes
 
 __all__ = [
     "Recompute",
@@ -200,74 +201,16 @@ def _checked_contents(
 
 
 def signed_only(report: Report) -> list[str]:
-    """The parts of a single report that rest on its signature: what the run measured or
-    observed, which no record re-derives (every figure derived from them is recomputed)."""
-    out = [
-        "fingerprint: the machine, its packages and checkpoint digests as the run found them "
-        "(--model checks the digests against files you hold)",
+    """The parts of a single report that rest on its signature: every raw record kind it
+    holds (record_kinds.RAW; every figure derived from them is recomputed), which qgate
+    signed, and the run's metadata."""
+    return [
+        *raw_lines(report),
+        "fingerprint.qgate_revision: which qgate signed, and so which derivations' checks "
+        "apply (a revision verify lists as an older signer lowers them to that revision's, for "
+        "records that revision could have made)",
+        METADATA_LINE,
     ]
-    if report.effective_configs:
-        out.append(
-            "effective_configs: what each server reported beyond the settings asked of it "
-            "(engine version, attention backend, kernels, engine warnings, start-up phases)"
-        )
-    if report.quality.runs:
-        out.append(
-            "quality.runs: the raw responses, request parameters and wall times "
-            "(answers, correctness and every verdict are re-derived from them)"
-        )
-    if report.quality.divergence is not None:
-        out.append(
-            "quality.divergence: the per-position top-k logprobs (every KL, agreement and "
-            "delta-p value is re-derived from them)"
-        )
-        if report.quality.divergence.cross_check is not None:
-            out.append(
-                "quality.divergence.cross_check: the candidate's own greedy generations and "
-                "their top-k logprobs (the cross-check gate is re-derived from them; held to "
-                "one per scored sequence, its length, and logprobs <= 0)"
-            )
-    out += passes_signed_only(report)
-    if report.quality.speculative:
-        out.append(
-            "quality.speculative: the speculative-decoding counters each server reported "
-            "around its suites (the acceptance gate is re-derived from them, and held to their "
-            "own arithmetic: accepted <= draft tokens, positions add up, none goes back)"
-        )
-    if report.perf.runs:
-        out.append(
-            "perf.runs: per-request timestamps, token counts and server counters "
-            "(every perf figure and ratio is re-derived from them; their blocks per round and "
-            "requests per block are held to the profile, a side's probes to none or one per "
-            "probe_share of its requests)"
-        )
-    if report.reference_provenance is not None:
-        out.append(
-            "reference_provenance: that its cache key matches the run's inputs, and that the "
-            "cache entry's records are the report's"
-        )
-    if report.plan is not None:
-        out.append(
-            "plan: the server lives the run planned (with perf.blocks unset, its mode gives the "
-            "blocks per side verify expects: 2 together, 1 in sequence)"
-        )
-    if report.attribution is not None:
-        out.append("attribution: each trial's raw records (its verdicts are re-derived)")
-    if report.provenance is not None and report.provenance.cluster is not None:
-        out.append(
-            "provenance.cluster: the Ray cluster, each life's node and resources, and where "
-            "each side's perf blocks ran (the speed design is re-derived from the lives, and "
-            "their rounds held to the perf records'; the nodes themselves are not)"
-        )
-    out.append(
-        "fingerprint.qgate_revision: which qgate signed, and so which derivations' checks apply "
-        "(a revision verify lists as an older signer lowers them to that revision's, for "
-        "records that revision could have made)"
-    )
-    out.append(
-        "stage_timings, starts, created_at, command_line, qgate_version, provenance, artifacts"
-    )
-    return out
 
 
 def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult[Report]) -> None:

@@ -79,7 +79,7 @@ def test_a_report_with_a_cross_check_needs_quality_derivation_5() -> None:
     assert record_floor(report).quality < 5
     report.quality.divergence = _run([_cross("a"), _cross("b")])
     floor = record_floor(report)
-    assert floor.quality == 5 and "divergence cross-check" in floor.why
+    assert floor.quality == 5 and "quality.divergence.cross_check (quality 5)" in floor.why
 
 
 NGRAM = '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3}'
