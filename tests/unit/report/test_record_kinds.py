@@ -12,7 +12,7 @@ import pytest
 from helpers.resign import example_report, resigned_verify
 
 from qgate.errors import VerificationFailed
-from qgate.gates.judgement import LivesSection, PERF_DERIVATION, QUALITY_DERIVATION
+from qgate.gates.judgement import PERF_DERIVATION, QUALITY_DERIVATION, LivesSection
 from qgate.report.model import PerfSection, QualitySection, Report
 from qgate.report.verify.derivation import SIGNERS, record_floor
 from qgate.report.verify.record_kinds import DERIVED, METADATA, RAW
