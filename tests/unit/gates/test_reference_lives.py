@@ -103,6 +103,14 @@ def test_the_lone_reference_life_of_a_kind_is_broken_only_when_nothing_is_right(
     section, got = _section([life("reference", "start", BAD, life=0)])
     v = got["lives.reference.1.start"]
     assert v.inconclusive and not v.passed and section.excluded_rounds == [0]
+    # one judged item, lost alone: as often the batch's doing as a fault's, not broken
+    # (MIN_BROKEN 2); two of two lost are
+    spec, runs = LivesSpec(), reference_quality(frozenset({"b", "c", "d"}))
+    (v,) = reference_lives(spec, runs, [life("reference", "start", BAD, life=0)]).verdicts
+    assert v.passed and v.n == 1 and v.observed == 1 and v.limit == 1
+    runs = reference_quality(frozenset({"c", "d"}))
+    graded = reference_lives(spec, runs, [life("reference", "start", BAD, life=0)])
+    assert graded.verdicts[0].inconclusive and graded.verdicts[0].n == 2 and graded.broken
 
 
 def test_with_siblings_a_loss_past_max_flips_breaks_the_life() -> None:
