@@ -108,6 +108,8 @@ def quality(
             "min_top1_agreement": 0.85,
         }
     for key in skip:
+        if key == "math.long":  # a form, not a suite: the short form alone
+            q["math"]["prompts"] = ["short"]
         q.pop(key, None)
     if rule == "bound":
         for suite in q.values():
@@ -550,8 +552,8 @@ def main() -> None:
     ap.add_argument(
         "--skip",
         default="",
-        help="proxy chunk: comma-separated suites left out of its profile (a smoke run: "
-        "tool_calls, structured)",
+        help="proxy chunk: comma-separated suites left out of its profile, or math.long for "
+        "the short math form alone (a smoke run: tool_calls, structured, math.long)",
     )
     ap.add_argument(
         "--rule",

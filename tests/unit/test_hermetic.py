@@ -63,7 +63,9 @@ def _user(tmp: Path, filled: bool) -> dict[str, str]:
 
 def _outcomes(env: dict[str, str]) -> dict[str, str]:
     argv = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *SAMPLE]
-    argv += ["-k", "not preview"]  # the dummy-weight preview plan alone takes 15 s
+    # the dummy-weight preview plan alone takes 15 s; of the plan printed for every shipped
+    # profile (~12 s in all), the demo's is the one a filled cache changes (its reference)
+    argv += ["-k", "not preview and (not every_shipped_profile or int8)"]
     done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     found = re.findall(r"^(PASSED|FAILED|ERROR|SKIPPED) (\S+)", done.stdout, re.M)
     assert found, done.stdout[-2000:] + done.stderr[-2000:]

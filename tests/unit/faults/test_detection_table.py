@@ -199,6 +199,8 @@ def test_a_skipped_suite_leaves_the_proxy_profile_and_the_rest_keep_their_rule()
     smoke = bench.quality("proxy", 32, "bound", ("tool_calls",))
     assert "tool_calls" not in smoke and smoke["structured"] == whole["structured"]
     assert smoke["math"]["rule"] == smoke["structured"]["rule"] == "bound"
+    short = bench.quality("proxy", 32, "bound", ("tool_calls", "math.long"))
+    assert short["math"]["prompts"] == ["short"] and whole["math"]["prompts"] == ["short", "long"]
 
 
 def test_a_partial_rerun_replaces_its_rows_and_keeps_its_own_cost() -> None:
