@@ -110,6 +110,7 @@ def quality(
     for key in skip:
         if key == "math.long":  # a form, not a suite: the short form alone
             q["math"]["prompts"] = ["short"]
+            q["math"].pop("long_tokens")
         q.pop(key, None)
     if rule == "bound":
         for suite in q.values():

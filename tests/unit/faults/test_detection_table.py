@@ -201,6 +201,7 @@ def test_a_skipped_suite_leaves_the_proxy_profile_and_the_rest_keep_their_rule()
     assert smoke["math"]["rule"] == smoke["structured"]["rule"] == "bound"
     short = bench.quality("proxy", 32, "bound", ("tool_calls", "math.long"))
     assert short["math"]["prompts"] == ["short"] and whole["math"]["prompts"] == ["short", "long"]
+    assert "long_tokens" not in short["math"]  # validate refuses a preamble with no long form
 
 
 def test_a_partial_rerun_replaces_its_rows_and_keeps_its_own_cost() -> None:
