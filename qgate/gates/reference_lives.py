@@ -181,7 +181,7 @@ def _verdict(spec: LivesSpec, g: _Graded, where: str, kind_judged: bool) -> Verd
     p, ids, lost, bad = g.life, g.ids, g.lost, g.broken(spec)
     seen = (
         f"{where} {when_asked(p)}: lost {len(lost)} of {len(ids)} judged probe(s) the "
-        "reference answered right in its quality stage"
+        "reference answered right in its quality stage or here"
     )
     parts = []
     if g.checked:

@@ -54,7 +54,8 @@ def test_a_broken_reference_life_is_inconclusive_named_and_its_round_kept_out() 
     assert not v.passed and v.inconclusive and v.observed == 3 and v.n == 4
     assert v.reason.startswith(
         "INCONCLUSIVE: reference life 3 (round 2, node ci-host) at its start: lost 3 of 4 "
-        "judged probe(s) the reference answered right in its quality stage (3 of the 4 another "
+        "judged probe(s) the reference answered right in its quality stage or here (3 of the 4 "
+        "another "
         "life of this kind answered right, limit 0): a, b, c; a broken reference life: its "
         "round is kept out of the ratios"
     )
