@@ -3,6 +3,8 @@ records, rejects an edited verdict or answer, and a failed scenario's ratios are
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from helpers.report_synthetic import build_report, make_signer
 from helpers.resign import rederived
@@ -32,10 +34,10 @@ IDS = [i.id for i in _REF.items]
 TRUTHS = [int(i.expected) for i in _REF.items]
 
 
-def verify(report: Report) -> None:
+def verify(report: Report) -> Any:
     subjects = [Subject(name="profile/p.yaml", sha256=report.profile_sha256)]
     envelope = sign_report(report, subjects, SIGNER)
-    verify_bytes(envelope, SIGNER.public_pem, recompute=default_recompute())
+    return verify_bytes(envelope, SIGNER.public_pem, recompute=default_recompute())
 
 
 def _probe(item: int, text: str, index: int, expected: str) -> RequestRecord:
@@ -155,7 +157,10 @@ def _shaped(tokens: int) -> Report:
 
 
 def test_shaped_probes_asked_at_their_length_verify() -> None:
-    verify(_shaped(tokens=380))
+    report = _shaped(tokens=380)
+    result = verify(report)
+    assert result.report.verdict == report.verdict == "PASS"
+    assert any("perf records hold every scenario run" in line for line in result.checked)
 
 
 def test_a_short_probe_in_a_shaped_scenario_is_refused() -> None:
