@@ -23,17 +23,17 @@ counted shorter than its budget is refused).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from typing import Literal
 
 from qgate.errors import BadInput
-from qgate.perf.probes import Probe
 from qgate.perf.workloads import expand_inputs
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, Scenario
 from qgate.profile.perf import run_names
 from qgate.profile.side import side
 from qgate.quality.client import SuiteClient
 from qgate.quality.data import evals_root, read_eval_file
-from qgate.quality.math_set import PREAMBLE, long_budget, long_prompt, short_prompt
+from qgate.quality.math_set import PREAMBLE, long_budget
 from qgate.quality.math_suite import fit_to_tokens
 
 __all__ = [
@@ -41,10 +41,12 @@ __all__ = [
     "PROBE_MARGIN_TOKENS",
     "graded_tokens",
     "run_budgets",
+    "preambles",
     "served_tokens",
     "shape_budgets",
-    "shaped_probes",
 ]
+
+ShapeMode = Literal["auto", "always", "never"]
 
 PROBE_MARGIN_TOKENS = 96
 """Room for the question, the bridge line, the instruction and the chat template around the
@@ -84,13 +86,15 @@ def graded_tokens(profile: Profile) -> int:
     return out
 
 
-def shape_budgets(profile: Profile) -> dict[str, int]:
+def shape_budgets(profile: Profile, mode: ShapeMode | None = None) -> dict[str, int]:
     """Per expanded scenario name (`name@inN` for an input matrix), the preamble tokens of its
-    shaped probes; scenarios left out ask the short form."""
+    shaped probes under `mode` (default the profile's `perf.probes.shaped`); scenarios left
+    out ask the short form."""
     perf = profile.perf
-    if perf is None or perf.probes.items == 0 or perf.probes.shaped == "never":
+    mode = mode or (perf.probes.shaped if perf is not None else "never")
+    if perf is None or perf.probes.items == 0 or mode == "never":
         return {}
-    floor = graded_tokens(profile) if perf.probes.shaped == "auto" else 0
+    floor = graded_tokens(profile) if mode == "auto" else 0
     out: dict[str, int] = {}
     for s in (e for scenario in perf.scenarios for e in expand_inputs(scenario)):
         served = served_tokens(s)
@@ -115,38 +119,15 @@ def run_budgets(profile: Profile) -> dict[str, int]:
     return out
 
 
-async def _preamble(client: SuiteClient, tokens: int) -> str:
-    """The preamble cut to at most `tokens` tokens at a line boundary (repeated first where it
-    is shorter: a scenario may serve more than its ~13K tokens)."""
+async def preambles(client: SuiteClient, budgets: Mapping[str, int]) -> dict[int, str]:
+    """The preamble cut to each budget, at most that many tokens at a line boundary (repeated
+    first where it is shorter: a scenario may serve more than its ~13K tokens). The same on
+    both sides: the same tokenizer cuts it."""
     text = read_eval_file(evals_root() / PREAMBLE).decode("utf-8")
-    ids = await client.tokenize(text)
-    repeat = max(1, -(-tokens // max(len(ids), 1)))
-    cut, _ = await fit_to_tokens(client, "\n".join([text.rstrip()] * repeat) + "\n", tokens)
-    return cut
-
-
-async def shaped_probes(
-    client: SuiteClient, probes: Sequence[Probe], budgets: Mapping[str, int]
-) -> dict[str, list[Probe]]:
-    """Each shaped scenario's probes: the same items, their chat message the long form behind
-    a preamble of its budget (one preamble per budget, the same on both sides: the same
-    tokenizer cuts it)."""
-    if not probes or not budgets:
-        return {}
-    cut = {b: await _preamble(client, b) for b in sorted(set(budgets.values()))}
-    questions = {p.id: _question(p) for p in probes}
-    return {
-        name: [
-            p._replace(body=[{"role": "user", "content": long_prompt(cut[b], questions[p.id])}])
-            for p in probes
-        ]
-        for name, b in budgets.items()
-    }
-
-
-def _question(p: Probe) -> str:
-    """The item's question, from its short-form chat message."""
-    assert not isinstance(p.body, str), "math probes are chat messages"
-    content = str(p.body[-1]["content"])
-    suffix = short_prompt("")
-    return content[: -len(suffix)] if suffix and content.endswith(suffix) else content
+    out: dict[int, str] = {}
+    for tokens in sorted(set(budgets.values())):
+        ids = await client.tokenize(text)
+        repeat = max(1, -(-tokens // max(len(ids), 1)))
+        whole = "\n".join([text.rstrip()] * repeat) + "\n"
+        out[tokens], _ = await fit_to_tokens(client, whole, tokens)
+    return out

@@ -15,14 +15,7 @@ from collections.abc import Sequence
 from qgate.core.bounds import clean_asks_to_show, rate_upper
 from qgate.core.plan import ScenarioPlan, SuitePlan
 from qgate.perf.probes import probe_points
-from qgate.perf.shaped_probes import (
-    MIN_SHAPED_TOKENS,
-    PROBE_MARGIN_TOKENS,
-    graded_tokens,
-    served_tokens,
-    shape_budgets,
-)
-from qgate.perf.workloads import expand_inputs
+from qgate.perf.shaped_probes import PROBE_MARGIN_TOKENS, graded_tokens, shape_budgets
 from qgate.profile import ContextLadder, EnvelopeSpec, Profile
 from qgate.profile.noise_floor import FLOOR_SUITES
 from qgate.profile.suites import entry_of_result, exact_results
@@ -257,16 +250,12 @@ def _shaped_line(profile: Profile) -> str:
     if budgets:
         shown = ", ".join(f"{n} ~{b + PROBE_MARGIN_TOKENS:,}" for n, b in budgets.items())
         return f"perf probes at their scenario's prompt length (perf.probes.shaped): {shown}"
-    graded = graded_tokens(profile)
-    past = [
-        f"{s.name} {n:,}"
-        for scenario in perf.scenarios
-        for s in expand_inputs(scenario)
-        if (n := served_tokens(s) or 0) > max(graded, MIN_SHAPED_TOKENS + PROBE_MARGIN_TOKENS)
-    ]
+    past = shape_budgets(profile, "auto")  # what `auto` would have shaped
     if past:
+        shown = ", ".join(f"{n} {b + PROBE_MARGIN_TOKENS:,}" for n, b in past.items())
         return (
-            f"NOT GRADED: perf serves prompts past the suites' longest ({graded:,} tokens) with "
-            f"short probes only: {', '.join(past)} (perf.probes.shaped: never)"
+            f"NOT GRADED: perf serves prompts past the suites' longest "
+            f"({graded_tokens(profile):,} tokens) with short probes only: {shown} "
+            "(perf.probes.shaped: never)"
         )
     return ""

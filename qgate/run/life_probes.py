@@ -31,7 +31,7 @@ from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import RequestRecord
 from qgate.perf.runner import probe_spec
 from qgate.profile import ANSWER_MAX_TOKENS, Profile
-from qgate.quality.math_set import PROBED, math_items, short_prompt
+from qgate.quality.math_set import PROBED, long_prompt, math_items, short_prompt
 from qgate.quality.stage import QualityOutput, runtime_headers
 from qgate.runtime.causes import blamed_on
 
@@ -41,11 +41,16 @@ log = logging.getLogger("qgate")
 
 
 def math_probes(
-    profile: Profile, quality: QualityOutput | None, reference: QualityOutput | None, n: int
+    profile: Profile,
+    quality: QualityOutput | None,
+    reference: QualityOutput | None,
+    n: int,
+    preamble: str | None = None,
 ) -> list[Probe]:
     """`n` math items (short form) as probes: the first the reference answered correctly in
     its quality stage (then the ones it did not, when too few were right), the first of the
-    set when its records are not known yet; with `quality`'s own answers as expected."""
+    set when its records are not known yet; with `quality`'s own answers as expected. With a
+    `preamble`, the long form behind it (a perf scenario's shaped probes)."""
     spec = profile.quality.math
     if spec is None or n == 0:
         return []
@@ -61,12 +66,16 @@ def math_probes(
     return [
         Probe(
             i,
-            [{"role": "user", "content": short_prompt(items[i].question)}],
+            [{"role": "user", "content": _prompt(items[i].question, preamble)}],
             answers.get(i),
             str(items[i].answer),
         )
         for i in chosen[:n]
     ]
+
+
+def _prompt(question: str, preamble: str | None) -> str:
+    return short_prompt(question) if preamble is None else long_prompt(preamble, question)
 
 
 def lives_note(profile: Profile, lives: int, together: bool) -> str | None:

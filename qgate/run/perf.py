@@ -16,7 +16,7 @@ from qgate.perf.client import run_loop
 from qgate.perf.probes import Probe
 from qgate.perf.records import ScenarioRun
 from qgate.perf.runner import run_scenarios
-from qgate.perf.shaped_probes import shape_budgets, shaped_probes
+from qgate.perf.shaped_probes import preambles, shape_budgets
 from qgate.perf.workloads import BLOCK
 from qgate.quality.client import SuiteClient
 from qgate.quality.math_set import PROBED
@@ -31,22 +31,29 @@ __all__ = ["compares_to_reference", "perf_blocks", "perf_on", "probe_set"]
 log = logging.getLogger("qgate")
 
 
-def probe_set(ctx: RunContext, quality: QualityOutput, reference: QualityOutput) -> list[Probe]:
-    """The perf probes of one side: `perf.probes.items` math items (short form), the first
-    the reference answered correctly in its quality stage (so a lost one can show), with
-    this runtime's quality-stage answers and each item's known answer. Both sides get the
-    same items because both read the reference's records."""
+def probe_set(
+    ctx: RunContext, quality: QualityOutput, reference: QualityOutput, preamble: str | None = None
+) -> list[Probe]:
+    """The perf probes of one side: `perf.probes.items` math items (short form, or the long
+    form behind `preamble`), the first the reference answered correctly in its quality stage
+    (so a lost one can show), with this runtime's quality-stage answers and each item's known
+    answer. Both sides get the same items because both read the reference's records."""
     perf = ctx.profile.perf
     if perf is None or not any(r.suite == PROBED for r in reference.runs):
         return []
-    return math_probes(ctx.profile, quality, reference, perf.probes.items)
+    return math_probes(ctx.profile, quality, reference, perf.probes.items, preamble)
 
 
 async def _shaped(
-    ctx: RunContext, runtime: Runtime, headers: dict[str, str], probes: list[Probe]
+    ctx: RunContext,
+    runtime: Runtime,
+    headers: dict[str, str],
+    quality: QualityOutput,
+    reference: QualityOutput,
 ) -> dict[str, list[Probe]]:
-    """The probes of the scenarios that ask them at their prompt length (perf.probes.shaped)."""
-    budgets = shape_budgets(ctx.profile) if probes else {}
+    """The probes of the scenarios that ask them at their prompt length (perf.probes.shaped):
+    the same items behind a preamble of each scenario's budget."""
+    budgets = shape_budgets(ctx.profile)
     if not budgets:
         return {}
     async with SuiteClient(
@@ -55,7 +62,8 @@ async def _shaped(
         headers=headers,
         timeout_s=ctx.profile.engine.request_timeout_s,
     ) as client:
-        return await shaped_probes(client, probes, budgets)
+        cut = await preambles(client, budgets)
+    return {name: probe_set(ctx, quality, reference, cut[b]) for name, b in budgets.items()}
 
 
 def perf_on(
@@ -77,11 +85,12 @@ def perf_on(
         quality.effective_config = runtime.effective_config()
     # The same event loop (uvloop when installed) as `qgate perf`: the fidelity measured
     # by perf/bench_client_fidelity.py is the fidelity shipped.
-    probes = probe_set(ctx, quality, reference or quality)
+    picked = reference or quality
+    probes = probe_set(ctx, quality, picked)
     headers = runtime_headers(runtime)
 
     async def scenarios() -> list[ScenarioRun]:
-        shaped = await _shaped(ctx, runtime, headers, probes)
+        shaped = await _shaped(ctx, runtime, headers, quality, picked) if probes else {}
         return await run_scenarios(
             runtime.base_url,
             runtime.served_model,

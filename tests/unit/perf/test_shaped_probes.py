@@ -10,17 +10,17 @@ from typing import Any
 
 import yaml
 
-from qgate.perf.probes import Probe
 from qgate.perf.shaped_probes import (
     PROBE_MARGIN_TOKENS,
     graded_tokens,
+    preambles,
     run_budgets,
     served_tokens,
     shape_budgets,
-    shaped_probes,
 )
 from qgate.profile import Profile
-from qgate.quality.math_set import LONG_BRIDGE, short_prompt
+from qgate.quality.math_set import LONG_BRIDGE, long_prompt, math_items, short_prompt
+from qgate.run.life_probes import math_probes
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -107,16 +107,17 @@ class _Tokenizer:
 
 
 def test_a_shaped_probe_is_the_item_behind_a_preamble_of_its_budget() -> None:
-    question = "What is 17 + 25?"
-    probes = [Probe("m-1", [{"role": "user", "content": short_prompt(question)}], "42", "42")]
     client = _Tokenizer()
-    got = asyncio.run(shaped_probes(client, probes, {"long": 20_000, "short": 300}))  # type: ignore[arg-type]
-    for name, budget in (("long", 20_000), ("short", 300)):
-        (probe,) = got[name]
-        assert probe.id == "m-1" and probe.truth == "42" and probe.expected == "42"
-        content = probe.body[-1]["content"]  # type: ignore[index]
-        assert content.endswith(f"{LONG_BRIDGE}\n\nQuestion: {short_prompt(question)}")
-        preamble = content.split(LONG_BRIDGE)[0]
-        # cut to the budget at a line boundary (the preamble repeated past its ~15K tokens)
-        assert budget - 50 <= len(preamble) // 4 <= budget, (name, len(preamble) // 4)
-    assert asyncio.run(shaped_probes(client, probes, {})) == {}  # type: ignore[arg-type]
+    cut = asyncio.run(preambles(client, {"long": 20_000, "short": 300, "again": 300}))  # type: ignore[arg-type]
+    assert sorted(cut) == [300, 20_000]  # one preamble a budget
+    for budget, preamble in cut.items():
+        # cut to the budget at a line boundary (repeated past the preamble's ~15K tokens)
+        assert budget - 50 <= len(preamble) // 4 <= budget, (budget, len(preamble) // 4)
+    profile = _profile({}, [LONG])
+    (short,) = math_probes(profile, None, None, 1)
+    (shaped,) = math_probes(profile, None, None, 1, preamble=cut[300])
+    assert (shaped.id, shaped.truth) == (short.id, short.truth)
+    question = next(i.question for i in math_items(profile.quality.math) if i.id == short.id)  # type: ignore[arg-type]
+    assert short.body[-1]["content"] == short_prompt(question)  # type: ignore[index]
+    assert shaped.body[-1]["content"] == long_prompt(cut[300], question)  # type: ignore[index]
+    assert LONG_BRIDGE in shaped.body[-1]["content"]  # type: ignore[index]
