@@ -211,6 +211,10 @@ main.add_lazy_command("keygen", "qgate.cli.report:keygen", "Create a signing key
 main.add_lazy_command(
     "verify", "qgate.cli.report:verify", "Verify a signed report and recompute its verdicts."
 )
+main.add_lazy_command("proof", "qgate.cli.proof:proof_cmd", "Write the proof of one report item.")
+main.add_lazy_command(
+    "check-proof", "qgate.cli.proof:check_proof_cmd", "Check one item against a signed result."
+)
 main.add_lazy_command("show", "qgate.cli.show:show", "Render a report (md, html, json, junit).")
 main.add_lazy_command(
     "compare", "qgate.cli.show:compare_cmd", "Compare several reports side by side."

@@ -17,12 +17,16 @@ from typing import TYPE_CHECKING
 
 import click
 
+from qgate.attest.keys import load_signer
 from qgate.checkpoint.embedded import cache_root, checkpoint_path
 from qgate.cli.util import TEXT_OR_JSON
+from qgate.core.files import atomic_write
+from qgate.core.outpaths import check_in_file, check_out_file
 from qgate.errors import BadInput
 from qgate.profile.changes import changes_of
 from qgate.profile.load import LoadedProfile
-from qgate.profile.load_multi import load_any_profile_file
+from qgate.profile.load_multi import LoadedMulti, load_any_profile_file
+from qgate.report.preregistration import preregistration_of, sign_preregistration
 from qgate.run.context import select
 from qgate.run.lives import cluster_address, lives_for
 from qgate.run.placement import plan_for
@@ -61,6 +65,23 @@ if TYPE_CHECKING:
     help="Seconds one life takes, to state the expected wall times in minutes.",
 )
 @click.option(
+    "--sign",
+    "sign_out",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Also sign the plan, the criteria (margins, alpha, rule) and the profile's digest "
+    "into FILE, a pre-registration statement to hand over before the run; `qgate run "
+    "--preregistration FILE` then runs against it (one candidate).",
+)
+@click.option(
+    "--key",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="PEM private key for --sign (else the profile's signing section, "
+    "$QGATE_SIGNING_KEY, or a local development key).",
+)
+@click.option(
     "--format",
     "fmt",
     type=TEXT_OR_JSON,
@@ -74,9 +95,15 @@ def plan_cmd(
     refresh_reference: bool,
     cluster: str | None,
     life_s: float | None,
+    sign_out: Path | None,
+    key: Path | None,
     fmt: str,
 ) -> None:
     """Print the run plan of PROFILE (server lives, suites, scenarios); start nothing."""
+    if sign_out is not None:
+        check_out_file(sign_out, "--sign")
+    if key is not None:
+        check_in_file(key, "--key")
     loaded = load_any_profile_file(profile, check_files=False)
     if isinstance(loaded, LoadedProfile):
         declared = [("candidate", loaded.profile)]
@@ -101,6 +128,8 @@ def plan_cmd(
     else:
         plan = plan_for(selected, cached, refresh_reference)
     plan.notes.extend(refusals)
+    if sign_out is not None:
+        _sign(loaded, plan, sign_out, key)
     if cluster_address(cluster, first) is not None:
         _elsewhere(plan, selected, lives_for(cluster, first), life_s, fmt)
         return
@@ -109,6 +138,27 @@ def plan_cmd(
         return
     for line in describe(plan):
         click.echo(line)
+
+
+def _sign(loaded: LoadedProfile | LoadedMulti, plan: Plan, out: Path, key: Path | None) -> None:
+    """Sign the pre-registration statement of a one-candidate profile into `out`."""
+    if not isinstance(loaded, LoadedProfile):
+        raise BadInput("--sign: a profile of several candidates cannot be pre-registered yet")
+    signing = loaded.profile.signing
+    signer = load_signer(
+        key or signing.key,
+        signing.key_env,
+        signing.kms_uri,
+        "ed25519" if signing.scheme == "ed25519" else "ecdsa",
+    )
+    prereg = preregistration_of(loaded.profile, loaded.path, loaded.sha256, plan)
+    atomic_write(out, sign_preregistration(prereg, signer))
+    click.echo(
+        f"pre-registration signed into {out}: {len(prereg.criteria)} criteria, "
+        f"{len(prereg.suites)} suites, {len(prereg.scenarios)} scenarios; lock "
+        f"{prereg.lock_sha256[:12]}... (key {signer.signer.public_key.keyid[:12]}...)",
+        err=True,
+    )
 
 
 def _cached(profile: Profile, cache_dir: Path | None) -> bool | None:

@@ -118,6 +118,20 @@ def keygen(key_type: str, out: Path) -> None:
     help="Check every checkpoint file against the subjects.",
 )
 @click.option(
+    "--preregistration",
+    type=_PATH,
+    default=None,
+    help="The pre-registration statement as you received it before the run: the report "
+    "must bind to exactly this file, registered and signed before its servers started. "
+    "[default: the one beside the report, when there is one]",
+)
+@click.option(
+    "--preregistration-pubkey",
+    type=_PATH,
+    default=None,
+    help="PEM public key that signed --preregistration [default: --pubkey].",
+)
+@click.option(
     "--require-pass",
     is_flag=True,
     help="Exit 1 also when the report verifies but its verdict is not PASS (FAIL, UNGATED, "
@@ -136,6 +150,8 @@ def verify(
     pubkey: Path,
     profile: Path | None,
     model_dir: Path | None,
+    preregistration: Path | None,
+    preregistration_pubkey: Path | None,
     require_pass: bool,
     fmt: str,
 ) -> None:
@@ -156,7 +172,14 @@ def verify(
             check_in_file(profile, "--profile")
         if model_dir is not None and not model_dir.is_dir():
             raise BadInput(f"--model {model_dir}: not a folder")
-        result = verify_any_file(report, pubkey, profile, model_dir)
+        result = verify_any_file(
+            report,
+            pubkey,
+            profile,
+            model_dir,
+            preregistration=preregistration,
+            preregistration_pubkey=preregistration_pubkey,
+        )
     except QgateError as exc:
         if fmt != "json":
             raise

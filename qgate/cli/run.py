@@ -49,6 +49,14 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
     "$QGATE_SIGNING_KEY, or a local development key).",
 )
 @click.option(
+    "--preregistration",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The statement `qgate plan --sign` signed before the run: the run refuses to start "
+    "unless it registers this profile and this plan, and its report binds to it. [default: "
+    "the run signs its own before its first server starts]",
+)
+@click.option(
     "--cache-dir",
     type=click.Path(path_type=Path),
     default=None,
@@ -128,6 +136,7 @@ def run_cmd(
     profile: Path,
     out_root: Path,
     key: Path | None,
+    preregistration: Path | None,
     cache_dir: Path | None,
     refresh_reference: bool,
     trust_cache_keys: tuple[Path, ...],
@@ -150,6 +159,8 @@ def run_cmd(
         check_out_dir(cache_dir, "--cache-dir")
     if key is not None:
         check_in_file(key, "--key")
+    if preregistration is not None:
+        check_in_file(preregistration, "--preregistration")
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         outcome = run(
@@ -157,6 +168,7 @@ def run_cmd(
                 profile=profile,
                 out_root=out_root,
                 key=key,
+                preregistration=preregistration,
                 cache_dir=cache_dir,
                 refresh_reference=refresh_reference,
                 trust_cache_keys=trust_cache_keys,

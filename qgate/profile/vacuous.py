@@ -36,7 +36,7 @@ from qgate.profile.side import side
 from qgate.profile.spec_plan import speculates
 from qgate.profile.speculative import SPECULATIVE_ARG
 
-__all__ = ["fixed_items", "vacuous_problems"]
+__all__ = ["accuracy_policies", "fixed_items", "vacuous_problems"]
 
 Found = list[tuple[KeyPath, str]]
 
@@ -76,7 +76,8 @@ def _never_fails(limit: int, items: int, what: str) -> str:
     )
 
 
-def _policies(profile: Profile) -> Iterator[tuple[KeyPath, AccuracyPolicy]]:
+def accuracy_policies(profile: Profile) -> Iterator[tuple[KeyPath, AccuracyPolicy]]:
+    """Every exact-answer policy of the profile's quality section, with its key path."""
     quality = profile.quality
     for name in type(quality).model_fields:
         value = getattr(quality, name)
@@ -109,7 +110,7 @@ def _never_passes(policy: AccuracyPolicy, items: int) -> str | None:
 
 def _suite_flip_problems(profile: Profile) -> Found:
     found: Found = []
-    for path, policy in _policies(profile):
+    for path, policy in accuracy_policies(profile):
         items = fixed_items(policy)
         if policy.max_flips is not None and items is not None and policy.max_flips >= items:
             found.append(((*path, "max_flips"), _never_fails(policy.max_flips, items, "items")))

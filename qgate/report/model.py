@@ -40,6 +40,8 @@ from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.reuse_records import PassRun
 from qgate.quality.spec_counters import SpecSnapshot
 from qgate.report.attribution import Attribution
+from qgate.report.items_tree import ItemsRoot
+from qgate.report.preregistration import PreregistrationRef
 from qgate.runtime.fingerprint import Fingerprint
 
 # "2": reference provenance, per-position divergence logprobs (verify re-derives from them).
@@ -252,6 +254,17 @@ class Report(ReportHead):
         description="The pooled envelope gate over every probe answer the candidate gave while "
         "serving (perf derivation 11 on; gates/pooled.py); [] when it asked none, and in "
         "reports made before.",
+    )
+    preregistration: PreregistrationRef | None = Field(
+        default=None,
+        description="The statement of the plan, margins and alpha signed before any server "
+        "started (report/preregistration.py); None when the run signed none, and in reports "
+        "made before.",
+    )
+    items_root: ItemsRoot | None = Field(
+        default=None,
+        description="RFC 6962 root over every per-item record of the quality suites, for "
+        "spot checks of one item (report/items_tree.py); set when the report is signed.",
     )
 
     def all_verdicts(self) -> list[Verdict]:

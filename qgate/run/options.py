@@ -37,6 +37,9 @@ class RunOptions:
     cluster: str | None = None
     """--cluster ADDRESS (or $RAY_ADDRESS): run the lives on that Ray cluster; None: the
     profile's cluster.address, else this machine (qgate/run/lives.py, `lives_for`)."""
+    preregistration: Path | None = None
+    """--preregistration FILE: the statement signed before the run (`qgate plan --sign`) that
+    the run must match; None: the run signs its own before its first server starts."""
     executor: str | None = None
     """--executor NAME: the registered executor that makes every life (qgate/runtime/lives.py);
     None: 'ray' on a cluster address, else this machine."""

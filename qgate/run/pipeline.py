@@ -1,7 +1,7 @@
 """`qgate run`: the story of a run, one call per stage, for one candidate or several.
 
-load -> fingerprint -> plan (qgate/run/plan.py) -> [side by side where both fit:
-qgate/run/together.py; otherwise:] [candidate preflight] ->
+load -> fingerprint -> plan (qgate/run/plan.py) -> the plan signed (qgate/run/preregister.py)
+-> [side by side where both fit: qgate/run/together.py; otherwise:] [candidate preflight] ->
 the reference's life: quality and perf baseline (or its cached quality) ->
 each candidate's life: quality, gates, perf only when every gate passed ->
 [attribution of a failing candidate: sub-candidates, each a life, qgate/run/attribute.py] ->
@@ -28,6 +28,7 @@ from qgate.run.context import engine_envs, fingerprint, prepare
 from qgate.run.lives import Lives, lives_for
 from qgate.run.options import RunOptions, RunOutcome
 from qgate.run.placement import plan
+from qgate.run.preregister import preregister
 from qgate.run.reference import preflight_candidate, reference_life, reference_perf
 from qgate.run.report import report
 from qgate.run.rounds import rounds_in_sequence, rounds_side_by_side
@@ -49,6 +50,7 @@ def run(opts: RunOptions, lives: Lives | None = None) -> RunOutcome:
         found = fingerprint(runs.reference)
         found = engine_envs(runs, found)  # sides that pin their engine release (engine.package)
     the_plan = plan(runs, found.fingerprint)
+    preregister(runs, the_plan, opts)  # the plan, margins and alpha signed before any server
     checks = [
         (ctx, the_plan.preflight[name])
         for name, ctx in zip(runs.names, runs.candidates, strict=True)

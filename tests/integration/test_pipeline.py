@@ -197,6 +197,8 @@ def test_passing_run_writes_a_report_that_verifies(
         "report.md",
         "report.html",
         "junit.xml",
+        "preregistration.intoto.jsonl",
+        "result.intoto.jsonl",
         "raw/reference-quality.json",
         "raw/candidate-quality.json",
         "raw/candidate-perf.json",
@@ -218,6 +220,13 @@ def test_passing_run_writes_a_report_that_verifies(
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "not checked" not in verified.stdout, verified.stdout  # lm-eval items re-derived
+    for line in (  # the plan signed before the servers, the result statement after them
+        "ok  pre-registration lock re-derived",
+        "ok  pre-registration preregistration.intoto.jsonl: signature by key",
+        "ok  result statement result.intoto.jsonl",
+        "ok  items root re-derived over",
+    ):
+        assert line in verified.stdout, verified.stdout
 
 
 def test_lm_eval_gates_offline_with_paired_items(

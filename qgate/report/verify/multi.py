@@ -43,6 +43,7 @@ from qgate.report.verify.envelope import (
 from qgate.report.verify.profile import as_the_run_read_it, first_difference
 from qgate.report.verify.recompute import describe, dump, same_value
 from qgate.report.verify.single import Recompute, check_contents, verify_bytes
+from qgate.report.verify.statements import check_statements, read_key
 
 __all__ = [
     "MultiVerifyResult",
@@ -199,9 +200,18 @@ def verify_any_file(
     profile: Path | None = None,
     model_dir: Path | None = None,
     recompute: Recompute | None = None,
+    preregistration: Path | None = None,
+    preregistration_pubkey: Path | None = None,
 ) -> VerifyResult[Report] | MultiVerifyResult:
-    """Verify a single or a multi report, by its predicate type (what `qgate verify` calls)."""
+    """Verify a single or a multi report, by its predicate type (what `qgate verify` calls);
+    a single report's statements too: the pre-registration (`preregistration`, else the one
+    beside it) and the result statement beside it."""
     data, pem = read_inputs(path, pubkey)
     if _envelope_is_multi(data, str(path)):
+        if preregistration is not None:
+            raise BadInput("--preregistration: a multi report binds none")
         return verify_multi_bytes(data, pem, profile, model_dir, recompute, origin=str(path))
-    return verify_bytes(data, pem, profile, model_dir, recompute, origin=str(path))
+    result = verify_bytes(data, pem, profile, model_dir, recompute, origin=str(path))
+    other = read_key(preregistration_pubkey) if preregistration_pubkey else None
+    check_statements(path, data, result, pem, preregistration, other)
+    return result

@@ -274,6 +274,8 @@ DERIVED: dict[str, str] = {
     "lives.verdicts": "qgate.report.verify.lives.check_lives",
     "lives.excluded_rounds": "qgate.report.verify.lives.check_lives",
     "envelope": "qgate.report.verify.recompute.recompute_envelope",
+    "preregistration": "qgate.report.verify.statements.check_bindings",
+    "items_root": "qgate.report.verify.statements.check_bindings",
 }
 """Every derived field and the verify function that makes it again (dotted: the derivation
 checks import this module)."""

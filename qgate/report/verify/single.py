@@ -64,6 +64,7 @@ from qgate.report.verify.rederive import (
     rederive_divergence,
 )
 from qgate.report.verify.reuse import check_passes
+from qgate.report.verify.statements import check_bindings
 
 __all__ = [
     "Recompute",
@@ -171,6 +172,7 @@ def _checked_contents(
         f"derivations quality {applied.quality}, perf {applied.perf} applied ({applied.why})"
     )
     _rederive(report, prof, keyid, result)
+    result.checked += check_bindings(report, prof)
     if line := check_paired_items(report.quality.runs):
         result.checked.append(line)
     result.checked += check_machine(report, prof, result.signed_only)

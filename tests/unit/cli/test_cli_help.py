@@ -108,6 +108,7 @@ def test_out_is_a_file_except_for_run() -> None:
         "qgate show",
         "qgate perf",
         "qgate calibrate",
+        "qgate proof",
     }
     for path, option in outs.items():
         assert isinstance(option.type, click.Path), path

@@ -24,6 +24,7 @@ from qgate.attest.keys import LoadedSigner
 from qgate.attest.statement import Subject, profile_subject
 from qgate.cli.main import main
 from qgate.profile import Profile
+from qgate.report.items_tree import items_root
 from qgate.report.model import Report
 from qgate.report.signing import sign_report
 from qgate.report.verdict import overall
@@ -47,7 +48,11 @@ class Case:
         payload = base64.b64decode(json.loads(self.envelope.read_bytes())["payload"])
         return Report.model_validate(json.loads(payload)["predicate"])
 
-    def resign(self, report: Report, signer: LoadedSigner | None = None) -> Path:
+    def resign(self, report: Report, signer: LoadedSigner | None = None, root: bool = True) -> Path:
+        """`report` signed again; its items root made again from its records as an insider
+        with qgate's own functions would (`root`), or left as it was."""
+        if root and report.items_root is not None:
+            report.items_root = items_root(report.quality.runs)
         out = self.tmp / "forged.intoto.jsonl"
         out.write_bytes(sign_report(report, self.subjects, signer or self.signer))
         return out
@@ -283,6 +288,15 @@ def _stopped_sides_outnumber_the_plan(case: Case) -> Path:
     for run in (ref, cand):
         run.planned, run.stopped = 4, "settled"
     return case.resign(_reverdict(report))
+
+
+def test_an_item_edited_under_the_old_items_root_is_rejected(case: Case) -> None:
+    report = case.report()
+    assert report.items_root is not None and report.items_root.leaves == 20
+    report.quality.runs[1].items[0].output += " 7"
+    res = case.verify(case.resign(report, root=False))
+    assert res.exit_code == 1
+    assert "error: items_root: stored" in res.stderr and "over 20" in res.stderr
 
 
 def test_a_stop_the_records_allow_verifies(case: Case) -> None:

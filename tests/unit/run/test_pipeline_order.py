@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from helpers.report_synthetic import make_signer
 
 from qgate.core.records import Role
 from qgate.core.serving import EffectiveConfig
@@ -22,6 +23,7 @@ from qgate.errors import RuntimeFailure
 from qgate.profile import Profile
 from qgate.profile.load_multi import load_multi_file
 from qgate.quality.stage import QualityOutput
+from qgate.report.preregistration import PREREGISTRATION_NAME, read_statement
 from qgate.run import candidate as candidate_stage
 from qgate.run import life_probes, pipeline, placement, together
 from qgate.run import reference as ref_stage
@@ -30,6 +32,8 @@ from qgate.run import rounds as rounds_stage
 from qgate.run.context import Fingerprinted, RunContext, RunSet
 from qgate.run.options import RunOptions
 from qgate.runtime.lives import Lives
+
+SIGNER = make_signer("ecdsa")
 
 SHIPPED = Path(__file__).resolve().parents[3] / "precision_profiles" / "smollm2-cpu-multi.yaml"
 
@@ -297,7 +301,7 @@ def _single(tmp_path: Path, placement: str = "sequence", rounds: int = 1) -> Run
         source_model=tmp_path,
         model_paths={},
         tokenizer_path=None,
-        signer=Any,  # type: ignore[arg-type]
+        signer=SIGNER,
         declared_profile=profile,
         selection=SimpleNamespace(notes=[]),  # type: ignore[arg-type]
     )
@@ -331,6 +335,32 @@ def test_one_candidate_takes_the_same_path_and_writes_the_single_report(
         "candidate",
     ]
     assert plan.preflight == {"candidate": "dry"} and plan.starts == 2
+
+
+def test_the_plan_is_signed_before_any_server_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    runs = _single(tmp_path)
+    _stand_ins(monkeypatch, runs, calls)
+    signed = pipeline.preregister
+
+    def preregister(*args: Any) -> None:
+        calls.append(("preregister", "run"))
+        signed(*args)
+
+    monkeypatch.setattr(pipeline, "preregister", preregister)
+    monkeypatch.setattr(report_stage, "write_single", lambda *a: None)
+    pipeline.run(runs.reference.opts)
+    assert calls[:2] == [("preregister", "run"), ("preflight", "run")]
+    statement = runs.reference.run_dir / PREREGISTRATION_NAME
+    prereg, keyid = read_statement(statement.read_bytes(), str(statement))
+    assert keyid == SIGNER.signer.public_key.keyid
+    assert prereg.profile_sha256 == runs.reference.profile_sha256
+    assert [c.gate for c in prereg.criteria][:2] == [
+        "quality.math.max_drop",
+        "quality.math.significance",
+    ]
 
 
 def test_a_cached_reference_starts_once_for_its_perf_after_the_candidate(
