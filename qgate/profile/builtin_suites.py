@@ -36,7 +36,7 @@ register(
         rederive="qgate.report.verify.rederive:rederive_math",
         check_items="qgate.report.verify.rederive:check_math_items",
         results=math_results,
-        asked_again="qgate.quality.reuse_pass:MATH_AGAIN",
+        asked_again="qgate.quality.asked_again:MATH_AGAIN",
         localise="qgate.report.localise:MATH",
         uses=frozenset({"tokenize"}),  # the long form's preamble; sized by characters without
     )
@@ -50,7 +50,7 @@ register(
         rederive="qgate.report.verify.rederive:rederive_symbol",
         check_items="qgate.report.verify.rederive:check_recall_runs",
         results=recall_results,
-        asked_again="qgate.quality.reuse_pass:RECALL_AGAIN",
+        asked_again="qgate.quality.asked_again:RECALL_AGAIN",
         localise="qgate.report.localise:RECALL",
         uses=frozenset({"tokenize"}),  # haystack sizes; estimated from characters without
     )

@@ -19,18 +19,37 @@ from pydantic import Field
 
 from qgate.core.records import Record
 from qgate.core.verdict import Verdict
+from qgate.profile import QualitySpec
+from qgate.profile.noise_floor import FLOOR_SUITES
+from qgate.profile.suites import configured
 from qgate.quality.divergence import DivergenceSummary, summarize_divergence
 from qgate.quality.records import DivergenceRun, SuiteRun
 
 __all__ = [
+    "FLOOR_FROM",
     "FloorRecords",
     "FloorSummary",
     "binomial_upper",
+    "floor_results",
     "floor_summary",
     "mark_floor",
 ]
 
 INSIDE = "INSIDE NOISE FLOOR"
+FLOOR_FROM = 4
+"""The quality derivation that introduced the floor's records: from it, verify holds them to the
+plan (qgate/report/verify/floor_plan.py)."""
+
+
+def floor_results(spec: QualitySpec) -> list[str]:
+    """The result ids the reference asks again (qgate/quality/floor_run.py): every result of
+    its math and recall suites, in the order they run."""
+    return [
+        rid
+        for entry, setting in configured(spec)
+        if entry.key in FLOOR_SUITES
+        for rid, _ in entry.results_of(setting)
+    ]
 
 
 class FloorRecords(Record):

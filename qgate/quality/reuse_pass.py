@@ -25,102 +25,28 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any, Protocol, cast
+from typing import Any
 
 import aiohttp
 
 from qgate.core import progress
 from qgate.core.http import root_url
-from qgate.core.registry import load_object
-from qgate.profile import MathSuite, QualitySpec, RecallSuite, ReuseSpec
+from qgate.profile import QualitySpec, ReuseSpec
 from qgate.profile.reuse import PassName
-from qgate.profile.suites import SuiteEntry, registered, suite_entry
+from qgate.quality.asked_again import pass_setting
 from qgate.quality.client import USAGE, UsageTally
 from qgate.quality.records import SuiteRun
 from qgate.quality.reuse_counters import kv_capacity_tokens, parse_pass_counters, scrape_text
 from qgate.quality.reuse_records import AFTER_RESET, BEFORE_RESET, KV_USAGE, PassRun, PassSuite
 from qgate.quality.runner import SuiteContext, SuiteRunner
-from qgate.quality.sizing import math_limit, recall_haystacks
 
-__all__ = [
-    "filler_prompts",
-    "MATH_AGAIN",
-    "RECALL_AGAIN",
-    "AskedAgain",
-    "pass_setting",
-    "run_passes",
-    "split_setting",
-    "suite_with_counters",
-]
+__all__ = ["filler_prompts", "run_passes", "suite_with_counters"]
 
 log = logging.getLogger("qgate")
 
 EVICT_FILL = 1.2
 _FILLER_IDS = (1000, 8000)  # token ids every tokenizer qgate serves has (vocabularies > 8K)
 _FILLER_SEED = 20261202
-
-
-class AskedAgain(Protocol):
-    """What a suite declares (`SuiteEntry.asked_again`) so that `quality.reuse` can ask it again."""
-
-    def split(self, setting: Any) -> list[tuple[str, Any]]:
-        """The setting as one setting per result id, in the suite's order."""
-        ...
-
-    def cut(self, setting: Any, limit: int) -> Any:
-        """A one-result setting cut to its first `limit` items."""
-        ...
-
-
-class _MathAgain:
-    def split(self, setting: MathSuite) -> list[tuple[str, Any]]:
-        return [(f"math.{f}", setting.model_copy(update={"prompts": [f]})) for f in setting.prompts]
-
-    def cut(self, setting: MathSuite, limit: int) -> MathSuite:
-        have = math_limit(setting)
-        return setting.model_copy(
-            update={"limit": limit if have is None else min(limit, have), "detect": None}
-        )
-
-
-class _RecallAgain:
-    def split(self, setting: RecallSuite) -> list[tuple[str, Any]]:
-        return [
-            (f"recall.{n}", setting.model_copy(update={"context_tokens": [n]}))
-            for n in setting.context_tokens
-        ]
-
-    def cut(self, setting: RecallSuite, limit: int) -> RecallSuite:
-        wanted = math.ceil(limit / len(setting.depths))
-        return setting.model_copy(
-            update={"haystacks": min(wanted, recall_haystacks(setting)), "detect": None}
-        )
-
-
-MATH_AGAIN: AskedAgain = _MathAgain()
-RECALL_AGAIN: AskedAgain = _RecallAgain()
-
-
-def _again(entry: SuiteEntry) -> AskedAgain | None:
-    return None if entry.asked_again is None else cast(AskedAgain, load_object(entry.asked_again))
-
-
-def split_setting(key: str, setting: Any) -> list[tuple[str, Any]]:
-    """A setting of a suite that can be asked again as one setting per result id, in the
-    suite's order (none for a suite that cannot)."""
-    again = _again(suite_entry(key))
-    return [] if again is None else again.split(setting)
-
-
-def pass_setting(setting: Any, limit: int | None) -> Any:
-    """A one-result setting cut to the pass's first `limit` items (unchanged without one)."""
-    if limit is None:
-        return setting
-    for entry in registered():
-        again = _again(entry)
-        if again is not None and isinstance(setting, entry.model):
-            return again.cut(setting, limit)
-    return setting
 
 
 async def _counters(ctx: SuiteContext) -> tuple[dict[str, float], str]:

@@ -26,7 +26,14 @@ from qgate.profile import QualitySpec
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.stats import FlipCounts, count_flips
 
-__all__ = ["Completions", "bounds", "decisive", "stop_problems", "stopped_at_verdict"]
+__all__ = [
+    "Completions",
+    "bounds",
+    "decisive",
+    "halted_at_verdict",
+    "stop_problems",
+    "stopped_at_verdict",
+]
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,13 @@ def decisive(verdicts: Sequence[Verdict], not_run: Collection[str] = ()) -> Verd
         ),
         None,
     )
+
+
+def halted_at_verdict(spec: QualitySpec, verdicts: Sequence[Verdict]) -> bool:
+    """Whether a side's quality stage may have halted before its end (`stop: verdict` and a
+    settled FAIL): a halted side runs no reuse passes, and a halted reference no noise floor.
+    The verdict is FAIL whatever else its records held."""
+    return spec.stop == "verdict" and decisive(verdicts) is not None
 
 
 def stopped_at_verdict(

@@ -26,6 +26,7 @@ from qgate.profile.reuse_plan import reuse_suites
 from qgate.profile.side import side
 from qgate.profile.spec_plan import cross_checked, speculates, speculative_policy
 from qgate.profile.suites import configured
+from qgate.quality.asked_again import split_setting
 from qgate.quality.board import Board
 from qgate.quality.cache import reference_cache_key
 from qgate.quality.divergence_data import ScoreSet
@@ -33,7 +34,7 @@ from qgate.quality.divergence_suite import build_divergence_run
 from qgate.quality.floor_run import ask_again
 from qgate.quality.noise_floor import FloorRecords
 from qgate.quality.records import SuiteRun
-from qgate.quality.reuse_pass import run_passes, split_setting, suite_with_counters
+from qgate.quality.reuse_pass import run_passes, suite_with_counters
 from qgate.quality.reuse_records import PassRun, PassSuite
 from qgate.quality.runner import PairedRunner, SuiteContext, SuiteRunner
 from qgate.quality.spec_counters import SpecSnapshot, snapshot

@@ -19,6 +19,7 @@ from qgate.gates.judgement import Derivation
 from qgate.profile import Profile
 from qgate.report.model import Report
 from qgate.report.signing import sign_report
+from qgate.report.verify.machine import as_run
 from qgate.report.verify.recompute import evidence_of
 from qgate.report.verify.single import verify_bytes
 
@@ -28,20 +29,24 @@ def example_report(folder: Path) -> Report:
     return Report.model_validate(predicate_of(folder / "report.intoto.jsonl"))
 
 
-def rederived(report: Report) -> Report:
+def rederived(report: Report, *, quality: bool = False) -> Report:
     """`report` with every verdict group after its quality verdicts (perf figures, perf and
     speed gates, lives, the pooled envelope gate, the verdict) made again by the one judge
-    from its records, as `qgate run` makes them; the quality verdicts kept as stored."""
+    from its records, as `qgate run` makes them; the quality verdicts kept as stored, or with
+    `quality` made again too (and the warnings), as they are after edited quality records."""
     profile = Profile.model_validate(report.profile)
     perf = report.perf
     judged = judge(
         profile,
         evidence_of(report),
         Derivation(quality=report.quality.derivation, perf=perf.derivation),
-        quality=report.quality.verdicts,
+        judged_with=as_run(report, profile),
+        quality=None if quality else report.quality.verdicts,
         resamples=perf.bootstrap_resamples,
         seed=perf.bootstrap_seed,
     )
+    if quality:
+        report.quality.verdicts, report.warnings = judged.quality, judged.warnings
     perf.results, perf.gates = judged.scenarios, judged.speed
     report.lives, report.envelope, report.verdict = judged.lives, judged.envelope, judged.verdict
     return report

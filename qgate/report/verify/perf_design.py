@@ -20,6 +20,11 @@ the math items the reference's `math.short` run holds (the set they are drawn fr
 the items the records hold, or none. From perf derivation 13 a scenario that shapes its probes
 (perf.probes.shaped, qgate/perf/shaped_probes.py) holds each probe the server counted to at
 least its preamble budget in prompt tokens: a short-form probe put in its place is refused.
+
+The sides are the plan's too (issue 54 item 2): where the candidate's perf ran (`ran`, or
+`ungated`), it and, compared with it, the reference hold records. Before, the sides were read
+from the records, so a candidate whose perf records were deleted with its lost graded turns or
+probes, every verdict derived again, verified as a PASS with no speed gate.
 """
 
 from __future__ import annotations
@@ -38,9 +43,9 @@ from qgate.profile.perf import run_names
 from qgate.profile.vacuous import PROBED_FORM
 from qgate.quality.math_set import PROBED
 from qgate.report.model import Report
-from qgate.report.verify.sessions_check import check_graded_turns
+from qgate.report.verify.sessions_check import check_graded_turns, planned_turns
 
-__all__ = ["check_perf_design", "expected_blocks", "scenario_runs"]
+__all__ = ["check_perf_design", "expected_blocks", "planned_sides", "scenario_runs"]
 
 
 def _fail(message: str) -> VerificationFailed:
@@ -99,16 +104,46 @@ def planned_probe_items(report: Report, profile: Profile) -> int | None:
     return 0 if drawn is None else min(spec.probes.items, len(drawn.items))
 
 
+def planned_sides(report: Report, profile: Profile) -> list[str]:
+    """The sides whose perf records the run makes, whatever the records hold: none unless the
+    candidate's perf ran (its gates passed, or forced past them), then the candidate and,
+    where it is compared with it, the reference."""
+    spec = profile.perf
+    if spec is None or report.perf.status not in ("ran", "ungated"):
+        return []
+    return ["candidate", "reference"] if spec.compare_to == "reference" else ["candidate"]
+
+
+def _check_sides(report: Report, profile: Profile, blocks: int, why: str) -> None:
+    """Each planned side holds perf records: deleting a side's (its lost graded turns or
+    probes with it) no longer leaves a report whose figures and gates simply lack it."""
+    spec = profile.perf
+    assert spec is not None
+    status = report.perf.status
+    rounds = spec.rounds if status == "ran" else 1
+    names = list(scenario_runs(spec))
+    turns = sum(planned_turns(spec.scenarios[i]) for _, i, _ in names) * rounds * blocks
+    for role in planned_sides(report, profile):
+        if any(r.role == role for r in report.perf.runs):
+            continue
+        graded = f"; graded session turns: 0 stored, {turns} re-derived" if turns else ""
+        raise _fail(
+            f"perf.runs: the {role} holds no records, perf {status} plans {len(names)} scenario "
+            f"run(s) x {rounds} round(s) x {blocks} block(s) ({why}) of it{graded}"
+        )
+
+
 def check_perf_design(report: Report, profile: Profile, plan: Plan | None = None) -> str:
     """Raise VerificationFailed when the perf records are not the shape the profile asks;
     a line for `checked`. `plan`: the run's plan where the report holds none (a multi
     report's candidate)."""
     perf = report.perf
     spec = profile.perf
-    if spec is None or not perf.runs:
+    if spec is None or not (perf.runs or planned_sides(report, profile)):
         return ""
     plan = report.plan if report.plan is not None else plan
     blocks, why = expected_blocks(profile, plan)
+    _check_sides(report, profile, blocks, why)
     compared = spec.compare_to == "reference"  # without it the candidate runs its own blocks
     if compared and report.plan is not None and report.plan.blocks != blocks:
         raise _fail(f"plan.blocks: {report.plan.blocks} stored, {blocks} re-derived ({why})")

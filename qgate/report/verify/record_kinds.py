@@ -19,12 +19,15 @@ from typing import Literal
 
 from qgate.gates.speculative import counter_problems
 from qgate.quality.calibrate import check_stored
+from qgate.quality.noise_floor import FLOOR_FROM
 from qgate.report.model import Report
 from qgate.report.verify.attribution import check_attribution
 from qgate.report.verify.cluster import check_cluster
 from qgate.report.verify.cross_check import check_cross_planned, check_cross_records
+from qgate.report.verify.floor_plan import check_floor_planned
 from qgate.report.verify.lives import check_lives, planned_lives
 from qgate.report.verify.machine import check_machine
+from qgate.report.verify.pass_plan import PASSES_FROM, check_passes_planned
 from qgate.report.verify.perf_design import check_perf_design
 from qgate.report.verify.provenance import check_provenance
 from qgate.report.verify.recompute import recompute_perf
@@ -101,14 +104,15 @@ RAW: tuple[RawKind, ...] = (
     RawKind(
         "quality.passes",
         "quality",
-        2,
+        PASSES_FROM,
         lambda r: bool(r.quality.passes),
-        (check_passes,),
+        (check_passes, check_passes_planned),
         "quality.passes: the server counters scraped around each suite and probe, and each "
         "suite's per-request usage: checked for their own arithmetic (totals, never backwards, "
         "both sides alike, usage inside its window) and every share and exercise verdict "
-        "re-derived from them; that the server counted what these numbers say, and the reset "
-        "and filler qgate says it sent (prepare), are not re-derived",
+        "re-derived from them; each side's passes, results and items held to the plan; that "
+        "the server counted what these numbers say, and the reset and filler qgate says it "
+        "sent (prepare), are not re-derived",
     ),
     RawKind(
         "quality.speculative",
@@ -132,11 +136,12 @@ RAW: tuple[RawKind, ...] = (
     RawKind(
         "quality.noise_floor",
         "quality",
-        4,
+        FLOOR_FROM,
         lambda r: r.quality.noise_floor is not None,
-        (rederive_correctness, rederive_divergence),
+        (rederive_correctness, rederive_divergence, check_floor_planned),
         "quality.noise_floor: the reference's second answers and scores (their correctness "
-        "and divergence are re-derived, and the limits they derive with them)",
+        "and divergence are re-derived, and the limits they derive with them; every result, "
+        "item and continuation the profile asks again must be there)",
     ),
     RawKind(
         "perf.runs",
@@ -188,7 +193,8 @@ RAW: tuple[RawKind, ...] = (
         9,
         _graded_turns,
         (check_perf_design, recompute_perf),
-        "graded session turns: each turn's text (its grade and the turn gate are re-derived)",
+        "graded session turns: each turn's text (its grade and the turn gate are re-derived; "
+        "every session x turn of every run of each side the perf stage plans must be there)",
     ),
     RawKind(
         "lives.records",

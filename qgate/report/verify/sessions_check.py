@@ -14,7 +14,14 @@ from qgate.perf.session_run import graded_sessions
 from qgate.perf.sessions import session_turns
 from qgate.profile import MultiTurnScenario, Scenario
 
-__all__ = ["check_graded_turns"]
+__all__ = ["check_graded_turns", "planned_turns"]
+
+
+def planned_turns(scenario: Scenario) -> int:
+    """The graded turns one run (side, round, block) of `scenario` asks: sessions x turns."""
+    if not isinstance(scenario, MultiTurnScenario) or scenario.graded is None:
+        return 0
+    return graded_sessions(scenario) * scenario.graded.turns
 
 
 def check_graded_turns(run: ScenarioRun, scenario: Scenario, where: str) -> int:

@@ -39,9 +39,11 @@ from qgate.report.verify.envelope import (
     parse_predicate,
     read_inputs,
 )
+from qgate.report.verify.floor_plan import check_floor_planned
 from qgate.report.verify.lives import check_lives
 from qgate.report.verify.machine import as_run, check_machine
 from qgate.report.verify.paired_items import check_paired_items
+from qgate.report.verify.pass_plan import check_passes_planned
 from qgate.report.verify.perf_design import check_perf_design
 from qgate.report.verify.profile import match_profile
 from qgate.report.verify.provenance import check_provenance
@@ -224,6 +226,8 @@ def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult[Re
     if report.quality.passes:
         n = check_passes(report, prof, done)
         result.checked.append(f"{n} reuse-pass answers re-derived from their responses")
+    if line := check_passes_planned(report, prof):
+        result.checked.append(line)
     if done.data_checked:
         result.checked.append(f"{done.data_checked} math items match the math set the run used")
     if done.recall_checked:
@@ -245,6 +249,8 @@ def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult[Re
             f"noise floor: {again.items} second answers and {again.positions} divergence "
             "positions of the reference re-derived from its responses and logprobs"
         )
+    if line := check_floor_planned(report, prof):
+        result.checked.append(line)
     if report.quality.divergence is not None:
         required = report.schema_version != "1"
         rederive_divergence(report.quality.divergence, done, required=required)

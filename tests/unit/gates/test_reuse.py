@@ -7,9 +7,10 @@ import pytest
 from qgate.gates.reuse import evaluate_reuse
 from qgate.profile import MathSuite, QualitySpec, RecallSuite
 from qgate.profile.reuse_plan import reuse_suites
+from qgate.quality.asked_again import pass_items, pass_setting, split_setting
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.reuse_counters import kv_capacity_tokens, parse_pass_counters
-from qgate.quality.reuse_pass import filler_prompts, pass_setting, split_setting
+from qgate.quality.reuse_pass import filler_prompts
 from qgate.quality.reuse_records import (
     COMPUTED,
     DEVICE,
@@ -216,6 +217,9 @@ def test_settings_split_per_result_and_cut_to_the_limit() -> None:
     rparts = split_setting("recall", recall)
     assert [s for s, _ in rparts] == ["recall.512", "recall.1024"]
     assert pass_setting(rparts[0][1], 3).haystacks == 2
+    # the items a pass then asks: math's first N of the suite's, recall's whole haystacks
+    assert [pass_items(parts[1][1], n, 20) for n in (None, 5, 50)] == [20, 5, 20]
+    assert [pass_items(rparts[0][1], n, 8) for n in (None, 3, 64)] == [8, 4, 8]
 
 
 def test_filler_prompts_are_unique_sized_and_the_same_on_both_sides() -> None:

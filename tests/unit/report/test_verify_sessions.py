@@ -5,9 +5,11 @@ edited or re-graded turn is rejected naming it; the views show accuracy by turn.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 import pytest
 from helpers.report_synthetic import PROFILE, build_report, make_signer
+from helpers.resign import rederived
 
 from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
@@ -146,3 +148,44 @@ def test_graded_turns_need_perf_derivation_9() -> None:
     report.perf.derivation = 8
     with pytest.raises(VerificationFailed, match=r"perf.derivation: 8 stored, at least 9"):
         verify(report)
+
+
+def _side_deleted(report: Report) -> None:
+    report.perf.runs = [r for r in report.perf.runs if r.role != "candidate"]
+
+
+def _lost_turns_deleted(report: Report) -> None:
+    for run in report.perf.runs:
+        run.requests = [r for r in run.requests if r.probe_correct is not False]
+
+
+@pytest.mark.parametrize(
+    ("drop", "message"),
+    [
+        (
+            _side_deleted,
+            "perf.runs: the candidate holds no records, perf ran plans 1 scenario run(s) x 1 "
+            "round(s) x 1 block(s) (perf.blocks unset: 1 in sequence) of it; graded session "
+            "turns: 0 stored, 8 re-derived",
+        ),
+        (
+            _lost_turns_deleted,
+            "perf short: the candidate's round 1 block 1: graded turns: 6 stored, 8 re-derived "
+            "(2 sessions x 4 turns, each once)",
+        ),
+    ],
+    ids=["the side with its lost turns", "the lost turns"],
+)
+def test_graded_turns_deleted_and_every_verdict_derived_again_are_refused(
+    drop: Callable[[Report], None], message: str
+) -> None:
+    """Issue 54 item 2: the graded turns a side lost, deleted with the side's perf records or
+    alone, every verdict derived again by the one judge and the report signed afresh, are
+    refused (the turn gate and the speed gates would PASS on what is left)."""
+    report = session_report(lost=2)
+    assert report.verdict == "FAIL"
+    drop(report)
+    rederived(report, quality=True)
+    with pytest.raises(VerificationFailed) as info:
+        verify(report)
+    assert info.value.message == message, info.value.message
