@@ -17,8 +17,9 @@ import threading
 from collections.abc import Sequence
 
 from qgate.core.records import Role
+from qgate.gates.looks import look_decision, look_sizes, paired_count
 from qgate.gates.quality import evaluate_divergence, policy_for, settled_gates
-from qgate.profile import DivergenceSuite, QualitySpec
+from qgate.profile import AccuracyPolicy, DivergenceSuite, QualitySpec
 from qgate.quality.records import DivergenceRun, ItemRecord, SuiteRun
 
 __all__ = ["SettleBoard"]
@@ -39,6 +40,7 @@ class SettleBoard:
             (r.suite, "reference"): list(r.items) for r in reference
         }
         self._halt: str | None = None
+        self._looked: dict[str, int] = {}  # suite -> the last look taken (stop: looks)
 
     @property
     def enabled(self) -> bool:
@@ -68,6 +70,8 @@ class SettleBoard:
             policy = policy_for(self.spec, suite)
             if policy is None or (len(ref) >= planned and len(cand) >= planned):
                 return None
+            if self.spec.stop == "looks":
+                return self._look(suite, policy, ref, cand, planned)
             decided = settled_gates(policy, ref, cand, planned)
             failed = [g for g, got in decided.items() if got == "fail"]
             if self.spec.stop == "verdict" and failed:
@@ -78,6 +82,32 @@ class SettleBoard:
                 known = len({i.id for i in ref} & {i.id for i in cand})
                 return f"settled at {known} of {planned} items"
         return None
+
+    @property
+    def order_seed(self) -> int | None:
+        """The seed the suites shuffle their items by (`stop: looks`), else None."""
+        return self.spec.seed if self.spec.stop == "looks" else None
+
+    def _look(
+        self,
+        suite: str,
+        policy: AccuracyPolicy,
+        ref: Sequence[ItemRecord],
+        cand: Sequence[ItemRecord],
+        planned: int,
+    ) -> str | None:
+        """At the first post past a new look: why the suite ends there, or None."""
+        known = paired_count(ref, cand)
+        sizes = look_sizes(planned, self.spec.looks)
+        look = sum(1 for n in sizes if n <= known)
+        if look <= self._looked.get(suite, 0) or known >= planned:
+            return None
+        self._looked[suite] = look
+        decided = look_decision(policy, ref, cand, planned)
+        if decided is None or not self._differs(ref, cand):
+            return None
+        verdict = "FAIL" if "fail" in decided.values() else "PASS"
+        return f"{verdict} at look {look} of {len(sizes)} ({known} of {planned} items)"
 
     def post_divergence(self, setting: DivergenceSuite, run: DivergenceRun) -> None:
         """The finished divergence suite, gated: with `stop: verdict` a failure halts."""

@@ -19,6 +19,7 @@ from qgate.core.verdict import Verdict
 from qgate.gates.agent import structured_verdicts
 from qgate.gates.effect import effect_verdicts
 from qgate.gates.ladder import ladder_divergence_verdicts
+from qgate.gates.looks import judged_policy, sequential_gates
 from qgate.gates.sampling import sampling_verdicts
 from qgate.gates.suite import all_failed, evaluate_suite, settled_gates
 from qgate.profile import AccuracyPolicy, DivergenceSuite, QualitySpec
@@ -47,8 +48,10 @@ def configured_suites(spec: QualitySpec) -> list[tuple[str, AccuracyPolicy]]:
 
 
 def policy_for(spec: QualitySpec, suite: str) -> AccuracyPolicy | None:
-    """The policy that gates a suite id ('math.long', 'recall.1024', 'lm_eval.gsm8k')."""
-    return next((policy for sid, policy in exact_results(spec) if sid == suite), None)
+    """The policy that judges a suite id ('math.long', 'recall.1024', 'lm_eval.gsm8k'): as
+    the profile writes it, its alpha split over the looks under `stop: looks`."""
+    found = next((policy for sid, policy in exact_results(spec) if sid == suite), None)
+    return None if found is None else judged_policy(spec, found)
 
 
 def _pick_run(runs: Sequence[SuiteRun], suite: str, role: str) -> tuple[SuiteRun | None, int]:
@@ -157,7 +160,8 @@ def evaluate_quality(
     verdicts: list[Verdict] = []
     not_run: set[str] = set()  # gates of suites with a runtime's records missing
     derived: dict[str, int] = {}
-    for suite, policy in configured_suites(spec):
+    for suite, declared in configured_suites(spec):
+        policy = judged_policy(spec, declared)  # alpha split over the looks (stop: looks)
         ref, n_ref = _pick_run(runs, suite, "reference")
         cand, n_cand = _pick_run(runs, suite, "candidate")
         if floor is not None and policy.max_flips is None and ref is not None and ref.items:
@@ -173,7 +177,8 @@ def evaluate_quality(
             not_run |= {v.gate for v in absent}
             verdicts += absent
         else:
-            verdicts += evaluate_suite(suite, policy, ref, cand)
+            seq = sequential_gates(policy) if spec.stop == "looks" else frozenset()
+            verdicts += evaluate_suite(suite, policy, ref, cand, seq)
     verdicts = sampling_verdicts(spec, runs, structured_verdicts(spec, runs, verdicts))
     if spec.context_ladder is not None:
         ladder = ladder_divergence_verdicts(spec.context_ladder, runs)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from qgate.core.verdict import Comparator, Verdict
 from qgate.gates.noninferiority import Outcome, bound_outcome, bound_reason, drop_bounds
+from qgate.gates.pairing import pairing_problem
 from qgate.gates.score import evaluate_scored, fractional
 from qgate.profile import AccuracyPolicy
 from qgate.quality.records import ItemRecord, SuiteRun
@@ -198,38 +199,6 @@ def all_failed(suite: str, policy: AccuracyPolicy, reason: str) -> list[Verdict]
     ]
 
 
-def _pairing_problem(ref: SuiteRun, cand: SuiteRun) -> str | None:
-    for run in (ref, cand):
-        ids = [i.id for i in run.items]
-        if len(set(ids)) != len(ids):
-            dupes = sorted({i for i in ids if ids.count(i) > 1})
-            return f"duplicate item ids in the {run.role} run: {_few(dupes)}"
-    planned = ref.planned or cand.planned  # recorded by a run that stopped early
-    if ref.planned and cand.planned and ref.planned != cand.planned:
-        return f"planned items differ: reference {ref.planned}, candidate {cand.planned}"
-    if planned is not None:
-        for run in (ref, cand):
-            if len(run.items) > planned or (not run.partial and len(run.items) != planned):
-                return f"the {run.role} run has {len(run.items)} items, {planned} planned"
-    ref_ids = {i.id for i in ref.items}
-    cand_ids = {i.id for i in cand.items}
-    # a run that stopped early (quality.stop) lacks the other side's later items by design
-    missing = [] if cand.partial else sorted(ref_ids - cand_ids)
-    extra = [] if ref.partial else sorted(cand_ids - ref_ids)
-    parts = []
-    if missing:
-        parts.append(f"{len(missing)} reference items missing from the candidate ({_few(missing)})")
-    if extra:
-        parts.append(f"{len(extra)} candidate items not in the reference ({_few(extra)})")
-    if not ref_ids and not ref.partial:
-        parts.append("no items")
-    return "; ".join(parts) or None
-
-
-def _few(ids: Sequence[str], n: int = 3) -> str:
-    return ", ".join(ids[:n]) + (", ..." if len(ids) > n else "")
-
-
 def _outcomes(policy: AccuracyPolicy, f: FlipCounts) -> dict[str, Outcome]:
     """Each gate's verdict on a full 2x2 table."""
     return {g.name: outcome(g, policy, f) for g in gates_of(policy)}
@@ -256,7 +225,11 @@ def _power_fields(
 
 
 def evaluate_suite(
-    suite: str, policy: AccuracyPolicy, ref: SuiteRun, cand: SuiteRun
+    suite: str,
+    policy: AccuracyPolicy,
+    ref: SuiteRun,
+    cand: SuiteRun,
+    at_look: frozenset[str] = frozenset(),
 ) -> list[Verdict]:
     """Verdicts of one suite's paired runs; a pairing problem fails every gate of the suite.
 
@@ -264,10 +237,11 @@ def evaluate_suite(
     extra or duplicate items) adds a failed `<suite>.pairing` verdict. A run that
     stopped early is judged on its planned items: a gate passes or fails only
     when every outcome of the items it did not run gives that verdict
-    (qgate/quality/settle.py); otherwise it is not settled, and not passed.
+    (qgate/quality/settle.py); otherwise it is not settled, and not passed. The gates named
+    in `at_look` (`stop: looks`, qgate/gates/looks.py) are judged on the items run instead.
     """
     verdicts: list[Verdict] = []
-    problem = _pairing_problem(ref, cand)
+    problem = pairing_problem(ref, cand)
     if problem is not None:
         verdicts.append(
             Verdict(
@@ -336,7 +310,7 @@ def evaluate_suite(
             )
         )
     if planned is not None and (ref.partial or cand.partial):
-        verdicts = _settle(verdicts, policy, ref, cand, planned)
+        verdicts = _settle(verdicts, policy, ref, cand, planned, at_look)
     return verdicts
 
 
@@ -357,16 +331,22 @@ def settled_gates(
 
 
 def _settle(
-    verdicts: list[Verdict], policy: AccuracyPolicy, ref: SuiteRun, cand: SuiteRun, planned: int
+    verdicts: list[Verdict],
+    policy: AccuracyPolicy,
+    ref: SuiteRun,
+    cand: SuiteRun,
+    planned: int,
+    at_look: frozenset[str] = frozenset(),
 ) -> list[Verdict]:
-    """A stopped suite's verdicts: each gate as its planned items decide it, or not settled."""
+    """A stopped suite's verdicts: each gate as its planned items decide it, or not settled
+    (those in `at_look` as the items run decide them)."""
     decided = settled_gates(policy, ref.items, cand.items, planned)
     known = len({i.id for i in ref.items} & {i.id for i in cand.items})
     out = []
     for v in verdicts:
         gate = v.gate.rsplit(".", 1)[1]
         got = decided.get(gate)
-        if gate not in decided:
+        if gate not in decided or gate in at_look:
             out.append(v)
         elif got is not None:
             tail = (

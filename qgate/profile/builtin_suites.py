@@ -39,6 +39,7 @@ register(
         asked_again="qgate.quality.asked_again:MATH_AGAIN",
         localise="qgate.report.localise:MATH",
         uses=frozenset({"tokenize"}),  # the long form's preamble; sized by characters without
+        shuffles=True,
     )
 )
 register(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from qgate.core.features import FEATURES, Feature
 from qgate.profile.chat_templates import template_problem
 from qgate.profile.engines import declared, engine_class, engine_kinds, unknown_engine_message
+from qgate.profile.kv_tier import kv_tier_problems
 from qgate.profile.side import side
 from qgate.profile.suites import engine_args_needed, features_needed, features_used
 
@@ -74,6 +75,7 @@ def engine_problems(profile: Profile) -> list[tuple[KeyPath, str]]:
                         )
                     )
     found += _engine_arg_problems(profile)
+    found += kv_tier_problems(profile)  # a KV tier that outlives a life or is shared
     unique: list[tuple[KeyPath, str]] = []
     for item in found:
         if item not in unique:

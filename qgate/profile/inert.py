@@ -67,7 +67,12 @@ INERT: dict[tuple[type[BaseModel], str], Rule] = {
         else "only the long prompt form has a preamble; prompts has no 'long'"
     ),
     (QualitySpec, "stop_block"): lambda q: (
-        "only used when stop is 'settled' or 'verdict' (stop is 'off')" if q.stop == "off" else None
+        "only used when stop is 'settled', 'verdict' or 'looks' (stop is 'off')"
+        if q.stop == "off"
+        else None
+    ),
+    (QualitySpec, "looks"): lambda q: (
+        None if q.stop == "looks" else f"only used when stop is 'looks' (stop is {q.stop!r})"
     ),
     (ReuseSpec, "load"): lambda r: (
         None

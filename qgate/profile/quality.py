@@ -14,6 +14,7 @@ from qgate.profile.degeneration import DegenerationSuite
 from qgate.profile.detect import AccuracyPolicy, Detect, detect_problem, fewest_rejecting
 from qgate.profile.divergence import DivergenceSuite
 from qgate.profile.extra_suites import split_settings
+from qgate.profile.ladder_spec import ContextLadder
 from qgate.profile.noise_floor import NoiseFloor
 from qgate.profile.reuse import ReuseSpec
 from qgate.profile.sampling import SamplingSuite
@@ -153,83 +154,6 @@ class RecallSuite(AccuracyPolicy):
     )
 
 
-class ContextLadder(AccuracyPolicy):
-    """Recall items in context-length buckets up to the model's limit, each bucket gated alone.
-
-    Buckets are centred on powers of two (bucket P spans [P/sqrt(2), P*sqrt(2)) tokens), so
-    every power-of-two boundary (2,048/2,049, 4,096/4,097, ...) falls inside one bucket with
-    items on both sides of it; the top bucket ends at `up_to`. Result ids are
-    `context.<P>`; the report names the first bucket where the candidate fails (the cliff).
-    """
-
-    up_to: int = Field(
-        ge=256,
-        le=10_000_000,
-        description="Longest haystack in tokens: the model's own limit (SmolLM2 8192, 128K "
-        "models 131072); clipped at run time to fit max_model_len with the answer budget, "
-        "and the report says so.",
-    )
-    start: int = Field(
-        default=1024,
-        ge=64,
-        le=10_000_000,
-        description="Centre of the first bucket; a power of two (1024: the bucket [724, 1448)).",
-    )
-    per_bucket: int = Field(
-        default=8,
-        ge=1,
-        le=1000,
-        description="Items per bucket, at lengths spread geometrically across it (as many "
-        "below its power of two as above); `detect` replaces it with the sized count.",
-    )
-    depths: list[Fraction] = Field(
-        default_factory=lambda: [0.1, 0.5, 0.9],
-        min_length=1,
-        description="Where codes are planted (a fraction of the haystack), in turn per item.",
-    )
-    seed: int = Field(default=4321, ge=0, le=2**63 - 1, description="Seed of the haystacks.")
-    max_tokens: int = Field(
-        default=32, ge=1, le=10_000_000, description="Generation budget per answer."
-    )
-    top_k: int = Field(
-        default=20,
-        ge=0,
-        le=100,
-        description="Logprobs asked per generated token (vLLM serves at most its "
-        "`max_logprobs`, 20 by default); both sides' are compared per bucket where their "
-        "contexts were identical (divergence). 0: not asked, no divergence.",
-    )
-    max_mean_kld: float | None = Field(
-        default=None,
-        gt=0,
-        description="Limit on each bucket's mean KL(reference || candidate) over its compared "
-        "positions (unset: shown, not gated).",
-    )
-    max_max_kld: float | None = Field(
-        default=None, gt=0, description="Limit on each bucket's largest KL (unset: not gated)."
-    )
-    min_top1_agreement: Fraction | None = Field(
-        default=None,
-        description="Floor on each bucket's top-1 agreement over its compared positions "
-        "(unset: not gated).",
-    )
-
-    @model_validator(mode="after")
-    def _ladder_shape(self) -> Self:
-        if self.start & (self.start - 1):
-            raise KeyIssue([(("start",), f"must be a power of two (not {self.start})")])
-        if self.up_to < self.start:
-            raise KeyIssue([(("up_to",), f"must be at least start ({self.start})")])
-        if self.up_to > self.start << 20:
-            raise KeyIssue([(("up_to",), "more than 20 buckets above start")])
-        if self.top_k == 0:
-            limits = ("max_mean_kld", "max_max_kld", "min_top1_agreement")
-            found = [name for name in limits if getattr(self, name) is not None]
-            if found:
-                raise KeyIssue([((found[0],), "needs top_k of at least 1 (logprobs to compare)")])
-        return self
-
-
 LM_EVAL_TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
 """An lm-eval task or group name as its registry spells them ('gsm8k', 'mmlu_pro', 'arc-c')."""
 LM_EVAL_METRIC = re.compile(r"[A-Za-z0-9_@.\-]{1,64}(,[A-Za-z0-9_@.\-]{1,64})?")
@@ -282,6 +206,7 @@ NON_SUITE_SETTINGS = frozenset(
         "on_no_effect",
         "stop",
         "stop_block",
+        "looks",
         "reuse",
         "speculative",
         "noise_floor",
@@ -333,13 +258,26 @@ class QualitySpec(Strict):
         "report and on the console, or 'fail' the run (for CI).",
     )
 
-    stop: Literal["off", "settled", "verdict"] = Field(
+    stop: Literal["off", "settled", "verdict", "looks"] = Field(
         default="off",
         description="Stop early, exactly: 'settled' ends an exact-answer suite (in blocks of "
         "`stop_block` items) once no outcome of its remaining items can change any of its "
         "gates' verdicts; 'verdict' also ends the whole quality stage once any gate has "
         "failed for every outcome of what is left (the run's FAIL is settled; gates it did not "
-        "settle are shown as not settled). Never turns a FAIL into a PASS or back.",
+        "settle are shown as not settled). Never turns a FAIL into a PASS or back. 'looks': "
+        "group-sequential: each exact-answer suite is asked in an order shuffled by `seed` and "
+        "judged at `looks` evenly spaced looks with alpha split evenly over them (each look, "
+        "the last included, at alpha / looks), and ends at the first look where its "
+        "non-inferiority bounds show PASS or harm and its other gates are settled: a clearly "
+        "fine or clearly broken candidate stops early, a doubtful one runs to the suite's "
+        "size, its budget.",
+    )
+    looks: int = Field(
+        default=3,
+        ge=2,
+        le=10,
+        description="With stop 'looks': how many looks, evenly spaced over each suite's items "
+        "(the last at all of them); every gate of the suite is judged at alpha / looks.",
     )
     stop_block: int | None = Field(
         default=None,

@@ -74,6 +74,10 @@ class SuiteEntry:
     asked_again: str | None = None
     """"module:attribute" of its `AskedAgain` (one setting per result id, cut to a pass's
     limit): `quality.reuse` can ask its results again; None: it cannot."""
+    shuffles: bool = False
+    """Its runner asks its items in the seeded look order under `quality.stop: looks`
+    (qgate/quality/look_order.py): `qgate verify` holds a stopped candidate to the first of
+    that order. False: it asks them in its own order (generated sets are drawn at random)."""
     localise: str | None = None
     """"module:attribute" of its `Localiser` (qgate/report/localise.py): the report's rows by
     prompt length, depth and difficulty, and where a failed gate's damage sits; None: none."""

@@ -115,7 +115,9 @@ def _suite_flip_problems(profile: Profile) -> Found:
         if policy.max_flips is not None and items is not None and policy.max_flips >= items:
             found.append(((*path, "max_flips"), _never_fails(policy.max_flips, items, "items")))
         if policy.rule == "bound" and policy.max_drop is not None and items is not None:
-            why = _never_passes(policy, items)
+            q = profile.quality  # under stop: looks every look is judged at alpha / looks
+            judged = policy.alpha / q.looks if q.stop == "looks" else policy.alpha
+            why = _never_passes(policy.model_copy(update={"alpha": judged}), items)
             if why is not None:
                 found.append((_written(policy, path, "max_drop"), why))
     return found

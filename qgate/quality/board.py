@@ -41,6 +41,12 @@ class Board(Protocol):
         """Why `role`'s whole quality stage stops (`stop: verdict`), or None."""
         ...
 
+    @property
+    def order_seed(self) -> int | None:
+        """The seed the suites shuffle their items by before asking them (`stop: looks`:
+        qgate/gates/looks.py `look_order`), else None: in their own order."""
+        ...
+
     def post(self, role: Role, suite: str, items: Sequence[ItemRecord], planned: int) -> str | None:
         """Record a side's items so far; why the suite stops now, or None to go on."""
         ...

@@ -22,6 +22,7 @@ from qgate.quality.board import block_name, in_blocks
 from qgate.quality.client import HttpError, SuiteClient
 from qgate.quality.data import evals_root, read_eval_file
 from qgate.quality.extract import answer_matches, extract_number
+from qgate.quality.look_order import in_look_order
 from qgate.quality.math_set import (
     PREAMBLE,
     PROMPT_VERSION,
@@ -102,6 +103,8 @@ async def run_math(
     clipped to `max_model_len`; the budget used is recorded in the run's params.
     """
     items = math_items(spec)
+    seed_order = None if board is None else board.order_seed
+    items = in_look_order(items, [i.id for i in items], seed_order)  # stop: looks
     runs: list[SuiteRun] = []
     async with SuiteClient(
         base_url, model, concurrency=concurrency, timeout_s=timeout_s, headers=headers

@@ -198,6 +198,8 @@ def make_plan(
             f"move between them, and the intervals cover {within}{across}"
         )
     notes += _engine_args_notes(first)
+    if note := stop_note(first.quality):
+        notes.append(note)
     if note := lives_note(first, len(lives), together=False):
         notes.append(note)
     return Plan(
@@ -213,6 +215,23 @@ def make_plan(
         envelope=envelope_lines(
             first, _suites(first.quality), _scenarios(first), blocks_of(first, False), rounds
         ),
+    )
+
+
+def stop_note(spec: QualitySpec) -> str | None:
+    """What `quality.stop` does to the quality stage, for the plan (None: off)."""
+    if spec.stop == "off":
+        return None
+    if spec.stop != "looks":
+        return (
+            f"quality.stop: {spec.stop}: exact-answer suites run in blocks and end once their "
+            "verdicts are settled (never another verdict)"
+        )
+    return (
+        f"quality.stop: looks: exact-answer suites are asked in the order seed {spec.seed} "
+        f"gives and judged at {spec.looks} evenly spaced looks, every gate at alpha / "
+        f"{spec.looks} (the power above is at that level); each ends at the first look that "
+        "shows PASS or harm, else at its last item"
     )
 
 
@@ -297,11 +316,8 @@ def _together(
         if quality
         else f"reference and candidate {start.split(': ')[0]}: their start-ups overlap",
     ]
-    if profile.quality.stop != "off":
-        notes.append(
-            f"quality.stop: {profile.quality.stop}: exact-answer suites run in blocks "
-            "and end once their verdicts are settled (never another verdict)"
-        )
+    if note := stop_note(profile.quality):
+        notes.append(note)
     if compared:
         notes.append(
             f"speed is measured on each side's own {'cores' if on_cpu else 'share'}, in "

@@ -12,7 +12,6 @@ LIMIT = 400
 
 OVER: dict[str, int] = {
     "profile/model.py": 453,
-    "profile/quality.py": 408,
     "report/render/view.py": 506,
     "report/verify/recompute.py": 472,
     "runtime/server.py": 404,

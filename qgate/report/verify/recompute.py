@@ -33,6 +33,7 @@ from qgate.gates.judgement import (
     Evidence,
     Judgement,
 )
+from qgate.gates.looks import look_problems
 from qgate.perf.blocks import rounds_of
 from qgate.perf.records import ScenarioRun
 from qgate.profile import Profile
@@ -313,6 +314,7 @@ def recompute_quality(
     if not same_value(stored, fresh):
         raise _fail(_first_verdict_difference(report.quality.verdicts, recomputed, derivation))
     problems = stop_problems(profile.quality, report.quality.runs, recomputed)
+    problems += look_problems(profile.quality, report.quality.runs)
     if problems:
         raise _fail(f"quality: {problems[0]}")
 

@@ -492,6 +492,30 @@ CASES: list[tuple[str, str, str, str]] = [
         "climbs out of vLLM's templates folder",
     ),
     (
+        "kv-tier-mooncake",
+        "name: t\nmodel: {embedded: smollm2}\nreference: {args: {enable_prefix_caching: false}}\n"
+        "candidate:\n  args:\n"
+        '    kv_transfer_config: \'{"kv_connector": "MooncakeConnector"}\'\n'
+        "quality:\n  math: {prompts: [short], max_drop: 0.2, limit: 16}\n",
+        ":6 candidate.args.kv_transfer_config:",
+        "the MooncakeConnector KV connector keeps blocks outside the server",
+    ),
+    (
+        "kv-tier-lmcache-disk-for-both",
+        "engine: {env: {LMCACHE_LOCAL_DISK: 'file:///var/kv'}}\n",
+        ":8 engine.env.LMCACHE_LOCAL_DISK:",
+        "points the KV cache outside the server",
+    ),
+    (
+        "kv-tier-lmcache-remote-extra-config",
+        "name: t\nmodel: {embedded: smollm2}\n"
+        'candidate:\n  args:\n    kv_transfer_config: \'{"kv_connector": "LMCacheConnectorV1", '
+        '"kv_connector_extra_config": {"remote_url": "lm://h:1"}}\'\n'
+        "quality:\n  math: {prompts: [short], max_drop: 0.2, limit: 16}\n",
+        ":5 candidate.args.kv_transfer_config:",
+        "the LMCacheConnectorV1 KV connector keeps blocks outside the server",
+    ),
+    (
         "qgate-template-in-side-engine",
         "reference: {engine: {args: {chat_template: 'qgate:../chatml-tools'}}}\n",
         ":8 reference.engine.args.chat_template:",
@@ -549,6 +573,18 @@ candidates:
 quality:
   math: {max_drop: 0.2}
 """
+
+
+def test_a_kv_tier_inside_the_server_is_accepted(tmp_path: Path) -> None:
+    # native offloading and LMCache on host memory alone die with their life
+    for args in (
+        "{kv_offloading_backend: native, kv_offloading_size: 4}",
+        '{kv_transfer_config: \'{"kv_connector": "LMCacheConnectorV1"}\'}',
+        '{kv_transfer_config: \'{"kv_connector": "OffloadingConnector"}\'}',
+    ):
+        text = BASE.replace("  emulate_weights: {format: fp8_e4m3}", f"  args: {args}")
+        result = CliRunner().invoke(main, ["validate", str(_write(tmp_path, text))])
+        assert result.exit_code == 0, (args, result.output)
 
 
 def test_candidate_names_that_differ_only_in_case(tmp_path: Path) -> None:
