@@ -92,8 +92,8 @@ def record_floor(report: Report) -> Derivations:
 
 def check_derivations(report: Report) -> Derivations:
     """The derivations verify applies: the signer's; raise VerificationFailed when the report
-    claims others, or fewer than its records need. A claim above this qgate's is left to the
-    recomputation, which names the newer qgate."""
+    claims others, or fewer than its records need. A claim above this qgate's, from a signer
+    not listed as older, is left to the recomputation, which names the newer qgate."""
     signer = signer_derivations(report)
     floor = record_floor(report)
     claims = (
@@ -102,8 +102,8 @@ def check_derivations(report: Report) -> Derivations:
     )
     newest = {"quality.derivation": QUALITY_DERIVATION, "perf.derivation": PERF_DERIVATION}
     for name, claimed, signed, least in claims:
-        if claimed > newest[name]:
-            continue
+        if claimed > newest[name] and signed == newest[name]:
+            continue  # perhaps a newer qgate's: a listed older signer's claim is refused below
         if claimed < least:
             raise VerificationFailed(
                 f"{name}: {claimed} stored, at least {least} re-derived from the records "

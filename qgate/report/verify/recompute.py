@@ -49,6 +49,8 @@ __all__ = [
     "Recompute",
     "ScenarioVerdicts",
     "Summarize",
+    "check_bootstrap",
+    "check_perf_status",
     "check_status_and_verdict",
     "default_recompute",
     "describe",
@@ -112,16 +114,15 @@ def judged_of(
 
     `profile` the signed one, `judged_with` the profile as the machine ran it (as_run)."""
     q, perf = report.quality, report.perf
-    if q.derivation > QUALITY_DERIVATION:
-        raise _fail(
-            f"quality verdicts of derivation {q.derivation}: made by a newer qgate "
-            f"(this one derives version {QUALITY_DERIVATION}); verify it with that one"
-        )
-    if perf.derivation > PERF_DERIVATION:
-        raise _fail(
-            f"perf figures of derivation {perf.derivation}: made by a newer qgate "
-            f"(this one derives version {PERF_DERIVATION}); verify it with that one"
-        )
+    for name, stored, newest in (
+        ("quality.derivation", q.derivation, QUALITY_DERIVATION),
+        ("perf.derivation", perf.derivation, PERF_DERIVATION),
+    ):
+        if stored > newest:
+            raise _fail(
+                f"{name}: {stored} stored, at most {newest} re-derived by this qgate: made by "
+                "a newer qgate; verify it with that one"
+            )
     return judge(
         profile,
         evidence_of(report),
@@ -398,7 +399,7 @@ def recompute_perf(
     if set(results) != run_names:
         odd = sorted(set(results) ^ run_names)[0]
         raise _fail(f"perf: scenario {odd} has records without results or results without records")
-    _check_bootstrap(perf, profile)
+    check_bootstrap(perf, profile)
     judged = judged or judged_of(report, profile, fns)
     fresh = {r.scenario: r for r in judged.scenarios}
     same = same_value if perf.derivation == PERF_DERIVATION else _covers
@@ -425,7 +426,7 @@ def recompute_perf(
     return len(results)
 
 
-def _check_bootstrap(perf: PerfSection, profile: Profile) -> None:
+def check_bootstrap(perf: PerfSection, profile: Profile) -> None:
     """The bootstrap the intervals were drawn with is the profile's (`perf.bootstrap`
     resamples) and qgate's fixed seed: a report cannot pick the draw that suits it."""
     want = profile.perf.bootstrap if profile.perf else 0
@@ -457,16 +458,31 @@ def recompute_envelope(report: Report, profile: Profile, judged: Judgement | Non
     return len(gates)
 
 
+def check_perf_status(report: Report) -> None:
+    """Perf status follows from the quality gates and whether the report holds perf records:
+    with records, 'ran' on passed gates and 'ungated' (forced) past gates that did not pass;
+    without, a skip by the gates is theirs (--skip-perf, a flag, is not re-derived). Checked
+    before anything that reads it (the rounds asked, the speed gates), so an edited status is
+    named as itself."""
+    status, verdicts = report.perf.status, report.quality.verdicts
+    if report.perf.runs or report.perf.results:
+        ran = perf_status(verdicts, skip_perf=False, force_perf=True)
+        if status != ran:
+            raise _fail(
+                f"perf.status: {status!r} stored, {ran!r} re-derived from the quality gates "
+                "and the perf records the report holds"
+            )
+        return
+    gated = perf_status(verdicts, skip_perf=False, force_perf=False)
+    if (status == "ran" and gated != "ran") or (
+        status.startswith("skipped: gates") and status != gated
+    ):
+        raise _fail(f"perf.status: {status!r} stored, {gated!r} re-derived from the quality gates")
+
+
 def check_status_and_verdict(report: Report, judged: Judgement) -> None:
     """Perf status agrees with the quality gates; the overall verdict is the judge's."""
-    status = report.perf.status
-    if status == "ran" and not all(v.passed for v in report.quality.verdicts):
-        raise _fail("perf status 'ran' although a quality gate failed (should be 'ungated')")
-    gated = perf_status(report.quality.verdicts, skip_perf=False, force_perf=False)
-    if status.startswith("skipped: gates") and status != gated:
-        raise _fail(f"perf status {status!r} does not follow from the quality gates ({gated!r})")
-    if status.startswith("skipped") and (report.perf.runs or report.perf.results):
-        raise _fail(f"perf status {status!r} but the report holds perf records")
+    check_perf_status(report)
     expected = judged.verdict
     if report.verdict != expected:
         raise _fail(f"overall verdict {report.verdict} does not follow from the gates ({expected})")

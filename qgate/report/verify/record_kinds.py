@@ -268,7 +268,7 @@ DERIVED: dict[str, str] = {
     "quality.derivation": "qgate.report.verify.derivation.check_derivations",
     "perf.results": "qgate.report.verify.recompute.recompute_perf",
     "perf.gates": "qgate.report.verify.recompute.recompute_perf_gates",
-    "perf.status": "qgate.report.verify.recompute.check_status_and_verdict",
+    "perf.status": "qgate.report.verify.recompute.check_perf_status",
     "perf.derivation": "qgate.report.verify.derivation.check_derivations",
     "perf.bootstrap_resamples": "qgate.report.verify.recompute.recompute_perf",
     "perf.bootstrap_seed": "qgate.report.verify.recompute.recompute_perf",

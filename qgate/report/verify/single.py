@@ -6,8 +6,10 @@ the DSSE PAE -> Statement -> report schema -> subjects -> profile (with
 and FILE's limits gate; see profile.py) -> checkpoint files -> each
 item's correctness and each divergence value re-derived from the raw
 responses and logprobs (rederive.py) -> reference provenance
-(provenance.py) -> every gate verdict and perf figure recomputed with
-the same functions `run` used -> perf status and overall verdict. The first
+(provenance.py) -> the bootstrap's size and seed (before the draw) -> every
+gate verdict and perf figure recomputed with the same functions `run` used
+(the perf status right after the quality verdicts it follows from, before
+anything that reads it) -> overall verdict. The first
 failure raises VerificationFailed (exit 1); an environment that cannot
 import what verification needs raises InfrastructureError (exit 3). The
 recomputation itself lives in recompute.py.
@@ -49,6 +51,8 @@ from qgate.report.verify.profile import match_profile
 from qgate.report.verify.provenance import check_provenance
 from qgate.report.verify.recompute import (
     Recompute,
+    check_bootstrap,
+    check_perf_status,
     check_status_and_verdict,
     default_recompute,
     judged_of,
@@ -183,9 +187,11 @@ def _checked_contents(
     result.signed_only += signed_only(report)
     fns = recompute or default_recompute()
     ran = as_run(report, prof)  # the contradicted changes' gates, as run judged them
+    check_bootstrap(report.perf, prof)  # before the draw: a report does not size verify's work
     judged = judged_of(report, prof, fns, judged_with=ran)  # the one judge, as run called it
     recompute_quality(report, ran, fns, judged)
     result.checked.append(f"{len(report.quality.verdicts)} quality verdicts recomputed")
+    check_perf_status(report)  # before the rounds and speed gates that read it
     warnings = recompute_warnings(report, prof, judged)  # from the declared profile
     result.checked.append(f"{warnings} warnings re-derived from the profile and the records")
     if line := check_attribution(report, ran, fns):
