@@ -55,8 +55,8 @@ def check_bindings(report: Report, prof: Profile) -> list[str]:
         lock = plan_lock(prof, report.profile_sha256, report.plan)
         if ref.lock_sha256 != lock:
             raise VerificationFailed(
-                f"preregistration.lock_sha256: stored {ref.lock_sha256[:12]}..., re-derived "
-                f"{lock[:12]}... from the profile's criteria and the report's plan"
+                f"preregistration.lock_sha256: {ref.lock_sha256} stored, {lock} re-derived "
+                "from the profile's criteria and the report's plan"
             )
         out.append("pre-registration lock re-derived from the profile's criteria and the plan")
     root = report.items_root
@@ -64,8 +64,8 @@ def check_bindings(report: Report, prof: Profile) -> list[str]:
         again = items_root(report.quality.runs)
         if again != root:
             raise VerificationFailed(
-                f"items_root: stored {root.sha256[:12]}... over {root.leaves} items, re-derived "
-                f"{again.sha256[:12]}... over {again.leaves}"
+                f"items_root: {root.sha256} over {root.leaves} items stored, {again.sha256} "
+                f"over {again.leaves} re-derived"
             )
         out.append(f"items root re-derived over {root.leaves} item records")
     return out

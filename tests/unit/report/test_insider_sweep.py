@@ -288,7 +288,23 @@ EDITS: dict[str, dict[str, Edit]] = {
     "lives.verdicts": _verdict_edits("first", lambda r: _lives(r).verdicts),
     "lives.excluded_rounds": _list_edits("lives.excluded_rounds", 7),
     "envelope": _verdict_edits("first", lambda r: r.envelope),
+    "items_root": {"other-root": lambda r: _root_edit(r)},
+    "preregistration": {"other-lock": lambda r: _lock_edit(r)},
 }
+
+
+def _root_edit(report: Report) -> Expect:
+    assert report.items_root is not None
+    was = report.items_root.sha256
+    report.items_root.sha256 = "0" * 64
+    return Expect(("items_root",), "0" * 64, was)
+
+
+def _lock_edit(report: Report) -> Expect:
+    assert report.preregistration is not None
+    was = report.preregistration.lock_sha256
+    report.preregistration.lock_sha256 = "0" * 64
+    return Expect(("preregistration.lock_sha256",), "0" * 64, was)
 
 
 def _held(predicate: dict[str, Any], path: str) -> Any:
