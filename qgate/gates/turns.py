@@ -22,8 +22,7 @@ from qgate.core.verdict import Verdict
 from qgate.gates.probes import asks_suite
 from qgate.gates.suite import evaluate_suite
 from qgate.perf.records import RequestRecord, ScenarioRun
-from qgate.perf.session_run import graded_sessions
-from qgate.perf.sessions import grade_turn, turn_kind
+from qgate.perf.sessions import grade_turn, graded_sessions, turn_kind
 from qgate.profile import (
     AccuracyPolicy,
     FixedScenario,

@@ -24,6 +24,7 @@ from qgate.core.http import root_url
 from qgate.core.serving import MetricNames
 from qgate.errors import InfrastructureError
 from qgate.perf.client import make_session, post_json
+from qgate.perf.expand import expand_inputs, measured_count
 from qgate.perf.loadgen import Exchange, RequestSpec, Sender
 from qgate.perf.probes import Probe, probe_points
 from qgate.perf.progress import ScenarioProgress
@@ -34,8 +35,6 @@ from qgate.perf.series import DEFAULT_BUCKET_S, PARAM
 from qgate.perf.workloads import (
     Mark,
     Tokenize,
-    expand_inputs,
-    measured_count,
     run_fixed,
     run_multi_turn,
     run_trace,

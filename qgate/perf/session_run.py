@@ -15,14 +15,7 @@ from qgate.perf.loadgen import RequestSpec, Sender
 from qgate.perf.sessions import SYSTEM, TURN_MAX_TOKENS, session_turns
 from qgate.profile import MultiTurnScenario
 
-__all__ = ["graded_session", "graded_sessions"]
-
-
-def graded_sessions(s: MultiTurnScenario) -> int:
-    """Graded sessions a run of `s` asks (0: none)."""
-    if s.graded is None:
-        return 0
-    return s.graded.sessions or s.conversations
+__all__ = ["graded_session"]
 
 
 async def graded_session(s: MultiTurnScenario, model: str, sender: Sender, k: int) -> None:

@@ -23,6 +23,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
+from qgate.profile import MultiTurnScenario
 from qgate.quality.extract import answer_matches, extract_number, extract_symbol
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "SessionTurn",
     "TurnKind",
     "grade_turn",
+    "graded_sessions",
     "session_turns",
     "turn_answer",
     "turn_id",
@@ -48,6 +50,13 @@ SYSTEM = (
 TurnKind = Literal["plant", "code", "total"]
 _LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"
 _KINDS: tuple[TurnKind, ...] = ("plant", "plant", "code", "total")
+
+
+def graded_sessions(s: MultiTurnScenario) -> int:
+    """Graded sessions a run of `s` asks (0: none)."""
+    if s.graded is None:
+        return 0
+    return s.graded.sessions or s.conversations
 
 
 @dataclass(frozen=True)

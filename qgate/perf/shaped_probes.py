@@ -18,30 +18,26 @@ probes in the same scenario, so its probe gate pairs them as ever.
 
 `shape_budgets` is a pure function of the profile: the plan prints it and verify holds the
 probe records to it (from perf derivation 13: a shaped scenario's probe that the server
-counted shorter than its budget is refused).
+counted shorter than its budget is refused). This module is pure, so that verify imports no
+HTTP client: the cut itself asks the server's tokenizer (`preambles`, qgate/run/perf.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Literal
 
 from qgate.errors import BadInput
-from qgate.perf.workloads import expand_inputs
+from qgate.perf.expand import expand_inputs
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, Scenario
 from qgate.profile.perf import run_names
 from qgate.profile.side import side
-from qgate.quality.client import SuiteClient
-from qgate.quality.data import evals_root, read_eval_file
-from qgate.quality.math_set import PREAMBLE, long_budget
-from qgate.quality.math_suite import fit_to_tokens
+from qgate.quality.math_set import long_budget
 
 __all__ = [
     "MIN_SHAPED_TOKENS",
     "PROBE_MARGIN_TOKENS",
     "graded_tokens",
     "run_budgets",
-    "preambles",
     "served_tokens",
     "shape_budgets",
 ]
@@ -116,18 +112,4 @@ def run_budgets(profile: Profile) -> dict[str, int]:
     for s in (e for scenario in perf.scenarios for e in expand_inputs(scenario)):
         if s.name in budgets:
             out |= {name: budgets[s.name] for name in run_names(s)}
-    return out
-
-
-async def preambles(client: SuiteClient, budgets: Mapping[str, int]) -> dict[int, str]:
-    """The preamble cut to each budget, at most that many tokens at a line boundary (repeated
-    first where it is shorter: a scenario may serve more than its ~13K tokens). The same on
-    both sides: the same tokenizer cuts it."""
-    text = read_eval_file(evals_root() / PREAMBLE).decode("utf-8")
-    out: dict[int, str] = {}
-    for tokens in sorted(set(budgets.values())):
-        ids = await client.tokenize(text)
-        repeat = max(1, -(-tokens // max(len(ids), 1)))
-        whole = "\n".join([text.rstrip()] * repeat) + "\n"
-        out[tokens], _ = await fit_to_tokens(client, whole, tokens)
     return out

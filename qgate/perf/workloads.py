@@ -24,7 +24,8 @@ import numpy as np
 from qgate.core.jsonl_checks import JsonlLineError, jsonl_values
 from qgate.errors import BadInput
 from qgate.perf.loadgen import RequestSpec, Sender, arrival_offsets_ns, closed_loop, open_loop
-from qgate.perf.session_run import graded_session, graded_sessions
+from qgate.perf.session_run import graded_session
+from qgate.perf.sessions import graded_sessions
 from qgate.profile import FixedScenario, MultiTurnScenario, TraceScenario
 
 _WORDS = (  # noqa: SIM905
@@ -104,35 +105,10 @@ def completion_payload(
     return p
 
 
-def expand_inputs(
-    s: FixedScenario | MultiTurnScenario | TraceScenario,
-) -> list[FixedScenario | MultiTurnScenario | TraceScenario]:
-    """An input-length matrix as one scenario per length (name@inN), else the scenario itself.
-
-    Each length is a scenario of its own: its own warm-ups, measured requests,
-    seed (from the name) and /metrics deltas, so a long prefill never warms up
-    the short one.
-    """
-    if not isinstance(s, FixedScenario) or not isinstance(s.input_tokens, list):
-        return [s]
-    return [
-        s.model_copy(update={"name": f"{s.name}@in{n}", "input_tokens": n}) for n in s.input_tokens
-    ]
-
-
 def _input_len(s: FixedScenario) -> int:
     if isinstance(s.input_tokens, list):  # runs get one length each (expand_inputs)
         raise ValueError(f"scenario {s.name}: expand the input-length matrix first")
     return s.input_tokens
-
-
-def measured_count(s: FixedScenario | MultiTurnScenario | TraceScenario) -> int | None:
-    """Measured requests when known in advance (None for duration-bound runs)."""
-    if isinstance(s, MultiTurnScenario):
-        return None if s.duration_s else s.conversations * s.turns
-    if isinstance(s, TraceScenario):
-        return None
-    return None if s.duration_s else s.requests
 
 
 async def run_fixed(

@@ -169,7 +169,7 @@ class PublishedFigure(Strict):
 def run_names(scenario: Any) -> list[str]:
     """The run names a scenario produces: `name[@inN][@cN]` (an input-length matrix, a sweep).
 
-    The perf runner names its runs the same way (workloads.expand_inputs, runner.levels).
+    The perf runner names its runs the same way (expand.expand_inputs, runner.levels).
     """
     base = [scenario.name]
     inputs = getattr(scenario, "input_tokens", None)

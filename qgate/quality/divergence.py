@@ -64,22 +64,24 @@ def _side_probs(
     lp: Mapping[int, float], union: Sequence[int], top_k: int | None
 ) -> tuple[list[float], float]:
     """Probabilities of one side over `union`, and what remains of its tail."""
-    reported = {t: math.exp(v) for t, v in lp.items()}
+    exp = math.exp
+    reported = {t: exp(v) for t, v in lp.items()}
     tail = max(0.0, 1.0 - sum(reported.values()))
     # vLLM adds the scored token to the top-k when it ranks lower; the cap for
     # unreported tokens is the k-th probability, not that extra token's.
     ranked = sorted(reported.values(), reverse=True)
     k = len(ranked) if top_k is None else max(1, min(top_k, len(ranked)))
     smallest = ranked[k - 1] if ranked else 1.0
-    missing = sum(1 for t in union if t not in reported)
+    missing = len(union) - len(reported)  # the union holds every reported token
     share = min(tail / missing, smallest) if missing else 0.0
-    return [reported.get(t, share) for t in union], max(0.0, tail - share * missing)
+    get = reported.get
+    return [get(t, share) for t in union], max(0.0, tail - share * missing)
 
 
 def _top1(lp: Mapping[int, float]) -> int:
     # Ties go to the smaller token id so the choice is deterministic.
     best = max(lp.values())
-    return min(t for t, v in lp.items() if v == best)
+    return min([t for t, v in lp.items() if v == best])
 
 
 def position_divergence(
@@ -95,14 +97,18 @@ def position_divergence(
     """
     if not ref or not cand:
         raise ValueError("both sides need at least one logprob")
-    union = sorted(set(ref) | set(cand))
+    union = sorted({*ref, *cand})
     p, p_tail = _side_probs(ref, union, top_k)
     q, q_tail = _side_probs(cand, union, top_k)
     log = math.log
+    # summed from a list, not a generator: the same terms in the same order, less overhead
+    # (verify calls this for every stored position)
     kld = sum(
-        pi * (log(pi if pi > FLOOR else FLOOR) - log(qi if qi > FLOOR else FLOOR))
-        for pi, qi in zip([*p, p_tail], [*q, q_tail], strict=True)
-        if pi > 0
+        [
+            pi * (log(pi if pi > FLOOR else FLOOR) - log(qi if qi > FLOOR else FLOOR))
+            for pi, qi in zip([*p, p_tail], [*q, q_tail], strict=True)
+            if pi > 0
+        ]
     )
     idx = union.index(token) if token in ref or token in cand else None
     p_tok = p[idx] if idx is not None else 0.0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from qgate.core.http import root_url
@@ -60,6 +59,8 @@ def kv_capacity_tokens(text: str) -> int | None:
 
 async def scrape_text(base_url: str, headers: Mapping[str, str] | None = None) -> str:
     """The `/metrics` text of a server ('' when it has none or does not answer)."""
+    import aiohttp  # deferred (qgate/core/lazy.py): verify reads this module, never scrapes
+
     try:
         timeout = aiohttp.ClientTimeout(total=10)
         async with (

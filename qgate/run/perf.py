@@ -8,7 +8,7 @@ the gate per scenario is qgate/gates/probes.py).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
@@ -16,17 +16,19 @@ from qgate.perf.client import run_loop
 from qgate.perf.probes import Probe
 from qgate.perf.records import ScenarioRun
 from qgate.perf.runner import run_scenarios
-from qgate.perf.shaped_probes import preambles, shape_budgets
+from qgate.perf.shaped_probes import shape_budgets
 from qgate.perf.workloads import BLOCK
 from qgate.quality.client import SuiteClient
-from qgate.quality.math_set import PROBED
+from qgate.quality.data import evals_root, read_eval_file
+from qgate.quality.math_set import PREAMBLE, PROBED
+from qgate.quality.math_suite import fit_to_tokens
 from qgate.quality.stage import QualityOutput, runtime_headers
 from qgate.run.context import RunContext, save_raw
 from qgate.run.life_probes import math_probes, probe_params
 from qgate.run.plan import blocks_of
 from qgate.runtime.causes import blamed_on
 
-__all__ = ["compares_to_reference", "perf_blocks", "perf_on", "probe_set"]
+__all__ = ["compares_to_reference", "perf_blocks", "perf_on", "preambles", "probe_set"]
 
 log = logging.getLogger("qgate")
 
@@ -42,6 +44,20 @@ def probe_set(
     if perf is None or not any(r.suite == PROBED for r in reference.runs):
         return []
     return math_probes(ctx.profile, quality, reference, perf.probes.items, preamble)
+
+
+async def preambles(client: SuiteClient, budgets: Mapping[str, int]) -> dict[int, str]:
+    """The preamble cut to each budget, at most that many tokens at a line boundary (repeated
+    first where it is shorter: a scenario may serve more than its ~13K tokens). The same on
+    both sides: the same tokenizer cuts it."""
+    text = read_eval_file(evals_root() / PREAMBLE).decode("utf-8")
+    out: dict[int, str] = {}
+    for tokens in sorted(set(budgets.values())):
+        ids = await client.tokenize(text)
+        repeat = max(1, -(-tokens // max(len(ids), 1)))
+        whole = "\n".join([text.rstrip()] * repeat) + "\n"
+        out[tokens], _ = await fit_to_tokens(client, whole, tokens)
+    return out
 
 
 async def _shaped(

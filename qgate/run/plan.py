@@ -32,8 +32,8 @@ from qgate.core.plan import (
 )
 from qgate.gates.quality import policy_for
 from qgate.gates.turns import graded_plan, turn_power
+from qgate.perf.expand import expand_inputs, measured_count
 from qgate.perf.runner import levels
-from qgate.perf.workloads import expand_inputs, measured_count
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
 from qgate.profile.engine_checks import starts_process
 from qgate.profile.engines import engine_class

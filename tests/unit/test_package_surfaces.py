@@ -36,3 +36,15 @@ def test_importing_the_packages_imports_no_heavy_module() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_verify_imports_no_http_client() -> None:
+    """`qgate verify` reads records and never talks to a server: aiohttp (a fifth of its start)
+    and the HTTP clients stay out of what it imports."""
+    code = (
+        "import sys, qgate.cli.report, qgate.report.verify.multi\n"
+        "print([m for m in ('aiohttp', 'qgate.perf.client', 'qgate.quality.client')"
+        " if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -32,11 +32,13 @@ __all__ = [
     "check_model_dir",
     "check_profile_file",
     "fail",
+    "open_payload",
     "open_signed",
     "parse_predicate",
     "read_inputs",
     "cyclic_gc_paused",
     "subject_digests",
+    "verified_payload",
 ]
 
 OWN_LIMITS_NOTE = (
@@ -151,18 +153,19 @@ def read_inputs(path: Path, pubkey: Path) -> tuple[bytes, bytes]:
     return data, pem
 
 
-def open_signed(
-    data: bytes,
-    pubkey_pem: str | bytes,
-    origin: str,
-    predicate_type: str,
-    validate: Callable[[Any], P],
-) -> Opened[P]:
-    """Check the envelope and Statement; VerificationFailed (or BadInput) on the first problem."""
+def verified_payload(data: bytes, pubkey_pem: str | bytes, origin: str) -> tuple[bytes, str]:
+    """The envelope's payload, once its type and signature check out, and the key's id;
+    VerificationFailed (or BadInput) on the first problem."""
     envelope = read_envelope(data, origin)
     if envelope["payloadType"] != PAYLOAD_TYPE:
         raise fail(f"unknown payload type {envelope['payloadType']!r} (want {PAYLOAD_TYPE})")
-    payload, keyid = check_signature(envelope, pubkey_pem)
+    return check_signature(envelope, pubkey_pem)
+
+
+def open_payload(
+    payload: bytes, keyid: str, predicate_type: str, validate: Callable[[Any], P]
+) -> Opened[P]:
+    """Check the Statement of a payload whose signature `keyid` verified (verified_payload)."""
     statement, report = parse_predicate(payload, predicate_type, validate)
     if list(subject_digests(statement["subject"], PROFILE_PREFIX).values()) != [
         report.profile_sha256
@@ -175,6 +178,18 @@ def open_signed(
         if report.signer.source == "local-dev":
             opened.notes.append("signed with a local development key, not a managed one")
     return opened
+
+
+def open_signed(
+    data: bytes,
+    pubkey_pem: str | bytes,
+    origin: str,
+    predicate_type: str,
+    validate: Callable[[Any], P],
+) -> Opened[P]:
+    """Check the envelope and Statement; VerificationFailed (or BadInput) on the first problem."""
+    payload, keyid = verified_payload(data, pubkey_pem, origin)
+    return open_payload(payload, keyid, predicate_type, validate)
 
 
 @dataclass

@@ -34,10 +34,10 @@ from collections.abc import Iterator
 from qgate.core.plan import Plan
 from qgate.errors import VerificationFailed
 from qgate.gates.judgement import ALONE, SHAPED
+from qgate.perf.expand import measured_count
 from qgate.perf.probes import probe_points
 from qgate.perf.records import ScenarioRun, is_workload
 from qgate.perf.shaped_probes import run_budgets
-from qgate.perf.workloads import measured_count
 from qgate.profile import PerfSpec, Profile
 from qgate.profile.perf import run_names
 from qgate.profile.vacuous import PROBED_FORM

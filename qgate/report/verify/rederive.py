@@ -41,7 +41,7 @@ from qgate.quality.agent_data import (
     tool_items,
 )
 from qgate.quality.data_recall import planted
-from qgate.quality.math_set import math_data_sha256, math_items, short_prompt
+from qgate.quality.math_set import MathItem, math_data_sha256, math_items, short_prompt
 from qgate.quality.records import DivergenceRun, ItemRecord, SuiteRun
 from qgate.quality.sizing import agent_items, recall_haystacks
 from qgate.report.verify.cross_check import check_cross_records
@@ -65,6 +65,9 @@ class Rederived:
     not_rederived: list[str] = field(default_factory=list)
     profile_given: bool = False
     """`--profile FILE` was given: the data its suites define must be what the run used."""
+    math_set: dict[str, MathItem] | None = field(default=None, repr=False)
+    """The profile's math items by id, made once for all math runs (a set extended to a
+    field-scale size is generated, not read: four runs made it four times)."""
 
 
 def _extractors() -> tuple[Extractor, Judge, Extractor]:
@@ -277,7 +280,9 @@ def _check_math_set(run: SuiteRun, profile: Profile, out: Rederived) -> None:
         digest = math_data_sha256(
             spec, form, max_model_len=None, long_tokens=budget if isinstance(budget, int) else None
         )
-        items = {i.id: i for i in math_items(spec)}
+        if out.math_set is None:
+            out.math_set = {i.id: i for i in math_items(spec)}
+        items = out.math_set
     except BadInput as exc:
         out.not_rederived.append(f"{run.suite} ({run.role}): math set not checked ({exc.message})")
         return

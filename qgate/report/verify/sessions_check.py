@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from qgate.errors import VerificationFailed
 from qgate.perf.records import ScenarioRun
-from qgate.perf.session_run import graded_sessions
-from qgate.perf.sessions import session_turns
+from qgate.perf.sessions import graded_sessions, session_turns
 from qgate.profile import MultiTurnScenario, Scenario
 
 __all__ = ["check_graded_turns", "planned_turns"]

@@ -37,9 +37,10 @@ from qgate.report.verify.envelope import (
     check_profile_file,
     cyclic_gc_paused,
     fail,
-    open_signed,
+    open_payload,
     parse_predicate,
     read_inputs,
+    verified_payload,
 )
 from qgate.report.verify.floor_plan import check_floor_planned
 from qgate.report.verify.lives import check_lives
@@ -88,6 +89,7 @@ __all__ = [
     "signed_only",
     "verify_bytes",
     "verify_file",
+    "verify_payload",
 ]
 
 
@@ -106,35 +108,39 @@ def verify_bytes(
 ) -> VerifyResult[Report]:
     """Verify an envelope end to end; raise BadInput or VerificationFailed on the first problem."""
     with cyclic_gc_paused():
-        return _verify(data, pubkey_pem, profile, model_dir, recompute, origin)
+        payload, keyid = verified_payload(data, pubkey_pem, origin)
+        return verify_payload(payload, keyid, profile, model_dir, recompute)
 
 
-def _verify(
-    data: bytes,
-    pubkey_pem: str | bytes,
-    profile: Path | None,
-    model_dir: Path | None,
-    recompute: Recompute | None,
-    origin: str,
+def verify_payload(
+    payload: bytes,
+    keyid: str,
+    profile: Path | None = None,
+    model_dir: Path | None = None,
+    recompute: Recompute | None = None,
 ) -> VerifyResult[Report]:
-    opened = open_signed(data, pubkey_pem, origin, PREDICATE_TYPE, Report.model_validate)
-    result = VerifyResult.of(opened)
-    report = result.report
-    try:
-        prof = Profile.model_validate(report.profile)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise fail(f"embedded profile does not validate: {where}: {first['msg']}") from None
-    if profile is not None:
-        matched = match_profile(report.profile, profile)
-        prof = matched.profile
-        result.notes += matched.notes
-        check_profile_file(opened.statement, report.profile_sha256, profile)
-    result.limits_from(profile)
-    result.check_model(model_dir)
-    check_contents(report, prof, result.keyid, result, recompute)
-    return result
+    """verify_bytes past the envelope, for a caller that opened it already (the single or
+    multi dispatch, so that a large payload is decoded once): `payload` and `keyid` are what
+    envelope.verified_payload returned, the signature checked; never a payload read otherwise."""
+    with cyclic_gc_paused():
+        opened = open_payload(payload, keyid, PREDICATE_TYPE, Report.model_validate)
+        result = VerifyResult.of(opened)
+        report = result.report
+        try:
+            prof = Profile.model_validate(report.profile)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise fail(f"embedded profile does not validate: {where}: {first['msg']}") from None
+        if profile is not None:
+            matched = match_profile(report.profile, profile)
+            prof = matched.profile
+            result.notes += matched.notes
+            check_profile_file(opened.statement, report.profile_sha256, profile)
+        result.limits_from(profile)
+        result.check_model(model_dir)
+        check_contents(report, prof, result.keyid, result, recompute)
+        return result
 
 
 def check_contents(

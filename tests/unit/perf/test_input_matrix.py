@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from qgate.perf.expand import expand_inputs
 from qgate.perf.metrics import summarize
 from qgate.perf.runner import run_scenarios
-from qgate.perf.workloads import expand_inputs
 from qgate.profile import FixedScenario, PerfSpec
 from qgate.profile.perf import run_names
 

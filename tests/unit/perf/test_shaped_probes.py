@@ -13,7 +13,6 @@ import yaml
 from qgate.perf.shaped_probes import (
     PROBE_MARGIN_TOKENS,
     graded_tokens,
-    preambles,
     run_budgets,
     served_tokens,
     shape_budgets,
@@ -21,6 +20,7 @@ from qgate.perf.shaped_probes import (
 from qgate.profile import Profile
 from qgate.quality.math_set import LONG_BRIDGE, long_prompt, math_items, short_prompt
 from qgate.run.life_probes import math_probes
+from qgate.run.perf import preambles
 
 ROOT = Path(__file__).resolve().parents[3]
 

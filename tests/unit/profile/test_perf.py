@@ -211,8 +211,8 @@ def test_gate_metrics_are_the_compared_metrics() -> None:
 
 
 def test_run_names_match_the_runner() -> None:
+    from qgate.perf.expand import expand_inputs
     from qgate.perf.runner import levels
-    from qgate.perf.workloads import expand_inputs
     from qgate.profile import FixedScenario
 
     s = FixedScenario(name="m", input_tokens=[512, 8192], output_tokens=4, concurrency=[1, 4])
