@@ -13,7 +13,6 @@ LIMIT = 400
 OVER: dict[str, int] = {
     "profile/model.py": 453,
     "report/render/view.py": 506,
-    "report/verify/recompute.py": 472,
     "runtime/server.py": 404,
 }
 """Modules over the limit today, with their size: the next to split (never add one)."""

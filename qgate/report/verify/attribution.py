@@ -22,7 +22,8 @@ from qgate.profile.changes import changes_of, sub_profile
 from qgate.quality.noise_floor import floor_summary
 from qgate.report.attribution import Trial
 from qgate.report.model import Report
-from qgate.report.verify.recompute import Recompute, describe, dump, same_value
+from qgate.report.verify.compare_values import describe, dump, same_value
+from qgate.report.verify.recompute import Recompute
 from qgate.report.verify.rederive import (
     Rederived,
     check_questions,

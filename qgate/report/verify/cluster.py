@@ -15,7 +15,7 @@ from qgate.core.provenance import ClusterProvenance
 from qgate.core.speed_design import speed_design
 from qgate.errors import VerificationFailed
 from qgate.report.model import Report
-from qgate.report.verify.recompute import Diff
+from qgate.report.verify.compare_values import Diff
 
 __all__ = ["check_cluster"]
 

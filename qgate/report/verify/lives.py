@@ -23,7 +23,8 @@ from qgate.profile import Profile
 from qgate.profile.vacuous import PROBED_FORM
 from qgate.quality.math_set import PROBED
 from qgate.report.model import Report
-from qgate.report.verify.recompute import default_recompute, dump, judged_of, same_value
+from qgate.report.verify.compare_values import dump, same_value
+from qgate.report.verify.recompute import default_recompute, judged_of
 
 __all__ = ["check_lives", "planned_lives"]
 

@@ -28,7 +28,7 @@ from qgate.profile.engines import engine_class
 from qgate.profile.packages import version_mismatch
 from qgate.profile.side import side
 from qgate.report.model import Report
-from qgate.report.verify.recompute import describe, dump, same_value
+from qgate.report.verify.compare_values import describe, dump, same_value
 from qgate.runtime.capabilities import Selection, caps_of, select_machine
 from qgate.runtime.effective import check_applied, normalize_dtype
 from qgate.runtime.fingerprint import target_mismatches

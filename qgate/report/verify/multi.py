@@ -27,6 +27,7 @@ from qgate.profile.multi import MultiProfile, expand_json, multi_from_json
 from qgate.report.model import Report
 from qgate.report.multi_model import MULTI_PREDICATE_TYPE, MultiReport
 from qgate.report.multi_table import multi_verdict, table
+from qgate.report.verify.compare_values import describe, dump, same_value
 from qgate.report.verify.envelope import (
     OWN_LIMITS_NOTE,
     VerifyResult,
@@ -39,7 +40,6 @@ from qgate.report.verify.envelope import (
     verified_payload,
 )
 from qgate.report.verify.profile import as_the_run_read_it, first_difference
-from qgate.report.verify.recompute import describe, dump, same_value
 from qgate.report.verify.single import Recompute, check_contents, verify_payload
 from qgate.report.verify.statements import check_statements, read_key
 

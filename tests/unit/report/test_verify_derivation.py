@@ -14,8 +14,8 @@ from helpers.resign import example_report, rederived, resigned_verify
 from qgate.errors import VerificationFailed
 from qgate.gates.judgement import QUALITY_DERIVATION
 from qgate.report.model import Report
+from qgate.report.verify.compare_values import covers
 from qgate.report.verify.derivation import check_derivations, signer_derivations
-from qgate.report.verify.recompute import _covers
 
 ROW = {
     "metric": "tpot_ms.p50",
@@ -46,24 +46,24 @@ NEW_ROW = {
 
 def test_figures_derived_later_are_not_held_against_an_old_report() -> None:
     stored: list[Any] = [ROW, THROUGHPUT_OLD]
-    assert _covers(stored, [NEW_ROW, THROUGHPUT_NEW, ROW])
-    assert _covers({"ttft_ms": {"p50": 40.0}}, {"ttft_ms": {"p50": 40.0, "p90": 51.0}})
+    assert covers(stored, [NEW_ROW, THROUGHPUT_NEW, ROW])
+    assert covers({"ttft_ms": {"p50": 40.0}}, {"ttft_ms": {"p50": 40.0, "p90": 51.0}})
 
 
 def test_every_stored_figure_must_still_follow() -> None:
     edited = {**ROW, "ratio": 0.70}
-    assert not _covers([edited, THROUGHPUT_OLD], [ROW, THROUGHPUT_NEW])
-    assert not _covers([ROW], [THROUGHPUT_NEW])  # a stored row the records do not give
-    assert not _covers({"ttft_ms": {"p50": 41.0}}, {"ttft_ms": {"p50": 40.0, "p90": 51.0}})
-    assert not _covers({"ttft_ms": {"p50": 40.0, "p95": 1.0}}, {"ttft_ms": {"p50": 40.0}})
+    assert not covers([edited, THROUGHPUT_OLD], [ROW, THROUGHPUT_NEW])
+    assert not covers([ROW], [THROUGHPUT_NEW])  # a stored row the records do not give
+    assert not covers({"ttft_ms": {"p50": 41.0}}, {"ttft_ms": {"p50": 40.0, "p90": 51.0}})
+    assert not covers({"ttft_ms": {"p50": 40.0, "p95": 1.0}}, {"ttft_ms": {"p50": 40.0}})
 
 
 def test_a_stored_interval_must_match() -> None:
     wrong = {**THROUGHPUT_NEW, "ci_low": 1.25}
-    assert not _covers([wrong], [THROUGHPUT_NEW])
+    assert not covers([wrong], [THROUGHPUT_NEW])
     # an interval stored without resamples is not the "none derived" form
     forged = {**THROUGHPUT_OLD, "ratio": 9.9}
-    assert not _covers([forged], [THROUGHPUT_NEW])
+    assert not covers([forged], [THROUGHPUT_NEW])
 
 
 def test_a_newer_derivation_is_refused_by_name() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from qgate.report.verify.recompute import same_value
+from qgate.report.verify.compare_values import same_value
 
 
 def test_last_bit_differences_pass() -> None:
