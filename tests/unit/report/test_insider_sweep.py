@@ -9,10 +9,11 @@ report (https://qgate.dev/multi-report/v1, examples/h200/draft/) is left out: it
 reports are embedded and verified by verify/multi.py, not re-signed alone by helpers/resign.py.
 
 `qgate verify` of one example takes ~0.3-2 s (the judge draws the bootstrap again), so every
-edit of every field runs on two examples (FULL) and one edit per held field on the others,
-turned by the example's place so that the examples between them try the edits in turn: 149
-edits and 13 verifications as committed, ~60 s of one core (2026-12-07, 2-core AMD EPYC). A
-verdict group's edits change its first verdict (verify compares every verdict whole).
+edit of every field runs on one example (FULL, the one holding lives and probes) and one edit
+per held field on the others, turned by the example's place so that the examples between them
+try the edits in turn: ~130 edits and 14 verifications, ~45 s of one core (2026-12-07, 2-core
+AMD EPYC; two FULL examples took ~60 s, CI time). A verdict group's edits change its first
+verdict (verify compares every verdict whole).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from qgate.report.verify.single import verify_file
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 SINGLE = "https://qgate.dev/report/v1"
-FULL = ("cpu/smollm2-cpu-rounds", "h200/kv-offload-envelope")
+FULL = ("h200/kv-offload-envelope",)
 """The examples every edit of every field runs on (the CPU demo's rounds; lives and probes)."""
 
 
