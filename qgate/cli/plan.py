@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from qgate.attest.keys import load_signer
 from qgate.checkpoint.embedded import cache_root, checkpoint_path
 from qgate.cli.util import TEXT_OR_JSON
 from qgate.core.files import atomic_write
@@ -27,8 +26,9 @@ from qgate.profile.changes import changes_of
 from qgate.profile.load import LoadedProfile
 from qgate.profile.load_multi import LoadedMulti, load_any_profile_file
 from qgate.report.preregistration import preregistration_of, sign_preregistration
-from qgate.run.context import select
+from qgate.run.context import select, signer_for
 from qgate.run.lives import cluster_address, lives_for
+from qgate.run.options import RunOptions
 from qgate.run.placement import plan_for
 from qgate.run.plan import describe, make_plan
 from qgate.run.reference import reference_key_for
@@ -144,13 +144,7 @@ def _sign(loaded: LoadedProfile | LoadedMulti, plan: Plan, out: Path, key: Path 
     """Sign the pre-registration statement of a one-candidate profile into `out`."""
     if not isinstance(loaded, LoadedProfile):
         raise BadInput("--sign: a profile of several candidates cannot be pre-registered yet")
-    signing = loaded.profile.signing
-    signer = load_signer(
-        key or signing.key,
-        signing.key_env,
-        signing.kms_uri,
-        "ed25519" if signing.scheme == "ed25519" else "ecdsa",
-    )
+    signer = signer_for(RunOptions(profile=loaded.path, key=key), loaded.profile)  # as `run`
     prereg = preregistration_of(loaded.profile, loaded.path, loaded.sha256, plan)
     atomic_write(out, sign_preregistration(prereg, signer))
     click.echo(

@@ -5,7 +5,10 @@ candidate whose true loss is the margin PASSes at some look no more than alpha o
 
 from __future__ import annotations
 
+import importlib.util
 import random
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +26,7 @@ from qgate.quality.look_order import in_look_order, look_order
 from qgate.quality.records import ItemRecord, SuiteRun
 
 SUITE = "math.short"
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _item(i: int, correct: bool) -> ItemRecord:
@@ -148,21 +152,24 @@ def test_verify_refuses_a_stop_off_a_look_or_undecided_or_out_of_order() -> None
     assert look_problems(seeded, [_run("reference", ref), _run("candidate", first, 300)]) == []
 
 
+def _bench() -> Any:
+    """perf/bench_looks.py, whose simulated suite this test holds to its level."""
+    spec = importlib.util.spec_from_file_location("bench_looks", ROOT / "perf" / "bench_looks.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+BENCH = _bench()
+
+
 def _passes_at_some_look(
     rng: random.Random, policy: AccuracyPolicy, n: int, looks: int, lose: float, gain: float
 ) -> bool:
-    """Items lost at rate `lose` and gained at rate `gain` (both sides right or wrong alike
-    otherwise): whether the first look that decides the suite PASSes it."""
-    ref, cand = [], []
-    for i in range(n):
-        u, same = rng.random(), rng.random() < 0.5
-        ref.append(_item(i, u < lose or (u >= lose + gain and same)))
-        cand.append(_item(i, lose <= u < lose + gain or (u >= lose + gain and same)))
-    for size in look_sizes(n, looks):
-        decided = look_decision(policy, ref, cand[:size], n)
-        if decided is not None:
-            return all(v == "pass" for v in decided.values())
-    return False
+    """Whether the first look that decides a simulated suite PASSes it."""
+    passed, _ = BENCH.one_suite(rng, policy, n, looks, lose, gain)
+    return bool(passed)
 
 
 def test_a_loss_at_the_margin_passes_at_some_look_within_alpha() -> None:
