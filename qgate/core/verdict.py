@@ -12,7 +12,7 @@ from pydantic import Field
 
 from qgate.core.records import Record
 
-__all__ = ["Comparator", "Verdict"]
+__all__ = ["Comparator", "Verdict", "verdict_word"]
 
 Comparator = Literal["<=", ">=", "<", ">"]
 
@@ -68,3 +68,10 @@ class Verdict(Record):
         "at least the stated share from the path it names; False is NOT EXERCISED, a verdict of "
         "its own that never passes. None: a gate that exercises no particular path.",
     )
+
+
+def verdict_word(v: Verdict) -> str:
+    """PASS, FAIL or INCONCLUSIVE: what one gate's verdict says, in one word."""
+    if v.passed:
+        return "PASS"
+    return "INCONCLUSIVE" if v.inconclusive else "FAIL"

@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from qgate import __version__
+from qgate.attest.dsse import read_envelope
 from qgate.attest.keys import LoadedSigner
 from qgate.attest.statement import STATEMENT_TYPE, profile_subject, sign_statement
 from qgate.core.files import sha256_bytes
@@ -186,20 +187,21 @@ def sign_preregistration(prereg: Preregistration, loaded: LoadedSigner) -> bytes
 def read_statement(envelope: bytes, origin: str) -> tuple[Preregistration, str]:
     """The predicate and signing keyid of a statement envelope, its signature NOT checked
     (verify checks it; `run` holds its content to the profile and the plan)."""
+    env = read_envelope(envelope, origin)  # the project's one envelope reader
     try:
-        env = json.loads(envelope)
         statement = json.loads(base64.b64decode(env["payload"]))
         keyid = str(env["signatures"][0]["keyid"])
-        if statement.get("predicateType") != PREREGISTRATION_TYPE:
-            raise BadInput(
-                f"{origin}: not a qgate pre-registration (predicateType "
-                f"{statement.get('predicateType')!r}, want {PREREGISTRATION_TYPE})"
-            )
-        return Preregistration.model_validate(statement["predicate"]), keyid
-    except BadInput:
-        raise
+        kind = statement.get("predicateType")
+        predicate = statement["predicate"]
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
         raise BadInput(f"{origin}: not a signed pre-registration statement ({exc})") from None
+    if kind != PREREGISTRATION_TYPE:
+        raise BadInput(
+            f"{origin}: not a qgate pre-registration (predicateType {kind!r}, want "
+            f"{PREREGISTRATION_TYPE})"
+        )
+    try:
+        return Preregistration.model_validate(predicate), keyid
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

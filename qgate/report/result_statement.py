@@ -17,7 +17,7 @@ from qgate.attest.keys import LoadedSigner
 from qgate.attest.statement import STATEMENT_TYPE, Subject, profile_subject, sign_statement
 from qgate.core.files import sha256_bytes
 from qgate.core.records import Record
-from qgate.core.verdict import Verdict
+from qgate.core.verdict import verdict_word
 from qgate.report.items_tree import ItemsRoot
 from qgate.report.model import Report
 from qgate.report.preregistration import PreregistrationRef
@@ -51,12 +51,6 @@ class EvalResult(Record):
     )
 
 
-def _word(v: Verdict) -> str:
-    if v.inconclusive:
-        return "INCONCLUSIVE"
-    return "PASS" if v.passed else "FAIL"
-
-
 def result_of(report: Report, envelope: bytes) -> EvalResult:
     """The result statement's predicate for `report`, signed as `envelope`."""
     return EvalResult(
@@ -64,7 +58,7 @@ def result_of(report: Report, envelope: bytes) -> EvalResult:
         report_sha256=sha256_bytes(envelope),
         verdict=str(report.verdict),
         gates=[
-            GateResult(gate=v.gate, verdict=_word(v), observed=v.observed, limit=v.limit)
+            GateResult(gate=v.gate, verdict=verdict_word(v), observed=v.observed, limit=v.limit)
             for v in report.all_verdicts()
         ],
         items_root=report.items_root,

@@ -6,7 +6,7 @@ Read from the report as stored (the records and the verdicts `verify` re-derives
 
 from __future__ import annotations
 
-from qgate.core.verdict import Verdict
+from qgate.core.verdict import verdict_word
 from qgate.gates.judgement import REFERENCE_LIVES
 from qgate.perf.life_probes import life_label, when_asked
 from qgate.perf.probes import graded
@@ -49,7 +49,7 @@ def lives_section(report: Report) -> Section | None:
         asked = [r for r in p.requests if r.probe_truth is not None]
         right = sum(1 for r in asked if graded(r))
         v = verdicts.get(f"lives.{p.side}.{p.life + 1}.{p.kind}")
-        verdict = "–" if v is None else _word(v)
+        verdict = "–" if v is None else verdict_word(v)
         lost = "–" if v is None or v.observed is None else f"{v.observed:.0f}/{v.n}"
         when = when_asked(p).removeprefix("at its ").removeprefix("at ")  # start, first contact
         rows.append([life_label(p), when, f"{right}/{len(asked)}", lost, verdict])
@@ -62,7 +62,9 @@ def lives_section(report: Report) -> Section | None:
             shown = "; ".join(wrong[:_WRONG_SHOWN]) + (" ..." if len(wrong) > _WRONG_SHOWN else "")
             if p.role == "reference" or v.inconclusive:  # the reason says why
                 head = "REFERENCE LIFE" if p.role == "reference" else "LIFE"
-                sec.lines.append(f"{head} {_word(v)}: {v.reason.removeprefix('INCONCLUSIVE: ')}")
+                sec.lines.append(
+                    f"{head} {verdict_word(v)}: {v.reason.removeprefix('INCONCLUSIVE: ')}"
+                )
             else:
                 sec.lines.append(f"LIFE FAILED: {life_label(p)} {when}: {shown}")
     if lives.excluded_rounds:
@@ -74,7 +76,3 @@ def lives_section(report: Report) -> Section | None:
     header = ["Life", "When", "Right/asked", "Lost/judged", "Verdict"]
     sec.tables.append(Table(header, rows, caption="Life probes"))
     return sec
-
-
-def _word(v: Verdict) -> str:
-    return "PASS" if v.passed else ("INCONCLUSIVE" if v.inconclusive else "FAIL")
