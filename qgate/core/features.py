@@ -19,6 +19,7 @@ Feature = Literal[
     "tokenize",  # POST /tokenize at the server root (exact prompt token budgets)
     "min_tokens",  # forced output lengths (`min_tokens` + `ignore_eos`)
     "engine_metrics",  # Prometheus counters with the engine's names (prefix-cache hits, ...)
+    "cache_salt",  # `cache_salt` keys a request's prefix-cache blocks apart (qgate/perf/salts.py)
 ]
 
 FEATURES: tuple[Feature, ...] = get_args(Feature)

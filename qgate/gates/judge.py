@@ -45,6 +45,7 @@ from qgate.gates.reference_lives import ReferenceLives, reference_lives
 from qgate.gates.scenario import scenario_verdicts
 from qgate.gates.speed import report_gates
 from qgate.perf.blocks import compare_blocks, pooled
+from qgate.perf.cache_sources import CACHE_FROM, CacheSources, cache_sources
 from qgate.perf.compare import compare
 from qgate.perf.metrics import summarize
 from qgate.perf.records import ScenarioRun
@@ -222,6 +223,12 @@ def warnings_of(
     return out
 
 
+def _cache(refs: Sequence[ScenarioRun], cands: Sequence[ScenarioRun]) -> dict[str, CacheSources]:
+    """Each side's cache provenance over its runs of one scenario."""
+    sides = {"reference": cache_sources(refs), "candidate": cache_sources(cands)}
+    return {role: got for role, got in sides.items() if got is not None}
+
+
 def perf_results(
     spec: PerfSpec | None,
     runs: Sequence[ScenarioRun],
@@ -272,6 +279,7 @@ def perf_results(
                     derivation=derivation.perf,
                     checks=fns.scenario_verdicts,
                 ),
+                cache=_cache(refs, cands) if derivation.perf >= CACHE_FROM else {},
             )
         )
     return out

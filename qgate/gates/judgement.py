@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from qgate.core.records import Record
 from qgate.core.serving import EffectiveConfig
 from qgate.core.verdict import Verdict
+from qgate.perf.cache_sources import CacheSources
 from qgate.perf.life_probes import LifeProbes
 from qgate.perf.records import ScenarioRun
 from qgate.quality.noise_floor import FloorRecords
@@ -87,7 +88,9 @@ QUALITY_V2_FIELDS = ("metric", "comparator", "n", "power", "min_detectable_drop"
 #     lives of that round and kind are INCONCLUSIVE.
 # 13: perf probes at the prompt length a scenario serves (perf.probes.shaped, qgate/perf/
 #     shaped_probes.py): verify holds a shaped scenario's probes to its preamble budget.
-PERF_DERIVATION = 13
+# 14: each side's cache provenance beside the scenario's figures (ScenarioResult.cache,
+#     qgate/perf/cache_sources.py), and salted perf prompts (qgate/perf/salts.py).
+PERF_DERIVATION = 14
 ALONE = 10
 """The perf derivation from which life probes are judged against the reference's own."""
 POOLED = 11
@@ -119,6 +122,11 @@ class ScenarioResult(Record):
     )
     verdicts: list[Verdict] = Field(
         default_factory=list, description="Scenario checks of the candidate (scenario_verdicts)."
+    )
+    cache: dict[str, CacheSources] = Field(
+        default_factory=dict,
+        description="Per side ('reference', 'candidate'): where its prompt tokens came from "
+        "(qgate/perf/cache_sources.py; perf derivation 14 on).",
     )
 
     @field_validator("reference", "candidate", "comparisons", mode="before")

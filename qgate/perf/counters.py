@@ -15,6 +15,14 @@ from collections.abc import Mapping
 from qgate.core.serving import MetricNames
 from qgate.runtime.vllm_metrics import VLLM_METRICS
 
+BY_SOURCE = "vllm:prompt_tokens_by_source_total"  # vLLM's prompt tokens, by `source` label
+SOURCES = ("local_compute", "local_cache_hit", "external_kv_transfer")
+
+
+def source_key(source: str) -> str:
+    """The counter key of one source's prompt tokens, as the scrape keeps them apart."""
+    return f'{BY_SOURCE}{{source="{source}"}}'
+
 
 def names_of(recorded: MetricNames | None) -> MetricNames:
     """The counter names a scenario's records are read with: those its engine declared, or

@@ -30,6 +30,7 @@ from qgate.perf.probes import Probe, probe_points
 from qgate.perf.progress import ScenarioProgress
 from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import PerfRole, ScenarioRun, is_workload
+from qgate.perf.salts import SALT, salted
 from qgate.perf.scrape import scrape
 from qgate.perf.series import DEFAULT_BUCKET_S, PARAM
 from qgate.perf.workloads import (
@@ -68,8 +69,11 @@ def series_bucket_s(s: AnyScenario) -> float | None:
     return DEFAULT_BUCKET_S if s.duration_s else None
 
 
-def probe_spec(probe: Probe, model: str, params: dict[str, Any]) -> RequestSpec:
-    """A probe as a streaming chat (messages) or completions (prompt string) request."""
+def probe_spec(
+    probe: Probe, model: str, params: dict[str, Any], scenario: str = "", ask: int = 0
+) -> RequestSpec:
+    """A probe as a streaming chat (messages) or completions (prompt string) request, salted
+    apart from every other request (its `ask`-th in `scenario`) where the side salts."""
     item_id, body, expected = probe[0], probe[1], probe[2]
     truth = probe[3] if len(probe) > 3 else None
     payload: dict[str, Any] = {
@@ -84,6 +88,7 @@ def probe_spec(probe: Probe, model: str, params: dict[str, Any]) -> RequestSpec:
     else:
         payload["messages"] = body
         path = "/chat/completions"
+    salted(payload, scenario, f"p{ask}")
     return RequestSpec(path, payload, probe_id=item_id, probe_expected=expected, probe_truth=truth)
 
 
@@ -102,6 +107,7 @@ async def run_scenarios(
     tokenize: Tokenize | None = None,
     metric_names: MetricNames | None = None,
     shaped: Mapping[str, list[Probe]] | None = None,
+    salt: str | None = None,
 ) -> list[ScenarioRun]:
     """Run every scenario of `spec` against one server; one ScenarioRun per run/level.
 
@@ -114,30 +120,35 @@ async def run_scenarios(
     requests are recorded, never raised. `metric_names` are the serving engine's counter
     names (its class's `metrics`), recorded with every run for the metrics to read.
     `shaped` gives a scenario (by its expanded name) probes of its own: the same items at its
-    prompt length (qgate/perf/shaped_probes.py).
+    prompt length (qgate/perf/shaped_probes.py). `salt`: the cache-salt scope of every
+    request (qgate/perf/salts.py; None: unsalted).
     """
     out: list[ScenarioRun] = []
-    for s in (e for scenario in spec.scenarios for e in expand_inputs(scenario)):
-        for name, level in levels(s):
-            out.append(
-                await _run_one(
-                    base_url,
-                    model,
-                    s,
-                    name,
-                    level,
-                    role,
-                    gpus,
-                    headers,
-                    (shaped or {}).get(s.name, probes or []),
-                    {**DEFAULT_PROBE_PARAMS, **(probe_params or {})},
-                    spec.probe_share,
-                    progress,
-                    timeout_s,
-                    tokenize,
+    token = SALT.set(salt)
+    try:
+        for s in (e for scenario in spec.scenarios for e in expand_inputs(scenario)):
+            for name, level in levels(s):
+                out.append(
+                    await _run_one(
+                        base_url,
+                        model,
+                        s,
+                        name,
+                        level,
+                        role,
+                        gpus,
+                        headers,
+                        (shaped or {}).get(s.name, probes or []),
+                        {**DEFAULT_PROBE_PARAMS, **(probe_params or {})},
+                        spec.probe_share,
+                        progress,
+                        timeout_s,
+                        tokenize,
+                    )
                 )
-            )
-            out[-1].metric_names = metric_names
+                out[-1].metric_names = metric_names
+    finally:
+        SALT.reset(token)
     return out
 
 
@@ -201,7 +212,7 @@ async def _run_one(
                 done += 1
                 due = sum(1 for p in points if p <= done) if points is not None else done // gap
                 while sent < due:
-                    sp = probe_spec(probes[sent % len(probes)], model, probe_params)
+                    sp = probe_spec(probes[sent % len(probes)], model, probe_params, name, sent)
                     probe_tasks.append(asyncio.create_task(sender.run(sp, _now())))
                     sent += 1
 

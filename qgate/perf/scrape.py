@@ -1,7 +1,9 @@
 """Scraping a server's Prometheus `/metrics` (at its root: the base URL without `/v1`).
 
 Only monotone series are kept (counters, and histogram `_sum`/`_count`), summed over
-their label sets; qgate/perf/counters.py reads the after-minus-before deltas.
+their label sets; qgate/perf/counters.py reads the after-minus-before deltas. The prompt
+tokens by source (`BY_SOURCE`: computed, device prefix cache, host or external tier) are also
+kept apart, as `name{source="..."}`, for the cache provenance (qgate/perf/cache_sources.py).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from collections.abc import Mapping
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
+
+from qgate.perf.counters import BY_SOURCE, source_key
 
 __all__ = ["metrics_url", "parse_counters", "scrape"]
 
@@ -37,6 +41,9 @@ def parse_counters(text: str) -> dict[str, float]:
             if family.type in ("histogram", "summary") and not s.name.endswith(("_sum", "_count")):
                 continue
             out[s.name] = out.get(s.name, 0.0) + float(s.value)
+            if s.name == BY_SOURCE and "source" in s.labels:
+                key = source_key(s.labels["source"])
+                out[key] = out.get(key, 0.0) + float(s.value)
     return out
 
 

@@ -12,6 +12,7 @@ import asyncio
 import time
 
 from qgate.perf.loadgen import RequestSpec, Sender
+from qgate.perf.salts import salted
 from qgate.perf.sessions import SYSTEM, TURN_MAX_TOKENS, session_turns
 from qgate.profile import MultiTurnScenario
 
@@ -39,6 +40,7 @@ async def graded_session(s: MultiTurnScenario, model: str, sender: Sender, k: in
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        salted(payload, s.name, f"g{k}")
         spec = RequestSpec(
             "/chat/completions",
             payload,

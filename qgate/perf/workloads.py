@@ -7,6 +7,10 @@ pool, and each request takes a window of the pool at its own seeded offset
 workload means them to). Outputs are forced with `ignore_eos` and
 `min_tokens = max_tokens`. Seeds derive from the scenario name, so a rerun
 sends the same prompts at the same arrival times.
+
+Requests carry cache salts where the side salts (qgate/perf/salts.py): a workload that
+shares no context (fixed, trace) salts every request apart, a multi-turn scenario's
+conversations share one salt, its warm-ups and graded sessions each have their own.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import numpy as np
 from qgate.core.jsonl_checks import JsonlLineError, jsonl_values
 from qgate.errors import BadInput
 from qgate.perf.loadgen import RequestSpec, Sender, arrival_offsets_ns, closed_loop, open_loop
+from qgate.perf.salts import salt_param, salted
 from qgate.perf.session_run import graded_session
 from qgate.perf.sessions import graded_sessions
 from qgate.profile import FixedScenario, MultiTurnScenario, TraceScenario
@@ -127,16 +132,16 @@ async def run_fixed(
     rng = np.random.default_rng(seed + level)
     offsets = [int(o) for o in rng.integers(0, len(pool), size=100_000)]
 
-    def spec(i: int) -> RequestSpec:
+    def spec(i: int, salt: str) -> RequestSpec:
         ids = window(pool, input_tokens, offsets[i % len(offsets)])
         return RequestSpec(
             "/completions",
-            completion_payload(model, ids, s.output_tokens),
+            salted(completion_payload(model, ids, s.output_tokens), s.name, salt),
             requested_output_tokens=s.output_tokens,
             concurrency=level,
         )
 
-    warm_specs = [spec(len(offsets) - 1 - i) for i in range(s.warmup)]
+    warm_specs = [spec(len(offsets) - 1 - i, f"w{i}") for i in range(s.warmup)]
     for k in range(0, len(warm_specs), level):
         batch = warm_specs[k : k + level]
         await asyncio.gather(*(warm.run(w, time.perf_counter_ns()) for w in batch))
@@ -144,10 +149,10 @@ async def run_fixed(
     n = s.requests
     if s.request_rate is None:
         arrivals: list[int] = []
-        ready = [spec(i) for i in range(min(n or 0, PREBUILT))]
+        ready = [spec(i, f"c{level}-{i}") for i in range(min(n or 0, PREBUILT))]
     else:
         arrivals = arrival_offsets_ns(n or 0, s.request_rate, s.burstiness, seed, s.duration_s)
-        ready = [spec(i) for i in range(len(arrivals))]
+        ready = [spec(i, f"c{level}-{i}") for i in range(len(arrivals))]
     for sp in ready:
         sp.encoded()
     await mark()
@@ -164,7 +169,8 @@ async def run_fixed(
         def next_spec(i: int) -> RequestSpec | None:
             if i < len(ready):
                 return ready[i]
-            return spec(i) if deadline is not None or (n is not None and i < n) else None
+            due = deadline is not None or (n is not None and i < n)
+            return spec(i, f"c{level}-{i}") if due else None
 
         await closed_loop(next_spec, go, level, deadline)
     return {
@@ -174,6 +180,7 @@ async def run_fixed(
         "request_rate": s.request_rate,
         "burstiness": s.burstiness,
         "seed": seed,
+        **salt_param(),
     }
 
 
@@ -209,12 +216,10 @@ async def run_multi_turn(
     user_tag = await tokenize("\nUser:")
     tool_tag = await tokenize('\nTool result: {"status": "ok", "output":')
     rng = np.random.default_rng(seed)
-    for _ in range(s.warmup):
+    for i in range(s.warmup):
         ids = window(pool, s.turn_input_tokens, int(rng.integers(0, len(pool))))
-        await warm.run(
-            RequestSpec("/completions", completion_payload(model, ids, s.output_tokens)),
-            time.perf_counter_ns(),
-        )
+        payload = salted(completion_payload(model, ids, s.output_tokens), s.name, f"w{i}")
+        await warm.run(RequestSpec("/completions", payload), time.perf_counter_ns())
     await mark()
     sender.start()
     deadline = sender.t0 + int(s.duration_s * 1e9) if s.duration_s else None
@@ -235,7 +240,7 @@ async def run_multi_turn(
             history += tag + window(pool, s.turn_input_tokens, int(crng.integers(0, len(pool))))
             sp = RequestSpec(
                 "/completions",
-                completion_payload(model, history, s.output_tokens),
+                salted(completion_payload(model, history, s.output_tokens), s.name, "conv"),
                 requested_output_tokens=s.output_tokens,
                 conversation=c,
                 turn=t,
@@ -276,6 +281,7 @@ async def run_multi_turn(
         "output_tokens": s.output_tokens,
         "think_time_s": s.think_time_s,
         "seed": seed,
+        **salt_param(),
         **({"graded_sessions": graded_sessions(s)} if s.graded else {}),
     }
 
@@ -320,14 +326,13 @@ async def run_trace(
     pool = await token_pool(tokenize, max(2 * max(r[1] for r in rows), 256), seed)
     rng = np.random.default_rng(seed)
 
-    def spec(inp: int, out: int) -> RequestSpec:
+    def spec(inp: int, out: int, salt: str) -> RequestSpec:
         ids = window(pool, inp, int(rng.integers(0, len(pool))))
-        return RequestSpec(
-            "/completions", completion_payload(model, ids, out), requested_output_tokens=out
-        )
+        payload = salted(completion_payload(model, ids, out), s.name, salt)
+        return RequestSpec("/completions", payload, requested_output_tokens=out)
 
-    for _, inp, out in rows[: s.warmup]:
-        await warm.run(spec(inp, out), time.perf_counter_ns())
+    for i, (_, inp, out) in enumerate(rows[: s.warmup]):
+        await warm.run(spec(inp, out, f"w{i}"), time.perf_counter_ns())
     measured = rows[s.warmup :] or rows
     start = measured[0][0]
     offsets = [int((ts - start) * s.time_scale * 1e9) for ts, _, _ in measured]
@@ -335,7 +340,7 @@ async def run_trace(
         keep = [i for i, o in enumerate(offsets) if o < s.duration_s * 1e9]
         measured = [measured[i] for i in keep]
         offsets = [offsets[i] for i in keep]
-    specs = [spec(inp, out) for _, inp, out in measured]
+    specs = [spec(inp, out, str(i)) for i, (_, inp, out) in enumerate(measured)]
     for sp in specs:
         sp.encoded()
     await mark()
@@ -345,4 +350,10 @@ async def run_trace(
         await sender.run(sp, at)
 
     await open_loop(specs, offsets, go, None, sender.t0)
-    return {"path": str(s.path), "time_scale": s.time_scale, "lines": len(rows), "seed": seed}
+    return {
+        "path": str(s.path),
+        "time_scale": s.time_scale,
+        "lines": len(rows),
+        "seed": seed,
+        **salt_param(),
+    }

@@ -30,6 +30,11 @@ ROLES = ("reference", "candidate")
 PERF_PROFITS: tuple[tuple[Feature, str], ...] = (
     ("token_ids", "exact stream token counts (the stream check counts chunks instead)"),
     ("engine_metrics", "prefix-cache hit rate and the other server counters"),
+    (
+        "cache_salt",
+        "salted perf prompts (a prefix cache may serve KV that warm-ups, probes or earlier "
+        "blocks wrote)",
+    ),
 )
 
 

@@ -16,8 +16,10 @@ from qgate.perf.client import run_loop
 from qgate.perf.probes import Probe
 from qgate.perf.records import ScenarioRun
 from qgate.perf.runner import run_scenarios
+from qgate.perf.salts import salt_scope
 from qgate.perf.shaped_probes import shape_budgets
 from qgate.perf.workloads import BLOCK
+from qgate.profile.engine_checks import served
 from qgate.quality.client import SuiteClient
 from qgate.quality.data import evals_root, read_eval_file
 from qgate.quality.math_set import PREAMBLE, PROBED
@@ -104,6 +106,7 @@ def perf_on(
     picked = reference or quality
     probes = probe_set(ctx, quality, picked)
     headers = runtime_headers(runtime)
+    salts = "cache_salt" in served(ctx.profile.engine_of(role))  # qgate/perf/salts.py
 
     async def scenarios() -> list[ScenarioRun]:
         shaped = await _shaped(ctx, runtime, headers, quality, picked) if probes else {}
@@ -120,6 +123,7 @@ def perf_on(
             progress=ctx.opts.progress,
             timeout_s=ctx.profile.engine.request_timeout_s,
             shaped=shaped,
+            salt=salt_scope(role, ctx.round, block) if salts else None,
         )
 
     token = BLOCK.set(block)

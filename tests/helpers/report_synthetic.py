@@ -24,7 +24,9 @@ from qgate.gates.judgement import (
     QUALITY_DERIVATION,
     ScenarioResult,
 )
+from qgate.perf.cache_sources import cache_sources
 from qgate.perf.records import RequestRecord, ScenarioRun
+from qgate.perf.salts import salt_scope
 from qgate.profile import MathSuite, Profile
 from qgate.quality.cache_auth import ReferenceProvenance
 from qgate.quality.math_set import math_data_sha256, math_items, short_prompt
@@ -314,7 +316,7 @@ def build_report(
             scenario="short",
             role="reference",
             kind="fixed",
-            params={"input_tokens": 32},
+            params={"input_tokens": 32, "cache_salt": salt_scope("reference", 0, 0)},
             gpus=1,
             duration_ns=500_000_000,
             requests=_requests(requests, "reference"),
@@ -323,7 +325,7 @@ def build_report(
             scenario="short",
             role="candidate",
             kind="fixed",
-            params={"input_tokens": 32},
+            params={"input_tokens": 32, "cache_salt": salt_scope("candidate", 0, 0)},
             gpus=1,
             duration_ns=400_000_000,
             requests=_requests(requests, "candidate"),
@@ -336,6 +338,10 @@ def build_report(
                 candidate=fns.summarize(cand_run, profile.perf.slo),
                 comparisons=fns.compare(ref_run, cand_run, resamples=200, seed=BOOTSTRAP_SEED),
                 verdicts=fns.scenario_verdicts(profile.perf, cand_run),
+                cache={
+                    "reference": cache_sources([ref_run]),
+                    "candidate": cache_sources([cand_run]),
+                },
             )
         ]
     fingerprint = Fingerprint(

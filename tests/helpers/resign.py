@@ -16,7 +16,10 @@ from qgate.attest.dsse import keyid_of
 from qgate.attest.statement import Subject, sign_statement
 from qgate.gates.judge import judge
 from qgate.gates.judgement import Derivation
+from qgate.perf.cache_sources import CACHE_FROM
+from qgate.perf.salts import salt_scope
 from qgate.profile import Profile
+from qgate.profile.engine_checks import served
 from qgate.report.model import Report
 from qgate.report.signing import sign_report
 from qgate.report.verify.machine import as_run
@@ -29,6 +32,23 @@ def example_report(folder: Path) -> Report:
     return Report.model_validate(predicate_of(folder / "report.intoto.jsonl"))
 
 
+def salted_as_run(report: Report, profile: Profile) -> None:
+    """From perf derivation CACHE_FROM on, every perf run of a side that salts carries the
+    scope qgate/perf/salts.py makes for it, as `qgate run` salts them (a run copied to
+    another round or block gets that one's)."""
+    if report.perf.derivation < CACHE_FROM:
+        return
+    for run in report.perf.runs:
+        if run.role != "standalone" and "cache_salt" in served(profile.engine_of(run.role)):
+            run.params = {**run.params, "cache_salt": salt_scope(run.role, run.round, run.block)}
+
+
+def unsalted(report: Report) -> None:
+    """`report`'s perf runs as a qgate before perf derivation CACHE_FROM made them: no salts."""
+    for run in report.perf.runs:
+        run.params = {k: v for k, v in run.params.items() if k != "cache_salt"}
+
+
 def rederived(report: Report, *, quality: bool = False) -> Report:
     """`report` with every verdict group after its quality verdicts (perf figures, perf and
     speed gates, lives, the pooled envelope gate, the verdict) made again by the one judge
@@ -36,6 +56,7 @@ def rederived(report: Report, *, quality: bool = False) -> Report:
     `quality` made again too (and the warnings), as they are after edited quality records."""
     profile = Profile.model_validate(report.profile)
     perf = report.perf
+    salted_as_run(report, profile)
     judged = judge(
         profile,
         evidence_of(report),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from helpers.report_synthetic import build_report
+from helpers.resign import salted_as_run
 
 from qgate.gates.judge import perf_results
 from qgate.gates.speed import report_gates
@@ -35,6 +36,7 @@ def rounds_report(rounds: int = 2, held: int | None = None) -> Report:
         ]
     perf = report.perf
     perf.runs = runs
+    salted_as_run(report, profile)
     perf.results = perf_results(
         profile.perf, runs, resamples=perf.bootstrap_resamples, seed=perf.bootstrap_seed
     )

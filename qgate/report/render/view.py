@@ -25,6 +25,7 @@ from qgate.report.derive import (
 from qgate.report.localise import boundary_lines, worst_notes
 from qgate.report.model import Report
 from qgate.report.render.attribution_view import attribution_section
+from qgate.report.render.cache_view import cache_table
 from qgate.report.render.floor_view import floor_section
 from qgate.report.render.ladder_view import cliff_line, ladder_section
 from qgate.report.render.lives_view import lives_section
@@ -312,6 +313,8 @@ def _perf(report: Report) -> Section:
                 "TTFT p90 ms",
             ]
             sec.tables.append(Table(header, rates))
+        if (cache := cache_table(result)) is not None:
+            sec.tables.append(cache)
         dist = _distribution_rows(result.reference, result.candidate)
         if dist:
             header = [

@@ -60,6 +60,7 @@ SIGNERS: dict[str, tuple[int, int]] = {
     "6e7923722337": (3, 7),  # examples/cpu/smollm2-cpu-rounds, re-run for the t interval
     "git archive bd330ba": (4, 9),  # examples/h200/draft/run*
     "git archive 0ec3abe": (4, 9),  # examples/h200/kv-offload-envelope
+    "3809bf930c53": (5, 13),  # examples/cpu/smollm2-cpu-int8-demo
 }
 
 

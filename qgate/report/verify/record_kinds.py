@@ -18,10 +18,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from qgate.gates.speculative import counter_problems
+from qgate.perf.cache_sources import CACHE_FROM
+from qgate.perf.counters import source_key
 from qgate.quality.calibrate import check_stored
 from qgate.quality.noise_floor import FLOOR_FROM
 from qgate.report.model import Report
 from qgate.report.verify.attribution import check_attribution
+from qgate.report.verify.cache_check import check_cache
 from qgate.report.verify.cluster import check_cluster
 from qgate.report.verify.cross_check import check_cross_planned, check_cross_records
 from qgate.report.verify.floor_plan import check_floor_planned
@@ -62,6 +65,11 @@ def _graded_turns(r: Report) -> bool:
 
 def _probes(r: Report) -> bool:
     return any(q.probe_truth is not None for run in r.perf.runs for q in run.requests)
+
+
+def _cache(r: Report) -> bool:
+    key = source_key("local_compute")
+    return any("cache_salt" in run.params or key in run.counters_after for run in r.perf.runs)
 
 
 def _series(r: Report) -> bool:
@@ -153,6 +161,17 @@ RAW: tuple[RawKind, ...] = (
         "(every perf figure and ratio is re-derived from them; their blocks per round and "
         "requests per block are held to the profile, a side's probes to none or one per "
         "probe_share of its requests)",
+    ),
+    RawKind(
+        "perf.runs.cache",
+        "perf",
+        CACHE_FROM,
+        _cache,
+        (check_cache, recompute_perf),
+        "perf cache records: each run's cache-salt scope, prompt tokens by source around it, "
+        "and each request's cached prompt tokens (the scope is re-derived from the side's "
+        "engine, round and block; the sources held to add up and never go back; the "
+        "provenance beside each scenario re-derived from them)",
     ),
     RawKind(
         "perf.runs.block",

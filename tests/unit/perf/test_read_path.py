@@ -196,6 +196,7 @@ def test_qgate_run_perf_stage_uses_the_same_loop(monkeypatch: pytest.MonkeyPatch
             quality=SimpleNamespace(math=None, seed=0),
             target=SimpleNamespace(count=1),
             engine=SimpleNamespace(request_timeout_s=5.0),
+            engine_of=lambda role: SimpleNamespace(kind="vllm"),
         ),
         opts=SimpleNamespace(progress=False),
         round=0,

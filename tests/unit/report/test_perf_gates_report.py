@@ -12,6 +12,7 @@ from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
 from qgate.gates.quality import evaluate_quality
 from qgate.perf.records import ScenarioRun
+from qgate.perf.salts import salt_scope
 from qgate.profile import Profile
 from qgate.report.assemble import build_report as assemble
 from qgate.report.model import Report
@@ -43,7 +44,7 @@ def _run(role: str, step_ms: float) -> ScenarioRun:
         scenario="short",
         role=role,
         kind="fixed",  # type: ignore[arg-type]
-        params={"input_tokens": 32, "concurrency": 1},
+        params={"input_tokens": 32, "concurrency": 1, "cache_salt": salt_scope(role, 0, 0)},
         gpus=1,
         duration_ns=reqs[-1].done_ns - reqs[0].sent_ns,
         requests=reqs,

@@ -19,6 +19,7 @@ from qgate.cli.main import main
 from qgate.gates.judge import perf_results
 from qgate.gates.speed import report_gates
 from qgate.perf.runner import run_scenarios
+from qgate.perf.salts import salt_scope
 from qgate.profile import Profile
 from qgate.report.model import Report
 from qgate.report.signing import sign_report
@@ -54,7 +55,9 @@ def _measured_report() -> tuple[Report, dict[str, object]]:
         runs = [
             run
             for role in ("reference", "candidate")
-            for run in asyncio.run(run_scenarios(url, "mock", perf, role))  # type: ignore[arg-type]
+            for run in asyncio.run(
+                run_scenarios(url, "mock", perf, role, salt=salt_scope(role, 0, 0))
+            )  # type: ignore[arg-type]
         ]
     report = build_report(fns=default_recompute())
     report.profile = Profile.model_validate(profile_json).model_dump(mode="json")

@@ -19,6 +19,7 @@ from qgate.cli.main import main
 from qgate.gates.judge import perf_results
 from qgate.gates.speed import report_gates
 from qgate.perf.runner import run_scenarios
+from qgate.perf.salts import salt_scope
 from qgate.profile import Profile
 from qgate.report.verdict import overall
 from qgate.report.verify.single import default_recompute
@@ -56,7 +57,7 @@ def _written(tmp_path: Path, candidate_recall: int) -> tuple[int, str, str]:
     runs = []
     for role, recall in (("reference", 0), ("candidate", candidate_recall)):
         with mock.running(ttft_ms=5.0, itl_ms=1.0, recall=recall) as url:
-            runs += asyncio.run(run_scenarios(url, "mock", perf, role))  # type: ignore[arg-type]
+            runs += asyncio.run(run_scenarios(url, "mock", perf, role, salt=salt_scope(role, 0, 0)))  # type: ignore[arg-type]
     report = build_report(fns=default_recompute(), profile_json=profile_json)
     report.perf.runs = runs
     report.perf.results = perf_results(perf, runs, resamples=200, seed=0)

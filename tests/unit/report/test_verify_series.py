@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from helpers.report_synthetic import build_report, make_signer
+from helpers.resign import unsalted
 from helpers.series_synthetic import series_report
 
 from qgate.attest.statement import Subject
@@ -26,7 +27,7 @@ def verify(report: Report) -> None:
 
 def test_a_report_with_a_series_verifies() -> None:
     report = series_report()
-    assert report.perf.derivation == PERF_DERIVATION == 13
+    assert report.perf.derivation == PERF_DERIVATION == 14
     series = report.perf.results[0].candidate["time_series"]  # type: ignore[index]
     assert len(series["buckets"]) >= 3 and series["bucket_s"] == 0.05
     verify(report)
@@ -69,6 +70,7 @@ def as_signed_by_an_old_qgate(report: Report, revision: str, perf: int) -> None:
     assert report.fingerprint is not None
     report.fingerprint.qgate_revision = revision
     report.perf.derivation, report.quality.derivation = perf, 1
+    unsalted(report)
     report.quality.verdicts = [
         v.model_copy(update={k: Verdict.model_fields[k].default for k in QUALITY_V2_FIELDS})
         for v in report.quality.verdicts

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 from helpers.report_synthetic import PROFILE, build_report, make_signer
-from helpers.resign import rederived
+from helpers.resign import rederived, unsalted
 
 from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
@@ -146,6 +146,7 @@ def test_a_dropped_turn_or_an_edited_truth_is_rejected_naming_it() -> None:
 def test_graded_turns_need_perf_derivation_9() -> None:
     report = session_report(lost=0)
     report.perf.derivation = 8
+    unsalted(report)
     with pytest.raises(VerificationFailed, match=r"perf.derivation: 8 stored, at least 9"):
         verify(report)
 
