@@ -236,3 +236,22 @@ def test_warm_pass_exercised_with_prefix_caching_and_not_exercised_without(
     assert "NOT EXERCISED math.long@warm" in md and "| NOT EXERCISED |" in md
     assert "Reuse passes: what served the prompts" in md
     assert "GateNotExercised" in (multi.run_dir / "junit.xml").read_text()
+
+
+def test_perf_prompts_are_salted_and_their_cache_provenance_is_shown(multi: MultiRun) -> None:
+    """Each side's perf requests carry their block's salt (qgate/perf/salts.py), and the
+    report says where their prompt tokens came from: each request told its cached tokens
+    (enable_prompt_tokens_details), none of them written by another request, and /metrics
+    counted every prompt token by source (perf derivation 14)."""
+    cached = multi.reports["prefix-cache"]
+    (result,) = cached["perf"]["results"]
+    runs = {r["role"]: r for r in cached["perf"]["runs"]}
+    for role in ("reference", "candidate"):
+        got = result["cache"][role]
+        assert got["salted"] is True and runs[role]["params"]["cache_salt"] == f"qgate-{role}-r0-b0"
+        assert got["requests"] == got["detailed"] == 2, got
+        assert got["unexplained"] == 0 and got["prompt_tokens"] == 2 * 32, got
+        counted = got["computed"] + got["device_cache"] + (got["external_tier"] or 0)
+        assert counted >= got["prompt_tokens"], got  # the window also holds the probes' prompts
+    md = render_markdown(Report.model_validate(cached))
+    assert "Where prompt tokens came from" in md and "| candidate | 2 (2 told) | 64 |" in md
