@@ -35,6 +35,7 @@ register(
         planned="qgate.quality.plans:math_plan",
         rederive="qgate.report.verify.rederive:rederive_math",
         check_items="qgate.report.verify.rederive:check_math_items",
+        item_ids="qgate.quality.item_ids:math_ids",
         results=math_results,
         asked_again="qgate.quality.asked_again:MATH_AGAIN",
         localise="qgate.report.localise:MATH",
@@ -50,6 +51,7 @@ register(
         planned="qgate.quality.plans:recall_plan",
         rederive="qgate.report.verify.rederive:rederive_symbol",
         check_items="qgate.report.verify.rederive:check_recall_runs",
+        item_ids="qgate.quality.item_ids:recall_ids",
         results=recall_results,
         asked_again="qgate.quality.asked_again:RECALL_AGAIN",
         localise="qgate.report.localise:RECALL",
@@ -84,6 +86,7 @@ register(
         runner="qgate.quality.lmeval_suite:SUITE",
         planned="qgate.quality.plans:lm_eval_plan",
         rederive="qgate.report.verify.rederive_lm_eval:rederive_lm_eval",
+        check_items="qgate.report.verify.rederive_lm_eval:check_lm_eval_items",
         results=lm_eval_results,
         problems=lm_eval_problems,
     )
@@ -96,6 +99,7 @@ register(
         planned="qgate.quality.plans:tool_calls_plan",
         rederive="qgate.report.verify.rederive:rederive_tool_calls",
         check_items="qgate.report.verify.rederive:check_tool_call_items",
+        item_ids="qgate.quality.item_ids:tool_call_ids",
         results=tool_calls_results,
         engine_args=tool_calls_args,
     )
@@ -108,6 +112,7 @@ register(
         planned="qgate.quality.plans:structured_plan",
         rederive="qgate.report.verify.rederive:rederive_structured",
         check_items="qgate.report.verify.rederive:check_structured_items",
+        item_ids="qgate.quality.item_ids:structured_ids",
         results=structured_results,
     )
 )

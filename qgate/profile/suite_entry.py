@@ -68,6 +68,12 @@ class SuiteEntry:
     """"module:attribute" of a function (run, profile, out) that `qgate verify` calls on each of
     its runs to check the stored items and expected answers against what the profile
     generates; None: only the two sides' expected answers are compared."""
+    item_ids: str | None = None
+    """"module:attribute" of a function (setting, run) -> the item ids the setting plans for
+    the run's result, in the order the suite asks them, or None where they cannot be derived
+    (qgate/quality/item_ids.py): `qgate verify` holds each side's records to exactly them, a
+    run that stopped early to the first of them (qgate/report/verify/item_plan.py). None: its
+    `check_items` holds its items to the plan itself."""
     problems: Callable[[Any, Any], list[tuple[KeyPath, str]]] | None = None
     """(setting, profile) -> (key path, message) of what its schema cannot see (a value the
     sides' settings make impossible, a repeated entry): `qgate validate` refuses them."""

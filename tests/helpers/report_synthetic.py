@@ -43,8 +43,9 @@ PROFILE: dict[str, Any] = {
     "candidate": {"args": {"kv_cache_dtype": "fp8"}, "env": {"HF_TOKEN": "hf_secretvalue123"}},
     "quality": {
         # the point rule: 8 items can never show a 25-point margin under the default bound,
-        # and these reports test signing and re-derivation, not the rule
-        "math": {"max_drop": 0.25, "prompts": ["short"], "rule": "point"},
+        # and these reports test signing and re-derivation, not the rule; the limit: the set's
+        # first 8 items are what build_report's records hold, and verify holds them to the plan
+        "math": {"max_drop": 0.25, "prompts": ["short"], "rule": "point", "limit": 8},
         "divergence": {"sequences": 2, "tokens": 4, "max_mean_kld": 0.5},
     },
     "perf": {
@@ -277,8 +278,9 @@ def build_report(
     `profile_json`: another profile than PROFILE (its candidate's args are what the
     candidate's server reports it was started with).
     """
-    if profile_json is None:  # the profile asks the requests each side measured
+    if profile_json is None:  # the profile asks the items and requests each side measured
         profile_json = copy.deepcopy(PROFILE)
+        profile_json["quality"]["math"]["limit"] = items
         profile_json["perf"]["scenarios"][0]["requests"] = requests
     profile = Profile.model_validate(profile_json)
     cand_args = {**profile.engine.args, **profile.candidate.args}

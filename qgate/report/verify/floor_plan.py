@@ -5,11 +5,12 @@ follows from them; so an insider who deleted the second asks that changed their 
 derived every verdict again, narrowed the reference's own disagreement and the flips it
 allows, and the report verified. Here the records are held to what the profile plans: with
 `quality.noise_floor`, the reference asks every result of its math and recall suites again
-(each as many items as its first ask planned, every item of that ask among them: the second
-ask never stops early) at the profile's second concurrency and confidence, and scores each of
-its divergence continuations again where the profile asks that too. Without it, no floor.
-The floor may be absent only where the quality stage may have halted (`stop: verdict` and a
-settled FAIL: the run is FAIL whatever it held) or ran no suite at all.
+(each as many items as its first ask planned, every item of that ask among them, and where
+the suite says its item ids exactly those, item_plan.py: the second ask never stops early)
+at the profile's second concurrency and confidence, and scores each of its divergence
+continuations again where the profile asks that too. Without it, no floor. The floor may be
+absent only where the quality stage may have halted (`stop: verdict` and a settled FAIL: the
+run is FAIL whatever it held) or ran no suite at all.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from qgate.quality.noise_floor import FLOOR_FROM, FloorRecords, floor_results
 from qgate.quality.records import SuiteRun
 from qgate.quality.settle import halted_at_verdict
 from qgate.report.model import Report
+from qgate.report.verify.item_plan import held_to, planned_ids, setting_of
 
 __all__ = ["check_floor_planned"]
 
@@ -58,7 +60,7 @@ def check_floor_planned(report: Report, profile: Profile) -> str | None:
                 f"reference again, or is stored twice (planned: {', '.join(planned)})"
             )
         held[again.suite] = again
-    items = sum(_check_run(suite, held.get(suite), firsts.get(suite)) for suite in planned)
+    items = sum(_check_run(suite, held.get(suite), firsts.get(suite), profile) for suite in planned)
     sequences = _check_divergence(report, profile, floor)
     return f"noise floor holds the plan: {len(planned)} result(s), {items} items asked again" + (
         f", {sequences} divergence continuations scored again" if sequences else ""
@@ -78,8 +80,9 @@ def _check_settings(floor: FloorRecords, profile: Profile) -> None:
             raise _fail(f".{field}: {stored:g} stored, {wanted:g} re-derived from the profile")
 
 
-def _check_run(suite: str, again: SuiteRun | None, first: SuiteRun | None) -> int:
-    """The second ask of `suite` holds every item its first ask planned; returns how many."""
+def _check_run(suite: str, again: SuiteRun | None, first: SuiteRun | None, profile: Profile) -> int:
+    """The second ask of `suite` holds every item its first ask planned (where the suite says
+    its item ids, exactly those: item_plan.py); returns how many."""
     if again is None:
         raise _fail(f".runs: {suite}: no second ask stored; the profile asks it again")
     if first is None:
@@ -94,6 +97,10 @@ def _check_run(suite: str, again: SuiteRun | None, first: SuiteRun | None) -> in
             f".runs: {suite}: {len(ids)} items stored, {want} planned (every item of the "
             f"reference's first ask, asked again once{gone})"
         )
+    found = setting_of(profile.quality, suite)
+    planned = None if found is None else planned_ids(*found, again)
+    if planned is not None:  # beyond a first ask that stopped early, the plan's items
+        held_to(f"quality.noise_floor.runs: {suite}", ids, planned)
     return len(ids)
 
 

@@ -1,5 +1,6 @@
 """Verify's check of the context ladder's items: each is one the profile plants, in its bucket,
-and every item the profile plants there is stored (unless the run stopped early, saying so).
+and every item the profile plants there is stored (unless the run stopped early, saying so:
+then the first it asks, in index order).
 
 Each `context.<centre>` run must be a bucket of the profile's ladder; each item id names its
 index (below the bucket's item count), its target length (inside the bucket, or at the
@@ -40,6 +41,7 @@ def check_ladder_items(run: SuiteRun, spec: ContextLadder) -> None:
     codes = ladder_codes(spec, centre, count)
     clipped = bool(run.params.get("clip_reason"))
     seen: set[str] = set()
+    indices: set[int] = set()
     for record in run.items:
         where = f"{run.suite} {run.role} item {record.id}"
         if record.id in seen:
@@ -51,6 +53,9 @@ def check_ladder_items(run: SuiteRun, spec: ContextLadder) -> None:
                 f"{where}: id names no item the profile plants in bucket {centre} ({count} items)"
             )
         _, index, target, depth_pct = parsed
+        if index in indices:
+            raise VerificationFailed(f"{where}: index {index} stored twice")
+        indices.add(index)
         depth, code = codes[index]
         if depth_pct != round(depth * 100):
             raise VerificationFailed(
@@ -71,6 +76,14 @@ def check_ladder_items(run: SuiteRun, spec: ContextLadder) -> None:
         raise VerificationFailed(
             f"{run.suite} ({run.role}): {len(seen)} items stored, {count} planned in the bucket "
             "by the profile: a planned item is missing"
+        )
+    # a bucket that stopped early asked its items in index order: it holds the first of them
+    if indices != set(range(len(indices))):
+        gone = sorted(set(range(len(indices))) - indices)
+        shown = ", ".join(str(i) for i in gone[:3]) + (f", ... ({len(gone)})" if gone[3:] else "")
+        raise VerificationFailed(
+            f"{run.suite} ({run.role}): stopped at {len(indices)} of {count} items, not the "
+            f"first {len(indices)} it asks (in index order): missing index {shown}"
         )
 
 

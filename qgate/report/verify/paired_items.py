@@ -5,9 +5,8 @@ The gates pair a suite's items by id, so an insider who deleted the items a cand
 its run alone, and derived the verdicts again, got a report whose pairs simply lacked them. Each
 side of every suite must hold the same item ids, except where a side says it stopped early
 (`quality.stop`: its `planned` count and a reason), which the settle check holds to the plan. The
-context ladder's buckets are held to the profile's own count (verify/ladder_check.py). Not yet
-here: holding every suite's item count to the plan (run/plan.py), which needs the synthetic
-reports of the tests to plan what they hold.
+context ladder's buckets are held to the profile's own count (verify/ladder_check.py), and
+every suite's items to the ids the profile plans (verify/item_plan.py).
 """
 
 from __future__ import annotations

@@ -8,9 +8,11 @@ the cold pass and then `quality.reuse.passes` in order, each over the results th
 again (`reuse_suites`), each pass after the cold one asking the items its suite's cut to
 `quality.reuse.limit` holds (qgate/quality/asked_again.py: all of the side's first ask
 without a limit, math's first N questions, recall's whole haystacks), every one once and each
-an item of that first ask; from quality derivation 4 the restored pass holds its two reset
-probes. Without `quality.reuse`, no pass. A side may hold no pass only where its quality stage
-may have halted (`stop: verdict` and a settled FAIL: the run is FAIL whatever it held).
+an item of that first ask; where the suite says its item ids (item_plan.py), exactly the
+cut's (another item of the first ask, copied in, is not one); from quality derivation 4 the
+restored pass holds its two reset probes. Without `quality.reuse`, no pass. A side may hold
+no pass only where its quality stage may have halted (`stop: verdict` and a settled FAIL:
+the run is FAIL whatever it held).
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from qgate.errors import VerificationFailed
 from qgate.gates.reuse_exercised import STRICT
 from qgate.profile import Profile
 from qgate.profile.reuse_plan import reuse_suites
-from qgate.profile.suites import configured
-from qgate.quality.asked_again import pass_items, split_setting
+from qgate.profile.suites import configured, entry_of_result
+from qgate.quality.asked_again import pass_items, pass_setting, split_setting
 from qgate.quality.records import SuiteRun
 from qgate.quality.reuse_records import AFTER_RESET, BEFORE_RESET, PassRun, PassSuite
 from qgate.quality.settle import halted_at_verdict
 from qgate.report.model import Report
+from qgate.report.verify.item_plan import held_to, planned_ids
 
 __all__ = ["PASSES_FROM", "check_passes_planned"]
 
@@ -125,4 +128,9 @@ def _check_items(
             f"{where} of {s.suite}: {len(ids)} items stored, {want} planned ({rule}, of the "
             f"{cold} its first ask planned, each once{odd})"
         )
+    entry = entry_of_result(s.suite)
+    cut = pass_setting(setting, limit)
+    planned = None if entry is None or s.run is None else planned_ids(entry, cut, s.run)
+    if planned is not None:  # the very items of the cut, not others of the first ask
+        held_to(f"quality.passes: {where} of {s.suite}", ids, planned, "planned by the cut")
     return want

@@ -28,6 +28,7 @@ from qgate.report.verify.cache_check import check_cache
 from qgate.report.verify.cluster import check_cluster
 from qgate.report.verify.cross_check import check_cross_planned, check_cross_records
 from qgate.report.verify.floor_plan import check_floor_planned
+from qgate.report.verify.item_plan import check_items_planned
 from qgate.report.verify.lives import check_lives, planned_lives
 from qgate.report.verify.machine import check_machine
 from qgate.report.verify.pass_plan import PASSES_FROM, check_passes_planned
@@ -86,18 +87,21 @@ RAW: tuple[RawKind, ...] = (
         "quality",
         1,
         lambda r: bool(r.quality.runs),
-        (rederive_correctness,),
+        (rederive_correctness, check_items_planned),
         "quality.runs: the raw responses, request parameters and wall times "
-        "(answers, correctness and every verdict are re-derived from them)",
+        "(answers, correctness and every verdict are re-derived from them; each side's "
+        "results and their item ids held to the plan, a run that stopped early to the first "
+        "of them)",
     ),
     RawKind(
         "quality.divergence",
         "quality",
         1,
         lambda r: r.quality.divergence is not None,
-        (rederive_divergence,),
+        (rederive_divergence, check_items_planned),
         "quality.divergence: the per-position top-k logprobs (every KL, agreement and "
-        "delta-p value is re-derived from them)",
+        "delta-p value is re-derived from them; the sequences held to the corpus's first "
+        "prompts the profile plans)",
     ),
     RawKind(
         "quality.divergence.cross_check",

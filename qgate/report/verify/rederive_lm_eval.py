@@ -4,7 +4,8 @@ The lm-eval suite's `SuiteEntry.rederive` hook (qgate/profile/suites.py). Its op
 (regexes_to_ignore, ignore_case, ignore_punctuation, ignore_numbers) are read from the task's
 local YAML when the task is local, its YAML and data still have the digest the run recorded
 and its metric is exact_match; other items are listed as not re-derived. Per-item scores are
-checked to lie in [0, 1] with `correct` meaning a score of 1.
+checked to lie in [0, 1] with `correct` meaning a score of 1. Its `check_items` hook holds the
+items to the task's first documents, each once, up to its limit (`check_lm_eval_items`).
 """
 
 from __future__ import annotations
@@ -24,9 +25,16 @@ from qgate.quality.lmeval_suite import (
     split_metric,
 )
 from qgate.quality.records import SuiteRun
+from qgate.quality.sizing import lmeval_limit
+from qgate.report.verify.item_plan import held_to
 from qgate.report.verify.rederive import Rederived, check_item, few
 
-__all__ = ["exact_match", "lm_eval_exact_match_options", "rederive_lm_eval"]
+__all__ = [
+    "check_lm_eval_items",
+    "exact_match",
+    "lm_eval_exact_match_options",
+    "rederive_lm_eval",
+]
 
 
 def _task_of(profile: Profile, name: str) -> LmEvalTask | None:
@@ -133,4 +141,27 @@ def _rederive_lm_eval(run: SuiteRun, task: LmEvalTask | None, out: Rederived) ->
     if skipped:
         out.not_rederived.append(
             f"{run.suite} ({run.role}): no filtered response logged; items {few(skipped)}"
+        )
+
+
+def check_lm_eval_items(run: SuiteRun, profile: Profile, out: Rederived) -> None:
+    """The items are the task's first documents (lm-eval numbers them from 0), each once, no
+    more than its limit. Fewer than the limit is a task of fewer documents, or documents taken
+    out: the task's size is not re-derived here, and the note says so."""
+    task = _task_of(profile, run.suite.partition(".")[2])
+    if task is None:
+        return
+    limit = lmeval_limit(task)
+    ids = [i.id for i in run.items]
+    n = len(ids) if limit is None else min(len(ids), limit)
+    held_to(
+        f"quality.runs {run.suite} ({run.role})",
+        ids,
+        [f"doc-{k:05d}" for k in range(n)],
+        "planned (the task's first documents" + (f", limit {limit})" if limit else ")"),
+    )
+    if limit is not None and len(ids) < limit:
+        out.not_rederived.append(
+            f"{run.suite} ({run.role}): {len(ids)} of the {limit} documents its limit asks "
+            "(the task's size is not re-derived: a smaller task gives them all)"
         )

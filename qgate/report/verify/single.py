@@ -44,6 +44,7 @@ from qgate.report.verify.envelope import (
     verified_payload,
 )
 from qgate.report.verify.floor_plan import check_floor_planned
+from qgate.report.verify.item_plan import check_items_planned
 from qgate.report.verify.lives import check_lives
 from qgate.report.verify.machine import as_run, check_machine
 from qgate.report.verify.paired_items import check_paired_items
@@ -187,6 +188,8 @@ def _checked_contents(
     _rederive(report, prof, keyid, result)
     result.checked += check_bindings(report, prof)
     if line := check_paired_items(report.quality.runs):
+        result.checked.append(line)
+    if line := check_items_planned(report, prof):
         result.checked.append(line)
     result.checked += check_machine(report, prof, result.signed_only)
     if cluster := check_cluster(report):

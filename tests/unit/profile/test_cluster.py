@@ -135,7 +135,7 @@ def test_the_block_is_part_of_the_signed_profile(tmp_path: Path) -> None:
     profile_json = {**PROFILE, "cluster": block}
     file = tmp_path / "p.yaml"
     file.write_text(yaml.safe_dump(profile_json, sort_keys=False))
-    report = build_report(items=6, fns=default_recompute(), profile_json=profile_json)
+    report = build_report(fns=default_recompute(), profile_json=profile_json)
     report.profile_sha256 = hashlib.sha256(file.read_bytes()).hexdigest()
     assert report.profile["cluster"] == {
         "address": "ray-head:6379",

@@ -22,7 +22,7 @@ def test_assembled_report_verifies(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str
 ) -> None:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    raw = build_report(items=10, requests=3)
+    raw = build_report(requests=3)
     profile = Profile.model_validate(PROFILE)
     profile_file = tmp_path / "p.yaml"
     profile_file.write_text(json.dumps(PROFILE))  # JSON is YAML
@@ -62,7 +62,7 @@ def test_a_profile_edited_during_the_run_signs_what_ran(
     passes; with the edited file it names the profile), where re-reading the file at write
     time signed the edit and the report failed verify against the profile that ran."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    raw = build_report(items=10, requests=3)
+    raw = build_report(requests=3)
     profile = Profile.model_validate(PROFILE)
     profile_file = tmp_path / "p.yaml"
     profile_file.write_text(json.dumps(PROFILE))

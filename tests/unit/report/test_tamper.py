@@ -61,12 +61,17 @@ class Case:
         return CliRunner().invoke(main, ["verify", str(path), "--pubkey", str(self.pubkey), *extra])
 
 
+TEN = {**PROFILE, "quality": {**PROFILE["quality"], "math": {**PROFILE["quality"]["math"]}}}
+TEN["quality"]["math"]["limit"] = 10
+"""The synthetic profile asking the 10 items the case's report holds."""
+
+
 @pytest.fixture
 def case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Case:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     profile = tmp_path / "profile.yaml"
-    profile.write_text(json.dumps(PROFILE))  # JSON is YAML
-    report = build_report(items=10, requests=3, fns=default_recompute())
+    profile.write_text(json.dumps(TEN))  # JSON is YAML
+    report = build_report(items=10, requests=3, fns=default_recompute(), profile_json=TEN)
     report.profile_sha256 = profile_subject(profile).sha256
     signer = make_signer("ecdsa")
     pubkey = tmp_path / "key.pub.pem"
@@ -278,7 +283,8 @@ def _stop_not_settled(case: Case) -> Path:
 
 
 def _stopped_sides_outnumber_the_plan(case: Case) -> Path:
-    """Both sides stopped at 3 of 4 planned items, but on different items: 5 in all."""
+    """Both sides stopped at 3 of 4 planned items, but on different items: 5 in all (the
+    profile plans 10: the planned count is re-derived before the stop is)."""
     report = case.report()
     report.profile["quality"]["stop"] = "verdict"
     ref, cand = (next(r for r in report.quality.runs if r.role == role) for role in SIDES)
@@ -479,8 +485,7 @@ MATRIX: dict[str, tuple[Callable[[Case], Path], int, str]] = {
     "stopped sides outnumber the plan": (
         _stopped_sides_outnumber_the_plan,
         1,
-        "quality: math.short: the reference's 3 and the candidate's 3 items are 5 distinct "
-        "items, more than the 4 planned per side",
+        "quality.runs math.short (reference).planned: 4 stored, 10 re-derived from the profile",
     ),
     "early stop the records do not settle": (
         _stop_not_settled,

@@ -56,7 +56,7 @@ def test_calibration_records_sha256_is_rederived() -> None:
 
 def test_a_changed_math_set_digest_with_the_profile_is_rejected() -> None:
     report = build_report(items=4, requests=2)
-    prof = Profile.model_validate(PROFILE)
+    prof = Profile.model_validate(report.profile)
     run = next(r for r in report.quality.runs if r.role == "candidate")
     real = run.data_sha256
     run.data_sha256 = "f" * 64
