@@ -28,10 +28,13 @@ import argparse
 import datetime as dt
 import json
 import math
+import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -117,8 +120,8 @@ def worst(n: int, margin: float) -> tuple[npt.NDArray[np.float64], npt.NDArray[n
     return best, margin + 2 * where
 
 
-def sweep(ns: list[int]) -> list[dict[str, object]]:
-    rows: list[dict[str, object]] = []
+def sweep(ns: list[int]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     for n in ns:
         for margin in MARGINS:
             best, disc = worst(n, margin)
@@ -138,23 +141,87 @@ def sweep(ns: list[int]) -> list[dict[str, object]]:
     return rows
 
 
-def summary(rows: list[dict[str, object]]) -> str:
-    """Per rule and α: the largest size / α, where, and how many (n, δ) are above α."""
+def _table(rows: list[dict[str, Any]], rules: tuple[str, ...]) -> list[str]:
     lines = [
         "| rule | α | worst false PASS | worst / α | at (n, δ, d) | (n, δ) above α |",
         "|---|---|---|---|---|---|",
     ]
-    for rule in RULES:
+    for rule in rules:
         for alpha in ALPHAS:
             mine = [r for r in rows if r["rule"] == rule and r["alpha"] == alpha]
-            top = max(mine, key=lambda r: float(r["size"]))  # type: ignore[arg-type]
-            size = float(top["size"])  # type: ignore[arg-type]
-            over = sum(1 for r in mine if float(r["size"]) > alpha * (1 + 1e-9))  # type: ignore[arg-type]
+            if not mine:
+                continue
+            top = max(mine, key=lambda r: float(r["size"]))
+            size = float(top["size"])
+            over = sum(1 for r in mine if float(r["size"]) > alpha * (1 + 1e-9))
             lines.append(
-                f"| {rule} | {alpha:g} | {size:.5f} | {size / alpha:.3f} | "
+                f"| {rule} | {alpha:g} | {size:.5f} | {size / alpha:.4f} | "
                 f"({top['n']}, {top['margin']}, {top['discordance']}) | {over} of {len(mine)} |"
             )
-    return "\n".join(lines)
+    return lines
+
+
+def summary(rows: list[dict[str, Any]]) -> str:
+    """Per rule and α: the largest size / α, where, and how many (n, δ) are above α; above
+    EXACT_MAX items by rule, at or below it the exact bound (both derivations' own)."""
+    above = [r for r in rows if int(r["n"]) > bounds.EXACT_MAX]
+    exact = [r for r in rows if int(r["n"]) <= bounds.EXACT_MAX and r["rule"] == RULES[0]]
+    out = []
+    if above:
+        out += [f"### n above {bounds.EXACT_MAX}", "", *_table(above, RULES), ""]
+    if exact:
+        out += [f"### n at or below {bounds.EXACT_MAX}: the exact bound", ""]
+        out += _table([{**r, "rule": "exact (both)"} for r in exact], ("exact (both)",))
+    return "\n".join(out)
+
+
+def spans(ns: list[int]) -> str:
+    """1, 2, 3, 5 -> '1-3, 5'."""
+    out: list[str] = []
+    start = prev = ns[0]
+    for n in [*ns[1:], None]:
+        if n != prev + 1:
+            out.append(str(start) if start == prev else f"{start}-{prev}")
+            if n is None:
+                break
+            start = n
+        prev = n
+    return ", ".join(out)
+
+
+def compact(rows: list[dict[str, Any]], ns: list[int]) -> dict[str, Any]:
+    """The rows as arrays: per rule, the worst size / α over the nuisance (4 decimals),
+    indexed [n][margin][α] in the order of `ns`, MARGINS and ALPHAS."""
+    at = {(r["rule"], r["n"], r["margin"], r["alpha"]): float(r["size"]) for r in rows}
+    return {
+        "ns": ns,
+        "margins": list(MARGINS),
+        "alphas": list(ALPHAS),
+        "size_over_alpha": {
+            rule: [
+                [[round(at[(rule, n, m, a)] / a, 4) for a in ALPHAS] for m in MARGINS] for n in ns
+            ]
+            for rule in RULES
+        },
+    }
+
+
+def revision() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        return "?"
+
+
+def render(rows: list[dict[str, Any]], ns: list[int], wall: float, command: str) -> str:
+    return (
+        f"Level at the margin, exact, the nuisance at its worst: n {spans(ns)}; margins "
+        f"{', '.join(map(str, MARGINS))}; α {', '.join(f'{a:g}' for a in ALPHAS)}; {wall:.0f} s "
+        f"(Python {platform.python_version()}, numpy {np.__version__}, qgate {revision()})"
+        f"\n\nCommand: `{command}`\n\n" + summary(rows) + "\n"
+    )
 
 
 def _ranges(specs: list[str]) -> list[int]:
@@ -175,26 +242,20 @@ def main(argv: list[str] | None = None) -> None:
     start = time.monotonic()
     rows = sweep(ns)
     wall = time.monotonic() - start
-    shown_ns = f"{ns[0]}-{ns[-1]}" if ns == list(range(ns[0], ns[-1] + 1)) else str(ns)
-    text = (
-        f"Level at the margin, exact, the nuisance at its worst: n {shown_ns}, margins "
-        f"{', '.join(map(str, MARGINS))}, α {', '.join(f'{a:g}' for a in ALPHAS)}; {wall:.0f} s"
-        "\n\nCommand: `.venv/bin/python perf/bench_level.py"
+    command = (
+        ".venv/bin/python perf/bench_level.py"
         + (" --quick" if args.quick else "")
         + "".join(f" --n {s}" for s in args.n or [])
-        + "`\n\n"
-        + summary(rows)
-        + "\n"
     )
+    text = render(rows, ns, wall, command)
     print(text)
     if args.quick or args.no_write:
         return
     RESULTS.mkdir(parents=True, exist_ok=True)
     stem = RESULTS / dt.date.today().isoformat()
     stem.with_suffix(".md").write_text(text)
-    stem.with_suffix(".json").write_text(
-        json.dumps({"wall_s": round(wall, 1), "rows": rows}) + "\n"
-    )
+    payload = {"wall_s": round(wall, 1), "command": command, **compact(rows, ns)}
+    stem.with_suffix(".json").write_text(json.dumps(payload) + "\n")
     print(f"wrote {stem}.md and .json")
 
 

@@ -2,27 +2,29 @@
 PASS at the margin at most α at every n).
 
 Tango's plain score bound (bounds.score_upper) is asymptotic. Summed exactly over the
-trinomial of lost and gained items, the true loss at the margin δ and the supremum taken over
-the nuisance (the rate of items that flip), its false-PASS rate is above α just past the exact
-range at every α the profiles use: up to 1.3-1.9 α over n 41-300 (0.066 at α 0.05; 0.187 at
-α 0.10, n 55, δ 0.03, where a clean table passes on z^2 / (n + z^2) alone). Two things slip:
-the lattice (lost − gained moves in steps of 1, of 2 once every item flips) and the skew of
-lost − gained near the ends of the nuisance. The statistic gets a correction for each, the
-bound's form kept:
+trinomial of lost and gained items, the true loss at the margin δ and the nuisance (the rate
+of items that flip) at its worst, its false-PASS rate past the exact range is above α at
+nearly every n, δ and α the profiles use: up to 1.39 α at α 0.05 (0.069 at n 52, δ 0.05) and
+1.95 α at α 0.10 (n 81, δ 0.02, where a table with nothing gained passes on z^2 / (n + z^2)).
+Two things slip: the lattice (lost − gained moves in steps of 1, of 2 once every item flips)
+and the skew of lost − gained near the ends of the nuisance. The statistic gets a correction
+for each, the bound's form kept:
 
 - continuity: (1 + (lost + gained) / n) / 2 added to lost − gained, half its step: 1/2 where
-  few items flip, 1 where all do (1/2 alone slips to 1.16 α there, 1 alone costs a quarter
+  few items flip, 1 where all do (1/2 alone slips to 1.16 α there; 1 alone costs a third
   more clean items: 79 to show 5 points at 95%, against 59 exact and 61 with this one);
 - skew: the Cornish-Fisher term in the critical value, −z + γ(z² − 1)/6, γ the skewness of
   lost − gained at Tango's constrained estimate of the nuisance (the second-order term of
-  the Edgeworth expansion; without it the continuity correction of 1 still slips to 1.12 α
-  where every item flips).
+  the Edgeworth expansion; without it a correction of 1 still slips to 1.12 α where every
+  item flips).
 
-Measured exactly (perf/bench_false_pass.py --level): at most α at every n from 41 to 300 and
-a sample to 2,000, every margin 0.02-0.30 and α 0.0025-0.10, the worst LEVEL_WORST. Its power
-is within a few points of the exact bound's where both are computed (n 41-120), and it costs
-what the plain bound does; the exact bound's cost grows with n^2 per p-value (~25 ms a bound
-at 60 items, ~300 ms at 200), so it stays below `EXACT_MAX`.
+Measured exactly (perf/bench_level.py, docs/measurements.md): at most α at every n from 41
+to 300 and a sample to 2,000, every margin 0.02-0.30 and α 0.0025-0.10; the worst 0.9994 α
+(n 268, δ 0.20, α 0.10, every item flipping). Its power is close to the exact bound's where
+both are computed (n 41-120: 0-3 points below at 20-40% churn; a margin's fewest clean
+items one or two later). A bound costs about what the plain one does (0.6-1 ms against
+0.4-0.6 on a 2-core EPYC); the exact bound's cost grows as n^2 per p-value (~25 ms a bound at
+60 items, ~300 ms at 200), so it stays at or below `EXACT_MAX`.
 """
 
 from __future__ import annotations
