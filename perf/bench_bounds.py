@@ -7,8 +7,9 @@ rule's stated level. For each rule the candidate's true loss is set at that rule
 margin, and the chance that the rule PASSes it is summed exactly over every outcome of n
 paired items (the four cells: both right, lost, gained, both wrong), not sampled:
 
-- qgate bound: `qgate.core.bounds.loss_upper` (exact unconditional to 40 items, Tango's
-  score bound above) within the margin, one-sided 95%; the margin is `max_drop`.
+- qgate bound: `qgate.core.bounds.loss_upper` (exact unconditional to 40 items, the
+  corrected score bound above, quality derivation 6) within the margin, one-sided 95%; the
+  margin is `max_drop`.
 - qgate point (today's rule): the point drop within `max_drop` and its exact McNemar test
   not significant at alpha 0.05.
 - NeMo paired Wald: NeMo Evaluator's `nel gate`: the two-sided 95% Wald interval on the
@@ -36,6 +37,7 @@ sys.path.insert(0, str(ROOT / "perf" / "faults"))
 from peer_rules import FLOOR_MARGIN, MLPERF_SHARE, RTOL, Z_ALPHA  # noqa: E402
 
 from qgate.core import bounds  # noqa: E402
+from qgate.core.corrected_score import corrected_rejects  # noqa: E402
 from qgate.quality.stats import mcnemar_rejects  # noqa: E402
 
 ALPHA = 0.05
@@ -62,14 +64,16 @@ def probs(n: int, rates: tuple[float, float, float, float]) -> np.ndarray:
 
 
 def qgate_bound(n: int, margin: float) -> dict[tuple[int, int], bool]:
-    """PASS per (lost, gained): the upper bound within the margin."""
+    """PASS per (lost, gained): the upper bound within the margin (the test it inverts, at the
+    margin: tests/unit/core/test_bounds.py holds the two to agree)."""
     out = {}
+    z = NormalDist().inv_cdf(1 - ALPHA)
     for lost in range(n + 1):
         for gained in range(n + 1 - lost):
             if n <= bounds.EXACT_MAX:
                 out[(lost, gained)] = bounds.exact_p(lost, gained, n, margin) <= ALPHA
             else:
-                out[(lost, gained)] = bounds.score_upper(lost, gained, n) <= margin
+                out[(lost, gained)] = bool(corrected_rejects(lost, gained, n, margin, z))
     return out
 
 

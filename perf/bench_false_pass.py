@@ -5,6 +5,7 @@
     .venv/bin/python perf/bench_false_pass.py --quick    # a few cells, 500 reps, no files (~20 s)
     .venv/bin/python perf/bench_false_pass.py --reps 4000 --seed 7
     .venv/bin/python perf/bench_false_pass.py --exact-at 41:0.25:0.4   # one cell, exactly
+    .venv/bin/python perf/bench_false_pass.py --exact-at 41:0.25:0.4 --derivation 5  # as before
 
 What it measures. A "false PASS at the margin" is a PASS given to a candidate whose true
 accuracy loss is exactly the margin δ (`max_drop`): the rule was asked to let through only
@@ -26,7 +27,8 @@ Rules (each at the same margin δ):
 - qgate bound: qgate's own suite verdict (`qgate.gates.suite.outcome` over `gates_of` a
   default `AccuracyPolicy(max_drop=δ, rule="bound")`): the max_drop gate PASSes only when the
   one-sided 95% upper bound on the paired loss (`qgate.core.bounds.loss_upper`: exact to 40
-  items, Tango's score bound above) is within δ, beside the significance gate (exact
+  items, above them the score bound corrected to keep its level from quality derivation 6,
+  Tango's plain one before; `--derivation`) is within δ, beside the significance gate (exact
   McNemar). A cell where qgate's validation refuses the profile (a `limit: n` math suite
   whose bound can never pass δ, `qgate.profile.checks.profile_problems`) is "refused".
 - qgate point: the same with `rule="point"` (the rule before issue 53): the observed drop
@@ -67,6 +69,7 @@ import numpy.typing as npt
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from qgate.gates.judgement import QUALITY_DERIVATION  # noqa: E402
 from qgate.gates.suite import gates_of, outcome  # noqa: E402
 from qgate.profile import AccuracyPolicy, Profile  # noqa: E402
 from qgate.profile.checks import profile_problems  # noqa: E402
@@ -101,12 +104,14 @@ def _policy(rule: str, margin: float) -> AccuracyPolicy:
 
 
 @cache
-def qgate_verdict(rule: str, n: int, margin: float, lost: int, gained: int) -> str:
-    """The suite's verdict as qgate judges it: 'pass' only when every gate passes. Its gates
-    (max_drop, significance) read only the lost and gained counts of the n items."""
+def qgate_verdict(
+    rule: str, n: int, margin: float, lost: int, gained: int, derivation: int = QUALITY_DERIVATION
+) -> str:
+    """The suite's verdict as qgate judges it (by quality `derivation`): 'pass' only when every
+    gate passes. Its gates (max_drop, significance) read only the lost and gained counts."""
     policy = _policy(rule, margin)
     flips = FlipCounts(both_correct=n - lost - gained, lost=lost, gained=gained, both_wrong=0)
-    got = {outcome(g, policy, flips) for g in gates_of(policy)}
+    got = {outcome(g, policy, flips, derivation) for g in gates_of(policy)}
     return "fail" if "fail" in got else "inconclusive" if "inconclusive" in got else "pass"
 
 
@@ -126,10 +131,15 @@ def refused(n: int, margin: float) -> bool:
     return any(path[-1] == "max_drop" for path, _ in profile_problems(profile))
 
 
-def qgate_verdicts(rule: str, n: int, margin: float, lost: Ints, gained: Ints) -> list[str]:
+def qgate_verdicts(
+    rule: str, n: int, margin: float, lost: Ints, gained: Ints, derivation: int
+) -> list[str]:
     """qgate's verdict on each simulated suite (one call per distinct table)."""
     keys, where = np.unique(lost * (n + 1) + gained, return_inverse=True)
-    each = [qgate_verdict(rule, n, margin, int(k // (n + 1)), int(k % (n + 1))) for k in keys]
+    each = [
+        qgate_verdict(rule, n, margin, int(k // (n + 1)), int(k % (n + 1)), derivation)
+        for k in keys
+    ]
     return [each[i] for i in where.ravel()]
 
 
@@ -257,17 +267,26 @@ def _rate(xs: Bools | list[bool]) -> float:
 
 
 def simulate(
-    n: int, margin: float, disc: float, p_refs: tuple[float, ...], reps: int, seed: int
+    n: int,
+    margin: float,
+    disc: float,
+    p_refs: tuple[float, ...],
+    reps: int,
+    seed: int,
+    derivation: int = QUALITY_DERIVATION,
 ) -> list[Cell]:
     """Every rule's PASS rate at the margin for one (n, δ, d), for each p_ref; with qgate
     bound's power at no true loss."""
     lost, gained, conc = _draw(n, margin, disc, reps, seed, 0)
     no_refusal = not refused(n, margin)
-    verdicts = {r: qgate_verdicts(r, n, margin, lost, gained) for r in ("bound", "point")}
+    verdicts = {
+        r: qgate_verdicts(r, n, margin, lost, gained, derivation) for r in ("bound", "point")
+    }
     power = None
     if no_refusal:
         l0, g0, _ = _draw(n, 0.0, disc, reps, seed, 1)
-        power = _rate([v == "pass" for v in qgate_verdicts("bound", n, margin, l0, g0)])
+        zero = qgate_verdicts("bound", n, margin, l0, g0, derivation)
+        power = _rate([v == "pass" for v in zero])
     out = []
     for p_ref in p_refs:
         lost_rate = (disc + margin) / 2
@@ -288,7 +307,9 @@ def simulate(
     return out
 
 
-def exact_false_pass(n: int, margin: float, disc: float, rule: str = "bound") -> float:
+def exact_false_pass(
+    n: int, margin: float, disc: float, rule: str = "bound", derivation: int = QUALITY_DERIVATION
+) -> float:
     """qgate's false-PASS rate at the margin summed exactly over the (lost, gained) tables
     within 8 standard deviations of their means (every table, each by qgate's own verdict; no
     sampling, and no shortcut through the bound's monotonicity). The mass left out is below
@@ -316,7 +337,7 @@ def exact_false_pass(n: int, margin: float, disc: float, rule: str = "bound") ->
             log_p += log_rate(rest, 1 - disc)
             p = math.exp(log_p) if log_p > -math.inf else 0.0
             mass += p
-            if p > 0 and qgate_verdict(rule, n, margin, lost, gained) == "pass":
+            if p > 0 and qgate_verdict(rule, n, margin, lost, gained, derivation) == "pass":
                 total += p
     assert mass > 1 - 1e-9, f"the window holds {mass} of the mass"
     return total
@@ -379,14 +400,14 @@ def summary(cells: list[Cell], reps: int) -> tuple[str, dict[str, dict[str, obje
     return "\n".join(lines), out
 
 
-def exact_table(cells: list[Cell]) -> str:
+def exact_table(cells: list[Cell], derivation: int) -> str:
     """qgate bound's exact false-PASS rate for each (n, δ, d) whose simulated figure is > α."""
     done: dict[tuple[int, float, float], float] = {}
     for c in cells:
         if (c.false_pass["qgate bound"] or 0.0) > ALPHA:
             key = (c.n, c.margin, c.discordance)
             if key not in done:
-                done[key] = exact_false_pass(*key)
+                done[key] = exact_false_pass(*key, derivation=derivation)
             c.bound_exact = done[key]
     if not done:
         return "\n\nqgate bound: no cell's simulated figure is above α."
@@ -423,12 +444,14 @@ def machine() -> dict[str, object]:
     }
 
 
-def run(sizes: tuple[int, ...], margins: tuple[float, ...], reps: int, seed: int) -> list[Cell]:
+def run(
+    sizes: tuple[int, ...], margins: tuple[float, ...], reps: int, seed: int, derivation: int
+) -> list[Cell]:
     cells = []
     for n in sizes:
         for margin in margins:
             for disc in discordances(margin):
-                cells += simulate(n, margin, disc, REF_ACCS, reps, seed)
+                cells += simulate(n, margin, disc, REF_ACCS, reps, seed, derivation)
     return cells
 
 
@@ -438,6 +461,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=53, help="numpy seed (each cell's own stream)")
     ap.add_argument("--quick", action="store_true", help="a few cells, 500 reps, no files")
     ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--tag", help="written as <date>-TAG.md and .json (a second run that day)")
     ap.add_argument(
         "--exact",
         action="store_true",
@@ -450,12 +474,22 @@ def main(argv: list[str] | None = None) -> None:
         metavar="N:DELTA:D",
         help="only print qgate bound's exact false PASS at these cells (any n, δ, d; repeat)",
     )
+    ap.add_argument(
+        "--derivation",
+        type=int,
+        default=QUALITY_DERIVATION,
+        help=f"the quality derivation qgate's rules judge by (default {QUALITY_DERIVATION}; "
+        "5: Tango's plain score bound above 40 items)",
+    )
     args = ap.parse_args(argv)
     if args.exact_at:
         for spec in args.exact_at:
             n, margin, disc = spec.split(":")
-            x = exact_false_pass(int(n), float(margin), float(disc))
-            print(f"n {n}, δ {margin}, d {disc}: qgate bound's exact false PASS {x:.4f}")
+            x = exact_false_pass(int(n), float(margin), float(disc), derivation=args.derivation)
+            print(
+                f"n {n}, δ {margin}, d {disc}: qgate bound's exact false PASS {x:.4f} "
+                f"(quality derivation {args.derivation})"
+            )
         return
     sizes: tuple[int, ...] = SIZES
     margins: tuple[float, ...] = MARGINS
@@ -463,17 +497,17 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         sizes, margins, reps = QUICK_SIZES, QUICK_MARGINS, args.reps or 500
     start = time.monotonic()
-    cells = run(sizes, margins, reps, args.seed)
+    cells = run(sizes, margins, reps, args.seed, args.derivation)
     wall = time.monotonic() - start
     exact_text, exact_wall = "", 0.0
     if args.exact:
-        exact_text = exact_table(cells)
+        exact_text = exact_table(cells, args.derivation)
         exact_wall = time.monotonic() - start - wall
     where = machine()
     short, figures = summary(cells, reps)
     text = (
         f"False PASS at the margin (true loss = δ), {reps} reps a cell, seed {args.seed}, "
-        f"α = {ALPHA}; simulation {wall:.0f} s"
+        f"α = {ALPHA}, quality derivation {args.derivation}; simulation {wall:.0f} s"
         + (f", exact sums {exact_wall:.0f} s" if args.exact else "")
         + "\n\n"
         f"machine: {where.get('model name', '?')} (family {where.get('cpu family', '?')} model "
@@ -484,6 +518,7 @@ def main(argv: list[str] | None = None) -> None:
         + (" --exact" if args.exact else "")
         + (f" --reps {args.reps}" if args.reps else "")
         + (f" --seed {args.seed}" if args.seed != 53 else "")
+        + (f" --derivation {args.derivation}" if args.derivation != QUALITY_DERIVATION else "")
         + "`\n\n## Summary\n\n"
         + short
         + exact_text
@@ -495,10 +530,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick or args.no_write:
         return
     RESULTS.mkdir(parents=True, exist_ok=True)
-    stem = RESULTS / dt.date.today().isoformat()
+    stem = RESULTS / (dt.date.today().isoformat() + (f"-{args.tag}" if args.tag else ""))
     stem.with_suffix(".md").write_text(text)
     payload = {
         "alpha": ALPHA,
+        "derivation": args.derivation,
         "reps": reps,
         "seed": args.seed,
         "wall_s": round(wall, 1),

@@ -13,18 +13,24 @@ candidate whose true loss is the margin far more often than α.
   best of ten): the score statistic with the nuisance (the gained rate) at its maximum
   likelihood under Δ, inverted by bisection. With nothing flipped it is z^2 / (n + z^2),
   not 0: 8 clean items bound the loss at 25 points, 81 at 3.2 (one-sided 95%).
-- `exact_upper`: the exact unconditional bound below `EXACT_MAX` items, where the score
+- `exact_upper`: the exact unconditional bound up to `EXACT_MAX` items, where the score
   bound's level can slip: the largest Δ whose exact p-value (Tango's statistic as the
   ordering, the supremum over the nuisance on a grid and its ends, Berger & Boos style
-  without the confidence-set restriction) exceeds α.
-- `loss_upper`: the one a gate uses: exact up to `EXACT_MAX` items, the score bound above;
+  without the confidence-set restriction) exceeds α. Its cost grows as n^2 per p-value (on
+  a 2-core EPYC: ~10 ms a bound at 40 items, ~25 at 60, 50-80 at 100, ~300 at 200).
+- `corrected_upper`: above `EXACT_MAX`, Tango's bound corrected to keep its level (the plain
+  one lets a PASS at the margin through up to 1.9 α past 40 items): qgate/core/
+  corrected_score.py says how, and what it was measured to hold. 81 clean items: 3.8 points.
+- `loss_upper`: the one a gate uses: exact up to `EXACT_MAX` items, the corrected score
+  bound above (the plain one with `corrected=False`: quality derivations before 6);
   `clean_items_to_show`: the fewest items with which a clean candidate can PASS a margin.
 - `rate_upper` / `rate_lower` / `clean_asks_to_show`: the pooled envelope gate's one-sample
   rate of broken answers (Clopper & Pearson 1934, exact, one-sided): 4 clean asks bound the
   rate at 52.7%, 59 at 4.95% (95%).
 - `show_power` / `items_to_show`: sizing to *show*, not only to detect (issue 53 item 2): the
-  chance a candidate with no true loss PASSes at n items and a flip rate, and the fewest
-  items that reach a power for it.
+  chance a candidate with no true loss PASSes at n items and a flip rate (each table judged
+  by the test `loss_upper` inverts, at the margin: `exact_shows`, `corrected_rejects`), and
+  the fewest items that reach a power for it.
 - `mean_loss_upper`: fractional scores (lm-eval metrics in [0, 1]): the paired t bound on
   the mean per-item difference.
 
@@ -44,6 +50,8 @@ from statistics import NormalDist
 
 import numpy as np
 import numpy.typing as npt
+
+from qgate.core.corrected_score import corrected_rejects
 
 EXACT_MAX = 40  # items: exact bound at or below, score bound above
 _GRID = 60  # nuisance points for the exact bound's supremum (plus its two ends)
@@ -97,6 +105,14 @@ def score_upper(lost: int, gained: int, n: int, confidence: float = 0.95) -> flo
     return _bisect(point, 1.0, lambda d: float(_score(lost, gained, n, d)) > -z)
 
 
+def score_rejects(
+    lost: Floats | float, gained: Floats | float, n: int, delta: float, z: float
+) -> npt.NDArray[np.bool_]:
+    """Whether each table shows a loss below `delta` by Tango's plain score test at the
+    one-sided level of `z` (its `score_upper` within `delta`)."""
+    return np.asarray(_score(lost, gained, n, delta) <= -z)
+
+
 def score_lower(lost: int, gained: int, n: int, confidence: float = 0.95) -> float:
     """Tango's one-sided lower bound on the paired loss Δ (harm shown when above a margin)."""
     return -score_upper(gained, lost, n, confidence)
@@ -144,25 +160,49 @@ def exact_upper(lost: int, gained: int, n: int, confidence: float = 0.95) -> flo
     return _bisect(point, 1.0, lambda d: exact_p(lost, gained, n, d) > alpha)
 
 
-def loss_upper(lost: int, gained: int, n: int, confidence: float = 0.95) -> float:
-    """The upper bound a paired 0/1 gate reads: exact at or below EXACT_MAX items, else
-    Tango's score bound."""
+def corrected_upper(lost: int, gained: int, n: int, confidence: float = 0.95) -> float:
+    """Tango's score bound corrected to keep its level (qgate/core/corrected_score.py): the
+    largest loss its corrected test does not reject."""
+    _check(lost, gained, n)
+    z = _z(confidence)
+    point = (lost - gained) / n
+    if point >= 1:
+        return 1.0
+    return _bisect(point, 1.0, lambda d: not corrected_rejects(lost, gained, n, d, z))
+
+
+def loss_upper(
+    lost: int, gained: int, n: int, confidence: float = 0.95, *, corrected: bool = True
+) -> float:
+    """The upper bound a paired 0/1 gate reads: exact at or below EXACT_MAX items; above,
+    the corrected score bound, or Tango's plain one with `corrected=False` (what quality
+    derivations before 6 judged by)."""
     if n <= EXACT_MAX:
         return exact_upper(lost, gained, n, confidence)
+    if corrected:
+        return corrected_upper(lost, gained, n, confidence)
     return score_upper(lost, gained, n, confidence)
 
 
-def clean_items_to_show(margin: float, confidence: float = 0.95) -> int:
+def clean_items_to_show(margin: float, confidence: float = 0.95, *, corrected: bool = True) -> int:
     """The fewest paired items whose bound, with nothing lost or gained, is within `margin`:
-    below it a non-inferiority gate can never PASS."""
+    below it a non-inferiority gate can never PASS (`corrected`: as `loss_upper`)."""
     if not 0 < margin < 1:
         raise ValueError("margin must lie in (0, 1)")
     for n in range(1, EXACT_MAX + 1):
         if exact_upper(0, 0, n, confidence) <= margin + _TOL:
             return n
-    z2 = _z(confidence) ** 2  # the score bound with nothing flipped is z^2 / (n + z^2)
-    n = max(EXACT_MAX + 1, math.ceil(z2 * (1 - margin) / margin) - 1)
-    while score_upper(0, 0, n, confidence) > margin + _TOL:
+    z = _z(confidence)
+    if corrected:  # its clean statistic (correction 1/2) is a quadratic in sqrt(n): its root
+        v, lean = margin * (1 - margin), (1 - 2 * margin) * (z * z - 1) / 6
+        disc = z * z * v + 4 * margin * (0.5 - lean)
+        root = (z * math.sqrt(v) + math.sqrt(max(disc, 0.0))) / (2 * margin)
+        n = max(EXACT_MAX + 1, math.floor(root * root) - 2)
+        while n > EXACT_MAX + 1 and corrected_upper(0, 0, n - 1, confidence) <= margin + _TOL:
+            n -= 1
+    else:  # the plain bound with nothing flipped is z^2 / (n + z^2)
+        n = max(EXACT_MAX + 1, math.ceil(z * z * (1 - margin) / margin) - 1)
+    while loss_upper(0, 0, n, confidence, corrected=corrected) > margin + _TOL:
         n += 1
     return n
 
@@ -223,45 +263,55 @@ def clean_asks_to_show(max_rate: float, confidence: float = 0.95) -> int:
     return n
 
 
-def score_upper_many(lost: Floats, gained: Floats, n: int, confidence: float = 0.95) -> Floats:
-    """`score_upper` of many (lost, gained) tables of `n` items at once (one bisection over
-    arrays, to the same tolerance)."""
-    z = _z(confidence)
-    b, c = np.asarray(lost, dtype=np.float64), np.asarray(gained, dtype=np.float64)
-    low = np.minimum((b - c) / n, 1.0)
-    high = np.ones_like(low)
-    top = _score(b, c, n, 1.0) > -z  # inside at 1: the bound is 1
-    for _ in range(math.ceil(math.log2(1 / _TOL)) + 1):
-        mid = (low + high) / 2
-        inside = _score(b, c, n, mid) > -z
-        low, high = np.where(inside, mid, low), np.where(inside, high, mid)
-    return np.where(top | (low >= 1.0), 1.0, high)
+def exact_shows(n: int, margin: float, confidence: float) -> npt.NDArray[np.bool_]:
+    """Whether each (lost, gained) table of `n` items (lost-major, lost + gained <= n) shows a
+    loss below `margin` by the exact bound (its exact p-value at the margin at most
+    1 - confidence): every table's p-value at once, the tables summed in the order of
+    Tango's statistic for each nuisance value on `exact_p`'s grid."""
+    b, c, coef = _cells(n)
+    z = _score(b, c, n, margin)
+    order = np.argsort(z, kind="stable")
+    ranked = z[order]
+    qs = np.linspace(0.0, (1 - margin) / 2, _GRID + 1)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = coef + _log_rates(b, qs + margin) + _log_rates(c, qs)
+        logs = logs + _log_rates(n - b - c, 1 - 2 * qs - margin)
+    tails = np.cumsum(np.exp(logs)[:, order], axis=1)
+    last = np.searchsorted(ranked, ranked + 1e-12, side="right") - 1  # ties as exact_p's
+    shows = np.empty(len(b), dtype=bool)
+    shows[order] = tails[:, last].max(axis=0) <= 1 - confidence
+    return shows
 
 
 def show_power(n: int, margin: float, discordance: float, confidence: float = 0.95) -> float:
     """The chance that a candidate with no true loss PASSes a non-inferiority gate of `margin`
-    at `n` items: its upper bound within the margin, when items flip either way at
-    `discordance` (half lost, half gained), summed exactly over the trinomial's cells that
-    weigh anything (each side's flips up to 12 standard deviations past their mean). Tango's
-    score bound at every n (the gate's exact bound below EXACT_MAX items is within a fraction
-    of a point of it there)."""
+    at `n` items: its upper bound (`loss_upper`'s) within the margin, when items flip either
+    way at `discordance` (half lost, half gained), summed exactly over the trinomial's cells
+    that weigh anything (each side's flips up to 12 standard deviations past their mean). Each
+    cell is judged by the test the bound inverts, at the margin: the exact one at or below
+    EXACT_MAX items, the corrected score test above."""
     if not 0 < margin < 1 or not 0 < discordance <= 1 or n < 1:
         raise ValueError("need n >= 1, margin in (0, 1) and discordance in (0, 1]")
     mean = n * discordance / 2
     top = min(n, math.ceil(mean + 12 * math.sqrt(mean) + 20))
     b, c = np.meshgrid(np.arange(top + 1), np.arange(top + 1), indexing="ij")
     keep = b + c <= n
-    bb, cc = b[keep].astype(np.float64), c[keep].astype(np.float64)
+    bi, ci = b[keep], c[keep]
+    bb, cc = bi.astype(np.float64), ci.astype(np.float64)
     rest = n - bb - cc
     lf = np.array([math.lgamma(k + 1) for k in range(n + 1)])
-    log_pmf = lf[n] - lf[b[keep]] - lf[c[keep]] - lf[rest.astype(int)]
+    log_pmf = lf[n] - lf[bi] - lf[ci] - lf[rest.astype(int)]
     log_pmf = log_pmf + (bb + cc) * math.log(discordance / 2)
     if discordance < 1:
         log_pmf = log_pmf + rest * math.log1p(-discordance)
     else:
         log_pmf = np.where(rest == 0, log_pmf, -np.inf)
     weigh = log_pmf > -40  # the rest weighs less than 1e-17 in all
-    shown = score_upper_many(bb[weigh], cc[weigh], n, confidence) <= margin + _TOL
+    if n <= EXACT_MAX:  # (b, c) is `_cells(n)`'s entry b (n + 1) - b (b - 1) / 2 + c
+        at = bi * (n + 1) - bi * (bi - 1) // 2 + ci
+        shown = exact_shows(n, margin, confidence)[at[weigh]]
+    else:
+        shown = corrected_rejects(bb[weigh], cc[weigh], n, margin, _z(confidence))
     return float(np.exp(log_pmf[weigh])[shown].sum())
 
 

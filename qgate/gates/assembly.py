@@ -64,7 +64,8 @@ def candidate_verdicts(
     the reference's noise floor where one was measured; from quality derivation 5 the
     cross-check of a speculating candidate's scores after them), the reuse passes, the
     KV-cache scales, the contradicted changes (quality derivation 4 on) and the speculative
-    acceptance.
+    acceptance. A bound's max_drop is judged by the bound of `derivation`
+    (gates/noninferiority.py: the corrected one from 6).
 
     `runs`, `passes`, `configs` and `speculative` hold both sides' records, reference first;
     `derivation` is the quality derivation the verdicts are made by (the run's: the current
@@ -72,7 +73,7 @@ def candidate_verdicts(
     """
     floor = floor_summary(noise_floor, runs)
     extra = (floor,) if floor is not None else ()  # no floor: the verdicts of before
-    out = list(evaluate(profile.quality, runs, divergence, *extra))
+    out = list(evaluate(profile.quality, runs, divergence, *extra, derivation=derivation))
     if derivation >= CROSS_CHECK_FROM:
         out = cross_check_verdicts(profile, divergence, out)
     out += evaluate_reuse(profile.quality, runs, passes, derivation)

@@ -58,7 +58,10 @@ OverallVerdict = Literal["PASS", "FAIL", "INCONCLUSIVE", "UNGATED", "PREVIEW"]
 # 5: a candidate whose divergence is cross-checked (quality.divergence.cross_check: always,
 # or when it speculates) gets the divergence.cross_check gate, and its divergence gates fail
 # as NOT TRUSTED when its scores disagree with its own generation (gates/cross_check.py).
-QUALITY_DERIVATION = 5
+# 6: a `rule: bound` max_drop over more than 40 paired items is judged by the score bound
+# corrected to keep its level (gates/noninferiority.py CORRECTED_FROM, qgate/core/
+# corrected_score.py), not Tango's plain one; reports of 5 and before by the plain one.
+QUALITY_DERIVATION = 6
 QUALITY_V2_FIELDS = ("metric", "comparator", "n", "power", "min_detectable_drop", "settled")
 """What derivation 2 added to a verdict; a derivation-1 report is compared without them."""
 

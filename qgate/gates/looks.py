@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from qgate.gates.noninferiority import Outcome
+from qgate.gates.noninferiority import CORRECTED_FROM, Outcome
 from qgate.gates.suite import gates_of, outcome, settled_gates
 from qgate.profile import AccuracyPolicy, QualitySpec
 from qgate.profile.suites import entry_of_result, exact_results
@@ -63,19 +63,21 @@ def look_decision(
     reference: Sequence[ItemRecord],
     candidate: Sequence[ItemRecord],
     planned: int,
+    derivation: int = CORRECTED_FROM,
 ) -> dict[str, Outcome | None] | None:
     """Each gate's verdict at this look when the look decides the suite, else None: the
     sequential gates on the paired items run, the others settled over `planned`. A look
     decides when some gate fails, or when every gate passes or is settled (none open, none
-    inconclusive). `policy` is the judged one (alpha split)."""
+    inconclusive). `policy` is the judged one (alpha split); `derivation` the quality
+    derivation whose bound judges it."""
     cand = {i.id: i.correct for i in candidate}
     flips = count_flips((i.correct, cand[i.id]) for i in reference if i.id in cand)
     if flips.n == 0:
         return None
     seq = sequential_gates(policy)
-    settled = settled_gates(policy, reference, candidate, planned)
+    settled = settled_gates(policy, reference, candidate, planned, derivation)
     got: dict[str, Outcome | None] = {
-        g.name: outcome(g, policy, flips) if g.name in seq else settled[g.name]
+        g.name: outcome(g, policy, flips, derivation) if g.name in seq else settled[g.name]
         for g in gates_of(policy)
     }
     if any(v == "fail" for v in got.values()):
@@ -88,11 +90,13 @@ def paired_count(reference: Sequence[ItemRecord], candidate: Sequence[ItemRecord
     return len({i.id for i in reference} & {i.id for i in candidate})
 
 
-def look_problems(spec: QualitySpec, runs: Sequence[SuiteRun]) -> list[str]:
+def look_problems(
+    spec: QualitySpec, runs: Sequence[SuiteRun], derivation: int = CORRECTED_FROM
+) -> list[str]:
     """Stops under `stop: looks` that the records do not allow (verify rejects the report):
-    a suite may end early only at the post right after a look, where that look decided it,
-    and the candidate of a suite that shuffles (its SuiteEntry) asked the first of its items
-    in the seeded order."""
+    a suite may end early only at the post right after a look, where that look decided it
+    (by quality `derivation`'s bound), and the candidate of a suite that shuffles (its
+    SuiteEntry) asked the first of its items in the seeded order."""
     if spec.stop != "looks":
         return []
     block = spec.stop_block or spec.concurrency
@@ -115,7 +119,7 @@ def look_problems(spec: QualitySpec, runs: Sequence[SuiteRun]) -> list[str]:
                 f"{suite} stopped at {known} of {planned} paired items, not at a look "
                 f"({look_sizes(planned, spec.looks)}, blocks of {block})"
             )
-        elif look_decision(policy, ref.items, cand.items, planned) is None:
+        elif look_decision(policy, ref.items, cand.items, planned, derivation) is None:
             problems.append(
                 f"{suite} stopped at look {len(after)} ({known} of {planned} items), which "
                 "does not decide it"

@@ -2,9 +2,11 @@
 max_drop gate under `rule: bound` PASSes only when the one-sided (1 - alpha) upper bound on
 the candidate's loss is within the margin, FAILs when the lower bound is above it (harm
 shown), and is INCONCLUSIVE otherwise. The bounds are qgate/core/bounds.py's: exact up to 40
-items, Tango's score bound above; with nothing flipped they still have width (8 clean items
-bound the loss at 31 points, 81 at 3.2), where a point estimate or a paired Wald interval
-has none. Run, settle and verify all judge through `bound_outcome`.
+items; above, from quality derivation `CORRECTED_FROM` the score bound corrected to keep its
+level (qgate/core/corrected_score.py), before it Tango's plain score bound, whose false PASS
+at the margin slipped above alpha. With nothing flipped they still have width (8 clean items
+bound the loss at 31 points, 81 at 3.8), where a point estimate or a paired Wald interval has
+none. Run, settle and verify all judge through `bound_outcome`.
 """
 
 from __future__ import annotations
@@ -15,39 +17,50 @@ from qgate.core.bounds import clean_items_to_show, loss_upper, score_lower
 from qgate.profile import AccuracyPolicy
 from qgate.quality.stats import EPS, FlipCounts
 
-__all__ = ["Outcome", "bound_outcome", "bound_reason", "drop_bounds"]
+__all__ = ["CORRECTED_FROM", "Outcome", "bound_outcome", "bound_reason", "drop_bounds"]
+
+CORRECTED_FROM = 6
+"""The quality derivation from which the upper bound above 40 items is the corrected score
+bound (gates/judgement.py QUALITY_DERIVATION); a report of an older one is judged by Tango's
+plain score bound, as it was signed."""
 
 Outcome = Literal["pass", "fail", "inconclusive"]
 """A gate's verdict on a full 2x2 table: shown within its limit, shown past it, or neither
 (only a non-inferiority gate, rule 'bound', can be neither)."""
 
 
-def drop_bounds(policy: AccuracyPolicy, f: FlipCounts) -> tuple[float, float]:
-    """The one-sided (1 - alpha) (lower, upper) bounds on the candidate's paired loss: exact
-    up to 40 items, Tango's score bound above (qgate/core/bounds.py)."""
+def drop_bounds(
+    policy: AccuracyPolicy, f: FlipCounts, derivation: int = CORRECTED_FROM
+) -> tuple[float, float]:
+    """The one-sided (1 - alpha) (lower, upper) bounds on the candidate's paired loss, as
+    quality `derivation` derives them (qgate/core/bounds.py)."""
     confidence = 1 - policy.alpha
     return (
         score_lower(f.lost, f.gained, f.n, confidence),
-        loss_upper(f.lost, f.gained, f.n, confidence),
+        loss_upper(f.lost, f.gained, f.n, confidence, corrected=derivation >= CORRECTED_FROM),
     )
 
 
-def bound_outcome(policy: AccuracyPolicy, f: FlipCounts) -> Outcome:
+def bound_outcome(
+    policy: AccuracyPolicy, f: FlipCounts, derivation: int = CORRECTED_FROM
+) -> Outcome:
     """PASS when the upper bound is within max_drop, FAIL when the lower bound is above it."""
-    low, high = drop_bounds(policy, f)
+    low, high = drop_bounds(policy, f, derivation)
     margin = policy.max_drop or 0.0
     if high <= margin + EPS:
         return "pass"
     return "fail" if low > margin + EPS else "inconclusive"
 
 
-def bound_reason(policy: AccuracyPolicy, suite: str, f: FlipCounts) -> str:
+def bound_reason(
+    policy: AccuracyPolicy, suite: str, f: FlipCounts, derivation: int = CORRECTED_FROM
+) -> str:
     """The verdict line: what the bound shows, or why it shows neither."""
-    low, high = drop_bounds(policy, f)
+    low, high = drop_bounds(policy, f, derivation)
     margin = policy.max_drop or 0.0
     level = f"{100 * (1 - policy.alpha):g}%"
     seen = f"drop {100 * (f.lost - f.gained) / f.n:.1f} pts, {f.lost} lost, {f.gained} gained"
-    outcome = bound_outcome(policy, f)
+    outcome = bound_outcome(policy, f, derivation)
     if outcome == "pass":
         return (
             f"{suite}: loses at most {100 * high:.1f} pts ({level} upper bound; {seen} of "
@@ -58,8 +71,10 @@ def bound_reason(policy: AccuracyPolicy, suite: str, f: FlipCounts) -> str:
             f"{suite}: loses at least {100 * low:.1f} pts ({level} lower bound; {seen} of "
             f"{f.n}) > {100 * margin:.1f} allowed: harm shown"
         )
+    corrected = derivation >= CORRECTED_FROM
     need = (
-        f"a clean candidate needs at least {clean_items_to_show(margin, 1 - policy.alpha)} "
+        f"a clean candidate needs at least "
+        f"{clean_items_to_show(margin, 1 - policy.alpha, corrected=corrected)} "
         "items to show this margin"
         if 0 < margin < 1
         else "no count of items shows a zero margin"

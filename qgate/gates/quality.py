@@ -20,6 +20,7 @@ from qgate.gates.agent import structured_verdicts
 from qgate.gates.effect import effect_verdicts
 from qgate.gates.ladder import ladder_divergence_verdicts
 from qgate.gates.looks import judged_policy, sequential_gates
+from qgate.gates.noninferiority import CORRECTED_FROM
 from qgate.gates.sampling import sampling_verdicts
 from qgate.gates.suite import all_failed, evaluate_suite, settled_gates
 from qgate.profile import AccuracyPolicy, DivergenceSuite, QualitySpec
@@ -149,13 +150,16 @@ def evaluate_quality(
     runs: Sequence[SuiteRun],
     divergence: DivergenceRun | None,
     floor: FloorSummary | None = None,
+    *,
+    derivation: int = CORRECTED_FROM,
 ) -> list[Verdict]:
     """Every quality verdict of a run, in a stable order (suites as configured, then divergence).
 
     Runs of suites the profile does not configure are ignored; a configured
     suite without both a reference and a candidate run fails each of its gates. With the
     reference's noise floor (`floor`), a suite whose policy leaves `max_flips` unset gets one
-    from it, and every limit is read against it (qgate/quality/noise_floor.py).
+    from it, and every limit is read against it (qgate/quality/noise_floor.py). `derivation`:
+    the quality derivation whose bound judges a `rule: bound` max_drop (gates/noninferiority.py).
     """
     verdicts: list[Verdict] = []
     not_run: set[str] = set()  # gates of suites with a runtime's records missing
@@ -178,7 +182,7 @@ def evaluate_quality(
             verdicts += absent
         else:
             seq = sequential_gates(policy) if spec.stop == "looks" else frozenset()
-            verdicts += evaluate_suite(suite, policy, ref, cand, seq)
+            verdicts += evaluate_suite(suite, policy, ref, cand, seq, derivation)
     verdicts = sampling_verdicts(spec, runs, structured_verdicts(spec, runs, verdicts))
     if spec.context_ladder is not None:
         ladder = ladder_divergence_verdicts(spec.context_ladder, runs)

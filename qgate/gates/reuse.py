@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 from qgate.core.records import Role
 from qgate.core.verdict import Verdict
+from qgate.gates.noninferiority import CORRECTED_FROM
 from qgate.gates.reuse_exercised import PATH_OF, STRICT, shares_text
 from qgate.gates.reuse_exercised import exercised as judge_exercised
 from qgate.gates.suite import all_failed, evaluate_suite
@@ -49,8 +50,9 @@ __all__ = [
     "shares_text",
 ]
 
-DERIVATION = STRICT
-"""The newest quality derivation of the reuse verdicts (gates/judgement.py QUALITY_DERIVATION)."""
+DERIVATION = max(STRICT, CORRECTED_FROM)
+"""The newest quality derivation the reuse verdicts follow (gates/judgement.py
+QUALITY_DERIVATION): STRICT's counters, CORRECTED_FROM's bound on a pass's loss."""
 
 
 def _find(passes: Sequence[PassRun], name: str, role: Role, suite: str) -> PassSuite | None:
@@ -178,7 +180,7 @@ def _suite_pass(
     cold = (_find(passes, "cold", "reference", suite), _find(passes, "cold", "candidate", suite))
     probes = next((p.probes for p in passes if p.name == name and p.role == "candidate"), [])
     exercised = judge_exercised(reuse, name, where, ref, cand, cold, derivation, probes)
-    verdicts = [exercised, *evaluate_suite(where, policy, ref.run, cand.run)]
+    verdicts = [exercised, *evaluate_suite(where, policy, ref.run, cand.run, derivation=derivation)]
     verdicts.append(_self_flips(reuse, where, name, runs, ref, cand, suite))
     if not exercised.passed:
         verdicts = [_not_exercised(v, exercised) for v in verdicts]

@@ -11,8 +11,9 @@ suite is judged on the per-item differences d = reference score - candidate scor
   'bound' (issue 53) the one-sided (1 - alpha) bounds on it: PASS when the upper bound is
   within the limit, FAIL when the lower bound is above it, else INCONCLUSIVE. The upper bound
   is the paired t bound, and never below the bound 0/1 items give with nothing lost
-  (`loss_upper(0, 0, n)`): a difference of scores is at most the share of lowered items, and
-  a t bound over differences that are all zero has no width;
+  (`loss_upper(0, 0, n)`, as the quality derivation derives it): a difference of scores is at
+  most the share of lowered items, and a t bound over differences that are all zero has no
+  width;
 - max_flips: items whose score the candidate lowered;
 - significance: a one-sided paired sign-flip permutation test on d (exact up to
   `EXACT_MAX` non-zero differences, else `RESAMPLES` draws from a fixed seed, so verify
@@ -30,6 +31,7 @@ import numpy as np
 
 from qgate.core.bounds import loss_upper, mean_loss_upper
 from qgate.core.verdict import Comparator, Verdict
+from qgate.gates.noninferiority import CORRECTED_FROM
 from qgate.profile import AccuracyPolicy
 from qgate.quality.records import SuiteRun
 from qgate.quality.stats import pct
@@ -85,11 +87,15 @@ def sign_flip_p(diffs: list[float]) -> float:
 
 
 def scored_bounds(
-    reference: list[float], candidate: list[float], alpha: float
+    reference: list[float],
+    candidate: list[float],
+    alpha: float,
+    derivation: int = CORRECTED_FROM,
 ) -> tuple[float, float]:
     """The one-sided (1 - alpha) (lower, upper) bounds on the mean paired score loss."""
     n = len(reference)
-    floor = loss_upper(0, 0, n, 1 - alpha)  # no width below what n clean 0/1 items show
+    # no width below what n clean 0/1 items show
+    floor = loss_upper(0, 0, n, 1 - alpha, corrected=derivation >= CORRECTED_FROM)
     if n < 2:
         return -floor, floor
     high = max(mean_loss_upper(reference, candidate, 1 - alpha), floor)
@@ -98,9 +104,14 @@ def scored_bounds(
 
 
 def evaluate_scored(
-    suite: str, policy: AccuracyPolicy, ref: SuiteRun, cand: SuiteRun
+    suite: str,
+    policy: AccuracyPolicy,
+    ref: SuiteRun,
+    cand: SuiteRun,
+    derivation: int = CORRECTED_FROM,
 ) -> list[Verdict]:
-    """Verdicts of a fractional suite's paired runs (the items both sides answered)."""
+    """Verdicts of a fractional suite's paired runs (the items both sides answered), as quality
+    `derivation` derives them."""
     cand_by_id = {i.id: i for i in cand.items}
     pairs = [
         (_score(i.score, i.correct), _score(cand_by_id[i.id].score, cand_by_id[i.id].correct))
@@ -159,7 +170,9 @@ def evaluate_scored(
             f"{scores}; floor {floor} " + ("met" if ok else "not met"),
         )
     if policy.max_drop is not None and policy.rule == "bound":
-        low, high = scored_bounds([r for r, _ in pairs], [c for _, c in pairs], policy.alpha)
+        low, high = scored_bounds(
+            [r for r, _ in pairs], [c for _, c in pairs], policy.alpha, derivation
+        )
         ok, harm = high <= policy.max_drop + _EPS, low > policy.max_drop + _EPS
         level = f"{100 * (1 - policy.alpha):g}%"
         why = (

@@ -13,7 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from qgate.core.verdict import Comparator, Verdict
-from qgate.gates.noninferiority import Outcome, bound_outcome, bound_reason, drop_bounds
+from qgate.gates.noninferiority import (
+    CORRECTED_FROM,
+    Outcome,
+    bound_outcome,
+    bound_reason,
+    drop_bounds,
+)
 from qgate.gates.pairing import pairing_problem
 from qgate.gates.score import evaluate_scored, fractional
 from qgate.profile import AccuracyPolicy
@@ -53,6 +59,7 @@ class _Texts:
     warn: str
     power_text: str
     underpowered: bool
+    derivation: int
 
 
 def _min_accuracy_reason(policy: AccuracyPolicy, t: _Texts, ok: bool) -> str:
@@ -62,7 +69,7 @@ def _min_accuracy_reason(policy: AccuracyPolicy, t: _Texts, ok: bool) -> str:
 
 def _max_drop_reason(policy: AccuracyPolicy, t: _Texts, ok: bool) -> str:
     if policy.rule == "bound":
-        return bound_reason(policy, t.suite, t.flips)
+        return bound_reason(policy, t.suite, t.flips, t.derivation)
     drop = (t.flips.lost - t.flips.gained) / t.flips.n
     return (
         f"{t.suite}: {t.acc_text}; drop {100 * drop:.1f} pts "
@@ -111,18 +118,23 @@ class AccuracyGate:
     """The verdict carries the sample's power fields."""
 
 
-def outcome(gate: AccuracyGate, policy: AccuracyPolicy, f: FlipCounts) -> Outcome:
+def outcome(
+    gate: AccuracyGate, policy: AccuracyPolicy, f: FlipCounts, derivation: int = CORRECTED_FROM
+) -> Outcome:
     """The gate's verdict on a full 2x2 table (run, verify and settle all use this one):
-    max_drop under rule 'bound' by its bounds, every other gate by its point rule."""
+    max_drop under rule 'bound' by its bounds (as quality `derivation` derives them), every
+    other gate by its point rule."""
     if gate.name == "max_drop" and policy.rule == "bound":
-        return bound_outcome(policy, f)
+        return bound_outcome(policy, f, derivation)
     return "pass" if gate.passes(policy, f) else "fail"
 
 
-def observed(gate: AccuracyGate, policy: AccuracyPolicy, f: FlipCounts) -> float:
+def observed(
+    gate: AccuracyGate, policy: AccuracyPolicy, f: FlipCounts, derivation: int = CORRECTED_FROM
+) -> float:
     """What the gate compares with its limit: under rule 'bound', max_drop's upper bound."""
     if gate.name == "max_drop" and policy.rule == "bound":
-        return drop_bounds(policy, f)[1]
+        return drop_bounds(policy, f, derivation)[1]
     return gate.observed(f)
 
 
@@ -199,9 +211,11 @@ def all_failed(suite: str, policy: AccuracyPolicy, reason: str) -> list[Verdict]
     ]
 
 
-def _outcomes(policy: AccuracyPolicy, f: FlipCounts) -> dict[str, Outcome]:
+def _outcomes(
+    policy: AccuracyPolicy, f: FlipCounts, derivation: int = CORRECTED_FROM
+) -> dict[str, Outcome]:
     """Each gate's verdict on a full 2x2 table."""
-    return {g.name: outcome(g, policy, f) for g in gates_of(policy)}
+    return {g.name: outcome(g, policy, f, derivation) for g in gates_of(policy)}
 
 
 def _power_fields(
@@ -230,8 +244,10 @@ def evaluate_suite(
     ref: SuiteRun,
     cand: SuiteRun,
     at_look: frozenset[str] = frozenset(),
+    derivation: int = CORRECTED_FROM,
 ) -> list[Verdict]:
-    """Verdicts of one suite's paired runs; a pairing problem fails every gate of the suite.
+    """Verdicts of one suite's paired runs, as quality `derivation` derives them; a pairing
+    problem fails every gate of the suite.
 
     Gates compare the items the two runs share; a pairing problem (missing,
     extra or duplicate items) adds a failed `<suite>.pairing` verdict. A run that
@@ -255,7 +271,7 @@ def evaluate_suite(
         )
     if fractional(ref, cand):
         return verdicts + (
-            evaluate_scored(suite, policy, ref, cand)
+            evaluate_scored(suite, policy, ref, cand, derivation)
             or all_failed(suite, policy, "no paired items to compare")
         )
     cand_by_id = {i.id: i for i in cand.items}
@@ -264,7 +280,12 @@ def evaluate_suite(
     planned = ref.planned or cand.planned
     if n == 0 and planned is not None and (ref.partial or cand.partial):
         return verdicts + _settle(
-            all_failed(suite, policy, "no paired items yet"), policy, ref, cand, planned
+            all_failed(suite, policy, "no paired items yet"),
+            policy,
+            ref,
+            cand,
+            planned,
+            derivation=derivation,
         )
     if n == 0:
         return verdicts + all_failed(suite, policy, "no paired items to compare")
@@ -289,15 +310,15 @@ def evaluate_suite(
         if underpowered and policy.max_drop is not None and (mdd is None or mdd > policy.max_drop)
         else ""
     )
-    texts = _Texts(suite, flips, acc_text, mdd_text, warn, power_text, underpowered)
+    texts = _Texts(suite, flips, acc_text, mdd_text, warn, power_text, underpowered, derivation)
     power_of = {"power": power, "min_detectable_drop": mdd, "underpowered": underpowered}
     for gate in gates_of(policy):
-        result = outcome(gate, policy, flips)
+        result = outcome(gate, policy, flips, derivation)
         bound = gate.name == "max_drop" and policy.rule == "bound"
         verdicts.append(
             Verdict(
                 gate=f"{suite}.{gate.name}",
-                observed=observed(gate, policy, flips),
+                observed=observed(gate, policy, flips, derivation),
                 limit=gate.limit(policy),
                 passed=result == "pass",
                 inconclusive=result == "inconclusive",
@@ -310,7 +331,7 @@ def evaluate_suite(
             )
         )
     if planned is not None and (ref.partial or cand.partial):
-        verdicts = _settle(verdicts, policy, ref, cand, planned, at_look)
+        verdicts = _settle(verdicts, policy, ref, cand, planned, at_look, derivation)
     return verdicts
 
 
@@ -319,14 +340,17 @@ def settled_gates(
     ref: Sequence[ItemRecord],
     cand: Sequence[ItemRecord],
     planned: int,
+    derivation: int = CORRECTED_FROM,
 ) -> dict[str, Outcome | None]:
-    """Each gate's verdict over `planned` items where the records so far decide it, else None.
+    """Each gate's verdict over `planned` items where the records so far decide it, else None
+    (as quality `derivation` derives them).
 
     Every gate's outcome is monotone in the candidate's favour (a non-inferiority bound
     included: fewer lost, more gained never raises it), so the worst and best completions
     agreeing settle it."""
     c = bounds(ref, cand, planned)
-    worst, best = _outcomes(policy, c.worst), _outcomes(policy, c.best)
+    worst = _outcomes(policy, c.worst, derivation)
+    best = _outcomes(policy, c.best, derivation)
     return {gate: got if got == best[gate] else None for gate, got in worst.items()}
 
 
@@ -337,10 +361,11 @@ def _settle(
     cand: SuiteRun,
     planned: int,
     at_look: frozenset[str] = frozenset(),
+    derivation: int = CORRECTED_FROM,
 ) -> list[Verdict]:
     """A stopped suite's verdicts: each gate as its planned items decide it, or not settled
     (those in `at_look` as the items run decide them)."""
-    decided = settled_gates(policy, ref.items, cand.items, planned)
+    decided = settled_gates(policy, ref.items, cand.items, planned, derivation)
     known = len({i.id for i in ref.items} & {i.id for i in cand.items})
     out = []
     for v in verdicts:

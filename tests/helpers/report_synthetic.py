@@ -64,7 +64,11 @@ def _sha(text: str) -> str:
 
 
 def fake_evaluate_quality(
-    policy: Any, runs: list[SuiteRun], divergence: DivergenceRun | None
+    policy: Any,
+    runs: list[SuiteRun],
+    divergence: DivergenceRun | None,
+    *,
+    derivation: int = QUALITY_DERIVATION,
 ) -> list[Verdict]:
     out: list[Verdict] = []
     by_suite: dict[str, dict[str, SuiteRun]] = {}

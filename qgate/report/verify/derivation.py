@@ -4,8 +4,9 @@
 derived; verify relaxes its checks for older ones (no V2 verdict fields before quality 2, no
 unconfirmed-changes warning before 3, counters dropped from pooled blocks before perf 5,
 stored figures only "covered" below the current perf derivation, the perf-rounds interval
-rule of perf 6). A report cannot be trusted to say that of itself: someone who holds the key
-could lower the number and switch the newer checks off.
+rule of perf 6, Tango's plain score bound above 40 items before quality 6). A report cannot
+be trusted to say that of itself: someone who holds the key could lower the number and switch
+the newer checks off.
 
 So the derivations are taken from the qgate that signed. The report records which one in
 `fingerprint.qgate_revision` (`git describe` of the source tree, or the commit of a `git
@@ -60,7 +61,7 @@ SIGNERS: dict[str, tuple[int, int]] = {
     "6e7923722337": (3, 7),  # examples/cpu/smollm2-cpu-rounds, re-run for the t interval
     "git archive bd330ba": (4, 9),  # examples/h200/draft/run*
     "git archive 0ec3abe": (4, 9),  # examples/h200/kv-offload-envelope
-    "3809bf930c53": (5, 13),  # examples/cpu/smollm2-cpu-int8-demo
+    "3809bf930c53": (5, 13),  # examples/cpu/smollm2-cpu-int8-demo (the plain score bound)
 }
 
 

@@ -160,7 +160,7 @@ def recompute_quality(
     if not same_value(stored, fresh):
         raise _fail(_first_verdict_difference(report.quality.verdicts, recomputed, derivation))
     problems = stop_problems(profile.quality, report.quality.runs, recomputed)
-    problems += look_problems(profile.quality, report.quality.runs)
+    problems += look_problems(profile.quality, report.quality.runs, derivation)
     if problems:
         raise _fail(f"quality: {problems[0]}")
 

@@ -11,7 +11,8 @@ import pytest
 from helpers.calls import GATE_FAMILIES, called
 from helpers.resign import example_report
 
-from qgate.gates.judge import judge, perf_status
+from qgate.core.bounds import loss_upper
+from qgate.gates.judge import judge, perf_status, quality_verdicts
 from qgate.gates.judgement import Derivation, Evidence
 from qgate.profile import Profile
 from qgate.report.model import Report
@@ -154,3 +155,23 @@ def test_a_maker_call_is_seen(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
     source.write_text("def f(fns):\n    return overall(1) + fns.report_gates(2) + judge(3)\n")
     assert _calls(source) & MAKERS == {"overall", "report_gates"}
+
+
+def test_the_judge_bounds_a_loss_by_the_derivation_it_judges_by() -> None:
+    """The CPU demo was signed at quality derivation 5: its math suites' bound over 81 items
+    is Tango's plain one, and the judge gives it back at 5; at 6 it gives the corrected bound
+    (wider), and at 40 items (recall) the exact one at both."""
+    report = example_report(ROOT / "examples" / "cpu" / "smollm2-cpu-int8-demo")
+    profile = Profile.model_validate(report.profile)
+    ran, evidence = as_run(report, profile), evidence_of(report)
+    stored = {v.gate: v for v in report.quality.verdicts if v.gate.endswith("max_drop")}
+    old, new = (
+        {v.gate: v for v in quality_verdicts(ran, evidence, Derivation(quality=q))} for q in (5, 6)
+    )
+    short = "math.short.max_drop"
+    assert stored[short].n == 81
+    assert old[short].observed == pytest.approx(stored[short].observed, rel=1e-9)
+    assert new[short].observed == pytest.approx(loss_upper(0, 3, 81, 1 - 0.0167))
+    assert new[short].observed > old[short].observed and new[short].passed
+    recall = "recall.512.max_drop"
+    assert old[recall].observed == new[recall].observed == stored[recall].observed

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from helpers.report_synthetic import build_report
 
-from qgate.core.bounds import loss_upper, score_lower
+from qgate.core.bounds import clean_items_to_show, loss_upper, score_lower, score_upper
 from qgate.errors import ProfileError
-from qgate.gates.noninferiority import bound_outcome
+from qgate.gates.noninferiority import CORRECTED_FROM, bound_outcome, bound_reason, drop_bounds
 from qgate.gates.score import evaluate_scored
 from qgate.gates.suite import evaluate_suite
 from qgate.profile import AccuracyPolicy
@@ -72,7 +72,28 @@ def test_a_clean_candidate_on_enough_items_passes_with_the_bound_it_showed() -> 
     assert v.passed and not v.inconclusive  # type: ignore[attr-defined]
     assert v.observed == pytest.approx(loss_upper(0, 0, 81))  # type: ignore[attr-defined]
     assert v.metric == "accuracy_drop_upper_bound"  # type: ignore[attr-defined]
-    assert "loses at most 3.2 pts (95% upper bound" in v.reason  # type: ignore[attr-defined]
+    assert "loses at most 3.8 pts (95% upper bound" in v.reason  # type: ignore[attr-defined]
+
+
+def test_the_bound_is_the_one_of_the_derivation_judged_by() -> None:
+    """From quality derivation 6 the corrected score bound above 40 items; a report of 5 is
+    judged (and verified) by Tango's plain one, as it was signed; at 40 items both exact."""
+    runs = _runs(81, 2, 1, right=40)
+    new, old = (
+        next(v for v in evaluate_suite(SUITE, BOUND, *runs, derivation=d) if "max_drop" in v.gate)
+        for d in (CORRECTED_FROM, CORRECTED_FROM - 1)
+    )
+    assert new.observed == pytest.approx(loss_upper(2, 1, 81))
+    assert old.observed == pytest.approx(score_upper(2, 1, 81))
+    assert new.observed > old.observed  # the plain bound was the generous one
+    few = FlipCounts(both_correct=20, lost=9, gained=1, both_wrong=10)  # 40 items
+    assert drop_bounds(BOUND, few, CORRECTED_FROM) == drop_bounds(BOUND, few, 5)
+    # the INCONCLUSIVE line names the items a clean candidate needs by the same bound
+    tight = AccuracyPolicy(max_drop=0.05, rule="bound", significance=False)
+    one = FlipCounts(both_correct=40, lost=1, gained=0, both_wrong=40)
+    line, old_line = (bound_reason(tight, SUITE, one, d) for d in (6, 5))
+    assert f"at least {clean_items_to_show(0.05)} items" in line  # 61
+    assert f"at least {clean_items_to_show(0.05, corrected=False)} items" in old_line  # 52
 
 
 def test_the_bound_is_the_default_rule_and_point_a_named_one() -> None:

@@ -40,7 +40,7 @@ def _cell(n: int, margin: float, disc: float) -> Any:
     [
         (20, 0.15, 0.15),  # the exact bound (n <= 40); the candidate only loses
         (40, 0.10, 0.10),  # the exact bound at its last n
-        (81, 0.10, 0.20),  # Tango's score bound (n > 40)
+        (81, 0.10, 0.20),  # the corrected score bound (n > 40, quality derivation 6)
         (200, 0.05, 0.05),
     ],
 )

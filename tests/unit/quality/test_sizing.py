@@ -197,8 +197,8 @@ def test_show_sizes_a_suite_to_pass_a_clean_candidate_and_the_larger_count_is_as
 
     detect = Detect(drop=0.15, discordance=0.2)  # detection alone: 81 items
     suite = MathSuite(max_drop=0.15, alpha=0.0167, detect=detect, show=Show(discordance=0.2))
-    assert show_items(suite) == 89 and math_limit(suite) == 89  # showing needs more
-    assert show_power(89, 0.15, 0.2, 1 - 0.0167) >= 0.8 > show_power(88, 0.15, 0.2, 1 - 0.0167)
+    assert show_items(suite) == 95 and math_limit(suite) == 95  # showing needs more
+    assert show_power(95, 0.15, 0.2, 1 - 0.0167) >= 0.8 > show_power(94, 0.15, 0.2, 1 - 0.0167)
     calm = suite.model_copy(update={"show": Show(discordance=0.04)})
     assert show_items(calm) is not None and math_limit(calm) == 81  # detection needs more
     # rule point: show sizes nothing (validate refuses it there: qgate/profile/inert.py)

@@ -261,7 +261,7 @@ def test_nan_figures_are_null_and_verify(ecdsa_signer: LoadedSigner) -> None:
 
     from qgate.report.verify.single import Recompute
 
-    def nan_gates(policy: object, runs: object, div: object) -> list:  # type: ignore[type-arg]
+    def nan_gates(policy: object, runs: object, div: object, **_: object) -> list:  # type: ignore[type-arg]
         out = FAKES.evaluate_quality(policy, runs, div)  # type: ignore[arg-type]
         return [v.model_copy(update={"observed": math.nan}) for v in out]
 

@@ -1,0 +1,263 @@
+"""The level of qgate's bound at the margin, summed exactly, the nuisance at its worst (issue 53).
+
+    PYTHONPATH=$PWD .venv/bin/python perf/bench_level.py              # n 1-300, a sample to 2,000
+    PYTHONPATH=$PWD .venv/bin/python perf/bench_level.py --quick      # n 41-50 and 200, no files
+    PYTHONPATH=$PWD .venv/bin/python perf/bench_level.py --n 41:61 --n 500
+
+A `rule: bound` max_drop gate PASSes when its one-sided (1 - α) upper bound on the paired loss
+is within the margin δ. Its level at the margin is the chance of that PASS when the true loss
+is exactly δ, and it must be at most α whatever the nuisance: the rate d at which items flip
+(lost δ + q, gained q, d = δ + 2q from δ to 1). For every n, δ and α here this bench sums that
+chance over every (lost, gained) table of the trinomial (within 12 standard deviations of
+its means; the mass left out is asserted below 1e-9), for q on a grid of 241 points with both
+ends, refined around the largest (41 more within a grid step), and reports the largest over
+the nuisance. Each table is judged by the test the bound inverts, at the margin: the gate's
+own (`qgate.core.bounds.exact_shows` at or below EXACT_MAX items, `corrected_rejects` above,
+quality derivation 6), and beside it Tango's plain score test, the bound of derivations 5
+and before (the same exact one at or below EXACT_MAX). tests/unit/core/test_bounds.py holds
+each to its bound on a sample of tables.
+
+Margins 0.02-0.30 and α 0.0025-0.10: what the profiles and their looks use (0.0167 is 0.05 over
+three suites, 0.0025 a 0.01 split over four looks). Writes perf/results/level/<date>.md and
+.json unless --quick or --no-write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from qgate.core import bounds  # noqa: E402
+from qgate.core.corrected_score import corrected_rejects  # noqa: E402
+
+MARGINS = (0.02, 0.03, 0.05, 0.07, 0.10, 0.15, 0.20, 0.25, 0.30)
+ALPHAS = (0.0025, 0.005, 0.01, 0.0167, 0.025, 0.05, 0.10)
+DENSE = range(1, 301)
+SAMPLE = (350, 400, 500, 650, 800, 1000, 1319, 1600, 2000)
+QUICK = (*range(41, 51), 200)
+RULES = ("qgate (derivation 6)", "plain score (derivation 5)")
+GRID, REFINE, SDS = 241, 41, 12.0
+RESULTS = ROOT / "perf" / "results" / "level"
+
+Bools = npt.NDArray[np.bool_]
+
+
+def shown(n: int, margin: float) -> Bools:
+    """Per rule and α, whether each (lost, gained) table of n items (lost-major, lost + gained
+    <= n, as `bounds.exact_shows`) PASSes at the margin: (2 x len(ALPHAS), tables)."""
+    b, c = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    keep = b + c <= n
+    lost, gained = b[keep].astype(np.float64), c[keep].astype(np.float64)
+    rows = []
+    for alpha in ALPHAS:
+        if n <= bounds.EXACT_MAX:
+            exact = bounds.exact_shows(n, margin, 1 - alpha)
+            rows.append((exact, exact))
+            continue
+        z = NormalDist().inv_cdf(1 - alpha)
+        plain = bounds.score_rejects(lost, gained, n, margin, z)
+        rows.append((corrected_rejects(lost, gained, n, margin, z), plain))
+    return np.array([r[0] for r in rows] + [r[1] for r in rows])
+
+
+def _span(n: int, rate: float) -> tuple[int, int]:
+    mean, sd = n * rate, math.sqrt(n * rate * (1 - rate))
+    return max(0, math.floor(mean - SDS * sd) - 2), min(n, math.ceil(mean + SDS * sd) + 2)
+
+
+def sizes(n: int, margin: float, q: float, passes: Bools, lf: npt.NDArray[np.float64]) -> Bools:
+    """The PASS chance of each row of `passes` when lost = margin + q, gained = q."""
+    lost_rate, gained_rate = margin + q, q
+    same = max(1 - lost_rate - gained_rate, 0.0)
+    (b0, b1), (c0, c1) = _span(n, lost_rate), _span(n, gained_rate)
+    b, c = np.meshgrid(np.arange(b0, b1 + 1), np.arange(c0, c1 + 1), indexing="ij")
+    keep = b + c <= n
+    b, c = b[keep], c[keep]
+    rest = n - b - c
+    log_p = lf[n] - lf[b] - lf[c] - lf[rest]
+    for count, rate in ((b, lost_rate), (c, gained_rate), (rest, same)):
+        log_p = log_p + (count * math.log(rate) if rate > 0 else np.where(count > 0, -np.inf, 0))
+    p = np.exp(log_p)
+    assert p.sum() > 1 - 1e-9, f"the window holds {p.sum()} of the mass (n {n}, q {q})"
+    at = b * (n + 1) - b * (b - 1) // 2 + c
+    return np.asarray(passes[:, at] @ p)
+
+
+def worst(n: int, margin: float) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Per rule and α: the largest PASS chance at the margin over the nuisance, and the
+    discordance where it is."""
+    passes = shown(n, margin).astype(np.float64)
+    lf = np.array([math.lgamma(k + 1) for k in range(n + 1)])
+    top = (1 - margin) / 2
+    qs = np.linspace(0.0, top, GRID)
+    grid = np.array([sizes(n, margin, q, passes, lf) for q in qs])  # (q, rows)
+    best, where = grid.max(axis=0), qs[grid.argmax(axis=0)]
+    step = top / (GRID - 1)  # refine around each row's largest, every row at every point
+    near = np.unique(
+        np.clip(
+            np.concatenate([np.linspace(w - step, w + step, REFINE) for w in set(where)]), 0, top
+        )
+    )
+    fine = np.array([sizes(n, margin, q, passes, lf) for q in near])
+    better = fine.max(axis=0) > best
+    best = np.where(better, fine.max(axis=0), best)
+    where = np.where(better, near[fine.argmax(axis=0)], where)
+    return best, margin + 2 * where
+
+
+def sweep(ns: list[int]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for n in ns:
+        for margin in MARGINS:
+            best, disc = worst(n, margin)
+            for i, alpha in enumerate(ALPHAS):
+                for k, rule in enumerate(RULES):
+                    j = k * len(ALPHAS) + i
+                    rows.append(
+                        {
+                            "rule": rule,
+                            "n": n,
+                            "margin": margin,
+                            "alpha": alpha,
+                            "size": float(best[j]),
+                            "discordance": round(float(disc[j]), 4),
+                        }
+                    )
+    return rows
+
+
+def _table(rows: list[dict[str, Any]], rules: tuple[str, ...]) -> list[str]:
+    lines = [
+        "| rule | α | worst false PASS | worst / α | at (n, δ, d) | (n, δ) above α |",
+        "|---|---|---|---|---|---|",
+    ]
+    for rule in rules:
+        for alpha in ALPHAS:
+            mine = [r for r in rows if r["rule"] == rule and r["alpha"] == alpha]
+            if not mine:
+                continue
+            top = max(mine, key=lambda r: float(r["size"]))
+            size = float(top["size"])
+            over = sum(1 for r in mine if float(r["size"]) > alpha * (1 + 1e-9))
+            lines.append(
+                f"| {rule} | {alpha:g} | {size:.5f} | {size / alpha:.4f} | "
+                f"({top['n']}, {top['margin']}, {top['discordance']}) | {over} of {len(mine)} |"
+            )
+    return lines
+
+
+def summary(rows: list[dict[str, Any]]) -> str:
+    """Per rule and α: the largest size / α, where, and how many (n, δ) are above α; above
+    EXACT_MAX items by rule, at or below it the exact bound (both derivations' own)."""
+    above = [r for r in rows if int(r["n"]) > bounds.EXACT_MAX]
+    exact = [r for r in rows if int(r["n"]) <= bounds.EXACT_MAX and r["rule"] == RULES[0]]
+    out = []
+    if above:
+        out += [f"### n above {bounds.EXACT_MAX}", "", *_table(above, RULES), ""]
+    if exact:
+        out += [f"### n at or below {bounds.EXACT_MAX}: the exact bound", ""]
+        out += _table([{**r, "rule": "exact (both)"} for r in exact], ("exact (both)",))
+    return "\n".join(out)
+
+
+def spans(ns: list[int]) -> str:
+    """1, 2, 3, 5 -> '1-3, 5'."""
+    out: list[str] = []
+    start = prev = ns[0]
+    for n in [*ns[1:], None]:
+        if n != prev + 1:
+            out.append(str(start) if start == prev else f"{start}-{prev}")
+            if n is None:
+                break
+            start = n
+        prev = n
+    return ", ".join(out)
+
+
+def compact(rows: list[dict[str, Any]], ns: list[int]) -> dict[str, Any]:
+    """The rows as arrays: per rule, the worst size / α over the nuisance (4 decimals),
+    indexed [n][margin][α] in the order of `ns`, MARGINS and ALPHAS."""
+    at = {(r["rule"], r["n"], r["margin"], r["alpha"]): float(r["size"]) for r in rows}
+    return {
+        "ns": ns,
+        "margins": list(MARGINS),
+        "alphas": list(ALPHAS),
+        "size_over_alpha": {
+            rule: [
+                [[round(at[(rule, n, m, a)] / a, 4) for a in ALPHAS] for m in MARGINS] for n in ns
+            ]
+            for rule in RULES
+        },
+    }
+
+
+def revision() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        return "?"
+
+
+def render(rows: list[dict[str, Any]], ns: list[int], wall: float, command: str) -> str:
+    return (
+        f"Level at the margin, exact, the nuisance at its worst: n {spans(ns)}; margins "
+        f"{', '.join(map(str, MARGINS))}; α {', '.join(f'{a:g}' for a in ALPHAS)}; {wall:.0f} s "
+        f"(Python {platform.python_version()}, numpy {np.__version__}, qgate {revision()})"
+        f"\n\nCommand: `{command}`\n\n" + summary(rows) + "\n"
+    )
+
+
+def _ranges(specs: list[str]) -> list[int]:
+    out: list[int] = []
+    for spec in specs:
+        lo, _, hi = spec.partition(":")
+        out += list(range(int(lo), int(hi))) if hi else [int(lo)]
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", action="append", metavar="N[:END]", help="n, or n from N to END-1")
+    ap.add_argument("--quick", action="store_true", help="n 41-50 and 200, no files")
+    ap.add_argument("--no-write", action="store_true", help="print only")
+    args = ap.parse_args(argv)
+    ns = _ranges(args.n) if args.n else list(QUICK if args.quick else (*DENSE, *SAMPLE))
+    start = time.monotonic()
+    rows = sweep(ns)
+    wall = time.monotonic() - start
+    command = (
+        ".venv/bin/python perf/bench_level.py"
+        + (" --quick" if args.quick else "")
+        + "".join(f" --n {s}" for s in args.n or [])
+    )
+    text = render(rows, ns, wall, command)
+    print(text)
+    if args.quick or args.no_write:
+        return
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stem = RESULTS / dt.date.today().isoformat()
+    stem.with_suffix(".md").write_text(text)
+    payload = {"wall_s": round(wall, 1), "command": command, **compact(rows, ns)}
+    stem.with_suffix(".json").write_text(json.dumps(payload) + "\n")
+    print(f"wrote {stem}.md and .json")
+
+
+if __name__ == "__main__":
+    main()
