@@ -114,7 +114,9 @@ class _Pooled:
         total = values.size
         self.q = q
         owner = np.repeat(np.arange(lens.size), lens)
-        order = np.argsort(values, kind="stable")
+        # not a stable sort (4x slower on 500k ITL gaps): tied values are equal, so the order
+        # of their requests moves no weighted quantile, only the window below
+        order = np.argsort(values)
         self.values = values[order]
         self.owner = owner[order]
         self.lens = lens.astype(np.float64)
