@@ -471,14 +471,15 @@ def _median(values: list[float]) -> str:
     return f"median {statistics.median(values):.2f} s (min {min(values):.2f})"
 
 
-# a fresh process: import, then time one verify_any_file (wall, CPU) and print them as JSON
+# a fresh process: import, then time one verify_any_file; prints wall, CPU and which qgate
 ONCE_IMPORTED = """
 import json, sys, time
 from pathlib import Path
+import qgate
 from qgate.report.verify.multi import verify_any_file
 t, c = time.perf_counter(), time.process_time()
 verify_any_file(*map(Path, sys.argv[1:4]))
-print(json.dumps([time.perf_counter() - t, time.process_time() - c]))
+print(json.dumps([time.perf_counter() - t, time.process_time() - c, qgate.__file__]))
 """
 
 
@@ -502,7 +503,8 @@ def _timed(cmd: list[str], root: Path) -> tuple[float, float, str]:
     env = {**os.environ, "PYTHONPATH": str(root)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    # run from `root`: `python -c` puts the working folder first on sys.path
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, cwd=root)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -521,7 +523,9 @@ def compare_checkouts(args: argparse.Namespace, files: tuple[Path, Path, Path]) 
     got: dict[str, dict[str, list[float]]] = {k: {} for k in roots}
     for _ in range(args.repeat):
         for name, root in roots.items():
-            wall, cpu = json.loads(_timed(once, root)[2])
+            wall, cpu, imported = json.loads(_timed(once, root)[2])
+            if not Path(imported).is_relative_to(root.resolve()):
+                raise SystemExit(f"{name}: imported {imported}, not the checkout's qgate")
             got[name].setdefault("once imported, wall", []).append(wall)
             got[name].setdefault("once imported, CPU", []).append(cpu)
         for name, root in roots.items():
