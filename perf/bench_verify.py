@@ -19,8 +19,19 @@ and as a `qgate verify --profile` subprocess (interpreter start and imports incl
 the median of `--repeat` runs, wall and CPU time: on a shared machine the CPU time is the
 steadier figure. Goal: under 5 s.
 
+`--compile` compiles the checkouts' qgate into their __pycache__ first (compileall), as an
+installed qgate's .pyc files are: where PYTHONDONTWRITEBYTECODE is set and a checkout has no
+__pycache__, every process compiles qgate's ~200 modules from source otherwise (~0.4 s of CPU
+on the 2-core EPYC; the bench says which it measured).
+
+`--baseline DIR` times another checkout beside this one (`git archive REV | tar -x -C DIR`):
+for each of `--repeat` rounds, one fresh process per checkout verifying once imported, then
+one `qgate verify` process per checkout, the two checkouts alternating so that both see the
+same load. The report is this checkout's; the baseline must accept it.
+
     PYTHONPATH=$PWD .venv/bin/python perf/bench_verify.py [--items 1319] [--sequences 256]
         [--tokens 128] [--duration 3600] [--repeat 5] [--profile-top N] [--keep DIR]
+        [--baseline DIR] [--compile]
 """
 
 from __future__ import annotations
@@ -443,6 +454,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--repeat", type=int, default=5, help="timed verifications of each kind")
     ap.add_argument("--profile-top", type=int, default=0, help="cProfile one verify, top N")
     ap.add_argument("--keep", type=Path, help="write the report, key and profile here")
+    ap.add_argument("--baseline", type=Path, help="another checkout to time beside this one")
+    ap.add_argument("--compile", action="store_true", help="compile the checkouts' bytecode first")
     return ap.parse_args(argv)
 
 
@@ -462,6 +475,92 @@ def write_signed(args: argparse.Namespace, folder: Path) -> tuple[Path, Path, Pa
 
 def _median(values: list[float]) -> str:
     return f"median {statistics.median(values):.2f} s (min {min(values):.2f})"
+
+
+# a fresh process: import, then time one verify_any_file; prints wall, CPU and which qgate
+ONCE_IMPORTED = """
+import json, sys, time
+from pathlib import Path
+import qgate
+from qgate.report.verify.multi import verify_any_file
+t, c = time.perf_counter(), time.process_time()
+verify_any_file(*map(Path, sys.argv[1:4]))
+print(json.dumps([time.perf_counter() - t, time.process_time() - c, qgate.__file__]))
+"""
+
+
+def _process_cmd(files: tuple[Path, Path, Path]) -> list[str]:
+    """`qgate verify REPORT --pubkey KEY --profile PROFILE`, the venv's console script."""
+    envelope, pub, profile_path = files
+    qgate = Path(sys.executable).with_name("qgate")
+    return [
+        str(qgate),
+        "verify",
+        str(envelope),
+        "--pubkey",
+        str(pub),
+        "--profile",
+        str(profile_path),
+    ]
+
+
+def compile_bytecode(roots: list[Path]) -> None:
+    """Each checkout's qgate compiled into its __pycache__ (ignored by git), as an installed
+    qgate's .pyc files are: compileall writes them whatever PYTHONDONTWRITEBYTECODE says."""
+    for root in roots:
+        cmd = [sys.executable, "-m", "compileall", "-q", str(root / "qgate")]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+
+def bytecode_line(compiled: bool) -> str:
+    if compiled:
+        return "bytecode: every checkout's qgate compiled first (compileall), as installed"
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return (
+            "bytecode: PYTHONDONTWRITEBYTECODE is set: a checkout without __pycache__ is "
+            "compiled from source by every process (--compile: as installed)"
+        )
+    return "bytecode: in each checkout's __pycache__, as Python writes it"
+
+
+def _timed(cmd: list[str], root: Path) -> tuple[float, float, str]:
+    """Wall and CPU seconds of one child process run from checkout `root`, and its stdout."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    # run from `root`: `python -c` puts the working folder first on sys.path
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, cwd=root)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        print(proc.stdout, proc.stderr)
+        raise SystemExit(f"{cmd[0]} from {root} exited {proc.returncode}")
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, cpu, proc.stdout
+
+
+def compare_checkouts(args: argparse.Namespace, files: tuple[Path, Path, Path]) -> None:
+    """This checkout and `--baseline`, alternating: verify once imported, and as a process."""
+    envelope, pub, profile_path = files
+    roots = {"this checkout": ROOT, f"baseline {args.baseline}": args.baseline}
+    once = [sys.executable, "-c", ONCE_IMPORTED, str(envelope), str(pub), str(profile_path)]
+    process = _process_cmd(files)
+    got: dict[str, dict[str, list[float]]] = {k: {} for k in roots}
+    for _ in range(args.repeat):
+        for name, root in roots.items():
+            wall, cpu, imported = json.loads(_timed(once, root)[2])
+            if not Path(imported).is_relative_to(root.resolve()):
+                raise SystemExit(f"{name}: imported {imported}, not the checkout's qgate")
+            got[name].setdefault("once imported, wall", []).append(wall)
+            got[name].setdefault("once imported, CPU", []).append(cpu)
+        for name, root in roots.items():
+            wall, cpu, _ = _timed(process, root)
+            got[name].setdefault("as a process, wall", []).append(wall)
+            got[name].setdefault("as a process, CPU", []).append(cpu)
+    for name, figures in got.items():
+        print(f"{name} ({args.repeat} runs each, alternating):")
+        for what, values in figures.items():
+            print(f"  verify {what}: {_median(values)}")
 
 
 def main() -> None:
@@ -501,25 +600,20 @@ def main() -> None:
             prof.runcall(verify_any_file, envelope, pub, profile_path)
             pstats.Stats(prof).sort_stats("cumulative").print_stats(args.profile_top)
 
-        qgate = Path(sys.executable).with_name("qgate")
-        cmd = [str(qgate), "verify", str(envelope), "--pubkey", str(pub)]
-        cmd += ["--profile", str(profile_path)]
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's qgate
+        if args.compile:
+            compile_bytecode([ROOT] + ([args.baseline] if args.baseline else []))
+        print(bytecode_line(args.compile))
         walls, cpus = [], []
         for _ in range(args.repeat):
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            t = time.perf_counter()
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
-            walls.append(time.perf_counter() - t)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-            if proc.returncode != 0:
-                print(proc.stdout, proc.stderr)
-                raise SystemExit(f"qgate verify exited {proc.returncode}")
+            wall, cpu, _ = _timed(_process_cmd((envelope, pub, profile_path)), ROOT)
+            walls.append(wall)
+            cpus.append(cpu)
         print(
             f"verify subprocess (`qgate verify --profile`, interpreter start and imports "
             f"included, {args.repeat} runs): wall {_median(walls)}, CPU {_median(cpus)}"
         )
+        if args.baseline is not None:
+            compare_checkouts(args, (envelope, pub, profile_path))
         print(f"load average {os.getloadavg()[0]:.1f} at the end (other work shares the CPUs)")
 
 

@@ -36,6 +36,9 @@ DEFERRED: dict[str, str] = {
     "jsonlines": "reading a JSONL file a profile names (validate reaches the JSONL checks)",
     "jsonschema": "grading a structured answer (verify of a report without one, e.g. on a GPU "
     "machine's minimal payload, must not need it)",
+    "prometheus_client": "parsing /metrics in the modules whose records `qgate verify` reads (the "
+    "reuse and speculative counters; with the wsgiref, ssl and http servers it imports, ~50 ms "
+    "of verify's start on the 2-core EPYC); the perf stage's scrape imports it at the top",
     "aiohttp": "scraping /metrics in a module whose records `qgate verify` reads (the reuse and "
     "speculative counters; ~0.25 s CPU of verify's start on the 2-core EPYC); the HTTP "
     "clients, which verify never imports, import it at the top",

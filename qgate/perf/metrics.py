@@ -140,7 +140,13 @@ def itl_gaps_ms(
     requests: Sequence[RequestRecord],
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
     """`itls_ms` of every request, concatenated in order (the same floats), and each one's count."""
-    times, lens = _token_times(requests)
+    return _gaps(*_token_times(requests))
+
+
+def _gaps(
+    times: npt.NDArray[np.int64], lens: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """itl_gaps_ms of the requests whose `_token_times` these are."""
     keep = np.ones(max(times.size - 1, 0), dtype=bool)
     starts = np.cumsum(lens)[:-1]
     keep[starts[(starts > 0) & (starts < times.size)] - 1] = False  # gaps across two requests
@@ -179,8 +185,11 @@ def max_tokens_per_second(requests: Sequence[RequestRecord]) -> float:
     """Largest number of content chunks in any one-second bucket from the first send."""
     if not requests:
         return 0.0
-    start = min(r.sent_ns for r in requests)
-    times, _ = _token_times(requests)
+    return _busiest_second(_token_times(requests)[0], min(r.sent_ns for r in requests))
+
+
+def _busiest_second(times: npt.NDArray[np.int64], start: int) -> float:
+    """max_tokens_per_second of requests whose chunk times these are, the first sent at `start`."""
     if times.size == 0:
         return 0.0
     _, per_bucket = np.unique((times - start) // NS_PER_S, return_counts=True)
@@ -206,7 +215,17 @@ def time_series(run: ScenarioRun) -> TimeSeries | None:
         return None
     reqs = workload_requests(run)
     ok = [r for r in reqs if succeeded(r)]
-    times, _ = _token_times(ok)
+    return _series(width, reqs, ok, _token_times(ok)[0])
+
+
+def _series(
+    width: float,
+    reqs: Sequence[RequestRecord],
+    ok: Sequence[RequestRecord],
+    times: npt.NDArray[np.int64],
+) -> TimeSeries:
+    """time_series of a run's workload requests `reqs`, `ok` those that succeeded, `times`
+    their chunk times."""
     counts = chain.from_iterable(
         r.chunk_tokens
         if r.chunk_tokens is not None and len(r.chunk_tokens) == len(r.token_times_ns)
@@ -230,7 +249,9 @@ def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
 
     ttfts = [t for r in ok if (t := ttft_ms(r)) is not None]
     tpots = [t for r in ok if (t := tpot_ms(r)) is not None]
-    itls, _ = itl_gaps_ms(ok)
+    times, lens = _token_times(ok)  # once, for the gaps, the busiest second and the series
+    itls, _ = _gaps(times, lens)
+    width = bucket_width(run.params)
     goodput = rate(sum(1 for r in ok if meets_slo(r, slo))) if slo is not None else None
     out_rate, out_rate_per_gpu, req_rate = throughputs(run)
     agree, total = probe_agreement(run)
@@ -263,11 +284,11 @@ def summarize(run: ScenarioRun, slo: Slo | None) -> ScenarioMetrics:
         ),
         queue_ms=distribution([(r.sent_ns - r.scheduled_ns) / NS_PER_MS for r in reqs]),
         peak_concurrency=peak_concurrency(reqs),
-        max_output_tokens_per_s=max_tokens_per_second(ok),
+        max_output_tokens_per_s=_busiest_second(times, min(r.sent_ns for r in ok)) if ok else 0.0,
         prefix_cache_hit_rate=prefix_cache_hit_rate(run.counters_before, run.counters_after, names),
         preemptions=d.get(names.preemptions) if names.preemptions else None,
         server_counters=d,
         probe_agree=agree,
         probe_total=total,
-        time_series=time_series(run),
+        time_series=_series(width, reqs, ok, times) if width is not None else None,
     )

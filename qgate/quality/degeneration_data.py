@@ -26,6 +26,7 @@ from qgate.core.files import sha256_json
 
 __all__ = [
     "DEGENERATION_VERSION",
+    "EXPECTED",
     "HTTP_ERROR",
     "LOOP_RATIO",
     "LongGrade",
@@ -37,6 +38,8 @@ __all__ = [
 ]
 
 DEGENERATION_VERSION = "1"
+EXPECTED = "clean"
+"""What every long item expects: a clean answer."""
 HTTP_ERROR = "http_error"
 LOOP_RATIO = 0.2
 MIN_JUDGED_CHARS = 200

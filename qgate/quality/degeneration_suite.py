@@ -21,6 +21,7 @@ from qgate.profile.degeneration import DegenerationSuite
 from qgate.quality.client import HttpError, SuiteClient
 from qgate.quality.degeneration_data import (
     DEGENERATION_VERSION,
+    EXPECTED,
     HTTP_ERROR,
     LongItem,
     degeneration_data_sha256,
@@ -32,7 +33,6 @@ from qgate.quality.runner import SuiteContext
 
 __all__ = ["DEGENERATION", "EXPECTED", "burst_prompt"]
 
-EXPECTED = "clean"
 FILLER = [
     "river",
     "stone",

@@ -92,8 +92,9 @@ def position_divergence(
     `ref` and `cand` map token id to logprob; `token` is the teacher-forced
     token (the reference's greedy choice) whose probability change is delta-p.
     `top_k` is the k requested (None: every reported token counts as top-k).
-    Plain floats, not numpy: at k of about 20 numpy's per-call cost dominates,
-    and `qgate verify` calls this for every stored position.
+    Plain floats, not numpy: at k of about 20 numpy's per-call cost dominates.
+    `qgate verify` re-derives every stored position with its batch form
+    (qgate/quality/divergence_batch.py, bit for bit the same: change both).
     """
     if not ref or not cand:
         raise ValueError("both sides need at least one logprob")
@@ -102,7 +103,7 @@ def position_divergence(
     q, q_tail = _side_probs(cand, union, top_k)
     log = math.log
     # summed from a list, not a generator: the same terms in the same order, less overhead
-    # (verify calls this for every stored position)
+    # (run calls this for every scored position)
     kld = sum(
         [
             pi * (log(pi if pi > FLOOR else FLOOR) - log(qi if qi > FLOOR else FLOOR))

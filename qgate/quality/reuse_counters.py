@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from qgate.core.http import root_url
 from qgate.quality.reuse_records import KV_USAGE
 
@@ -31,6 +29,8 @@ _BY_SOURCE = ("vllm:prompt_tokens_by_source_total", "vllm:prompt_tokens_cached_b
 
 def parse_pass_counters(text: str) -> dict[str, float]:
     """The counters a pass records (summed over engines and models), and the KV usage gauge."""
+    from prometheus_client.parser import text_string_to_metric_families  # deferred: core/lazy.py
+
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
@@ -48,6 +48,8 @@ def parse_pass_counters(text: str) -> dict[str, float]:
 
 def kv_capacity_tokens(text: str) -> int | None:
     """Tokens the KV cache holds: num_gpu_blocks x block_size of `vllm:cache_config_info`."""
+    from prometheus_client.parser import text_string_to_metric_families  # deferred: core/lazy.py
+
     for family in text_string_to_metric_families(text):
         for s in family.samples:
             if s.name == "vllm:cache_config_info":

@@ -38,6 +38,7 @@ from qgate.core.files import sha256_json
 from qgate.profile.sampling import SamplingParam
 
 __all__ = [
+    "EXPECTED",
     "PARAMS",
     "SAMPLING_VERSION",
     "Answer",
@@ -52,6 +53,8 @@ __all__ = [
 ]
 
 SAMPLING_VERSION = "1"
+EXPECTED = "honoured"
+"""What every canary expects: its parameter honoured."""
 PARAMS: tuple[str, ...] = get_args(SamplingParam)
 """Every parameter a canary checks, in the order they are asked."""
 

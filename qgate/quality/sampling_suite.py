@@ -17,6 +17,7 @@ from qgate.quality.client import HttpError, SuiteClient
 from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.quality.runner import SuiteContext
 from qgate.quality.sampling_data import (
+    EXPECTED,
     SAMPLING_VERSION,
     Answer,
     canary,
@@ -27,8 +28,6 @@ from qgate.quality.sampling_data import (
 )
 
 __all__ = ["EXPECTED", "SAMPLING", "SamplingRunner", "answer_of"]
-
-EXPECTED = "honoured"
 
 
 def answer_of(data: dict[str, Any]) -> Answer:

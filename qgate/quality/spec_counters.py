@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from prometheus_client.parser import text_string_to_metric_families
 from pydantic import Field
 
 from qgate.core.records import Record, Role
@@ -63,6 +62,8 @@ def position_key(position: str) -> str:
 
 def parse_spec_counters(text: str) -> dict[str, float]:
     """The speculative-decoding counters of a `/metrics` page ({} when it has none)."""
+    from prometheus_client.parser import text_string_to_metric_families  # deferred: core/lazy.py
+
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:

@@ -67,7 +67,7 @@ def is_multi_payload(payload: bytes) -> bool:
 
 def parse_multi_statement(payload: bytes) -> tuple[dict[str, Any], MultiReport]:
     """The Statement dict and its validated multi report predicate."""
-    return parse_predicate(payload, MULTI_PREDICATE_TYPE, MultiReport.model_validate)
+    return parse_predicate(payload, MULTI_PREDICATE_TYPE, MultiReport)
 
 
 def _normal(data: dict[str, Any]) -> dict[str, Any]:
@@ -187,7 +187,7 @@ def verify_multi_payload(
     """verify_multi_bytes past the envelope: `payload` and `keyid` as envelope.verified_payload
     returned them (single.verify_payload's counterpart)."""
     with cyclic_gc_paused():
-        opened = open_payload(payload, keyid, MULTI_PREDICATE_TYPE, MultiReport.model_validate)
+        opened = open_payload(payload, keyid, MULTI_PREDICATE_TYPE, MultiReport)
         result = VerifyResult.of(opened)
         multi = _profile(result.report, opened.statement, profile, result)
         result.check_model(model_dir)

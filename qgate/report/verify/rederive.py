@@ -16,7 +16,9 @@ the raw data next to them with the very functions `run` used:
   exact_match; other items are listed as not re-derived;
 - divergence: `position_divergence` on both sides' stored top-k logprobs
   (within 1e-9 relative: transcendental functions may round differently on
-  the auditor's CPU).
+  the auditor's CPU); every position at once by its bit-identical batch form,
+  and one by one only where that does not confirm the stored values
+  (divergence_screen.py).
 
 A disagreement raises VerificationFailed naming the item.
 """
@@ -192,12 +194,12 @@ def check_questions(runs: list[SuiteRun], profile: Profile, out: Rederived) -> N
                     f"but the candidate {item.expected!r}"
                 )
     for entry in registered():
-        if entry.check_items is None:
-            continue
+        owned = [run for run in runs if entry.owns(run.suite)]
+        if entry.check_items is None or not owned:
+            continue  # an unused suite's hook is not imported (it may import its client)
         check = _hook(entry.check_items)
-        for run in runs:
-            if entry.owns(run.suite):
-                check(run, profile, out)
+        for run in owned:
+            check(run, profile, out)
 
 
 def check_math_items(run: SuiteRun, profile: Profile, out: Rederived) -> None:
@@ -334,9 +336,12 @@ def rederive_divergence(run: DivergenceRun, out: Rederived, *, required: bool) -
     """
     try:
         from qgate.quality.divergence import position_divergence
+        from qgate.report.verify.divergence_screen import suspects
     except ImportError as exc:
         raise InfrastructureError(f"cannot re-derive divergence: {exc}") from None
-    for seq in run.sequences:
+    # every position at once; those it does not confirm (none in a genuine report) one by one
+    todo = suspects(run, _REL_TOL, _ABS_TOL)
+    for seq, positions in zip(run.sequences, todo, strict=True):
         r_ids, r_lps = seq.reference_top_ids, seq.reference_top_logprobs
         c_ids, c_lps = seq.candidate_top_ids, seq.candidate_top_logprobs
         if r_ids is None or r_lps is None or c_ids is None or c_lps is None:
@@ -356,7 +361,8 @@ def rederive_divergence(run: DivergenceRun, out: Rederived, *, required: bool) -
             raise VerificationFailed(
                 f"divergence sequence {seq.id}: per-position lists differ in length"
             )
-        for i, token in enumerate(seq.token_ids):
+        for i in positions:
+            token = seq.token_ids[i]
             try:
                 pos = position_divergence(
                     dict(zip(r_ids[i], r_lps[i], strict=True)),

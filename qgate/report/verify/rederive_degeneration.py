@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from qgate.errors import VerificationFailed
 from qgate.profile import Profile
-from qgate.quality.degeneration_data import grade_long, long_items
-from qgate.quality.degeneration_suite import EXPECTED
+from qgate.quality.degeneration_data import EXPECTED, grade_long, long_items
 from qgate.quality.records import SuiteRun
 from qgate.report.verify.rederive import Rederived, check_item
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 from qgate.errors import VerificationFailed
 from qgate.profile import Profile
 from qgate.quality.records import SuiteRun
-from qgate.quality.sampling_data import grade_canary
-from qgate.quality.sampling_suite import EXPECTED
+from qgate.quality.sampling_data import EXPECTED, grade_canary
 from qgate.report.verify.rederive import Rederived, check_item
 
 __all__ = ["check_sampling_items", "rederive_sampling"]

@@ -97,7 +97,7 @@ __all__ = [
 
 def parse_statement(payload: bytes) -> tuple[dict[str, Any], Report]:
     """The Statement dict and its validated report predicate."""
-    return parse_predicate(payload, PREDICATE_TYPE, Report.model_validate)
+    return parse_predicate(payload, PREDICATE_TYPE, Report)
 
 
 def verify_bytes(
@@ -125,7 +125,7 @@ def verify_payload(
     multi dispatch, so that a large payload is decoded once): `payload` and `keyid` are what
     envelope.verified_payload returned, the signature checked; never a payload read otherwise."""
     with cyclic_gc_paused():
-        opened = open_payload(payload, keyid, PREDICATE_TYPE, Report.model_validate)
+        opened = open_payload(payload, keyid, PREDICATE_TYPE, Report)
         result = VerifyResult.of(opened)
         report = result.report
         try:
