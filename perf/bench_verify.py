@@ -60,6 +60,7 @@ from qgate.core.serving import EffectiveConfig
 from qgate.gates.judge import perf_status, quality_verdicts
 from qgate.gates.judgement import Evidence
 from qgate.perf.records import RequestRecord, ScenarioRun
+from qgate.perf.salts import salt_scope
 from qgate.profile import MathSuite, Profile
 from qgate.quality.cache_auth import provenance_of, sign_entry
 from qgate.quality.data import evals_root, read_eval_file
@@ -342,6 +343,7 @@ def agent_run(rng: random.Random, role: str, duration_s: float, tokens: int) -> 
             "requests": None,
             "duration_s": duration_s,
             "series_bucket_s": 60,
+            "cache_salt": salt_scope(role, 0, 0),  # as qgate run salts a vLLM side's perf
         },
         gpus=1,
         duration_ns=max(r.done_ns for r in recs),

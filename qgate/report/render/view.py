@@ -317,16 +317,8 @@ def _perf(report: Report) -> Section:
             sec.tables.append(cache)
         dist = _distribution_rows(result.reference, result.candidate)
         if dist:
-            header = [
-                "Latency (ms)",
-                "Ref p50",
-                "Ref p90",
-                "Ref p99",
-                "Cand p50",
-                "Cand p90",
-                "Cand p99",
-            ]
-            sec.tables.append(Table(header, dist))
+            sides = [f"{side} {q}" for side in ("Ref", "Cand") for q in ("p50", "p90", "p99")]
+            sec.tables.append(Table(["Latency (ms)", *sides], dist))
     return sec
 
 

@@ -201,6 +201,8 @@ def test_perf_checks_an_engine_cannot_serve_are_noted_not_passed() -> None:
         "not available for sglang (it does not serve token_ids)",
         "candidate: prefix-cache hit rate and the other server counters: "
         "not available for sglang (it does not serve engine_metrics)",
+        "candidate: salted perf prompts (a prefix cache may serve KV that warm-ups, probes or "
+        "earlier blocks wrote): not available for sglang (it does not serve cache_salt)",
     ]
     assert feature_notes(_profile(perf=perf)) == []
     without_perf = feature_notes(_profile(candidate={"engine": {"kind": "sglang"}}))
