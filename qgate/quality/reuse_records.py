@@ -18,7 +18,6 @@ from typing import Literal
 from pydantic import Field
 
 from qgate.core.records import Record, Role
-from qgate.perf.counters import source_key
 from qgate.quality.records import SuiteRun
 
 __all__ = [
@@ -40,9 +39,9 @@ __all__ = [
 
 # Keys of the recorded counters: vLLM's sample names (labels summed over engines and models,
 # prompt tokens kept apart by their `source` label); qgate/quality/reuse_counters.py reads them.
-COMPUTED = source_key("local_compute")  # as the perf scrape keeps them (qgate/perf/counters.py)
-DEVICE = source_key("local_cache_hit")
-EXTERNAL = source_key("external_kv_transfer")
+COMPUTED = 'vllm:prompt_tokens_by_source_total{source="local_compute"}'
+DEVICE = 'vllm:prompt_tokens_by_source_total{source="local_cache_hit"}'
+EXTERNAL = 'vllm:prompt_tokens_by_source_total{source="external_kv_transfer"}'
 PREEMPTIONS = "vllm:num_preemptions_total"
 BEFORE_RESET, AFTER_RESET = "probe:before-reset", "probe:after-reset"
 """The restored pass's reset probe, as PassRun.probes names it."""
