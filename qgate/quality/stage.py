@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
@@ -25,7 +26,7 @@ from qgate.profile import DivergenceSuite, Profile, QualitySpec
 from qgate.profile.reuse_plan import reuse_suites
 from qgate.profile.side import side
 from qgate.profile.spec_plan import cross_checked, speculates, speculative_policy
-from qgate.profile.suites import configured
+from qgate.profile.suites import SuiteEntry, configured
 from qgate.quality.asked_again import split_setting
 from qgate.quality.board import Board
 from qgate.quality.cache import reference_cache_key
@@ -101,6 +102,24 @@ def data_digests(spec: QualitySpec, max_model_len: int | None) -> dict[str, str]
 ReferenceScores = ScoreSet | Callable[[], ScoreSet | None] | None
 
 
+def asking_order(spec: QualitySpec, role: Role) -> list[tuple[SuiteEntry, Any]]:
+    """The configured suites in the order `role` asks them.
+
+    The suites whose items the reuse passes ask again run last, right before the passes: a
+    suite in between (the context ladder's long prompts) would evict their cold pass's KV
+    from the device cache and the host tier before the warm pass asks for it (the KV-offload
+    profile on an H100, 2026-12-07: the candidate's warm pass found 0.0% in its host tier).
+    The reference runs the paired step first, so that a candidate beside it never waits
+    long; with `stop: verdict` the candidate does too: divergence is the cheapest suite to
+    settle a FAIL, and everything after it is then skipped.
+    """
+    again_of = [suite for suite, _ in reuse_suites(spec)]
+    suites = sorted(configured(spec), key=lambda pair: any(map(pair[0].owns, again_of)))
+    if role == "reference" or spec.stop == "verdict":
+        suites = sorted(suites, key=lambda pair: not pair[0].paired)
+    return suites
+
+
 async def _paired(
     runner: PairedRunner, setting: object, ctx: SuiteContext, reference: ReferenceScores
 ) -> ScoreSet:
@@ -150,12 +169,7 @@ async def _evaluate(
     passes: list[PassRun] = []
     cold: list[PassSuite] = []
     again: list[tuple[str, object, SuiteRunner]] = []  # what the reuse passes ask again
-    suites = configured(spec)
-    # The reference runs the paired step first, so that a candidate beside it never waits
-    # long; with `stop: verdict` the candidate does too: divergence is the cheapest suite
-    # to settle a FAIL, and everything after it is then skipped.
-    if role == "reference" or spec.stop == "verdict":
-        suites = sorted(suites, key=lambda pair: not pair[0].paired)
+    suites = asking_order(spec, role)
     t0 = time.monotonic()
     if spec_snaps is not None:
         spec_snaps.append(await snapshot(role, "start", ctx.base_url, ctx.headers))
