@@ -8,7 +8,8 @@ corrected to keep its level (qgate/core/corrected_score.py), before it Tango's p
 bound, whose false PASS at the margin slipped above alpha. The lower bound is the mirrored
 upper one from derivation 7; before, Tango's plain one, whose false FAIL at the margin
 reached 1.6 alpha. With nothing flipped they still have width (8 clean items bound the loss
-at 31 points, 81 at 3.8), where a point estimate or a paired Wald interval has none. Run, settle and verify all judge through `bound_outcome`.
+at 31 points, 81 at 3.8), where a point estimate or a paired Wald interval has none. Run,
+settle and verify all judge through `bound_outcome`.
 """
 
 from __future__ import annotations
