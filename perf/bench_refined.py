@@ -1,0 +1,77 @@
+"""What quality derivation 7's refined exact bound costs: time per bound and power (issue 53).
+
+    PYTHONPATH=$PWD .venv/bin/python perf/bench_refined.py     # ~1-2 minutes of one core
+
+Derivation 7 searches the exact bound's supremum over the nuisance past its 61-point grid
+(qgate/core/exact_bound.py), at 40 paired items or fewer. Beside derivation 6's grid this
+prints, for the same tables: the wall time of one bound (its bisection, cache cleared), the
+fewest clean items that show a margin, the chance that a candidate with no true loss PASSes
+(`show_power`, summed exactly), and the items `show` sizes for 80% of it. The level itself is
+perf/bench_level.py's.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from qgate.core import bounds  # noqa: E402
+
+TABLES = ((0, 0), (1, 0), (2, 1), (3, 3), (5, 2), (4, 6))
+NS = (10, 20, 30, 40)
+MARGINS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
+ALPHAS = (0.05, 0.0167)
+POWER_AT = (
+    (27, 0.20, 0.3, 0.0167),
+    (30, 0.25, 0.4, 0.05),
+    (40, 0.15, 0.1, 0.05),
+    (40, 0.20, 0.4, 0.05),
+)
+SIZE_AT = ((0.20, 0.1, 0.05), (0.25, 0.2, 0.05), (0.30, 0.3, 0.0167), (0.20, 0.3, 0.05))
+
+
+def per_bound(refined: bool) -> dict[int, float]:
+    """Milliseconds per bound at each n, the mean over TABLES at 95%."""
+    out = {}
+    for n in NS:
+        bounds.exact_upper.cache_clear()
+        start = time.perf_counter()
+        for lost, gained in TABLES:
+            bounds.exact_upper(lost, gained, n, 0.95, refined=refined)
+        out[n] = 1000 * (time.perf_counter() - start) / len(TABLES)
+    return out
+
+
+def main() -> None:
+    grid, fine = per_bound(False), per_bound(True)
+    print("| n | ms per bound, derivation 6 (grid) | derivation 7 (refined) | ratio |")
+    print("|---|---|---|---|")
+    for n in NS:
+        print(f"| {n} | {grid[n]:.1f} | {fine[n]:.1f} | {fine[n] / grid[n]:.2f} |")
+    print("\n| α | margin | clean items to show, derivation 6 | derivation 7 |")
+    print("|---|---|---|---|")
+    for alpha in ALPHAS:
+        for m in MARGINS:
+            a = bounds.clean_items_to_show(m, 1 - alpha, refined=False)
+            b = bounds.clean_items_to_show(m, 1 - alpha, refined=True)
+            print(f"| {alpha:g} | {m:g} | {a} | {b} |")
+    print("\n| n, δ, d, α | show power, derivation 6 | derivation 7 |")
+    print("|---|---|---|")
+    for n, m, d, alpha in POWER_AT:
+        a = bounds.show_power(n, m, d, 1 - alpha, refined=False)
+        b = bounds.show_power(n, m, d, 1 - alpha, refined=True)
+        print(f"| {n}, {m:g}, {d:g}, {alpha:g} | {a:.4f} | {b:.4f} |")
+    print("\n| δ, d, α | items for 80% show power, derivation 6 | derivation 7 |")
+    print("|---|---|---|")
+    for m, d, alpha in SIZE_AT:
+        a = bounds.items_to_show(m, d, 1 - alpha, refined=False)
+        b = bounds.items_to_show(m, d, 1 - alpha, refined=True)
+        print(f"| {m:g}, {d:g}, {alpha:g} | {a} | {b} |")
+
+
+if __name__ == "__main__":
+    main()
