@@ -186,9 +186,9 @@ def sweep(ns: list[int]) -> list[dict[str, Any]]:
     return rows
 
 
-def _table(rows: list[dict[str, Any]], rules: tuple[str, ...]) -> list[str]:
+def _table(rows: list[dict[str, Any]], rules: tuple[str, ...], what: str = "PASS") -> list[str]:
     lines = [
-        "| rule | α | worst false PASS | worst / α | at (n, δ, d) | (n, δ) above α |",
+        f"| rule | α | worst false {what} | worst / α | at (n, δ, d) | (n, δ) above α |",
         "|---|---|---|---|---|---|",
     ]
     for rule in rules:
@@ -217,7 +217,12 @@ def summary(rows: list[dict[str, Any]], mcnemar: dict[int, list[float]]) -> str:
         mine = [r for r in rows if part(int(r["n"]))]
         if mine:
             out += [f"### {title}: PASS at a true loss of δ", "", *_table(mine, PASS_RULES), ""]
-            out += [f"### {title}: FAIL at a true loss of δ", "", *_table(mine, FAIL_RULES), ""]
+            out += [
+                f"### {title}: FAIL at a true loss of δ",
+                "",
+                *_table(mine, FAIL_RULES, "FAIL"),
+                "",
+            ]
     if mcnemar:
         out += ["### exact McNemar FAIL (significance) at a true loss of 0", ""]
         out += ["| α | worst false FAIL | worst / α | at n |", "|---|---|---|---|"]

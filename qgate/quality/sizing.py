@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from qgate.core.bounds import items_to_show, show_power
 from qgate.core.plan import GatePower
+from qgate.gates.noninferiority import REFINED_FROM, bound_flags
 from qgate.profile import (
     AccuracyPolicy,
     ContextLadder,
@@ -127,12 +128,13 @@ def items_needed(detect: Detect, alpha: float, observed: Observed | None = None)
     return Sizing(needed, used, disc, source, achieved_power(used, detect.drop, disc, alpha))
 
 
-def _sized(policy: AccuracyPolicy) -> int | None:
-    """The items `detect` and `show` ask for, the larger (None: neither is set)."""
+def _sized(policy: AccuracyPolicy, derivation: int = REFINED_FROM) -> int | None:
+    """The items `detect` and `show` ask for, the larger (None: neither is set); `show` as
+    quality `derivation`'s bound judges."""
     counts = []
     if policy.detect is not None:
         counts.append(items_needed(policy.detect, policy.alpha, observed_discordance(policy)).used)
-    if (shown := show_items(policy)) is not None:
+    if (shown := show_items(policy, derivation)) is not None:
         counts.append(shown)
     return max(counts) if counts else None
 
@@ -150,14 +152,18 @@ def show_discordance(policy: AccuracyPolicy, observed: Observed | None = None) -
     return min(1.0, DISCORDANCE_PRIOR * (policy.max_drop or 0.0))
 
 
-def show_items(policy: AccuracyPolicy) -> int | None:
+def show_items(policy: AccuracyPolicy, derivation: int = REFINED_FROM) -> int | None:
     """The items `show` asks for: the fewest at which a candidate with no true loss PASSes its
-    bound with `show.power`, at most `show.max_items` (None: no `show`, or nothing to size)."""
+    bound with `show.power`, at most `show.max_items` (None: no `show`, or nothing to size).
+    The bound is the one quality `derivation` judges by (gates/noninferiority.py): the
+    newest, which a run applies, unless told."""
     show, margin = policy.show, _margin_to_show(policy)
     if show is None or margin is None:
         return None
     disc = max(show_discordance(policy, observed_discordance(policy)), 1e-6)
-    n = items_to_show(margin, disc, 1 - policy.alpha, show.power, show.max_items)
+    n = items_to_show(
+        margin, disc, 1 - policy.alpha, show.power, show.max_items, **bound_flags(derivation)
+    )
     return show.max_items if n is None else n
 
 
@@ -288,6 +294,7 @@ def _showing(
     confidence = 1 - policy.alpha
     want = policy.show.power if policy.show is not None else power
     disc = max(show_discordance(policy, observed), 1e-6)  # 0: nothing flips, shown at once
-    return show_power(items, margin, disc, confidence), items_to_show(
-        margin, disc, confidence, want
+    flags = bound_flags(REFINED_FROM)  # the plan shows what the run will judge by
+    return show_power(items, margin, disc, confidence, **flags), items_to_show(
+        margin, disc, confidence, want, **flags
     )

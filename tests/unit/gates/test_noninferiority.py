@@ -11,6 +11,7 @@ from helpers.report_synthetic import build_report
 
 from qgate.core.bounds import clean_items_to_show, loss_upper, score_lower, score_upper
 from qgate.errors import ProfileError
+from qgate.gates.judgement import QUALITY_DERIVATION
 from qgate.gates.noninferiority import (
     CORRECTED_FROM,
     REFINED_FROM,
@@ -19,7 +20,6 @@ from qgate.gates.noninferiority import (
     bound_reason,
     drop_bounds,
 )
-from qgate.gates.judgement import QUALITY_DERIVATION
 from qgate.gates.score import evaluate_scored
 from qgate.gates.suite import evaluate_suite
 from qgate.profile import AccuracyPolicy
