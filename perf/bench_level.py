@@ -12,10 +12,14 @@ chance over every (lost, gained) table of the trinomial (within 12 standard devi
 its means; the mass left out is asserted below 1e-9), for q on a grid of 241 points with both
 ends, refined around the largest (41 more within a grid step), and reports the largest over
 the nuisance. Each table is judged by the test the bound inverts, at the margin: the gate's
-own (`qgate.core.bounds.exact_shows` at or below EXACT_MAX items, `corrected_rejects` above,
-quality derivation 6), and beside it Tango's plain score test, the bound of derivations 5
-and before (the same exact one at or below EXACT_MAX). tests/unit/core/test_bounds.py holds
-each to its bound on a sample of tables.
+own (quality derivation 7: `qgate.core.bounds.exact_shows(refined=True)` at or below
+EXACT_MAX items, `corrected_rejects` above), and beside it derivation 6 (the exact bound's
+supremum on its 61-point grid) and Tango's plain score test above EXACT_MAX (derivation 5).
+The FAIL side likewise: the chance that the lower bound is above δ at a true loss of δ, for
+derivation 7's (the mirrored table's upper bound: exact, or corrected above EXACT_MAX) and
+Tango's plain lower bound (derivations 6 and before); and, to n 100, the exact McNemar FAIL
+(the `significance` gate) at a true loss of 0. tests/unit/core/test_bounds.py and
+test_exact_bound.py hold each to its bound on a sample of tables.
 
 Margins 0.02-0.30 and α 0.0025-0.10: what the profiles and their looks use (0.0167 is 0.05 over
 three suites, 0.0025 a 0.01 split over four looks). Writes perf/results/level/<date>.md and

@@ -12,14 +12,18 @@ perf/bench_level.py's.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from qgate.core import bounds  # noqa: E402
+from qgate.core import bounds, exact_bound  # noqa: E402
+from qgate.core.corrected_score import corrected_rejects  # noqa: E402
 
 TABLES = ((0, 0), (1, 0), (2, 1), (3, 3), (5, 2), (4, 6))
 NS = (10, 20, 30, 40)
@@ -32,6 +36,37 @@ POWER_AT = (
     (40, 0.20, 0.4, 0.05),
 )
 SIZE_AT = ((0.20, 0.1, 0.05), (0.25, 0.2, 0.05), (0.30, 0.3, 0.0167), (0.20, 0.3, 0.05))
+
+
+GAINED = 0.05
+FAIL_AT = (
+    (20, 0.15, 0.45, 0.05),
+    (30, 0.10, 0.30, 0.05),
+    (40, 0.15, 0.40, 0.0167),
+    (81, 0.10, 0.25, 0.05),
+    (200, 0.05, 0.12, 0.05),
+)
+
+
+def fail_power(n: int, margin: float, loss: float, alpha: float) -> tuple[float, float]:
+    """The chance of a FAIL (lower bound above the margin) at a true loss `loss`, items gained
+    at GAINED: by Tango's plain lower bound (derivation 6) and the mirrored one (derivation 7)."""
+    b, c, coef = exact_bound._cells(n)
+    z = bounds._z(1 - alpha)
+    plain = bounds.score_rejects(c, b, n, -margin, z)
+    if n <= bounds.EXACT_MAX:
+        bi, ci = c.astype(int), b.astype(int)
+        mirror = bi * (n + 1) - bi * (bi - 1) // 2 + ci
+        mirrored = exact_bound.exact_shows(n, -margin, 1 - alpha, refined=True)[mirror]
+    else:
+        mirrored = corrected_rejects(c, b, n, -margin, z)
+    rates = ((b, loss + GAINED), (c, GAINED), (n - b - c, 1 - loss - 2 * GAINED))
+    logs = coef + sum(exact_bound._log_rates(k, np.full_like(k, r)) for k, r in rates)
+    p = [math.exp(v) for v in logs]
+    return (
+        sum(pi for pi, f in zip(p, plain, strict=True) if f),
+        sum(pi for pi, f in zip(p, mirrored, strict=True) if f),
+    )
 
 
 def per_bound(refined: bool) -> dict[int, float]:
@@ -71,6 +106,11 @@ def main() -> None:
         a = bounds.items_to_show(m, d, 1 - alpha, refined=False)
         b = bounds.items_to_show(m, d, 1 - alpha, refined=True)
         print(f"| {m:g}, {d:g}, {alpha:g} | {a} | {b} |")
+    print("\n| n, δ, true loss, α | FAIL power, derivation 6 (plain lower) | derivation 7 |")
+    print("|---|---|---|")
+    for n, m, loss, alpha in FAIL_AT:
+        a, b = fail_power(n, m, loss, alpha)
+        print(f"| {n}, {m:g}, {loss:g}, {alpha:g} | {a:.4f} | {b:.4f} |")
 
 
 if __name__ == "__main__":

@@ -16,8 +16,10 @@ candidate whose true loss is the margin far more often than α.
 - `exact_upper`: the exact unconditional bound up to `EXACT_MAX` items, where the score
   bound's level can slip: the largest Δ whose exact p-value (Tango's statistic as the
   ordering, the supremum over the nuisance on a grid and its ends, Berger & Boos style
-  without the confidence-set restriction) exceeds α. Its cost grows as n^2 per p-value (on
-  a 2-core EPYC: ~10 ms a bound at 40 items, ~25 at 60, 50-80 at 100, ~300 at 200).
+  without the confidence-set restriction) exceeds α; from quality derivation 7 (`refined`)
+  the supremum searched past the grid (qgate/core/exact_bound.py). Its cost grows as n^2 per
+  p-value (on a 2-core EPYC: ~10 ms a bound at 40 items on the grid, about twice refined;
+  ~25 at 60, 50-80 at 100, ~300 at 200).
 - `corrected_upper`: above `EXACT_MAX`, Tango's bound corrected to keep its level (the plain
   one lets a PASS at the margin through up to 1.9 α past 40 items): qgate/core/
   corrected_score.py says how, and what it was measured to hold. 81 clean items: 3.8 points.
