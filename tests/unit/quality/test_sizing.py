@@ -271,3 +271,19 @@ def test_show_sizes_by_the_derivation_asked() -> None:
     assert (
         _pass_chance(suite, old, 0.2, 5) >= 0.8 > _pass_chance(suite, old, 0.2, QUALITY_DERIVATION)
     )
+
+
+def test_within_sized_as_show_sizes_by_the_signers_derivation() -> None:
+    """`qgate verify` re-derives a report's item counts within `sized_as(the signer's
+    quality derivation)`: a derivation-5 report's math sized by the plain bound (89 items),
+    a new run's by the newest (95), and each count's own plan line follows."""
+    from qgate.profile.detect import Show
+    from qgate.quality.sizing import gate_power, sized_as
+
+    suite = MathSuite(max_drop=0.15, alpha=0.0167, show=Show(discordance=0.2))
+    with sized_as(5):
+        assert math_limit(suite) == 89 and gate_power("math", suite, 89).show_items == 89
+        with sized_as(7):
+            assert math_limit(suite) == 95
+        assert math_limit(suite) == 89
+    assert math_limit(suite) == 95 and gate_power("math", suite, 89).show_items == 95
