@@ -96,6 +96,8 @@ def test_the_lower_bound_keeps_its_level_where_tangos_slips(
         low = bounds.loss_lower(int(b[i]), int(c[i]), n, 1 - alpha)
         assert (low > delta + 1e-6) == bool(mirrored[i]), (b[i], c[i], low)
         assert low <= bounds.loss_upper(int(b[i]), int(c[i]), n, 1 - alpha)
+        old = bounds.score_lower(int(b[i]), int(c[i]), n, 1 - alpha)
+        assert abs(old - delta) < 1e-5 or (old > delta) == bool(plain[i]), (b[i], c[i], old)
 
 
 def test_past_the_exact_range_the_lower_bound_is_the_corrected_one_mirrored() -> None:
