@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from qgate.core.bound_derivation import CORRECTED_FROM, REFINED_FROM, bound_flags
 from qgate.core.bounds import clean_items_to_show, loss_lower, loss_upper, score_lower
 from qgate.profile import AccuracyPolicy
 from qgate.quality.stats import EPS, FlipCounts
@@ -29,25 +30,6 @@ __all__ = [
     "bound_reason",
     "drop_bounds",
 ]
-
-CORRECTED_FROM = 6
-"""The quality derivation from which the upper bound above 40 items is the corrected score
-bound (gates/judgement.py QUALITY_DERIVATION); a report of an older one is judged by Tango's
-plain score bound, as it was signed."""
-
-REFINED_FROM = 7
-"""The quality derivation from which the exact bound (40 items or fewer) searches its
-p-value's supremum past the grid (qgate/core/exact_bound.py) and the lower bound is the
-mirrored upper one (`bounds.loss_lower`: exact, or corrected above 40 items); a report of an
-older one is judged by the grid's supremum and Tango's plain lower bound, as it was signed.
-The newest derivation: every default below."""
-
-
-def bound_flags(derivation: int = REFINED_FROM) -> dict[str, bool]:
-    """The keywords of `bounds.loss_upper` (and the sizing's `show_power`, `items_to_show`,
-    `clean_items_to_show`) that quality `derivation` judged by."""
-    return {"corrected": derivation >= CORRECTED_FROM, "refined": derivation >= REFINED_FROM}
-
 
 Outcome = Literal["pass", "fail", "inconclusive"]
 """A gate's verdict on a full 2x2 table: shown within its limit, shown past it, or neither

@@ -22,9 +22,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from qgate.core.bound_derivation import REFINED_FROM, bound_flags
 from qgate.core.bounds import items_to_show, show_power
 from qgate.core.plan import GatePower
-from qgate.gates.noninferiority import REFINED_FROM, bound_flags
 from qgate.profile import (
     AccuracyPolicy,
     ContextLadder,
