@@ -4,10 +4,11 @@
 
 Derivation 7 searches the exact bound's supremum over the nuisance past its 61-point grid
 (qgate/core/exact_bound.py), at 40 paired items or fewer. This prints how close that search
-comes to a supremum on 20,001 points, and beside derivation 6's grid, for the same tables: the wall time of one bound (its bisection, cache cleared), the
-fewest clean items that show a margin, the chance that a candidate with no true loss PASSes
-(`show_power`, summed exactly), the items `show` sizes for 80% of it, and the FAIL side's power (derivation 7's mirrored
-lower bound against Tango's plain one). The level itself is perf/bench_level.py's.
+comes to a supremum on 20,001 points; and beside derivation 6's grid, for the same tables:
+the wall time of one bound (its bisection, cache cleared), the fewest clean items that show
+a margin, the chance that a candidate with no true loss PASSes (`show_power`, summed
+exactly), the items `show` sizes for 80% of it, and the FAIL side's power (derivation 7's
+mirrored lower bound against Tango's plain one). The level itself is perf/bench_level.py's.
 """
 
 from __future__ import annotations
