@@ -1,7 +1,7 @@
 """The level of qgate's bound at the margin, summed exactly, the nuisance at its worst (issue 53).
 
     PYTHONPATH=$PWD .venv/bin/python perf/bench_level.py              # n 1-300, a sample to 2,000
-    PYTHONPATH=$PWD .venv/bin/python perf/bench_level.py --quick      # n 41-50 and 200, no files
+    PYTHONPATH=$PWD .venv/bin/python perf/bench_level.py --quick      # n 25-28, 41-44, 200
     PYTHONPATH=$PWD .venv/bin/python perf/bench_level.py --n 41:61 --n 500
 
 A `rule: bound` max_drop gate PASSes when its one-sided (1 - α) upper bound on the paired loss
@@ -12,10 +12,14 @@ chance over every (lost, gained) table of the trinomial (within 12 standard devi
 its means; the mass left out is asserted below 1e-9), for q on a grid of 241 points with both
 ends, refined around the largest (41 more within a grid step), and reports the largest over
 the nuisance. Each table is judged by the test the bound inverts, at the margin: the gate's
-own (`qgate.core.bounds.exact_shows` at or below EXACT_MAX items, `corrected_rejects` above,
-quality derivation 6), and beside it Tango's plain score test, the bound of derivations 5
-and before (the same exact one at or below EXACT_MAX). tests/unit/core/test_bounds.py holds
-each to its bound on a sample of tables.
+own (quality derivation 7: `qgate.core.bounds.exact_shows(refined=True)` at or below
+EXACT_MAX items, `corrected_rejects` above), and beside it derivation 6 (the exact bound's
+supremum on its 61-point grid) and Tango's plain score test above EXACT_MAX (derivation 5).
+The FAIL side likewise: the chance that the lower bound is above δ at a true loss of δ, for
+derivation 7's (the mirrored table's upper bound: exact, or corrected above EXACT_MAX) and
+Tango's plain lower bound (derivations 6 and before); and, to n 100, the exact McNemar FAIL
+(the `significance` gate) at a true loss of 0. tests/unit/core/test_bounds.py and
+test_exact_bound.py hold each to its bound on a sample of tables.
 
 Margins 0.02-0.30 and α 0.0025-0.10: what the profiles and their looks use (0.0167 is 0.05 over
 three suites, 0.0025 a 0.01 split over four looks). Writes perf/results/level/<date>.md and
@@ -44,35 +48,80 @@ sys.path.insert(0, str(ROOT))
 
 from qgate.core import bounds  # noqa: E402
 from qgate.core.corrected_score import corrected_rejects  # noqa: E402
+from qgate.quality.stats import mcnemar_rejects  # noqa: E402
 
 MARGINS = (0.02, 0.03, 0.05, 0.07, 0.10, 0.15, 0.20, 0.25, 0.30)
 ALPHAS = (0.0025, 0.005, 0.01, 0.0167, 0.025, 0.05, 0.10)
 DENSE = range(1, 301)
 SAMPLE = (350, 400, 500, 650, 800, 1000, 1319, 1600, 2000)
-QUICK = (*range(41, 51), 200)
-RULES = ("qgate (derivation 6)", "plain score (derivation 5)")
+QUICK = (*range(25, 29), *range(41, 45), 200)
+RULES = (
+    "qgate (derivation 7)",
+    "derivation 6",
+    "plain score (derivation 5)",
+    "FAIL: lower bound (derivation 7)",
+    "FAIL: plain lower bound (derivations 6 and before)",
+)
+PASS_RULES, FAIL_RULES = RULES[:3], RULES[3:]
 GRID, REFINE, SDS = 241, 41, 12.0
+MCNEMAR_MAX = 100  # n up to which the McNemar FAIL is measured
 RESULTS = ROOT / "perf" / "results" / "level"
 
 Bools = npt.NDArray[np.bool_]
 
 
-def shown(n: int, margin: float) -> Bools:
-    """Per rule and α, whether each (lost, gained) table of n items (lost-major, lost + gained
-    <= n, as `bounds.exact_shows`) PASSes at the margin: (2 x len(ALPHAS), tables)."""
+def _swap(n: int) -> npt.NDArray[np.intp]:
+    """Each table's index of its mirror, (gained, lost) for (lost, gained)."""
+    b, c = _tables(n)
+    bi, ci = c.astype(np.intp), b.astype(np.intp)
+    return bi * (n + 1) - bi * (bi - 1) // 2 + ci
+
+
+def _tables(n: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     b, c = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
     keep = b + c <= n
-    lost, gained = b[keep].astype(np.float64), c[keep].astype(np.float64)
-    rows = []
+    return b[keep].astype(np.float64), c[keep].astype(np.float64)
+
+
+def shown(n: int, margin: float) -> Bools:
+    """Per rule and α, whether each (lost, gained) table of n items (lost-major, lost + gained
+    <= n, as `bounds.exact_shows`) PASSes at the margin (the PASS rules) or FAILs past it (the
+    FAIL rules, the lower bound above the margin): (len(RULES) x len(ALPHAS), tables)."""
+    lost, gained = _tables(n)
+    mirror = _swap(n)
+    rows: dict[str, list[Bools]] = {rule: [] for rule in RULES}
     for alpha in ALPHAS:
-        if n <= bounds.EXACT_MAX:
-            exact = bounds.exact_shows(n, margin, 1 - alpha)
-            rows.append((exact, exact))
-            continue
         z = NormalDist().inv_cdf(1 - alpha)
-        plain = bounds.score_rejects(lost, gained, n, margin, z)
-        rows.append((corrected_rejects(lost, gained, n, margin, z), plain))
-    return np.array([r[0] for r in rows] + [r[1] for r in rows])
+        # FAIL: the lower bound above δ is the mirror's upper bound below -δ
+        plain_fail = bounds.score_rejects(gained, lost, n, -margin, z)
+        if n <= bounds.EXACT_MAX:
+            grid = bounds.exact_shows(n, margin, 1 - alpha)
+            fine = bounds.exact_shows(n, margin, 1 - alpha, refined=True)
+            fail = bounds.exact_shows(n, -margin, 1 - alpha, refined=True)[mirror]
+            got = (fine, grid, grid, fail, plain_fail)
+        else:
+            plain = bounds.score_rejects(lost, gained, n, margin, z)
+            corrected = corrected_rejects(lost, gained, n, margin, z)
+            fail = corrected_rejects(gained, lost, n, -margin, z)
+            got = (corrected, corrected, plain, fail, plain_fail)
+        for rule, row in zip(RULES, got, strict=True):
+            rows[rule].append(row)
+    return np.array([row for rule in RULES for row in rows[rule]])
+
+
+def mcnemar_level(n: int) -> list[float]:
+    """Per α: the exact McNemar FAIL's largest chance at a true loss of 0 over the flip rate."""
+    lost, gained = _tables(n)
+    rejects = np.array(
+        [
+            [mcnemar_rejects(int(b), int(c), alpha) for b, c in zip(lost, gained, strict=True)]
+            for alpha in ALPHAS
+        ],
+        dtype=np.float64,
+    )
+    lf = np.array([math.lgamma(k + 1) for k in range(n + 1)])
+    qs = np.linspace(1e-6, 0.5, GRID)
+    return [float(v) for v in np.array([sizes(n, 0.0, q, rejects, lf) for q in qs]).max(axis=0)]
 
 
 def _span(n: int, rate: float) -> tuple[int, int]:
@@ -141,9 +190,9 @@ def sweep(ns: list[int]) -> list[dict[str, Any]]:
     return rows
 
 
-def _table(rows: list[dict[str, Any]], rules: tuple[str, ...]) -> list[str]:
+def _table(rows: list[dict[str, Any]], rules: tuple[str, ...], what: str = "PASS") -> list[str]:
     lines = [
-        "| rule | α | worst false PASS | worst / α | at (n, δ, d) | (n, δ) above α |",
+        f"| rule | α | worst false {what} | worst / α | at (n, δ, d) | (n, δ) above α |",
         "|---|---|---|---|---|---|",
     ]
     for rule in rules:
@@ -161,17 +210,29 @@ def _table(rows: list[dict[str, Any]], rules: tuple[str, ...]) -> list[str]:
     return lines
 
 
-def summary(rows: list[dict[str, Any]]) -> str:
-    """Per rule and α: the largest size / α, where, and how many (n, δ) are above α; above
-    EXACT_MAX items by rule, at or below it the exact bound (both derivations' own)."""
-    above = [r for r in rows if int(r["n"]) > bounds.EXACT_MAX]
-    exact = [r for r in rows if int(r["n"]) <= bounds.EXACT_MAX and r["rule"] == RULES[0]]
+def summary(rows: list[dict[str, Any]], mcnemar: dict[int, list[float]]) -> str:
+    """Per rule and α: the largest size / α, where, and how many (n, δ) are above α, at or
+    below EXACT_MAX items and above it; then the exact McNemar FAIL at a true loss of 0."""
     out = []
-    if above:
-        out += [f"### n above {bounds.EXACT_MAX}", "", *_table(above, RULES), ""]
-    if exact:
-        out += [f"### n at or below {bounds.EXACT_MAX}: the exact bound", ""]
-        out += _table([{**r, "rule": "exact (both)"} for r in exact], ("exact (both)",))
+    for title, part in (
+        (f"n at or below {bounds.EXACT_MAX} (the exact bound)", lambda n: n <= bounds.EXACT_MAX),
+        (f"n above {bounds.EXACT_MAX}", lambda n: n > bounds.EXACT_MAX),
+    ):
+        mine = [r for r in rows if part(int(r["n"]))]
+        if mine:
+            out += [f"### {title}: PASS at a true loss of δ", "", *_table(mine, PASS_RULES), ""]
+            out += [
+                f"### {title}: FAIL at a true loss of δ",
+                "",
+                *_table(mine, FAIL_RULES, "FAIL"),
+                "",
+            ]
+    if mcnemar:
+        out += ["### exact McNemar FAIL (significance) at a true loss of 0", ""]
+        out += ["| α | worst false FAIL | worst / α | at n |", "|---|---|---|---|"]
+        for i, alpha in enumerate(ALPHAS):
+            n, size = max(((n, v[i]) for n, v in mcnemar.items()), key=lambda t: t[1])
+            out.append(f"| {alpha:g} | {size:.5f} | {size / alpha:.4f} | {n} |")
     return "\n".join(out)
 
 
@@ -215,12 +276,18 @@ def revision() -> str:
         return "?"
 
 
-def render(rows: list[dict[str, Any]], ns: list[int], wall: float, command: str) -> str:
+def render(
+    rows: list[dict[str, Any]],
+    ns: list[int],
+    wall: float,
+    command: str,
+    mcnemar: dict[int, list[float]],
+) -> str:
     return (
         f"Level at the margin, exact, the nuisance at its worst: n {spans(ns)}; margins "
         f"{', '.join(map(str, MARGINS))}; α {', '.join(f'{a:g}' for a in ALPHAS)}; {wall:.0f} s "
         f"(Python {platform.python_version()}, numpy {np.__version__}, qgate {revision()})"
-        f"\n\nCommand: `{command}`\n\n" + summary(rows) + "\n"
+        f"\n\nCommand: `{command}`\n\n" + summary(rows, mcnemar) + "\n"
     )
 
 
@@ -235,19 +302,20 @@ def _ranges(specs: list[str]) -> list[int]:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", action="append", metavar="N[:END]", help="n, or n from N to END-1")
-    ap.add_argument("--quick", action="store_true", help="n 41-50 and 200, no files")
+    ap.add_argument("--quick", action="store_true", help="n 25-28, 41-44 and 200, no files")
     ap.add_argument("--no-write", action="store_true", help="print only")
     args = ap.parse_args(argv)
     ns = _ranges(args.n) if args.n else list(QUICK if args.quick else (*DENSE, *SAMPLE))
     start = time.monotonic()
     rows = sweep(ns)
+    mcnemar = {n: mcnemar_level(n) for n in ns if n <= MCNEMAR_MAX}
     wall = time.monotonic() - start
     command = (
         ".venv/bin/python perf/bench_level.py"
         + (" --quick" if args.quick else "")
         + "".join(f" --n {s}" for s in args.n or [])
     )
-    text = render(rows, ns, wall, command)
+    text = render(rows, ns, wall, command, mcnemar)
     print(text)
     if args.quick or args.no_write:
         return

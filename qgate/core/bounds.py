@@ -16,13 +16,17 @@ candidate whose true loss is the margin far more often than α.
 - `exact_upper`: the exact unconditional bound up to `EXACT_MAX` items, where the score
   bound's level can slip: the largest Δ whose exact p-value (Tango's statistic as the
   ordering, the supremum over the nuisance on a grid and its ends, Berger & Boos style
-  without the confidence-set restriction) exceeds α. Its cost grows as n^2 per p-value (on
-  a 2-core EPYC: ~10 ms a bound at 40 items, ~25 at 60, 50-80 at 100, ~300 at 200).
+  without the confidence-set restriction) exceeds α; from quality derivation 7 (`refined`)
+  the supremum searched past the grid (qgate/core/exact_bound.py). Its cost grows as n^2 per
+  p-value (on a 2-core EPYC: ~10 ms a bound at 40 items on the grid, about twice refined;
+  ~25 at 60, 50-80 at 100, ~300 at 200).
 - `corrected_upper`: above `EXACT_MAX`, Tango's bound corrected to keep its level (the plain
   one lets a PASS at the margin through up to 1.9 α past 40 items): qgate/core/
   corrected_score.py says how, and what it was measured to hold. 81 clean items: 3.8 points.
 - `loss_upper`: the one a gate uses: exact up to `EXACT_MAX` items, the corrected score
-  bound above (the plain one with `corrected=False`: quality derivations before 6);
+  bound above (the plain one with `corrected=False`: quality derivations before 6; the
+  exact one's supremum on the grid with `refined=False`: derivations before 7);
+  `loss_lower`: its lower bound from derivation 7 (the mirrored table's upper, negated);
   `clean_items_to_show`: the fewest items with which a clean candidate can PASS a margin.
 - `rate_upper` / `rate_lower` / `clean_asks_to_show`: the pooled envelope gate's one-sample
   rate of broken answers (Clopper & Pearson 1934, exact, one-sided): 4 clean asks bound the
@@ -52,9 +56,11 @@ import numpy as np
 import numpy.typing as npt
 
 from qgate.core.corrected_score import corrected_rejects
+from qgate.core.exact_bound import exact_p as exact_p
+from qgate.core.exact_bound import exact_shows as exact_shows
+from qgate.core.exact_bound import tango_statistic as _score
 
 EXACT_MAX = 40  # items: exact bound at or below, score bound above
-_GRID = 60  # nuisance points for the exact bound's supremum (plus its two ends)
 _TOL = 1e-6
 
 Floats = npt.NDArray[np.float64]
@@ -62,19 +68,6 @@ Floats = npt.NDArray[np.float64]
 
 def _z(confidence: float) -> float:
     return NormalDist().inv_cdf(confidence)
-
-
-def _score(lost: Floats | float, gained: Floats | float, n: int, delta: float) -> Floats:
-    """Tango's statistic for H0: Δ = delta (negative when the data show less loss)."""
-    b = np.asarray(lost, dtype=np.float64)
-    c = np.asarray(gained, dtype=np.float64)
-    w = -b - c + (2 * n - b + c) * delta
-    q = (np.sqrt(np.maximum(w * w + 8 * n * c * delta * (1 - delta), 0.0)) - w) / (4 * n)
-    var = n * (2 * q + delta * (1 - delta))
-    num = b - c - n * delta
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(var > 0, num / np.sqrt(np.where(var > 0, var, 1.0)), np.sign(num) * np.inf)
-    return np.where(num == 0, 0.0, z)
 
 
 def _check(lost: int, gained: int, n: int) -> None:
@@ -118,46 +111,18 @@ def score_lower(lost: int, gained: int, n: int, confidence: float = 0.95) -> flo
     return -score_upper(gained, lost, n, confidence)
 
 
-@lru_cache(maxsize=4096)
-def _cells(n: int) -> tuple[Floats, Floats, Floats]:
-    """Every (lost, gained) with lost + gained <= n, and the log multinomial coefficient."""
-    b, c = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
-    keep = b + c <= n
-    bb, cc = b[keep].astype(np.float64), c[keep].astype(np.float64)
-    lf = np.array([math.lgamma(k + 1) for k in range(n + 1)])
-    coef = lf[n] - lf[bb.astype(int)] - lf[cc.astype(int)] - lf[(n - bb - cc).astype(int)]
-    return bb, cc, coef
-
-
-def _log_rates(count: Floats, rates: Floats) -> Floats:
-    """count x log(rate) over a column of rates, with 0 x log(0) = 0."""
-    rates = np.maximum(rates, 0.0)
-    out = count * np.log(rates)
-    return np.where(count == 0, 0.0, out)
-
-
-def exact_p(lost: int, gained: int, n: int, delta: float) -> float:
-    """The exact unconditional p-value of H0: Δ >= delta against Δ < delta: the supremum over
-    the gained rate q of P(Z <= z_observed), Z Tango's statistic at delta."""
-    b, c, coef = _cells(n)
-    tail = _score(b, c, n, delta) <= float(_score(lost, gained, n, delta)) + 1e-12
-    bt, ct, kt = b[tail], c[tail], coef[tail]
-    qs = np.linspace(0.0, (1 - delta) / 2, _GRID + 1)[:, None]  # every nuisance value at once
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = kt + _log_rates(bt, qs + delta) + _log_rates(ct, qs)
-        logs = logs + _log_rates(n - bt - ct, 1 - 2 * qs - delta)
-    return min(float(np.exp(logs).sum(axis=1).max()), 1.0)
-
-
 @lru_cache(maxsize=65536)
-def exact_upper(lost: int, gained: int, n: int, confidence: float = 0.95) -> float:
-    """The exact unconditional one-sided upper bound on Δ (for n up to EXACT_MAX)."""
+def exact_upper(
+    lost: int, gained: int, n: int, confidence: float = 0.95, *, refined: bool = False
+) -> float:
+    """The exact unconditional one-sided upper bound on Δ (for n up to EXACT_MAX); `refined`:
+    its p-value's supremum searched past the grid (quality derivation 7, exact_bound.py)."""
     _check(lost, gained, n)
     alpha = 1 - confidence
     point = (lost - gained) / n
     if point >= 1:
         return 1.0
-    return _bisect(point, 1.0, lambda d: exact_p(lost, gained, n, d) > alpha)
+    return _bisect(point, 1.0, lambda d: exact_p(lost, gained, n, d, refined=refined) > alpha)
 
 
 def corrected_upper(lost: int, gained: int, n: int, confidence: float = 0.95) -> float:
@@ -172,25 +137,41 @@ def corrected_upper(lost: int, gained: int, n: int, confidence: float = 0.95) ->
 
 
 def loss_upper(
-    lost: int, gained: int, n: int, confidence: float = 0.95, *, corrected: bool = True
+    lost: int,
+    gained: int,
+    n: int,
+    confidence: float = 0.95,
+    *,
+    corrected: bool = True,
+    refined: bool = True,
 ) -> float:
-    """The upper bound a paired 0/1 gate reads: exact at or below EXACT_MAX items; above,
-    the corrected score bound, or Tango's plain one with `corrected=False` (what quality
-    derivations before 6 judged by)."""
+    """The upper bound a paired 0/1 gate reads: exact at or below EXACT_MAX items (`refined`
+    from quality derivation 7, on the grid before); above, the corrected score bound, or
+    Tango's plain one with `corrected=False` (what quality derivations before 6 judged by)."""
     if n <= EXACT_MAX:
-        return exact_upper(lost, gained, n, confidence)
+        return exact_upper(lost, gained, n, confidence, refined=refined)
     if corrected:
         return corrected_upper(lost, gained, n, confidence)
     return score_upper(lost, gained, n, confidence)
 
 
-def clean_items_to_show(margin: float, confidence: float = 0.95, *, corrected: bool = True) -> int:
+def loss_lower(lost: int, gained: int, n: int, confidence: float = 0.95) -> float:
+    """The lower bound a paired 0/1 gate reads from quality derivation 7: the upper bound of
+    the mirrored table (gained for lost), negated, so exact at or below EXACT_MAX items and
+    the corrected score bound above; Tango's plain one (`score_lower`, derivations 6 and
+    before) FAILs at the margin up to 1.6 α (perf/bench_level.py)."""
+    return -loss_upper(gained, lost, n, confidence)
+
+
+def clean_items_to_show(
+    margin: float, confidence: float = 0.95, *, corrected: bool = True, refined: bool = True
+) -> int:
     """The fewest paired items whose bound, with nothing lost or gained, is within `margin`:
-    below it a non-inferiority gate can never PASS (`corrected`: as `loss_upper`)."""
+    below it a non-inferiority gate can never PASS (`corrected`, `refined`: as `loss_upper`)."""
     if not 0 < margin < 1:
         raise ValueError("margin must lie in (0, 1)")
     for n in range(1, EXACT_MAX + 1):
-        if exact_upper(0, 0, n, confidence) <= margin + _TOL:
+        if exact_upper(0, 0, n, confidence, refined=refined) <= margin + _TOL:
             return n
     z = _z(confidence)
     if corrected:  # its clean statistic (correction 1/2) is a quadratic in sqrt(n): its root
@@ -202,7 +183,7 @@ def clean_items_to_show(margin: float, confidence: float = 0.95, *, corrected: b
             n -= 1
     else:  # the plain bound with nothing flipped is z^2 / (n + z^2)
         n = max(EXACT_MAX + 1, math.ceil(z * z * (1 - margin) / margin) - 1)
-    while loss_upper(0, 0, n, confidence, corrected=corrected) > margin + _TOL:
+    while loss_upper(0, 0, n, confidence, corrected=corrected, refined=refined) > margin + _TOL:
         n += 1
     return n
 
@@ -263,33 +244,22 @@ def clean_asks_to_show(max_rate: float, confidence: float = 0.95) -> int:
     return n
 
 
-def exact_shows(n: int, margin: float, confidence: float) -> npt.NDArray[np.bool_]:
-    """Whether each (lost, gained) table of `n` items (lost-major, lost + gained <= n) shows a
-    loss below `margin` by the exact bound (its exact p-value at the margin at most
-    1 - confidence): every table's p-value at once, the tables summed in the order of
-    Tango's statistic for each nuisance value on `exact_p`'s grid."""
-    b, c, coef = _cells(n)
-    z = _score(b, c, n, margin)
-    order = np.argsort(z, kind="stable")
-    ranked = z[order]
-    qs = np.linspace(0.0, (1 - margin) / 2, _GRID + 1)[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = coef + _log_rates(b, qs + margin) + _log_rates(c, qs)
-        logs = logs + _log_rates(n - b - c, 1 - 2 * qs - margin)
-    tails = np.cumsum(np.exp(logs)[:, order], axis=1)
-    last = np.searchsorted(ranked, ranked + 1e-12, side="right") - 1  # ties as exact_p's
-    shows = np.empty(len(b), dtype=bool)
-    shows[order] = tails[:, last].max(axis=0) <= 1 - confidence
-    return shows
-
-
-def show_power(n: int, margin: float, discordance: float, confidence: float = 0.95) -> float:
+def show_power(
+    n: int,
+    margin: float,
+    discordance: float,
+    confidence: float = 0.95,
+    *,
+    corrected: bool = True,
+    refined: bool = True,
+) -> float:
     """The chance that a candidate with no true loss PASSes a non-inferiority gate of `margin`
     at `n` items: its upper bound (`loss_upper`'s) within the margin, when items flip either
     way at `discordance` (half lost, half gained), summed exactly over the trinomial's cells
     that weigh anything (each side's flips up to 12 standard deviations past their mean). Each
     cell is judged by the test the bound inverts, at the margin: the exact one at or below
-    EXACT_MAX items, the corrected score test above."""
+    EXACT_MAX items, the corrected score test above (`corrected`, `refined`: as
+    `loss_upper`, the bound of the run's quality derivation)."""
     if not 0 < margin < 1 or not 0 < discordance <= 1 or n < 1:
         raise ValueError("need n >= 1, margin in (0, 1) and discordance in (0, 1]")
     mean = n * discordance / 2
@@ -309,9 +279,11 @@ def show_power(n: int, margin: float, discordance: float, confidence: float = 0.
     weigh = log_pmf > -40  # the rest weighs less than 1e-17 in all
     if n <= EXACT_MAX:  # (b, c) is `_cells(n)`'s entry b (n + 1) - b (b - 1) / 2 + c
         at = bi * (n + 1) - bi * (bi - 1) // 2 + ci
-        shown = exact_shows(n, margin, confidence)[at[weigh]]
-    else:
+        shown = exact_shows(n, margin, confidence, refined=refined)[at[weigh]]
+    elif corrected:
         shown = corrected_rejects(bb[weigh], cc[weigh], n, margin, _z(confidence))
+    else:
+        shown = score_rejects(bb[weigh], cc[weigh], n, margin, _z(confidence))
     return float(np.exp(log_pmf[weigh])[shown].sum())
 
 
@@ -321,21 +293,29 @@ def items_to_show(
     confidence: float = 0.95,
     power: float = 0.8,
     max_items: int = 2000,
+    *,
+    corrected: bool = True,
+    refined: bool = True,
 ) -> int | None:
     """The fewest items (from the fewest that can ever show the margin) at which a candidate
     with no true loss PASSes with `power` (None: more than `max_items`). The chance rises with
-    n in a sawtooth: this is the first n reaching it, found by doubling then bisection."""
-    lo = clean_items_to_show(margin, confidence)
-    if show_power(lo, margin, discordance, confidence) >= power:
+    n in a sawtooth: this is the first n reaching it, found by doubling then bisection
+    (`corrected`, `refined`: the bound judged by, as `loss_upper`)."""
+
+    def power_at(n: int) -> float:
+        return show_power(n, margin, discordance, confidence, corrected=corrected, refined=refined)
+
+    lo = clean_items_to_show(margin, confidence, corrected=corrected, refined=refined)
+    if power_at(lo) >= power:
         return lo
     hi = lo
-    while show_power(hi, margin, discordance, confidence) < power:
+    while power_at(hi) < power:
         if hi >= max_items:
             return None
         lo, hi = hi, min(max_items, hi * 2)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if show_power(mid, margin, discordance, confidence) >= power:
+        if power_at(mid) >= power:
             hi = mid
         else:
             lo = mid

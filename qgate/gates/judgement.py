@@ -61,7 +61,12 @@ OverallVerdict = Literal["PASS", "FAIL", "INCONCLUSIVE", "UNGATED", "PREVIEW"]
 # 6: a `rule: bound` max_drop over more than 40 paired items is judged by the score bound
 # corrected to keep its level (gates/noninferiority.py CORRECTED_FROM, qgate/core/
 # corrected_score.py), not Tango's plain one; reports of 5 and before by the plain one.
-QUALITY_DERIVATION = 6
+# 7: the exact bound (40 paired items or fewer) searches its p-value's supremum over the
+# nuisance past its 61-point grid (qgate/core/exact_bound.py), and a `rule: bound` max_drop
+# FAILs on the mirrored upper bound (bounds.loss_lower: exact, or corrected above 40 items),
+# not Tango's plain lower one (gates/noninferiority.py REFINED_FROM); reports of 6 and before
+# by the grid and the plain lower bound.
+QUALITY_DERIVATION = 7
 QUALITY_V2_FIELDS = ("metric", "comparator", "n", "power", "min_detectable_drop", "settled")
 """What derivation 2 added to a verdict; a derivation-1 report is compared without them."""
 

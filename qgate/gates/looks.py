@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from qgate.gates.noninferiority import CORRECTED_FROM, Outcome
+from qgate.gates.noninferiority import REFINED_FROM, Outcome
 from qgate.gates.suite import gates_of, outcome, settled_gates
 from qgate.profile import AccuracyPolicy, QualitySpec
 from qgate.profile.suites import entry_of_result, exact_results
@@ -63,7 +63,7 @@ def look_decision(
     reference: Sequence[ItemRecord],
     candidate: Sequence[ItemRecord],
     planned: int,
-    derivation: int = CORRECTED_FROM,
+    derivation: int = REFINED_FROM,
 ) -> dict[str, Outcome | None] | None:
     """Each gate's verdict at this look when the look decides the suite, else None: the
     sequential gates on the paired items run, the others settled over `planned`. A look
@@ -91,7 +91,7 @@ def paired_count(reference: Sequence[ItemRecord], candidate: Sequence[ItemRecord
 
 
 def look_problems(
-    spec: QualitySpec, runs: Sequence[SuiteRun], derivation: int = CORRECTED_FROM
+    spec: QualitySpec, runs: Sequence[SuiteRun], derivation: int = REFINED_FROM
 ) -> list[str]:
     """Stops under `stop: looks` that the records do not allow (verify rejects the report):
     a suite may end early only at the post right after a look, where that look decided it

@@ -2,27 +2,34 @@
 max_drop gate under `rule: bound` PASSes only when the one-sided (1 - alpha) upper bound on
 the candidate's loss is within the margin, FAILs when the lower bound is above it (harm
 shown), and is INCONCLUSIVE otherwise. The bounds are qgate/core/bounds.py's: exact up to 40
-items; above, from quality derivation `CORRECTED_FROM` the score bound corrected to keep its
-level (qgate/core/corrected_score.py), before it Tango's plain score bound, whose false PASS
-at the margin slipped above alpha. With nothing flipped they still have width (8 clean items
-bound the loss at 31 points, 81 at 3.8), where a point estimate or a paired Wald interval has
-none. Run, settle and verify all judge through `bound_outcome`.
+items (from quality derivation `REFINED_FROM`, 7, its supremum over the nuisance refined past
+the grid, qgate/core/exact_bound.py); above, from derivation `CORRECTED_FROM` the score bound
+corrected to keep its level (qgate/core/corrected_score.py), before it Tango's plain score
+bound, whose false PASS at the margin slipped above alpha. The lower bound is the mirrored
+upper one from derivation 7; before, Tango's plain one, whose false FAIL at the margin
+reached 1.6 alpha. With nothing flipped they still have width (8 clean items bound the loss
+at 31 points, 81 at 3.8), where a point estimate or a paired Wald interval has none. Run,
+settle and verify all judge through `bound_outcome`.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from qgate.core.bounds import clean_items_to_show, loss_upper, score_lower
+from qgate.core.bound_derivation import CORRECTED_FROM, REFINED_FROM, bound_flags
+from qgate.core.bounds import clean_items_to_show, loss_lower, loss_upper, score_lower
 from qgate.profile import AccuracyPolicy
 from qgate.quality.stats import EPS, FlipCounts
 
-__all__ = ["CORRECTED_FROM", "Outcome", "bound_outcome", "bound_reason", "drop_bounds"]
-
-CORRECTED_FROM = 6
-"""The quality derivation from which the upper bound above 40 items is the corrected score
-bound (gates/judgement.py QUALITY_DERIVATION); a report of an older one is judged by Tango's
-plain score bound, as it was signed."""
+__all__ = [
+    "CORRECTED_FROM",
+    "REFINED_FROM",
+    "Outcome",
+    "bound_flags",
+    "bound_outcome",
+    "bound_reason",
+    "drop_bounds",
+]
 
 Outcome = Literal["pass", "fail", "inconclusive"]
 """A gate's verdict on a full 2x2 table: shown within its limit, shown past it, or neither
@@ -30,20 +37,20 @@ Outcome = Literal["pass", "fail", "inconclusive"]
 
 
 def drop_bounds(
-    policy: AccuracyPolicy, f: FlipCounts, derivation: int = CORRECTED_FROM
+    policy: AccuracyPolicy, f: FlipCounts, derivation: int = REFINED_FROM
 ) -> tuple[float, float]:
     """The one-sided (1 - alpha) (lower, upper) bounds on the candidate's paired loss, as
     quality `derivation` derives them (qgate/core/bounds.py)."""
     confidence = 1 - policy.alpha
-    return (
-        score_lower(f.lost, f.gained, f.n, confidence),
-        loss_upper(f.lost, f.gained, f.n, confidence, corrected=derivation >= CORRECTED_FROM),
+    low = (
+        loss_lower(f.lost, f.gained, f.n, confidence)
+        if derivation >= REFINED_FROM
+        else score_lower(f.lost, f.gained, f.n, confidence)
     )
+    return low, loss_upper(f.lost, f.gained, f.n, confidence, **bound_flags(derivation))
 
 
-def bound_outcome(
-    policy: AccuracyPolicy, f: FlipCounts, derivation: int = CORRECTED_FROM
-) -> Outcome:
+def bound_outcome(policy: AccuracyPolicy, f: FlipCounts, derivation: int = REFINED_FROM) -> Outcome:
     """PASS when the upper bound is within max_drop, FAIL when the lower bound is above it."""
     low, high = drop_bounds(policy, f, derivation)
     margin = policy.max_drop or 0.0
@@ -53,7 +60,7 @@ def bound_outcome(
 
 
 def bound_reason(
-    policy: AccuracyPolicy, suite: str, f: FlipCounts, derivation: int = CORRECTED_FROM
+    policy: AccuracyPolicy, suite: str, f: FlipCounts, derivation: int = REFINED_FROM
 ) -> str:
     """The verdict line: what the bound shows, or why it shows neither."""
     low, high = drop_bounds(policy, f, derivation)
@@ -71,10 +78,9 @@ def bound_reason(
             f"{suite}: loses at least {100 * low:.1f} pts ({level} lower bound; {seen} of "
             f"{f.n}) > {100 * margin:.1f} allowed: harm shown"
         )
-    corrected = derivation >= CORRECTED_FROM
     need = (
         f"a clean candidate needs at least "
-        f"{clean_items_to_show(margin, 1 - policy.alpha, corrected=corrected)} "
+        f"{clean_items_to_show(margin, 1 - policy.alpha, **bound_flags(derivation))} "
         "items to show this margin"
         if 0 < margin < 1
         else "no count of items shows a zero margin"

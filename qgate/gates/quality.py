@@ -20,7 +20,7 @@ from qgate.gates.agent import structured_verdicts
 from qgate.gates.effect import effect_verdicts
 from qgate.gates.ladder import ladder_divergence_verdicts
 from qgate.gates.looks import judged_policy, sequential_gates
-from qgate.gates.noninferiority import CORRECTED_FROM
+from qgate.gates.noninferiority import REFINED_FROM
 from qgate.gates.sampling import sampling_verdicts
 from qgate.gates.suite import all_failed, evaluate_suite, settled_gates
 from qgate.profile import AccuracyPolicy, DivergenceSuite, QualitySpec
@@ -151,7 +151,7 @@ def evaluate_quality(
     divergence: DivergenceRun | None,
     floor: FloorSummary | None = None,
     *,
-    derivation: int = CORRECTED_FROM,
+    derivation: int = REFINED_FROM,
 ) -> list[Verdict]:
     """Every quality verdict of a run, in a stable order (suites as configured, then divergence).
 

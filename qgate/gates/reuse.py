@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from qgate.core.records import Role
 from qgate.core.verdict import Verdict
-from qgate.gates.noninferiority import CORRECTED_FROM
+from qgate.gates.noninferiority import REFINED_FROM
 from qgate.gates.reuse_exercised import PATH_OF, STRICT, shares_text
 from qgate.gates.reuse_exercised import exercised as judge_exercised
 from qgate.gates.suite import all_failed, evaluate_suite
@@ -50,9 +50,9 @@ __all__ = [
     "shares_text",
 ]
 
-DERIVATION = max(STRICT, CORRECTED_FROM)
+DERIVATION = max(STRICT, REFINED_FROM)
 """The newest quality derivation the reuse verdicts follow (gates/judgement.py
-QUALITY_DERIVATION): STRICT's counters, CORRECTED_FROM's bound on a pass's loss."""
+QUALITY_DERIVATION): STRICT's counters, REFINED_FROM's bounds on a pass's loss."""
 
 
 def _find(passes: Sequence[PassRun], name: str, role: Role, suite: str) -> PassSuite | None:

@@ -31,7 +31,7 @@ import numpy as np
 
 from qgate.core.bounds import loss_upper, mean_loss_upper
 from qgate.core.verdict import Comparator, Verdict
-from qgate.gates.noninferiority import CORRECTED_FROM
+from qgate.gates.noninferiority import REFINED_FROM, bound_flags
 from qgate.profile import AccuracyPolicy
 from qgate.quality.records import SuiteRun
 from qgate.quality.stats import pct
@@ -90,12 +90,12 @@ def scored_bounds(
     reference: list[float],
     candidate: list[float],
     alpha: float,
-    derivation: int = CORRECTED_FROM,
+    derivation: int = REFINED_FROM,
 ) -> tuple[float, float]:
     """The one-sided (1 - alpha) (lower, upper) bounds on the mean paired score loss."""
     n = len(reference)
     # no width below what n clean 0/1 items show
-    floor = loss_upper(0, 0, n, 1 - alpha, corrected=derivation >= CORRECTED_FROM)
+    floor = loss_upper(0, 0, n, 1 - alpha, **bound_flags(derivation))
     if n < 2:
         return -floor, floor
     high = max(mean_loss_upper(reference, candidate, 1 - alpha), floor)
@@ -108,7 +108,7 @@ def evaluate_scored(
     policy: AccuracyPolicy,
     ref: SuiteRun,
     cand: SuiteRun,
-    derivation: int = CORRECTED_FROM,
+    derivation: int = REFINED_FROM,
 ) -> list[Verdict]:
     """Verdicts of a fractional suite's paired runs (the items both sides answered), as quality
     `derivation` derives them."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from qgate.core.verdict import Comparator, Verdict
 from qgate.gates.noninferiority import (
-    CORRECTED_FROM,
+    REFINED_FROM,
     Outcome,
     bound_outcome,
     bound_reason,
@@ -119,7 +119,7 @@ class AccuracyGate:
 
 
 def outcome(
-    gate: AccuracyGate, policy: AccuracyPolicy, f: FlipCounts, derivation: int = CORRECTED_FROM
+    gate: AccuracyGate, policy: AccuracyPolicy, f: FlipCounts, derivation: int = REFINED_FROM
 ) -> Outcome:
     """The gate's verdict on a full 2x2 table (run, verify and settle all use this one):
     max_drop under rule 'bound' by its bounds (as quality `derivation` derives them), every
@@ -130,7 +130,7 @@ def outcome(
 
 
 def observed(
-    gate: AccuracyGate, policy: AccuracyPolicy, f: FlipCounts, derivation: int = CORRECTED_FROM
+    gate: AccuracyGate, policy: AccuracyPolicy, f: FlipCounts, derivation: int = REFINED_FROM
 ) -> float:
     """What the gate compares with its limit: under rule 'bound', max_drop's upper bound."""
     if gate.name == "max_drop" and policy.rule == "bound":
@@ -212,7 +212,7 @@ def all_failed(suite: str, policy: AccuracyPolicy, reason: str) -> list[Verdict]
 
 
 def _outcomes(
-    policy: AccuracyPolicy, f: FlipCounts, derivation: int = CORRECTED_FROM
+    policy: AccuracyPolicy, f: FlipCounts, derivation: int = REFINED_FROM
 ) -> dict[str, Outcome]:
     """Each gate's verdict on a full 2x2 table."""
     return {g.name: outcome(g, policy, f, derivation) for g in gates_of(policy)}
@@ -244,7 +244,7 @@ def evaluate_suite(
     ref: SuiteRun,
     cand: SuiteRun,
     at_look: frozenset[str] = frozenset(),
-    derivation: int = CORRECTED_FROM,
+    derivation: int = REFINED_FROM,
 ) -> list[Verdict]:
     """Verdicts of one suite's paired runs, as quality `derivation` derives them; a pairing
     problem fails every gate of the suite.
@@ -340,7 +340,7 @@ def settled_gates(
     ref: Sequence[ItemRecord],
     cand: Sequence[ItemRecord],
     planned: int,
-    derivation: int = CORRECTED_FROM,
+    derivation: int = REFINED_FROM,
 ) -> dict[str, Outcome | None]:
     """Each gate's verdict over `planned` items where the records so far decide it, else None
     (as quality `derivation` derives them).
@@ -361,7 +361,7 @@ def _settle(
     cand: SuiteRun,
     planned: int,
     at_look: frozenset[str] = frozenset(),
-    derivation: int = CORRECTED_FROM,
+    derivation: int = REFINED_FROM,
 ) -> list[Verdict]:
     """A stopped suite's verdicts: each gate as its planned items decide it, or not settled
     (those in `at_look` as the items run decide them)."""

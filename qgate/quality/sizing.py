@@ -17,8 +17,12 @@ the levels it draws from, instead of the prior.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
+from qgate.core.bound_derivation import REFINED_FROM, bound_flags
 from qgate.core.bounds import items_to_show, show_power
 from qgate.core.plan import GatePower
 from qgate.profile import (
@@ -52,7 +56,24 @@ __all__ = [
     "agent_items",
     "show_discordance",
     "show_items",
+    "sized_as",
 ]
+
+_JUDGED_BY: ContextVar[int] = ContextVar("qgate_sizing_derivation", default=REFINED_FROM)
+"""The quality derivation whose bound `show` sizes by where none is passed: the newest (what
+a run applies), or, within `sized_as`, the one a report was signed with."""
+
+
+@contextmanager
+def sized_as(derivation: int) -> Iterator[None]:
+    """Within: size `show` by quality `derivation`'s bound, as the qgate that signed a report
+    sized its suites (`qgate verify` re-derives their item counts so)."""
+    token = _JUDGED_BY.set(derivation)
+    try:
+        yield
+    finally:
+        _JUDGED_BY.reset(token)
+
 
 DISCORDANCE_PRIOR = 2.0
 """Without a stated discordance, items flip at twice the drop: three lost for each gained."""
@@ -127,12 +148,13 @@ def items_needed(detect: Detect, alpha: float, observed: Observed | None = None)
     return Sizing(needed, used, disc, source, achieved_power(used, detect.drop, disc, alpha))
 
 
-def _sized(policy: AccuracyPolicy) -> int | None:
-    """The items `detect` and `show` ask for, the larger (None: neither is set)."""
+def _sized(policy: AccuracyPolicy, derivation: int | None = None) -> int | None:
+    """The items `detect` and `show` ask for, the larger (None: neither is set); `show` as
+    quality `derivation`'s bound judges."""
     counts = []
     if policy.detect is not None:
         counts.append(items_needed(policy.detect, policy.alpha, observed_discordance(policy)).used)
-    if (shown := show_items(policy)) is not None:
+    if (shown := show_items(policy, derivation)) is not None:
         counts.append(shown)
     return max(counts) if counts else None
 
@@ -150,14 +172,19 @@ def show_discordance(policy: AccuracyPolicy, observed: Observed | None = None) -
     return min(1.0, DISCORDANCE_PRIOR * (policy.max_drop or 0.0))
 
 
-def show_items(policy: AccuracyPolicy) -> int | None:
+def show_items(policy: AccuracyPolicy, derivation: int | None = None) -> int | None:
     """The items `show` asks for: the fewest at which a candidate with no true loss PASSes its
-    bound with `show.power`, at most `show.max_items` (None: no `show`, or nothing to size)."""
+    bound with `show.power`, at most `show.max_items` (None: no `show`, or nothing to size).
+    The bound is the one quality `derivation` judges by (gates/noninferiority.py); unless
+    told, the newest, which a run applies (within `sized_as`, the one it names)."""
     show, margin = policy.show, _margin_to_show(policy)
     if show is None or margin is None:
         return None
     disc = max(show_discordance(policy, observed_discordance(policy)), 1e-6)
-    n = items_to_show(margin, disc, 1 - policy.alpha, show.power, show.max_items)
+    judged_by = _JUDGED_BY.get() if derivation is None else derivation
+    n = items_to_show(
+        margin, disc, 1 - policy.alpha, show.power, show.max_items, **bound_flags(judged_by)
+    )
     return show.max_items if n is None else n
 
 
@@ -288,6 +315,7 @@ def _showing(
     confidence = 1 - policy.alpha
     want = policy.show.power if policy.show is not None else power
     disc = max(show_discordance(policy, observed), 1e-6)  # 0: nothing flips, shown at once
-    return show_power(items, margin, disc, confidence), items_to_show(
-        margin, disc, confidence, want
+    flags = bound_flags(_JUDGED_BY.get())  # the plan shows what the run will judge by
+    return show_power(items, margin, disc, confidence, **flags), items_to_show(
+        margin, disc, confidence, want, **flags
     )

@@ -26,12 +26,13 @@ from qgate.core.plan import Plan
 from qgate.errors import VerificationFailed
 from qgate.profile import Profile
 from qgate.quality.calibrate import check_stored, model_label, model_problem, stored_records
+from qgate.quality.sizing import sized_as
 from qgate.report.model import PREDICATE_TYPE, Report
 from qgate.report.verify.attribution import check_attribution
 from qgate.report.verify.cache_check import check_cache
 from qgate.report.verify.cluster import check_cluster
 from qgate.report.verify.cross_check import check_cross_planned
-from qgate.report.verify.derivation import check_derivations
+from qgate.report.verify.derivation import check_derivations, signer_derivations
 from qgate.report.verify.envelope import (
     VerifyResult,
     check_model_dir,
@@ -169,7 +170,8 @@ def check_contents(
     if stored is not None:
         result.checked.append(f"calibration re-derived: levels {stored.chosen}")
     # the math items and sizes follow from the report's calibration records, not the local file
-    with stored_records(stored):
+    # and `show` sizes them by the bound of the derivation the report was signed with
+    with stored_records(stored), sized_as(signer_derivations(report).quality):
         _checked_contents(report, prof, keyid, result, recompute, plan)
 
 

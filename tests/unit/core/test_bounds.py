@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import beta as scipy_beta
 from scipy.stats import t as scipy_t
 
-from qgate.core import bounds
+from qgate.core import bounds, exact_bound
 from qgate.core.corrected_score import corrected_rejects
 
 Z95 = 1.6448536269514722
@@ -89,7 +89,7 @@ def _false_pass(
     summed over every (lost, gained) table of `n` items: at `discordance`, else the largest
     over the nuisance (the gained rate, on a grid of 241 with both ends); and the discordance
     where it is."""
-    b, c, coef = bounds._cells(n)
+    b, c, coef = exact_bound._cells(n)
     z = bounds._z(1 - alpha)
     if corrected:
         shows = corrected_rejects(b, c, n, delta, z)
@@ -100,8 +100,8 @@ def _false_pass(
     else:
         qs = np.array([[(discordance - delta) / 2]])
     with np.errstate(divide="ignore", invalid="ignore"):
-        logs = coef + bounds._log_rates(b, qs + delta) + bounds._log_rates(c, qs)
-        logs = logs + bounds._log_rates(n - b - c, 1 - 2 * qs - delta)
+        logs = coef + exact_bound._log_rates(b, qs + delta) + exact_bound._log_rates(c, qs)
+        logs = logs + exact_bound._log_rates(n - b - c, 1 - 2 * qs - delta)
     sizes = np.exp(logs[:, shows]).sum(axis=1)
     worst = int(sizes.argmax())
     return float(sizes[worst]), float(2 * qs[worst, 0] + delta)
@@ -203,7 +203,7 @@ def test_the_test_at_the_margin_decides_as_the_bound_does(n: int, margin: float)
 
 
 def test_the_exact_test_at_the_margin_decides_as_the_exact_bound_does() -> None:
-    b, c, _ = bounds._cells(20)
+    b, c, _ = exact_bound._cells(20)
     shows = bounds.exact_shows(20, 0.3, 0.95)
     assert shows.any() and not shows.all()
     for lost, gained, s in zip(b[::4], c[::4], shows[::4], strict=True):

@@ -11,7 +11,15 @@ from helpers.report_synthetic import build_report
 
 from qgate.core.bounds import clean_items_to_show, loss_upper, score_lower, score_upper
 from qgate.errors import ProfileError
-from qgate.gates.noninferiority import CORRECTED_FROM, bound_outcome, bound_reason, drop_bounds
+from qgate.gates.judgement import QUALITY_DERIVATION
+from qgate.gates.noninferiority import (
+    CORRECTED_FROM,
+    REFINED_FROM,
+    bound_flags,
+    bound_outcome,
+    bound_reason,
+    drop_bounds,
+)
 from qgate.gates.score import evaluate_scored
 from qgate.gates.suite import evaluate_suite
 from qgate.profile import AccuracyPolicy
@@ -212,3 +220,27 @@ def _without_rules(data: object) -> object:
     if isinstance(data, dict):
         return {k: _without_rules(v) for k, v in data.items() if k != "rule"}
     return [_without_rules(v) for v in data] if isinstance(data, list) else data
+
+
+def test_derivation_7_refines_the_exact_bound_and_mirrors_the_lower_one() -> None:
+    """Two tables whose verdict derivation 7 changes, and the older reports judged as signed:
+    3 lost, 4 gained of 27 at a 20-point margin, α 0.0167, PASSed on the grid's supremum
+    (upper 0.19998), which slipped to 1.0002 α there; the refined one reads 0.20001. 9 lost,
+    none gained of 27 at α 0.05 FAILed on Tango's plain lower bound (0.205), whose false FAIL
+    at the margin reaches 1.6 α; the mirrored exact one reads 0.179."""
+    edge = AccuracyPolicy(max_drop=0.2, rule="bound", significance=False, alpha=0.0167)
+    f = FlipCounts(both_correct=10, lost=3, gained=4, both_wrong=10)
+    assert bound_outcome(edge, f, CORRECTED_FROM) == "pass"
+    assert bound_outcome(edge, f, REFINED_FROM) == bound_outcome(edge, f) == "inconclusive"
+    harm = AccuracyPolicy(max_drop=0.2, rule="bound", significance=False, alpha=0.05)
+    g = FlipCounts(both_correct=10, lost=9, gained=0, both_wrong=8)
+    assert bound_outcome(harm, g, CORRECTED_FROM) == "fail"
+    assert bound_outcome(harm, g) == "inconclusive"
+    assert drop_bounds(harm, g)[0] < 0.2 < drop_bounds(harm, g, CORRECTED_FROM)[0]
+
+
+def test_the_newest_derivation_is_every_default() -> None:
+    assert QUALITY_DERIVATION == REFINED_FROM
+    assert bound_flags() == bound_flags(QUALITY_DERIVATION) == {"corrected": True, "refined": True}
+    assert bound_flags(CORRECTED_FROM) == {"corrected": True, "refined": False}
+    assert bound_flags(5) == {"corrected": False, "refined": False}

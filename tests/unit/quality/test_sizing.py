@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from qgate.profile import Detect, LmEvalTask, MathSuite, RecallSuite
@@ -205,3 +207,83 @@ def test_show_sizes_a_suite_to_pass_a_clean_candidate_and_the_larger_count_is_as
     assert show_items(suite.model_copy(update={"rule": "point"})) is None
     # an alpha below float resolution leaves no bound to show: nothing sized, nothing raised
     assert show_items(suite.model_copy(update={"alpha": 1e-310})) is None
+
+
+def _pass_chance(policy: MathSuite, n: int, discordance: float, derivation: int) -> float:
+    """The chance a candidate with no true loss (items lost and gained at discordance / 2
+    each) PASSes at `n` items, summed exactly over the trinomial's tables that weigh more
+    than 1e-15, each judged by the gate itself (`bound_outcome`) as `derivation` derives it."""
+    from qgate.gates.noninferiority import bound_outcome
+    from qgate.quality.stats import FlipCounts
+
+    half, total = discordance / 2, 0.0
+    for lost in range(n + 1):
+        for gained in range(n + 1 - lost):
+            rest = n - lost - gained
+            log_p = (
+                math.lgamma(n + 1)
+                - math.lgamma(lost + 1)
+                - math.lgamma(gained + 1)
+                - math.lgamma(rest + 1)
+                + (lost + gained) * math.log(half)
+                + rest * math.log1p(-discordance)
+            )
+            if log_p < math.log(1e-15):
+                continue
+            f = FlipCounts(both_correct=rest, lost=lost, gained=gained, both_wrong=0)
+            if bound_outcome(policy, f, derivation) == "pass":
+                total += math.exp(log_p)
+    return total
+
+
+@pytest.mark.parametrize(
+    ("margin", "discordance", "alpha"), [(0.25, 0.2, 0.05), (0.15, 0.2, 0.0167)]
+)
+def test_show_sizes_by_the_bound_the_run_applies(
+    margin: float, discordance: float, alpha: float
+) -> None:
+    """The items `show` sizes reach its power under the newest derivation's bound (the exact
+    one refined at 40 items or fewer, the corrected score bound above), computed exactly
+    through the gate's own verdict; the item before does not."""
+    from qgate.core.bounds import show_power
+    from qgate.gates.judgement import QUALITY_DERIVATION
+    from qgate.profile.detect import Show
+    from qgate.quality.sizing import show_items
+
+    suite = MathSuite(max_drop=margin, alpha=alpha, show=Show(discordance=discordance, power=0.8))
+    n = show_items(suite)
+    assert n is not None and n == show_items(suite, QUALITY_DERIVATION)
+    assert _pass_chance(suite, n, discordance, QUALITY_DERIVATION) >= 0.8
+    assert show_power(n - 1, margin, discordance, 1 - alpha) < 0.8
+
+
+def test_show_sizes_by_the_derivation_asked() -> None:
+    """Derivation 5 judged above 40 items by Tango's plain bound, which passes more: sized by
+    it, the demo's math needed 89 items for 80% at its margin, by the newest 95. Each count
+    reaches the power under its own bound, the plain one's not under the newest."""
+    from qgate.gates.judgement import QUALITY_DERIVATION
+    from qgate.profile.detect import Show
+    from qgate.quality.sizing import show_items
+
+    suite = MathSuite(max_drop=0.15, alpha=0.0167, show=Show(discordance=0.2))
+    old, new = show_items(suite, 5), show_items(suite)
+    assert (old, new) == (89, 95)
+    assert (
+        _pass_chance(suite, old, 0.2, 5) >= 0.8 > _pass_chance(suite, old, 0.2, QUALITY_DERIVATION)
+    )
+
+
+def test_within_sized_as_show_sizes_by_the_signers_derivation() -> None:
+    """`qgate verify` re-derives a report's item counts within `sized_as(the signer's
+    quality derivation)`: a derivation-5 report's math sized by the plain bound (89 items),
+    a new run's by the newest (95), and each count's own plan line follows."""
+    from qgate.profile.detect import Show
+    from qgate.quality.sizing import gate_power, sized_as
+
+    suite = MathSuite(max_drop=0.15, alpha=0.0167, show=Show(discordance=0.2))
+    with sized_as(5):
+        assert math_limit(suite) == 89 and gate_power("math", suite, 89).show_items == 89
+        with sized_as(7):
+            assert math_limit(suite) == 95
+        assert math_limit(suite) == 89
+    assert math_limit(suite) == 95 and gate_power("math", suite, 89).show_items == 95
