@@ -308,3 +308,21 @@ def test_an_lm_eval_task_holds_its_first_documents() -> None:
         check_lm_eval_items(run([0, 1, 3]), profile, out)
     with pytest.raises(VerificationFailed, match=r"not planned doc-00004$"):
         check_lm_eval_items(run([0, 1, 2, 3, 4]), profile, out)
+
+
+def _prompt_digest(report: Report) -> None:
+    assert report.quality.divergence is not None
+    report.quality.divergence.sequences[3].prompt_sha256 = hashlib.sha256(b"another").hexdigest()
+
+
+def test_a_divergence_prompt_digest_not_its_corpus_prompts_is_refused() -> None:
+    report = example_report(DEMO)
+    assert report.quality.divergence is not None
+    seq = report.quality.divergence.sequences[3]
+    with pytest.raises(
+        VerificationFailed,
+        match=rf"^quality\.divergence\.sequences {seq.id}\.prompt_sha256: "
+        rf"{hashlib.sha256(b'another').hexdigest()} stored, {seq.prompt_sha256} re-derived "
+        r"from the corpus$",
+    ):
+        resigned_verify(DEMO, _insider(_prompt_digest))
