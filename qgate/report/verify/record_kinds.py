@@ -91,7 +91,8 @@ RAW: tuple[RawKind, ...] = (
         "quality.runs: the raw responses, request parameters and wall times "
         "(answers, correctness and every verdict are re-derived from them; each side's "
         "results and their item ids held to the plan, a run that stopped early to the first "
-        "of them)",
+        "of them; an lm-eval task's size rests on lm-eval's count, params.documents, where "
+        "its data file is not at hand)",
     ),
     RawKind(
         "quality.divergence",

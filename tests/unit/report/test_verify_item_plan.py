@@ -301,8 +301,9 @@ def test_an_lm_eval_task_holds_its_first_documents() -> None:
     assert out.not_rederived == []
     check_lm_eval_items(run([0, 1, 2]), profile, out)  # a task of 3 documents, or one taken out
     assert out.not_rederived == [
-        "lm_eval.gsm8k_local (reference): 3 of the 4 documents its limit asks (the task's size "
-        "is not re-derived: a smaller task gives them all)"
+        "lm_eval.gsm8k_local (reference): 3 documents of limit 4; the task's size is not "
+        "re-derived (a task lm-eval ships: its documents come from a Hugging Face dataset whose "
+        "revision the run does not record)"
     ]
     with pytest.raises(VerificationFailed, match=r"missing doc-00002; not planned doc-00003$"):
         check_lm_eval_items(run([0, 1, 3]), profile, out)
