@@ -8,6 +8,7 @@ as it is."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -182,3 +183,27 @@ def test_an_insider_hiding_a_broken_reference_life_is_refused(
     with pytest.raises(VerificationFailed) as info:
         resigned_verify(RUN, _as_made_now(_and_then(_reference_idle_broken, edit)))
     assert info.value.message.startswith(message), info.value.message
+
+
+def _candidate_probe_wrong_and_its_truth_edited(report: Report) -> None:
+    """A candidate probe answers wrongly (digits rotated by 5) and its `probe_truth` is edited
+    to that answer, so the probe gate counts it right."""
+    run = next(r for r in report.perf.runs if r.role == "candidate" and r.requests)
+    r = next(q for q in run.requests if q.probe_id is not None and q.probe_truth is not None)
+    assert r.text is not None and r.probe_truth is not None
+    wrong = str((int(r.probe_truth) + 5) % 100)
+    r.text = r.text.replace(r.probe_truth, wrong)
+    r.probe_answer = extract_answer(r.text)
+    r.probe_truth, r.probe_correct = wrong, True
+
+
+def test_a_perf_probes_edited_truth_is_refused_naming_both_values() -> None:
+    """Issue 54: a perf probe's `probe_truth` was never held to the math item, so an edited
+    truth turned a lost probe into a right one (or one lost already in the quality stage)."""
+    with pytest.raises(VerificationFailed) as info:
+        resigned_verify(RUN, _as_made_now(_candidate_probe_wrong_and_its_truth_edited))
+    assert re.match(
+        r"perf fixed-\S+: the candidate's probe multi-0001\.probe_truth: '14' stored, '9' the "
+        r"item's expected answer in the reference's quality records$",
+        info.value.message,
+    ), info.value.message
