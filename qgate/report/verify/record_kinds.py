@@ -37,6 +37,7 @@ from qgate.report.verify.provenance import check_provenance
 from qgate.report.verify.recompute import recompute_perf
 from qgate.report.verify.rederive import rederive_correctness, rederive_divergence
 from qgate.report.verify.reuse import check_passes
+from qgate.report.verify.spec_tokens import check_spec_generated
 
 __all__ = ["DERIVED", "METADATA", "RAW", "RawKind", "floor", "raw_lines"]
 
@@ -132,10 +133,11 @@ RAW: tuple[RawKind, ...] = (
         "quality",
         4,
         lambda r: bool(r.quality.speculative),
-        (counter_problems,),
+        (counter_problems, check_spec_generated),
         "quality.speculative: the speculative-decoding counters each server reported "
         "around its suites (the acceptance gate is re-derived from them, and held to their "
-        "own arithmetic: accepted <= draft tokens, positions add up, none goes back)",
+        "own arithmetic: accepted <= draft tokens, positions add up, none goes back, and "
+        "accepted tokens plus drafts within what the math and recall items generated)",
     ),
     RawKind(
         "quality.calibration",
