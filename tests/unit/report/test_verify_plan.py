@@ -207,3 +207,42 @@ def test_a_perf_probes_edited_truth_is_refused_naming_both_values() -> None:
         r"item's expected answer in the reference's quality records$",
         info.value.message,
     ), info.value.message
+
+
+def _idle_broken(side: str) -> Callable[[Report], None]:
+    """The side's one life answers every idle probe wrong (digits rotated by 5): it fails."""
+
+    def edit(report: Report) -> None:
+        assert report.lives is not None
+        for p in report.lives.records:
+            if (p.side, p.kind) == (side, "idle"):
+                for r in p.requests:
+                    assert r.text is not None and r.probe_truth is not None
+                    r.text = r.text.replace(r.probe_truth, str((int(r.probe_truth) + 5) % 100))
+                    r.probe_answer = extract_answer(r.text)
+                    r.probe_correct = False
+
+    return edit
+
+
+def _life_deleted_with_its_start(side: str) -> Callable[[Report], None]:
+    def drop(report: Report) -> None:
+        assert report.lives is not None
+        report.lives.records = [p for p in report.lives.records if p.side != side]
+        report.starts = [s for s in report.starts if (s.purpose, s.side) != ("life", side)]
+
+    return drop
+
+
+@pytest.mark.parametrize("side", ["candidate", "reference"])
+def test_a_failed_life_deleted_with_its_start_is_refused(side: str) -> None:
+    """Issue 54: the lives were counted from the starts, so deleting a failed life's start
+    with its probe records left a side that served its quality stage and perf with no life."""
+    with pytest.raises(VerificationFailed) as info:
+        resigned_verify(
+            RUN, _as_made_now(_and_then(_idle_broken(side), _life_deleted_with_its_start(side)))
+        )
+    assert info.value.message.startswith(
+        f"lives: the {side} has start probe records of no life in round(s) 1, where its "
+        "quality or perf records show it served"
+    ), info.value.message
