@@ -34,7 +34,7 @@ from qgate.report.verify.machine import check_machine
 from qgate.report.verify.pass_plan import PASSES_FROM, check_passes_planned
 from qgate.report.verify.perf_design import check_perf_design
 from qgate.report.verify.provenance import check_provenance
-from qgate.report.verify.recompute import recompute_perf
+from qgate.report.verify.recompute import recompute_perf, recompute_quality
 from qgate.report.verify.rederive import rederive_correctness, rederive_divergence
 from qgate.report.verify.reuse import check_passes
 from qgate.report.verify.spec_tokens import check_spec_generated
@@ -249,6 +249,16 @@ RAW: tuple[RawKind, ...] = (
         (check_machine,),
         "effective_configs: what each server reported beyond the settings asked of it "
         "(engine version, attention backend, kernels, engine warnings, start-up phases)",
+    ),
+    RawKind(
+        "effective_configs.speculative_config",
+        "quality",
+        4,
+        lambda r: any(c.speculative_config is not None for c in r.effective_configs),
+        (recompute_quality,),
+        "effective_configs.speculative_config: the speculative decoding each engine logged "
+        "it runs (a contradicted speculative change is a failed gate re-derived from it; "
+        "quality derivation 4 wrote it first)",
     ),
     RawKind(
         "reference_provenance",
