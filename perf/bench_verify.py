@@ -76,6 +76,7 @@ from qgate.quality.math_set import (
 )
 from qgate.quality.records import DivergenceRun, DivergenceSequence, ItemRecord, SuiteRun
 from qgate.report.assemble import build_report
+from qgate.report.inputs import ReportInputs
 from qgate.report.model import Report
 from qgate.report.signing import sign_report, subjects_for
 from qgate.report.verify.multi import verify_any_file
@@ -411,21 +412,25 @@ def build(args: argparse.Namespace, folder: Path, signer: LoadedSigner) -> tuple
         agent_run(rng, r, args.duration, args.output_tokens) for r in ("reference", "candidate")
     ]
     report = build_report(
-        profile=profile,
-        profile_sha256=subjects_for(profile_path, None)[0].sha256,
-        fingerprint=fp,
-        effective_configs=cfgs,
-        suite_runs=runs,
-        divergence=divergence,
-        verdicts=verdicts,
-        perf_status=status,
-        perf_runs=perf_runs if status == "ran" else [],
-        target_mismatches=[],
-        stage_timings={"reference_quality": 400.0, "candidate_quality": 400.0, "perf": 7300.0},
-        capability_notes=select_machine(profile, caps_of(fp)).notes,
-        reference_provenance=provenance_of(
-            "fresh", sign_entry(b"{}", "ab" * 32, signer), signer.public_pem
-        ),
+        ReportInputs(
+            profile=profile,
+            profile_sha256=subjects_for(profile_path, None)[0].sha256,
+            fingerprint=fp,
+            evidence=Evidence(
+                configs=tuple(cfgs),
+                runs=tuple(runs),
+                divergence=divergence,
+                status=status,
+                perf_runs=tuple(perf_runs if status == "ran" else []),
+                host=fp.hostname,
+            ),
+            verdicts=tuple(verdicts),
+            stage_timings={"reference_quality": 400.0, "candidate_quality": 400.0, "perf": 7300.0},
+            capability_notes=tuple(select_machine(profile, caps_of(fp)).notes),
+            reference_provenance=provenance_of(
+                "fresh", sign_entry(b"{}", "ab" * 32, signer), signer.public_pem
+            ),
+        )
     )
     return report, profile_path
 

@@ -12,6 +12,7 @@ from qgate.profile.speculative import SPECULATIVE_ARG
 __all__ = [
     "cross_check_notes",
     "cross_checked",
+    "draft_length",
     "speculates",
     "speculative_notes",
     "speculative_policy",
@@ -21,6 +22,17 @@ __all__ = [
 def speculates(profile: Profile, role: str) -> bool:
     """Whether the side's engine arguments set `speculative_config`."""
     return side(profile, role).arg(SPECULATIVE_ARG) not in (None, "", False)
+
+
+def draft_length(profile: Profile, role: str) -> int | None:
+    """The side's `num_speculative_tokens` (None: not stated as a JSON number)."""
+    value = side(profile, role).arg(SPECULATIVE_ARG)
+    try:
+        parsed = json.loads(str(value))
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
+        return None
+    tokens = parsed.get("num_speculative_tokens") if isinstance(parsed, dict) else None
+    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
 
 
 def cross_checked(profile: Profile) -> bool:

@@ -11,7 +11,6 @@ defaults; a suite whose item count is known only at run time (a shipped set with
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 from pydantic import BaseModel
@@ -32,8 +31,7 @@ from qgate.profile.quality import (
     ToolCallsSuite,
 )
 from qgate.profile.scenarios import MultiTurnScenario
-from qgate.profile.side import side
-from qgate.profile.spec_plan import speculates
+from qgate.profile.spec_plan import draft_length, speculates
 from qgate.profile.speculative import SPECULATIVE_ARG
 
 __all__ = ["accuracy_policies", "fixed_items", "vacuous_problems"]
@@ -234,17 +232,6 @@ def _noise_floor_problems(profile: Profile) -> Found:
     ]
 
 
-def _draft_tokens(profile: Profile) -> int | None:
-    """The candidate's `num_speculative_tokens` (None: not stated as a JSON number)."""
-    value = side(profile, "candidate").arg(SPECULATIVE_ARG)
-    try:
-        parsed = json.loads(str(value))
-    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
-        return None
-    tokens = parsed.get("num_speculative_tokens") if isinstance(parsed, dict) else None
-    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
-
-
 def _speculative_problems(profile: Profile) -> Found:
     spec = profile.quality.speculative
     if spec is None:
@@ -258,7 +245,7 @@ def _speculative_problems(profile: Profile) -> Found:
                 "would be NOT EXERCISED (never a PASS): set it, or remove this",
             )
         ]
-    floor, tokens = spec.min_acceptance_length, _draft_tokens(profile)
+    floor, tokens = spec.min_acceptance_length, draft_length(profile, "candidate")
     if floor is not None and tokens is not None and floor > tokens + 1:
         return [
             (

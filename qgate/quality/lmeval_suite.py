@@ -48,8 +48,10 @@ __all__ = [
     "default_include_path",
     "find_task_yaml",
     "lm_eval_data_sha256",
+    "lm_eval_documents",
     "run_lm_eval",
     "samples_to_records",
+    "task_data_files",
 ]
 
 _TASK_LINE = re.compile(r"^task:\s*['\"]?([^'\"\s#]+)", re.MULTILINE)
@@ -87,7 +89,7 @@ def _resolve_data_file(value: str, yaml_path: Path) -> Path:
     return path
 
 
-def _data_files(yaml_path: Path) -> dict[str, Path]:
+def task_data_files(yaml_path: Path) -> dict[str, Path]:
     """Split name -> local data file of a task YAML (empty for hub datasets or odd YAML)."""
     try:
         config = yaml.load(yaml_path.read_text(encoding="utf-8"), Loader=LenientLoader)
@@ -136,7 +138,7 @@ def lm_eval_data_sha256(task: LmEvalTask) -> str:
         view["yaml_sha256"] = sha256_file(yaml_path)
         view["data"] = {
             split: sha256_file(path) if path.is_file() else None
-            for split, path in sorted(_data_files(yaml_path).items())
+            for split, path in sorted(task_data_files(yaml_path).items())
         }
     return sha256_json(view)
 
@@ -152,7 +154,7 @@ def _resolved_include_dir(task: LmEvalTask) -> Iterator[list[str]]:
             shutil.copytree(root, dest)
             for copy in dest.rglob("*.yaml"):
                 original = root / copy.relative_to(dest)
-                files = _data_files(original)
+                files = task_data_files(original)
                 if not files:
                     continue
                 text = copy.read_text(encoding="utf-8")
@@ -305,6 +307,7 @@ def run_lm_eval(
             "backend": "local-chat-completions" if task.chat else "local-completions",
             "metric": task.metric,
             "limit": lmeval_limit(task),
+            "documents": lm_eval_documents(results, task.task),
             "num_fewshot": task.num_fewshot,
             "seed": seed,
             "concurrency": concurrency,
@@ -313,6 +316,13 @@ def run_lm_eval(
         items=records,
         wall_s=round(time.perf_counter() - start, 3),
     )
+
+
+def lm_eval_documents(results: dict[str, Any], name: str) -> int | None:
+    """The documents of the task's evaluation split before its limit, as lm-eval counted them
+    (`n-samples`; None where this lm-eval does not say): verify's planned count (issue 54)."""
+    count = ((results.get("n-samples") or {}).get(name) or {}).get("original")
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
 
 
 class LmEvalRunner:

@@ -5,14 +5,15 @@ How a run produces its report (what `qgate.run.report.report` does)::
     from qgate.report.files import new_run_dir, atomic_write, artifact_digests
     from qgate.attest.keys import load_signer, signer_notice      # -> LoadedSigner
     from qgate.report.verdict import overall, perf_status         # the same logic verify uses
-    from qgate.report.assemble import build_report                # summaries, ratios, checks
+    from qgate.report.assemble import build_report                # the one judge's verdicts
+    from qgate.report.inputs import ReportInputs                  # evidence + the run's facts
     from qgate.report.signing import subjects_for                 # profile + checkpoint subjects
     from qgate.report.writer import write_report                  # redact, sign, write, render
 
     run_dir = new_run_dir(out_root, profile.name)                 # never reused
     signer = load_signer(key, profile.signing.key_env, profile.signing.kms_uri,
                          profile.signing.scheme)                  # dev key on first use
-    report = build_report(profile=..., profile_sha256=..., fingerprint=..., ...)
+    report = build_report(ReportInputs(profile=..., evidence=Evidence(...), ...))
     written = write_report(run_dir, report, subjects_for(profile_path, fingerprint), signer,
                            extra_secret_names=profile.secrets)
     # run_dir/report.intoto.jsonl (DSSE envelope, one JSON line), report.md, report.html,

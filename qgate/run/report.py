@@ -15,7 +15,7 @@ from qgate.core.plan import Plan
 from qgate.core.provenance import RunProvenance, run_provenance
 from qgate.core.serving import ServerStart
 from qgate.errors import ExitCode
-from qgate.gates.judgement import PerfStatus
+from qgate.gates.judgement import Evidence, PerfStatus
 from qgate.gates.probes import failed_answers, probes_failed
 from qgate.gates.scales import warning_lines
 from qgate.perf.records import ScenarioRun
@@ -23,6 +23,7 @@ from qgate.quality.stage import QualityOutput
 from qgate.report.assemble import build_multi_report, build_report
 from qgate.report.attribution import summary_lines
 from qgate.report.derive import time_breakdown
+from qgate.report.inputs import ReportInputs
 from qgate.report.model import Report
 from qgate.report.multi_model import CandidateEntry, CandidateVerdict
 from qgate.report.render.floor_view import floor_line
@@ -154,31 +155,37 @@ def build(
     candidate = result.quality
     assert candidate is not None  # a candidate whose runtime failed has no report of its own
     configs = [c for c in (reference.effective_config, candidate.effective_config) if c]
-    return build_report(
-        # The profile as written (fallbacks included): the same on every machine, so
-        # `verify --profile FILE` compares like with like; capability_notes say what ran.
-        profile=ctx.declared_profile,
-        profile_sha256=ctx.profile_sha256,
-        fingerprint=found.fingerprint,
-        effective_configs=configs,
-        suite_runs=reference.runs + candidate.runs,
-        passes=reference.passes + candidate.passes,
-        speculative=reference.speculative + candidate.speculative,
+    evidence = Evidence(
+        runs=tuple(reference.runs + candidate.runs),
         divergence=result.divergence,
-        verdicts=result.verdicts,
-        perf_status=result.status,
-        perf_runs=perf_runs,
-        target_mismatches=list(found.target_mismatches),
-        stage_timings=timings,
-        capability_notes=ctx.selection.notes,
-        reference_provenance=source.provenance,
-        plan=plan,
-        starts=[s for s in ctx.starts if s.side in ("reference", ctx.side)],
-        provenance=provenance_of(ctx.opts, ctx.lives),
-        attribution=result.attribution,
-        life_probes=[p for p in ctx.probing.records if p.side in ("reference", ctx.side)],
+        passes=tuple(reference.passes + candidate.passes),
+        speculative=tuple(reference.speculative + candidate.speculative),
+        configs=tuple(configs),
         noise_floor=reference.floor,
-        judged_with=ctx.profile,
+        perf_runs=tuple(perf_runs),
+        life_probes=tuple(p for p in ctx.probing.records if p.side in ("reference", ctx.side)),
+        host=found.fingerprint.hostname if found.fingerprint is not None else None,
+        status=result.status,
+    )
+    return build_report(
+        ReportInputs(
+            # The profile as written (fallbacks included): the same on every machine, so
+            # `verify --profile FILE` compares like with like; capability_notes say what ran.
+            profile=ctx.declared_profile,
+            profile_sha256=ctx.profile_sha256,
+            fingerprint=found.fingerprint,
+            evidence=evidence,
+            verdicts=tuple(result.verdicts),
+            judged_with=ctx.profile,
+            target_mismatches=tuple(found.target_mismatches),
+            capability_notes=tuple(ctx.selection.notes),
+            stage_timings=timings,
+            plan=plan,
+            starts=tuple(s for s in ctx.starts if s.side in ("reference", ctx.side)),
+            reference_provenance=source.provenance,
+            provenance=provenance_of(ctx.opts, ctx.lives),
+            attribution=result.attribution,
+        )
     )
 
 

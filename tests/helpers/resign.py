@@ -84,13 +84,19 @@ def resigned_verify(
     line = (folder / "report.intoto.jsonl").read_text().splitlines()[0]
     statement = json.loads(base64.b64decode(json.loads(line)["payload"]))
     subjects = [Subject(name=s["name"], sha256=s["digest"]["sha256"]) for s in statement["subject"]]
+    envelope, public_pem = resigned(report, subjects)
+    return verify_bytes(envelope, public_pem, profile or folder / "profile.yaml")
+
+
+def resigned(report: Report, subjects: list[Subject]) -> tuple[bytes, str]:
+    """`report` signed with a fresh key, its own ('fresh') reference cache entry signed again
+    by the same key as a run signs it; the envelope and the public key."""
     signer = make_signer("ecdsa")
     p = report.reference_provenance
-    if p is not None:  # the run's own ('fresh') cache entry, signed by the same key
+    if p is not None:
         entry = json.loads(p.envelope)
         body = json.loads(base64.b64decode(entry["payload"]))
         p.envelope = sign_statement(body, signer).decode()
         p.signer_keyid = keyid_of(signer.public_pem)
         p.signer_public_key_pem = signer.public_pem
-    envelope = sign_report(report, subjects, signer)
-    return verify_bytes(envelope, signer.public_pem, profile or folder / "profile.yaml")
+    return sign_report(report, subjects, signer), signer.public_pem

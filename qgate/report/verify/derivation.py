@@ -17,12 +17,13 @@ this qgate's derivations (the newest). The claimed numbers must equal the signer
 may not be below what the records themselves need (`record_floor`, from each raw record
 kind's derivation in record_kinds.RAW: a graded session turn is perf derivation 9, a graded
 probe or a life's records 8, a run in a later round 6, a second block 4, a time series 3; a
-divergence cross-check is quality 5, a noise floor or speculative counters 4, reuse passes or
-calibration records 2, a verdict with its eval-result fields quality 2), so
-naming an old revision does not lower the checks of records that revision could not have
-made. What remains (named under "signed but not re-derived"): the revision is
-itself signed, not re-derived, so a report whose records an older listed revision could have
-made may name that revision and be checked as it would have been.
+divergence cross-check is quality 5, a noise floor, speculative counters or an engine's
+logged speculative_config 4, reuse passes or calibration records 2, a verdict with its
+eval-result fields quality 2), so naming an old revision does not lower the checks of
+records that revision could not have made. What remains (named under "signed but not
+re-derived"): the revision is itself signed, not re-derived, so a report whose records an
+older listed revision could have made may name that revision and be checked as it would
+have been.
 """
 
 from __future__ import annotations

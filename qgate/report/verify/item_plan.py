@@ -24,11 +24,12 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+from qgate.core.files import sha256_text
 from qgate.core.registry import load_object
 from qgate.errors import BadInput, VerificationFailed
 from qgate.profile import Profile, QualitySpec
 from qgate.profile.suites import SuiteEntry, configured
-from qgate.quality.divergence_data import load_corpus
+from qgate.quality.divergence_data import CorpusPrompt, load_corpus
 from qgate.quality.look_order import look_order
 from qgate.quality.records import DivergenceRun, SuiteRun
 from qgate.quality.settle import halted_at_verdict
@@ -167,9 +168,22 @@ def _check_divergence(run: DivergenceRun | None, profile: Profile) -> int:
         prompts, digest = [], None
     if digest == run.data_sha256:
         held_to(where, ids, [p.id for p in prompts])
+        _check_prompt_digests(run, prompts)
     elif len(ids) != spec.sequences or len(set(ids)) != len(ids):
         raise VerificationFailed(
             f"{where}: {len(ids)} stored ({len(set(ids))} distinct), {spec.sequences} planned "
             "(quality.divergence.sequences)"
         )
     return len(ids)
+
+
+def _check_prompt_digests(run: DivergenceRun, prompts: Sequence[CorpusPrompt]) -> None:
+    """Each sequence's `prompt_sha256` is its corpus prompt's (the corpus has the run's digest):
+    a digest that is not names a prompt the run did not score."""
+    want = {p.id: sha256_text(p.prompt) for p in prompts}
+    for s in run.sequences:
+        if s.prompt_sha256 != want[s.id]:
+            raise VerificationFailed(
+                f"quality.divergence.sequences {s.id}.prompt_sha256: {s.prompt_sha256} stored, "
+                f"{want[s.id]} re-derived from the corpus"
+            )

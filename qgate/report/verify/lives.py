@@ -56,6 +56,28 @@ def planned_lives(report: Report, profile: Profile) -> None:
                     f"lives; the profile asks {spec.probes} probe(s) of every life "
                     f"{'at its start' if kind == 'start' else 'after its idle pause'}"
                 )
+    _served_lives(report, records, spec.probes)
+
+
+def _served_lives(report: Report, records: list[LifeProbes], probes: int) -> None:
+    """Each side holds start probes of a life in every round its own records show it served
+    (round 0 where it ran its quality stage; each perf round its perf runs hold): the starts
+    are signed records too, and a failed life deleted with its start named none (issue 54).
+    Held where the report names a life's start or holds life probes, as every run of this
+    qgate does (qgate/run/context.py `started`); a report with neither, every life of both
+    sides deleted, is not (what the test reports built without lives are)."""
+    if not records and not any(s.purpose == "life" for s in report.starts):
+        return
+    for role in ("reference", "candidate"):
+        served = {r.round for r in report.perf.runs if r.role == role}
+        served |= {0} if any(r.role == role for r in report.quality.runs) else set()
+        held = {p.round for p in records if p.role == role and p.kind == "start"}
+        if missing := sorted(served - held):
+            raise VerificationFailed(
+                f"lives: the {role} has start probe records of no life in round(s) "
+                f"{', '.join(str(r + 1) for r in missing)}, where its quality or perf records "
+                f"show it served; the profile asks {probes} probe(s) of every life at its start"
+            )
 
 
 def check_lives(report: Report, profile: Profile, judged: Judgement | None = None) -> str | None:

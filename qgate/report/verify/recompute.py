@@ -206,17 +206,32 @@ def _check_rounds(
 
 def _check_probe_expected(report: Report) -> None:
     """Each graded probe's `probe_expected` is its side's quality-stage answer to the item
-    (the probe gate leaves out the items the candidate lost there)."""
+    (the probe gate leaves out the items the candidate lost there), and its `probe_truth` the
+    item's expected answer there (an edited truth makes a lost probe one lost already in the
+    quality stage, or a wrong answer right)."""
     answers: dict[tuple[str, str], str | None] = {
         (run.role, item.id): item.answer
         for run in report.quality.runs
         if run.suite == PROBED
         for item in run.items
     }
+    truths = {
+        item.id: item.expected
+        for run in report.quality.runs
+        if run.suite == PROBED and run.role == "reference"
+        for item in run.items
+    }
     for run in report.perf.runs:
         for r in run.requests:
             if r.probe_id is None or r.probe_truth is None:
                 continue
+            truth = truths.get(r.probe_id)
+            if truth is not None and r.probe_truth != truth:
+                raise _fail(
+                    f"perf {run.scenario}: the {run.role}'s probe {r.probe_id}.probe_truth: "
+                    f"{r.probe_truth!r} stored, {truth!r} the item's expected answer in the "
+                    "reference's quality records"
+                )
             key: tuple[str, str] = (run.role, r.probe_id)
             if answers.get(key) != r.probe_expected:
                 raise _fail(

@@ -34,9 +34,10 @@ from qgate.report.verify.machine import check_machine
 from qgate.report.verify.pass_plan import PASSES_FROM, check_passes_planned
 from qgate.report.verify.perf_design import check_perf_design
 from qgate.report.verify.provenance import check_provenance
-from qgate.report.verify.recompute import recompute_perf
+from qgate.report.verify.recompute import recompute_perf, recompute_quality
 from qgate.report.verify.rederive import rederive_correctness, rederive_divergence
 from qgate.report.verify.reuse import check_passes
+from qgate.report.verify.spec_tokens import check_spec_generated
 
 __all__ = ["DERIVED", "METADATA", "RAW", "RawKind", "floor", "raw_lines"]
 
@@ -91,7 +92,8 @@ RAW: tuple[RawKind, ...] = (
         "quality.runs: the raw responses, request parameters and wall times "
         "(answers, correctness and every verdict are re-derived from them; each side's "
         "results and their item ids held to the plan, a run that stopped early to the first "
-        "of them)",
+        "of them; an lm-eval task's size rests on lm-eval's count, params.documents, where "
+        "its data file is not at hand)",
     ),
     RawKind(
         "quality.divergence",
@@ -131,10 +133,11 @@ RAW: tuple[RawKind, ...] = (
         "quality",
         4,
         lambda r: bool(r.quality.speculative),
-        (counter_problems,),
+        (counter_problems, check_spec_generated),
         "quality.speculative: the speculative-decoding counters each server reported "
         "around its suites (the acceptance gate is re-derived from them, and held to their "
-        "own arithmetic: accepted <= draft tokens, positions add up, none goes back)",
+        "own arithmetic: accepted <= draft tokens, positions add up, none goes back, and "
+        "accepted tokens plus drafts within what the math and recall items generated)",
     ),
     RawKind(
         "quality.calibration",
@@ -246,6 +249,16 @@ RAW: tuple[RawKind, ...] = (
         (check_machine,),
         "effective_configs: what each server reported beyond the settings asked of it "
         "(engine version, attention backend, kernels, engine warnings, start-up phases)",
+    ),
+    RawKind(
+        "effective_configs.speculative_config",
+        "quality",
+        4,
+        lambda r: any(c.speculative_config is not None for c in r.effective_configs),
+        (recompute_quality,),
+        "effective_configs.speculative_config: the speculative decoding each engine logged "
+        "it runs (a contradicted speculative change is a failed gate re-derived from it; "
+        "quality derivation 4 wrote it first)",
     ),
     RawKind(
         "reference_provenance",

@@ -18,6 +18,7 @@ import yaml
 
 from qgate.errors import VerificationFailed
 from qgate.profile import LmEvalTask, Profile
+from qgate.quality.lmeval_size import task_documents
 from qgate.quality.lmeval_suite import (
     LenientLoader,
     find_task_yaml,
@@ -145,23 +146,53 @@ def _rederive_lm_eval(run: SuiteRun, task: LmEvalTask | None, out: Rederived) ->
 
 
 def check_lm_eval_items(run: SuiteRun, profile: Profile, out: Rederived) -> None:
-    """The items are the task's first documents (lm-eval numbers them from 0), each once, no
-    more than its limit. Fewer than the limit is a task of fewer documents, or documents taken
-    out: the task's size is not re-derived here, and the note says so."""
+    """The items are the task's first documents (lm-eval numbers them from 0), each once: its
+    first min(limit, size), where `size` is the task's documents counted from its local data
+    file when the task at hand has the run's digest (qgate/quality/lmeval_size.py), else the
+    size the run recorded (`params.documents`, from lm-eval's `n-samples`). A recorded size
+    must be the counted one. Where neither is known, no more than the limit, and a note says
+    why the size is not re-derived."""
     task = _task_of(profile, run.suite.partition(".")[2])
     if task is None:
         return
+    where = f"quality.runs {run.suite} ({run.role})"
     limit = lmeval_limit(task)
     ids = [i.id for i in run.items]
-    n = len(ids) if limit is None else min(len(ids), limit)
-    held_to(
-        f"quality.runs {run.suite} ({run.role})",
-        ids,
-        [f"doc-{k:05d}" for k in range(n)],
-        "planned (the task's first documents" + (f", limit {limit})" if limit else ")"),
-    )
-    if limit is not None and len(ids) < limit:
-        out.not_rederived.append(
-            f"{run.suite} ({run.role}): {len(ids)} of the {limit} documents its limit asks "
-            "(the task's size is not re-derived: a smaller task gives them all)"
+    counted = task_documents(task)
+    if isinstance(counted, int) and lm_eval_data_sha256(task) != run.data_sha256:
+        counted = "the task's YAML or data at hand differ from the digest the run recorded"
+    size = _recorded_size(run, where, counted)
+    if size is None:
+        n = len(ids) if limit is None else min(len(ids), limit)
+        planned = "planned (the task's first documents" + (f", limit {limit})" if limit else ")")
+    else:
+        n = size if limit is None else min(limit, size)
+        how = "counted from its data file" if isinstance(counted, int) else "as recorded"
+        planned = f"planned (the task's first {n} of its {size} documents {how}" + (
+            f", limit {limit})" if limit else ")"
         )
+    held_to(where, ids, [f"doc-{k:05d}" for k in range(n)], planned)
+    if not isinstance(counted, int) and (limit is None or len(ids) < limit):
+        recorded = "" if size is None else f", {size} as recorded"
+        out.not_rederived.append(
+            f"{run.suite} ({run.role}): {len(ids)} documents"
+            + (f" of limit {limit}" if limit else "")
+            + f"; the task's size is not re-derived{recorded} ({counted})"
+        )
+
+
+def _recorded_size(run: SuiteRun, where: str, counted: int | str) -> int | None:
+    """The task's size: the counted one, else the one the run recorded (None: neither)."""
+    recorded = run.params.get("documents")
+    if recorded is not None and (
+        not isinstance(recorded, int) or isinstance(recorded, bool) or recorded < 0
+    ):
+        raise VerificationFailed(f"{where}.params.documents: {recorded!r} stored, not a count")
+    if isinstance(counted, int):
+        if recorded is not None and recorded != counted:
+            raise VerificationFailed(
+                f"{where}.params.documents: {recorded} stored, {counted} counted from the "
+                "task's data file"
+            )
+        return counted
+    return recorded

@@ -74,6 +74,7 @@ from qgate.report.verify.rederive import (
     rederive_divergence,
 )
 from qgate.report.verify.reuse import check_passes
+from qgate.report.verify.spec_tokens import check_spec_generated
 from qgate.report.verify.statements import check_bindings
 
 __all__ = [
@@ -192,6 +193,8 @@ def _checked_contents(
     if line := check_paired_items(report.quality.runs):
         result.checked.append(line)
     if line := check_items_planned(report, prof):
+        result.checked.append(line)
+    if line := check_spec_generated(report, prof):
         result.checked.append(line)
     result.checked += check_machine(report, prof, result.signed_only)
     if cluster := check_cluster(report):

@@ -9,9 +9,11 @@ import pytest
 from helpers.report_synthetic import PROFILE, build_report, make_signer
 
 from qgate.errors import VerificationFailed
+from qgate.gates.judgement import Evidence
 from qgate.gates.quality import evaluate_quality
 from qgate.profile import Profile
 from qgate.report.assemble import build_report as assemble
+from qgate.report.inputs import ReportInputs
 from qgate.report.signing import subjects_for
 from qgate.report.verify.single import verify_bytes
 from qgate.report.writer import write_report
@@ -28,19 +30,23 @@ def test_assembled_report_verifies(
     profile_file.write_text(json.dumps(PROFILE))  # JSON is YAML
     verdicts = evaluate_quality(profile.quality, raw.quality.runs, raw.quality.divergence)
     report = assemble(
-        profile=profile,
-        profile_sha256=subjects_for(profile_file, None)[0].sha256,
-        fingerprint=raw.fingerprint,
-        effective_configs=raw.effective_configs,
-        suite_runs=raw.quality.runs,
-        divergence=raw.quality.divergence,
-        verdicts=verdicts,
-        perf_status=status,  # type: ignore[arg-type]
-        perf_runs=raw.perf.runs if status == "ran" else [],
-        target_mismatches=[],
-        capability_notes=raw.capability_notes,
-        stage_timings={"quality": 1.0},
-        reference_provenance=raw.reference_provenance,
+        ReportInputs(
+            profile=profile,
+            profile_sha256=subjects_for(profile_file, None)[0].sha256,
+            fingerprint=raw.fingerprint,
+            evidence=Evidence(
+                configs=tuple(raw.effective_configs),
+                runs=tuple(raw.quality.runs),
+                divergence=raw.quality.divergence,
+                status=status,  # type: ignore[arg-type]
+                perf_runs=tuple(raw.perf.runs if status == "ran" else []),
+                host=raw.fingerprint.hostname if raw.fingerprint is not None else None,
+            ),
+            verdicts=tuple(verdicts),
+            capability_notes=tuple(raw.capability_notes),
+            stage_timings={"quality": 1.0},
+            reference_provenance=raw.reference_provenance,
+        )
     )
     signer = make_signer("ecdsa")
     run_dir = tmp_path / "run"
@@ -68,19 +74,24 @@ def test_a_profile_edited_during_the_run_signs_what_ran(
     profile_file.write_text(json.dumps(PROFILE))
     loaded_sha = subjects_for(profile_file, None)[0].sha256
     report = assemble(
-        profile=profile,
-        profile_sha256=loaded_sha,
-        fingerprint=raw.fingerprint,
-        effective_configs=raw.effective_configs,
-        suite_runs=raw.quality.runs,
-        divergence=raw.quality.divergence,
-        verdicts=evaluate_quality(profile.quality, raw.quality.runs, raw.quality.divergence),
-        perf_status="skipped: --skip-perf",
-        perf_runs=[],
-        target_mismatches=[],
-        capability_notes=raw.capability_notes,
-        stage_timings={"quality": 1.0},
-        reference_provenance=raw.reference_provenance,
+        ReportInputs(
+            profile=profile,
+            profile_sha256=loaded_sha,
+            fingerprint=raw.fingerprint,
+            evidence=Evidence(
+                configs=tuple(raw.effective_configs),
+                runs=tuple(raw.quality.runs),
+                divergence=raw.quality.divergence,
+                status="skipped: --skip-perf",
+                host=raw.fingerprint.hostname if raw.fingerprint is not None else None,
+            ),
+            verdicts=tuple(
+                evaluate_quality(profile.quality, raw.quality.runs, raw.quality.divergence)
+            ),
+            capability_notes=tuple(raw.capability_notes),
+            stage_timings={"quality": 1.0},
+            reference_provenance=raw.reference_provenance,
+        )
     )
     as_ran = tmp_path / "as-ran.yaml"
     as_ran.write_bytes(profile_file.read_bytes())

@@ -401,6 +401,9 @@ HELD: dict[str, Callable[[dict[str, Any]], bool]] = {
     "perf.runs.probes": lambda p: _any_request(p, "probe_truth"),
     "perf.runs.graded_turns": lambda p: _any_request(p, "graded_turn"),
     "provenance": lambda p: _held(p, "provenance.cluster") is not None,
+    "effective_configs.speculative_config": lambda p: any(
+        c.get("speculative_config") is not None for c in p.get("effective_configs") or []
+    ),
 }
 """Whether a report holds a raw kind, read from its JSON (the kinds of a record inside a
 field; any other kind is held when its field is not empty)."""

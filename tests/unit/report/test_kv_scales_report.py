@@ -11,10 +11,12 @@ from helpers.report_synthetic import PROFILE, build_report, cache_provenance, ma
 from qgate.attest.statement import Subject
 from qgate.core.serving import EffectiveConfig
 from qgate.errors import VerificationFailed
+from qgate.gates.judgement import Evidence
 from qgate.gates.quality import evaluate_quality
 from qgate.gates.scales import kv_scale_verdicts
 from qgate.profile import Profile
 from qgate.report.assemble import build_report as assemble
+from qgate.report.inputs import ReportInputs
 from qgate.report.model import Report
 from qgate.report.render.junit import render_junit
 from qgate.report.render.md import render_markdown
@@ -50,18 +52,20 @@ def _report(policy: str) -> Report:
     passed = all(v.passed for v in verdicts)
     status = "skipped: --skip-perf" if passed else "skipped: gates failed"
     return assemble(
-        profile=profile,
-        profile_sha256="0" * 64,
-        fingerprint=None,
-        effective_configs=configs,
-        suite_runs=raw.quality.runs,
-        divergence=raw.quality.divergence,
-        verdicts=verdicts,
-        perf_status=status,
-        perf_runs=[],
-        target_mismatches=[],
-        stage_timings={},  # type: ignore[arg-type]
-        reference_provenance=cache_provenance(),
+        ReportInputs(
+            profile=profile,
+            profile_sha256="0" * 64,
+            fingerprint=None,
+            evidence=Evidence(
+                configs=tuple(configs),
+                runs=tuple(raw.quality.runs),
+                divergence=raw.quality.divergence,
+                status=status,  # type: ignore[arg-type]
+            ),
+            verdicts=tuple(verdicts),
+            stage_timings={},
+            reference_provenance=cache_provenance(),
+        )
     )
 
 

@@ -10,11 +10,13 @@ from helpers.report_synthetic import PROFILE, _requests, build_report, cache_pro
 
 from qgate.attest.statement import Subject
 from qgate.errors import VerificationFailed
+from qgate.gates.judgement import Evidence
 from qgate.gates.quality import evaluate_quality
 from qgate.perf.records import ScenarioRun
 from qgate.perf.salts import salt_scope
 from qgate.profile import Profile
 from qgate.report.assemble import build_report as assemble
+from qgate.report.inputs import ReportInputs
 from qgate.report.model import Report
 from qgate.report.render.html import render_html
 from qgate.report.render.junit import render_junit
@@ -60,18 +62,20 @@ def _report(cand_step_ms: float) -> tuple[Report, Profile]:
     verdicts = evaluate_quality(profile.quality, raw.quality.runs, raw.quality.divergence)
     assert verdicts and all(v.passed for v in verdicts)
     report = assemble(
-        profile=profile,
-        profile_sha256="0" * 64,
-        fingerprint=None,
-        effective_configs=[],
-        suite_runs=raw.quality.runs,
-        divergence=raw.quality.divergence,
-        verdicts=verdicts,
-        perf_status="ran",
-        perf_runs=[_run("reference", 20), _run("candidate", cand_step_ms)],
-        target_mismatches=[],
-        stage_timings={},
-        reference_provenance=cache_provenance(),
+        ReportInputs(
+            profile=profile,
+            profile_sha256="0" * 64,
+            fingerprint=None,
+            evidence=Evidence(
+                runs=tuple(raw.quality.runs),
+                divergence=raw.quality.divergence,
+                status="ran",
+                perf_runs=(_run("reference", 20), _run("candidate", cand_step_ms)),
+            ),
+            verdicts=tuple(verdicts),
+            stage_timings={},
+            reference_provenance=cache_provenance(),
+        )
     )
     return report, profile
 
@@ -139,17 +143,17 @@ def _preview(cand_step_ms: float) -> Report:
     data["perf"]["gates"] = GATES
     profile = Profile.model_validate(data)
     return assemble(
-        profile=profile,
-        profile_sha256="0" * 64,
-        fingerprint=None,
-        effective_configs=[],
-        suite_runs=[],
-        divergence=None,
-        verdicts=[],
-        perf_status="ran",
-        perf_runs=[_run("reference", 20), _run("candidate", cand_step_ms)],
-        target_mismatches=[],
-        stage_timings={},  # a preview has no reference provenance
+        ReportInputs(
+            profile=profile,
+            profile_sha256="0" * 64,
+            fingerprint=None,
+            evidence=Evidence(
+                status="ran",
+                perf_runs=(_run("reference", 20), _run("candidate", cand_step_ms)),
+            ),
+            verdicts=(),
+            stage_timings={},  # a preview has no reference provenance
+        )
     )
 
 

@@ -87,8 +87,30 @@ def test_an_older_signer_named_over_lives_and_probes_is_refused() -> None:
     """Issue 54: an insider who names an older signer revision switches the newer checks off
     (the floor ignored probe records and life probes). The revision of a perf-4 signer over
     records of graded probes and lives (its quality records within what it wrote): refused,
-    naming what needs 8."""
-    assert record_floor(example_report(ENVELOPE)).quality <= 3
+    naming what needs 8. (The engines' logged speculative_config, which no quality-3 signer
+    wrote, is cleared as such a signer's reports have it: the next test holds it.)"""
+
+    def older(report: Report) -> None:
+        assert report.fingerprint is not None
+        report.fingerprint.qgate_revision = "git archive bfbcf8c"  # wrote quality 3, perf 5
+        report.quality.derivation, report.perf.derivation = 3, 5
+        for c in report.effective_configs:
+            c.speculative_config = None
+        assert record_floor(report).quality <= 3
+
+    with pytest.raises(VerificationFailed) as info:
+        resigned_verify(ENVELOPE, older)
+    message = info.value.message
+    assert message.startswith("perf.derivation: 5 stored, at least 8 re-derived from the records")
+    assert "perf.runs.probes (perf 8)" in message
+
+
+def test_an_older_signer_named_over_a_logged_speculative_config_is_refused() -> None:
+    """Issue 54: a contradicted change is a failed gate from quality derivation 4 on, so an
+    insider naming a quality-3 signer turned it into a warning. The engines' logged
+    speculative_config (the evidence of a contradicted speculative change) was first written
+    at quality 4: a report holding it cannot name a signer that wrote 3."""
+    assert record_floor(example_report(ENVELOPE)).quality == 4
 
     def older(report: Report) -> None:
         assert report.fingerprint is not None
@@ -98,5 +120,7 @@ def test_an_older_signer_named_over_lives_and_probes_is_refused() -> None:
     with pytest.raises(VerificationFailed) as info:
         resigned_verify(ENVELOPE, older)
     message = info.value.message
-    assert message.startswith("perf.derivation: 5 stored, at least 8 re-derived from the records")
-    assert "perf.runs.probes (perf 8)" in message
+    assert message.startswith("quality.derivation: 3 stored, at least 4 re-derived from the "), (
+        message
+    )
+    assert "effective_configs.speculative_config (quality 4)" in message

@@ -301,10 +301,29 @@ def test_an_lm_eval_task_holds_its_first_documents() -> None:
     assert out.not_rederived == []
     check_lm_eval_items(run([0, 1, 2]), profile, out)  # a task of 3 documents, or one taken out
     assert out.not_rederived == [
-        "lm_eval.gsm8k_local (reference): 3 of the 4 documents its limit asks (the task's size "
-        "is not re-derived: a smaller task gives them all)"
+        "lm_eval.gsm8k_local (reference): 3 documents of limit 4; the task's size is not "
+        "re-derived (a task lm-eval ships: its documents come from a Hugging Face dataset whose "
+        "revision the run does not record)"
     ]
     with pytest.raises(VerificationFailed, match=r"missing doc-00002; not planned doc-00003$"):
         check_lm_eval_items(run([0, 1, 3]), profile, out)
     with pytest.raises(VerificationFailed, match=r"not planned doc-00004$"):
         check_lm_eval_items(run([0, 1, 2, 3, 4]), profile, out)
+
+
+def _prompt_digest(report: Report) -> None:
+    assert report.quality.divergence is not None
+    report.quality.divergence.sequences[3].prompt_sha256 = hashlib.sha256(b"another").hexdigest()
+
+
+def test_a_divergence_prompt_digest_not_its_corpus_prompts_is_refused() -> None:
+    report = example_report(DEMO)
+    assert report.quality.divergence is not None
+    seq = report.quality.divergence.sequences[3]
+    with pytest.raises(
+        VerificationFailed,
+        match=rf"^quality\.divergence\.sequences {seq.id}\.prompt_sha256: "
+        rf"{hashlib.sha256(b'another').hexdigest()} stored, {seq.prompt_sha256} re-derived "
+        r"from the corpus$",
+    ):
+        resigned_verify(DEMO, _insider(_prompt_digest))

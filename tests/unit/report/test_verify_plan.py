@@ -8,6 +8,7 @@ as it is."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -182,3 +183,66 @@ def test_an_insider_hiding_a_broken_reference_life_is_refused(
     with pytest.raises(VerificationFailed) as info:
         resigned_verify(RUN, _as_made_now(_and_then(_reference_idle_broken, edit)))
     assert info.value.message.startswith(message), info.value.message
+
+
+def _candidate_probe_wrong_and_its_truth_edited(report: Report) -> None:
+    """A candidate probe answers wrongly (digits rotated by 5) and its `probe_truth` is edited
+    to that answer, so the probe gate counts it right."""
+    run = next(r for r in report.perf.runs if r.role == "candidate" and r.requests)
+    r = next(q for q in run.requests if q.probe_id is not None and q.probe_truth is not None)
+    assert r.text is not None and r.probe_truth is not None
+    wrong = str((int(r.probe_truth) + 5) % 100)
+    r.text = r.text.replace(r.probe_truth, wrong)
+    r.probe_answer = extract_answer(r.text)
+    r.probe_truth, r.probe_correct = wrong, True
+
+
+def test_a_perf_probes_edited_truth_is_refused_naming_both_values() -> None:
+    """Issue 54: a perf probe's `probe_truth` was never held to the math item, so an edited
+    truth turned a lost probe into a right one (or one lost already in the quality stage)."""
+    with pytest.raises(VerificationFailed) as info:
+        resigned_verify(RUN, _as_made_now(_candidate_probe_wrong_and_its_truth_edited))
+    assert re.match(
+        r"perf fixed-\S+: the candidate's probe multi-0001\.probe_truth: '14' stored, '9' the "
+        r"item's expected answer in the reference's quality records$",
+        info.value.message,
+    ), info.value.message
+
+
+def _idle_broken(side: str) -> Callable[[Report], None]:
+    """The side's one life answers every idle probe wrong (digits rotated by 5): it fails."""
+
+    def edit(report: Report) -> None:
+        assert report.lives is not None
+        for p in report.lives.records:
+            if (p.side, p.kind) == (side, "idle"):
+                for r in p.requests:
+                    assert r.text is not None and r.probe_truth is not None
+                    r.text = r.text.replace(r.probe_truth, str((int(r.probe_truth) + 5) % 100))
+                    r.probe_answer = extract_answer(r.text)
+                    r.probe_correct = False
+
+    return edit
+
+
+def _life_deleted_with_its_start(side: str) -> Callable[[Report], None]:
+    def drop(report: Report) -> None:
+        assert report.lives is not None
+        report.lives.records = [p for p in report.lives.records if p.side != side]
+        report.starts = [s for s in report.starts if (s.purpose, s.side) != ("life", side)]
+
+    return drop
+
+
+@pytest.mark.parametrize("side", ["candidate", "reference"])
+def test_a_failed_life_deleted_with_its_start_is_refused(side: str) -> None:
+    """Issue 54: the lives were counted from the starts, so deleting a failed life's start
+    with its probe records left a side that served its quality stage and perf with no life."""
+    with pytest.raises(VerificationFailed) as info:
+        resigned_verify(
+            RUN, _as_made_now(_and_then(_idle_broken(side), _life_deleted_with_its_start(side)))
+        )
+    assert info.value.message.startswith(
+        f"lives: the {side} has start probe records of no life in round(s) 1, where its "
+        "quality or perf records show it served"
+    ), info.value.message
