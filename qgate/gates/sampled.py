@@ -2,8 +2,11 @@
 wider than the reference's? (`quality.sampled`; its accuracy gate, `sampled.max_drop`, is the
 paired bound for fractional scores of qgate/gates/score.py, made by the exact-answer loop.)
 
-Per question the diversity of its k samples, (distinct texts - 1) / (k - 1), on each side;
-the gate bounds the mean paired change of it with the same one-sided (1 - alpha) bounds as a
+Per question the diversity of its k samples on each side: the share of pairs of samples whose
+texts differ (qgate/quality/sampled_data.py), an unbiased estimate of the chance that two
+samples differ, so the margin means the same at every k (a count of distinct texts saturates
+as k nears the number of likely texts: in perf/bench_sampled.py's first version, which
+counted them, a halved temperature PASSed 61% of the time at k = 16). The gate bounds the mean paired change of it with the same one-sided (1 - alpha) bounds as a
 fractional score (`scored_bounds`: the paired t bound, never narrower than what n clean 0/1
 items show), in both directions:
 

@@ -17,8 +17,8 @@ __all__ = ["SampledSuite"]
 class SampledSuite(AccuracyPolicy):
     """`prompts` exact-answer math questions, each asked `samples` times at `temperature` with
     seeds derived from the item and the sample (both sides ask the same requests). A prompt's
-    score is its share of correct samples; its diversity the share of its samples that are
-    distinct texts beyond the first. `max_drop` bounds the mean loss of sampled accuracy and
+    score is its share of correct samples; its diversity the share of pairs of its samples whose
+    texts differ. `max_drop` bounds the mean loss of sampled accuracy and
     `max_diversity_change` the mean change of diversity (either way), both by the paired bound
     for fractional scores: PASS only when the bounds are within them, FAIL when a bound shows
     them passed, INCONCLUSIVE otherwise."""
@@ -51,9 +51,9 @@ class SampledSuite(AccuracyPolicy):
         default=0.15,
         gt=0,
         lt=1,
-        description="Largest allowed mean change of diversity, either way: per question "
-        "(distinct texts - 1) / (samples - 1), so 0 is one answer repeated (greedy) and 1 every "
-        "sample different.",
+        description="Largest allowed mean change of diversity, either way: per question the "
+        "share of pairs of its samples whose texts differ (an estimate of the chance that two "
+        "samples differ, whatever `samples` is), so 0 is one answer repeated (greedy).",
     )
     significance: bool = Field(
         default=False, description="The exact McNemar test (off: the scores are fractions)."

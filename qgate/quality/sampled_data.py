@@ -3,9 +3,9 @@
 The canaries (sampling_data.py) show one parameter honoured on one prompt; this asks `prompts`
 math questions of the shipped set (math_set.py, the short form) `samples` times each at
 `temperature`, so that a change of the answer distribution shows in two numbers per question:
-its score (the share of samples whose extracted number is right) and its diversity
-((distinct texts - 1) / (samples - 1): 0 when every sample is the same text, as under a greedy
-fall-back). Each request's seed is derived from the item and the sample (`sample_seed`), the
+its score (the share of samples whose extracted number is right) and its diversity (the share
+of pairs of its samples whose texts differ: 0 when every sample is the same text, as under a
+greedy fall-back). Each request's seed is derived from the item and the sample (`sample_seed`), the
 same on both sides, so `qgate verify` knows what was asked; a record stores every sample's
 text, and verify grades them again with `grade_sampled`.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from dataclasses import dataclass
 
 from qgate.core.files import sha256_bytes, sha256_json
@@ -77,12 +78,19 @@ def texts_of(output: str) -> list[str]:
     return data
 
 
+def _normal(text: str) -> str:
+    return " ".join(text.split())
+
+
 def diversity(texts: list[str]) -> float:
-    """(distinct texts - 1) / (samples - 1), texts compared with their whitespace collapsed."""
-    if len(texts) < 2:
+    """The share of pairs of samples whose texts differ (whitespace collapsed): an unbiased
+    estimate of the chance that two samples of the question differ (1 - sum of p_j^2, the
+    Gini-Simpson index), whatever k is; 0 when every sample is the same text (greedy)."""
+    k = len(texts)
+    if k < 2:
         return 0.0
-    distinct = len({" ".join(t.split()) for t in texts})
-    return (distinct - 1) / (len(texts) - 1)
+    counts = Counter(_normal(t) for t in texts).values()
+    return 1 - sum(c * (c - 1) for c in counts) / (k * (k - 1))
 
 
 @dataclass(frozen=True)
@@ -105,7 +113,6 @@ def grade_sampled(output: str, expected: str, samples: int) -> Graded:
     if len(texts) != samples:
         return Graded(0.0, 0.0, f"{len(texts)} of {samples} samples", False)
     right = sum(answer_matches(extract_number(t), expected) for t in texts)
-    spread = diversity(texts)
-    distinct = round(spread * (samples - 1)) + 1
+    distinct = len({_normal(t) for t in texts})
     said = f"{right}/{samples} correct, {distinct} distinct"
-    return Graded(right / samples, spread, said, right == samples)
+    return Graded(right / samples, diversity(texts), said, right == samples)
