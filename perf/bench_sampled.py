@@ -81,9 +81,7 @@ def _lose(p: Floats, points: float) -> Floats:
     return q
 
 
-def candidate(
-    name: str, rng: np.random.Generator, z: Floats, k: int
-) -> Callable[[], Ints]:
+def candidate(name: str, rng: np.random.Generator, z: Floats, k: int) -> Callable[[], Ints]:
     """How the candidate `name` samples k texts of the questions whose logits are `z`."""
     if name == "A/A":
         return lambda: _draw(rng, _softmax(z, 1.0), k)
@@ -119,7 +117,9 @@ def judge(setting: SampledSuite, ref: Ints, cand: Ints) -> str:
     """'pass', 'fail' or 'inconclusive' of the suite on two sides' sampled texts."""
     k = ref.shape[1]
     ref_s, cand_s = (ref < RIGHT).sum(axis=1) / k, (cand < RIGHT).sum(axis=1) / k
-    verdicts = evaluate_suite("sampled", setting, _run("reference", ref_s), _run("candidate", cand_s))
+    verdicts = evaluate_suite(
+        "sampled", setting, _run("reference", ref_s), _run("candidate", cand_s)
+    )
     pairs = list(zip(_diversity(ref).tolist(), _diversity(cand).tolist(), strict=True))
     verdicts.append(diversity_verdict(setting, "sampled", pairs))
     if all(v.passed for v in verdicts):
@@ -149,8 +149,10 @@ def main(argv: list[str] | None = None) -> None:
     reps = 100 if args.quick else args.reps
     settings = QUICK if args.quick else SETTINGS
     print(f"# perf/bench_sampled.py --reps {reps} --seed {args.seed}" + (" --quick" * args.quick))
-    print("# shares PASS / INCONCLUSIVE / FAIL of the suite; T=1, max_drop 0.05, "
-          "max_diversity_change 0.15, alpha 0.05")
+    print(
+        "# shares PASS / INCONCLUSIVE / FAIL of the suite; T=1, max_drop 0.05, "
+        "max_diversity_change 0.15, alpha 0.05"
+    )
     print("| N | k | requests | " + " | ".join(CANDIDATES) + " |")
     print("|---|---|---|" + "---|" * len(CANDIDATES))
     for n, k in settings:

@@ -6,9 +6,10 @@ Per question the diversity of its k samples on each side: the share of pairs of 
 texts differ (qgate/quality/sampled_data.py), an unbiased estimate of the chance that two
 samples differ, so the margin means the same at every k (a count of distinct texts saturates
 as k nears the number of likely texts: in perf/bench_sampled.py's first version, which
-counted them, a halved temperature PASSed 61% of the time at k = 16). The gate bounds the mean paired change of it with the same one-sided (1 - alpha) bounds as a
-fractional score (`scored_bounds`: the paired t bound, never narrower than what n clean 0/1
-items show), in both directions:
+counted them, a halved temperature PASSed 61% of the time at k = 16). The gate bounds the
+mean paired change of it with the same one-sided (1 - alpha) bounds as a fractional score
+(`scored_bounds`: the paired t bound, never narrower than what n clean 0/1 items show), in
+both directions:
 
 - FAIL when a lower bound shows the change beyond `max_diversity_change`: narrower names an
   ignored or lowered temperature (a greedy fall-back gives one text per question), or a

@@ -31,7 +31,14 @@ class Row(NamedTuple):
 BENCHED = SampledSuite()
 """The setting the benchmark varies only N and k of."""
 
-POWER: dict[tuple[int, int], Row] = {}
+POWER: dict[tuple[int, int], Row] = {
+    (64, 4): Row(0.43, 0.4, 0.0, 1.0, 0.63, 0.39),
+    (64, 8): Row(0.7, 0.68, 0.0, 1.0, 0.93, 0.63),
+    (64, 16): Row(0.92, 0.89, 0.0, 1.0, 1.0, 0.86),
+    (128, 4): Row(0.7, 0.72, 0.0, 1.0, 0.89, 0.63),
+    (128, 8): Row(0.94, 0.91, 0.0, 1.0, 0.99, 0.88),
+    (256, 8): Row(1.0, 0.99, 0.0, 1.0, 1.0, 1.0),
+}
 """(N, k) -> the benchmark's row (perf/bench_sampled.py --reps 400 --seed 20261207)."""
 
 
@@ -46,8 +53,8 @@ def power_line(setting: SampledSuite) -> str:
     line = (
         f"stated power (perf/bench_sampled.py, simulated, at N={n}, k={k}): FAILs a greedy "
         f"fall-back {100 * r.greedy:.0f}%, a halved temperature {100 * r.halved:.0f}%, a 10-pt "
-        f"accuracy loss {100 * r.loss10:.0f}%; PASSes A/A {100 * r.aa_pass:.0f}%, benign "
-        f"{100 * r.benign_pass:.0f}%+, false FAIL {100 * r.false_fail:.0f}%"
+        f"accuracy loss {100 * r.loss10:.0f}%; PASSes A/A {100 * r.aa_pass:.0f}%, benign ones "
+        f"at least {100 * r.benign_pass:.0f}%, false FAIL {100 * r.false_fail:.0f}%"
     )
     asked = (setting.temperature, setting.max_drop, setting.max_diversity_change, setting.alpha)
     benched = (BENCHED.temperature, BENCHED.max_drop, BENCHED.max_diversity_change, BENCHED.alpha)

@@ -68,7 +68,9 @@ class SampledRunner:
         start = time.perf_counter()
         async with ctx.client() as client:  # the stage's concurrency bounds the requests
             items = list(
-                await asyncio.gather(*(_question(client, i, setting) for i in sampled_items(setting)))
+                await asyncio.gather(
+                    *(_question(client, i, setting) for i in sampled_items(setting))
+                )
             )
         params: dict[str, str | int | float | bool | None] = {
             "temperature": setting.temperature,

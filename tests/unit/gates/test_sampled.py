@@ -58,7 +58,11 @@ def _run(profile: Profile, role: str, texts: list[list[str]]) -> SuiteRun:
                 score=grade.score,
             )
         )
-    params = {"temperature": spec.temperature, "samples": spec.samples, "max_tokens": spec.max_tokens}
+    params = {
+        "temperature": spec.temperature,
+        "samples": spec.samples,
+        "max_tokens": spec.max_tokens,
+    }
     return SuiteRun(
         suite="sampled",
         role=role,  # type: ignore[arg-type]
