@@ -14,6 +14,7 @@ from qgate.profile import Profile
 from qgate.profile.load import load_profile_file
 from qgate.profile.sampled import SampledSuite
 from qgate.quality.plans import sampled_plan
+from qgate.quality.sampled_power import POWER, power_line
 from qgate.run.plan import describe, make_plan
 
 HEAD = "name: s\nmodel: {embedded: smollm2}\ntarget: {accelerator: cpu}\ncandidate: {}\n"
@@ -73,3 +74,10 @@ def test_qgate_plan_prints_the_row_and_no_exact_test_power_for_it() -> None:
     lines = describe(plan)
     assert any(line.startswith("  quality sampled: 64 items per side") for line in lines)
     assert not plan.power and not any("power sampled" in line for line in lines)
+
+
+def test_power_is_quoted_from_the_largest_benchmarked_setting_reached() -> None:
+    assert "at N=64, k=8" in power_line(SampledSuite(prompts=100, samples=10))
+    assert "not stated" in power_line(SampledSuite(prompts=64, samples=2))
+    assert "not stated for this setting" in power_line(SampledSuite(temperature=0.7))
+    assert all(row.false_fail <= 0.05 and row.greedy >= 0.99 for row in POWER.values())
