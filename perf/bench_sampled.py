@@ -3,6 +3,7 @@
     .venv/bin/python perf/bench_sampled.py                 # the table, 400 reps a cell (~1 min)
     .venv/bin/python perf/bench_sampled.py --reps 1000 --seed 7
     .venv/bin/python perf/bench_sampled.py --quick         # 100 reps, two settings
+    .venv/bin/python perf/bench_sampled.py --temperature 0.5   # asked at T = 0.5 (~2 min)
 
 The model. A question is a distribution over M = 12 answer texts: logits z_j ~ N(0, 1.5^2), and
 the two texts that carry the right number get a bonus b ~ N(2.5, 2^2) each (per question: some
@@ -19,7 +20,9 @@ Candidates:
 - INT8 (benign): every logit moved by N(0, 0.15^2), fixed per question (weights quantised);
 - max_num_seqs (benign): every logit moved by N(0, 0.05^2) (batch numerics);
 - greedy: the temperature ignored, every sample the argmax text;
-- T halved: sampled at T = 0.5;
+- T halved: sampled at half the temperature asked;
+- T ignored: sampled at T = 1, the server's default, whatever was asked (at the default T = 1
+  it is A/A; `--temperature 0.5` shows the wider direction);
 - loss 10: the right texts' probability scaled down so the mean sampled accuracy is 10 points
   lower, the mass moved to the wrong texts in proportion.
 
@@ -54,7 +57,7 @@ RIGHT = 2  # texts 0 and 1 carry the right number
 SPREAD, BONUS, BONUS_SD = 1.5, 2.5, 2.0
 SETTINGS = [(64, 4), (64, 8), (64, 16), (128, 4), (128, 8), (256, 8)]
 QUICK = [(64, 8), (128, 8)]
-CANDIDATES = ["A/A", "INT8", "max_num_seqs", "greedy", "T halved", "loss 10"]
+CANDIDATES = ["A/A", "INT8", "max_num_seqs", "greedy", "T halved", "T ignored", "loss 10"]
 
 
 def _softmax(z: Floats, t: float) -> Floats:
@@ -81,18 +84,23 @@ def _lose(p: Floats, points: float) -> Floats:
     return q
 
 
-def candidate(name: str, rng: np.random.Generator, z: Floats, k: int) -> Callable[[], Ints]:
-    """How the candidate `name` samples k texts of the questions whose logits are `z`."""
+def candidate(
+    name: str, rng: np.random.Generator, z: Floats, k: int, t: float
+) -> Callable[[], Ints]:
+    """How the candidate `name` samples k texts of the questions whose logits are `z`, asked
+    for temperature `t`."""
     if name == "A/A":
-        return lambda: _draw(rng, _softmax(z, 1.0), k)
+        return lambda: _draw(rng, _softmax(z, t), k)
     if name in ("INT8", "max_num_seqs"):
         moved = z + rng.normal(0, 0.15 if name == "INT8" else 0.05, z.shape)
-        return lambda: _draw(rng, _softmax(moved, 1.0), k)
+        return lambda: _draw(rng, _softmax(moved, t), k)
     if name == "greedy":
         return lambda: np.repeat(z.argmax(axis=1)[:, None], k, axis=1)
     if name == "T halved":
-        return lambda: _draw(rng, _softmax(z, 0.5), k)
-    return lambda: _draw(rng, _lose(_softmax(z, 1.0), 0.10), k)
+        return lambda: _draw(rng, _softmax(z, t / 2), k)
+    if name == "T ignored":  # the server's default temperature, 1, whatever was asked
+        return lambda: _draw(rng, _softmax(z, 1.0), k)
+    return lambda: _draw(rng, _lose(_softmax(z, t), 0.10), k)
 
 
 def _diversity(texts: Ints) -> Floats:
@@ -127,16 +135,17 @@ def judge(setting: SampledSuite, ref: Ints, cand: Ints) -> str:
     return "fail" if any(not v.passed and not v.inconclusive for v in verdicts) else "inconclusive"
 
 
-def cell(n: int, k: int, name: str, reps: int, seed: int) -> dict[str, float]:
-    """Shares of pass/inconclusive/fail of candidate `name` at (n, k) over `reps` trials."""
+def cell(n: int, k: int, name: str, reps: int, seed: int, t: float = 1.0) -> dict[str, float]:
+    """Shares of pass/inconclusive/fail of candidate `name` at (n, k), asked for temperature
+    `t`, over `reps` trials."""
     rng = np.random.default_rng([seed, n, k, CANDIDATES.index(name)])
-    setting = SampledSuite(prompts=n, samples=k)
+    setting = SampledSuite(prompts=n, samples=k, temperature=t)
     counts = {"pass": 0, "inconclusive": 0, "fail": 0}
     for _ in range(reps):
         z = rng.normal(0, SPREAD, (n, TEXTS))
         z[:, :RIGHT] += rng.normal(BONUS, BONUS_SD, (n, 1))
-        ref = _draw(rng, _softmax(z, 1.0), k)
-        counts[judge(setting, ref, candidate(name, rng, z, k)())] += 1
+        ref = _draw(rng, _softmax(z, t), k)
+        counts[judge(setting, ref, candidate(name, rng, z, k, t)())] += 1
     return {o: c / reps for o, c in counts.items()}
 
 
@@ -145,12 +154,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reps", type=int, default=400)
     parser.add_argument("--seed", type=int, default=20261207)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--temperature", type=float, default=1.0)
     args = parser.parse_args(argv)
     reps = 100 if args.quick else args.reps
     settings = QUICK if args.quick else SETTINGS
-    print(f"# perf/bench_sampled.py --reps {reps} --seed {args.seed}" + (" --quick" * args.quick))
+    t = args.temperature
     print(
-        "# shares PASS / INCONCLUSIVE / FAIL of the suite; T=1, max_drop 0.05, "
+        f"# perf/bench_sampled.py --reps {reps} --seed {args.seed} --temperature {t:g}"
+        + (" --quick" * args.quick)
+    )
+    print(
+        f"# shares PASS / INCONCLUSIVE / FAIL of the suite; T={t:g}, max_drop 0.05, "
         "max_diversity_change 0.15, alpha 0.05"
     )
     print("| N | k | requests | " + " | ".join(CANDIDATES) + " |")
@@ -158,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     for n, k in settings:
         row = []
         for name in CANDIDATES:
-            c = cell(n, k, name, reps, args.seed)
+            c = cell(n, k, name, reps, args.seed, t)
             row.append(f"{c['pass']:.2f} / {c['inconclusive']:.2f} / {c['fail']:.2f}")
         print(f"| {n} | {k} | {2 * n * k} | " + " | ".join(row) + " |", flush=True)
 
