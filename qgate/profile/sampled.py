@@ -34,7 +34,7 @@ class SampledSuite(AccuracyPolicy):
         description="Math questions asked (N); 2 x N x k requests in all. Stated power "
         "(perf/bench_sampled.py, simulated, defaults otherwise): at N=64, k=8 it FAILs a greedy "
         "fall-back 100% of the time, a halved temperature 93%, a 10-pt accuracy loss 63%, and "
-        "PASSes A/A 70% (INCONCLUSIVE otherwise, never FAIL); at N=128, k=8: 100%, 99%, 88%, "
+        "PASSes A/A 70% (INCONCLUSIVE otherwise, never FAIL); at N=128, k=8: 100%, 99%, 85%, "
         "94%.",
     )
     samples: int = Field(
