@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from qgate.core import progress
 from qgate.core.files import sha256_text
 from qgate.profile.sampled import SampledSuite
 from qgate.quality.client import SuiteClient
@@ -30,7 +31,9 @@ from qgate.quality.sampled_data import (
 __all__ = ["SUITE", "SampledRunner"]
 
 
-async def _question(client: SuiteClient, item: MathItem, setting: SampledSuite) -> ItemRecord:
+async def _question(
+    client: SuiteClient, item: MathItem, setting: SampledSuite, counter: progress.ItemProgress
+) -> ItemRecord:
     prompt = short_prompt(item.question)
     messages = [{"role": "user", "content": prompt}]
     asked = [
@@ -43,6 +46,7 @@ async def _question(client: SuiteClient, item: MathItem, setting: SampledSuite) 
         for s in range(setting.samples)
     ]
     answers = await asyncio.gather(*asked)
+    counter.advance()
     output = output_of([a.text for a in answers])
     grade = grade_sampled(output, str(item.answer), setting.samples)
     return ItemRecord(
@@ -66,12 +70,17 @@ class SampledRunner:
 
     async def run(self, setting: SampledSuite, ctx: SuiteContext) -> list[SuiteRun]:
         start = time.perf_counter()
+        questions = sampled_items(setting)
+        counter = progress.items("sampled", len(questions), "questions")
         async with ctx.client() as client:  # the stage's concurrency bounds the requests
-            items = list(
-                await asyncio.gather(
-                    *(_question(client, i, setting) for i in sampled_items(setting))
-                )
-            )
+            try:  # the first error itself, the other requests cancelled (as `chat_many`)
+                async with asyncio.TaskGroup() as group:
+                    tasks = [
+                        group.create_task(_question(client, i, setting, counter)) for i in questions
+                    ]
+            except BaseExceptionGroup as failed:
+                raise failed.exceptions[0] from None
+        items = [t.result() for t in tasks]
         params: dict[str, str | int | float | bool | None] = {
             "temperature": setting.temperature,
             "samples": setting.samples,
