@@ -21,6 +21,7 @@ from qgate.gates.effect import effect_verdicts
 from qgate.gates.ladder import ladder_divergence_verdicts
 from qgate.gates.looks import judged_policy, sequential_gates
 from qgate.gates.noninferiority import REFINED_FROM
+from qgate.gates.sampled import sampled_verdicts
 from qgate.gates.sampling import sampling_verdicts
 from qgate.gates.suite import all_failed, evaluate_suite, settled_gates
 from qgate.profile import AccuracyPolicy, DivergenceSuite, QualitySpec
@@ -168,7 +169,8 @@ def evaluate_quality(
         policy = judged_policy(spec, declared)  # alpha split over the looks (stop: looks)
         ref, n_ref = _pick_run(runs, suite, "reference")
         cand, n_cand = _pick_run(runs, suite, "candidate")
-        if floor is not None and policy.max_flips is None and ref is not None and ref.items:
+        unset = policy.max_flips is None and not policy.fraction_items
+        if floor is not None and unset and ref is not None and ref.items:
             derived[f"{suite}.max_flips"] = floor.allowance(len(ref.items))
             policy = policy.model_copy(update={"max_flips": derived[f"{suite}.max_flips"]})
         if n_ref > 1 or n_cand > 1:
@@ -184,6 +186,7 @@ def evaluate_quality(
             seq = sequential_gates(policy) if spec.stop == "looks" else frozenset()
             verdicts += evaluate_suite(suite, policy, ref, cand, seq, derivation)
     verdicts = sampling_verdicts(spec, runs, structured_verdicts(spec, runs, verdicts))
+    verdicts = sampled_verdicts(spec, runs, verdicts)
     if spec.context_ladder is not None:
         ladder = ladder_divergence_verdicts(spec.context_ladder, runs)
         unrun = {v.suite for v in verdicts if v.gate in not_run}

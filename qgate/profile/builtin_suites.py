@@ -11,6 +11,7 @@ from qgate.profile.quality import (
     LmEvalTask,
     MathSuite,
     RecallSuite,
+    SampledSuite,
     SamplingSuite,
     StructuredSuite,
     ToolCallsSuite,
@@ -135,6 +136,18 @@ register(
         planned="qgate.quality.plans:sampling_plan",
         rederive="qgate.report.verify.rederive_sampling:rederive_sampling",
         check_items="qgate.report.verify.rederive_sampling:check_sampling_items",
+    )
+)
+register(
+    SuiteEntry(
+        key="sampled",
+        model=SampledSuite,
+        runner="qgate.quality.sampled_suite:SUITE",
+        planned="qgate.quality.plans:sampled_plan",
+        rederive="qgate.report.verify.rederive_sampled:rederive_sampled",
+        check_items="qgate.report.verify.rederive_sampled:check_sampled_items",
+        item_ids="qgate.quality.item_ids:sampled_ids",
+        gate_fields=ACCURACY_GATE_FIELDS | frozenset({"max_diversity_change"}),
     )
 )
 # the longest prompts last (issue 44 item 3)

@@ -5,7 +5,7 @@ policy every exact-answer suite shares (`AccuracyPolicy`)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, model_validator
 
@@ -148,6 +148,11 @@ def detect_problem(detect: Detect, alpha: float) -> tuple[str, str] | None:
 
 class AccuracyPolicy(Ruled):
     """Gate policy shared by every exact-answer suite."""
+
+    fraction_items: ClassVar[bool] = False
+    """Its items are shares of several sampled answers (`quality.sampled`): no noise-floor flip
+    allowance applies to them, and `qgate plan` states their power from their own plan rows
+    rather than from the exact test's."""
 
     min_accuracy: Fraction | None = Field(
         default=None, description="Floor on the candidate's accuracy."

@@ -17,6 +17,7 @@ from qgate.profile.extra_suites import split_settings
 from qgate.profile.ladder_spec import ContextLadder
 from qgate.profile.noise_floor import NoiseFloor
 from qgate.profile.reuse import ReuseSpec
+from qgate.profile.sampled import SampledSuite
 from qgate.profile.sampling import SamplingSuite
 from qgate.profile.speculative import SpeculativeSpec
 
@@ -37,6 +38,7 @@ __all__ = [
     "RecallSuite",
     "STRUCTURED_PARAMS",
     "DegenerationSuite",
+    "SampledSuite",
     "SamplingSuite",
     "StructuredSuite",
     "TOOL_CHOICES",
@@ -248,6 +250,12 @@ class QualitySpec(Strict):
     )
     sampling: SamplingSuite | None = Field(
         default=None, description="Canaries: each request parameter honoured as on the reference."
+    )
+    sampled: SampledSuite | None = Field(
+        default=None,
+        description="Math questions asked k times each at T > 0: sampled accuracy and the "
+        "answers' diversity paired with the reference's (a distribution change, with stated "
+        "power).",
     )
     concurrency: int = Field(default=8, ge=1, description="Requests in flight per suite.")
     seed: int = Field(default=0, description="Sampling seed sent with every request.")

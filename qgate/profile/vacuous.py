@@ -26,6 +26,7 @@ from qgate.profile.quality import (
     LmEvalTask,
     MathSuite,
     RecallSuite,
+    SampledSuite,
     SamplingSuite,
     StructuredSuite,
     ToolCallsSuite,
@@ -57,6 +58,8 @@ def fixed_items(policy: AccuracyPolicy) -> int | None:
         return policy.items
     if isinstance(policy, SamplingSuite):
         return len(policy.params)
+    if isinstance(policy, SampledSuite):
+        return policy.prompts
     if isinstance(policy, DegenerationSuite):
         return policy.items
     return None

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from qgate.errors import BadInput
 from qgate.profile import MathSuite, RecallSuite, StructuredSuite, ToolCallsSuite
+from qgate.profile.sampled import SampledSuite
 from qgate.quality.agent_data import structured_items, tool_items
 from qgate.quality.data_recall import planted
 from qgate.quality.math_set import math_data_sha256, math_items
 from qgate.quality.records import SuiteRun
+from qgate.quality.sampled_data import sampled_data_sha256, sampled_items
 from qgate.quality.sizing import agent_items, recall_haystacks
 
-__all__ = ["math_ids", "recall_ids", "structured_ids", "tool_call_ids"]
+__all__ = ["math_ids", "recall_ids", "sampled_ids", "structured_ids", "tool_call_ids"]
 
 
 def math_ids(setting: MathSuite, run: SuiteRun) -> list[str] | None:
@@ -62,3 +64,14 @@ def tool_call_ids(setting: ToolCallsSuite, run: SuiteRun) -> list[str]:
 def structured_ids(setting: StructuredSuite, run: SuiteRun) -> list[str]:
     """The generated structured-output items (the same for every parameter)."""
     return [i.id for i in structured_items(agent_items(setting), setting.seed)]
+
+
+def sampled_ids(setting: SampledSuite, run: SuiteRun) -> list[str] | None:
+    """The first `prompts` math questions, when the set at hand is the one the run's digest
+    names."""
+    try:
+        if sampled_data_sha256(setting) != run.data_sha256:
+            return None
+        return [i.id for i in sampled_items(setting)]
+    except BadInput:
+        return None

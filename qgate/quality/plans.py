@@ -19,10 +19,12 @@ from qgate.profile.quality import (
     StructuredSuite,
     ToolCallsSuite,
 )
+from qgate.profile.sampled import SampledSuite
 from qgate.profile.sampling import SamplingSuite
 from qgate.profile.suite_results import agent_ways
 from qgate.quality.calibrate import math_draw
 from qgate.quality.math_set import math_items
+from qgate.quality.sampled_power import power_line
 from qgate.quality.sampling_data import canary
 from qgate.quality.sizing import (
     agent_items,
@@ -39,6 +41,7 @@ __all__ = [
     "math_plan",
     "recall_plan",
     "degeneration_plan",
+    "sampled_plan",
     "sampling_plan",
     "structured_plan",
     "tool_calls_plan",
@@ -113,6 +116,16 @@ def sampling_plan(setting: SamplingSuite) -> list[SuitePlan]:
     asked = sum(len(canary(p, setting.max_tokens, setting.samples).bodies) for p in setting.params)
     detail = f"sampling canaries ({asked} requests, one at a time)"
     return [SuitePlan(suite="sampling", items=len(setting.params), detail=detail, requests=asked)]
+
+
+def sampled_plan(setting: SampledSuite) -> list[SuitePlan]:
+    """The one sampled row: its questions, the requests they ask each side, its stated power."""
+    asked = setting.prompts * setting.samples
+    detail = (
+        f"math questions x {setting.samples} samples at T={setting.temperature:g}: {asked} "
+        f"requests per side, {2 * asked} in all; {power_line(setting)}"
+    )
+    return [SuitePlan(suite="sampled", items=setting.prompts, detail=detail, requests=asked)]
 
 
 def context_ladder_plan(setting: ContextLadder) -> list[SuitePlan]:

@@ -52,7 +52,7 @@ def _floor_line(profile: Profile, suites: Sequence[SuitePlan]) -> str:
     unset = [
         sid
         for sid, p in exact_results(spec)
-        if p.max_flips is None and sid in {s.suite for s in suites}
+        if p.max_flips is None and not p.fraction_items and sid in {s.suite for s in suites}
     ]
     perf = profile.perf
     if perf is not None and perf.probes.items and perf.probes.max_flips is None:

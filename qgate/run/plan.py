@@ -62,6 +62,7 @@ def _power(spec: QualitySpec) -> list[GatePower]:
     for s in _suites(spec):
         policy = policy_for(spec, s.suite)
         gated = policy is not None and (policy.max_drop is not None or policy.significance)
+        gated = gated and policy is not None and not policy.fraction_items  # its row states it
         if policy is not None and gated and s.items is not None:
             power = gate_power(s.suite, policy, s.items)
             expected = expected_accuracy(policy)

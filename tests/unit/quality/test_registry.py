@@ -63,6 +63,7 @@ def test_builtin_suites_run_in_the_order_the_stage_always_ran_them() -> None:
         "structured",
         "degeneration",
         "sampling",
+        "sampled",
         "context_ladder",  # the longest prompts last (issue 44 item 3)
     ]
     assert [e.key for e in registered() if e.paired] == ["divergence"]
@@ -74,7 +75,7 @@ def test_unknown_suite_names_the_available_ones() -> None:
     # the one registry mechanism: registration order, and a near miss suggested (as engines)
     assert err.value.message == (
         "Unknown suite 'maht' (did you mean 'math'?). Available: math, recall, divergence, "
-        "lm_eval, tool_calls, structured, degeneration, sampling, context_ladder"
+        "lm_eval, tool_calls, structured, degeneration, sampling, sampled, context_ladder"
     )
 
 
@@ -95,6 +96,7 @@ def test_gate_fields_are_the_ones_the_cache_key_always_left_out() -> None:
         "max_max_kld",
         "min_top1_agreement",
         "max_mean_reverse_kld",
+        "max_diversity_change",
     }
 
 
