@@ -28,14 +28,14 @@ class SampledSuite(AccuracyPolicy):
     fraction_items: ClassVar[bool] = True
 
     prompts: int = Field(
-        default=64,
+        default=128,
         ge=2,
         le=4096,
         description="Math questions asked (N); 2 x N x k requests in all. Stated power "
-        "(perf/bench_sampled.py, simulated, defaults otherwise): at N=64, k=8 it FAILs a greedy "
-        "fall-back 100% of the time, a halved temperature 93%, a 10-pt accuracy loss 63%, and "
-        "PASSes A/A 70% (INCONCLUSIVE otherwise, never FAIL); at N=128, k=8: 100%, 99%, 85%, "
-        "94%.",
+        "(perf/bench_sampled.py, simulated, defaults otherwise): at N=128, k=8 it FAILs a "
+        "greedy fall-back 100% of the time, a halved temperature 99%, a 10-pt accuracy loss "
+        "85%, and PASSes A/A 94% (INCONCLUSIVE otherwise, never FAIL); at N=64, k=8 (half the "
+        "requests): 100%, 93%, 63%, and A/A only 70%.",
     )
     samples: int = Field(
         default=8,

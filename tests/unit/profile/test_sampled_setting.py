@@ -22,7 +22,7 @@ HEAD = "name: s\nmodel: {embedded: smollm2}\ntarget: {accelerator: cpu}\ncandida
 
 def test_defaults_are_judged_by_bounds_only() -> None:
     spec = SampledSuite()
-    assert (spec.prompts, spec.samples, spec.temperature) == (64, 8, 1.0)
+    assert (spec.prompts, spec.samples, spec.temperature) == (128, 8, 1.0)
     assert (spec.rule, spec.significance, spec.max_flips) == ("bound", False, None)
     assert spec.fraction_items and not SampledSuite.__base__.fraction_items  # type: ignore[union-attr]
 
