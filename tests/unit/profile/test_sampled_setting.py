@@ -33,7 +33,7 @@ def test_defaults_are_judged_by_bounds_only() -> None:
         ({"samples": 1}, "greater than or equal to 2"),
         ({"temperature": 0}, "greater than 0"),
         ({"prompts": 32}, "prompts 32 can never PASS"),
-        ({"max_diversity_change": 0.04}, "can never PASS"),
+        ({"max_diversity_change": 0.02}, "can never PASS"),
         ({"significance": True}, "`significance` and `max_flips`"),
         ({"max_flips": 0}, "`significance` and `max_flips`"),
         ({"rule": "point"}, "`rule` must be 'bound'"),
