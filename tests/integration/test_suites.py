@@ -31,6 +31,9 @@ from qgate.quality.recall_suite import run_recall
 from qgate.quality.runner import SuiteContext
 from qgate.quality.sampling_suite import SAMPLING
 from qgate.report.verify.rederive import Rederived, rederive_correctness
+from qgate.runtime.capabilities import cpu_serving_dtype, probe_cpu
+
+SERVING_DTYPE = cpu_serving_dtype(probe_cpu()).dtype
 
 pytestmark = pytest.mark.integration
 
@@ -151,7 +154,14 @@ def test_the_sampling_canaries_hold_on_vllm_and_name_an_ignored_parameter(
     gate names them."""
     spec = SamplingSuite()
     (ref,) = asyncio.run(SAMPLING.run(spec, _ctx(reference_server)))
-    assert [(i.id, i.answer) for i in ref.items if not i.correct] == [], ref.items
+    # On bf16 logits (the AVX-512 bf16 kinds) the two top tokens can tie: vLLM's top_k 1 and
+    # top_p 1e-4 keep every tied token and sample among them, so the sampled answer can leave
+    # the greedy one at a tie (Zen 4, 2026-12-07: 'strolled' vs 'has been' at token 8); the
+    # gate then leaves those canaries unjudged ("the reference did not honour them either").
+    ties = {"top_k", "top_p"} if SERVING_DTYPE == "bfloat16" else set()
+    assert {i.id for i in ref.items if not i.correct} <= ties, [
+        (i.id, i.answer) for i in ref.items if not i.correct
+    ]
     proxy = fault_proxy("set:temperature=0", "drop:repetition_penalty")
     ctx = dataclasses.replace(_ctx(reference_server), base_url=proxy.url, role="candidate")
     # the candidate asks the canaries the faults touch and some they leave alone (CI time)
