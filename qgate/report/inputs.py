@@ -7,7 +7,7 @@ from the report (report/verify/recompute.py `evidence_of`).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, model_validator
 
 from qgate.core.plan import Plan
 from qgate.core.provenance import RunProvenance
@@ -40,7 +40,9 @@ class ReportInputs(BaseModel):
     verdicts: tuple[Verdict, ...] = Field(
         description="The quality verdicts the judge made already to decide the perf stage."
     )
-    judged_with: Profile | None = Field(
+    # Kept as the machine ran it, not validated again: engine.cpu_dtype writes the chosen dtype
+    # into both sides' args, which a profile as written may not hold.
+    judged_with: SkipValidation[Profile | None] = Field(
         default=None,
         description="The profile the machine ran (engine.cpu_dtype, fallbacks); None: `profile`.",
     )

@@ -37,3 +37,21 @@ def test_the_inputs_are_one_frozen_value_the_report_is_built_from() -> None:
 def test_evidence_of_another_host_than_the_fingerprints_is_refused() -> None:
     with pytest.raises(ValidationError, match="evidence.host: 'elsewhere', the fingerprint's"):
         _inputs("elsewhere")
+
+
+def test_the_profile_the_machine_ran_is_kept_as_it_ran() -> None:
+    # engine.cpu_dtype: auto writes the chosen dtype into both sides' args: a profile that
+    # validation would refuse as written, kept as the machine ran it (the integration run's
+    # report stage crashed on it, exit 3, before this was kept unvalidated)
+    from qgate.run.context import select
+    from qgate.runtime.capabilities import CpuCaps
+
+    written = Profile.model_validate({**PROFILE, "engine": {"cpu_dtype": "auto"}})
+    cpu = CpuCaps(
+        model="test", arch="x86_64", flags=frozenset({"avx512f", "avx512_bf16"}), forced=True
+    )
+    ran, _ = select(written, cpu)
+    assert ran.reference.args.get("dtype") == "bfloat16"
+    inputs = _inputs("ci-host").model_copy(update={"judged_with": ran})
+    again = ReportInputs(**{k: getattr(inputs, k) for k in ReportInputs.model_fields})
+    assert again.judged_with is ran
