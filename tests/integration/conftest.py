@@ -196,7 +196,14 @@ def ray_cluster() -> Iterator[object]:
     if problem is None:
         model = checkpoint_path("smollm2")
         # 1 GiB of KV cache per life (KV_SPACE above: the other line may hold a pair meanwhile)
-        env = {"PYTHONPATH": os.environ.get("PYTHONPATH", ""), "VLLM_CPU_KVCACHE_SPACE": "1"}
+        # Ray's memory monitor off on the nodes: they share this machine's memory with the
+        # other line's servers, which a real node would not, and it killed a life's worker at
+        # 95% of the machine in CI on the Zen 4 kind (2026-12-07, twice, the run exit 3)
+        env = {
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+            "VLLM_CPU_KVCACHE_SPACE": "1",
+            "RAY_memory_monitor_refresh_ms": "0",
+        }
         shared = [model] if model.is_dir() else []
         # this checkout and its venv, where a node's private /tmp or /dev/shm would hide them
         # (a CI clone under /tmp): installed read-only at the same path, as on a real node
