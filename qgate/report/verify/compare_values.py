@@ -137,7 +137,7 @@ def differences(
             ]
         out = []
         for i, (a, b) in enumerate(zip(stored, recomputed, strict=False)):
-            out += differences(a, b, f"{path}[{i}]", covers=covers)
+            out += differences(a, b, f"{path}[{_label(a, b, i)}]", covers=covers)
         n = min(len(stored), len(recomputed))
         if len(stored) != len(recomputed):
             out.append(Diff(f"{path}[{n}:]", stored[n:], recomputed[n:]))
@@ -145,6 +145,16 @@ def differences(
     if stored is _MISSING or recomputed is _MISSING or not same_value(stored, recomputed):
         return [Diff(path or "(value)", stored, recomputed)]
     return []
+
+
+def _label(a: Any, b: Any, i: int) -> str:
+    """An element's name in a path: its metric where both sides name the same one (a perf
+    comparison row: `comparisons[ttft_ms.p50]`), else its index."""
+    if isinstance(a, dict) and isinstance(b, dict) and a.get("metric") == b.get("metric"):
+        metric = a.get("metric")
+        if isinstance(metric, str):
+            return metric
+    return str(i)
 
 
 def _show(value: Any) -> str:

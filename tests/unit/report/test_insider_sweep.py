@@ -33,6 +33,7 @@ from qgate.attest.dsse import keyid_of
 from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
 from qgate.gates.judgement import PERF_DERIVATION, QUALITY_DERIVATION, ScenarioResult
+from qgate.perf.counters import source_key
 from qgate.report.model import Report
 from qgate.report.verify import single
 from qgate.report.verify.record_kinds import DERIVED, METADATA, RAW
@@ -399,6 +400,10 @@ HELD: dict[str, Callable[[dict[str, Any]], bool]] = {
     "perf.runs.round": lambda p: any(r.get("round", 0) > 0 for r in _held(p, "perf.runs") or []),
     "perf.results.time_series": _any_series,
     "perf.runs.probes": lambda p: _any_request(p, "probe_truth"),
+    "perf.runs.cache": lambda p: any(
+        "cache_salt" in r["params"] or source_key("local_compute") in r["counters_after"]
+        for r in _held(p, "perf.runs") or []
+    ),
     "perf.runs.graded_turns": lambda p: _any_request(p, "graded_turn"),
     "provenance": lambda p: _held(p, "provenance.cluster") is not None,
     "effective_configs.speculative_config": lambda p: any(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from qgate.report.verify.compare_values import same_value
+from qgate.report.verify.compare_values import describe, same_value
 
 
 def test_last_bit_differences_pass() -> None:
@@ -21,3 +21,12 @@ def test_edits_and_type_changes_fail() -> None:
     assert not same_value([1.0, 2.0], [1.0])
     assert not same_value({"n": 24}, {"n": 25})
     assert not same_value({"gate": "a"}, {"gate": "b"})
+
+
+def test_a_comparison_row_is_named_by_its_metric_not_its_place() -> None:
+    stored = [{"metric": "ttft_ms.p50", "ratio": 1.94}, {"metric": "tpot_ms.p50", "ratio": 1.0}]
+    again = [{"metric": "ttft_ms.p50", "ratio": 0.97}, {"metric": "tpot_ms.p50", "ratio": 1.0}]
+    message = describe("perf fixed@c1: comparisons", stored, again)
+    assert message == "perf fixed@c1: comparisons[ttft_ms.p50].ratio: 1.94 stored, 0.97 re-derived"
+    moved = [{"metric": "tpot_ms.p50", "ratio": 1.0}, again[0]]
+    assert "comparisons[0].metric" in describe("perf fixed@c1: comparisons", stored, moved)
