@@ -155,6 +155,7 @@ def profile_json(args: argparse.Namespace, tasks_dir: Path) -> dict[str, Any]:
             "probe_share": 0.0,
             "probes": {"items": 0},
         },
+        "lives": {"probes": 0},  # nor life probes: verify holds every life to its records
     }
 
 

@@ -56,6 +56,8 @@ PROFILE: dict[str, Any] = {
         # holds the records to it: tests/helpers/perf_runs.py builds runs that carry them)
         "probes": {"items": 0},
     },
+    # nor life probes: verify holds a profile that probes its lives to every life's records
+    "lives": {"probes": 0},
 }
 
 

@@ -63,11 +63,8 @@ def _served_lives(report: Report, records: list[LifeProbes], probes: int) -> Non
     """Each side holds start probes of a life in every round its own records show it served
     (round 0 where it ran its quality stage; each perf round its perf runs hold): the starts
     are signed records too, and a failed life deleted with its start named none (issue 54).
-    Held where the report names a life's start or holds life probes, as every run of this
-    qgate does (qgate/run/context.py `started`); a report with neither, every life of both
-    sides deleted, is not (what the test reports built without lives are)."""
-    if not records and not any(s.purpose == "life" for s in report.starts):
-        return
+    Called only where the profile probes every life (`planned_lives`), so a report with
+    neither life probes nor life starts, every life of both sides deleted, is refused too."""
     for role in ("reference", "candidate"):
         served = {r.round for r in report.perf.runs if r.role == role}
         served |= {0} if any(r.role == role for r in report.quality.runs) else set()

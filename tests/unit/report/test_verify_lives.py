@@ -70,6 +70,7 @@ def lives_report(idle_wrong: int, reference_idle_wrong: int = 0) -> Report:
     report = build_report(requests=4, fns=default_recompute())
     # 8 candidate probe answers: a clean pool bounds the broken rate at 31% (95%)
     report.profile["envelope"] = {"max_broken": 0.35}
+    report.profile["lives"] = {"probes": len(ITEMS), "idle_s": 30.0}  # what the records hold
     records = [
         LifeProbes(
             side=role,
@@ -257,3 +258,13 @@ def test_a_broken_reference_lifes_deleted_verdict_is_refused() -> None:
     report.verdict = "PASS"
     with pytest.raises(VerificationFailed, match=r"lives verdicts: lives\.candidate\.2\.idle"):
         verify(report)
+
+
+def test_every_life_of_both_sides_deleted_with_their_starts_is_refused() -> None:
+    """Issue 54: the profile probes every life, so a report holding no life probe and no life
+    start (an insider deleting them all, every verdict re-derived) does not verify."""
+    report = lives_report(idle_wrong=2)
+    report.lives = None
+    report.starts = [s for s in report.starts if s.purpose != "life"]
+    with pytest.raises(VerificationFailed, match="start probe records of no life in round"):
+        verify(rederived(report))
