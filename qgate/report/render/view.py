@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from qgate.gates.reuse import not_exercised_lines
+from qgate.core.verdict import not_exercised_lines
 from qgate.gates.scales import warning_lines
 from qgate.quality.records import SuiteRun
 from qgate.quality.stats import wilson as stats_wilson
