@@ -14,8 +14,8 @@ from qgate.cli.outputs import FailedGate, RunSummary, echo_json
 from qgate.cli.util import PROGRESS_HELP, TEXT_OR_JSON
 from qgate.core.outpaths import check_in_file, check_out_dir
 from qgate.core.provenance import parse_metadata
+from qgate.core.verdict import not_exercised_lines
 from qgate.errors import BadInput
-from qgate.gates.reuse import not_exercised_lines
 from qgate.report.verdict import verdict_label
 from qgate.run.pipeline import RunOptions, run
 

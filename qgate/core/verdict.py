@@ -1,18 +1,20 @@
 """The outcome of one gate, quality or perf: observed, limit, passed, and why.
 
 Gates are pure functions that return these (qgate/gates/quality.py,
-qgate/gates/speed.py); run and verify compare them field by field.
+qgate/gates/speed.py); run and verify compare them field by field. `verdict_word` and
+`not_exercised_lines` read stored verdicts for people (the CLI and the report's views).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
 
 from qgate.core.records import Record
 
-__all__ = ["Comparator", "Verdict", "verdict_word"]
+__all__ = ["Comparator", "Verdict", "not_exercised_lines", "verdict_word"]
 
 Comparator = Literal["<=", ">=", "<", ">"]
 
@@ -75,3 +77,19 @@ def verdict_word(v: Verdict) -> str:
     if v.passed:
         return "PASS"
     return "INCONCLUSIVE" if v.inconclusive else "FAIL"
+
+
+def not_exercised_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """One line per pass and suite that was NOT EXERCISED (its share against the stated one),
+    and one per other gate that was (its reason)."""
+    out = []
+    for v in verdicts:
+        if v.exercised is False and v.gate.endswith(".exercised"):
+            others = sum(1 for o in verdicts if o.suite == v.suite and o.exercised is False) - 1
+            reason = v.reason.removeprefix("NOT EXERCISED: ")
+            out.append(f"{v.suite} ({others} more gates of it): {reason}")
+        elif v.exercised is False and not any(
+            o.suite == v.suite and o.gate.endswith(".exercised") for o in verdicts
+        ):  # a gate that is its own proof (speculative.acceptance_length: zero drafts)
+            out.append(f"{v.gate}: {v.reason.removeprefix('NOT EXERCISED: ')}")
+    return out

@@ -7,11 +7,14 @@ turns it, with the signed profile and a `Derivation`, into a `Judgement`: the qu
 verdicts, each perf scenario's figures and verdicts, the lives, the speed gates, the
 warnings and the overall verdict. `qgate run` (report/assemble.py) stores a judgement,
 `qgate verify` makes it again from the report's evidence and compares the two; the report's
-views read its verdicts. The derivation numbers version what the judge derives.
+views read its verdicts (`failed_answers` and `probes_failed` read a scenario's, here beside
+the model that holds them, so that a view need import no gate). The derivation numbers
+version what the judge derives.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -43,6 +46,8 @@ __all__ = [
     "OverallVerdict",
     "PerfStatus",
     "ScenarioResult",
+    "failed_answers",
+    "probes_failed",
 ]
 
 PerfStatus = Literal[
@@ -146,6 +151,23 @@ class ScenarioResult(Record):
         if isinstance(value, list):
             return [v.model_dump(mode="json") if isinstance(v, BaseModel) else v for v in value]
         return value
+
+
+def probes_failed(verdicts: Iterable[Verdict], name: str) -> bool:
+    """Whether scenario run `name`'s probe gate or its graded-turn gate (a multi-turn
+    scenario's graded sessions, qgate/gates/turns.py) failed: its ratios are then
+    withheld."""
+    return failed_answers(verdicts, name) is not None
+
+
+def failed_answers(verdicts: Iterable[Verdict], name: str) -> str | None:
+    """'probes' or 'turns': which graded answers of scenario run `name` failed their gate
+    (probes first); None: neither."""
+    failed = [v.gate for v in verdicts if not v.passed]
+    for what in ("probes", "turns"):
+        if any(g.startswith(f"perf.{name}.{what}.") for g in failed):
+            return what
+    return None
 
 
 class LivesSection(Record):

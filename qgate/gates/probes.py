@@ -33,13 +33,11 @@ from qgate.quality.records import ItemRecord, SuiteRun
 
 __all__ = [
     "asks_suite",
-    "failed_answers",
     "graded_probes",
     "lost_at_light_load",
     "probe_allowance",
     "probe_suite",
     "probe_verdicts",
-    "probes_failed",
 ]
 
 
@@ -162,20 +160,3 @@ def probe_allowance(spec: PerfProbes, floor: FloorSummary | None, items: int) ->
     if spec.max_flips is not None:
         return spec.max_flips
     return max(1, floor.allowance(items)) if floor is not None else 1
-
-
-def probes_failed(verdicts: Iterable[Verdict], name: str) -> bool:
-    """Whether scenario run `name`'s probe gate or its graded-turn gate (a multi-turn
-    scenario's graded sessions, qgate/gates/turns.py) failed: its ratios are then
-    withheld."""
-    return failed_answers(verdicts, name) is not None
-
-
-def failed_answers(verdicts: Iterable[Verdict], name: str) -> str | None:
-    """'probes' or 'turns': which graded answers of scenario run `name` failed their gate
-    (probes first); None: neither."""
-    failed = [v.gate for v in verdicts if not v.passed]
-    for what in ("probes", "turns"):
-        if any(g.startswith(f"perf.{name}.{what}.") for g in failed):
-            return what
-    return None

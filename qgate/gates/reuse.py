@@ -45,7 +45,6 @@ __all__ = [
     "STRICT",
     "SelfFlips",
     "evaluate_reuse",
-    "not_exercised_lines",
     "self_flips",
     "shares_text",
 ]
@@ -202,20 +201,4 @@ def evaluate_reuse(
     for name in reuse.passes:
         for suite, policy in reuse_suites(spec):
             out += _suite_pass(reuse, name, suite, policy, runs, passes, derivation)
-    return out
-
-
-def not_exercised_lines(verdicts: Sequence[Verdict]) -> list[str]:
-    """One line per pass and suite that was NOT EXERCISED (its share against the stated one),
-    and one per other gate that was (its reason)."""
-    out = []
-    for v in verdicts:
-        if v.exercised is False and v.gate.endswith(".exercised"):
-            others = sum(1 for o in verdicts if o.suite == v.suite and o.exercised is False) - 1
-            reason = v.reason.removeprefix("NOT EXERCISED: ")
-            out.append(f"{v.suite} ({others} more gates of it): {reason}")
-        elif v.exercised is False and not any(
-            o.suite == v.suite and o.gate.endswith(".exercised") for o in verdicts
-        ):  # a gate that is its own proof (speculative.acceptance_length: zero drafts)
-            out.append(f"{v.gate}: {v.reason.removeprefix('NOT EXERCISED: ')}")
     return out

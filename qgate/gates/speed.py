@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from qgate.core.verdict import Verdict
-from qgate.gates.probes import failed_answers
+from qgate.gates.judgement import failed_answers
 from qgate.profile import PerfSpec
 from qgate.profile.perf import PerfGate, matches
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from qgate.gates.probes import probes_failed
+from qgate.gates.judgement import probes_failed
 from qgate.report.derive import accuracy_deltas, flips, mean_kld, suite_pairs
 from qgate.report.model import Report
 from qgate.report.multi_model import (

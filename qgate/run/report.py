@@ -15,8 +15,7 @@ from qgate.core.plan import Plan
 from qgate.core.provenance import RunProvenance, run_provenance
 from qgate.core.serving import ServerStart
 from qgate.errors import ExitCode
-from qgate.gates.judgement import Evidence, PerfStatus
-from qgate.gates.probes import failed_answers, probes_failed
+from qgate.gates.judgement import Evidence, PerfStatus, failed_answers, probes_failed
 from qgate.gates.scales import warning_lines
 from qgate.perf.records import ScenarioRun
 from qgate.quality.stage import QualityOutput

@@ -12,7 +12,6 @@ LIMIT = 400
 
 OVER: dict[str, int] = {
     "profile/model.py": 453,
-    "report/render/view.py": 506,
     "runtime/server.py": 404,
 }
 """Modules over the limit today, with their size: the next to split (never add one)."""

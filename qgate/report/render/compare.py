@@ -6,7 +6,7 @@ import base64
 import html
 import math
 
-from qgate.gates.probes import probes_failed
+from qgate.gates.judgement import probes_failed
 from qgate.report.derive import accuracy_deltas, mean_kld
 from qgate.report.model import Report
 from qgate.report.render.figure import load_pyplot, png_bytes

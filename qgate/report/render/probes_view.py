@@ -1,11 +1,13 @@
 """The perf section's graded probes: per scenario, both sides' probe grades and the gate.
 
-Read from the report as stored (the records and the verdicts `verify` re-derives).
+Read from the report as stored (the records and the verdicts `verify` re-derives): the items
+lost and judged are the probe gate's own figures (its max_flips verdict), never paired here
+again.
 """
 
 from __future__ import annotations
 
-from qgate.gates.probes import failed_answers, lost_at_light_load, probe_suite
+from qgate.gates.judgement import ScenarioResult, failed_answers
 from qgate.perf.probes import graded
 from qgate.perf.records import ScenarioRun
 from qgate.report.model import Report
@@ -52,29 +54,27 @@ def probe_lines(report: Report) -> list[str]:
     return out
 
 
+def _lost(result: ScenarioResult) -> str:
+    """'lost/judged' as the probe gate counted them (its max_flips verdict); '–' where it
+    paired nothing (no gate, or a side that asked no probe)."""
+    gate = f"perf.{result.scenario}.probes.max_flips"
+    v = next((v for v in result.verdicts if v.gate == gate), None)
+    return "–" if v is None or v.observed is None else f"{v.observed:.0f}/{v.n}"
+
+
 def probe_table(report: Report) -> Table | None:
-    """Per scenario: probes right/asked on each side, items lost and gained, the gate."""
+    """Per scenario: probes right/asked on each side, items lost of those judged, the gate."""
     rows = []
     for result in report.perf.results:
         name = result.scenario
-        refs, cands = _runs(report, name, "reference"), _runs(report, name, "candidate")
-        ref_ok, ref_n = _asks(refs)
-        cand_ok, cand_n = _asks(cands)
+        ref_ok, ref_n = _asks(_runs(report, name, "reference"))
+        cand_ok, cand_n = _asks(_runs(report, name, "candidate"))
         if not ref_n and not cand_n:
             continue
-        skip = lost_at_light_load(cands)
-        ref = probe_suite(name, "reference", refs, skip)
-        cand = probe_suite(name, "candidate", cands, skip)
-        lost = gained = "–"
-        if ref is not None and cand is not None:
-            mine = {i.id: i.correct for i in cand.items}
-            pairs = [(i.correct, mine[i.id]) for i in ref.items if i.id in mine]
-            lost = str(sum(1 for a, b in pairs if a and not b))
-            gained = str(sum(1 for a, b in pairs if b and not a))
         gates = [v for v in result.verdicts if v.gate.startswith(f"perf.{name}.probes.")]
         verdict = "–" if not gates else ("PASS" if all(v.passed for v in gates) else "FAIL")
-        rows.append([name, f"{ref_ok}/{ref_n}", f"{cand_ok}/{cand_n}", lost, gained, verdict])
+        rows.append([name, f"{ref_ok}/{ref_n}", f"{cand_ok}/{cand_n}", _lost(result), verdict])
     if not rows:
         return None
-    header = ["Scenario", "Reference right/asked", "Candidate right/asked", "Lost", "Gained"]
+    header = ["Scenario", "Reference right/asked", "Candidate right/asked", "Lost/judged"]
     return Table([*header, "Probe gate"], rows, caption="Graded probes under load")

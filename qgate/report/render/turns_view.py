@@ -5,7 +5,7 @@ Read from the report as stored (the records and the verdicts `verify` re-derives
 
 from __future__ import annotations
 
-from qgate.gates.probes import failed_answers
+from qgate.gates.judgement import failed_answers
 from qgate.gates.turns import graded_turns, turn_accuracy, turn_correct
 from qgate.perf.records import ScenarioRun
 from qgate.perf.sessions import turn_kind

@@ -1,14 +1,16 @@
 """What a person reads in a report, as plain tables; Markdown and HTML serialize it.
 
 Figures here are for display only (verify never reads them); the gates and
-perf summaries come from the report as stored.
+perf summaries come from the report as stored. `sections` puts the report's sections in
+order: the headline, gates, accuracy and divergence here, each other section in a view
+module named for it (perf_view.py, environment_view.py, lives_view.py, ...).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from qgate.gates.reuse import not_exercised_lines
+from qgate.core.verdict import not_exercised_lines
 from qgate.gates.scales import warning_lines
 from qgate.quality.records import SuiteRun
 from qgate.quality.stats import wilson as stats_wilson
@@ -20,24 +22,21 @@ from qgate.report.derive import (
     kld_values,
     percentile,
     suite_pairs,
-    time_breakdown,
 )
 from qgate.report.localise import boundary_lines, worst_notes
 from qgate.report.model import Report
 from qgate.report.render.attribution_view import attribution_section
-from qgate.report.render.cache_view import cache_table
+from qgate.report.render.environment_view import environment_section
 from qgate.report.render.floor_view import floor_section
 from qgate.report.render.ladder_view import cliff_line, ladder_section
 from qgate.report.render.lives_view import lives_section
 from qgate.report.render.localise_view import localise_section, worst_suffix
 from qgate.report.render.parts import Section, Table, fmt, origin_lines
-from qgate.report.render.probes_view import probe_lines, probe_table
+from qgate.report.render.perf_view import perf_section
 from qgate.report.render.published import published_section
 from qgate.report.render.reuse_view import changes_section, gate_result, reuse_section
-from qgate.report.render.rounds_view import ROUND_HEADER, round_cells, speed_design
 from qgate.report.render.series import series_section
 from qgate.report.render.spec_view import speculative_section
-from qgate.report.render.turns_view import turn_lines, turn_table
 from qgate.report.verdict import verdict_label
 
 
@@ -248,227 +247,6 @@ def _divergence(report: Report) -> Section | None:
     return sec
 
 
-def _perf(report: Report) -> Section:
-    sec = Section("Performance")
-    sec.lines.append(f"Status: {report.perf.status}.")
-    design = speed_design(report)
-    if design is not None:
-        sec.lines.append(design)
-    sec.lines += probe_lines(report)
-    probes = probe_table(report)
-    if probes is not None:
-        sec.tables.append(probes)
-    sec.lines += turn_lines(report)
-    turns = turn_table(report)
-    if turns is not None:
-        sec.tables.append(turns)
-    for result in report.perf.results:
-        rows = []
-        rounds = any((c.get("rounds") or 1) > 1 for c in result.comparisons)
-        for c in result.comparisons:
-            ci = (
-                f"[{fmt(c.get('ci_low'))}, {fmt(c.get('ci_high'))}]"
-                if c.get("ci_low") is not None
-                else "–"
-            )
-            rows.append(
-                [
-                    str(c.get("metric", "?")),
-                    str(c.get("unit", "")),
-                    fmt(c.get("reference")),
-                    fmt(c.get("candidate")),
-                    fmt(c.get("ratio")),
-                    ci,
-                    *(round_cells(c) if rounds else []),
-                ]
-            )
-        if not rows and result.candidate is not None:
-            for key in ("output_throughput", "request_throughput"):
-                if key in result.candidate:
-                    rows.append([key, "", "–", fmt(result.candidate[key]), "–", "–"])
-        sec.tables.append(
-            Table(
-                [
-                    "Metric",
-                    "Unit",
-                    "Reference",
-                    "Candidate",
-                    "Ratio",
-                    "95% CI",
-                    *(ROUND_HEADER if rounds else []),
-                ],
-                rows,
-                caption=f"Scenario {result.scenario}",
-            )
-        )
-        rates = _rate_rows(result.reference, result.candidate)
-        if rates:
-            header = [
-                "Runtime",
-                "Out tok/s",
-                "Out tok/s/GPU",
-                "Req/s",
-                "Req out tok/s p50",
-                "Decode tok/s p50",
-                "TTFT p90 ms",
-            ]
-            sec.tables.append(Table(header, rates))
-        if (cache := cache_table(result)) is not None:
-            sec.tables.append(cache)
-        dist = _distribution_rows(result.reference, result.candidate)
-        if dist:
-            sides = [f"{side} {q}" for side in ("Ref", "Cand") for q in ("p50", "p90", "p99")]
-            sec.tables.append(Table(["Latency (ms)", *sides], dist))
-    return sec
-
-
-def _rate_rows(ref: dict[str, Any] | None, cand: dict[str, Any] | None) -> list[list[str]]:
-    """Per runtime: throughputs (in total and per GPU), per-request rates, TTFT p90."""
-
-    def stat(summary: dict[str, Any], key: str, q: str) -> Any:
-        dist = summary.get(key)
-        return dist.get(q) if isinstance(dist, dict) else None
-
-    rows = []
-    for role, summary in (("reference", ref), ("candidate", cand)):
-        if not summary or "request_output_tok_s" not in summary:
-            continue
-        rows.append(
-            [
-                role,
-                fmt(summary.get("output_throughput")),
-                fmt(summary.get("output_throughput_per_gpu")),
-                fmt(summary.get("request_throughput")),
-                fmt(stat(summary, "request_output_tok_s", "p50")),
-                fmt(stat(summary, "request_decode_tok_s", "p50")),
-                fmt(stat(summary, "ttft_ms", "p90")),
-            ]
-        )
-    return rows
-
-
-QUEUE_SHOWN_MS = 0.05
-PCTS = ("p50", "p90", "p99")
-
-
-def _distribution_rows(ref: dict[str, Any] | None, cand: dict[str, Any] | None) -> list[list[str]]:
-    rows = []
-    for metric in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
-        cells = [metric]
-        for summary in (ref, cand):
-            dist = (summary or {}).get(metric)
-            for q in ("p50", "p90", "p99"):
-                cells.append(fmt(dist.get(q)) if isinstance(dist, dict) else "–")
-        if any(c != "–" for c in cells[1:]):
-            rows.append(cells)
-    # Client queueing (scheduled -> sent, connection set-up included) is outside TTFT;
-    # shown when it is not negligible, since then the client limited the offered load.
-    queues = [(s or {}).get("queue_ms") for s in (ref, cand)]
-    if any(isinstance(q, dict) and (q.get("p99") or 0) >= QUEUE_SHOWN_MS for q in queues):
-        rows.append(
-            ["queue_ms (client)"]
-            + [fmt(q.get(k)) if isinstance(q, dict) else "–" for q in queues for k in PCTS]
-        )
-    return rows
-
-
-def _environment(report: Report) -> Section:
-    sec = Section("Environment")
-    rows = []
-    for cfg in report.effective_configs:
-        rows.append(
-            [
-                cfg.role,
-                cfg.kind,
-                fmt(cfg.engine_version),
-                fmt(cfg.dtype),
-                fmt(cfg.quantization),
-                fmt(cfg.kv_cache_dtype),
-                fmt(cfg.attention_backend)
-                + (f" (FA{cfg.flash_attn_version})" if cfg.flash_attn_version else ""),
-                "; ".join(f"{k} ({m})" for m, k in cfg.linear_kernels.items()) or "–",
-                ", ".join(cfg.uncalibrated_scales) or "–",
-                "; ".join(f"EMULATED {e}" for e in cfg.emulated) or "–",
-            ]
-        )
-    header = [
-        "Role",
-        "Kind",
-        "Engine",
-        "dtype",
-        "Quant",
-        "KV cache",
-        "Attention",
-        "Linear kernel",
-        "Scales at 1.0",
-        "Emulated",
-    ]
-    sec.tables.append(Table(header, rows))
-    fp = (
-        report.fingerprint.model_dump(mode="json", exclude={"checkpoint", "engine_envs"})
-        if report.fingerprint
-        else {}
-    )
-    cpu = fp.get("cpu", {})
-    for key in ("arch", "forced_flags"):  # recorded since 2026-12; not shown when absent
-        if cpu.get(key) is None:
-            cpu.pop(key, None)
-    fp_rows = [[k, v] for k, v in _flatten(fp)]
-    if report.fingerprint is not None:
-        fp_rows.append(["checkpoint files", str(len(report.fingerprint.checkpoint))])
-        for env in report.fingerprint.engine_envs:  # a side's pinned release (engine.package)
-            shown = ", ".join(f"{k} {env.packages[k]}" for k in ("torch",) if k in env.packages)
-            fp_rows.append(
-                [
-                    f"engine environment {env.request}",
-                    f"{len(env.packages)} packages{', ' + shown if shown else ''} "
-                    f"(key {env.key[:12]})",
-                ]
-            )
-    if fp_rows:
-        sec.tables.append(Table(["Fingerprint", "Value"], fp_rows))
-    timing_rows = [[k, fmt(v)] for k, v in report.stage_timings.items()]
-    if timing_rows:
-        sec.tables.append(Table(["Stage", "Seconds"], timing_rows))
-    start_rows = [
-        [
-            s.side,
-            s.purpose,
-            s.kind,
-            fmt(s.ready_s),
-            ", ".join(f"{k} {fmt(v)}" for k, v in s.startup.items()) or "-",
-            s.compile_cache or "-",
-        ]
-        for s in report.starts
-    ]
-    if start_rows:
-        sec.tables.append(
-            Table(
-                ["Server start", "For", "Engine", "Ready (s)", "Engine phases", "Compile cache"],
-                start_rows,
-            )
-        )
-    went = [[what, fmt(seconds)] for what, seconds in time_breakdown(report)]
-    if went:
-        sec.tables.append(Table(["Where the time went", "Seconds"], went))
-    sec.lines.append(f"{len(report.artifacts)} artifacts listed with sha256.")
-    return sec
-
-
-def _flatten(node: Any, prefix: str = "", limit: int = 60) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out += _flatten(v, f"{prefix}.{k}" if prefix else str(k), limit)
-    elif isinstance(node, list) and node and all(isinstance(v, dict) for v in node):
-        for i, v in enumerate(node):
-            out += _flatten(v, f"{prefix}[{i}]", limit)
-    else:
-        text = ", ".join(map(fmt, node)) if isinstance(node, list) else fmt(node)
-        out.append((prefix, text if len(text) <= 120 else text[:117] + "..."))
-    return out[:limit]
-
-
 def sections(report: Report) -> list[Section]:
     """The report as titled sections: verdict first, then gates, quality, divergence, where
     the damage sits, perf, environment."""
@@ -484,7 +262,7 @@ def sections(report: Report) -> list[Section]:
     ):
         if extra is not None:
             out.append(extra)
-    out.append(_perf(report))
+    out.append(perf_section(report))
     lives = lives_section(report)
     if lives is not None:
         out.append(lives)
@@ -497,5 +275,5 @@ def sections(report: Report) -> list[Section]:
     changes = changes_section(report)
     if changes is not None:
         out.append(changes)
-    out.append(_environment(report))
+    out.append(environment_section(report))
     return out

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from helpers.perf_runs import PROBE_TRUTH, probe, probe_run
 
-from qgate.gates.probes import probe_suite, probe_verdicts, probes_failed
+from qgate.gates.judgement import probes_failed
+from qgate.gates.probes import probe_suite, probe_verdicts
 from qgate.gates.speed import evaluate_perf_gates
 from qgate.perf.probes import probe_points
 from qgate.perf.records import ScenarioRun

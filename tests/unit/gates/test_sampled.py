@@ -8,14 +8,15 @@ import random
 from typing import Any
 
 import pytest
+from helpers.sampled_records import sampled_run
 
 from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
 from qgate.gates.quality import evaluate_quality
 from qgate.profile import Profile
 from qgate.quality.math_set import MathItem
-from qgate.quality.records import ItemRecord, SuiteRun
-from qgate.quality.sampled_data import grade_sampled, output_of, sampled_data_sha256, sampled_items
+from qgate.quality.records import SuiteRun
+from qgate.quality.sampled_data import sampled_items
 from qgate.report.verify.rederive import Rederived
 from qgate.report.verify.rederive_sampled import check_sampled_items, rederive_sampled
 
@@ -40,38 +41,6 @@ def _texts(rng: random.Random, item: MathItem, k: int, right: float, spread: int
     return out
 
 
-def _run(profile: Profile, role: str, texts: list[list[str]]) -> SuiteRun:
-    spec = profile.quality.sampled
-    assert spec is not None
-    items = []
-    for item, answers in zip(sampled_items(spec), texts, strict=True):
-        output = output_of(answers)
-        grade = grade_sampled(output, str(item.answer), spec.samples)
-        items.append(
-            ItemRecord(
-                id=item.id,
-                prompt_sha256="0",
-                output=output,
-                answer=grade.answer,
-                expected=str(item.answer),
-                correct=grade.correct,
-                score=grade.score,
-            )
-        )
-    params = {
-        "temperature": spec.temperature,
-        "samples": spec.samples,
-        "max_tokens": spec.max_tokens,
-    }
-    return SuiteRun(
-        suite="sampled",
-        role=role,  # type: ignore[arg-type]
-        data_sha256=sampled_data_sha256(spec),
-        params=params,  # type: ignore[arg-type]
-        items=items,
-    )
-
-
 def _sides(profile: Profile, seed: int, cand_right: float, cand_spread: int) -> list[SuiteRun]:
     spec = profile.quality.sampled
     assert spec is not None
@@ -82,7 +51,7 @@ def _sides(profile: Profile, seed: int, cand_right: float, cand_spread: int) -> 
         cand = [[max(set(t), key=t.count)] * spec.samples for t in ref]
     else:
         cand = [_texts(rng, i, spec.samples, cand_right, cand_spread) for i in items]
-    return [_run(profile, "reference", ref), _run(profile, "candidate", cand)]
+    return [sampled_run(profile, "reference", ref), sampled_run(profile, "candidate", cand)]
 
 
 def _gates(profile: Profile, runs: list[SuiteRun]) -> dict[str, Verdict]:
@@ -125,7 +94,7 @@ def test_a_reference_that_never_varies_cannot_pass_the_spread_gate() -> None:
     spec = profile.quality.sampled
     assert spec is not None
     same = [[str(i.answer)] * spec.samples for i in sampled_items(spec)]
-    runs = [_run(profile, "reference", same), _run(profile, "candidate", same)]
+    runs = [sampled_run(profile, "reference", same), sampled_run(profile, "candidate", same)]
     spread = _gates(profile, runs)["sampled.max_diversity_change"]
     assert spread.inconclusive and "vary too little" in spread.reason
 

@@ -189,7 +189,7 @@ def test_the_metrics_page_gives_the_totals_and_the_positions_apart() -> None:
 
 
 def test_a_not_exercised_acceptance_gate_is_named_on_the_console_lines() -> None:
-    from qgate.gates.reuse import not_exercised_lines
+    from qgate.core.verdict import not_exercised_lines
 
     snaps = NONE + _side("candidate", _counts(0, 0, 0, [0, 0, 0]))
     failed = [v for v in evaluate_speculative(_profile(), snaps) if not v.passed]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from qgate.gates.probes import failed_answers, probes_failed
+from qgate.gates.judgement import failed_answers, probes_failed
 from qgate.gates.turns import graded_spec, own_flips, turn_accuracy, turn_verdicts
 from qgate.perf.records import RequestRecord, ScenarioRun
 from qgate.perf.sessions import session_turns

@@ -6,7 +6,7 @@ from typing import Any
 
 from qgate.perf.summaries import ScenarioMetrics
 from qgate.perf.table import metrics_table
-from qgate.report.render.view import _distribution_rows
+from qgate.report.render.perf_view import distribution_rows
 
 
 def dist(p: float) -> dict[str, Any]:
@@ -18,12 +18,12 @@ def summary(queue_p: float) -> dict[str, Any]:
 
 
 def test_queue_row_only_when_non_zero() -> None:
-    rows = _distribution_rows(summary(0.0), summary(0.001))
+    rows = distribution_rows(summary(0.0), summary(0.001))
     assert [r[0] for r in rows] == ["ttft_ms"]
-    rows = _distribution_rows(summary(0.0), summary(12.5))
+    rows = distribution_rows(summary(0.0), summary(12.5))
     assert rows[-1] == ["queue_ms (client)", "0", "0", "0", "12.5", "12.5", "12.5"]
     # Old reports' summaries (or a missing reference) leave dashes, not errors.
-    rows = _distribution_rows(None, summary(3.0))
+    rows = distribution_rows(None, summary(3.0))
     assert rows[-1][:4] == ["queue_ms (client)", "–", "–", "–"]
 
 

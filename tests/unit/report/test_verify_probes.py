@@ -16,6 +16,7 @@ from qgate.perf.records import RequestRecord
 from qgate.report.model import Report
 from qgate.report.render.compare import headline_interval
 from qgate.report.render.md import render_markdown
+from qgate.report.render.probes_view import probe_table
 from qgate.report.signing import sign_report
 from qgate.report.verdict import overall
 from qgate.report.verify.single import default_recompute, verify_bytes
@@ -89,10 +90,30 @@ def test_passing_probes_verify_and_show_in_the_perf_section() -> None:
     verify(report)
     md = render_markdown(report)
     assert "Graded probes under load" in md and "leave the probe requests out" in md
-    # item 1, lost in the candidate's quality stage, is left out of the pairs
-    assert "| short | 5/5 | 4/5 | 0 | 0 | PASS |" in md
+    # item 1, lost in the candidate's quality stage, is left out of the pairs: 0 of 4 lost
+    assert "| short | 5/5 | 4/5 | 0/4 | PASS |" in md
     flips = next(v for v in gates if v.gate.endswith("max_flips"))
     assert "1 item(s) left out, lost already in the candidate's quality stage" in flips.reason
+
+
+def test_the_probe_table_shows_what_the_gate_counted() -> None:
+    """The table's lost/judged is the probe gate's own max_flips verdict, not a pairing of the
+    records made again in the view (issue 54 item 1)."""
+    report = probe_report(wrong=0)
+    (result,) = report.perf.results
+    counted = [
+        v.model_copy(update={"observed": 3.0, "n": 7}) if v.gate.endswith("max_flips") else v
+        for v in result.verdicts
+    ]
+    shown = report.model_copy(
+        update={
+            "perf": report.perf.model_copy(
+                update={"results": [result.model_copy(update={"verdicts": counted})]}
+            )
+        }
+    )
+    table = probe_table(shown)
+    assert table is not None and table.rows == [["short", "5/5", "4/5", "3/7", "PASS"]]
 
 
 def test_failed_probes_fail_the_run_and_withhold_the_scenario_ratios() -> None:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import random
 
 import pytest
+from helpers.sampled_records import sampled_run
 
 from qgate.errors import VerificationFailed
 from qgate.gates.judgement import QUALITY_DERIVATION
 from qgate.gates.quality import evaluate_quality
 from qgate.profile import Profile
-from qgate.quality.records import ItemRecord, SuiteRun
-from qgate.quality.sampled_data import grade_sampled, output_of, sampled_data_sha256, sampled_items
+from qgate.quality.sampled_data import output_of, sampled_items
 from qgate.report.model import PerfSection, QualitySection, Report
 from qgate.report.verdict import overall
 from qgate.report.verify.item_plan import check_items_planned
@@ -29,33 +29,6 @@ PROFILE = Profile.model_validate(
 )
 
 
-def _run(role: str, texts: list[list[str]]) -> SuiteRun:
-    spec = PROFILE.quality.sampled
-    assert spec is not None
-    items = []
-    for item, answers in zip(sampled_items(spec), texts, strict=True):
-        grade = grade_sampled(output_of(answers), str(item.answer), spec.samples)
-        items.append(
-            ItemRecord(
-                id=item.id,
-                prompt_sha256="0" * 64,
-                output=output_of(answers),
-                answer=grade.answer,
-                expected=str(item.answer),
-                correct=grade.correct,
-                score=grade.score,
-            )
-        )
-    params = {"temperature": spec.temperature, "samples": spec.samples, "max_tokens": 32}
-    return SuiteRun(
-        suite="sampled",
-        role=role,  # type: ignore[arg-type]
-        data_sha256=sampled_data_sha256(spec),
-        params=params,  # type: ignore[arg-type]
-        items=items,
-    )
-
-
 def _report() -> Report:
     rng = random.Random(9)
     spec = PROFILE.quality.sampled
@@ -65,7 +38,7 @@ def _report() -> Report:
         for i in sampled_items(spec)
     ]
     greedy = [[max(set(t), key=t.count)] * spec.samples for t in ref]
-    runs = [_run("reference", ref), _run("candidate", greedy)]
+    runs = [sampled_run(PROFILE, "reference", ref), sampled_run(PROFILE, "candidate", greedy)]
     verdicts = evaluate_quality(PROFILE.quality, runs, None)
     return Report(
         qgate_version="test",
