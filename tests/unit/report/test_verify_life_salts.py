@@ -20,6 +20,7 @@ from qgate.gates.judgement import LIFE_SALTS, PERF_DERIVATION, QUALITY_DERIVATIO
 from qgate.perf.salts import life_scope
 from qgate.profile import Profile
 from qgate.report.model import Report
+from qgate.report.render.lives_view import lives_section
 from qgate.report.verify.cache_check import check_life_salts
 
 RUN = Path(__file__).resolve().parents[3] / "examples" / "h200" / "kv-offload-envelope"
@@ -51,6 +52,9 @@ def test_salted_life_probes_verify_and_are_listed() -> None:
     line = "cache salts of 4 life probe sets re-derived (4 salted by side, life, round"
     assert any(c.startswith(line) for c in result.checked), result.checked
     assert any(s.startswith("life probe cache salts: ") for s in result.signed_only)
+    section = lives_section(result.report)
+    assert section is not None
+    assert any(x.startswith("4 of the 4 probe sets were salted apart") for x in section.lines)
 
 
 def _idle(report: Report) -> int:
