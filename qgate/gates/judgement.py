@@ -33,6 +33,7 @@ from qgate.quality.spec_counters import SpecSnapshot
 __all__ = [
     "ALONE",
     "BOOTSTRAP_SEED",
+    "LIFE_SALTS",
     "PERF_DERIVATION",
     "POOLED",
     "QUALITY_DERIVATION",
@@ -103,7 +104,10 @@ QUALITY_V2_FIELDS = ("metric", "comparator", "n", "power", "min_detectable_drop"
 #     shaped_probes.py): verify holds a shaped scenario's probes to its preamble budget.
 # 14: each side's cache provenance beside the scenario's figures (ScenarioResult.cache,
 #     qgate/perf/cache_sources.py), and salted perf prompts (qgate/perf/salts.py).
-PERF_DERIVATION = 14
+# 15: life probes salted by side, life, round, purpose and moment, each ask apart
+#     (LifeProbes.cache_salt, qgate/perf/salts.py life_scope), where the side's engine serves
+#     cache_salt: no life probe reads KV its quality stage, another probe set or side wrote.
+PERF_DERIVATION = 15
 ALONE = 10
 """The perf derivation from which life probes are judged against the reference's own."""
 POOLED = 11
@@ -115,6 +119,9 @@ makes the run INCONCLUSIVE."""
 SHAPED = 13
 """The perf derivation from which a scenario's probes are asked at its prompt length where the
 profile shapes them, and verify holds their records to it."""
+LIFE_SALTS = 15
+"""The perf derivation from which a life's probe sets carry their cache-salt scope where the
+side's engine serves cache_salt, and verify holds them to it."""
 BOOTSTRAP_SEED = 0
 """The seed every run draws its bootstrap with (verify holds a report to it)."""
 

@@ -20,6 +20,11 @@ A side qgate does not start (an `endpoint`) is a server all the same, and can go
 an idle pause: its "life" is qgate's contact with it, probed at the first contact and after
 the pause like a started one, and labelled an endpoint (`LifeProbes.endpoint`, which
 `is_endpoint` derives from the profile; `qgate verify` checks it the same way).
+
+From perf derivation 15 each probe set is salted apart where its side's engine serves
+`cache_salt` (`probe_salt`, qgate/perf/salts.py `life_scope`): the scope is recorded with it
+(`LifeProbes.cache_salt`) and `qgate verify` re-derives it from the record's side, life,
+round, purpose and kind.
 """
 
 from __future__ import annotations
@@ -30,14 +35,16 @@ from pydantic import Field
 
 from qgate.core.records import Record, Role
 from qgate.perf.records import RequestRecord
+from qgate.perf.salts import life_scope
 from qgate.profile import Profile
-from qgate.profile.engine_checks import starts_process
+from qgate.profile.engine_checks import served, starts_process
 
 __all__ = [
     "LifeProbes",
     "ProbeKind",
     "is_endpoint",
     "life_label",
+    "probe_salt",
     "when_asked",
 ]
 
@@ -64,12 +71,28 @@ class LifeProbes(Record):
     kind: ProbeKind = Field(description="'start': right after ready; 'idle': after the pause.")
     idle_s: float = Field(ge=0, description="Seconds the life sat idle before these probes.")
     requests: list[RequestRecord] = Field(description="The probes, in the order asked.")
+    cache_salt: str | None = Field(
+        default=None,
+        description="The cache-salt scope of these probes (qgate/perf/salts.py `life_scope`; "
+        "the k-th probe asked carries it with '-pk'), where the side's engine serves "
+        "cache_salt (perf derivation 15 on); None: unsalted.",
+    )
 
 
 def is_endpoint(profile: Profile, role: Role) -> bool:
     """Whether `role`'s side of `profile` is an endpoint: a server qgate finds running and
     does not start (its life probes are asked all the same, and labelled so)."""
     return not starts_process(profile.engine_of(role).kind)
+
+
+def probe_salt(
+    profile: Profile, role: Role, side: str, life: int, round: int, purpose: str, kind: ProbeKind
+) -> str | None:
+    """The cache-salt scope of a life's probe set of `kind`, or None where `role`'s engine
+    serves no `cache_salt` (what the perf salts follow too: qgate/run/perf.py)."""
+    if "cache_salt" not in served(profile.engine_of(role)):
+        return None
+    return life_scope(side, life, round, purpose, kind)
 
 
 def life_label(p: LifeProbes) -> str:

@@ -15,6 +15,13 @@ workloads then salt each request with that scope, the scenario and what the requ
 The scope is recorded with each scenario run (`params.cache_salt`), so the report says which
 runs were salted. Without the feature (or in `qgate perf`, which measures a server as it is)
 nothing is salted.
+
+A life's probes (qgate/run/life_probes.py) ask the very prompts its quality stage, and its
+start probes, asked already: unsalted, the probe after the idle pause is served from their
+KV and exercises decode only, masking a fault in prefill after idle. So each life's probe set
+has a scope of its own (`life_scope`: side, life, perf round, purpose, and moment: 'start' or
+'idle'), and each probe ask its own salt within it (`life_salt`): no life probe reads KV that
+quality, another probe, moment or life, or the other side wrote.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import re
 import zlib
 from typing import Any
 
-__all__ = ["SALT", "salt_param", "salt_scope", "salted"]
+__all__ = ["SALT", "life_salt", "life_scope", "salt_param", "salt_scope", "salted"]
 
 SALT: contextvars.ContextVar[str | None] = contextvars.ContextVar("qgate_perf_salt", default=None)
 _FORBIDDEN = re.compile(r"[@/\\\x00]")  # what vLLM refuses in a salt (at most 128 characters)
@@ -48,3 +55,15 @@ def salt_param() -> dict[str, str]:
     """A scenario run's recorded parameter: the scope its requests were salted with, if any."""
     scope = SALT.get()
     return {} if scope is None else {"cache_salt": scope}
+
+
+def life_scope(side: str, life: int, round: int, purpose: str, kind: str) -> str:
+    """The scope of one life's probe set: its side, life, perf round, purpose (a crc32 of it
+    unless 'life', an attribution trial's name being free text) and moment ('start', 'idle')."""
+    what = "" if purpose == "life" else f"-{zlib.crc32(purpose.encode()):08x}"
+    return _FORBIDDEN.sub("_", f"qgate-life-{side[:48]}-l{life}-r{round}{what}-{kind}")
+
+
+def life_salt(scope: str, ask: int) -> str:
+    """The salt of the `ask`-th probe (0-based, in the order asked) of a life's probe set."""
+    return f"{scope}-p{ask}"

@@ -10,6 +10,11 @@ quality stage once those records exist (a cached reference, or any life after th
 reference's quality), else the first items of the set; the gate (qgate/perf/life_probes.py)
 pairs them per item with the reference's own records. The records are kept in `records`,
 in the order asked.
+
+Those are the prompts the life's quality stage (and its start probes) asked already: where
+the side's engine serves `cache_salt`, each probe set is salted by side, life, round,
+purpose and moment and each ask apart (`probe_salt`, qgate/perf/salts.py), so the probe after
+the pause prefills its whole prompt rather than reading the KV they wrote.
 """
 
 from __future__ import annotations
@@ -24,12 +29,13 @@ from typing import Any
 from qgate.core.records import Role
 from qgate.core.serving import Runtime
 from qgate.perf.client import make_session, run_loop
-from qgate.perf.life_probes import LifeProbes, ProbeKind, is_endpoint, life_label
+from qgate.perf.life_probes import LifeProbes, ProbeKind, is_endpoint, life_label, probe_salt
 from qgate.perf.loadgen import Sender
 from qgate.perf.probes import Probe, graded
 from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import RequestRecord
 from qgate.perf.runner import probe_spec
+from qgate.perf.salts import life_salt
 from qgate.profile import ANSWER_MAX_TOKENS, Profile
 from qgate.quality.math_set import PROBED, long_prompt, math_items, short_prompt
 from qgate.quality.stage import QualityOutput, runtime_headers
@@ -144,14 +150,19 @@ async def ask(
     params: dict[str, Any],
     headers: dict[str, str] | None,
     timeout_s: float,
+    salt: str | None = None,
 ) -> list[RequestRecord]:
-    """Ask each probe in turn (streaming, the perf stage's request); their records in order."""
+    """Ask each probe in turn (streaming, the perf stage's request); their records in order.
+    `salt`: the probe set's cache-salt scope, each ask salted apart within it (None: none)."""
     async with make_session(2, timeout_s) as session:
         raw = RawClient(base_url, timeout_s) if base_url.startswith("http://") else None
         sender = Sender(session, base_url.rstrip("/"), headers, t0=0, raw=raw)
         sender.start()
-        for probe in probes:
-            await sender.run(probe_spec(probe, model, params), time.perf_counter_ns() - sender.t0)
+        for k, probe in enumerate(probes):
+            spec = probe_spec(probe, model, params)
+            if salt is not None:
+                spec.payload["cache_salt"] = life_salt(salt, k)
+            await sender.run(spec, time.perf_counter_ns() - sender.t0)
         if raw is not None:
             await raw.close()
     return sender.records()
@@ -311,6 +322,7 @@ class LifeProbing:
         )
         if not probes:
             return
+        salt = probe_salt(profile, role, side, life, round, purpose, kind)
         with blamed_on(runtime):
             requests = run_loop(
                 ask(
@@ -320,6 +332,7 @@ class LifeProbing:
                     probe_params(profile),
                     runtime_headers(runtime),
                     profile.engine.request_timeout_s,
+                    salt,
                 )
             )
         node = runtime.node_name
@@ -334,6 +347,7 @@ class LifeProbing:
             kind=kind,
             idle_s=round_s(idle_s),
             requests=requests,
+            cache_salt=salt,
         )
         with self._lock:
             self.records.append(record)

@@ -15,8 +15,9 @@ from helpers.report_synthetic import make_signer
 from qgate.attest.dsse import keyid_of
 from qgate.attest.statement import Subject, sign_statement
 from qgate.gates.judge import judge
-from qgate.gates.judgement import Derivation
+from qgate.gates.judgement import LIFE_SALTS, Derivation
 from qgate.perf.cache_sources import CACHE_FROM
+from qgate.perf.life_probes import probe_salt
 from qgate.perf.salts import salt_scope
 from qgate.profile import Profile
 from qgate.profile.engine_checks import served
@@ -35,18 +36,24 @@ def example_report(folder: Path) -> Report:
 def salted_as_run(report: Report, profile: Profile) -> None:
     """From perf derivation CACHE_FROM on, every perf run of a side that salts carries the
     scope qgate/perf/salts.py makes for it, as `qgate run` salts them (a run copied to
-    another round or block gets that one's)."""
+    another round or block gets that one's); from LIFE_SALTS on, every life probe set too."""
     if report.perf.derivation < CACHE_FROM:
         return
     for run in report.perf.runs:
         if run.role != "standalone" and "cache_salt" in served(profile.engine_of(run.role)):
             run.params = {**run.params, "cache_salt": salt_scope(run.role, run.round, run.block)}
+    if report.perf.derivation >= LIFE_SALTS and report.lives is not None:
+        for p in report.lives.records:
+            p.cache_salt = probe_salt(profile, p.role, p.side, p.life, p.round, p.purpose, p.kind)
 
 
 def unsalted(report: Report) -> None:
-    """`report`'s perf runs as a qgate before perf derivation CACHE_FROM made them: no salts."""
+    """`report`'s perf runs and life probes as a qgate before perf derivation CACHE_FROM made
+    them: no salts."""
     for run in report.perf.runs:
         run.params = {k: v for k, v in run.params.items() if k != "cache_salt"}
+    for p in report.lives.records if report.lives is not None else []:
+        p.cache_salt = None
 
 
 def rederived(report: Report, *, quality: bool = False) -> Report:

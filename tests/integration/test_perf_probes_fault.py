@@ -148,6 +148,12 @@ def test_the_idle_fault_fails_the_candidate_life_by_its_idle_probe(
         ]
     )
     assert all(r["endpoint"] for r in lives["records"])
+    # each probe set salted apart (perf derivation 15, verify re-derived each), so no idle
+    # probe is served from KV the quality stage or the start probes wrote
+    salts = [r["cache_salt"] for r in lives["records"]]
+    assert all(x and x.startswith("qgate-life-") for x in salts) and len(set(salts)) == 4, salts
+    idle_asks = [q for r in lives["records"] if r["kind"] == "idle" for q in r["requests"]]
+    assert all(q["cached_prompt_tokens"] in (None, 0) for q in idle_asks), idle_asks
     assert all(r["idle_s"] >= 22 for r in lives["records"] if r["kind"] == "idle")
     # the first request after the pause was the candidate's first idle probe: lost
     first = next(r for r in lives["records"] if (r["side"], r["kind"]) == ("candidate", "idle"))

@@ -43,6 +43,13 @@ def lives_section(report: Report) -> Section | None:
             "A side qgate did not start (an endpoint, already running) is probed the same way: "
             "at qgate's first contact with it and after the idle pause."
         )
+    salted = sum(1 for p in lives.records if p.cache_salt is not None)
+    if salted:
+        sec.lines.append(
+            f"{salted} of the {len(lives.records)} probe sets were salted apart (`cache_salt` by "
+            "side, life, round and moment, each probe its own): none read KV that the life's "
+            "quality stage, another probe set or the other side wrote."
+        )
     verdicts = {v.gate: v for v in lives.verdicts}
     rows = []
     for p in lives.records:

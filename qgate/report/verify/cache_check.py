@@ -8,20 +8,26 @@ qgate/perf/salts.py): their own arithmetic, and the salts held to the plan.
   `cache_salt` carries the scope qgate/perf/salts.py makes for its role, round and block, and
   a side that cannot salt carries none. So a deleted salt, or a run moved to another block,
   is an error, not an unsalted figure read as clean.
+- Life salts: from perf derivation `LIFE_SALTS` on, every life probe set of a side whose
+  engine serves `cache_salt` carries the scope qgate/perf/salts.py makes for its side, life,
+  round, purpose and moment (`probe_salt`), and one of a side that cannot salt carries none:
+  a deleted or edited salt, or a set moved to another life or moment, is an error.
 """
 
 from __future__ import annotations
 
 from qgate.errors import VerificationFailed
+from qgate.gates.judgement import LIFE_SALTS
 from qgate.perf.cache_sources import CACHE_FROM
 from qgate.perf.counters import BY_SOURCE, SOURCES, source_key
+from qgate.perf.life_probes import life_label, probe_salt
 from qgate.perf.records import ScenarioRun
 from qgate.perf.salts import salt_scope
 from qgate.profile import Profile
 from qgate.profile.engine_checks import served
 from qgate.report.model import Report
 
-__all__ = ["check_cache"]
+__all__ = ["check_cache", "check_life_salts"]
 
 _EPS = 0.5  # counters are token counts; floats only by transport
 
@@ -77,4 +83,35 @@ def check_cache(report: Report, profile: Profile) -> str:
     return (
         f"cache records of {len(runs)} perf runs checked (sources add up, cached within "
         f"prompt tokens); {salted} salted as their side and block ask"
+    )
+
+
+def check_life_salts(report: Report, profile: Profile) -> str | None:
+    """Raise VerificationFailed on a life probe set whose cache salt is not the one re-derived
+    from its side, life, round, purpose and moment (none before perf derivation `LIFE_SALTS`);
+    a line for `checked` (None without life probes)."""
+    records = report.lives.records if report.lives is not None else []
+    if not records:
+        return None
+    planned = report.perf.derivation >= LIFE_SALTS
+    for p in records:
+        want = probe_salt(profile, p.role, p.side, p.life, p.round, p.purpose, p.kind)
+        if not planned:
+            want = None
+        if p.cache_salt != want:
+            why = (
+                f"made before perf derivation {LIFE_SALTS} salted life probes"
+                if not planned
+                else "its engine serves cache_salt"
+                if want is not None
+                else "its engine serves no cache_salt"
+            )
+            raise VerificationFailed(
+                f"lives: {life_label(p)} {p.kind} probes: cache_salt {p.cache_salt!r} stored, "
+                f"{want!r} re-derived ({why})"
+            )
+    salted = sum(1 for p in records if p.cache_salt is not None)
+    return (
+        f"cache salts of {len(records)} life probe sets re-derived ({salted} salted by side, "
+        "life, round and moment)"
     )

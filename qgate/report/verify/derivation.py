@@ -15,8 +15,9 @@ lists the revisions known to have written older derivations (those of the commit
 runs, checked by their tests); any other report, the revision unknown or absent, is held to
 this qgate's derivations (the newest). The claimed numbers must equal the signer's, and they
 may not be below what the records themselves need (`record_floor`, from each raw record
-kind's derivation in record_kinds.RAW: a graded session turn is perf derivation 9, a graded
-probe or a life's records 8, a run in a later round 6, a second block 4, a time series 3; a
+kind's derivation in record_kinds.RAW: a life probe set's cache salt is perf derivation 15, a
+perf run's cache records 14, a graded session turn 9, a graded probe or a life's records 8, a
+run in a later round 6, a second block 4, a time series 3; a
 divergence cross-check is quality 5, a noise floor, speculative counters or an engine's
 logged speculative_config 4, reuse passes or calibration records 2, a verdict with its
 eval-result fields quality 2), so naming an old revision does not lower the checks of

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from qgate.gates.judgement import LIFE_SALTS
 from qgate.gates.speculative import counter_problems
 from qgate.perf.cache_sources import CACHE_FROM
 from qgate.perf.counters import source_key
@@ -24,7 +25,7 @@ from qgate.quality.calibrate import check_stored
 from qgate.quality.noise_floor import FLOOR_FROM
 from qgate.report.model import Report
 from qgate.report.verify.attribution import check_attribution
-from qgate.report.verify.cache_check import check_cache
+from qgate.report.verify.cache_check import check_cache, check_life_salts
 from qgate.report.verify.cluster import check_cluster
 from qgate.report.verify.cross_check import check_cross_planned, check_cross_records
 from qgate.report.verify.floor_plan import check_floor_planned
@@ -231,6 +232,15 @@ RAW: tuple[RawKind, ...] = (
         "lives.records: each life's start and idle probe answers, their idle pause and "
         "where the life ran (the life verdicts and the rounds kept out are re-derived; each "
         "planned life's records must be there)",
+    ),
+    RawKind(
+        "lives.records.cache_salt",
+        "perf",
+        LIFE_SALTS,
+        lambda r: r.lives is not None and any(p.cache_salt is not None for p in r.lives.records),
+        (check_life_salts,),
+        "life probe cache salts: each life probe set's cache-salt scope (re-derived from its "
+        "side's engine, life, round, purpose and moment; that the server was sent it is not)",
     ),
     RawKind(
         "fingerprint",

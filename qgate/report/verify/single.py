@@ -29,7 +29,7 @@ from qgate.quality.calibrate import check_stored, model_label, model_problem, st
 from qgate.quality.sizing import sized_as
 from qgate.report.model import PREDICATE_TYPE, Report
 from qgate.report.verify.attribution import check_attribution
-from qgate.report.verify.cache_check import check_cache
+from qgate.report.verify.cache_check import check_cache, check_life_salts
 from qgate.report.verify.cluster import check_cluster
 from qgate.report.verify.cross_check import check_cross_planned
 from qgate.report.verify.derivation import check_derivations, signer_derivations
@@ -214,6 +214,8 @@ def _checked_contents(
     if line := check_perf_design(report, prof, plan):
         result.checked.append(line)
     if line := check_cache(report, prof):
+        result.checked.append(line)
+    if line := check_life_salts(report, prof):
         result.checked.append(line)
     if line := check_lives(report, prof, judged):
         result.checked.append(line)

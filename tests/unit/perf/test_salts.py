@@ -10,7 +10,7 @@ from typing import Any
 
 from qgate.perf.loadgen import RequestSpec
 from qgate.perf.runner import probe_spec
-from qgate.perf.salts import SALT, salt_scope, salted
+from qgate.perf.salts import SALT, life_salt, life_scope, salt_scope, salted
 from qgate.perf.workloads import run_fixed, run_multi_turn
 from qgate.profile import FixedScenario, MultiTurnScenario
 
@@ -107,3 +107,20 @@ def test_probe_asks_are_salted_apart_and_scopes_carry_no_character_vllm_refuses(
     for salt in (a.payload["cache_salt"], body["cache_salt"]):
         assert not set("@/\\\x00") & set(salt) and len(salt) <= 128
     assert probe_spec(("q1", "2+2=", "4"), "m", {}).payload.get("cache_salt") is None
+
+
+def test_life_scopes_part_every_side_life_round_purpose_and_moment() -> None:
+    base = ("reference", 0, 0, "life", "start")
+    scopes = {
+        life_scope(*base),
+        life_scope("candidate", 0, 0, "life", "start"),
+        life_scope("reference", 1, 0, "life", "start"),
+        life_scope("reference", 0, 1, "life", "start"),
+        life_scope("reference", 0, 0, "trial:kv-cache", "start"),
+        life_scope("reference", 0, 0, "life", "idle"),
+    }
+    assert len(scopes) == 6 and life_scope(*base) == "qgate-life-reference-l0-r0-start"
+    assert life_salt(life_scope(*base), 0) != life_salt(life_scope(*base), 1)
+    assert life_scope(*base) not in {salt_scope(r, 0, 0) for r in ("reference", "candidate")}
+    odd = life_salt(life_scope("c/a@b" * 20, 12, 3, "trial:a/b@c" * 9, "idle"), 99)
+    assert not set("@/\\\x00") & set(odd) and len(odd) <= 128

@@ -27,7 +27,7 @@ def verify(report: Report) -> None:
 
 def test_a_report_with_a_series_verifies() -> None:
     report = series_report()
-    assert report.perf.derivation == PERF_DERIVATION == 14
+    assert report.perf.derivation == PERF_DERIVATION == 15
     series = report.perf.results[0].candidate["time_series"]  # type: ignore[index]
     assert len(series["buckets"]) >= 3 and series["bucket_s"] == 0.05
     verify(report)

@@ -16,9 +16,11 @@ import pytest
 from qgate.core.serving import EffectiveConfig
 from qgate.core.verdict import Verdict
 from qgate.perf.client import run_loop
-from qgate.perf.life_probes import LifeProbes
+from qgate.perf.life_probes import LifeProbes, probe_salt
+from qgate.perf.loadgen import RequestSpec
 from qgate.perf.probes import Probe, graded
 from qgate.perf.records import RequestRecord
+from qgate.perf.salts import life_scope
 from qgate.profile import LivesSpec
 from qgate.profile.load import load_profile_file
 from qgate.quality.math_set import math_items
@@ -148,6 +150,9 @@ def test_a_life_is_probed_at_its_start_and_after_its_work_and_pause(events: list
     assert [r.probe_id for r in idle.requests] == [r.probe_id for r in start.requests]
     saved = json.loads((ctx.run_dir / "raw" / "life-probes.json").read_text())
     assert [p["kind"] for p in saved] == ["start", "idle"]  # on disk as soon as asked
+    # each probe set salted apart: it reads no KV its quality stage or start probes wrote
+    assert start.cache_salt == life_scope("int8", 0, 1, "life", "start")
+    assert idle.cache_salt == life_scope("int8", 0, 1, "life", "idle")
 
 
 def test_a_failed_life_and_a_preflight_ask_no_idle_probes(events: list[str]) -> None:
@@ -220,6 +225,45 @@ def test_ask_sends_the_probes_one_after_another_and_records_their_text() -> None
     assert [graded(r) for r in got] == [True, False]
     assert got[0].text is not None and "12" in got[0].text and got[1].probe_answer == "12"
     assert got[1].sent_ns >= got[0].done_ns  # the second only once the first is answered
+
+
+class _Capture:
+    """A sender that keeps each request it is given and answers none."""
+
+    specs: list[RequestSpec] = []
+
+    def __init__(self, *a: Any, **k: Any) -> None:
+        self.t0 = 0
+
+    def start(self) -> None:
+        return None
+
+    async def run(self, spec: RequestSpec, at: int) -> None:
+        _Capture.specs.append(spec)
+
+    def records(self) -> list[RequestRecord]:
+        return []
+
+
+def test_ask_salts_each_probe_apart_within_its_sets_scope(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(life_probes, "Sender", _Capture)
+    monkeypatch.setattr(_Capture, "specs", [])
+    probes = math_probes(PROFILE, None, None, 3)
+    scope = life_scope("reference", 2, 1, "life", "idle")
+    run_loop(life_probes.ask("https://127.0.0.1:9/v1", "m", probes, {}, None, 5.0, scope))
+    run_loop(life_probes.ask("https://127.0.0.1:9/v1", "m", probes[:1], {}, None, 5.0))
+    got = [s.payload.get("cache_salt") for s in _Capture.specs]
+    assert got == [f"{scope}-p0", f"{scope}-p1", f"{scope}-p2", None]
+
+
+def test_a_side_whose_engine_serves_no_cache_salt_is_not_salted() -> None:
+    assert probe_salt(PROFILE, "candidate", "int8", 0, 0, "life", "start") is not None
+    sglang = PROFILE.model_copy(
+        update={"engine": PROFILE.engine.model_copy(update={"kind": "sglang"})}
+    )
+    assert probe_salt(sglang, "candidate", "int8", 0, 0, "life", "start") is None
 
 
 def test_items_the_reference_lives_answered_right_are_asked_first(events: list[str]) -> None:
