@@ -18,6 +18,7 @@ from qgate.perf.probes import probe_points
 from qgate.perf.shaped_probes import PROBE_MARGIN_TOKENS, graded_tokens, shape_budgets
 from qgate.profile import ContextLadder, EnvelopeSpec, Profile
 from qgate.profile.noise_floor import FLOOR_SUITES
+from qgate.profile.vacuous import PROBED_FORM
 from qgate.profile.suites import entry_of_result, exact_results
 from qgate.quality.math_set import PROBED
 from qgate.quality.noise_floor import binomial_upper
@@ -103,12 +104,13 @@ def _perf_asks(
 
 def _probed(profile: Profile, scenarios: Sequence[ScenarioPlan]) -> bool:
     perf = profile.perf
-    return (
-        perf is not None
-        and bool(scenarios)
-        and perf.probes.items > 0
-        and profile.quality.math is not None
-    )
+    return perf is not None and bool(scenarios) and perf.probes.items > 0 and _probe_source(profile)
+
+
+def _probe_source(profile: Profile) -> bool:
+    """Whether probes can be drawn: they are math items in the short form (`math_probes`)."""
+    math = profile.quality.math
+    return math is not None and PROBED_FORM in math.prompts
 
 
 def _pooled_line(
@@ -125,7 +127,7 @@ def _pooled_line(
     perf = _perf_asks(profile, suites, scenarios)[0] * blocks * rounds if probed else 0
     lives = profile.lives
     drawn = _drawn(lives.probes, suites)
-    per_life = drawn * (2 if lives.idle_s > 0 else 1) if profile.quality.math else 0
+    per_life = drawn * (2 if lives.idle_s > 0 else 1) if _probe_source(profile) else 0
     own = per_life * rounds
     total = perf + own
     if not total:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from qgate.profile.load import load_profile
 from qgate.run.plan import describe, make_plan
 
@@ -30,7 +32,7 @@ def test_the_aa_plan_names_its_noise_floor_its_probes_and_its_context() -> None:
     assert "INSIDE" not in floor
     probes = next(e for e in envelope if "perf probes:" in e)
     assert "2 level(s) (fixed-256x32@c1, fixed-256x32@c4)" in probes
-    assert "8 probe requests per side (+100% of 8 measured)" in probes
+    assert "28 probe requests per side (+350% of 8 measured)" in probes
     assert any("math.long ~1,024-token preamble; recall 512" in e for e in envelope)
 
 
@@ -55,8 +57,31 @@ def test_the_pooled_gate_line_counts_the_answers_against_what_the_margin_needs()
     assert "at least 44 candidate probe answers (36 perf, 8 lives)" in demo
     assert "19 clean answers show at most 15% broken (95%)" in demo
     assert "up to 2 broken still show it" in demo
-    aa = _pooled(_lines("smollm2-cpu-aa"))  # 8 perf + 8 lives against the default 10%
-    assert "CANNOT SHOW its margin: 16 answers planned, fewer than the 29" in aa
+    aa = _pooled(_lines("smollm2-cpu-aa"))  # 2 levels x 14 perf + 8 lives against the default 10%
+    assert "at least 36 candidate probe answers (28 perf, 8 lives)" in aa
+    assert "29 clean answers show at most 10% broken (95%)" in aa
+    few = _pooled(_lines("smollm2-cpu-aa", math={"prompts": ["short"], "limit": 4}))
+    assert "CANNOT SHOW its margin: 16 answers planned, fewer than the 29" in few
+
+
+SINGLE = sorted(p.stem for p in SHIPPED.glob("*.yaml") if "\ncandidates:" not in p.read_text())
+
+
+@pytest.mark.parametrize("name", SINGLE)
+def test_no_shipped_profile_plans_a_pooled_gate_that_cannot_show_its_margin(name: str) -> None:
+    """Issue 53: a gate that can never PASS is no gate. Every shipped profile's pooled envelope
+    gate either pools no probe (none planned, or no quality stage: a preview) or plans the
+    clean answers its margin needs, in one perf block (this plan's placement: a side in
+    sequence, the fewest blocks a run of it can get)."""
+    line = next((e for e in _lines(name) if "pooled envelope gate:" in e), "")
+    assert "CANNOT SHOW" not in line, (name, line)
+
+
+def test_without_the_short_form_no_probe_is_planned() -> None:
+    """Probes are math items in the short form: a math suite of the long form alone gives
+    none (the plan counted 8 perf and 8 life probes that no run could ask)."""
+    line = _pooled(_lines("smollm2-cpu-int8-detect"))
+    assert "none: the candidate asks no probe" in line
 
 
 def test_a_profile_that_asks_no_probe_is_told_nothing_grades_its_serving() -> None:
