@@ -65,7 +65,7 @@ SIGNERS: dict[str, tuple[int, int]] = {
     "git archive 0ec3abe": (4, 9),  # examples/h200/kv-offload-envelope
     "3809bf930c53": (5, 13),  # examples/cpu/smollm2-cpu-int8-demo (the plain score bound)
     "git archive 9e9065f": (6, 14),  # examples/h100/kv-offload (the exact bound on its grid)
-    "fb6687fed8f4": (7, 14),  # examples/cpu/smollm2-cpu-int8-demo-zen4 (life probes unsalted)
+    "fb6687fed8f4": (7, 14),  # examples/cpu/smollm2-cpu-int8-demo-zen5 (life probes unsalted)
 }
 
 
