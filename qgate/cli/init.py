@@ -40,8 +40,11 @@ quality:                        # gates: the candidate against the reference, it
     detect: {drop: 0.2}         # 67 items: a 20-point drop is caught 8 times in 10
   divergence: {sequences: 8, tokens: 16, max_mean_kld: 0.05, min_top1_agreement: 0.85}
 perf:                           # runs only when every gate passed
+  probes: {items: 11}           # graded answers while serving: with the lives', enough to
+                                # show at most 15% broken (qgate plan)
   scenarios:
     - {name: chat, input_tokens: 256, output_tokens: 32, concurrency: 4, warmup: 1, requests: 8}
+envelope: {max_broken: 0.15}    # every probe answer pooled: PASS when at most 15% broken is shown
 """
 
 GPU_PROFILE = """\
@@ -62,6 +65,8 @@ quality:                        # gates: the candidate against the reference, it
   recall: {context_tokens: [1024, 8192], max_drop: 0.05, detect: {drop: 0.05}}  # 270 per length
   divergence: {sequences: 64, tokens: 128, max_mean_kld: 0.01, min_top1_agreement: 0.95}
 perf:                           # runs only when every gate passed
+  probes: {items: 8}            # graded answers while serving: with the lives', enough to
+                                # show at most 10% broken in one block (qgate plan)
   scenarios:
     - {name: chat, input_tokens: 1024, output_tokens: 256, concurrency: [1, 16], requests: 64}
     - {name: agent, kind: multi_turn, conversations: 8, turns: 6, shared_prefix_tokens: 4096}

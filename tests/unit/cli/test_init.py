@@ -40,3 +40,15 @@ def test_init_prints_or_writes_and_never_overwrites(tmp_path: Path) -> None:
     again = runner.invoke(main, ["init", "--out", str(out)])
     assert again.exit_code == 2 and "does not overwrite" in again.output
     assert out.read_text() == CPU_PROFILE
+
+
+def test_both_profiles_plan_a_pooled_envelope_gate_that_can_show_its_margin() -> None:
+    """Issue 53: the profiles `init` writes can PASS their pooled envelope gate: each plans the
+    clean probe answers its margin needs in one perf block (`qgate plan`)."""
+    from qgate.run.plan import describe, make_plan
+
+    for text, name in ((CPU_PROFILE, "minimal.yaml"), (GPU_PROFILE, "gpu.yaml")):
+        profile = parse_profile_text(text, name, ROOT, check_files=False)
+        plan = make_plan([("candidate", profile)], reference_cached=False, placement="cores 0-1")
+        pooled = next(line for line in describe(plan) if "pooled envelope gate:" in line)
+        assert "CANNOT SHOW" not in pooled and "clean answers show" in pooled, (name, pooled)
