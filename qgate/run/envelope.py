@@ -18,8 +18,8 @@ from qgate.perf.probes import probe_points
 from qgate.perf.shaped_probes import PROBE_MARGIN_TOKENS, graded_tokens, shape_budgets
 from qgate.profile import ContextLadder, EnvelopeSpec, Profile
 from qgate.profile.noise_floor import FLOOR_SUITES
-from qgate.profile.vacuous import PROBED_FORM
 from qgate.profile.suites import entry_of_result, exact_results
+from qgate.profile.vacuous import PROBED_FORM
 from qgate.quality.math_set import PROBED
 from qgate.quality.noise_floor import binomial_upper
 from qgate.run.life_probes import endpoint_roles
