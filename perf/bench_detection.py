@@ -19,6 +19,18 @@ do not wrap the bench in `flock` too. `--upstream URL` runs the proxy chunk in f
 server already running (nothing started, no lock: the smoke test's path). Every side, an
 endpoint included, answers life probes at its start and, in the proxy chunk, after
 `--idle-s` of quiet (`lives:`).
+Sizing (issue 53 item 7: a benign candidate must PASS under `--rule bound` in at least 4 of
+its 5 runs). `--items 64`: 64 math items per form at a 15-point margin (the demo's, alpha
+0.0167: a 98.3% bound) and 40 recall items (8 haystacks) at 20 points. At the churn the
+demo's INT8 g32 candidate measured (2-4% of items flip), a candidate with no true loss is
+shown within both math margins and recall's in 0.99-0.91 of runs (`qgate.core.bounds.
+show_power`), so 4 of 5 runs PASS with 0.998-0.93; at 6% churn 0.79 a run and 0.71 for 4 of
+5. The demo asks 81 math items a form (95 for 80% at the 20% churn its plan assumes); 64 is
+the trade against the bench's 45 minutes on a 2-core machine (each started life ~35 s to
+start plus its suites), and no margin is widened past the demo's: what the 135M model can
+honestly be held to. The proxy chunk keeps 32 (an endpoint through the proxy is
+bit-identical: 27 clean items show 15 points), the perf chunk 128 short items (its 18 probe
+items a level are drawn from those the reference answers right).
 From each candidate's per-item records it computes the peers' verdicts
 (perf/faults/peer_rules.py) and writes, under --out: one records file per chunk, the
 machine, table.md (fault x strength -> qgate's verdict and failed gates, time and lives to

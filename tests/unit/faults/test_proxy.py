@@ -345,3 +345,15 @@ def test_launcher_takes_the_address_qgate_appends_and_requires_the_separator() -
     assert (rest, host, port) == (["--model", "m", "--seed", "3"], "0.0.0.0", 8123)
     with pytest.raises(SystemExit):
         launch.main(["--fault", "load:4", "--model", "m"])
+
+
+def test_the_launcher_keys_each_life_by_its_count(tmp_path: Path) -> None:
+    """Lives launched with one counter file draw `life:P` apart: keys 0, 1, 2 in order."""
+    counter = tmp_path / "lives"
+    assert [launch.next_life(str(counter)) for _ in range(3)] == ["0", "1", "2"]
+    assert launch.next_life(None) == ""
+    rule = [proxy.Rule.parse("life:0.5")]
+    draws = {
+        proxy.Faults(rule, life_key=launch.next_life(str(counter))).life_broken for _ in range(12)
+    }
+    assert draws == {True, False}
