@@ -616,7 +616,7 @@ def merged(old: dict[str, Any], new: dict[str, Any], names: list[str]) -> dict[s
     out = dict(old)
     reruns = list(old.get("reruns", []))
     keep = ("wall_s", "exit", "lock_wait_s", "reference_ready_s", "items", "profile", "date")
-    keep += ("load", "upstream", "server_ready_s")
+    keep += ("load", "upstream", "server_ready_s", "reference_source")
     reruns.append({"candidates": names, **{k: new.get(k) for k in keep}})
     out["reruns"] = reruns
     rows = dict(old["candidates"])

@@ -564,9 +564,13 @@ def _run_words(run: Mapping[str, Any]) -> str:
     ready = run.get("server_ready_s")  # the proxy chunk's one server, started by the bench
     if ready:
         where += f" after its server's {ready:.0f} s start"
+    source = {
+        "cache": "; its reference read from the signed reference cache (made by an earlier run)",
+        "fresh": "",
+    }.get(str(run.get("reference_source") or "fresh"), f"; reference {run.get('reference_source')}")
     return (
         f"{run['wall_s']:.0f} s of `qgate run` {where} (exit {run['exit']}), math items "
-        f"{run.get('items')}; {_lives_words(run)}; {_load_words(run)}"
+        f"{run.get('items')}{source}; {_lives_words(run)}; {_load_words(run)}"
     )
 
 
