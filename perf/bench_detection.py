@@ -186,11 +186,16 @@ def perf_block() -> dict[str, Any]:
 
 
 def lives(chunk: str, idle_s: float) -> dict[str, Any]:
-    """The life probes (issue 44): every life, an endpoint included, asked 4 math items at its
-    start (first contact) and, in the perf chunk, again after `idle_s` of quiet (the idle
-    class fires there; the other chunks' faults do not depend on idle, so they pay no pause:
-    35 s a side)."""
-    return {"probes": 4, "idle_s": idle_s if chunk == "perf" else 0}
+    """The life probes (issue 44), in the perf chunk only: every side, an endpoint included,
+    asked 4 math items at its start (first contact) and again after `idle_s` of quiet (the
+    idle class fires there). The other chunks skip perf, so their probe answers would be the
+    4 life probes alone, and the pooled envelope gate (perf derivation 11, max_broken 10%
+    unless set) needs 29 clean answers to PASS: every candidate there, benign or not, would
+    be INCONCLUSIVE on it (measured in the smoke run). Those chunks judge the quality stage;
+    the perf chunk judges serving."""
+    if chunk != "perf":
+        return {"probes": 0, "idle_s": 0}
+    return {"probes": 4, "idle_s": idle_s}
 
 
 def started_profile(

@@ -5,7 +5,7 @@ started (`--upstream`: no server of its own, the vLLM lock not taken).
 `load-100` corrupts every answer that arrives with more than 2 requests in flight (the
 quality suites ask 8 at once): qgate FAILs it, its exact McNemar test among the gates (harm
 shown, not only a point estimate past the line); `aa-proxy` is the proxy path with no rule
-firing: qgate passes it, its life probes (an endpoint's, at qgate's first contact) included.
+firing: qgate does not fail it (the proxy chunk asks no life probes: the perf chunk does).
 Each row also carries the peers' verdicts on the same per-item records.
 
 Judged as a rollout would be where numerics vary with the batch (issues 53 and 56):
@@ -49,7 +49,7 @@ def test_one_fault_and_one_aa_through_the_bench(
 ) -> None:
     out = tmp_path / "out"
     argv = [sys.executable, str(ROOT / "perf" / "bench_detection.py"), "--chunks", "proxy"]
-    argv += ["--only", "load-100,aa-proxy", "--items", "32", "--idle-s", "0", "--rule", "bound"]
+    argv += ["--only", "load-100,aa-proxy", "--proxy-items", "32", "--rule", "bound"]
     argv += ["--skip", "tool_calls,math.long"]
     argv += ["--upstream", reference_server.base_url, "--work", str(tmp_path / "work")]
     argv += ["--out", str(out)]
@@ -69,13 +69,9 @@ def test_one_fault_and_one_aa_through_the_bench(
     assert aa["verdict"] in ("PASS", "INCONCLUSIVE"), (aa["failed_gates"], aa)
     assert aa["failed_gates"] == [], (aa["failed_gates"], aa)
     assert (aa["verdict"] == "INCONCLUSIVE") == bool(aa["inconclusive_gates"]), aa
-    # the A/A's life probes were asked of the endpoint and cried no wolf (a life that judged
-    # no item is INCONCLUSIVE, never FAIL); its few probe answers pooled show no harm either
-    assert aa["life_probes"] and all(
-        (v["passed"] or v["inconclusive"]) and v["endpoint"] for v in aa["life_probes"]
-    )
-    assert [e["gate"] for e in aa["envelope"]] == ["envelope.broken_rate"], aa
-    assert {v["kind"] for v in aa["life_probes"]} == {"start"}  # --idle-s 0: no pause
+    # the proxy chunk skips perf and asks no life probes (the perf chunk does): 4 probe
+    # answers alone could never show the pooled envelope's margin, so nothing is pooled
+    assert aa["life_probes"] == [] and aa["envelope"] == [], aa
     for row in (fault, aa):
         assert row["suites"], row
         for suite in row["suites"].values():
