@@ -230,7 +230,8 @@ def why_missed(row: Mapping[str, Any], quality: Mapping[str, Any] | None = None)
 def _probes(row: Mapping[str, Any]) -> str:
     """The candidate's own life probes that failed: 'life probes lost 1/4 at first contact,
     1/4 after 35 s idle' ('' when none failed)."""
-    failed = [v for v in row.get("life_probes", []) if not v["passed"]]
+    # a life gate that judged nothing is INCONCLUSIVE, not a loss: not named here
+    failed = [v for v in row.get("life_probes", []) if not v["passed"] and v["lost"]]
     parts = []
     for v in failed:
         when = "at first contact" if v.get("endpoint") else "at its start"
