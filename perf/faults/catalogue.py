@@ -4,15 +4,25 @@ Every entry is a candidate block of a multi-candidate profile that perf/bench_de
 writes at run time (with this machine's paths, in its own output folder): nothing here is a
 precision profile, and none of it ships as one.
 
-Two chunks, each one `qgate run` with one reference and many candidates:
+Four chunks, each one `qgate run` with one reference and many candidates:
 
 - `started`: started vLLM lives whose numerics are changed by qgate's own emulation
   (weights rounded to INT8/INT4 and stored in the serving dtype) or by vLLM's FP8 KV cache,
   which on the CPU runs with its scales left at 1.0 (no calibrated scales: TRT-LLM PR #16916),
-  and the unchanged reference started again in five fresh lives (A/A: false alarms).
+  and the realistic null of issue 53 item 7: benign candidates that change the numerics but
+  not the accuracy, five lives each (the demo's INT8 g32 weights; `max_num_seqs: 4`, a batch
+  policy).
+- `cached`: the reference's configuration started fresh in five lives, judged against the
+  reference records the `started` chunk's run left in qgate's signed reference cache (the
+  same quality spec and engine arguments, so the same cache key: this run starts no
+  reference): a fresh process against a cached one.
 - `proxy`: one vLLM server started by the benchmark, seen directly (the reference) and
   through one fault proxy per candidate (perf/faults/proxy.py), all `endpoint` sides: the
-  server lives once, each proxy stands for a candidate's life.
+  server lives once, each proxy stands for a candidate's life. Quality-stage faults only
+  (`--skip-perf`, no idle pause).
+- `perf`: the same, with the perf stage run (graded probes under load, at a long scenario's
+  prompt length, the pooled envelope gate) and idle life probes: the faults that only serving
+  reaches (10% garbled under load, past a length only the perf stage serves, after idle).
 
 Classes the CPU cannot reproduce honestly are listed in NOT_REPRODUCED with the reason.
 """
@@ -22,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-CHUNKS = ("started", "proxy")
+CHUNKS = ("started", "cached", "proxy", "perf")
 
 
 @dataclass(frozen=True)
@@ -39,12 +49,15 @@ class Fault:
     rules: tuple[str, ...] = ()  # proxy chunk: fault rules
     share: float = 1.0  # proxy chunk: probability a matching answer is corrupted
     note: str = ""
+    benign: bool = False  # the null: any FAIL is a false alarm, INCONCLUSIVE a cost
+    extra: bool = False  # left out of a full run for its time (a strength every rule
+    # catches, or one more sound draw); `--only NAME` still runs it
 
 
-def _w(fmt: str, grain: str) -> dict[str, Any]:
+def _w(fmt: str, grain: str, group: int = 128) -> dict[str, Any]:
     spec: dict[str, Any] = {"format": fmt, "granularity": grain}
     if grain == "group":
-        spec["group_size"] = 128
+        spec["group_size"] = group
     return {"args": {"kv_cache_dtype": "auto"}, "emulate_weights": spec}
 
 
@@ -70,13 +83,40 @@ CATALOGUE: tuple[Fault, ...] = (
     Fault("kv-e5m2", "kv-no-scales", "FP8 E5M2, scale 1.0", 2, "started", KV_CASE, _kv("fp8_e5m2")),
     *(
         Fault(
-            f"aa-{i}",
-            "A/A",
-            f"fresh life {i}",
+            f"int8-g32-{i}",
+            "benign: INT8 g32",
+            f"life {i} of 5",
             0,
             "started",
-            "the reference again",
+            "the demo's candidate (precision_profiles/smollm2-cpu-int8.yaml)",
+            _w("int8", "group", 32),
+            benign=True,
+        )
+        for i in range(1, 6)
+    ),
+    *(
+        Fault(
+            f"mns4-{i}",
+            "benign: max_num_seqs 4",
+            f"life {i} of 5",
+            0,
+            "started",
+            "a batch-policy change (quality asks 8 at a time: batches of 4 change the numerics)",
+            {"args": {"kv_cache_dtype": "auto", "max_num_seqs": 4}},
+            benign=True,
+        )
+        for i in range(1, 6)
+    ),
+    *(
+        Fault(
+            f"fresh-{i}",
+            "benign: fresh vs cached",
+            f"fresh life {i} of 5",
+            0,
+            "cached",
+            "the reference started fresh, judged against its signed cached records",
             {"args": {"kv_cache_dtype": "auto"}},
+            benign=True,
         )
         for i in range(1, 6)
     ),
@@ -88,6 +128,7 @@ CATALOGUE: tuple[Fault, ...] = (
         "proxy",
         "the proxy path itself",
         rules=("load:100000",),
+        benign=True,
     ),
     Fault(
         "load-25",
@@ -109,43 +150,20 @@ CATALOGUE: tuple[Fault, ...] = (
         rules=("load:2",),
         share=1.0,
     ),
-    Fault(
-        "idle-30",
-        "idle",
-        "after 30 s idle",
-        1,
-        "proxy",
-        "garbage after idle (vLLM #52150)",
-        rules=("idle:30",),
-    ),
-    Fault(
-        "idle-1",
-        "idle",
-        "after 1 s idle",
-        2,
-        "proxy",
-        "garbage after idle (vLLM #52150)",
-        rules=("idle:1",),
-    ),
-    Fault(
-        "life-20",
-        "life",
-        "P(broken life) 0.2",
-        1,
-        "proxy",
-        "one fresh server in five broken (vLLM PR #46386)",
-        rules=("life:0.2",),
-        note="the life is drawn once; a one-life gate catches it with P x catch-if-broken",
-    ),
-    Fault(
-        "life-50",
-        "life",
-        "P(broken life) 0.5",
-        2,
-        "proxy",
-        "one fresh server in five broken (vLLM PR #46386)",
-        rules=("life:0.5",),
-        note="the life is drawn once; a one-life gate catches it with P x catch-if-broken",
+    *(
+        Fault(
+            f"life-{pct}-{i}",
+            "life",
+            f"P(broken life) {pct / 100:g}, life {i} of 3",
+            level,
+            "proxy",
+            "one fresh server in five broken (vLLM PR #46386)",
+            rules=(f"life:{pct / 100:g}",),
+            note="each life drawn on its own (keyed by its name): the table says which broke",
+            extra=pct == 20 and i > 1,
+        )
+        for level, pct in ((1, 20), (2, 50))
+        for i in range(1, 4)
     ),
     Fault(
         "length-25",
@@ -166,6 +184,7 @@ CATALOGUE: tuple[Fault, ...] = (
         "a context cliff (vLLM #39303)",
         rules=("length:512",),
         share=1.0,
+        extra=True,
     ),
     Fault(
         "cached-25",
@@ -188,6 +207,7 @@ CATALOGUE: tuple[Fault, ...] = (
         rules=("cached:256",),
         share=1.0,
         note="text stand-in: the CPU backend has no host KV tier to restore from",
+        extra=True,
     ),
     Fault(
         "tools-25",
@@ -208,6 +228,7 @@ CATALOGUE: tuple[Fault, ...] = (
         "tool calls lost (ROCm/aiter #5049)",
         rules=("drop:tools",),
         share=1.0,
+        extra=True,
     ),
     Fault(
         "schema-25",
@@ -228,6 +249,57 @@ CATALOGUE: tuple[Fault, ...] = (
         "structured output ignored (the same field-dropping path)",
         rules=("drop:response_format",),
         share=1.0,
+        extra=True,
+    ),
+    Fault(
+        "aa-perf",
+        "A/A",
+        "through the proxy with perf, no rule fires",
+        0,
+        "perf",
+        "the proxy path itself, served",
+        rules=("load:100000",),
+        benign=True,
+    ),
+    Fault(
+        "load-10",
+        "load (perf)",
+        "10% of answers above 6 in flight",
+        1,
+        "perf",
+        "garbling under concurrency (vLLM #47282: 4.3% at c64)",
+        rules=("load:6",),
+        share=0.1,
+        note="quality asks 4 at a time: only the perf stage's c12 level reaches it",
+    ),
+    Fault(
+        "length-perf",
+        "length (perf)",
+        "all past 320 tokens",
+        1,
+        "perf",
+        "a context cliff (vLLM #39303) inside a perf scenario's range",
+        rules=("length:320",),
+        note="no quality prompt reaches 320 tokens; the long scenario serves 480",
+    ),
+    Fault(
+        "idle-30",
+        "idle",
+        "after 30 s idle",
+        1,
+        "perf",
+        "garbage after idle (vLLM #52150)",
+        rules=("idle:30",),
+    ),
+    Fault(
+        "idle-1",
+        "idle",
+        "after 1 s idle",
+        2,
+        "perf",
+        "garbage after idle (vLLM #52150)",
+        rules=("idle:1",),
+        extra=True,
     ),
 )
 
@@ -263,7 +335,12 @@ NOT_REPRODUCED: dict[str, str] = {
 
 
 def by_chunk(chunk: str, names: set[str] | None = None) -> list[Fault]:
-    """The catalogue's entries of one chunk (only `names`, when given)."""
+    """The catalogue's entries of one chunk: only `names` when given, else all but the
+    extras (left out of a full run for its time)."""
     if chunk not in CHUNKS:
         raise ValueError(f"chunk {chunk!r}: one of {CHUNKS}")
-    return [f for f in CATALOGUE if f.chunk == chunk and (names is None or f.name in names)]
+    return [
+        f
+        for f in CATALOGUE
+        if f.chunk == chunk and (f.name in names if names is not None else not f.extra)
+    ]

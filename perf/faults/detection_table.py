@@ -1,31 +1,155 @@
 """The detection benchmark's table and plot, from the records perf/bench_detection.py wrote.
 
-Pure functions of the records (no engine): a candidate is caught by qgate when its report's
-verdict is FAIL, by a peer rule when the rule fails on any suite; an A/A candidate caught is
-a false alarm.
+Pure functions of the records (no engine). qgate's verdict is re-derived from each suite's
+per-item records (`pairs`) by qgate's own gate functions (`qgate.gates.suite.gates_of` and
+`outcome`, the ones `qgate run` and `qgate verify` judge by), once under rule `bound`
+(non-inferiority, the default since issue 53) and once under rule `point` (the rule before
+it); the gates no max_drop rule touches (divergence, constrained decoding, life probes, the
+pooled envelope, perf probes) are read from the report's verdicts, and a row whose
+re-derived verdict under the rule it ran by differs from its report says so. A peer rule's
+verdict is re-derived from the same pairs (perf/faults/peer_rules.py). A candidate is caught
+by a rule when that rule FAILs it; a benign candidate (the realistic null: A/A, INT8 g32,
+`max_num_seqs: 4`, a fresh process against a cached reference) FAILed is a false alarm, and
+INCONCLUSIVE on it is the cost of a rule that demands evidence.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from math import comb
 from pathlib import Path
+from statistics import median
 from typing import Any
 
-from peer_rules import RULES
+from peer_rules import RULES, all_rules
 
 RULE_HEADS = {
+    "nemo_wald": "NeMo paired Wald",
     "vllm_rtol": "vLLM rtol .08",
     "unpaired_z": "unpaired z",
     "absolute_floor": "floor -5pt",
     "mlperf_99": "MLPerf 99%",
 }
 NEED_KEYS = ("qgate_mcnemar", "unpaired_z", "vllm_rtol", "absolute_floor", "mlperf_99")
+QGATE_RULES = ("bound", "point")
+COLUMNS = (*(f"qgate {r}" for r in QGATE_RULES), *RULES)
+HEADS = {"qgate bound": "qgate new (bound)", "qgate point": "qgate old (point)", **RULE_HEADS}
+PAIR = {"b": (True, True), "l": (True, False), "g": (False, True), "n": (False, False)}
+FALSE_PASS = Path(__file__).resolve().parents[1] / "results" / "false_pass"
 
 
-def peer_caught(row: Mapping[str, Any], rule: str) -> bool:
+def is_benign(row: Mapping[str, Any]) -> bool:
+    """The null: A/A rows and the benign candidates (numerics changed, accuracy not)."""
+    return bool(row.get("benign")) or str(row.get("class", "")).startswith(("A/A", "benign"))
+
+
+def drawn_sound(row: Mapping[str, Any]) -> bool:
+    """A broken-life candidate whose life was drawn sound: nothing to catch in it."""
+    return row.get("class") == "life" and row.get("life") == "life sound"
+
+
+def suite_pairs(s: Mapping[str, Any]) -> list[tuple[bool, bool]] | None:
+    """A suite's per-item records, (reference right, candidate right) item by item."""
+    pairs = s.get("pairs")
+    return None if pairs is None else [PAIR[c] for c in pairs]
+
+
+def suite_policy(quality: Mapping[str, Any] | None, suite: str, rule: str) -> Any:
+    """The AccuracyPolicy qgate judges `suite` by under the run's quality block, with every
+    max_drop judged by `rule` (None: no block recorded, or no such suite)."""
+    from qgate.gates.quality import policy_for
+    from qgate.profile import QualitySpec  # the repository's own, on sys.path
+
+    if not quality:
+        return None
+    block = {
+        k: ({**v, "rule": rule} if isinstance(v, dict) and "max_drop" in v else v)
+        for k, v in quality.items()
+    }
+    try:
+        return policy_for(QualitySpec.model_validate(block), suite)
+    except ValueError:
+        return None
+
+
+def run_rule(quality: Mapping[str, Any] | None) -> str:
+    """The rule a run judged max_drop by: its profile's, 'point' for records from before
+    the key existed (their runs judged by it)."""
+    rules = {v.get("rule") for v in (quality or {}).values() if isinstance(v, dict)}
+    return "bound" if "bound" in rules else "point"
+
+
+def qgate_verdict(row: Mapping[str, Any], quality: Mapping[str, Any] | None, rule: str) -> str:
+    """qgate's verdict on the row under `rule`, re-derived: each suite's accuracy gates from
+    its pairs by qgate's own gate functions, every other gate as its report judged it; a run
+    the report calls INCONCLUSIVE with no gate to say why (a broken reference life) stays so."""
+    from qgate.gates.suite import gates_of, outcome
+    from qgate.quality.stats import FlipCounts
+
+    if row.get("verdict") == "ERROR":
+        return "ERROR"
+    got: set[str] = set()
+    rederived: set[str] = set()
+    for suite, s in row.get("suites", {}).items():
+        pairs = suite_pairs(s)
+        policy = suite_policy(quality, suite, rule)
+        if not pairs or policy is None:
+            continue
+        flips = FlipCounts(
+            both_correct=sum(a and b for a, b in pairs),
+            lost=sum(a and not b for a, b in pairs),
+            gained=sum(b and not a for a, b in pairs),
+            both_wrong=sum(not a and not b for a, b in pairs),
+        )
+        for gate in gates_of(policy):
+            rederived.add(f"{suite}.{gate.name}")
+            got.add(outcome(gate, policy, flips))
+    failed = [g for g in row.get("failed_gates", []) if g not in rederived]
+    unsure = [g for g in row.get("inconclusive_gates", []) if g not in rederived]
+    got |= {"fail"} if failed else set()
+    got |= {"inconclusive"} if unsure else set()
+    if row.get("verdict") == "INCONCLUSIVE" and not row.get("inconclusive_gates"):
+        got.add("inconclusive")  # run-level: no gate of the candidate's names it
+    return "FAIL" if "fail" in got else "INCONCLUSIVE" if "inconclusive" in got else "PASS"
+
+
+def suite_margin(quality: Mapping[str, Any] | None, suite: str, s: Mapping[str, Any]) -> float:
+    """The suite's max_drop (recorded with it, else from the run's quality block)."""
+    if s.get("max_drop") is not None:
+        return float(s["max_drop"])
+    policy = suite_policy(quality, suite, "point")
+    return float(policy.max_drop) if policy is not None and policy.max_drop else 0.0
+
+
+def peer_verdict(
+    row: Mapping[str, Any], rule: str, quality: Mapping[str, Any] | None = None
+) -> str:
+    """A peer rule on every suite of the row, re-derived from its pairs: FAIL when it fails
+    any suite, INCONCLUSIVE when it shows neither on some (NeMo's rule only), else PASS."""
+    got = set()
+    for suite, s in row.get("suites", {}).items():
+        pairs = suite_pairs(s)
+        if pairs:
+            got.add(all_rules(pairs, suite_margin(quality, suite, s))[rule].verdict)
+        elif rule in s.get("rules", {}):  # records without pairs: the stored figure
+            stored = s["rules"][rule]
+            got.add(stored if isinstance(stored, str) else "PASS" if stored else "FAIL")
+    return "FAIL" if "FAIL" in got else "INCONCLUSIVE" if "INCONCLUSIVE" in got else "PASS"
+
+
+def verdict_of(row: Mapping[str, Any], column: str, quality: Mapping[str, Any] | None) -> str:
+    """A column's verdict on a row: 'qgate bound', 'qgate point' or a peer rule."""
+    if column.startswith("qgate "):
+        return qgate_verdict(row, quality, column.split()[1])
+    return peer_verdict(row, column, quality)
+
+
+def peer_caught(
+    row: Mapping[str, Any], rule: str, quality: Mapping[str, Any] | None = None
+) -> bool:
     """Whether `rule` fails the candidate on any of its suites."""
-    return any(not s["rules"][rule] for s in row.get("suites", {}).values())
+    return peer_verdict(row, rule, quality) == "FAIL"
 
 
 def qgate_caught(row: Mapping[str, Any]) -> bool:
@@ -36,9 +160,18 @@ def _mark(caught: bool) -> str:
     return "**FAIL**" if caught else "pass"
 
 
-def _qgate_mark(row: Mapping[str, Any]) -> str:
-    """qgate's column: FAIL, pass, or inconclusive (rule 'bound': neither shown)."""
-    return "inconclusive" if row.get("verdict") == "INCONCLUSIVE" else _mark(qgate_caught(row))
+def _vmark(verdict: str) -> str:
+    return {"FAIL": "**FAIL**", "PASS": "pass", "INCONCLUSIVE": "inconclusive"}.get(
+        verdict, verdict
+    )
+
+
+def items_asked(row: Mapping[str, Any]) -> int:
+    """Items graded to reach the verdict: every suite's paired items, the life probes and
+    the perf probes judged."""
+    suites = sum(int(s.get("n", 0)) for s in row.get("suites", {}).values())
+    lives = sum(int(v.get("judged", 0)) for v in row.get("life_probes", []))
+    return suites + lives + int(row.get("perf_probes_judged", 0))
 
 
 def worst_suite(row: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
@@ -97,7 +230,8 @@ def why_missed(row: Mapping[str, Any], quality: Mapping[str, Any] | None = None)
 def _probes(row: Mapping[str, Any]) -> str:
     """The candidate's own life probes that failed: 'life probes lost 1/4 at first contact,
     1/4 after 35 s idle' ('' when none failed)."""
-    failed = [v for v in row.get("life_probes", []) if not v["passed"]]
+    # a life gate that judged nothing is INCONCLUSIVE, not a loss: not named here
+    failed = [v for v in row.get("life_probes", []) if not v["passed"] and v["lost"]]
     parts = []
     for v in failed:
         when = "at first contact" if v.get("endpoint") else "at its start"
@@ -211,6 +345,15 @@ def machine_line(machine: Mapping[str, Any]) -> str:
     )
 
 
+def _life_s(row: Mapping[str, Any]) -> float:
+    return float(
+        (row.get("ready_s") or 0)
+        + row.get("suites_s", 0)
+        + row.get("probes_s", 0)
+        + row.get("perf_s", 0)
+    )
+
+
 def render_table(
     chunks: Mapping[str, Mapping[str, Any]],
     machine: Mapping[str, Any],
@@ -228,15 +371,19 @@ def render_table(
         "",
         machine_line(machine),
         "",
-        "| fault | strength | qgate | gates failed (or why passed) | life s | lives | "
-        + " | ".join(RULE_HEADS[r] for r in RULES)
+        "| fault | strength | "
+        + " | ".join(HEADS[c] for c in COLUMNS[:2])
+        + " | gates failed (or why passed) | items | life s | lives | "
+        + " | ".join(HEADS[c] for c in COLUMNS[2:])
         + " | items for 80% power: qgate / z / rtol / floor / MLPerf |",
-        "|---|---|---|---|---|---|" + "---|" * len(RULES) + "---|",
+        "|---|---|---|---|---|---|---|---|" + "---|" * len(RULES) + "---|",
     ]
     for _name, chunk, row in rows:
         if row.get("verdict") == "ERROR":
             lines.append(f"| {row['class']} | {row['strength']} | ERROR | {row.get('error')} |")
             continue
+        quality = quality_of(chunk, row)
+        got = {c: verdict_of(row, c, quality) for c in COLUMNS}
         caught = qgate_caught(row)
         unsure = row.get("inconclusive_gates") or []
         gates = (
@@ -244,37 +391,139 @@ def render_table(
             if caught
             else "shown neither way: " + ", ".join(unsure[:3])
             if unsure
-            else why_missed(row, quality_of(chunk, row))
+            else why_missed(row, quality)
         )
         if len(row["failed_gates"]) > 3 and caught:
             gates += f" (+{len(row['failed_gates']) - 3})"
-        life = (row.get("ready_s") or 0) + row.get("suites_s", 0) + row.get("probes_s", 0)
+        ran = run_rule(quality)
+        if row.get("verdict") in ("PASS", "FAIL", "INCONCLUSIVE") and got[
+            f"qgate {ran}"
+        ] != row.get("verdict"):
+            gates += f" (its report, rule {ran}: {row['verdict']})"
         lives = row.get("own_lives", 0) or "0 (proxy)"
         lines.append(
-            f"| {row['class']} | {row['strength']} | {_qgate_mark(row)} | {gates} | {life:.0f} | "
-            f"{lives} | "
-            + " | ".join(_mark(peer_caught(row, r)) for r in RULES)
+            f"| {row['class']} | {row['strength']} | "
+            + " | ".join(_vmark(got[c]) for c in COLUMNS[:2])
+            + f" | {gates} | {items_asked(row)} | {_life_s(row):.0f} | {lives} | "
+            + " | ".join(_vmark(got[c]) for c in COLUMNS[2:])
             + f" | {_needs(row)} |"
         )
     if not rows:
         lines.append("| (no records committed yet: run `perf/bench_detection.py`) |")
-    lines += ["", *false_alarms(chunks), "", *noise_floor_lines(chunks, machine)]
+    lines += ["", *catch_lines(chunks), "", *benign_lines(chunks), "", *false_alarms(chunks)]
+    lines += ["", *cost_lines(chunks), "", *false_pass_lines()]
+    lines += ["", *noise_floor_lines(chunks, machine)]
     lines += ["", *BLIND_HEAD, ""]
     lines += [f"- {k}: {v}." for k, v in not_reproduced.items()]
     lines += ["", *run_costs(chunks), ""]
     return "\n".join(lines)
 
 
+def _rows(chunks: Mapping[str, Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], Any]]:
+    """Every judged row with its run's quality block."""
+    return [
+        (row, quality_of(chunk, row))
+        for chunk in chunks.values()
+        for row in chunk["candidates"].values()
+        if "suites" in row
+    ]
+
+
+def catch_lines(chunks: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Per rule, over the faulty candidates with something to catch (a life drawn sound
+    left out): how many it FAILs, and how many it does not PASS."""
+    faults = [(r, q) for r, q in _rows(chunks) if not is_benign(r) and not drawn_sound(r)]
+    if not faults:
+        return []
+    parts = []
+    for c in COLUMNS:
+        got = [verdict_of(r, c, q) for r, q in faults]
+        parts.append(
+            f"{HEADS[c]} FAIL {got.count('FAIL')}, not PASS {len(got) - got.count('PASS')}"
+        )
+    sound = sum(drawn_sound(r) for r, _ in _rows(chunks))
+    return [
+        f"Catch rate over the {len(faults)} faulty candidates with something to catch"
+        f" ({sound} broken-life candidates drawn sound left out): " + "; ".join(parts) + "."
+    ]
+
+
+def benign_lines(chunks: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Per benign class, per rule: PASS / INCONCLUSIVE / FAIL over its runs (each run a
+    fresh server life of its own, or a proxy in front of the reference's)."""
+    by_class: dict[str, list[tuple[Mapping[str, Any], Any]]] = {}
+    for row, quality in _rows(chunks):
+        if is_benign(row):
+            by_class.setdefault(str(row["class"]), []).append((row, quality))
+    out = []
+    for cls, rows in by_class.items():
+        parts = []
+        for c in COLUMNS:
+            got = [verdict_of(r, c, q) for r, q in rows]
+            parts.append(
+                f"{HEADS[c]} {got.count('PASS')}/{got.count('INCONCLUSIVE')}/{got.count('FAIL')}"
+            )
+        out.append(
+            f"Benign `{cls}`, {len(rows)} runs (PASS/INCONCLUSIVE/FAIL): " + "; ".join(parts) + "."
+        )
+    if out:
+        out.append(
+            "Each benign run is one fresh server life judged in one `qgate run` beside the "
+            "others of its chunk (five candidates of a kind in one run: five runs)."
+        )
+    return out
+
+
+def cost_lines(chunks: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Items and wall time to the verdict, benign and faulty rows apart (the same for every
+    rule: each reads the same records)."""
+    out = []
+    for label, pick in (("benign", True), ("faulty", False)):
+        rows = [r for r, _ in _rows(chunks) if is_benign(r) is pick]
+        if rows:
+            out.append(
+                f"To the verdict, {label} rows: median {median(items_asked(r) for r in rows):.0f} "
+                f"items graded, median {median(_life_s(r) for r in rows):.0f} s of the "
+                "candidate's own life (start, suites, probes, perf)."
+            )
+    return out
+
+
+def false_pass_lines(folder: Path = FALSE_PASS) -> list[str]:
+    """The simulated false PASS at the margin per rule (perf/bench_false_pass.py), from its
+    newest committed record."""
+    files = sorted(p for p in folder.glob("????-??-??.json"))
+    if not files:
+        return ["False PASS at the margin: not simulated (run perf/bench_false_pass.py)."]
+    data = json.loads(files[-1].read_text())
+    parts = [
+        f"{rule} {fig['max_where_qgate_judges']:.3f}"
+        for rule, fig in data["summary"].items()
+        if fig.get("max_where_qgate_judges") is not None
+    ]
+    return [
+        f"False PASS at the margin (a true loss of exactly max_drop), simulated: the largest "
+        f"rate over the cells qgate judges (n 20-1,319, δ 5-25 points), {data['reps']} reps a "
+        f"cell, α {data['alpha']}: " + ", ".join(parts) + f" (perf/results/false_pass/"
+        f"{files[-1].stem}.md; the exact sums there hold qgate bound at or under α + 0.0011)."
+    ]
+
+
 def false_alarms(chunks: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """False alarms per rule over the A/A candidates of each chunk."""
+    """False alarms (FAIL) and INCONCLUSIVE per rule over the benign candidates of each chunk."""
     out = []
     for chunk_name, chunk in chunks.items():
-        aa = [r for r in chunk["candidates"].values() if r["class"] == "A/A" and "suites" in r]
+        aa = [r for r in chunk["candidates"].values() if is_benign(r) and "suites" in r]
         if not aa:
             continue
-        counts = [f"qgate {sum(qgate_caught(r) for r in aa)}/{len(aa)}"]
-        counts += [f"{RULE_HEADS[k]} {sum(peer_caught(r, k) for r in aa)}/{len(aa)}" for k in RULES]
-        out.append(f"False alarms over the A/A runs ({chunk_name}): " + ", ".join(counts) + ".")
+        counts = []
+        for c in COLUMNS:
+            got = [verdict_of(r, c, quality_of(chunk, r)) for r in aa]
+            counts.append(
+                f"{HEADS[c]} {got.count('FAIL')}/{len(aa)}"
+                + (f" ({got.count('INCONCLUSIVE')} inconclusive)" if "INCONCLUSIVE" in got else "")
+            )
+        out.append(f"False alarms over the benign runs ({chunk_name}): " + ", ".join(counts) + ".")
     return out
 
 
@@ -316,9 +565,13 @@ def _run_words(run: Mapping[str, Any]) -> str:
     ready = run.get("server_ready_s")  # the proxy chunk's one server, started by the bench
     if ready:
         where += f" after its server's {ready:.0f} s start"
+    source = {
+        "cache": "; its reference read from the signed reference cache (made by an earlier run)",
+        "fresh": "",
+    }.get(str(run.get("reference_source") or "fresh"), f"; reference {run.get('reference_source')}")
     return (
         f"{run['wall_s']:.0f} s of `qgate run` {where} (exit {run['exit']}), math items "
-        f"{run.get('items')}; {_lives_words(run)}; {_load_words(run)}"
+        f"{run.get('items')}{source}; {_lives_words(run)}; {_load_words(run)}"
     )
 
 
@@ -344,20 +597,17 @@ def run_costs(chunks: Mapping[str, Mapping[str, Any]]) -> list[str]:
 def catch_rates(chunks: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[int, float]]:
     """Per rule (and qgate), the share of fault classes caught at each strength level."""
     faults = [
-        r
+        (r, quality_of(c, r))
         for c in chunks.values()
         for r in c["candidates"].values()
-        if r["class"] != "A/A" and "suites" in r
+        if not is_benign(r) and not drawn_sound(r) and "suites" in r
     ]
-    levels = sorted({r["level"] for r in faults})
-    out: dict[str, dict[int, float]] = {"qgate": {}}
-    for rule in RULES:
-        out[rule] = {}
+    levels = sorted({r["level"] for r, _ in faults})
+    out: dict[str, dict[int, float]] = {c: {} for c in COLUMNS}
     for level in levels:
-        at = [r for r in faults if r["level"] == level]
-        out["qgate"][level] = sum(qgate_caught(r) for r in at) / len(at)
-        for rule in RULES:
-            out[rule][level] = sum(peer_caught(r, rule) for r in at) / len(at)
+        at = [(r, q) for r, q in faults if r["level"] == level]
+        for c in COLUMNS:
+            out[c][level] = sum(verdict_of(r, c, q) == "FAIL" for r, q in at) / len(at)
     return out
 
 
@@ -377,8 +627,8 @@ def render_plot(chunks: Mapping[str, Mapping[str, Any]], path: Path) -> None:
             xs,
             [by_level[x] for x in xs],
             marker="o",
-            label="qgate" if rule == "qgate" else RULE_HEADS[rule],
-            linewidth=2.5 if rule == "qgate" else 1.2,
+            label=HEADS[rule],
+            linewidth=2.5 if rule.startswith("qgate") else 1.2,
         )
     ax.set_xlabel("fault strength (level within its class: 1 weakest)")
     ax.set_ylabel("share of fault classes caught")
@@ -402,70 +652,74 @@ Each fault class from the field is a candidate on the CPU with the embedded Smol
 with its scales left at 1.0, and a fault proxy (`perf/faults/proxy.py`) in front of real
 vLLM that corrupts answers under load, after idle, past a prompt length, in a broken life,
 when served from reused prefix-cache blocks, or drops `tools` / `response_format` from
-requests. Each runs at two strengths, beside A/A runs of the unchanged reference.
-The same per-item records are also judged by the rules qgate's peers use
-(`perf/faults/peer_rules.py`): vLLM CI's `rtol 0.08` against the reference's score,
-lm-eval's unpaired two-proportion z-test, a fixed floor 5 points under the reference
-(InferenceX/SGLang style), MLPerf's 99% of the reference. A peer rule fails a candidate when
-it fails any of its suites, as qgate fails it when any gate fails.
+requests. Beside them runs a realistic null (issue 53 item 7): candidates that change the
+numerics but not the accuracy, five runs each: the demo's INT8 g32 weights, a batch policy
+(`max_num_seqs: 4`) and the reference started fresh against its own records from qgate's
+signed reference cache. The same per-item records are judged by qgate's rule (`bound`: PASS
+only when the one-sided upper bound on the paired loss is within `max_drop`, FAIL when harm
+is shown, else INCONCLUSIVE), by its old rule (`point`: the observed drop within `max_drop`
+and no significant McNemar test) and by the rules qgate's peers use
+(`perf/faults/peer_rules.py`): NeMo Evaluator's `nel gate` (the 95% paired Wald interval on
+the drop within `max_drop`: PASS; wholly beyond: FAIL; else INCONCLUSIVE), vLLM CI's
+`rtol 0.08` against the reference's score, lm-eval's unpaired two-proportion z-test, a fixed
+floor 5 points under the reference (InferenceX/SGLang style), MLPerf's 99% of the reference.
+A rule fails a candidate when it fails any of its suites, as qgate fails it when any gate
+fails.
 
 ## Reproduce
 
 ```bash
-PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py            # both chunks
+PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --rule bound  # every chunk
 PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --table-only  # redraw this page
-PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --chunks proxy \\
-    --only idle-30,idle-1,aa-proxy                                     # re-run three rows
+PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --chunks perf \\
+    --only idle-30,idle-1,aa-perf                                      # re-run three rows
 ```
 
-The two runs (`started`, `proxy`) each take the machine-wide vLLM lock while they run; the
-bench takes it itself, so do not wrap it in `flock`. Their run times are at the foot of the
-table: 565 s for `started`; 424 s for `proxy` before the life probes, which add one 35 s
-idle pause per side (about 560 s more for its 16 sides, so about 17 minutes in all; the
-re-run of three of its rows took 266 s after a 35 s server start). `--chunks`, `--only`
-and `--items` pick a part; a partial run (`--only`) merges its rows into the committed
-records, each row keeping the run it came from. `--upstream URL` runs the proxy chunk in
-front of a server already running, with nothing started and no lock:
-`tests/integration/test_detection_smoke.py` runs one fault and one A/A that way
-(`--only load-100,aa-proxy --items 32 --idle-s 0`) in `make test`: at 4 items a suite the
-A/A failed by chance where numerics vary with the batch (the noise-floor line under the
-table).
+The four runs (`started`, `cached`, `proxy`, `perf`) each take the machine-wide vLLM lock
+while they run; the bench takes it itself, so do not wrap it in `flock`. Their run times are
+at the foot of the table. `cached` must follow `started` (its reference is the entry
+`started` left in the cache, signed by the bench's one key); run alone it computes its
+reference afresh and the foot says so. `--chunks`, `--only` and `--items` pick a part; a
+partial run (`--only`) merges its rows into the committed records, each row keeping the run
+it came from. `--upstream URL` runs the proxy chunk in front of a server already running,
+with nothing started and no lock: `tests/integration/test_detection_smoke.py` runs one
+fault and one A/A that way in `make test`.
 
 ## How to read the table
 
-- *qgate*: the candidate's verdict; *gates failed* names the first gates that failed, or
+- *qgate new (bound)* and *qgate old (point)*: qgate's verdict under each rule, re-derived
+  from the per-item records by qgate's own gate functions (the ones `qgate run` and
+  `qgate verify` use), not read from the report; gates no `max_drop` rule touches
+  (divergence, constrained decoding, life probes, the pooled envelope, perf probes) are as
+  the report judged them. Where the re-derived verdict under the rule the run used differs
+  from the report's, the row says so. The perf stage runs only on a candidate whose quality
+  gates passed under the run's rule (`bound`), so the `point` column of a row that was
+  INCONCLUSIVE there has no perf evidence.
+- *gates failed* names the first gates that failed, the gates that showed neither way, or
   says why qgate passed it: the fault changed no answer the reference had right (nothing a
-  paired gate can see), or it changed too few for the profile's limits and power. Such a
-  miss is a power limit, not a blind spot: the row names the suite, its drop, what the
-  profile allows, and the items its own paired test (at the profile's alpha and power)
-  would need to catch that drop; a larger `limit` or `detect:` in the profile buys it.
-- *A/A* rows are the reference's configuration again: in five fresh lives (started, so
-  process-to-process numerics count), and once through the proxy with no rule firing (the
-  proxy path itself, with its life probes). Any failure there is a false alarm, measured
-  with the gates as they stand in this version (no noise floor read from a
-  reference-against-itself run).
+  paired gate can see), or it changed too few for the profile's limits and power (a power
+  limit, not a blind spot: the row names the suite, its drop, what the profile allows, and
+  the items its own paired test would need to catch that drop).
+- *Benign* rows are the null: any FAIL is a false alarm, an INCONCLUSIVE the price of
+  demanding evidence; the lines under the table count PASS / INCONCLUSIVE / FAIL per kind
+  and rule. *A/A* rows through the proxy are the proxy path itself.
 - *Life probes* (`lives:`, issue 44): every side, an endpoint qgate does not start
-  included, answers a few math items at its start (an endpoint: qgate's first contact with
-  it) and again after an idle pause; a candidate losing an item there fails
-  (`lives.SIDE.N.start|idle`). The peer rules read the quality suites' per-item records
-  only: none of the peers probes a server per life or after idle, so the idle rows show what
-  their rules would see. Rows from a run without life probes say so at the foot. Their
-  proxy faults cannot fire on a probe (sequential short math prompts, no tools, no cached
-  prefix over 256 tokens) except the broken life, which their quality gates fail already; a
-  precision fault (the `started` rows) can turn a probe's answer as it turns a suite's, so
-  probes there could only add a catch: the two missed precision rows are measured without.
-- Where two lives of the reference are bit-identical (float math on the same cores), A/A
-  runs show no flip at all, so they cannot show the threshold rules' false alarms: rtol, the
-  floor and MLPerf's 99% compare point estimates without a test, and fail a candidate on
-  any drop past their line, noise included (the unpaired z-test and qgate's gates do not).
-- *life s*: the candidate's own server start (0 for a proxy, which fronts the one shared
-  server), its suites and its life probes (their requests and idle pause); *lives*: its own
-  server lives.
-- *items for 80% power*: per fault, on the suite with the largest drop, the items each rule
-  needs to fail a candidate with these observed accuracies and discordance 4 times in 5, at
-  one level for all (alpha 0.05: qgate's exact paired McNemar test, the unpaired z-test, and
-  the threshold rules from a normal model of the paired difference; `-`: no sample size
-  does, since the drop is under the rule's threshold), so costs compare at equal power.
+  included, answers a few math items at its start and, in the `perf` chunk, again after an
+  idle pause; a candidate losing an item there fails (`lives.SIDE.N.start|idle`). None of
+  the peers probes a server per life, after idle or under load: their rules read the
+  quality suites' per-item records only, so the perf-stage rows show what they would see.
+- *Broken lives*: each candidate's proxy draws its own life (keyed by its name) with the
+  row's probability; a life drawn sound has nothing to catch and is left out of the catch
+  rate.
+- *items*: items graded to the verdict (suites, life probes, perf probes); *life s*: the
+  candidate's own server start (0 for a proxy), its suites, life probes and perf runs;
+  *lives*: its own server lives.
+- *items for 80% power*: per fault, on the suite with the largest drop, the items each
+  threshold rule needs to fail a candidate with these observed accuracies and discordance 4
+  times in 5 (alpha 0.05: qgate's exact paired McNemar test, the unpaired z-test, and the
+  threshold rules from a normal model of the paired difference; `-`: no sample size does).
+- The false-PASS line cites `perf/bench_false_pass.py`: each rule's PASS rate on simulated
+  suites whose true loss is exactly the margin.
 
 ![catch rate against strength](detection-catch.png)
 

@@ -64,12 +64,30 @@ def wait_ready(url: str, server: subprocess.Popen[bytes], timeout_s: float) -> N
     sys.exit(f"fault launcher: vLLM not ready within {timeout_s:.0f} s")
 
 
+def next_life(path: str | None) -> str:
+    """This life's key for the broken-life draw: with `path`, the number of lives launched
+    with it before (one line each, appended here), so each life a run restarts (perf rounds,
+    attribution, reuse) draws on its own, reproducibly; without, '' (every life one draw)."""
+    if not path:
+        return ""
+    counter = Path(path)
+    before = len(counter.read_text().splitlines()) if counter.is_file() else 0
+    with counter.open("a") as handle:
+        handle.write(f"life {before}\n")
+    return str(before)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="perf/faults/launch.py", allow_abbrev=False)
     p.add_argument("--fault", action="append", default=[], type=Rule.parse, metavar="KIND:VALUE")
     p.add_argument("--share", type=float, default=1.0, help="probability a match is corrupted")
     p.add_argument("--seed", type=int, default=int(os.environ.get("QGATE_FAULT_SEED", "0")))
     p.add_argument("--log", default=os.environ.get("QGATE_FAULT_LOG"))
+    p.add_argument(
+        "--lives-file",
+        default=os.environ.get("QGATE_FAULT_LIVES"),
+        help="a file counting the lives launched: each life then draws `life:P` on its own",
+    )
     p.add_argument("--ready-timeout-s", type=float, default=900)
     ours = list(sys.argv[1:] if argv is None else argv)
     if "--" not in ours:  # else a vLLM flag such as --seed could be taken for ours
@@ -87,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         wait_ready(upstream, server, ns.ready_timeout_s)
-        faults = Faults(ns.fault, share=ns.share, seed=ns.seed)
+        faults = Faults(ns.fault, share=ns.share, seed=ns.seed, life_key=next_life(ns.lives_file))
         print(
             f"fault launcher: {[f'{r.kind}:{r.value}' for r in ns.fault]} share {ns.share}"
             f" seed {ns.seed}{' (this life broken)' if faults.life_broken else ''};"

@@ -18,6 +18,11 @@ teams run today, written down from their sources:
   Here the floor is the reference's score less `margin` (5 points), fixed before the run.
 - `mlperf_99`: MLPerf Inference's closed division: the candidate must reach 99% of the
   reference's accuracy (the 99.9% variant is stricter by the same rule).
+- `nemo_wald`: NVIDIA NeMo Evaluator's `nel gate` (issue 53): the 95% paired Wald interval on
+  the drop, (b - c)/n +- 1.96 sqrt(b + c - (b - c)^2 / n) / n with b lost and c gained; PASS
+  when it lies within `max_drop` (its upper limit at or under it), FAIL when it lies wholly
+  beyond (its lower limit above it), else INCONCLUSIVE. The only peer with three verdicts and
+  the only one that reads the suite's margin; its interval has zero width when nothing flips.
 
 Where a peer needs data qgate does not collect, it is left out rather than approximated:
 MLPerf's ROUGE/perplexity targets on its own datasets (qgate scores exact answers), and the
@@ -39,9 +44,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
-RULES = ("vllm_rtol", "unpaired_z", "absolute_floor", "mlperf_99")
+RULES = ("nemo_wald", "vllm_rtol", "unpaired_z", "absolute_floor", "mlperf_99")
+THRESHOLD_RULES = RULES[1:]  # the rules with a sample size to fail a drop (items_needed)
 RTOL = 0.08
 Z_ALPHA = 0.05
+Z95 = NormalDist().inv_cdf(0.975)  # NeMo's two-sided 95% interval
 FLOOR_MARGIN = 0.05
 MLPERF_SHARE = 0.99
 Pairs = Sequence[tuple[bool, bool]]  # (reference right, candidate right), item by item
@@ -56,6 +63,11 @@ class PeerVerdict:
     observed: float
     limit: float
     reason: str
+    inconclusive: bool = False  # neither shown (nemo_wald only); passed is then False
+
+    @property
+    def verdict(self) -> str:
+        return "PASS" if self.passed else "INCONCLUSIVE" if self.inconclusive else "FAIL"
 
 
 def accuracies(pairs: Pairs) -> tuple[float, float, int]:
@@ -104,11 +116,32 @@ def mlperf_99(pairs: Pairs, share: float = MLPERF_SHARE) -> PeerVerdict:
     return PeerVerdict("mlperf_99", cand >= limit, cand, limit, f"{cand:.3f} >= {limit:.3f}")
 
 
-def all_rules(pairs: Pairs) -> dict[str, PeerVerdict]:
-    """Every rule on one suite's pairs, by name."""
+def nemo_wald(pairs: Pairs, max_drop: float) -> PeerVerdict:
+    """NeMo Evaluator's `nel gate`: the 95% paired Wald interval on the drop against max_drop."""
+    _, _, n = accuracies(pairs)
+    lost = sum(r and not c for r, c in pairs)
+    gained = sum(c and not r for r, c in pairs)
+    drop = (lost - gained) / n
+    half = Z95 * math.sqrt(max(lost + gained - (lost - gained) ** 2 / n, 0.0)) / n
+    low, high = drop - half, drop + half
+    eps = 1e-12
+    passed, harm = high <= max_drop + eps, low > max_drop + eps
+    reason = f"drop {drop:.3f}, 95% paired Wald [{low:.3f}, {high:.3f}] vs max_drop {max_drop}"
+    return PeerVerdict("nemo_wald", passed, high, max_drop, reason, not passed and not harm)
+
+
+def all_rules(pairs: Pairs, max_drop: float) -> dict[str, PeerVerdict]:
+    """Every rule on one suite's pairs, by name (`max_drop`: the suite's margin, which only
+    NeMo's rule reads; the others keep their own fixed lines)."""
     return {
         v.rule: v
-        for v in (vllm_rtol(pairs), unpaired_z(pairs), absolute_floor(pairs), mlperf_99(pairs))
+        for v in (
+            nemo_wald(pairs, max_drop),
+            vllm_rtol(pairs),
+            unpaired_z(pairs),
+            absolute_floor(pairs),
+            mlperf_99(pairs),
+        )
     }
 
 
@@ -139,7 +172,7 @@ def items_needed(
     from qgate.quality.stats import smallest_n  # the repository's own, on sys.path
 
     drop = ref - cand
-    out: dict[str, int | None] = dict.fromkeys(("qgate_mcnemar", *RULES))
+    out: dict[str, int | None] = dict.fromkeys(("qgate_mcnemar", *THRESHOLD_RULES))
     if drop <= 0:
         return out
     disc = min(1.0, max(discordance, drop))

@@ -127,12 +127,17 @@ class Faults:
     served: int = 0
     last_busy: float = field(default_factory=time.monotonic)
     life_broken: bool = False
+    life_key: str = ""
+    """Names the life whose draw this is: lives drawn with the same seed and key draw the same
+    number, so two proxies (or two strengths) under one seed need their own keys to be
+    independent lives (the detection bench gives each candidate its name)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.share <= 1:
             raise ValueError(f"share {self.share}: must be within [0, 1]")
         life = [float(r.value) for r in self.rules if r.kind == "life"]
-        self.life_broken = bool(life) and random.Random(f"{self.seed}:life").random() < life[0]
+        key = f"{self.seed}:life:{self.life_key}" if self.life_key else f"{self.seed}:life"
+        self.life_broken = bool(life) and random.Random(key).random() < life[0]
 
     def needs_length(self) -> bool:
         return any(r.kind == "length" for r in self.rules)

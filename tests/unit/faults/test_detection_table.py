@@ -32,20 +32,59 @@ catalogue = _load("catalogue")
 table = _load("detection_table")
 
 
-def test_the_catalogue_holds_eight_classes_at_two_strengths_and_five_aa_lives() -> None:
+def test_the_catalogue_holds_the_faults_and_a_realistic_null_of_five_runs_a_kind() -> None:
     levels: dict[str, set[int]] = defaultdict(set)
     for f in catalogue.CATALOGUE:
-        levels[f.cls].add(f.level)
-    faults = {c: ls for c, ls in levels.items() if c != "A/A"}
-    assert len(faults) >= 8, sorted(faults)
-    assert all(len(ls) >= 2 for ls in faults.values()), faults
-    assert sum(f.cls == "A/A" for f in catalogue.by_chunk("started")) == 5
+        if not f.benign:
+            levels[f.cls].add(f.level)
+    assert len(levels) >= 8, sorted(levels)
+    assert sum(len(ls) >= 2 for ls in levels.values()) >= 5, levels
+    # a full run leaves the extras out; naming one runs it
+    assert "idle-1" not in {f.name for f in catalogue.by_chunk("perf")}
+    assert [f.name for f in catalogue.by_chunk("perf", {"idle-1"})] == ["idle-1"]
+    benign: dict[str, int] = defaultdict(int)
+    for f in catalogue.CATALOGUE:
+        if f.benign:
+            benign[f.cls] += 1
+    # issue 53 item 7: INT8 g32, a batch policy, a fresh process against a cached reference
+    assert {k: v for k, v in benign.items() if k.startswith("benign")} == {
+        "benign: INT8 g32": 5,
+        "benign: max_num_seqs 4": 5,
+        "benign: fresh vs cached": 5,
+    }
+    int8 = next(f for f in catalogue.CATALOGUE if f.name == "int8-g32-1")
+    assert int8.candidate["emulate_weights"] == {
+        "format": "int8",
+        "granularity": "group",
+        "group_size": 32,
+    }
+    assert all(f.chunk == "cached" for f in catalogue.CATALOGUE if f.cls.endswith("cached"))
     names = [f.name for f in catalogue.CATALOGUE]
     assert len(names) == len(set(names))
-    for f in catalogue.by_chunk("proxy"):
+    for f in [*catalogue.by_chunk("proxy"), *catalogue.by_chunk("perf")]:
         assert f.rules and 0 < f.share <= 1
+    # the perf-stage faults: 10% under load, past a length only the perf stage serves, idle
+    perf = {f.name: f for f in catalogue.by_chunk("perf")}
+    assert perf["load-10"].rules == ("load:6",) and perf["load-10"].share == 0.1
+    assert perf["length-perf"].rules == ("length:320",)
+    assert {"idle-30", "aa-perf"} <= set(perf)
     with pytest.raises(ValueError, match="chunk"):
         catalogue.by_chunk("nope")
+
+
+def test_the_broken_life_candidates_draw_their_lives_apart() -> None:
+    """Each candidate's proxy draws its life keyed by its name (the bench passes it): at the
+    bench's seed the strengths' draws differ, where one unkeyed draw broke both."""
+    proxy = _load("proxy")
+    lives = [f for f in catalogue.CATALOGUE if f.cls == "life"]
+    assert len(lives) >= 4
+    broken = {
+        f.name: proxy.Faults(
+            [proxy.Rule.parse(r) for r in f.rules], seed=0, life_key=f.name
+        ).life_broken
+        for f in lives
+    }
+    assert 0 < sum(broken.values()) < len(broken), broken
 
 
 def test_no_fault_ships_as_a_precision_profile() -> None:
@@ -112,17 +151,92 @@ def test_the_table_counts_catches_and_false_alarms_from_the_records() -> None:
         {"engine release": "not here"},
     )
     assert "lost 2, gained 1: under the profile's limits and power" in text
-    assert "| weights | s2 | **FAIL** | math.short.max_drop | 60 | 1 | **FAIL** | **FAIL** |" in (
-        text
+    assert (
+        "| weights | s2 | **FAIL** | **FAIL** | math.short.max_drop | 32 | 60 | 1 | pass | "
+        "**FAIL** | **FAIL** |" in text
     )
     assert (
-        "False alarms over the A/A runs (proxy): qgate 0/2, vLLM rtol .08 1/2, unpaired z 0/2"
-        in (text)
+        "False alarms over the benign runs (proxy): qgate new (bound) 0/2, qgate old (point) "
+        "0/2, NeMo paired Wald 0/2, vLLM rtol .08 1/2, unpaired z 0/2" in text
     )
+    assert "Benign `A/A`, 2 runs (PASS/INCONCLUSIVE/FAIL): qgate new (bound) 2/0/0" in text
     assert "- engine release: not here." in text
     rates = table.catch_rates(chunks)
-    assert rates["qgate"] == {1: 0.0, 2: 1.0}
+    assert rates["qgate bound"] == {1: 0.0, 2: 1.0}
     assert rates["vllm_rtol"] == {1: 0.0, 2: 1.0}
+
+
+BOUND_Q = {
+    "math": {
+        "prompts": ["short"],
+        "limit": 32,
+        "max_drop": 0.15,
+        "alpha": 0.0167,
+        "rule": "bound",
+    }
+}
+
+
+def test_qgates_columns_are_re_derived_from_the_pairs_not_the_stored_verdict() -> None:
+    # 3 lost of 32: within 15 points as a point estimate and not significant, so the old rule
+    # passes; its upper bound is far past 15 points, so the new one cannot show it
+    row = _row("length", 1, "PASS", lost=3, gained=0)
+    row["suites"]["math.short"]["pairs"] = "lll" + "b" * 10 + "n" * 19
+    assert table.qgate_verdict(row, BOUND_Q, "point") == "PASS"
+    assert table.qgate_verdict(row, BOUND_Q, "bound") == "INCONCLUSIVE"
+    # the stored lists are not read for the gates the pairs re-derive: a stored max_drop
+    # failure on a suite with nothing lost re-derives to PASS
+    clean = _row("A/A", 0, "FAIL", lost=0, gained=0)
+    clean["suites"]["math.short"]["pairs"] = "b" * 8 + "n" * 24
+    assert table.qgate_verdict(clean, BOUND_Q, "point") == "PASS"
+    assert table.qgate_verdict(clean, BOUND_Q, "bound") == "PASS"  # 32 clean show 15 pts
+    # a gate no max_drop rule touches is read as its report judged it, under either rule
+    idle = clean | {"failed_gates": ["lives.idle-30.1.idle"]}
+    assert table.qgate_verdict(idle, BOUND_Q, "bound") == "FAIL"
+    assert table.qgate_verdict(idle, BOUND_Q, "point") == "FAIL"
+    # and the table says where its report, judged by the rule it ran by, disagreed
+    chunks = {
+        "proxy": {
+            "wall_s": 1.0,
+            "exit": 0,
+            "profile": {"quality": BOUND_Q},
+            "candidates": {"length-25": row},
+        }
+    }
+    text = table.render_table(chunks, {}, catalogue.CATALOGUE, {})
+    assert "| inconclusive | pass |" in text and "(its report, rule bound: PASS)" in text
+
+
+def test_nemos_column_reads_the_suites_margin_and_has_three_verdicts() -> None:
+    row = _row("length", 1, "PASS", lost=3, gained=0)
+    row["suites"]["math.short"]["pairs"] = "lll" + "b" * 10 + "n" * 19
+    assert table.peer_verdict(row, "nemo_wald", BOUND_Q) == "INCONCLUSIVE"
+    row["suites"]["math.short"]["pairs"] = "l" * 12 + "b" * 1 + "n" * 19
+    assert table.peer_verdict(row, "nemo_wald", BOUND_Q) == "FAIL"
+    row["suites"]["math.short"]["pairs"] = "b" * 13 + "n" * 19
+    assert table.peer_verdict(row, "nemo_wald", BOUND_Q) == "PASS"
+    assert table.peer_verdict(row, "vllm_rtol", BOUND_Q) == "PASS"
+    assert table.suite_margin(BOUND_Q, "math.short", row["suites"]["math.short"]) == 0.15
+
+
+def test_the_false_pass_figure_is_cited_from_the_simulations_record(tmp_path: Path) -> None:
+    import json
+
+    assert table.false_pass_lines(tmp_path)[0].startswith("False PASS at the margin: not")
+    (tmp_path / "2026-12-07.json").write_text(
+        json.dumps(
+            {
+                "alpha": 0.05,
+                "reps": 200,
+                "summary": {
+                    "qgate bound": {"max_where_qgate_judges": 0.051},
+                    "NeMo Wald": {"max_where_qgate_judges": 0.16},
+                },
+            }
+        )
+    )
+    line = table.false_pass_lines(tmp_path)[0]
+    assert "qgate bound 0.051, NeMo Wald 0.160" in line and "2026-12-07.md" in line
 
 
 def test_a_sound_life_and_an_untouched_run_say_why_they_passed() -> None:

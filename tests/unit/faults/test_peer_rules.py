@@ -60,7 +60,22 @@ def test_floor_and_mlperf_read_the_candidate_against_the_reference() -> None:
     assert rules.mlperf_99(pairs(100, 0, 0, 0)).passed
     assert not rules.mlperf_99(pairs(98, 2, 0, 0)).passed  # 0.98 < 0.99
     assert rules.mlperf_99(pairs(99, 1, 0, 0)).passed
-    assert set(rules.all_rules(pairs(1, 0, 0, 1))) == set(rules.RULES)
+    assert set(rules.all_rules(pairs(1, 0, 0, 1), 0.1)) == set(rules.RULES)
+
+
+def test_nemo_wald_passes_within_fails_beyond_and_is_inconclusive_between() -> None:
+    # 4 lost, 2 gained of 100: drop 0.02, se sqrt(6 - 0.04)/100 = 0.0244, [-0.028, 0.068]
+    v = rules.nemo_wald(pairs(50, 4, 2, 44), 0.10)
+    assert v.passed and v.verdict == "PASS"
+    assert v.observed == pytest.approx(0.02 + 1.959964 * (6 - 0.04) ** 0.5 / 100, abs=1e-6)
+    assert rules.nemo_wald(pairs(50, 4, 2, 44), 0.05).verdict == "INCONCLUSIVE"
+    # 30 lost, 0 gained of 100: [0.21, 0.39], wholly beyond a 15-point margin: FAIL
+    harm = rules.nemo_wald(pairs(40, 30, 0, 30), 0.15)
+    assert harm.verdict == "FAIL" and not harm.passed and not harm.inconclusive
+    # nothing flips: zero width, PASS at any margin even on 5 items (issue 53's complaint)
+    assert rules.nemo_wald(pairs(3, 0, 0, 2), 0.01).passed
+    # a far better candidate passes (one-sided on the loss)
+    assert rules.nemo_wald(pairs(10, 0, 40, 50), 0.05).passed
 
 
 def test_items_needed_compares_at_equal_power() -> None:

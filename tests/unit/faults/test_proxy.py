@@ -188,6 +188,21 @@ def test_share_and_life_are_seeded_draws() -> None:
     assert 0.14 < sum(lives) / 500 < 0.26
 
 
+def test_lives_keyed_apart_draw_apart() -> None:
+    # one seed, one key: the same draw (so life-20 and life-50 under one seed were the same
+    # life: broken together whenever the draw fell under 0.2); keyed by name they differ
+    rule = [proxy.Rule.parse("life:0.5")]
+    same = {proxy.Faults(rule, seed=0, life_key="life-50").life_broken for _ in range(3)}
+    assert len(same) == 1
+    drawn = [proxy.Faults(rule, seed=0, life_key=f"life-{k}").life_broken for k in range(200)]
+    assert 70 < sum(drawn) < 130  # independent draws at P 0.5, not one repeated
+    weak = proxy.Faults([proxy.Rule.parse("life:0.2")], seed=0, life_key="life-20")
+    strong = proxy.Faults([proxy.Rule.parse("life:0.5")], seed=0, life_key="life-50")
+    legacy = [proxy.Faults([proxy.Rule.parse(f"life:{p}")], seed=0) for p in (0.2, 0.5)]
+    assert all(f.life_broken for f in legacy)  # the committed table's draw: both broken
+    assert (weak.life_broken, strong.life_broken) != (True, True)
+
+
 def test_drop_removes_the_field_before_it_is_served() -> None:
     faults = proxy.Faults([proxy.Rule.parse("drop:tools")])
     assert faults.dropped() == ["tools"]
@@ -330,3 +345,15 @@ def test_launcher_takes_the_address_qgate_appends_and_requires_the_separator() -
     assert (rest, host, port) == (["--model", "m", "--seed", "3"], "0.0.0.0", 8123)
     with pytest.raises(SystemExit):
         launch.main(["--fault", "load:4", "--model", "m"])
+
+
+def test_the_launcher_keys_each_life_by_its_count(tmp_path: Path) -> None:
+    """Lives launched with one counter file draw `life:P` apart: keys 0, 1, 2 in order."""
+    counter = tmp_path / "lives"
+    assert [launch.next_life(str(counter)) for _ in range(3)] == ["0", "1", "2"]
+    assert launch.next_life(None) == ""
+    rule = [proxy.Rule.parse("life:0.5")]
+    draws = {
+        proxy.Faults(rule, life_key=launch.next_life(str(counter))).life_broken for _ in range(12)
+    }
+    assert draws == {True, False}
