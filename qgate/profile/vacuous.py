@@ -35,7 +35,7 @@ from qgate.profile.scenarios import MultiTurnScenario
 from qgate.profile.spec_plan import draft_length, speculates
 from qgate.profile.speculative import SPECULATIVE_ARG
 
-__all__ = ["accuracy_policies", "fixed_items", "vacuous_problems"]
+__all__ = ["accuracy_policies", "fixed_items", "no_probe_source", "vacuous_problems"]
 
 Found = list[tuple[KeyPath, str]]
 
@@ -131,7 +131,7 @@ def _probe_items(profile: Profile, asked: int) -> int:
     return asked if limit is None else min(asked, limit)
 
 
-def _no_probe_source(profile: Profile) -> str | None:
+def no_probe_source(profile: Profile) -> str | None:
     """Why no probe items can be drawn (None: the math suite's short form gives them)."""
     math = profile.quality.math
     if math is None:
@@ -145,7 +145,7 @@ def _lives_problems(profile: Profile) -> Found:
     spec = profile.lives
     if "lives" not in profile.model_fields_set or spec.probes == 0:
         return []
-    missing = _no_probe_source(profile)
+    missing = no_probe_source(profile)
     if missing is not None:
         return [
             (
@@ -165,7 +165,7 @@ def _perf_probe_problems(profile: Profile) -> Found:
     if perf is None or "probes" not in perf.model_fields_set or perf.probes.items == 0:
         return []
     probes, path = perf.probes, ("perf", "probes")
-    missing = _no_probe_source(profile)
+    missing = no_probe_source(profile)
     if missing is not None:
         return [
             (
@@ -186,7 +186,7 @@ def _envelope_problems(profile: Profile) -> Found:
         return []
     perf = profile.perf
     asks = profile.lives.probes > 0 or (perf is not None and perf.probes.items > 0)
-    missing = _no_probe_source(profile) if asks else "every probe is turned off"
+    missing = no_probe_source(profile) if asks else "every probe is turned off"
     if missing is None:
         return []
     return [

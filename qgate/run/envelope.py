@@ -19,7 +19,7 @@ from qgate.perf.shaped_probes import PROBE_MARGIN_TOKENS, graded_tokens, shape_b
 from qgate.profile import ContextLadder, EnvelopeSpec, Profile
 from qgate.profile.noise_floor import FLOOR_SUITES
 from qgate.profile.suites import entry_of_result, exact_results
-from qgate.profile.vacuous import PROBED_FORM
+from qgate.profile.vacuous import no_probe_source
 from qgate.quality.math_set import PROBED
 from qgate.quality.noise_floor import binomial_upper
 from qgate.run.life_probes import endpoint_roles
@@ -108,9 +108,8 @@ def _probed(profile: Profile, scenarios: Sequence[ScenarioPlan]) -> bool:
 
 
 def _probe_source(profile: Profile) -> bool:
-    """Whether probes can be drawn: they are math items in the short form (`math_probes`)."""
-    math = profile.quality.math
-    return math is not None and PROBED_FORM in math.prompts
+    """Whether probes can be drawn: math items in the short form (validate's own test)."""
+    return no_probe_source(profile) is None
 
 
 def _pooled_line(
