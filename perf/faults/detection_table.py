@@ -491,21 +491,30 @@ def cost_lines(chunks: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
 def false_pass_lines(folder: Path = FALSE_PASS) -> list[str]:
     """The simulated false PASS at the margin per rule (perf/bench_false_pass.py), from its
-    newest committed record."""
-    files = sorted(p for p in folder.glob("????-??-??.json"))
+    record of the newest quality derivation (a record without one is older than derivation 6),
+    the newest of those by name; the exact sums it holds for qgate's bound are cited beside."""
+    files = sorted(folder.glob("????-??-??*.json"))
     if not files:
         return ["False PASS at the margin: not simulated (run perf/bench_false_pass.py)."]
-    data = json.loads(files[-1].read_text())
+    records = [(json.loads(p.read_text()), p) for p in files]
+    data, path = max(records, key=lambda r: (r[0].get("derivation", 0), r[1].stem))
     parts = [
         f"{rule} {fig['max_where_qgate_judges']:.3f}"
         for rule, fig in data["summary"].items()
         if fig.get("max_where_qgate_judges") is not None
     ]
+    exact = [c["bound_exact"] for c in data.get("cells", ()) if c.get("bound_exact") is not None]
+    derivation = f", quality derivation {data['derivation']}" if "derivation" in data else ""
+    summed = (
+        f"; summed exactly where the simulation is above α, qgate bound's worst is {max(exact):.4f}"
+        if exact
+        else ""
+    )
     return [
         f"False PASS at the margin (a true loss of exactly max_drop), simulated: the largest "
         f"rate over the cells qgate judges (n 20-1,319, δ 5-25 points), {data['reps']} reps a "
-        f"cell, α {data['alpha']}: " + ", ".join(parts) + f" (perf/results/false_pass/"
-        f"{files[-1].stem}.md; the exact sums there hold qgate bound at or under α + 0.0011)."
+        f"cell, α {data['alpha']}{derivation}: " + ", ".join(parts) + f" (perf/results/"
+        f"false_pass/{path.stem}.md{summed})."
     ]
 
 

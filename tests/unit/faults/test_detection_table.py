@@ -237,6 +237,20 @@ def test_the_false_pass_figure_is_cited_from_the_simulations_record(tmp_path: Pa
     )
     line = table.false_pass_lines(tmp_path)[0]
     assert "qgate bound 0.051, NeMo Wald 0.160" in line and "2026-12-07.md" in line
+    (tmp_path / "2026-12-07-derivation7.json").write_text(
+        json.dumps(
+            {
+                "alpha": 0.05,
+                "derivation": 7,
+                "reps": 200,
+                "summary": {"qgate bound": {"max_where_qgate_judges": 0.053}},
+                "cells": [{"bound_exact": 0.0483}, {"bound_exact": None}],
+            }
+        )
+    )
+    line = table.false_pass_lines(tmp_path)[0]
+    assert "quality derivation 7: qgate bound 0.053" in line
+    assert "2026-12-07-derivation7.md" in line and "worst is 0.0483" in line
 
 
 def test_a_sound_life_and_an_untouched_run_say_why_they_passed() -> None:
