@@ -11,7 +11,6 @@ ROOT = Path(__file__).resolve().parents[2] / "qgate"
 LIMIT = 400
 
 OVER: dict[str, int] = {
-    "profile/model.py": 453,
     "runtime/server.py": 404,
 }
 """Modules over the limit today, with their size: the next to split (never add one)."""
