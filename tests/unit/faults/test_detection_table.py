@@ -435,3 +435,8 @@ def test_a_fault_that_never_acted_says_so_and_leaves_the_catch_rate() -> None:
     assert "Catch rate over the 1 faulty candidates with something to catch (0 broken-life " in text
     assert "drawn sound left out, 1 whose fault acted on no request left out)" in text
     assert table.catch_rates(chunks)["qgate bound"] == {1: 1.0}
+    # the chunk's own run counted by its profile, not by the rows a re-run added
+    ran = {"profile": {"candidates": {"s25": {}, "aa": {}}}}
+    assert table.run_costs({"proxy": chunks["proxy"] | ran})[0].startswith(
+        "Chunk `proxy`: 2 candidates"
+    )
