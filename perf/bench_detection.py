@@ -436,6 +436,7 @@ def proxied(
     try:
         for f in faults:
             port = free_port()
+            (work / f"{f.name}.jsonl").unlink(missing_ok=True)  # this run's requests only
             code = PROXY.format(
                 faults=str(ROOT / "perf" / "faults"),
                 log=str(work / f"{f.name}.jsonl"),
@@ -481,8 +482,63 @@ def pairs_of(report: dict[str, Any]) -> dict[str, list[tuple[bool, bool]]]:
     return out
 
 
-def summarize(chunk: str, faults: list[Fault], done: dict[str, Any]) -> dict[str, Any]:
-    """The chunk's records: per candidate, qgate's verdict and the peers' on the same pairs."""
+def acted(line: dict[str, Any]) -> bool:
+    """Whether the fault acted on a proxy log line's request: its answer corrupted, or a
+    field dropped or set in the request, or taken out of its streamed deltas."""
+    keys = ("corrupted", "dropped", "set", "stream_dropped")
+    return any(bool(line.get(k)) for k in keys)
+
+
+def fault_acts(lines: list[dict[str, Any]], rep: dict[str, Any]) -> dict[str, Any]:
+    """What a candidate's fault proxy did, from its log (`--log`, one JSON line a request)
+    and the candidate's report: the requests it served, those the fault acted on, how many
+    of those were graded quality items of this candidate (matched by prompt digest to the
+    records' `prompt_sha256`; None for a log written before the proxy logged digests), per
+    suite, and per field a drop rule names, the requests that carried it. A fault row that
+    passed with `acted` 0 had nothing to catch; with `graded` 0 nothing in its quality
+    suites."""
+    suites_of: dict[str, set[str]] = {}
+    for run in rep.get("quality", {}).get("runs", []):
+        if run.get("role") == "candidate":
+            for item in run.get("items", []):
+                suites_of.setdefault(item["prompt_sha256"], set()).add(run["suite"])
+    digested = any("prompt_sha256" in x or "messages_sha256" in x for x in lines)
+    hit = [x for x in lines if acted(x)]
+    by_suite: dict[str, int] = {}
+    for x in hit:
+        found = set().union(
+            *(suites_of.get(x.get(k, ""), set()) for k in ("prompt_sha256", "messages_sha256"))
+        )
+        named = {s for s in found if any(f in s for f in x.get("dropped", []))}
+        found = named or found  # a dropped field names its suite (structured.response_format)
+        if found:
+            key = "|".join(sorted(found))
+            by_suite[key] = by_suite.get(key, 0) + 1
+    carried: dict[str, int] = {}
+    for x in lines:
+        for name in x.get("carried", []):
+            carried[name] = carried.get(name, 0) + 1
+    return {
+        "requests": len(lines),
+        "acted": len(hit),
+        "graded": sum(by_suite.values()) if digested else None,
+        "by_suite": by_suite,
+        "carried": carried,
+    }
+
+
+def read_log(path: Path) -> list[dict[str, Any]] | None:
+    """A proxy's log lines (None: no log, a candidate no proxy served)."""
+    if not path.is_file():
+        return None
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def summarize(
+    chunk: str, faults: list[Fault], done: dict[str, Any], work: Path | None = None
+) -> dict[str, Any]:
+    """The chunk's records: per candidate, qgate's verdict and the peers' on the same pairs,
+    and (a proxy candidate, its log in `work`) what its fault acted on."""
     multi = done["report"]
     starts = multi.get("starts") or []
     out: dict[str, Any] = {
@@ -588,6 +644,9 @@ def summarize(chunk: str, faults: list[Fault], done: dict[str, Any]) -> dict[str
             "emulated": rep.get("emulated", []),
             "warnings": rep.get("warnings", [])[:5],
         }
+        lines = read_log(work / f"{f.name}.jsonl") if work is not None and f.rules else None
+        if lines is not None:
+            row["fault_acts"] = fault_acts(lines, rep)
         out["candidates"][f.name] = row
     return out
 
@@ -768,7 +827,7 @@ def main() -> None:
                 done["load"] = {"before": before, "after": os.getloadavg()}
                 done["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
             saved.write_text(json.dumps(done))
-            records = summarize(chunk, faults, done)
+            records = summarize(chunk, faults, done, work)
             records["items"] = done.get("items", ns.items)
             records["profile"] = yaml.safe_load((work / "profile.yaml").read_text())
             path = ns.out / f"{chunk}.json"

@@ -212,7 +212,7 @@ CATALOGUE: tuple[Fault, ...] = (
     Fault(
         "tools-25",
         "tools-lost",
-        "`tools` dropped from 25% of requests",
+        "`tools` dropped from 25% of the requests carrying it",
         1,
         "proxy",
         "tool calls lost (ROCm/aiter #5049)",
@@ -233,7 +233,7 @@ CATALOGUE: tuple[Fault, ...] = (
     Fault(
         "schema-25",
         "schema-lost",
-        "`response_format` dropped from 25%",
+        "`response_format` dropped from 25% of the requests carrying it",
         1,
         "proxy",
         "structured output ignored (the same field-dropping path)",

@@ -49,6 +49,42 @@ def drawn_sound(row: Mapping[str, Any]) -> bool:
     return row.get("class") == "life" and row.get("life") == "life sound"
 
 
+def never_acted(row: Mapping[str, Any]) -> bool:
+    """A proxy fault that, by its proxy's log, acted on no request of the run (nothing
+    corrupted, dropped or set): nothing to catch in it. A row without the log's count
+    (recorded before the bench read the logs) is not known to be one."""
+    acts = row.get("fault_acts")
+    return not is_benign(row) and isinstance(acts, Mapping) and acts.get("acted") == 0
+
+
+def nothing_to_catch(row: Mapping[str, Any]) -> bool:
+    """A faulty row left out of the catch rate: a life drawn sound, or a fault never acted."""
+    return drawn_sound(row) or never_acted(row)
+
+
+def acts_words(row: Mapping[str, Any]) -> str:
+    """What a proxy fault acted on, from its log: 'the fault acted on 3 graded items
+    (structured.response_format 3) of 112 requests' ('' for a row without the count, or
+    benign)."""
+    acts = row.get("fault_acts")
+    if is_benign(row) or not isinstance(acts, Mapping):
+        return ""
+    carried = acts.get("carried") or {}
+    held = ", ".join(f"{k} on {v}" for k, v in sorted(carried.items()))
+    held = f"; carried {held}" if held else ""
+    if not acts["acted"]:
+        return f"the fault acted on none of {acts['requests']} requests{held}"
+    graded = acts.get("graded")
+    if graded is None:
+        return f"the fault acted on {acts['acted']} of {acts['requests']} requests{held}"
+    where = ", ".join(f"{k} {v}" for k, v in sorted((acts.get("by_suite") or {}).items()))
+    where = f" ({where})" if where else ""
+    return (
+        f"the fault acted on {acts['acted']} of {acts['requests']} requests, "
+        f"{graded} of them graded quality items{where}{held}"
+    )
+
+
 def suite_pairs(s: Mapping[str, Any]) -> list[tuple[bool, bool]] | None:
     """A suite's per-item records, (reference right, candidate right) item by item."""
     pairs = s.get("pairs")
@@ -215,6 +251,8 @@ def why_missed(row: Mapping[str, Any], quality: Mapping[str, Any] | None = None)
     gained = sum(s["gained"] for s in suites.values())
     if row.get("class") == "life" and row.get("life") == "life sound":
         return "this life was drawn sound: nothing to catch in it"
+    if never_acted(row):
+        return f"{acts_words(row)}: nothing to catch in it"
     if lost == 0:
         return "no answer the reference had right changed"
     base = f"lost {lost}, gained {gained}: under the profile's limits and power"
@@ -395,6 +433,8 @@ def render_table(
         )
         if len(row["failed_gates"]) > 3 and caught:
             gates += f" (+{len(row['failed_gates']) - 3})"
+        if (acts := acts_words(row)) and not never_acted(row):
+            gates += f"; {acts}"
         ran = run_rule(quality)
         if row.get("verdict") in ("PASS", "FAIL", "INCONCLUSIVE") and got[
             f"qgate {ran}"
@@ -432,7 +472,7 @@ def _rows(chunks: Mapping[str, Mapping[str, Any]]) -> list[tuple[Mapping[str, An
 def catch_lines(chunks: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """Per rule, over the faulty candidates with something to catch (a life drawn sound
     left out): how many it FAILs, and how many it does not PASS."""
-    faults = [(r, q) for r, q in _rows(chunks) if not is_benign(r) and not drawn_sound(r)]
+    faults = [(r, q) for r, q in _rows(chunks) if not is_benign(r) and not nothing_to_catch(r)]
     if not faults:
         return []
     parts = []
@@ -442,9 +482,13 @@ def catch_lines(chunks: Mapping[str, Mapping[str, Any]]) -> list[str]:
             f"{HEADS[c]} FAIL {got.count('FAIL')}, not PASS {len(got) - got.count('PASS')}"
         )
     sound = sum(drawn_sound(r) for r, _ in _rows(chunks))
+    idle = sum(never_acted(r) for r, _ in _rows(chunks))
+    idle_words = f", {idle} whose fault acted on no request left out" if idle else ""
     return [
         f"Catch rate over the {len(faults)} faulty candidates with something to catch"
-        f" ({sound} broken-life candidates drawn sound left out): " + "; ".join(parts) + "."
+        f" ({sound} broken-life candidates drawn sound left out{idle_words}): "
+        + "; ".join(parts)
+        + "."
     ]
 
 
@@ -589,7 +633,8 @@ def run_costs(chunks: Mapping[str, Mapping[str, Any]]) -> list[str]:
     for name, chunk in chunks.items():
         reruns = chunk.get("reruns", [])
         redone = {n for r in reruns for n in r["candidates"]}
-        whole = len(chunk["candidates"])
+        # the chunk's own run: its profile's candidates (a re-run may add rows it had not)
+        whole = len((chunk.get("profile") or {}).get("candidates") or chunk["candidates"])
         when = f" on {chunk['date']}" if chunk.get("date") else ""
         out.append(f"Chunk `{name}`{when}: {whole} candidates, {_run_words(chunk)}.")
         if redone:
@@ -609,7 +654,7 @@ def catch_rates(chunks: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[int, 
         (r, quality_of(c, r))
         for c in chunks.values()
         for r in c["candidates"].values()
-        if not is_benign(r) and not drawn_sound(r) and "suites" in r
+        if not is_benign(r) and not nothing_to_catch(r) and "suites" in r
     ]
     levels = sorted({r["level"] for r, _ in faults})
     out: dict[str, dict[int, float]] = {c: {} for c in COLUMNS}
@@ -720,6 +765,21 @@ fault and one A/A that way in `make test`.
 - *Broken lives*: each candidate's proxy draws its own life (keyed by its name) with the
   row's probability; a life drawn sound has nothing to catch and is left out of the catch
   rate.
+- *What a proxy fault acted on*: each proxy logs every request it served (what it
+  corrupted, dropped or set, and the prompt's digest); the bench matches those lines to the
+  candidate's graded records and a proxy fault's row says how many requests the fault acted
+  on and how many of them were graded quality items, per suite. A fault that acted on no
+  request passed with nothing to catch: its row says so and it is left out of the catch
+  rate, as a life drawn sound is. A `drop` rule's share is drawn over the requests that
+  carry its field (issue 53: drawn over every request, schema-25's draws all fell on math
+  and tool-call requests, which carry no `response_format`, and it passed with nothing
+  dropped). Re-run with the draw over the carrying requests (`--only`), schema-25 lost the
+  schema on 3 of its 12 `response_format` requests and FAILs its `constrained` gate (SmolLM2
+  without the schema answers `{"keyWord": ...}` or fenced JSON of its own keys); tools-25,
+  re-run because its draw changed too, dropped `tools` from 4 of 24 requests, which vLLM
+  answers HTTP 400 (`tool_choice` without `tools`), all on items the reference had wrong
+  (`tool_calls.auto` is 0 of 12 right on the reference): it PASSes, as no gate counts a
+  candidate's HTTP errors on items the reference also got wrong.
 - *items*: items graded to the verdict (suites, life probes, perf probes); *life s*: the
   candidate's own server start (0 for a proxy), its suites, life probes and perf runs;
   *lives*: its own server lives.

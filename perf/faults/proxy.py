@@ -9,7 +9,8 @@ of tokens, only the text is wrong. Each rule names a mechanism from a public bug
     idle:T      the server idle for at least T seconds before it (vLLM #52150)
     length:L    a prompt of more than L tokens                   (vLLM #39303)
     life:P      this whole life broken, with probability P       (vLLM PR #46386)
-    drop:FIELD  the request field FIELD removed before it is served (ROCm/aiter #5049)
+    drop:FIELD  the request field FIELD removed before it is served (ROCm/aiter #5049); the
+                share is drawn over the requests that carry FIELD, not over every request
     cached:N    an answer whose prompt had more than N tokens served from the prefix cache
                 (usage.prompt_tokens_details.cached_tokens; the server needs
                 --enable-prompt-tokens-details): a text stand-in for wrong reused or restored
@@ -30,16 +31,19 @@ of tokens, only the text is wrong. Each rule names a mechanism from a public bug
                 logprobs on some requests while the answers stay right (MTP speculation,
                 vLLM #53488, PR #38711), non-streamed answers only
 
-`--share S` is the strength knob: a matching answer is corrupted (or a request's field
-dropped) with probability S, drawn from a seeded stream so a run can be repeated.
+`--share S` is the strength knob: a matching answer is corrupted (or a request carrying a
+dropped field loses it) with probability S, drawn from a seeded stream so a run can be repeated.
 Corruption rotates digits (d -> d+5 mod 10) and letters (ROT13) character by character, so
 lengths, token counts and the stream's shape are unchanged; exact-answer and recall items
 fail, the logprobs the server returned are passed through as they were (a text fault, not
 a distribution fault).
 
 Every request is logged as one JSON line (`--log`): its number, path, in-flight count,
-idle seconds before it, prompt tokens where a length rule asked for them, and whether and
-why it was corrupted, so a benchmark can say where each corrupted answer fell.
+idle seconds before it, prompt tokens where a length rule asked for them, whether and
+why it was corrupted, the fields a drop rule names that it carried (`carried`) and took
+out (`dropped`), and the digests of its prompt (`prompt_sha256`: the last user message or
+the prompt text; `messages_sha256`: the messages as canonical JSON), so a benchmark can
+say where each corrupted answer fell: on which graded item, if any.
 
 Written by hand on aiohttp (already a vLLM dependency): no maintained proxy library
 injects faults into an SSE stream by request-level conditions.
@@ -49,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import random
 import time
@@ -128,6 +133,8 @@ class Faults:
     last_busy: float = field(default_factory=time.monotonic)
     life_broken: bool = False
     life_key: str = ""
+    carried: dict[str, int] = field(default_factory=dict)
+    """Per field a drop rule names, the requests seen so far that carried it."""
     """Names the life whose draw this is: lives drawn with the same seed and key draw the same
     number, so two proxies (or two strengths) under one seed need their own keys to be
     independent lives (the detection bench gives each candidate its name)."""
@@ -142,12 +149,29 @@ class Faults:
     def needs_length(self) -> bool:
         return any(r.kind == "length" for r in self.rules)
 
-    def dropped(self, number: int = 0) -> list[str]:
-        """The fields request `number` loses (each request drawn with probability `share`)."""
-        names = [r.value for r in self.rules if r.kind == "drop"]
-        if not names or random.Random(f"{self.seed}:drop:{number}").random() >= self.share:
-            return []
-        return names
+    def drop_names(self) -> list[str]:
+        """The fields the drop rules name."""
+        return [r.value for r in self.rules if r.kind == "drop"]
+
+    def drop_from(self, body: dict[str, Any]) -> list[str]:
+        """Take out of `body` the fields a drop rule names that it carries, each with
+        probability `share`; the fields taken out.
+
+        The draw is over the requests that carry the field (the k-th of them draws key k),
+        not over every request: a share S is S of the requests the rule can act on, however
+        many others (math, tool calls) the server is asked between them. Drawn by request
+        number instead, a field that 12 of 112 requests carry lost it on none of them in
+        the detection bench (issue 53: schema-25 passed with nothing dropped)."""
+        gone = []
+        for name in self.drop_names():
+            if name not in body:
+                continue
+            k = self.carried.get(name, 0)
+            self.carried[name] = k + 1
+            if random.Random(f"{self.seed}:drop:{name}:{k}").random() < self.share:
+                body.pop(name)
+                gone.append(name)
+        return gone
 
     def overrides(self, number: int = 0) -> dict[str, Any]:
         """The fields request `number` gets set to (drawn with probability `share`)."""
@@ -209,6 +233,27 @@ class Faults:
         if not reasons or random.Random(f"{self.seed}:{number}").random() >= self.share:
             return ""
         return "; ".join(reasons)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def prompt_digests(body: dict[str, Any]) -> dict[str, str]:
+    """The digests a graded item's record can be found by (qgate's `prompt_sha256`):
+    `prompt_sha256`, of the last user message's text (a chat) or the prompt text (a
+    completion); `messages_sha256`, of the messages as canonical JSON (the tool-call suite's
+    digest). Empty for a prompt of token ids or a batch."""
+    out: dict[str, str] = {}
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        out["messages_sha256"] = _sha256(json.dumps(messages, sort_keys=True))
+        users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+        if users and isinstance(users[-1].get("content"), str):
+            out["prompt_sha256"] = _sha256(users[-1]["content"])
+    elif isinstance(body.get("prompt"), str):
+        out["prompt_sha256"] = _sha256(body["prompt"])
+    return out
 
 
 def corrupt_payload(payload: dict[str, Any]) -> dict[str, Any]:
@@ -327,7 +372,8 @@ def make_app(upstream: str, faults: Faults, log: Any = None) -> Any:
         if generate:
             body = json.loads(raw or b"{}")
             number, faults.served = faults.served, faults.served + 1
-            gone = [name for name in faults.dropped(number) if body.pop(name, None) is not None]
+            carried = [name for name in faults.drop_names() if name in body]
+            gone = faults.drop_from(body)
             forced = faults.overrides(number)
             body |= forced
             raw = json.dumps(body).encode()
@@ -344,6 +390,8 @@ def make_app(upstream: str, faults: Faults, log: Any = None) -> Any:
             reason = faults.decide(number, faults.in_flight, idle, tokens, users)
             line = {"n": number, "path": req.path, "in_flight": faults.in_flight}
             line |= {"idle_s": round(idle, 3), "prompt_tokens": tokens, "corrupted": reason}
+            line |= prompt_digests(body)
+            line |= {"carried": carried} if carried else {}
             line |= {"dropped": gone} if gone else {}
             line |= {"set": forced} if forced else {}
         try:

@@ -72,6 +72,11 @@ def test_one_fault_and_one_aa_through_the_bench(
     # the proxy chunk skips perf and asks no life probes (the perf chunk does): 4 probe
     # answers alone could never show the pooled envelope's margin, so nothing is pooled
     assert aa["life_probes"] == [] and aa["envelope"] == [], aa
+    # each proxy's log read back: the load fault's corrupted answers matched to graded items
+    # by prompt digest (issue 53), the A/A proxy acting on none
+    acts = fault["fault_acts"]
+    assert 0 < acts["graded"] <= acts["acted"] <= acts["requests"], acts
+    assert aa["fault_acts"]["acted"] == 0 and aa["fault_acts"]["requests"] > 0, aa["fault_acts"]
     for row in (fault, aa):
         assert row["suites"], row
         for suite in row["suites"].values():

@@ -419,3 +419,38 @@ def test_the_aa_rows_read_this_kinds_noise_floor() -> None:
     assert table.noise_floor_lines(chunks, {"flags": "avx2 fma"}) == [
         "Noise floor on this CPU kind: not measured (docs/measurements.md)."
     ]
+
+
+def test_a_fault_that_never_acted_says_so_and_leaves_the_catch_rate() -> None:
+    """Issue 53: schema-25 PASSed with nothing dropped (its draws fell on requests that
+    carried no `response_format`): its row says the fault acted on nothing, not a miss."""
+    idle = {"requests": 112, "acted": 0, "graded": 0, "by_suite": {}}
+    idle |= {"carried": {"response_format": 12}}
+    missed = _row("schema-lost", 1, "PASS", lost=0, gained=0) | {"fault_acts": idle}
+    said = table.why_missed(missed)
+    assert said == (
+        "the fault acted on none of 112 requests; carried response_format on 12: "
+        "nothing to catch in it"
+    )
+    hit = {"requests": 112, "acted": 3, "graded": 3}
+    hit |= {"by_suite": {"structured.response_format": 3}, "carried": {"response_format": 12}}
+    caught = _row("schema-lost", 1, "FAIL", lost=3, gained=0, rtol=False) | {"fault_acts": hit}
+    aa = _row("A/A", 0, "PASS", lost=0, gained=0) | {"fault_acts": idle | {"carried": {}}}
+    assert table.never_acted(missed) and not table.never_acted(caught)
+    assert not table.never_acted(aa)  # the null has nothing to act: it stays a benign run
+    assert not table.never_acted(_row("schema-lost", 1, "PASS", lost=0, gained=0))
+    rows = {"s25": missed, "s100": caught, "aa": aa}
+    chunks = {"proxy": {"wall_s": 50.0, "exit": 1, "items": 32, "candidates": rows}}
+    text = table.render_table(chunks, {"cores": 2}, catalogue.CATALOGUE, {})
+    assert (
+        "math.short.max_drop; the fault acted on 3 of 112 requests, 3 of them graded quality "
+        "items (structured.response_format 3); carried response_format on 12 |" in text
+    )
+    assert "Catch rate over the 1 faulty candidates with something to catch (0 broken-life " in text
+    assert "drawn sound left out, 1 whose fault acted on no request left out)" in text
+    assert table.catch_rates(chunks)["qgate bound"] == {1: 1.0}
+    # the chunk's own run counted by its profile, not by the rows a re-run added
+    ran = {"profile": {"candidates": {"s25": {}, "aa": {}}}}
+    assert table.run_costs({"proxy": chunks["proxy"] | ran})[0].startswith(
+        "Chunk `proxy`: 2 candidates"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import socket
 import threading
@@ -205,21 +206,66 @@ def test_lives_keyed_apart_draw_apart() -> None:
 
 def test_drop_removes_the_field_before_it_is_served() -> None:
     faults = proxy.Faults([proxy.Rule.parse("drop:tools")])
-    assert faults.dropped() == ["tools"]
+    body = {"messages": [], "tools": [{"type": "function"}], "tool_choice": "auto"}
+    assert faults.drop_from(body) == ["tools"]
+    assert body == {"messages": [], "tool_choice": "auto"}
     assert faults.decide(0, 1, 0.0, None) == ""  # dropping alone corrupts no text
-    # the share is the strength: a seeded draw per request
+    # the share is the strength: a seeded draw per request carrying the field
     some = proxy.Faults([proxy.Rule.parse("drop:tools")], share=0.25, seed=3)
-    drawn = [bool(some.dropped(n)) for n in range(400)]
-    assert drawn == [bool(some.dropped(n)) for n in range(400)]
+    again = proxy.Faults([proxy.Rule.parse("drop:tools")], share=0.25, seed=3)
+    drawn = [bool(some.drop_from({"tools": []})) for _ in range(400)]
+    assert drawn == [bool(again.drop_from({"tools": []})) for _ in range(400)]
     assert 0.15 < sum(drawn) / 400 < 0.35
-    assert proxy.Faults([proxy.Rule.parse("load:1")]).dropped(0) == []
+    assert proxy.Faults([proxy.Rule.parse("load:1")]).drop_from({"tools": []}) == []
+
+
+def test_drop_draws_over_the_requests_that_carry_the_field() -> None:
+    """Issue 53: the detection bench's schema-25 sent 112 requests, 12 with
+    `response_format`; drawn by request number, none of those 12 lost it (the draws fell on
+    the math and tool-call requests, which carry nothing to drop). Drawn over the requests
+    that carry the field, its 12 lose it as often as if they were asked alone."""
+    rules = [proxy.Rule.parse("drop:response_format")]
+    schema = {"response_format": {"type": "json_schema"}}
+    alone = proxy.Faults(rules, share=0.25, seed=0)
+    by_itself = [bool(alone.drop_from(dict(schema))) for _ in range(12)]
+    mixed = proxy.Faults(rules, share=0.25, seed=0)
+    for _ in range(88):  # the math and tool-call requests asked first
+        assert mixed.drop_from({"messages": [], "tools": []}) == []
+    among = [bool(mixed.drop_from(dict(schema))) for _ in range(12)]
+    assert among == by_itself
+    assert sum(among) == 3  # seed 0: 3 of the 12 (the committed re-run's draw)
+    assert mixed.carried == {"response_format": 12}
+
+
+def test_the_log_names_what_a_request_carried_lost_and_its_prompt(
+    upstream: str, tmp_path: Path
+) -> None:
+    log = (tmp_path / "faults.jsonl").open("a")
+    p = _proxy(upstream, "drop:response_format", log=log)
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "What is 2+2?"}]
+    body = {**BODY, "messages": messages, "stream": False}
+    try:
+        with httpx.Client(timeout=10) as c:
+            for extra in ({"response_format": {"type": "json_object"}}, {}):
+                r = c.post(p.url + "/v1/chat/completions", json={**body, **extra})
+                assert r.status_code == 200
+    finally:
+        p.close()
+        log.close()
+    first, second = [json.loads(x) for x in (tmp_path / "faults.jsonl").read_text().splitlines()]
+    assert first["carried"] == first["dropped"] == ["response_format"]
+    assert "carried" not in second and "dropped" not in second
+    assert first["prompt_sha256"] == hashlib.sha256(b"What is 2+2?").hexdigest()
+    canonical = json.dumps(messages, sort_keys=True).encode()
+    assert first["messages_sha256"] == hashlib.sha256(canonical).hexdigest()
+    assert proxy.prompt_digests({"prompt": [1, 2]}) == {}
 
 
 def test_stream_takes_a_field_out_of_streamed_deltas_only() -> None:
     """`stream:tool_calls` (vLLM #53246): a streamed answer's calls vanish and it finishes as a
     plain answer; other lines pass unchanged, and the rule drops nothing from the request."""
     faults = proxy.Faults([proxy.Rule.parse("stream:tool_calls")])
-    assert faults.stream_drops(0) == ["tool_calls"] and faults.dropped(0) == []
+    assert faults.stream_drops(0) == ["tool_calls"] and faults.drop_from({"tools": []}) == []
     assert faults.decide(0, 1, 0.0, None) == ""
     call = {"index": 0, "function": {"name": "f", "arguments": "{}"}}
     line = b"data: " + json.dumps({"choices": [{"delta": {"tool_calls": [call]}}]}).encode()
@@ -237,7 +283,7 @@ def test_set_overrides_a_request_field_whatever_the_client_asked() -> None:
     """`set:temperature=0`: sampling silently greedy (sglang PR #32922)."""
     faults = proxy.Faults([proxy.Rule.parse("set:temperature=0"), proxy.Rule.parse("set:n=1")])
     assert faults.overrides(0) == {"temperature": 0, "n": 1}
-    assert faults.decide(0, 1, 0.0, None) == "" and faults.dropped(0) == []
+    assert faults.decide(0, 1, 0.0, None) == "" and faults.drop_from({"tools": []}) == []
     some = proxy.Faults([proxy.Rule.parse("set:top_k=1")], share=0.25, seed=3)
     assert 0.15 < sum(bool(some.overrides(n)) for n in range(400)) / 400 < 0.35
 
