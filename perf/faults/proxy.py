@@ -133,11 +133,11 @@ class Faults:
     last_busy: float = field(default_factory=time.monotonic)
     life_broken: bool = False
     life_key: str = ""
-    carried: dict[str, int] = field(default_factory=dict)
-    """Per field a drop rule names, the requests seen so far that carried it."""
     """Names the life whose draw this is: lives drawn with the same seed and key draw the same
     number, so two proxies (or two strengths) under one seed need their own keys to be
     independent lives (the detection bench gives each candidate its name)."""
+    carried: dict[str, int] = field(default_factory=dict)
+    """Per field a drop rule names, the requests seen so far that carried it."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.share <= 1:
