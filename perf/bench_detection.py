@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import fcntl
 import json
 import os
@@ -293,11 +294,18 @@ def lives_profile(
     scenario at 1 in flight, LIVES_PROBES graded probes), every life probed at its start and
     after `idle_s` of quiet, and the pooled envelope gate over all of it."""
     profile = started_profile("lives", [], items, rule)
+    # a side's `engine` block replaces the top-level one's launch keys whole (nothing inherited;
+    # cpu_dtype and preflight stay top-level): without the copy the candidate ran without
+    # max_model_len and enforce_eager (the first run: 13 of 64 answers changed, 3 lost)
     profile["candidates"] = {
         f.name: {
             "description": f"{f.cls}: {f.strength}",
             "args": {"kv_cache_dtype": "auto"},
-            "engine": {"launcher": launcher(f, work)},
+            "engine": {
+                "args": copy.deepcopy(profile["engine"]["args"]),
+                "startup_timeout_s": profile["engine"]["startup_timeout_s"],
+                "launcher": launcher(f, work),
+            },
         }
         for f in faults
     }

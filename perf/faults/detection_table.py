@@ -572,9 +572,11 @@ def _run_words(run: Mapping[str, Any]) -> str:
         "cache": "; its reference read from the signed reference cache (made by an earlier run)",
         "fresh": "",
     }.get(str(run.get("reference_source") or "fresh"), f"; reference {run.get('reference_source')}")
+    rounds = ((run.get("profile") or {}).get("perf") or {}).get("rounds", 1)
+    again = f"; {rounds} perf rounds, each in fresh lives of both sides" if rounds > 1 else ""
     return (
         f"{run['wall_s']:.0f} s of `qgate run` {where} (exit {run['exit']}), math items "
-        f"{run.get('items')}{source}; {_lives_words(run)}; {_load_words(run)}"
+        f"{run.get('items')}{source}{again}; {_lives_words(run)}; {_load_words(run)}"
     )
 
 

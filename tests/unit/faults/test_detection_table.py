@@ -337,6 +337,10 @@ def test_the_lives_chunk_starts_its_candidates_through_the_fault_launcher(
     assert counter == str(tmp_path / "life-2nd.lives")
     assert launcher[launcher.index("--fault") + 1] == "life-n:2"
     assert "launcher" not in profile["reference"].get("engine", {})
+    # a side's engine block replaces the top-level one whole: the candidate's must carry the
+    # reference's engine arguments itself, or it serves another configuration
+    engine = profile["candidates"]["life-2nd"]["engine"]
+    assert engine["args"] == profile["engine"]["args"] == bench.ENGINE_ARGS
     assert profile["perf"]["rounds"] == 2 and "gates" not in profile["perf"]
     assert profile["lives"] == {"probes": 4, "idle_s": 5.0}
     assert profile["quality"]["math"]["rule"] == "bound"
@@ -386,6 +390,12 @@ def test_a_partial_rerun_replaces_its_rows_and_keeps_its_own_cost() -> None:
         "180 s of `qgate run` under the lock (exit 1), math items 32; life probes: 4 at each "
         "life's start (an endpoint's first contact) and after 35 s idle; load average (1 min) "
         "3.0 at its start, 5.0 at its end (the machine shared)."
+    )
+    # a run of several perf rounds (the lives chunk) says so: each round lives afresh
+    again = {**new, "profile": {**new["profile"], "perf": {"rounds": 2}}}
+    assert (
+        "math items 32; 2 perf rounds, each in fresh lives of both sides; life probes"
+        in (table.run_costs({"lives": again})[0])
     )
 
 
