@@ -263,7 +263,8 @@ def proxy_profile(
     }
 
 
-LIVES_PROBES = 8  # graded probes a perf scenario asks, in each round's life
+LIVES_PROBES = 16  # graded probes a perf scenario asks, in each round's life: with the life
+# probes, enough clean answers (29) for a sound candidate to show the envelope's 10%
 LIVES_ROUNDS = 2  # the fewest lives that show a later life broken: round 2 restarts both
 
 
@@ -326,7 +327,7 @@ def lives_profile(
             }
         ],
     }
-    profile["envelope"] = {"max_broken": PERF_MAX_BROKEN}
+    profile["envelope"] = {"max_broken": 0.1}  # the default: 29 clean answers show it
     return profile
 
 

@@ -26,7 +26,8 @@ Five chunks, each one `qgate run` with one reference and many candidates:
 - `lives`: candidates qgate starts itself through the fault launcher (perf/faults/launch.py
   as `engine.launcher`: real vLLM behind the proxy), in a profile of two perf rounds, so each
   side lives twice (round 2 restarts both): a life broken after the first, where the quality
-  stage ran sound (issue 53: "broken in one life of several").
+  stage ran sound (issue 53: "broken in one life of several"), and an A/A through the same
+  launcher in two sound lives.
 
 Classes the CPU cannot reproduce honestly are listed in NOT_REPRODUCED with the reason.
 """
@@ -304,6 +305,16 @@ CATALOGUE: tuple[Fault, ...] = (
         "garbage after idle (vLLM #52150)",
         rules=("idle:1",),
         extra=True,
+    ),
+    Fault(
+        "aa-lives",
+        "A/A",
+        "through the launcher in two lives, no rule fires",
+        0,
+        "lives",
+        "the launcher path itself, restarted",
+        rules=("load:100000",),
+        benign=True,
     ),
     Fault(
         "life-2nd",

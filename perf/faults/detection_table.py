@@ -721,7 +721,8 @@ fault and one A/A that way in `make test`.
   launcher (`perf/faults/launch.py` as its `engine.launcher`) in a profile of two perf
   rounds, each side living twice: its first life (quality, perf round 1) is sound and the
   life round 2 starts is broken (`life-n:2`), the case of issue 53's "broken in one life of
-  several", where every quality gate passes and only the later life's probes can see it.
+  several", where every quality gate passes and only the later life's probes can see it;
+  beside it an A/A through the same launcher in two sound lives.
 - *items*: items graded to the verdict (suites, life probes, perf probes); *life s*: the
   candidate's own server start (0 for a proxy), its suites, life probes and perf runs;
   *lives*: its own server lives.

@@ -329,7 +329,10 @@ def test_the_lives_chunk_starts_its_candidates_through_the_fault_launcher(
     broken one, every life probed at its start and after a short pause."""
     bench = _bench()
     faults = catalogue.by_chunk("lives")
-    assert [f.rules for f in faults] == [("life-n:2",)]
+    assert {f.name: f.rules for f in faults} == {
+        "aa-lives": ("load:100000",),  # the launcher path restarted, no rule firing
+        "life-2nd": ("life-n:2",),
+    }
     profile = bench.lives_profile(faults, 64, 5.0, tmp_path, "bound")
     launcher = profile["candidates"]["life-2nd"]["engine"]["launcher"]
     assert launcher[1].endswith("perf/faults/launch.py") and launcher[-1] == "--"
