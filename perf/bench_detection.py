@@ -7,12 +7,14 @@
     PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --chunks proxy \
         --only idle-30,idle-1,aa-proxy                  # re-run rows, merged into the records
 
-Runs the catalogue (perf/faults/catalogue.py) as four `qgate run`s, each one reference and
+Runs the catalogue (perf/faults/catalogue.py) as five `qgate run`s, each one reference and
 many candidates: `started` (emulated weights, FP8 KV cache without scales, and the benign
 null: INT8 g32 and `max_num_seqs: 4`, five lives each), `cached` (the reference started
 fresh in five lives against the reference records `started` left in the signed cache),
 `proxy` (one vLLM server, seen directly and through one fault proxy per candidate) and
-`perf` (the same with the perf stage and idle probes: faults only serving reaches). Each run
+`perf` (the same with the perf stage and idle probes: faults only serving reaches) and
+`lives` (candidates qgate starts itself through perf/faults/launch.py, in two perf rounds:
+a life after the first broken, `life-n:2`, the quality stage's life sound). Each run
 holds the machine-wide vLLM
 lock (`/tmp/qgate-vllm.lock`, the same flock(2) lock `flock(1)` takes) only while it runs:
 do not wrap the bench in `flock` too. `--upstream URL` runs the proxy chunk in front of a
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import fcntl
 import json
 import os
@@ -258,6 +261,95 @@ def proxy_profile(
         "lives": lives(chunk, idle_s),
         **extra,
     }
+
+
+LIVES_PROBES = 16  # graded probes a perf scenario asks, in each round's life: with the life
+# probes, enough clean answers (29) for a sound candidate to show the envelope's 10%
+LIVES_ROUNDS = 2  # the fewest lives that show a later life broken: round 2 restarts both
+
+
+def launcher(f: Fault, work: Path) -> list[str]:
+    """The candidate's `engine.launcher`: real vLLM behind the fault proxy, counting the lives
+    it starts in its own file (a `life-n` rule breaks the K-th) and logging every request."""
+    rules = [x for r in f.rules for x in ("--fault", r)]
+    return [
+        sys.executable,
+        str(ROOT / "perf" / "faults" / "launch.py"),
+        *rules,
+        "--share",
+        str(f.share),
+        "--lives-file",
+        str(work / f"{f.name}.lives"),
+        "--log",
+        str(work / f"{f.name}.jsonl"),
+        "--",
+    ]
+
+
+def lives_profile(
+    faults: list[Fault], items: int, idle_s: float, work: Path, rule: str = "point"
+) -> dict[str, Any]:
+    """The lives chunk: the reference started plainly, each candidate started by qgate through
+    the fault launcher; quality (the perf chunk's short math at 6 in flight) in each side's
+    first life, then LIVES_ROUNDS perf rounds, each in fresh lives of both sides (a chat
+    scenario at 1 in flight, LIVES_PROBES graded probes), every life probed at its start and
+    after `idle_s` of quiet, and the pooled envelope gate over all of it."""
+    profile = started_profile("lives", [], items, rule)
+    # a side's `engine` block replaces the top-level one's launch keys whole (nothing inherited;
+    # cpu_dtype and preflight stay top-level): without the copy the candidate ran without
+    # max_model_len and enforce_eager (the first run: 13 of 64 answers changed, 3 lost)
+    profile["candidates"] = {
+        f.name: {
+            "description": f"{f.cls}: {f.strength}",
+            "args": {"kv_cache_dtype": "auto"},
+            "engine": {
+                "args": copy.deepcopy(profile["engine"]["args"]),
+                "startup_timeout_s": profile["engine"]["startup_timeout_s"],
+                "launcher": launcher(f, work),
+            },
+        }
+        for f in faults
+    }
+    profile["quality"] = perf_quality(items, rule)
+    profile["lives"] = {"probes": 4, "idle_s": idle_s}
+    profile["perf"] = {
+        "blocks": 1,
+        "rounds": LIVES_ROUNDS,
+        "probes": {"items": LIVES_PROBES},
+        "scenarios": [
+            {
+                "name": "chat",
+                "input_tokens": 32,
+                "output_tokens": 8,
+                "concurrency": 1,
+                "warmup": 0,
+                "requests": 2 * LIVES_PROBES,
+            }
+        ],
+    }
+    profile["envelope"] = {"max_broken": 0.1}  # the default: 29 clean answers show it
+    return profile
+
+
+def run_lives(
+    faults: list[Fault], items: int, work: Path, idle_s: float, rule: str = "point"
+) -> dict[str, Any]:
+    """The lives chunk's `qgate run` under the lock; each candidate's lives as its launcher
+    counted them ('2 lives launched, broken: 2')."""
+    for f in faults:  # a fresh count: a life-n rule counts from this run's first life
+        (work / f"{f.name}.lives").unlink(missing_ok=True)
+        (work / f"{f.name}.jsonl").unlink(missing_ok=True)
+    with vllm_lock() as waited:
+        profile = lives_profile(faults, items, idle_s, work, rule)
+        report, wall, rc = qgate_run(profile, work, perf=True)
+    lives = {}
+    for f in faults:
+        counter = work / f"{f.name}.lives"
+        n = len(counter.read_text().splitlines()) if counter.is_file() else 0
+        chosen = [int(r.split(":")[1]) for r in f.rules if r.startswith("life-n:")]
+        broken = [k for k in chosen if k <= n]
+        lives[f.name] = f"{n} lives launched, broken: {', '.join(map(str, broken)) or 'none'}"
+    return {"report": report, "wall_s": wall, "exit": rc, "lock_wait_s": waited, "lives": lives}
 
 
 @contextlib.contextmanager
@@ -671,6 +763,7 @@ def life_probes(rep: dict[str, Any], side: str) -> dict[str, Any]:
             "kind": kinds[v["gate"]]["kind"],
             "idle_s": kinds[v["gate"]]["idle_s"],
             "endpoint": kinds[v["gate"]].get("endpoint", False),
+            "round": kinds[v["gate"]].get("round", 0),
         }
         for v in lives.get("verdicts", [])
         if v["gate"] in kinds
@@ -746,6 +839,20 @@ def main() -> None:
         help="perf chunk: short math items, enough for the reference to answer the perf "
         f"probes' {PERF_PROBES} items right",
     )
+    ap.add_argument(
+        "--lives-items",
+        type=int,
+        default=64,
+        help="lives chunk: short math items (an unchanged started life shows the 15-point "
+        "margin on them; its probes are drawn from those the reference answers right)",
+    )
+    ap.add_argument(
+        "--lives-idle-s",
+        type=float,
+        default=5.0,
+        help="lives chunk: seconds of quiet before each life's idle probes (its fault breaks "
+        "a whole life, not only after idle: a short pause keeps its four lives cheap)",
+    )
     ap.add_argument("--seed", type=int, default=0, help="the proxies' fault seed")
     ap.add_argument(
         "--skip",
@@ -807,7 +914,8 @@ def main() -> None:
                 done = json.loads(saved.read_text())
             else:
                 before = os.getloadavg()
-                items = {"proxy": ns.proxy_items, "perf": ns.perf_items}.get(chunk, ns.items)
+                items = {"proxy": ns.proxy_items, "perf": ns.perf_items, "lives": ns.lives_items}
+                items = items.get(chunk, ns.items)
                 if chunk in ("proxy", "perf"):
                     skip = tuple(filter(None, ns.skip.split(",")))
                     done = run_proxy(
@@ -821,6 +929,8 @@ def main() -> None:
                         skip,
                         chunk,
                     )
+                elif chunk == "lives":
+                    done = run_lives(faults, items, work, ns.lives_idle_s, ns.rule)
                 else:
                     done = run_started(chunk, faults, items, work, ns.rule)
                 done["items"] = items

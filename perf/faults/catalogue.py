@@ -4,7 +4,7 @@ Every entry is a candidate block of a multi-candidate profile that perf/bench_de
 writes at run time (with this machine's paths, in its own output folder): nothing here is a
 precision profile, and none of it ships as one.
 
-Four chunks, each one `qgate run` with one reference and many candidates:
+Five chunks, each one `qgate run` with one reference and many candidates:
 
 - `started`: started vLLM lives whose numerics are changed by qgate's own emulation
   (weights rounded to INT8/INT4 and stored in the serving dtype) or by vLLM's FP8 KV cache,
@@ -23,6 +23,11 @@ Four chunks, each one `qgate run` with one reference and many candidates:
 - `perf`: the same, with the perf stage run (graded probes under load, at a long scenario's
   prompt length, the pooled envelope gate) and idle life probes: the faults that only serving
   reaches (10% garbled under load, past a length only the perf stage serves, after idle).
+- `lives`: candidates qgate starts itself through the fault launcher (perf/faults/launch.py
+  as `engine.launcher`: real vLLM behind the proxy), in a profile of two perf rounds, so each
+  side lives twice (round 2 restarts both): a life broken after the first, where the quality
+  stage ran sound (issue 53: "broken in one life of several"), and an A/A through the same
+  launcher in two sound lives.
 
 Classes the CPU cannot reproduce honestly are listed in NOT_REPRODUCED with the reason.
 """
@@ -32,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-CHUNKS = ("started", "cached", "proxy", "perf")
+CHUNKS = ("started", "cached", "proxy", "perf", "lives")
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,7 @@ class Fault:
     chunk: str
     case: str  # the public report it reproduces
     candidate: dict[str, Any] = field(default_factory=dict)  # precision / aa chunks
-    rules: tuple[str, ...] = ()  # proxy chunk: fault rules
+    rules: tuple[str, ...] = ()  # proxy, perf and lives chunks: fault rules
     share: float = 1.0  # proxy chunk: probability a matching answer is corrupted
     note: str = ""
     benign: bool = False  # the null: any FAIL is a false alarm, INCONCLUSIVE a cost
@@ -300,6 +305,27 @@ CATALOGUE: tuple[Fault, ...] = (
         "garbage after idle (vLLM #52150)",
         rules=("idle:1",),
         extra=True,
+    ),
+    Fault(
+        "aa-lives",
+        "A/A",
+        "through the launcher in two lives, no rule fires",
+        0,
+        "lives",
+        "the launcher path itself, restarted",
+        rules=("load:100000",),
+        benign=True,
+    ),
+    Fault(
+        "life-2nd",
+        "life (a later life)",
+        "the 2nd life of 2 broken",
+        1,
+        "lives",
+        "one fresh server in five broken (vLLM PR #46386), here the perf round's restart",
+        rules=("life-n:2",),
+        note="started through the fault launcher: its first life (quality, perf round 1) "
+        "sound, the life perf round 2 starts broken (`life-n:2`, counted by --lives-file)",
     ),
 )
 

@@ -267,7 +267,8 @@ def why_missed(row: Mapping[str, Any], quality: Mapping[str, Any] | None = None)
 
 def _probes(row: Mapping[str, Any]) -> str:
     """The candidate's own life probes that failed: 'life probes lost 1/4 at first contact,
-    1/4 after 35 s idle' ('' when none failed)."""
+    1/4 after 35 s idle', a later perf round's life named by it ('4/4 at its start in perf
+    round 2'); '' when none failed."""
     # a life gate that judged nothing is INCONCLUSIVE, not a loss: not named here
     failed = [v for v in row.get("life_probes", []) if not v["passed"] and v["lost"]]
     parts = []
@@ -275,6 +276,8 @@ def _probes(row: Mapping[str, Any]) -> str:
         when = "at first contact" if v.get("endpoint") else "at its start"
         if v["kind"] == "idle":
             when = f"after {v['idle_s']:.0f} s idle"
+        if v.get("round"):  # 0-based in the report; people count rounds from 1
+            when += f" in perf round {v['round'] + 1}"
         parts.append(f"{v['lost']:.0f}/{v['judged']} {when}")
     return "life probes lost " + ", ".join(parts) if parts else ""
 
@@ -622,9 +625,11 @@ def _run_words(run: Mapping[str, Any]) -> str:
         "cache": "; its reference read from the signed reference cache (made by an earlier run)",
         "fresh": "",
     }.get(str(run.get("reference_source") or "fresh"), f"; reference {run.get('reference_source')}")
+    rounds = ((run.get("profile") or {}).get("perf") or {}).get("rounds", 1)
+    again = f"; {rounds} perf rounds, each in fresh lives of both sides" if rounds > 1 else ""
     return (
         f"{run['wall_s']:.0f} s of `qgate run` {where} (exit {run['exit']}), math items "
-        f"{run.get('items')}{source}; {_lives_words(run)}; {_load_words(run)}"
+        f"{run.get('items')}{source}{again}; {_lives_words(run)}; {_load_words(run)}"
     )
 
 
@@ -727,10 +732,11 @@ PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --rule bound  # every c
 PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --table-only  # redraw this page
 PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --chunks perf \\
     --only idle-30,idle-1,aa-perf                                      # re-run three rows
+PYTHONPATH=$PWD .venv/bin/python perf/bench_detection.py --chunks lives  # a later life broken
 ```
 
-The four runs (`started`, `cached`, `proxy`, `perf`) each take the machine-wide vLLM lock
-while they run; the bench takes it itself, so do not wrap it in `flock`. Their run times are
+The five runs (`started`, `cached`, `proxy`, `perf`, `lives`) each take the machine-wide vLLM
+lock while they run; the bench takes it itself, so do not wrap it in `flock`. Their run times are
 at the foot of the table. `cached` must follow `started` (its reference is the entry
 `started` left in the cache, signed by the bench's one key); run alone it computes its
 reference afresh and the foot says so. `--chunks`, `--only` and `--items` pick a part; a
@@ -764,7 +770,13 @@ fault and one A/A that way in `make test`.
   quality suites' per-item records only, so the perf-stage rows show what they would see.
 - *Broken lives*: each candidate's proxy draws its own life (keyed by its name) with the
   row's probability; a life drawn sound has nothing to catch and is left out of the catch
-  rate.
+  rate. Those proxies stand in front of one server, so a broken draw breaks the quality
+  stage too. The `lives` chunk's candidate is started by qgate itself through the fault
+  launcher (`perf/faults/launch.py` as its `engine.launcher`) in a profile of two perf
+  rounds, each side living twice: its first life (quality, perf round 1) is sound and the
+  life round 2 starts is broken (`life-n:2`), the case of issue 53's "broken in one life of
+  several", where every quality gate passes and only the later life's probes can see it;
+  beside it an A/A through the same launcher in two sound lives.
 - *What a proxy fault acted on*: each proxy logs every request it served (what it
   corrupted, dropped or set, and the prompt's digest); the bench matches those lines to the
   candidate's graded records and a proxy fault's row says how many requests the fault acted

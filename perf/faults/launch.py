@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--lives-file",
         default=os.environ.get("QGATE_FAULT_LIVES"),
-        help="a file counting the lives launched: each life then draws `life:P` on its own",
+        help="a file counting the lives launched: each life then draws `life:P` on its own, "
+        "and `life-n:K` breaks the K-th",
     )
     p.add_argument("--ready-timeout-s", type=float, default=900)
     ours = list(sys.argv[1:] if argv is None else argv)
@@ -97,6 +98,8 @@ def main(argv: list[str] | None = None) -> None:
     server_args = ours[cut + 1 :]
     if not ns.fault:
         p.error("name at least one --fault")
+    if any(r.kind == "life-n" for r in ns.fault) and not ns.lives_file:
+        p.error("a life-n rule counts lives: give --lives-file (or QGATE_FAULT_LIVES)")
     rest, host, port = split_address(server_args)
     inner = free_port()
     cmd = [sys.executable, "-m", SERVER_MODULE, *rest, "--host", "127.0.0.1", "--port", str(inner)]
@@ -105,10 +108,13 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         wait_ready(upstream, server, ns.ready_timeout_s)
-        faults = Faults(ns.fault, share=ns.share, seed=ns.seed, life_key=next_life(ns.lives_file))
+        key = next_life(ns.lives_file)
+        number = int(key) + 1 if key else None
+        faults = Faults(ns.fault, share=ns.share, seed=ns.seed, life_key=key, life_number=number)
         print(
             f"fault launcher: {[f'{r.kind}:{r.value}' for r in ns.fault]} share {ns.share}"
-            f" seed {ns.seed}{' (this life broken)' if faults.life_broken else ''};"
+            f" seed {ns.seed}{f' life {number}' if number else ''}"
+            f"{' (this life broken)' if faults.life_broken else ''};"
             f" proxy {host}:{port} -> {upstream}",
             flush=True,
         )

@@ -9,6 +9,9 @@ of tokens, only the text is wrong. Each rule names a mechanism from a public bug
     idle:T      the server idle for at least T seconds before it (vLLM #52150)
     length:L    a prompt of more than L tokens                   (vLLM #39303)
     life:P      this whole life broken, with probability P       (vLLM PR #46386)
+    life-n:K    this whole life broken when it is the K-th its launcher started (1-based,
+                counted by launch.py's --lives-file): the same fault on a chosen life, so a
+                run's first life (its quality stage) can be sound and a later one broken
     drop:FIELD  the request field FIELD removed before it is served (ROCm/aiter #5049); the
                 share is drawn over the requests that carry FIELD, not over every request
     cached:N    an answer whose prompt had more than N tokens served from the prefix cache
@@ -67,6 +70,7 @@ KINDS = (
     "idle",
     "length",
     "life",
+    "life-n",
     "drop",
     "cached",
     "turns",
@@ -103,8 +107,8 @@ class Rule:
         kind, sep, value = spec.partition(":")
         if kind not in KINDS or not sep or not value:
             raise ValueError(f"fault {spec!r}: expected KIND:VALUE with KIND one of {KINDS}")
-        if kind in ("load", "length", "cached", "turns", "loop", "scores"):
-            if not value.isdigit() or (kind == "scores" and int(value) < 1):
+        if kind in ("load", "length", "cached", "turns", "loop", "scores", "life-n"):
+            if not value.isdigit() or (kind in ("scores", "life-n") and int(value) < 1):
                 raise ValueError(f"fault {spec!r}: {kind} takes a whole number")
         elif kind == "set":
             name, eq, literal = value.partition("=")
@@ -138,6 +142,9 @@ class Faults:
     independent lives (the detection bench gives each candidate its name)."""
     carried: dict[str, int] = field(default_factory=dict)
     """Per field a drop rule names, the requests seen so far that carried it."""
+    life_number: int | None = None
+    """This life's number among those its launcher started (1-based; None: not counted), which
+    a `life-n:K` rule breaks when it is K."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.share <= 1:
@@ -145,6 +152,10 @@ class Faults:
         life = [float(r.value) for r in self.rules if r.kind == "life"]
         key = f"{self.seed}:life:{self.life_key}" if self.life_key else f"{self.seed}:life"
         self.life_broken = bool(life) and random.Random(key).random() < life[0]
+        chosen = {int(r.value) for r in self.rules if r.kind == "life-n"}
+        if chosen and self.life_number is None:
+            raise ValueError("a life-n rule needs the life's number (launch.py --lives-file)")
+        self.life_broken |= self.life_number in chosen
 
     def needs_length(self) -> bool:
         return any(r.kind == "length" for r in self.rules)
@@ -228,7 +239,11 @@ class Faults:
                 reasons.append(f"length {prompt_tokens}>{rule.value}")
             elif rule.kind == "turns" and user_turns > int(rule.value):
                 reasons.append(f"turns {user_turns}>{rule.value}")
-            elif rule.kind == "life" and self.life_broken:
+            elif (
+                rule.kind in ("life", "life-n")
+                and self.life_broken
+                and "broken life" not in reasons
+            ):
                 reasons.append("broken life")
         if not reasons or random.Random(f"{self.seed}:{number}").random() >= self.share:
             return ""

@@ -308,6 +308,9 @@ def test_a_catch_by_the_life_probes_is_named_with_what_they_lost() -> None:
     )
     row["life_probes"][0]["passed"] = True
     assert table._needs(row).startswith("life probes lost 1/4 after 35 s idle (no peer")
+    # a later perf round's life is named by its round (1-based, as people count them)
+    row["life_probes"][1] |= {"round": 1, "lost": 4.0, "endpoint": False}
+    assert table._needs(row).startswith("life probes lost 4/4 after 35 s idle in perf round 2")
 
 
 def _bench() -> Any:
@@ -330,6 +333,42 @@ def test_a_skipped_suite_leaves_the_proxy_profile_and_the_rest_keep_their_rule()
     short = bench.quality("proxy", 32, "bound", ("tool_calls", "math.long"))
     assert short["math"]["prompts"] == ["short"] and whole["math"]["prompts"] == ["short", "long"]
     assert "long_tokens" not in short["math"]  # validate refuses a preamble with no long form
+
+
+def test_the_lives_chunk_starts_its_candidates_through_the_fault_launcher(
+    tmp_path: Path,
+) -> None:
+    """Issue 53's "broken in one life of several": qgate starts the candidate itself through
+    perf/faults/launch.py, in two perf rounds (each side lives twice), its second life the
+    broken one, every life probed at its start and after a short pause."""
+    bench = _bench()
+    faults = catalogue.by_chunk("lives")
+    assert {f.name: f.rules for f in faults} == {
+        "aa-lives": ("load:100000",),  # the launcher path restarted, no rule firing
+        "life-2nd": ("life-n:2",),
+    }
+    profile = bench.lives_profile(faults, 64, 5.0, tmp_path, "bound")
+    launcher = profile["candidates"]["life-2nd"]["engine"]["launcher"]
+    assert launcher[1].endswith("perf/faults/launch.py") and launcher[-1] == "--"
+    counter = launcher[launcher.index("--lives-file") + 1]
+    assert counter == str(tmp_path / "life-2nd.lives")
+    assert launcher[launcher.index("--fault") + 1] == "life-n:2"
+    assert "launcher" not in profile["reference"].get("engine", {})
+    # a side's engine block replaces the top-level one whole: the candidate's must carry the
+    # reference's engine arguments itself, or it serves another configuration
+    engine = profile["candidates"]["life-2nd"]["engine"]
+    assert engine["args"] == profile["engine"]["args"] == bench.ENGINE_ARGS
+    assert profile["perf"]["rounds"] == 2 and "gates" not in profile["perf"]
+    assert profile["lives"] == {"probes": 4, "idle_s": 5.0}
+    assert profile["quality"]["math"]["rule"] == "bound"
+    import yaml
+
+    from qgate.profile.load_multi import first_profile, load_any_profile_file
+
+    path = tmp_path / "profile.yaml"
+    path.write_text(yaml.safe_dump(profile, sort_keys=False))
+    taken = first_profile(load_any_profile_file(path, check_files=False))  # qgate takes it
+    assert taken.perf is not None and taken.perf.rounds == 2
 
 
 def test_a_partial_rerun_replaces_its_rows_and_keeps_its_own_cost() -> None:
@@ -368,6 +407,12 @@ def test_a_partial_rerun_replaces_its_rows_and_keeps_its_own_cost() -> None:
         "180 s of `qgate run` under the lock (exit 1), math items 32; life probes: 4 at each "
         "life's start (an endpoint's first contact) and after 35 s idle; load average (1 min) "
         "3.0 at its start, 5.0 at its end (the machine shared)."
+    )
+    # a run of several perf rounds (the lives chunk) says so: each round lives afresh
+    again = {**new, "profile": {**new["profile"], "perf": {"rounds": 2}}}
+    assert (
+        "math items 32; 2 perf rounds, each in fresh lives of both sides; life probes"
+        in (table.run_costs({"lives": again})[0])
     )
 
 

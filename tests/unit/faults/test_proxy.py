@@ -403,3 +403,25 @@ def test_the_launcher_keys_each_life_by_its_count(tmp_path: Path) -> None:
         proxy.Faults(rule, life_key=launch.next_life(str(counter))).life_broken for _ in range(12)
     }
     assert draws == {True, False}
+
+
+def test_life_n_breaks_only_the_kth_life_its_launcher_counted(tmp_path: Path) -> None:
+    """`life-n:2`: the second life a launcher starts is broken, the first and third sound
+    (a run's quality stage in its first life, a perf round's restart broken)."""
+    rule = [proxy.Rule.parse("life-n:2")]
+    counter = tmp_path / "lives"
+    numbers = [int(launch.next_life(str(counter))) + 1 for _ in range(3)]
+    broken = [proxy.Faults(rule, life_number=n).life_broken for n in numbers]
+    assert broken == [False, True, False]
+    second = proxy.Faults(rule, life_number=2)
+    assert second.decide(0, 1, 0.0, None) == "broken life"
+    assert proxy.Faults(rule, life_number=1).decide(0, 1, 0.0, None) == ""
+    both = proxy.Faults([*rule, proxy.Rule.parse("life:1")], life_number=2)
+    assert both.decide(0, 1, 0.0, None) == "broken life"
+    with pytest.raises(ValueError, match="life's number"):
+        proxy.Faults(rule)  # not counted: which life it is cannot be known
+    for bad in ("life-n:0", "life-n:x", "life-n:1.5"):
+        with pytest.raises(ValueError, match="fault"):
+            proxy.Rule.parse(bad)
+    with pytest.raises(SystemExit):  # the launcher refuses it without a counter
+        launch.main(["--fault", "life-n:2", "--", "--model", "m"])
