@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from qgate.core.features import FEATURES, Feature
+from qgate.profile.base import snake_args
 from qgate.profile.chat_templates import template_problem
 from qgate.profile.engines import declared, engine_class, engine_kinds, unknown_engine_message
 from qgate.profile.kv_tier import kv_tier_problems
@@ -22,7 +23,13 @@ if TYPE_CHECKING:
     from qgate.profile import EngineLaunch, Profile
     from qgate.profile.base import KeyPath
 
-__all__ = ["PERF_PROFITS", "engine_problems", "feature_notes", "starts_process"]
+__all__ = [
+    "PERF_PROFITS",
+    "engine_block_notes",
+    "engine_problems",
+    "feature_notes",
+    "starts_process",
+]
 
 ROLES = ("reference", "candidate")
 
@@ -109,6 +116,35 @@ def feature_notes(profile: Profile) -> list[str]:
                 notes.append(
                     f"{role}: {what}: not available for {launch.kind} (it does not serve {feature})"
                 )
+    return notes
+
+
+def engine_block_notes(profile: Profile, name: str | None = None) -> list[str]:
+    """One note per side whose own `engine` block leaves out arguments or environment of the
+    top-level block: a side's block replaces the top-level one, nothing is inherited, so a side
+    written only to change its launcher serves without them (the other side with them). Only
+    where the side's block is of the same engine kind and command as the top-level one: another
+    engine or command takes flags of its own. The candidate is called `name` where given (a
+    multi-candidate run)."""
+    notes: list[str] = []
+    top = profile.engine
+    for role in ROLES:
+        own = getattr(profile, role).engine
+        if own is None or own.kind != top.kind or own.command != top.command:
+            continue
+        this = side(profile, role)
+        args = sorted(k for k in snake_args(top.args) if k not in this.args)
+        env = sorted(k for k in top.env if k not in this.env)
+        left = [f"args {', '.join(args)}"] * bool(args) + [f"env {', '.join(env)}"] * bool(env)
+        if left:
+            who, block = role, f"{role}.engine"
+            if role == "candidate" and name:
+                who, block = name, f"candidates.{name}.engine"
+            notes.append(
+                f"{who}: its own engine block replaces the top-level one, which it does not "
+                f"inherit: {'; '.join(left)} not set on this side (repeat them under "
+                f"{block} if meant)"
+            )
     return notes
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from qgate.core.plan import Life, Plan, Work
 from qgate.profile import Profile
 from qgate.profile.changes import changes_of
+from qgate.profile.engine_checks import engine_block_notes
 from qgate.profile.engines import declared
 from qgate.profile.reuse_plan import reuse_notes
 from qgate.profile.side import side as side_of
@@ -104,6 +105,8 @@ def plan_for(
         out.notes += reuse_notes(profile, name if len(profiles) > 1 else None)
         out.notes += speculative_notes(profile, name if len(profiles) > 1 else None)
         out.notes += cross_check_notes(profile, name if len(profiles) > 1 else None)
+        blocks = engine_block_notes(profile, name if len(profiles) > 1 else None)
+        out.notes += [n for n in blocks if n not in out.notes]
     if why is not None and first.engine.placement == "together":
         out.notes.append(f"engine.placement 'together' cannot apply here ({why}): in sequence")
     elif why is not None and out.lives and on_cpu:

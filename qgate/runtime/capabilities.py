@@ -28,7 +28,7 @@ from qgate.checkpoint.formats import emulated_label
 from qgate.core.records import Role
 from qgate.errors import BadInput
 from qgate.profile import EngineArgValue, EngineLaunch, Profile, RuntimeSpec
-from qgate.profile.engine_checks import feature_notes
+from qgate.profile.engine_checks import engine_block_notes, feature_notes
 from qgate.profile.engines import declared
 from qgate.profile.side import side_as
 from qgate.runtime.fingerprint import FORCE_ENV, CpuInfo, Fingerprint, cpu_info, package_versions
@@ -377,4 +377,5 @@ def select_machine(profile: Profile, cpu: CpuCaps) -> Selection:
     select_runtimes' and, per side, the suites and perf checks its engine cannot serve."""
     selection = select_runtimes(profile, cpu)
     selection.notes.extend(feature_notes(profile))
+    selection.notes.extend(engine_block_notes(profile))
     return selection

@@ -77,3 +77,47 @@ def test_vllm_starts_with_the_shipped_template_file(tmp_path: Path) -> None:
     command = server.build_command(8000)
     path = Path(command[command.index("--chat-template") + 1])
     assert path.name == "chatml-tools.jinja" and path.is_file()
+
+
+BLOCK = """\
+name: t
+model: {embedded: smollm2}
+engine:
+  args: {max_model_len: 1024, enforce_eager: true}
+  env: {VLLM_CPU_KVCACHE_SPACE: "1"}
+candidate:
+  args: {enforce_eager: true}
+  engine:
+    launcher: [python, launch.py, --]
+quality:
+  math: {prompts: [short], limit: 8}
+"""
+
+
+def test_a_side_engine_block_that_leaves_out_the_top_level_args_is_noted(tmp_path: Path) -> None:
+    """A side's engine block replaces the top-level one (nothing inherited): a side written
+    only to swap its launcher serves without the shared args, and the plan says which."""
+    from qgate.profile.engine_checks import engine_block_notes
+    from qgate.profile.load import load_profile
+
+    path = tmp_path / "p.yaml"
+    path.write_text(BLOCK)
+    notes = engine_block_notes(load_profile(path))
+    assert notes == [
+        "candidate: its own engine block replaces the top-level one, which it does not inherit: "
+        "args max_model_len; env VLLM_CPU_KVCACHE_SPACE not set on this side (repeat them under "
+        "candidate.engine if meant)"
+    ]
+    result = CliRunner().invoke(main, ["plan", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "args max_model_len; env VLLM_CPU_KVCACHE_SPACE not set" in result.output
+    repeated = BLOCK.replace("launch.py, --]", "launch.py, --]\n    args: {max_model_len: 1024}")
+    path.write_text(repeated.replace("  env: {VLLM", "  env: {}\n  #"))
+    assert engine_block_notes(load_profile(path)) == []
+    # another engine or command takes flags of its own: nothing to inherit, nothing noted
+    other = BLOCK.replace(
+        "launcher: [python, launch.py, --]",
+        'kind: command\n    command: [python, -m, srv, --port, "{port}"]',
+    )
+    path.write_text(other)
+    assert engine_block_notes(load_profile(path)) == []
