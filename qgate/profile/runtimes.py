@@ -51,7 +51,8 @@ class EngineLaunch(Strict):
 
     The top-level `engine` is the default of both sides; `reference.engine` or
     `candidate.engine` replaces it for that side (nothing of the top-level block
-    is inherited then).
+    is inherited then; `qgate plan` and the report note a block of the same kind and
+    command that leaves out the top-level args or env).
     """
 
     kind: str = Field(
