@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from qgate.core.redact import redact_text
+from qgate.core.redact import redact_url
 from qgate.core.verdict import Verdict
 from qgate.gates.suite import all_failed
 from qgate.profile import QualitySpec
@@ -112,7 +112,7 @@ def _ids(items: Sequence[ItemRecord]) -> str:
 def _message(item: ItemRecord) -> str:
     """The refusal's error text (`HTTP <status>: <message>`) on one line, credentials hidden,
     cut to MESSAGE_CHARS."""
-    text = redact_text(" ".join(item.output.split()))
+    text = redact_url(" ".join(item.output.split()))
     return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
 
 
