@@ -4,13 +4,13 @@ Pure functions of the records (no engine). qgate's verdict is re-derived from ea
 per-item records (`pairs`) by qgate's own gate functions (`qgate.gates.suite.gates_of` and
 `outcome`, the ones `qgate run` and `qgate verify` judge by), once under rule `bound`
 (non-inferiority, the default since issue 53) and once under rule `point` (the rule before
-it); the gates no max_drop rule touches (divergence, constrained decoding, life probes, the
-pooled envelope, perf probes) are read from the report's verdicts, and a row whose
-re-derived verdict under the rule it ran by differs from its report says so. A peer rule's
-verdict is re-derived from the same pairs (perf/faults/peer_rules.py). A candidate is caught
-by a rule when that rule FAILs it; a benign candidate (the realistic null: A/A, INT8 g32,
-`max_num_seqs: 4`, a fresh process against a cached reference) FAILed is a false alarm, and
-INCONCLUSIVE on it is the cost of a rule that demands evidence.
+it); the gates no max_drop rule touches (divergence, constrained decoding, requests served,
+life probes, the pooled envelope, perf probes) are read from the report's verdicts, and a
+row whose re-derived verdict under the rule it ran by differs from its report says so. A
+peer rule's verdict is re-derived from the same pairs (perf/faults/peer_rules.py). A
+candidate is caught by a rule when that rule FAILs it; a benign candidate (the realistic
+null: A/A, INT8 g32, `max_num_seqs: 4`, a fresh process against a cached reference) FAILed
+is a false alarm, and INCONCLUSIVE on it is the cost of a rule that demands evidence.
 """
 
 from __future__ import annotations
@@ -750,11 +750,11 @@ fault and one A/A that way in `make test`.
 - *qgate new (bound)* and *qgate old (point)*: qgate's verdict under each rule, re-derived
   from the per-item records by qgate's own gate functions (the ones `qgate run` and
   `qgate verify` use), not read from the report; gates no `max_drop` rule touches
-  (divergence, constrained decoding, life probes, the pooled envelope, perf probes) are as
-  the report judged them. Where the re-derived verdict under the rule the run used differs
-  from the report's, the row says so. The perf stage runs only on a candidate whose quality
-  gates passed under the run's rule (`bound`), so the `point` column of a row that was
-  INCONCLUSIVE there has no perf evidence.
+  (divergence, constrained decoding, requests served, life probes, the pooled envelope, perf
+  probes) are as the report judged them. Where the re-derived verdict under the rule the run
+  used differs from the report's, the row says so. The perf stage runs only on a candidate
+  whose quality gates passed under the run's rule (`bound`), so the `point` column of a row
+  that was INCONCLUSIVE there has no perf evidence.
 - *gates failed* names the first gates that failed, the gates that showed neither way, or
   says why qgate passed it: the fault changed no answer the reference had right (nothing a
   paired gate can see), or it changed too few for the profile's limits and power (a power
@@ -790,8 +790,14 @@ fault and one A/A that way in `make test`.
   without the schema answers `{"keyWord": ...}` or fenced JSON of its own keys); tools-25,
   re-run because its draw changed too, dropped `tools` from 4 of 24 requests, which vLLM
   answers HTTP 400 (`tool_choice` without `tools`), all on items the reference had wrong
-  (`tool_calls.auto` is 0 of 12 right on the reference): it PASSes, as no gate counts a
-  candidate's HTTP errors on items the reference also got wrong.
+  (`tool_calls.auto` is 0 of 12 right on the reference): it PASSed, as no gate counted a
+  candidate's HTTP errors on items the reference also got wrong. From quality derivation 8
+  each tool-call and structured-output result has a `served` gate (FAIL when the candidate
+  answered with an HTTP error items the reference served: docs/concepts/agent-suites.md);
+  re-run with it (`--only tools-25,tools-100,aa-proxy`), tools-25 FAILs
+  `tool_calls.named.served` and `tool_calls.auto.served` (the same 4 drops: 2 of 12 items
+  each, the accuracy gates still seeing no drop), tools-100 FAILs them with 12 of 12, and
+  aa-proxy PASSes.
 - *items*: items graded to the verdict (suites, life probes, perf probes); *life s*: the
   candidate's own server start (0 for a proxy), its suites, life probes and perf runs;
   *lives*: its own server lives.

@@ -5,7 +5,12 @@ although they ended on their own, was not constrained: the server ignored the
 parameter (vLLM >= 0.12 drops the legacy `guided_json` with HTTP 200; a proxy may
 drop `response_format`). That is its own gate, `structured.<param>.constrained`,
 and the result's accuracy gates then fail as "not scored" instead of counting the
-model wrong. Tool-call and structured results list their failure kinds per side
+model wrong. From quality derivation `SERVED_FROM` (8) each agent result also gets
+`<result>.served`: it fails when the candidate answered with an HTTP error items the
+reference served (a proxy that drops `tools` leaves vLLM to answer `tool_choice` with HTTP
+400); graded as wrong items alone, such refusals on items the reference had wrong too leave
+the accuracy gates no loss to see. Items both sides refused are not the candidate's doing.
+Tool-call and structured results list their failure kinds per side
 (content instead of a call, malformed arguments, ...) in the report's warnings, and a
 streamed result (`<result>.streamed`) its streamed-only losses: items the same side answered
 right asked as is and wrong streamed. Pure functions of the profile and the records:
@@ -17,16 +22,30 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from qgate.core.redact import redact_url
 from qgate.core.verdict import Verdict
 from qgate.gates.suite import all_failed
 from qgate.profile import QualitySpec
 from qgate.profile.suite_results import STREAMED, agent_ways
-from qgate.quality.records import SuiteRun
+from qgate.profile.suites import exact_results
+from qgate.quality.agent_data import HTTP_ERROR
+from qgate.quality.records import ItemRecord, SuiteRun
 
-__all__ = ["AGENT_FAMILIES", "failure_lines", "structured_verdicts"]
+__all__ = [
+    "AGENT_FAMILIES",
+    "SERVED_FROM",
+    "failure_lines",
+    "served_verdict",
+    "served_verdicts",
+    "structured_verdicts",
+]
 
 AGENT_FAMILIES = ("tool_calls", "structured")
 UNCONSTRAINED = "unconstrained"
+SERVED_FROM = 8
+"""The quality derivation from which each agent result gets its `served` gate."""
+MESSAGE_CHARS = 160
+"""How much of the first refusal's error text a `served` reason quotes."""
 
 
 def _run(runs: Sequence[SuiteRun], suite: str, role: str) -> SuiteRun | None:
@@ -78,6 +97,70 @@ def structured_verdicts(
             n=len(cand.items),
         )
         out.append(constrained)
+    return out
+
+
+def _refused(item: ItemRecord) -> bool:
+    return item.finish_reason == HTTP_ERROR
+
+
+def _ids(items: Sequence[ItemRecord]) -> str:
+    shown = ", ".join(i.id for i in items[:5])
+    return shown + (", ..." if len(items) > 5 else "")
+
+
+def _message(item: ItemRecord) -> str:
+    """The refusal's error text (`HTTP <status>: <message>`) on one line, credentials hidden,
+    cut to MESSAGE_CHARS."""
+    text = redact_url(" ".join(item.output.split()))
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
+
+
+def served_verdict(suite: str, ref: SuiteRun, cand: SuiteRun) -> Verdict:
+    """`<suite>.served`: FAIL when the candidate answered with an HTTP error any item the
+    reference answered without one (limit 0), PASS otherwise; items both sides refused are
+    named, not counted. Items of one side alone are the pairing gate's."""
+    theirs = {i.id: i for i in cand.items}
+    paired = [(r, theirs[r.id]) for r in ref.items if r.id in theirs]
+    lost = [c for r, c in paired if _refused(c) and not _refused(r)]
+    both = [c for r, c in paired if _refused(c) and _refused(r)]
+    if lost:
+        why = (
+            f"the candidate answered {len(lost)} of {len(paired)} items with an HTTP error "
+            f"where the reference served them ({_ids(lost)}; first: {_message(lost[0])})"
+        )
+    else:
+        why = f"every request the reference served the candidate served too ({len(paired)} items)"
+    if both:
+        why += f"; both sides answered {len(both)} with an HTTP error ({_ids(both)}), not counted"
+    return Verdict(
+        gate=f"{suite}.served",
+        suite=suite,
+        observed=float(len(lost)),
+        limit=0.0,
+        passed=not lost,
+        reason=f"{suite}: {why}",
+        metric="refused_items",
+        comparator="<=",
+        n=len(paired),
+    )
+
+
+def served_verdicts(
+    spec: QualitySpec, runs: Sequence[SuiteRun], verdicts: list[Verdict]
+) -> list[Verdict]:
+    """`verdicts` with each agent result's `served` gate after its last verdict (quality
+    derivation SERVED_FROM on); a result without both sides' run gets none (its accuracy
+    gates already fail for the missing run)."""
+    out = list(verdicts)
+    for suite, _ in exact_results(spec):
+        if suite.partition(".")[0] not in AGENT_FAMILIES:
+            continue
+        ref, cand = _run(runs, suite, "reference"), _run(runs, suite, "candidate")
+        if ref is None or cand is None:
+            continue
+        at = max((k + 1 for k, v in enumerate(out) if v.suite == suite), default=len(out))
+        out.insert(at, served_verdict(suite, ref, cand))
     return out
 
 

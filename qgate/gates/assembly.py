@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from qgate.core.serving import EffectiveConfig
 from qgate.core.verdict import Verdict
+from qgate.gates.agent import SERVED_FROM, served_verdicts
 from qgate.gates.changes_applied import CONTRADICTED_FROM, contradicted_verdicts
 from qgate.gates.cross_check import CROSS_CHECK_FROM, cross_check_verdicts
 from qgate.gates.probes import probe_verdicts
@@ -61,8 +62,9 @@ def candidate_verdicts(
     evaluate: EvaluateQuality = evaluate_quality,
 ) -> list[Verdict]:
     """A candidate's quality verdicts, in report order: the suites' and divergence gates (with
-    the reference's noise floor where one was measured; from quality derivation 5 the
-    cross-check of a speculating candidate's scores after them), the reuse passes, the
+    the reference's noise floor where one was measured; from quality derivation 8 each agent
+    result's `served` gate after its own, from 5 the cross-check of a speculating candidate's
+    scores after them), the reuse passes, the
     KV-cache scales, the contradicted changes (quality derivation 4 on) and the speculative
     acceptance. A bound's max_drop is judged by the bound of `derivation`
     (gates/noninferiority.py: the corrected one from 6).
@@ -74,6 +76,8 @@ def candidate_verdicts(
     floor = floor_summary(noise_floor, runs)
     extra = (floor,) if floor is not None else ()  # no floor: the verdicts of before
     out = list(evaluate(profile.quality, runs, divergence, *extra, derivation=derivation))
+    if derivation >= SERVED_FROM:
+        out = served_verdicts(profile.quality, runs, out)
     if derivation >= CROSS_CHECK_FROM:
         out = cross_check_verdicts(profile, divergence, out)
     out += evaluate_reuse(profile.quality, runs, passes, derivation)

@@ -72,7 +72,11 @@ OverallVerdict = Literal["PASS", "FAIL", "INCONCLUSIVE", "UNGATED", "PREVIEW"]
 # FAILs on the mirrored upper bound (bounds.loss_lower: exact, or corrected above 40 items),
 # not Tango's plain lower one (gates/noninferiority.py REFINED_FROM); reports of 6 and before
 # by the grid and the plain lower bound.
-QUALITY_DERIVATION = 7
+# 8: each tool-call and structured-output result (streamed too) gets `<result>.served`
+# (gates/agent.py SERVED_FROM): FAIL when the candidate answered with an HTTP error items the
+# reference served, which the accuracy gates count as wrong items alone and miss where the
+# reference had them wrong too; reports of 7 and before are verified without it.
+QUALITY_DERIVATION = 8
 QUALITY_V2_FIELDS = ("metric", "comparator", "n", "power", "min_detectable_drop", "settled")
 """What derivation 2 added to a verdict; a derivation-1 report is compared without them."""
 

@@ -47,7 +47,8 @@ one that could still go either way is NOT SETTLED and never passes. A reuse pass
 speculative gate that did not exercise its path is NOT EXERCISED and never passes.
 
 Tool-call and structured-output results (`tool_calls.<choice>`, `structured.<param>`, and
-each again streamed, `<result>.streamed`) are gated by the exact-answer gates above; the
+each again streamed, `<result>.streamed`) are gated by the exact-answer gates above and their
+`served` gate; the
 report's warnings also count their failure kinds per side (a call left in `content`,
 malformed arguments, a wrong name, an HTTP error, an unconstrained or truncated answer) and a
 streamed result's streamed-only losses, see [Agent suites](../concepts/agent-suites.md).
@@ -130,6 +131,22 @@ FAMILIES: tuple[GateFamily, ...] = (
         ),
         keys="`quality.structured.params`",
         pattern=r"^structured\..+\.constrained$",
+    ),
+    GateFamily(
+        name="Requests served",
+        ids="`tool_calls.<choice>.served`, `structured.<param>.served` (and `<result>.streamed`)",
+        measures=(
+            "Whether the candidate served every agent request the reference served: items it "
+            "answered with an HTTP error (a refused `tool_choice`, a rejected schema) where the "
+            "reference answered"
+        ),
+        fails=(
+            "Any such item (limit 0; named with the first error's text): graded as wrong items "
+            "alone, refusals on items the reference had wrong too would cost no accuracy. Items "
+            "both sides refused are named, not counted"
+        ),
+        keys="`quality.tool_calls.choices`, `quality.structured.params` (quality derivation 8 on)",
+        pattern=r"^(tool_calls|structured)\..+\.served$",
     ),
     GateFamily(
         name="Reuse passes",

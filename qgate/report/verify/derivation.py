@@ -4,7 +4,8 @@
 derived; verify relaxes its checks for older ones (no V2 verdict fields before quality 2, no
 unconfirmed-changes warning before 3, counters dropped from pooled blocks before perf 5,
 stored figures only "covered" below the current perf derivation, the perf-rounds interval
-rule of perf 6, Tango's plain score bound above 40 items before quality 6). A report cannot
+rule of perf 6, Tango's plain score bound above 40 items before quality 6, no agent result's
+`served` gate before quality 8). A report cannot
 be trusted to say that of itself: someone who holds the key could lower the number and switch
 the newer checks off.
 

@@ -5,7 +5,12 @@ with HTTP 200 is named and its result not scored, whichever of the engine's form
 The stand-in server is the mock with a script whose answers are JSON when a schema field it
 honours is in the request and prose otherwise (`free`); it ignores the fields named by
 `ignores` (vLLM >= 0.12 and `guided_json`), and the fault proxy's `drop:FIELD` removes a field
-on the way (perf/faults/proxy.py)."""
+on the way (perf/faults/proxy.py).
+
+And the `served` gate of each agent result (quality derivation 8): a candidate that answers
+with an HTTP error an item the reference served FAILs it, even where the reference had that
+item wrong and the accuracy gates see no loss (issue 53's tools-25: `tools` dropped, vLLM's
+HTTP 400 to `tool_choice` without it, all on items the reference had wrong)."""
 
 from __future__ import annotations
 
@@ -19,11 +24,13 @@ from helpers.fault_proxy import faulty
 from helpers.mock_server import MockRuntime, load_by_path
 
 from qgate.core.verdict import Verdict
+from qgate.gates.agent import SERVED_FROM, served_verdict
+from qgate.gates.assembly import candidate_verdicts
 from qgate.gates.quality import evaluate_quality
 from qgate.profile import Profile
 from qgate.quality import stage
-from qgate.quality.agent_data import structured_items
-from qgate.quality.records import SuiteRun
+from qgate.quality.agent_data import HTTP_ERROR, grade_tool_call, structured_items, tool_items
+from qgate.quality.records import ItemRecord, SuiteRun
 from qgate.report.verify.rederive import Rederived, rederive_correctness
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -135,3 +142,134 @@ def test_a_reference_that_ignores_it_too_is_named_on_both_sides(urls: dict[str, 
     assert not gate.passed
     assert f"reference {N} of {N}, candidate {N} of {N}" in gate.reason, gate.reason
     assert verdicts["structured.response_format.constrained"].passed
+
+
+REFUSED = "HTTP 400: When using `tool_choice`, `tools` must be set."
+TOOLS = Profile.model_validate(
+    {
+        "name": "tools",
+        "model": {"embedded": "smollm2"},
+        "candidate": {},
+        "quality": {
+            "tool_calls": {"items": N, "choices": ["named"], "streamed": False, "rule": "point"}
+        },
+    }
+)
+
+
+def _tool_run(role: str, refused: set[int], wrong: set[int] = frozenset()) -> SuiteRun:  # type: ignore[assignment]
+    """tool_calls.named's first N items as `role` answered them: `refused` with vLLM's HTTP
+    400, `wrong` with a call to the wrong function, the rest right; graded as the suite grades."""
+    items = []
+    for n, item in enumerate(tool_items(N, 4242)):
+        if n in refused:
+            output, finish = REFUSED, HTTP_ERROR
+        else:
+            name = "nothing" if n in wrong else item.name
+            call = {"name": name, "arguments": json.dumps(item.arguments)}
+            output, finish = json.dumps({"content": None, "tool_calls": [call]}), "tool_calls"
+        grade = grade_tool_call(output, finish, item.expected)
+        items.append(
+            ItemRecord(
+                id=item.id,
+                prompt_sha256="0" * 64,
+                output=output,
+                answer=grade.answer,
+                expected=item.expected,
+                correct=grade.correct,
+                finish_reason=finish,
+                failure=grade.failure,
+            )
+        )
+    return SuiteRun(suite="tool_calls.named", role=role, data_sha256="0" * 64, items=items)  # type: ignore[arg-type]
+
+
+def _served(ref_refused: set[int], cand_refused: set[int], ref_wrong: set[int]) -> Verdict:
+    ref, cand = _tool_run("reference", ref_refused, ref_wrong), _tool_run("candidate", cand_refused)
+    return served_verdict("tool_calls.named", ref, cand)
+
+
+def test_a_refusal_where_the_reference_served_fails_though_the_reference_had_it_wrong() -> None:
+    """tools-25's shape: the candidate refuses two items the reference answered wrong; the
+    accuracy gates see no loss, the served gate FAILs naming the count, ids and the error."""
+    ref = _tool_run("reference", set(), wrong={1, 4})
+    cand = _tool_run("candidate", {1, 4})
+    runs = [ref, cand]
+    verdicts = candidate_verdicts(TOOLS, runs, None, [], [], [], None, derivation=SERVED_FROM)
+    accuracy = [v for v in verdicts if v.gate != "tool_calls.named.served"]
+    assert accuracy and all(v.passed for v in accuracy), accuracy
+    gate = next(v for v in verdicts if v.gate == "tool_calls.named.served")
+    assert not gate.passed and not gate.inconclusive
+    assert (gate.observed, gate.limit, gate.n, gate.metric) == (2.0, 0.0, N, "refused_items")
+    ids = ", ".join(tool_items(N, 4242)[k].id for k in (1, 4))
+    assert gate.reason == (
+        f"tool_calls.named: the candidate answered 2 of {N} items with an HTTP error where the "
+        f"reference served them ({ids}; first: {REFUSED})"
+    )
+    # before derivation 8 the same records PASS: the loss the gate was added for
+    older = candidate_verdicts(TOOLS, runs, None, [], [], [], None, derivation=SERVED_FROM - 1)
+    assert all(v.passed for v in older) and all(not v.gate.endswith(".served") for v in older)
+
+
+def test_refusals_of_both_sides_are_not_the_candidates() -> None:
+    gate = _served({2}, {2}, set())
+    assert gate.passed and gate.observed == 0
+    assert "every request the reference served the candidate served too" in gate.reason
+    assert (
+        f"both sides answered 1 with an HTTP error ({tool_items(N, 4242)[2].id}), not counted"
+        in (gate.reason)
+    )
+    clean = _served(set(), set(), {0})
+    assert clean.passed and clean.reason == (
+        f"tool_calls.named: every request the reference served the candidate served too ({N} items)"
+    )
+    # the reference's own refusal the candidate served is not the candidate's loss either
+    assert _served({3}, set(), set()).passed
+
+
+def test_the_quoted_error_is_one_line_redacted_and_cut() -> None:
+    ref, cand = _tool_run("reference", set()), _tool_run("candidate", {0})
+    secret = "hf_" + "a" * 30
+    long = f"HTTP 400: bad\nrequest {secret} " + "x" * 400
+    cand.items[0] = cand.items[0].model_copy(update={"output": long})
+    reason = served_verdict("tool_calls.named", ref, cand).reason
+    first = reason.split("first: ", 1)[1]
+    assert "\n" not in first and secret not in first and "***REDACTED***" in first
+    assert first.startswith("HTTP 400: bad request") and first.endswith("...)")
+    assert len(first) == 160 + 1
+
+
+def test_each_agent_result_gets_its_gate_after_its_own_verdicts() -> None:
+    """Every agent result, streamed too, gets one served gate after its own verdicts
+    (structured: after `constrained`); a result without both sides' run gets none."""
+    profile = Profile.model_validate(
+        {
+            "name": "agents",
+            "model": {"embedded": "smollm2"},
+            "candidate": {},
+            "quality": {
+                "tool_calls": {"items": N, "choices": ["named"], "rule": "point"},
+                "structured": {"items": N, "params": ["response_format"], "rule": "point"},
+            },
+        }
+    )
+    runs = []
+    for suite in ("tool_calls.named", "tool_calls.named.streamed", "structured.response_format"):
+        for role in ("reference", "candidate"):
+            run = _tool_run(role, set())
+            runs.append(run.model_copy(update={"suite": suite}))
+    verdicts = candidate_verdicts(profile, runs, None, [], [], [], None, derivation=SERVED_FROM)
+    gates = [v.gate for v in verdicts]
+    served = [g for g in gates if g.endswith(".served")]
+    assert served == [
+        "tool_calls.named.served",
+        "tool_calls.named.streamed.served",
+        "structured.response_format.served",
+    ]
+    for gate in served:
+        suite = gate.removesuffix(".served")
+        own = [k for k, v in enumerate(verdicts) if v.suite == suite and v.gate != gate]
+        assert own and gates.index(gate) == max(own) + 1, gates
+    assert gates.index("structured.response_format.served") == (
+        gates.index("structured.response_format.constrained") + 1
+    )

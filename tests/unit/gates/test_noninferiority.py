@@ -240,7 +240,10 @@ def test_derivation_7_refines_the_exact_bound_and_mirrors_the_lower_one() -> Non
 
 
 def test_the_newest_derivation_is_every_default() -> None:
-    assert QUALITY_DERIVATION == REFINED_FROM
+    """The bound functions default to the newest bound: REFINED_FROM, the last derivation that
+    changed a bound (8 added the agent results' `served` gate, no bound)."""
+    assert QUALITY_DERIVATION >= REFINED_FROM == 7
+    assert bound_flags(QUALITY_DERIVATION) == bound_flags(REFINED_FROM)
     assert bound_flags() == bound_flags(QUALITY_DERIVATION) == {"corrected": True, "refined": True}
     assert bound_flags(CORRECTED_FROM) == {"corrected": True, "refined": False}
     assert bound_flags(5) == {"corrected": False, "refined": False}

@@ -49,6 +49,8 @@ def test_every_gate_of_the_committed_examples_has_a_family() -> None:
         ("divergence.max_p99_kld", "Divergence"),
         ("context.2048.min_top1_agreement", "Divergence"),
         ("structured.response_format.constrained", "Constrained output"),
+        ("tool_calls.named.served", "Requests served"),
+        ("structured.guided_json.streamed.served", "Requests served"),
         ("speculative.acceptance_length", "Speculative decoding"),
         ("candidate.no_effect", "No effect"),
         ("candidate.kv_scales_calibrated", "KV-cache scales"),
