@@ -1,8 +1,9 @@
 """What the agent-shaped suites add to the gates: ignored parameters named, failure kinds counted.
 
 A structured-output result whose outputs are not valid JSON for their schema,
-although they ended on their own, was not constrained: the server ignored the
-parameter (vLLM >= 0.12 drops the legacy `guided_json` with HTTP 200; a proxy may
+although they ended on their own (from quality derivation 8, `PREFIX_FROM`, also: cut by
+max_tokens where no continuation makes them valid), was not constrained: the server ignored
+the parameter (vLLM >= 0.12 drops the legacy `guided_json` with HTTP 200; a proxy may
 drop `response_format`). That is its own gate, `structured.<param>.constrained`,
 and the result's accuracy gates then fail as "not scored" instead of counting the
 model wrong. From quality derivation `SERVED_FROM` (8) each agent result also gets
@@ -19,6 +20,7 @@ right asked as is and wrong streamed. Pure functions of the profile and the reco
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -28,7 +30,7 @@ from qgate.gates.suite import all_failed
 from qgate.profile import QualitySpec
 from qgate.profile.suite_results import STREAMED, agent_ways
 from qgate.profile.suites import exact_results
-from qgate.quality.agent_data import HTTP_ERROR
+from qgate.quality.agent_data import HTTP_ERROR, PREFIX_FROM
 from qgate.quality.records import ItemRecord, SuiteRun
 
 __all__ = [
@@ -46,6 +48,9 @@ SERVED_FROM = 8
 """The quality derivation from which each agent result gets its `served` gate."""
 MESSAGE_CHARS = 160
 """How much of the first refusal's error text a `served` reason quotes."""
+_CLIENT_PREFIX = re.compile(r"^(HTTP (\d{3}): )POST \S+: HTTP \2: ")
+"""What the suite client (quality/client.py) puts before the server's message: the URL and a
+second copy of the status."""
 
 
 def _run(runs: Sequence[SuiteRun], suite: str, role: str) -> SuiteRun | None:
@@ -57,12 +62,15 @@ def _ignored(run: SuiteRun | None) -> int:
 
 
 def structured_verdicts(
-    spec: QualitySpec, runs: Sequence[SuiteRun], verdicts: list[Verdict]
+    spec: QualitySpec, runs: Sequence[SuiteRun], verdicts: list[Verdict], derivation: int
 ) -> list[Verdict]:
     """`verdicts` with each structured result's `constrained` gate added after its own, and its
-    accuracy gates failed as not scored where a side's server ignored the parameter."""
+    accuracy gates failed as not scored where a side's server ignored the parameter. The
+    reasons say what `unconstrained` meant at quality `derivation` (cut outputs that are no
+    prefix of valid JSON count from PREFIX_FROM on)."""
     if spec.structured is None:
         return verdicts
+    prefixes = derivation >= PREFIX_FROM
     out = list(verdicts)
     ways = agent_ways("structured", spec.structured.params, spec.structured.streamed)
     for suite, param, _ in ways:
@@ -76,15 +84,19 @@ def structured_verdicts(
             if n
         ]
         if sides:
+            cut = (
+                ", or cut by max_tokens where no continuation makes them valid" if prefixes else ""
+            )
             why = (
                 f"the server ignored `{param}`: outputs not valid JSON for their schema "
-                f"although they ended on their own ({', '.join(sides)})"
+                f"although they ended on their own{cut} ({', '.join(sides)})"
             )
             out = [
                 v for v in out if v.suite != suite or v.gate.endswith(".constrained")
             ] + all_failed(suite, spec.structured, f"not scored: {why}")
         else:
-            why = "every output of both sides is valid JSON for its schema or cut by max_tokens"
+            cut = "a prefix of it cut" if prefixes else "cut"
+            why = f"every output of both sides is valid JSON for its schema or {cut} by max_tokens"
         constrained = Verdict(
             gate=f"{suite}.constrained",
             suite=suite,
@@ -110,9 +122,11 @@ def _ids(items: Sequence[ItemRecord]) -> str:
 
 
 def _message(item: ItemRecord) -> str:
-    """The refusal's error text (`HTTP <status>: <message>`) on one line, credentials hidden,
-    cut to MESSAGE_CHARS."""
-    text = redact_url(" ".join(item.output.split()))
+    """The refusal's error text (`HTTP <status>: <message>`) on one line, without the client's
+    own `POST <url>: HTTP <status>: ` before the server's message (it took most of the quote),
+    credentials hidden, cut to MESSAGE_CHARS."""
+    text = _CLIENT_PREFIX.sub(r"\1", " ".join(item.output.split()), count=1)
+    text = redact_url(text)
     return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
 
 

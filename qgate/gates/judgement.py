@@ -75,7 +75,11 @@ OverallVerdict = Literal["PASS", "FAIL", "INCONCLUSIVE", "UNGATED", "PREVIEW"]
 # 8: each tool-call and structured-output result (streamed too) gets `<result>.served`
 # (gates/agent.py SERVED_FROM): FAIL when the candidate answered with an HTTP error items the
 # reference served, which the accuracy gates count as wrong items alone and miss where the
-# reference had them wrong too; reports of 7 and before are verified without it.
+# reference had them wrong too; reports of 7 and before are verified without it. Its FAIL
+# reason quotes the server's message without the client's `POST <url>:` prefix. And a
+# structured output cut by max_tokens that no continuation makes valid JSON for its schema
+# (prose, a fence, a key the schema lacks) is `unconstrained`, not `truncated` (quality/
+# agent_data.py PREFIX_FROM); reports of 7 and before re-grade every cut output `truncated`.
 QUALITY_DERIVATION = 8
 QUALITY_V2_FIELDS = ("metric", "comparator", "n", "power", "min_detectable_drop", "settled")
 """What derivation 2 added to a verdict; a derivation-1 report is compared without them."""

@@ -185,7 +185,7 @@ def evaluate_quality(
         else:
             seq = sequential_gates(policy) if spec.stop == "looks" else frozenset()
             verdicts += evaluate_suite(suite, policy, ref, cand, seq, derivation)
-    verdicts = sampling_verdicts(spec, runs, structured_verdicts(spec, runs, verdicts))
+    verdicts = sampling_verdicts(spec, runs, structured_verdicts(spec, runs, verdicts, derivation))
     verdicts = sampled_verdicts(spec, runs, verdicts)
     if spec.context_ladder is not None:
         ladder = ladder_divergence_verdicts(spec.context_ladder, runs)

@@ -3,7 +3,8 @@
 Both sets are seeded and versioned: the same setting gives the same items, and a
 change of wording or schema bumps the version (and so the reference cache key).
 Grading is a pure function of what a run stored (the output text, its finish
-reason, the expected answer and the item id), so `qgate verify` re-derives it.
+reason, the expected answer and the item id) and, for a structured output cut by
+`max_tokens`, of the report's quality derivation, so `qgate verify` re-derives it.
 
 Tool calls: one tool call is expected per item (function name and arguments);
 what came back is stored as canonical JSON (`{"content": ..., "tool_calls": [...]}`),
@@ -11,7 +12,8 @@ an HTTP error as `HTTP <status>: <message>` with finish reason `http_error`.
 Structured output: the item's schema follows from its id (`sum-*`: an integer
 `answer`; `word-*`: a string `word` from a fixed list); an output that is not valid
 JSON for the schema, although the server was not cut short by `max_tokens`, was not
-constrained: the server ignored the structured-output parameter (`unconstrained`).
+constrained: the server ignored the structured-output parameter (`unconstrained`); so
+was one cut short that no continuation could make valid (quality derivation 8 on).
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from qgate.core.files import sha256_json
+from qgate.quality.schema_prefix import could_be_prefix
 
 __all__ = [
     "HTTP_ERROR",
+    "PREFIX_FROM",
     "STRUCTURED_VERSION",
     "TOOL_CALLS_VERSION",
     "TOOLS",
@@ -42,6 +46,9 @@ TOOL_CALLS_VERSION = "1"
 STRUCTURED_VERSION = "1"
 HTTP_ERROR = "http_error"
 """The finish reason an item records when the server answered with an HTTP error."""
+PREFIX_FROM = 8
+"""The quality derivation from which a structured output cut by max_tokens that is no prefix
+of JSON valid for its schema is `unconstrained`, not `truncated` (`grade_structured`)."""
 
 CITIES = [
     "Paris",
@@ -267,22 +274,29 @@ def structured_data_sha256(count: int, seed: int, param: str) -> str:
     return sha256_json({"version": STRUCTURED_VERSION, "param": param, "items": items})
 
 
-def grade_structured(item_id: str, output: str, finish_reason: str | None, expected: str) -> Graded:
+def grade_structured(
+    item_id: str, output: str, finish_reason: str | None, expected: str, *, prefixes: bool = True
+) -> Graded:
     """Validity against the item's schema, then the exact answer inside it.
 
     Kinds: `http_error`; `truncated` (cut short by max_tokens before the JSON closed: a
     constrained server can do that, so it is a wrong answer); `unconstrained` (not valid
-    JSON for the schema although the output ended on its own: the server ignored the
-    parameter, which is not the model's mistake); `wrong_answer`.
+    JSON for the schema although the output ended on its own, or cut by max_tokens where it
+    is no prefix of any JSON valid for the schema (schema_prefix.py): prose, a ```json
+    fence, a key the schema lacks; the server ignored the parameter, which is not the model's
+    mistake); `wrong_answer`. `prefixes`: cut outputs are checked so (quality derivation
+    PREFIX_FROM on); False grades every cut output `truncated`, as derivation 7 and before.
     """
     if finish_reason == HTTP_ERROR:
         return Graded(None, "http_error")
     import jsonschema  # deferred: only a structured answer needs it (verify elsewhere does not)
 
+    schema = schema_for(item_id)
     try:
         value = json.loads(output)
-        jsonschema.validate(value, schema_for(item_id))
+        jsonschema.validate(value, schema)
     except (ValueError, jsonschema.ValidationError):
-        return Graded(None, "truncated" if finish_reason == "length" else "unconstrained")
+        cut = finish_reason == "length" and (not prefixes or could_be_prefix(schema, output))
+        return Graded(None, "truncated" if cut else "unconstrained")
     answer = str(next(iter(value.values())))
     return Graded(answer, None if answer == expected else "wrong_answer")

@@ -27,6 +27,7 @@ from qgate.profile.reuse_plan import reuse_suites
 from qgate.profile.side import side
 from qgate.profile.spec_plan import cross_checked, speculates, speculative_policy
 from qgate.profile.suites import SuiteEntry, configured
+from qgate.quality.agent_data import PREFIX_FROM
 from qgate.quality.asked_again import split_setting
 from qgate.quality.board import Board
 from qgate.quality.cache import reference_cache_key
@@ -295,22 +296,27 @@ def reference_key(
     the resolved set of its pinned release's environment (`engine.package`), if any."""
     spec = profile.quality
     reference = side(profile, "reference")
+    generation: dict[str, Any] = {
+        "temperature": 0.0,
+        "seed": spec.seed,
+        "endpoint": profile.reference.endpoint.base_url if profile.reference.endpoint else None,
+        "emulate_weights": (
+            profile.reference.emulate_weights.model_dump(mode="json")
+            if profile.reference.emulate_weights
+            else None
+        ),
+    }
+    if spec.structured is not None:
+        # a cut structured output is graded by PREFIX_FROM's rule (agent_data.py): an entry
+        # graded before it is not reused, as verify re-grades its records by that rule
+        generation["structured_grading"] = PREFIX_FROM
     return reference_cache_key(
         checkpoint_digests=checkpoint_digests,
         engine_args={"kind": reference.kind, **reference.launch_args},
         engine_env=redacted_env,
         engine_version=engine_version,
         data_digests=data_digests(spec, max_model_len_of(profile, "reference")),
-        generation={
-            "temperature": 0.0,
-            "seed": spec.seed,
-            "endpoint": profile.reference.endpoint.base_url if profile.reference.endpoint else None,
-            "emulate_weights": (
-                profile.reference.emulate_weights.model_dump(mode="json")
-                if profile.reference.emulate_weights
-                else None
-            ),
-        },
+        generation=generation,
         quality=spec,
         engine_packages=engine_packages,
     )

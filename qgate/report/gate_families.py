@@ -126,8 +126,10 @@ FAMILIES: tuple[GateFamily, ...] = (
             "`structured_outputs` or the legacy `guided_json`), one gate each"
         ),
         fails=(
-            "Outputs that ended on their own are not valid for their schema: the parameter was "
-            "ignored (named with the side; the result's accuracy gates fail as not scored)"
+            "Outputs that ended on their own are not valid for their schema, or (quality "
+            "derivation 8 on) outputs cut by max_tokens that no continuation makes valid (prose, "
+            "a fence, a key the schema lacks): the parameter was ignored (named with the side; "
+            "the result's accuracy gates fail as not scored)"
         ),
         keys="`quality.structured.params`",
         pattern=r"^structured\..+\.constrained$",

@@ -52,7 +52,8 @@ def _trial_verdicts(report: Report, prof: Profile, t: Trial, fns: Recompute) -> 
         return list(
             fns.evaluate_quality(prof.quality, reference + list(t.runs), t.divergence, *floor)
         )
-    rederive_correctness([s.run for p in t.passes for s in p.suites if s.run], prof, Rederived())
+    passes = [s.run for p in t.passes for s in p.suites if s.run]
+    rederive_correctness(passes, prof, Rederived(derivation=q.derivation))
     ref_passes = [p for p in q.passes if p.role == "reference"]
     ref_cfg = [c for c in report.effective_configs if c.role == "reference"]
     cand_cfg = [t.effective_config] if t.effective_config is not None else []
@@ -88,7 +89,7 @@ def check_attribution(report: Report, prof: Profile, fns: Recompute) -> str | No
         if key in outcomes:
             raise _fail(f"trial {t.name} repeats the changes of an earlier trial")
         if t.verdict != "ERROR":
-            done = Rederived()
+            done = Rederived(derivation=report.quality.derivation)
             rederive_correctness(list(t.runs), prof, done)
             check_questions(list(t.runs), prof, done)
             if t.divergence is not None:

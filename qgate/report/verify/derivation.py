@@ -5,7 +5,8 @@ derived; verify relaxes its checks for older ones (no V2 verdict fields before q
 unconfirmed-changes warning before 3, counters dropped from pooled blocks before perf 5,
 stored figures only "covered" below the current perf derivation, the perf-rounds interval
 rule of perf 6, Tango's plain score bound above 40 items before quality 6, no agent result's
-`served` gate before quality 8). A report cannot
+`served` gate, nor a structured output cut by max_tokens graded `unconstrained`, before
+quality 8). A report cannot
 be trusted to say that of itself: someone who holds the key could lower the number and switch
 the newer checks off.
 

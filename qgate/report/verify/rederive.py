@@ -33,9 +33,11 @@ from typing import cast
 from qgate.core.files import sha256_text
 from qgate.core.registry import load_object
 from qgate.errors import BadInput, InfrastructureError, VerificationFailed
+from qgate.gates.judgement import QUALITY_DERIVATION
 from qgate.profile import Profile, RecallSuite
 from qgate.profile.suites import entry_of_result, registered
 from qgate.quality.agent_data import (
+    PREFIX_FROM,
     Graded,
     grade_structured,
     grade_tool_call,
@@ -67,6 +69,9 @@ class Rederived:
     not_rederived: list[str] = field(default_factory=list)
     profile_given: bool = False
     """`--profile FILE` was given: the data its suites define must be what the run used."""
+    derivation: int = QUALITY_DERIVATION
+    """The quality derivation the records are graded by: the report's (a structured output cut
+    by max_tokens is graded by it, agent_data.PREFIX_FROM); the newest outside verify."""
     math_set: dict[str, MathItem] | None = field(default=None, repr=False)
     """The profile's math items by id, made once for all math runs (a set extended to a
     field-scale size is generated, not read: four runs made it four times)."""
@@ -149,10 +154,14 @@ def rederive_tool_calls(run: SuiteRun, profile: Profile, out: Rederived) -> None
 
 
 def rederive_structured(run: SuiteRun, profile: Profile, out: Rederived) -> None:
-    """Structured-output items: each grade from the stored output and finish reason."""
+    """Structured-output items: each grade from the stored output and finish reason, a cut
+    output's by the report's quality derivation (`out.derivation`)."""
+    prefixes = out.derivation >= PREFIX_FROM
     _rederive_graded(
         run,
-        lambda item: grade_structured(item.id, item.output, item.finish_reason, item.expected),
+        lambda item: grade_structured(
+            item.id, item.output, item.finish_reason, item.expected, prefixes=prefixes
+        ),
         out,
     )
 

@@ -244,7 +244,8 @@ def signed_only(report: Report) -> list[str]:
 
 def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult[Report]) -> None:
     """Correctness, divergence and reference provenance from the raw records."""
-    done = Rederived(profile_given=result.profile_given)
+    derivation = report.quality.derivation  # the signer's: check_derivations held it so
+    done = Rederived(profile_given=result.profile_given, derivation=derivation)
     rederive_correctness(list(report.quality.runs), prof, done)
     result.checked.append(f"{done.items} item answers and correctness re-derived from responses")
     check_questions(list(report.quality.runs), prof, done)
@@ -266,7 +267,7 @@ def _rederive(report: Report, prof: Profile, keyid: str, result: VerifyResult[Re
             "generated token, normalised, at most top_k ids); bucket divergence computed from them"
         )
     if (floor := report.quality.noise_floor) is not None:
-        again = Rederived(profile_given=result.profile_given)
+        again = Rederived(profile_given=result.profile_given, derivation=derivation)
         rederive_correctness(list(floor.runs), prof, again)
         if floor.divergence is not None:
             rederive_divergence(floor.divergence, again, required=True)

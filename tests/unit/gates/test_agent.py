@@ -239,6 +239,25 @@ def test_the_quoted_error_is_one_line_redacted_and_cut() -> None:
     assert len(first) == 160 + 1
 
 
+def test_the_quoted_error_leaves_out_the_clients_url_and_second_status() -> None:
+    """The suite client's `POST <url>: HTTP <status>: ` (quality/client.py) took most of the
+    160 characters; one `HTTP <status>:` stays, then vLLM's own message, redacted and cut."""
+    ref, cand = _tool_run("reference", set()), _tool_run("candidate", {0})
+    vllm = '{"error":{"message":"When using `tool_choice`, `tools` must be set.'
+    url = "http://user:pw@127.0.0.1:47325/v1/chat/completions"
+    output = f"HTTP 400: POST {url}: HTTP 400: {vllm} (parameter=tool_choice)" + " y" * 200
+    cand.items[0] = cand.items[0].model_copy(update={"output": output})
+    first = served_verdict("tool_calls.named", ref, cand).reason.split("first: ", 1)[1]
+    assert first.startswith(f"HTTP 400: {vllm} (parameter=tool_choice) y y")
+    assert "POST" not in first and "127.0.0.1" not in first and "pw" not in first
+    assert first.endswith("...)") and len(first) == 160 + 1
+    # a status that differs, or another text, is quoted as it came
+    other = f"HTTP 400: POST {url}: HTTP 500: boom"
+    cand.items[0] = cand.items[0].model_copy(update={"output": other})
+    reason = served_verdict("tool_calls.named", ref, cand).reason
+    assert "HTTP 400: POST http://***REDACTED***@127.0.0.1:47325" in reason
+
+
 def test_each_agent_result_gets_its_gate_after_its_own_verdicts() -> None:
     """Every agent result, streamed too, gets one served gate after its own verdicts
     (structured: after `constrained`); a result without both sides' run gets none."""

@@ -10,6 +10,7 @@ import pytest
 from qgate.profile.chat_templates import resolve_chat_template
 from qgate.quality.agent_data import (
     HTTP_ERROR,
+    WORDS,
     grade_structured,
     grade_tool_call,
     schema_for,
@@ -80,6 +81,59 @@ def test_structured_validity_then_answer(
     expected = "7" if item.startswith("sum") else "river"
     grade = grade_structured(item, output, finish, expected)
     assert (grade.answer, grade.failure) == (answer, failure)
+
+
+@pytest.mark.parametrize(
+    ("item", "output", "failure"),
+    [
+        # no continuation makes these valid: the schema was ignored
+        ("sum-0", '```json\n{"answer": 7}\n```\nThe sum of 3 and 4', "unconstrained"),
+        ("sum-0", "To add 3 and 4, we first count three apples and then", "unconstrained"),
+        ("word-1", '{"keyWord": "river", "explanation": "the secret', "unconstrained"),
+        ("sum-0", '{"answer": 7, "reason": "three plus four is', "unconstrained"),
+        ("sum-0", '{"answer": "seven', "unconstrained"),  # a string where an integer goes
+        ("sum-0", '{"answer": 07', "unconstrained"),  # no JSON number starts 07
+        ("sum-0", '{"answer": 7.5}', "unconstrained"),  # closed: not whole
+        ("sum-0", '{"answer": 7}\n\nThe answer is', "unconstrained"),  # text after the JSON
+        ("word-1", '{"word": "rivers', "unconstrained"),  # no word starts so
+        ("word-1", '{"word": "gardens"', "unconstrained"),
+        # a constrained server, cut short: could still become valid
+        ("sum-0", "", "truncated"),
+        ("sum-0", ' \n\t{ \r\n  "ans', "truncated"),
+        ("sum-0", '{\n  "answer" :\n   ', "truncated"),
+        ("sum-0", '{"answer": 1234567890123456789012345678901234567890', "truncated"),
+        ("sum-0", '{"answer": -', "truncated"),
+        ("sum-0", '{"answer": 7.5e', "truncated"),  # 7.5e1 is 75, an integer
+        ("sum-0", '{"answer": 7 \n  ', "truncated"),
+        ("word-1", '{"word": "gard', "truncated"),
+        ("word-1", '{"word": "', "truncated"),
+        ("word-1", '{"wo', "truncated"),
+        ("word-1", '{"word": "ri\\u0076er', "truncated"),  # an escape: in doubt
+    ],
+)
+def test_a_cut_output_that_no_continuation_makes_valid_was_unconstrained(
+    item: str, output: str, failure: str
+) -> None:
+    expected = "7" if item.startswith("sum") else "river"
+    grade = grade_structured(item, output, "length", expected)
+    assert (grade.answer, grade.failure) == (None, failure)
+    # before quality derivation 8 every cut output was `truncated`
+    assert grade_structured(item, output, "length", expected, prefixes=False).failure == (
+        "truncated"
+    )
+
+
+def test_a_word_prefix_is_truncated_only_while_some_enum_word_has_it() -> None:
+    """Each prefix of each word is one a constrained server can leave; one letter more than
+    any word has is not."""
+    for word in WORDS:
+        for n in range(len(word) + 1):
+            assert grade_structured("word-1", f'{{"word": "{word[:n]}', "length", word).failure == (
+                "truncated"
+            )
+    assert not any(w.startswith("ca") and w != "candle" for w in WORDS)
+    assert grade_structured("word-1", '{"word": "cand', "length", "x").failure == "truncated"
+    assert grade_structured("word-1", '{"word": "cant', "length", "x").failure == "unconstrained"
 
 
 def test_items_are_seeded_versioned_and_computed_from_the_prompt() -> None:

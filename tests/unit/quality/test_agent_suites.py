@@ -18,7 +18,7 @@ from qgate.gates.agent import failure_lines
 from qgate.gates.quality import evaluate_quality
 from qgate.profile import Profile
 from qgate.quality import stage
-from qgate.quality.agent_data import structured_items, tool_items
+from qgate.quality.agent_data import PREFIX_FROM, structured_items, tool_items
 from qgate.quality.records import SuiteRun
 from qgate.report.verify.rederive import Rederived, check_questions, rederive_correctness
 
@@ -216,3 +216,20 @@ def test_a_tool_choice_without_tools_is_an_http_error(mock_urls: dict[str, str])
 
     output, finish, _ = asyncio.run(ask())
     assert finish == "http_error" and output.startswith("HTTP 400")
+
+
+def test_a_structured_reference_is_keyed_by_how_its_cut_outputs_are_graded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cached reference graded before agent_data.PREFIX_FROM is not reused (verify re-grades
+    its records by the report's derivation): the key of a profile with structured results
+    names the rule; one without keeps its key."""
+
+    def key(profile: Profile) -> str:
+        return stage.reference_key(profile, {"model.safetensors": "0" * 64}, "0.0", {})
+
+    both = _profile()
+    tools = _profile(tool_calls={"items": N, "max_drop": 0.1, "rule": "point"})
+    before = key(both), key(tools)
+    monkeypatch.setattr(stage, "PREFIX_FROM", PREFIX_FROM - 1)
+    assert key(both) != before[0] and key(tools) == before[1]
