@@ -26,6 +26,7 @@ __all__ = [
     "most_answers",
     "perf_asks",
     "probe_points",
+    "probes_of",
     "rounds_of",
 ]
 
@@ -50,6 +51,16 @@ def measured_count(s: FixedScenario | MultiTurnScenario | TraceScenario) -> int 
     return None if s.duration_s else s.requests
 
 
+def probes_of(count: int | None, probes: int, share: float) -> int | None:
+    """How many probes a scenario of `count` requests asks (`probe_points`, counted without
+    placing them, which a huge count could not afford); None when the count is not known."""
+    if probes == 0 or share <= 0:
+        return 0
+    if count is None:
+        return None
+    return max(probes, round(share * count))
+
+
 def probe_points(
     count: int | None, probes: int, share: float, in_flight: int = 1
 ) -> list[int] | None:
@@ -64,11 +75,11 @@ def probe_points(
     when the count is not known in advance (duration-bound): then one after every
     round(1 / share) completions. [] when there are no probes or share is 0.
     """
-    if probes == 0 or share <= 0:
+    n = probes_of(count, probes, share)
+    if n == 0:
         return []
-    if count is None:
+    if n is None or count is None:
         return None
-    n = max(probes, round(share * count))
     span = max(1, (count - in_flight) // 2)
     return [max(1, math.ceil((k + 1) * span / (n + 1))) for k in range(n)]
 
@@ -101,9 +112,9 @@ def perf_asks(perf: PerfSpec, items: int) -> tuple[int, bool]:
     here at `items`, the fewest it is meant to ask)."""
     asks, bounded = 0, True
     for s in perf.scenarios:
-        points = probe_points(measured_count(s), items, perf.probe_share)
-        bounded = bounded and points is not None
-        asks += (len(points) if points is not None else items) * len(run_names(s))
+        n = probes_of(measured_count(s), items, perf.probe_share)
+        bounded = bounded and n is not None
+        asks += (n if n is not None else items) * len(run_names(s))
     return asks, bounded
 
 

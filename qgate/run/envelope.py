@@ -24,7 +24,7 @@ from qgate.quality.math_set import PROBED
 from qgate.quality.noise_floor import binomial_upper
 from qgate.run.life_probes import endpoint_roles
 
-__all__ = ["envelope_lines"]
+__all__ = ["envelope_lines", "skipped_perf_line"]
 
 
 def _share(extra: int, base: int) -> str:
@@ -132,6 +132,25 @@ def _pooled_line(
     return (
         f"pooled envelope gate: at least {total} candidate probe answers ({perf} perf, "
         f"{own} lives); {shown}: {verdict}"
+    )
+
+
+def skipped_perf_line(profile: Profile, suites: Sequence[SuitePlan]) -> str | None:
+    """What `qgate run --skip-perf` leaves the pooled envelope gate: the first life's probe
+    answers alone (no perf probe, no later round), said at the run's start where they cannot
+    show its margin (None: no perf stage to skip, no life probe, or their answers suffice)."""
+    perf, spec = profile.perf, profile.envelope
+    if perf is None or not _probe_source(profile):
+        return None
+    lives = life_answers(profile, drawn(profile.lives.probes, _short(suites)))
+    need = clean_asks_to_show(spec.max_broken, 1 - spec.alpha)
+    if not 0 < lives < need:  # none: the gate has no answer to judge, and gives no verdict
+        return None
+    return (
+        f"--skip-perf: the pooled envelope gate pools only the first life's {lives} probe "
+        f"answers, fewer than the {need} a clean candidate needs to show at most "
+        f"{100 * spec.max_broken:g}% broken: it will end INCONCLUSIVE, and so will the run "
+        "(run the perf stage, or raise lives.probes, for a verdict)"
     )
 
 
