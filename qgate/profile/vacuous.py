@@ -1,4 +1,6 @@
-"""Settings that act on nothing, and flip limits that can never fail (issue 54).
+"""Settings that act on nothing, flip limits that can never fail (issue 54), and gates that
+can never pass: a `rule: bound` over too few items, and (issue 53 item 2) a pooled envelope
+gate whose runs can never pool the answers its margin needs.
 
 A setting whose source is missing (life or perf probes without a math suite to draw items
 from, a noise floor over no exact-answer suite, an acceptance gate for a candidate that does
