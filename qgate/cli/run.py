@@ -14,8 +14,9 @@ from qgate.cli.outputs import FailedGate, RunSummary, echo_json
 from qgate.cli.util import PROGRESS_HELP, TEXT_OR_JSON
 from qgate.core.outpaths import check_in_file, check_out_dir
 from qgate.core.provenance import parse_metadata
-from qgate.core.verdict import not_exercised_lines
+from qgate.core.verdict import Verdict, not_exercised_lines
 from qgate.errors import BadInput
+from qgate.gates.pooled import GATE as ENVELOPE_GATE
 from qgate.report.verdict import verdict_label
 from qgate.run.pipeline import RunOptions, run
 
@@ -205,7 +206,7 @@ def text_summary(outcome: RunOutcome) -> None:
         click.echo(f"  NOT EXERCISED {line}")
     for v in failed:
         if v.inconclusive:
-            click.echo(f"  INCONCLUSIVE {v.gate}: {v.reason}")
+            click.echo(f"  INCONCLUSIVE {v.gate}: {v.reason}{_pool_note(v, outcome.perf_status)}")
         elif v.settled and v.exercised is not False:
             click.echo(f"  FAIL {v.gate}: {v.reason}")
     open_gates = [v.gate for v in failed if not v.settled]
@@ -242,6 +243,14 @@ def text_summary(outcome: RunOutcome) -> None:
     click.echo(f"views:  {outcome.run_dir / 'report.md'}  {outcome.run_dir / 'report.html'}")
     if outcome.public_key is not None:
         click.echo(f"signed with the local development key; public key: {outcome.public_key}")
+
+
+def _pool_note(v: Verdict, perf_status: str) -> str:
+    """Why the pooled envelope gate holds no perf probe answer, where the perf stage did not run
+    (--skip-perf, or gates that did not pass): its answers are the lives' alone."""
+    if v.gate != ENVELOPE_GATE or perf_status in ("ran", "ungated"):
+        return ""
+    return f" (perf {perf_status}: the pool holds the lives' probe answers alone, no perf probe)"
 
 
 def json_summary(outcome: RunOutcome) -> RunSummary:

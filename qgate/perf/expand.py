@@ -1,15 +1,15 @@
 """What the perf stage makes of a scenario before it sends anything: one scenario per input
-length, and the measured requests of each.
+length (the measured requests of each: qgate/profile/probe_count.py `measured_count`).
 
-Pure functions of the profile, apart from the load generator (workloads.py, which imports
-the HTTP client): the runner, the plan and `qgate verify` read them.
+A pure function of the profile, apart from the load generator (workloads.py, which imports
+the HTTP client): the runner and the plan read it.
 """
 
 from __future__ import annotations
 
 from qgate.profile import FixedScenario, MultiTurnScenario, TraceScenario
 
-__all__ = ["expand_inputs", "measured_count"]
+__all__ = ["expand_inputs"]
 
 
 def expand_inputs(
@@ -26,12 +26,3 @@ def expand_inputs(
     return [
         s.model_copy(update={"name": f"{s.name}@in{n}", "input_tokens": n}) for n in s.input_tokens
     ]
-
-
-def measured_count(s: FixedScenario | MultiTurnScenario | TraceScenario) -> int | None:
-    """Measured requests when known in advance (None for duration-bound runs)."""
-    if isinstance(s, MultiTurnScenario):
-        return None if s.duration_s else s.conversations * s.turns
-    if isinstance(s, TraceScenario):
-        return None
-    return None if s.duration_s else s.requests

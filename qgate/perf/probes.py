@@ -5,12 +5,12 @@ generation parameters) sent among the workload's requests. Its answer is graded
 against the item's known answer (`grade`: an answer with no number is wrong), and
 the graded probes of a scenario are paired with the reference's in the same
 scenario by qgate/gates/probes.py. The agreement with the answer the same
-runtime gave in the quality stage is kept as a figure (`probe_agreement`).
+runtime gave in the quality stage is kept as a figure (`probe_agreement`). Where the probes
+go among a scenario's requests is decided before the run: qgate/profile/probe_count.py.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 from qgate.perf.records import RequestRecord, ScenarioRun
@@ -39,29 +39,6 @@ def graded(r: RequestRecord) -> bool:
     The probe gate's and the life probes' one grading (qgate/gates/probes.py)."""
     assert r.probe_truth is not None
     return r.error is None and r.text is not None and grade(r.text, r.probe_truth)
-
-
-def probe_points(
-    count: int | None, probes: int, share: float, in_flight: int = 1
-) -> list[int] | None:
-    """After which workload completion each probe of a scenario is sent (1-based).
-
-    A scenario of `count` requests asks max(probes, round(share * count)) probes, spread
-    evenly over the first half of the completions that a closed loop of `in_flight`
-    workers still refills (count - in_flight): so each probe is asked under the
-    scenario's full load (on a CPU a level's requests tend to finish together, and the
-    last wave drains to nothing) and is done before the load ends, never trailing it
-    alone (a trailing probe was most of their cost: perf/bench_probe_overhead.py). None
-    when the count is not known in advance (duration-bound): then one after every
-    round(1 / share) completions. [] when there are no probes or share is 0.
-    """
-    if probes == 0 or share <= 0:
-        return []
-    if count is None:
-        return None
-    n = max(probes, round(share * count))
-    span = max(1, (count - in_flight) // 2)
-    return [max(1, math.ceil((k + 1) * span / (n + 1))) for k in range(n)]
 
 
 def extract_answer(text: str) -> str | None:

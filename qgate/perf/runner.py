@@ -24,9 +24,9 @@ from qgate.core.http import root_url
 from qgate.core.serving import MetricNames
 from qgate.errors import InfrastructureError
 from qgate.perf.client import make_session, post_json
-from qgate.perf.expand import expand_inputs, measured_count
+from qgate.perf.expand import expand_inputs
 from qgate.perf.loadgen import Exchange, RequestSpec, Sender
-from qgate.perf.probes import Probe, probe_points
+from qgate.perf.probes import Probe
 from qgate.perf.progress import ScenarioProgress
 from qgate.perf.rawhttp import RawClient
 from qgate.perf.records import PerfRole, ScenarioRun, is_workload
@@ -41,6 +41,7 @@ from qgate.perf.workloads import (
     run_trace,
 )
 from qgate.profile import FixedScenario, MultiTurnScenario, PerfSpec, TraceScenario
+from qgate.profile.probe_count import measured_count, probe_points
 from qgate.profile.quality import ANSWER_MAX_TOKENS
 
 AnyScenario = FixedScenario | MultiTurnScenario | TraceScenario

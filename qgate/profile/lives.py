@@ -67,7 +67,10 @@ class EnvelopeSpec(Strict):
     (Clopper-Pearson) upper bound on the rate of broken answers is within `max_broken`,
     FAILs when the lower bound is above it, and is INCONCLUSIVE otherwise: 4 clean answers
     bound the rate at 53%, 29 at 10%, 59 at 5% (95%). The per-scenario and per-life gates
-    stay as gross-fault alarms, each under its own label."""
+    stay as gross-fault alarms, each under its own label. `qgate validate` refuses a profile
+    that writes `envelope`, `lives`, `perf.probes` or `perf.probe_share` and whose runs can
+    never pool that many answers (every count at its most), since each of them would end
+    INCONCLUSIVE."""
 
     max_broken: float = Field(
         default=0.1,

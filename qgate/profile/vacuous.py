@@ -1,4 +1,6 @@
-"""Settings that act on nothing, and flip limits that can never fail (issue 54).
+"""Settings that act on nothing, flip limits that can never fail (issue 54), and gates that
+can never pass: a `rule: bound` over too few items, and (issue 53 item 2) a pooled envelope
+gate whose runs can never pool the answers its margin needs.
 
 A setting whose source is missing (life or perf probes without a math suite to draw items
 from, a noise floor over no exact-answer suite, an acceptance gate for a candidate that does
@@ -15,10 +17,11 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel
 
-from qgate.core.bounds import clean_items_to_show, loss_upper
+from qgate.core.bounds import clean_asks_to_show, clean_items_to_show, loss_upper
 from qgate.core.yamlload import KeyPath
 from qgate.profile.model import Profile
 from qgate.profile.noise_floor import FLOOR_SUITES
+from qgate.profile.probe_count import most_answers
 from qgate.profile.quality import (
     AccuracyPolicy,
     ContextLadder,
@@ -198,6 +201,56 @@ def _envelope_problems(profile: Profile) -> Found:
     ]
 
 
+def _envelope_reach_problems(profile: Profile) -> Found:
+    """A pooled envelope gate that can never show its margin (issue 53 item 2): the most probe
+    answers any run of the profile can give it (qgate/profile/probe_count.py, every count at
+    its most: the math set at its `limit`, perf blocks at 2 unless placed in sequence) are
+    fewer than the clean answers its bound needs, so every run of it ends INCONCLUSIVE.
+    Judged where the profile writes a key that sizes the pool (`envelope`, `lives`,
+    `perf.probes`, `perf.probe_share`), never on defaults alone (this module's rule); left
+    alone where no probe can be drawn (`_envelope_problems`, the probes' own rules) or where a
+    scenario's probes are not counted in advance (duration-bound, a trace)."""
+    math = profile.quality.math
+    if math is None or no_probe_source(profile) is not None or not _sizes_pool(profile):
+        return []
+    most = most_answers(profile, fixed_items(math))
+    spec = profile.envelope
+    need = clean_asks_to_show(spec.max_broken, 1 - spec.alpha)
+    if most is None or not 0 < most.total < need:
+        return []
+    return [
+        (
+            _reach_key(profile),
+            f"the pooled envelope gate can never show its margin: at most {most.total} probe "
+            f"answers ({most.perf} perf, {most.lives} lives), fewer than the {need} clean "
+            f"answers that show at most {100 * spec.max_broken:g}% broken "
+            f"({100 * (1 - spec.alpha):g}%), so every run would end INCONCLUSIVE; raise "
+            "perf.probes.items or lives.probes, or envelope.max_broken",
+        )
+    ]
+
+
+def _sizes_pool(profile: Profile) -> bool:
+    """Whether the profile writes a key that sizes the pooled envelope gate's evidence."""
+    perf = profile.perf
+    written = perf.model_fields_set if perf is not None else set()
+    return bool({"envelope", "lives"} & profile.model_fields_set) or bool(
+        {"probes", "probe_share"} & written
+    )
+
+
+def _reach_key(profile: Profile) -> KeyPath:
+    """The key to name for a pooled gate that cannot show its margin: the one of its three
+    the profile writes (the margin first), else the perf probes where there is a perf stage."""
+    perf = profile.perf
+    items = perf is not None and "items" in perf.probes.model_fields_set
+    if "max_broken" in profile.envelope.model_fields_set:
+        return ("envelope", "max_broken")
+    if items or (perf is not None and "probes" not in profile.lives.model_fields_set):
+        return ("perf", "probes", "items")
+    return ("lives", "probes")
+
+
 def _graded_turn_problems(profile: Profile) -> Found:
     found: Found = []
     for index, s in enumerate(profile.perf.scenarios if profile.perf else []):
@@ -267,6 +320,7 @@ def vacuous_problems(profile: Profile) -> Found:
         + _lives_problems(profile)
         + _perf_probe_problems(profile)
         + _envelope_problems(profile)
+        + _envelope_reach_problems(profile)
         + _graded_turn_problems(profile)
         + _noise_floor_problems(profile)
         + _speculative_problems(profile)

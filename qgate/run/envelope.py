@@ -14,17 +14,17 @@ from collections.abc import Sequence
 
 from qgate.core.bounds import clean_asks_to_show, rate_upper
 from qgate.core.plan import ScenarioPlan, SuitePlan
-from qgate.perf.probes import probe_points
 from qgate.perf.shaped_probes import PROBE_MARGIN_TOKENS, graded_tokens, shape_budgets
 from qgate.profile import ContextLadder, EnvelopeSpec, Profile
 from qgate.profile.noise_floor import FLOOR_SUITES
+from qgate.profile.probe_count import drawn, life_answers, perf_asks
 from qgate.profile.suites import entry_of_result, exact_results
 from qgate.profile.vacuous import no_probe_source
 from qgate.quality.math_set import PROBED
 from qgate.quality.noise_floor import binomial_upper
 from qgate.run.life_probes import endpoint_roles
 
-__all__ = ["envelope_lines"]
+__all__ = ["envelope_lines", "skipped_perf_line"]
 
 
 def _share(extra: int, base: int) -> str:
@@ -79,27 +79,9 @@ def _floor_line(profile: Profile, suites: Sequence[SuitePlan]) -> str:
     )
 
 
-def _drawn(asked: int, suites: Sequence[SuitePlan]) -> int:
-    """The probe items `asked` of the math set: a probe set holds at most the short form's
-    items (qgate/run/life_probes.py's `math_probes`), whatever the setting asks."""
-    short = next((s.items for s in suites if s.suite == PROBED and s.items is not None), None)
-    return asked if short is None else min(asked, short)
-
-
-def _perf_asks(
-    profile: Profile, suites: Sequence[SuitePlan], scenarios: Sequence[ScenarioPlan]
-) -> tuple[int, int]:
-    """Probe requests and measured requests of one block of every scenario, per side."""
-    perf = profile.perf
-    assert perf is not None
-    items = _drawn(perf.probes.items, suites)
-    asks = 0
-    measured = 0
-    for s in scenarios:
-        points = probe_points(s.requests, items, perf.probe_share)
-        asks += len(points) if points is not None else items
-        measured += s.requests or 0
-    return asks, measured
+def _short(suites: Sequence[SuitePlan]) -> int | None:
+    """Items of the math set's short form, where the plan knows them (the probes' source)."""
+    return next((s.items for s in suites if s.suite == PROBED and s.items is not None), None)
 
 
 def _probed(profile: Profile, scenarios: Sequence[ScenarioPlan]) -> bool:
@@ -120,14 +102,16 @@ def _pooled_line(
     rounds: int,
 ) -> str:
     """The pooled envelope gate's evidence as planned: the candidate's probe answers against
-    the clean answers its bound needs (at least: attribution, reuse and cluster lives add)."""
+    the clean answers its bound needs (at least: a duration-bound scenario may ask more)."""
     spec = profile.envelope
-    probed = _probed(profile, scenarios)
-    perf = _perf_asks(profile, suites, scenarios)[0] * blocks * rounds if probed else 0
-    lives = profile.lives
-    drawn = _drawn(lives.probes, suites)
-    per_life = drawn * (2 if lives.idle_s > 0 else 1) if _probe_source(profile) else 0
-    own = per_life * rounds
+    short = _short(suites)
+    perf = 0
+    if _probed(profile, scenarios):
+        assert profile.perf is not None
+        perf = perf_asks(profile.perf, drawn(profile.perf.probes.items, short))[0]
+        perf *= blocks * rounds
+    per_life = life_answers(profile, drawn(profile.lives.probes, short))
+    own = per_life * rounds if _probe_source(profile) else 0
     total = perf + own
     if not total:
         return (
@@ -151,6 +135,25 @@ def _pooled_line(
     )
 
 
+def skipped_perf_line(profile: Profile, suites: Sequence[SuitePlan]) -> str | None:
+    """What `qgate run --skip-perf` leaves the pooled envelope gate: the first life's probe
+    answers alone (no perf probe, no later round), said at the run's start where they cannot
+    show its margin (None: no perf stage to skip, no life probe, or their answers suffice)."""
+    perf, spec = profile.perf, profile.envelope
+    if perf is None or not _probe_source(profile):
+        return None
+    lives = life_answers(profile, drawn(profile.lives.probes, _short(suites)))
+    need = clean_asks_to_show(spec.max_broken, 1 - spec.alpha)
+    if not 0 < lives < need:  # none: the gate has no answer to judge, and gives no verdict
+        return None
+    return (
+        f"--skip-perf: the pooled envelope gate pools only the first life's {lives} probe "
+        f"answers, fewer than the {need} a clean candidate needs to show at most "
+        f"{100 * spec.max_broken:g}% broken: it will end INCONCLUSIVE, and so will the run "
+        "(run the perf stage, or raise lives.probes, for a verdict)"
+    )
+
+
 def _tolerated(n: int, spec: EnvelopeSpec) -> int:
     """The most broken answers among `n` whose upper bound is still within the margin."""
     k = 0
@@ -171,10 +174,11 @@ def _probe_line(
         return "perf probes: no perf stage"
     if not _probed(profile, scenarios):
         return "perf probes: none (perf.probes.items 0, or no math suite to draw them from)"
-    asks, measured = _perf_asks(profile, suites, scenarios)
+    items = drawn(perf.probes.items, _short(suites))
+    asks = perf_asks(perf, items)[0]
+    measured = sum(s.requests or 0 for s in scenarios)
     runs = blocks * rounds
     levels = ", ".join(s.scenario for s in scenarios)
-    items = _drawn(perf.probes.items, suites)
     capped = f" (of {perf.probes.items} asked: the math set holds {items})" * (
         items < perf.probes.items
     )

@@ -20,6 +20,7 @@ from qgate.perf.salts import salt_scope
 from qgate.perf.shaped_probes import shape_budgets
 from qgate.perf.workloads import BLOCK
 from qgate.profile.engine_checks import served
+from qgate.profile.probe_count import blocks_of
 from qgate.quality.client import SuiteClient
 from qgate.quality.data import evals_root, read_eval_file
 from qgate.quality.math_set import PREAMBLE, PROBED
@@ -27,7 +28,6 @@ from qgate.quality.math_suite import fit_to_tokens
 from qgate.quality.stage import QualityOutput, runtime_headers
 from qgate.run.context import RunContext, save_raw
 from qgate.run.life_probes import math_probes, probe_params
-from qgate.run.plan import blocks_of
 from qgate.runtime.causes import blamed_on
 
 __all__ = ["compares_to_reference", "perf_blocks", "perf_on", "preambles", "probe_set"]

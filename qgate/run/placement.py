@@ -22,6 +22,7 @@ from qgate.profile.spec_plan import cross_check_notes, speculative_notes
 from qgate.report.attribution import budget_note
 from qgate.run.attribute import attribution_wanted
 from qgate.run.context import RunSet
+from qgate.run.envelope import skipped_perf_line
 from qgate.run.lives import LOCAL, Lives
 from qgate.run.plan import describe, make_plan
 from qgate.run.reference import reference_cached
@@ -211,4 +212,8 @@ def plan(runs: RunSet, fingerprint: Fingerprint | None) -> Plan:
             _attribution_life(out, name, ctx.profile)
     for line in describe(out):
         log.info("%s", line)
+    for name, ctx in zip(runs.names, runs.candidates, strict=True):
+        skipped = skipped_perf_line(ctx.profile, out.suites) if ctx.opts.skip_perf else None
+        if skipped is not None:
+            log.warning("%s: %s", name, skipped)
     return out

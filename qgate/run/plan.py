@@ -32,18 +32,19 @@ from qgate.core.plan import (
 )
 from qgate.gates.quality import policy_for
 from qgate.gates.turns import graded_plan, turn_power
-from qgate.perf.expand import expand_inputs, measured_count
+from qgate.perf.expand import expand_inputs
 from qgate.perf.runner import levels
 from qgate.profile import FixedScenario, MultiTurnScenario, Profile, QualitySpec
 from qgate.profile.engine_checks import starts_process
 from qgate.profile.engines import engine_class
+from qgate.profile.probe_count import blocks_of, measured_count, rounds_of
 from qgate.profile.suites import configured, engine_args_needed, profile_key
 from qgate.quality.calibrate import boundary_warning, expected_accuracy
 from qgate.quality.sizing import gate_power
 from qgate.run.envelope import envelope_lines
 from qgate.run.life_probes import lives_note
 
-__all__ = ["blocks_of", "describe", "make_plan", "round_lives", "rounds_of"]
+__all__ = ["describe", "make_plan", "round_lives"]
 
 
 def _suites(spec: QualitySpec) -> list[SuitePlan]:
@@ -245,12 +246,6 @@ def _engine_args_notes(profile: Profile) -> list[str]:
     ]
 
 
-def rounds_of(profile: Profile) -> int:
-    """Perf rounds (perf.rounds) where the candidate's speed compares to the reference's."""
-    spec = profile.perf
-    return spec.rounds if spec is not None and spec.compare_to == "reference" else 1
-
-
 def _later(rounds: int) -> str:
     """'round 2' or 'rounds 2-R': the rounds after the first, for people."""
     return "round 2" if rounds == 2 else f"rounds 2-{rounds}"
@@ -279,14 +274,6 @@ def round_lives(first: Sequence[Life], rounds: int, blocks: int | None = None) -
                 when += "; started together, its blocks first" if i == 0 else "; started together"
             out.append(Life.of(life.side, life.work & perf, life.placement, when, blocks, k))
     return out
-
-
-def blocks_of(profile: Profile, together: bool) -> int:
-    """Perf blocks per side: perf.blocks, else 2 side by side and 1 in sequence."""
-    spec = profile.perf
-    if spec is None:
-        return 1
-    return spec.blocks if spec.blocks is not None else (2 if together else 1)
 
 
 def _together(

@@ -9,9 +9,10 @@ PASS. Here the shape of the records is held to the profile: each side of each sc
 else what the run's plan mode gives: 2 side by side, 1 in sequence), each block holds the
 scenario's measured requests (`requests`, or conversations x turns; a duration-bound
 scenario's count is its own), and the quality probes mixed in are as many as
-qgate/perf/probes.probe_points places (a count-bound scenario: every probe item at least once,
-more where probe_share of its requests is more; a duration-bound one: one per round(1 /
-probe_share) measured completions). A difference is rejected naming the field and both values.
+qgate/profile/probe_count.probe_points places (a count-bound scenario: every probe item at
+least once, more where probe_share of its requests is more; a duration-bound one: one per
+round(1 / probe_share) measured completions). A difference is rejected naming the field
+and both values.
 
 From perf derivation 10 the probe items are the plan's, not the records' (issue 54: a report
 whose failing probes were deleted, the scenario's or only its lost asks, verified because
@@ -34,12 +35,11 @@ from collections.abc import Iterator
 from qgate.core.plan import Plan
 from qgate.errors import VerificationFailed
 from qgate.gates.judgement import ALONE, SHAPED
-from qgate.perf.expand import measured_count
-from qgate.perf.probes import probe_points
 from qgate.perf.records import ScenarioRun, is_workload
 from qgate.perf.shaped_probes import run_budgets
 from qgate.profile import PerfSpec, Profile
 from qgate.profile.perf import run_names
+from qgate.profile.probe_count import measured_count, probe_points
 from qgate.profile.vacuous import PROBED_FORM
 from qgate.quality.math_set import PROBED
 from qgate.report.model import Report

@@ -7,9 +7,9 @@ from helpers.perf_runs import PROBE_TRUTH, probe, probe_run
 from qgate.gates.judgement import probes_failed
 from qgate.gates.probes import probe_suite, probe_verdicts
 from qgate.gates.speed import evaluate_perf_gates
-from qgate.perf.probes import probe_points
 from qgate.perf.records import ScenarioRun
 from qgate.profile import PerfProbes, PerfSpec
+from qgate.profile.probe_count import probe_points
 
 TRUTH = PROBE_TRUTH
 

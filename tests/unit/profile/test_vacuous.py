@@ -163,6 +163,35 @@ REFUSED: list[tuple[str, str, str, str]] = [
         ":7 quality.math.rule:",
         "max_drop is not set",
     ),
+    # a pooled envelope gate that can never show its margin (issue 53 item 2): the most probe
+    # answers a run can give it, fewer than the clean answers its bound needs
+    (
+        "envelope-margin-beyond-the-lives",
+        BASE + "envelope: {max_broken: 0.3}\n",
+        ":8 envelope.max_broken:",
+        "the pooled envelope gate can never show its margin: at most 8 probe answers (0 perf, "
+        "8 lives), fewer than the 9 clean answers that show at most 30% broken (95%)",
+    ),
+    (
+        "envelope-over-too-few-life-probes",
+        BASE + "lives: {probes: 2}\n",
+        ":8 lives.probes:",
+        "at most 4 probe answers (0 perf, 4 lives), fewer than the 29",
+    ),
+    (
+        "envelope-perf-probes-in-sequence",  # one block: 4 + 8; side by side it would be 2
+        BASE + "engine: {placement: sequence}\n" + PERF + "  probes: {items: 11}\n",
+        ":12 perf.probes.items:",
+        "at most 19 probe answers (11 perf, 8 lives), fewer than the 29",
+    ),
+    (
+        "envelope-perf-probes-at-their-most",  # 2 blocks side by side, 2 sweep levels
+        BASE
+        + PERF.replace("output_tokens: 8", "output_tokens: 8, concurrency: [1, 2]")
+        + "  probes: {items: 2}\n",
+        ":11 perf.probes.items:",
+        "at most 16 probe answers (8 perf, 8 lives), fewer than the 29",
+    ),
     # settings of probes that are off (qgate/profile/inert.py)
     (
         "idle-without-probes",
@@ -186,7 +215,19 @@ REFUSED: list[tuple[str, str, str, str]] = [
 
 ACCEPTED: list[tuple[str, str]] = [
     ("lives-off-without-math", RECALL + "lives: {probes: 0}\n"),
-    ("envelope-over-life-probes", BASE + "envelope: {max_broken: 0.2}\n"),
+    ("envelope-exactly-shown-by-life-probes", BASE + "envelope: {max_broken: 0.32}\n"),  # 8 of 8
+    # perf blocks counted at their most: 2 side by side (11 x 2 + 8 = 30 of 29)
+    ("envelope-shown-side-by-side", BASE + PERF + "  probes: {items: 11}\n"),
+    # rounds start fresh lives: 3 x (4 x 2 + 8) = 48
+    ("envelope-shown-over-rounds", BASE + PERF + "  rounds: 3\n  probes: {items: 4}\n"),
+    # a duration-bound scenario asks one probe per 1/share requests for as long as it runs
+    (
+        "envelope-over-a-duration-bound-scenario",
+        BASE
+        + PERF.replace("output_tokens: 8", "output_tokens: 8, duration_s: 60")
+        + "  probes: {items: 1}\n",
+    ),
+    ("envelope-not-written", BASE + PERF),  # defaults alone are not judged
     ("lives-default-without-math", RECALL),
     ("idle-off-without-probes", BASE + "lives: {probes: 0, idle_s: 0}\n"),
     ("perf-probes-off-without-math", RECALL + PERF + "  probes: {items: 0}\n"),
@@ -195,7 +236,10 @@ ACCEPTED: list[tuple[str, str]] = [
     ("math-flips-below-limit", BASE.replace("limit: 16", "limit: 16, max_flips: 15")),
     ("math-flips-without-limit", BASE.replace("limit: 16", "max_flips: 8")),
     ("sized-by-detect", BASE.replace("limit: 16", "max_flips: 2, detect: {drop: 0.2}")),
-    ("life-flips-below-probes", BASE + "lives: {probes: 4, max_flips: 3}\n"),
+    (
+        "life-flips-below-probes",
+        BASE + "lives: {probes: 4, max_flips: 3}\nenvelope: {max_broken: 0.32}\n",
+    ),
     ("bound-that-can-pass", BASE.replace("limit: 16", "limit: 16, rule: bound")),
     ("bound-sized-at-run-time", BASE.replace("limit: 16", "rule: bound")),
 ]

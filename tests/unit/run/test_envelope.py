@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from qgate.profile import EnvelopeSpec, LivesSpec
 from qgate.profile.load import load_profile
+from qgate.run.envelope import skipped_perf_line
 from qgate.run.plan import describe, make_plan
 
 SHIPPED = Path(__file__).resolve().parents[3] / "precision_profiles"
@@ -123,3 +125,18 @@ def test_the_plan_names_the_scenarios_whose_probes_ask_at_their_length() -> None
     never = next(e for e in _perf_lines("never") if "context lengths graded:" in e)
     assert "NOT GRADED: perf serves prompts past the suites' longest (0 tokens)" in never
     assert "fixed-256x32 1,000 (perf.probes.shaped: never)" in never
+
+
+def test_skip_perf_says_the_lives_alone_cannot_show_the_envelope_margin() -> None:
+    """`qgate run --skip-perf` pools only the first life's probe answers: the run says at its
+    start that the envelope gate will end INCONCLUSIVE (not PASS), and with how many."""
+    profile = load_profile(SHIPPED / "smollm2-cpu-int8.yaml", check_files=False)
+    plan = make_plan([("candidate", profile)], reference_cached=False, placement="cores 0-1")
+    line = skipped_perf_line(profile, plan.suites)
+    assert line is not None
+    assert "pools only the first life's 8 probe answers, fewer than the 19" in line
+    assert "it will end INCONCLUSIVE, and so will the run" in line
+    many = profile.model_copy(update={"envelope": EnvelopeSpec(max_broken=0.4)})  # 6 show it
+    assert skipped_perf_line(many, plan.suites) is None
+    off = profile.model_copy(update={"lives": LivesSpec(probes=0)})  # no answer: no gate at all
+    assert skipped_perf_line(off, plan.suites) is None
