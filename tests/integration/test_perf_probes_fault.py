@@ -52,7 +52,9 @@ quality:
 lives: {probes: 4, idle_s: 22}  # the idle fault's 20 s, and then some
 perf:
   blocks: 1
-  probes: {items: 6}         # the defaults otherwise: max_flips 1, exact McNemar at 0.05
+  probes: {items: 8}         # the defaults otherwise: max_flips 1, exact McNemar at 0.05; 8 a
+                             # level (3 levels) and 8 life answers: the 32 answers the pooled
+                             # envelope's 10% needs 29 of (validate refuses fewer)
   scenarios:
     - {name: chat, input_tokens: 32, output_tokens: 8, concurrency: [1, 12], warmup: 0,
        requests: 24}

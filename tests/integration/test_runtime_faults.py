@@ -280,6 +280,7 @@ quality:
   math: {{prompts: [short], limit: 4}}
 lives: {{probes: 0}}
 perf:
+  probes: {{items: 0}}  # no probe at all: 8 perf answers alone could never show the envelope
   scenarios:
     - {{name: fixed, input_tokens: 64, output_tokens: 8, concurrency: [2], warmup: 0, requests: 2}}
 """
