@@ -10,7 +10,9 @@ import click
 from qgate.cli.outputs import OUTPUTS, ValidatedFile, ValidateOutput, echo_json
 from qgate.cli.util import TEXT_OR_JSON, echo_error
 from qgate.errors import ExitCode, ProfileError
-from qgate.profile.load_multi import load_any_profile_file
+from qgate.profile.load import LoadedProfile
+from qgate.profile.load_multi import LoadedMulti, load_any_profile_file
+from qgate.profile.vacuous import unshowable_envelope
 
 __all__ = ["schema", "validate"]
 
@@ -36,7 +38,7 @@ def validate(profiles: tuple[Path, ...], skip_files: bool, fmt: str) -> None:
     files: list[ValidatedFile] = []
     for path in profiles:
         try:
-            load_any_profile_file(path, check_files=not skip_files)
+            loaded = load_any_profile_file(path, check_files=not skip_files)
         except ProfileError as exc:
             files.append(
                 ValidatedFile(
@@ -49,11 +51,29 @@ def validate(profiles: tuple[Path, ...], skip_files: bool, fmt: str) -> None:
             files.append(ValidatedFile(path=str(path), ok=True, error=None, details=[]))
             if fmt != "json":
                 click.echo(f"ok {path}")
+                for line in _notes(loaded):
+                    click.echo(f"  note: {line}")
     code = int(ExitCode.BAD_INPUT) if any(not f.ok for f in files) else 0
     if fmt == "json":
         echo_json(ValidateOutput(files=files, exit_code=code))
     if code:
         raise click.exceptions.Exit(code)
+
+
+def _notes(loaded: LoadedProfile | LoadedMulti) -> list[str]:
+    """What a valid profile relies on defaults for that will not show: a pooled envelope gate
+    sized by defaults alone that can never show its margin (written keys that size it are
+    refused instead: qgate/profile/vacuous.py)."""
+    if isinstance(loaded, LoadedMulti):
+        named = [(c.name, c.profile) for c in loaded.multi.candidates]
+    else:
+        named = [("", loaded.profile)]
+    out = []
+    for name, profile in named:
+        line = unshowable_envelope(profile)
+        if line is not None:
+            out.append(f"{name}: {line}" if name else line)
+    return out
 
 
 @click.command()

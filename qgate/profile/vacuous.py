@@ -38,7 +38,13 @@ from qgate.profile.scenarios import MultiTurnScenario
 from qgate.profile.spec_plan import draft_length, speculates
 from qgate.profile.speculative import SPECULATIVE_ARG
 
-__all__ = ["accuracy_policies", "fixed_items", "no_probe_source", "vacuous_problems"]
+__all__ = [
+    "accuracy_policies",
+    "fixed_items",
+    "no_probe_source",
+    "unshowable_envelope",
+    "vacuous_problems",
+]
 
 Found = list[tuple[KeyPath, str]]
 
@@ -202,32 +208,38 @@ def _envelope_problems(profile: Profile) -> Found:
 
 
 def _envelope_reach_problems(profile: Profile) -> Found:
-    """A pooled envelope gate that can never show its margin (issue 53 item 2): the most probe
-    answers any run of the profile can give it (qgate/profile/probe_count.py, every count at
-    its most: the math set at its `limit`, perf blocks at 2 unless placed in sequence) are
-    fewer than the clean answers its bound needs, so every run of it ends INCONCLUSIVE.
-    Judged where the profile writes a key that sizes the pool (`envelope`, `lives`,
-    `perf.probes`, `perf.probe_share`), never on defaults alone (this module's rule); left
-    alone where no probe can be drawn (`_envelope_problems`, the probes' own rules) or where a
-    scenario's probes are not counted in advance (duration-bound, a trace)."""
-    math = profile.quality.math
-    if math is None or no_probe_source(profile) is not None or not _sizes_pool(profile):
+    """A pooled envelope gate that can never show its margin (issue 53 item 2), refused where
+    the profile writes a key that sizes the pool (`envelope`, `lives`, `perf.probes`,
+    `perf.probe_share`), never on defaults alone (this module's rule: `unshowable_envelope`
+    says it of those, and `qgate validate`, `plan` and `run` print it as a note)."""
+    line = unshowable_envelope(profile)
+    if line is None or not _sizes_pool(profile):
         return []
+    return [(_reach_key(profile), line)]
+
+
+def unshowable_envelope(profile: Profile) -> str | None:
+    """Why the pooled envelope gate can never show its margin, or None: the most probe answers
+    any run of the profile can give it (qgate/profile/probe_count.py, every count at its most:
+    the math set at its `limit`, perf blocks at 2 unless placed in sequence) are fewer than the
+    clean answers its bound needs, so every run of it ends INCONCLUSIVE. None where no probe
+    can be drawn (`_envelope_problems`, the probes' own rules) or where a scenario's probes are
+    not counted in advance (duration-bound, a trace)."""
+    math = profile.quality.math
+    if math is None or no_probe_source(profile) is not None:
+        return None
     most = most_answers(profile, fixed_items(math))
     spec = profile.envelope
     need = clean_asks_to_show(spec.max_broken, 1 - spec.alpha)
     if most is None or not 0 < most.total < need:
-        return []
-    return [
-        (
-            _reach_key(profile),
-            f"the pooled envelope gate can never show its margin: at most {most.total} probe "
-            f"answers ({most.perf} perf, {most.lives} lives), fewer than the {need} clean "
-            f"answers that show at most {100 * spec.max_broken:g}% broken "
-            f"({100 * (1 - spec.alpha):g}%), so every run would end INCONCLUSIVE; raise "
-            "perf.probes.items or lives.probes, or envelope.max_broken",
-        )
-    ]
+        return None
+    return (
+        f"the pooled envelope gate can never show its margin: at most {most.total} probe "
+        f"answers ({most.perf} perf, {most.lives} lives), fewer than the {need} clean "
+        f"answers that show at most {100 * spec.max_broken:g}% broken "
+        f"({100 * (1 - spec.alpha):g}%), so every run would end INCONCLUSIVE; raise "
+        "perf.probes.items or lives.probes, or envelope.max_broken"
+    )
 
 
 def _sizes_pool(profile: Profile) -> bool:

@@ -19,6 +19,7 @@ from qgate.profile.engines import declared
 from qgate.profile.reuse_plan import reuse_notes
 from qgate.profile.side import side as side_of
 from qgate.profile.spec_plan import cross_check_notes, speculative_notes
+from qgate.profile.vacuous import unshowable_envelope
 from qgate.report.attribution import budget_note
 from qgate.run.attribute import attribution_wanted
 from qgate.run.context import RunSet
@@ -216,4 +217,6 @@ def plan(runs: RunSet, fingerprint: Fingerprint | None) -> Plan:
         skipped = skipped_perf_line(ctx.profile, out.suites) if ctx.opts.skip_perf else None
         if skipped is not None:
             log.warning("%s: %s", name, skipped)
+        elif (never := unshowable_envelope(ctx.profile)) is not None:
+            log.warning("%s: %s", name, never)  # sized by defaults alone (validate refuses else)
     return out

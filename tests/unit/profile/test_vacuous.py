@@ -269,3 +269,35 @@ def test_validate_refuses_it(
 def test_validate_accepts_it(tmp_path: Path, name: str, text: str) -> None:
     _, code, output = _validate(tmp_path, text)
     assert code == 0, output
+
+
+MINIMAL = """\
+name: min
+model: {embedded: smollm2}
+candidate:
+  args: {kv_cache_dtype: auto}
+quality:
+  math: {prompts: [short]}
+"""
+
+
+def test_a_pool_sized_by_defaults_alone_is_noted_not_refused(tmp_path: Path) -> None:
+    """A profile that writes nothing of the pool (the default 4 life probes, no perf stage: 8
+    answers against the 29 a 10% margin needs) is valid, and `qgate validate` says that every
+    run of it ends INCONCLUSIVE and what to raise; written keys that size it are refused."""
+    from qgate.profile.load import load_profile
+    from qgate.profile.vacuous import unshowable_envelope
+
+    path = tmp_path / "min.yaml"
+    path.write_text(MINIMAL)
+    line = unshowable_envelope(load_profile(path))
+    assert line is not None and "at most 8 probe answers (0 perf, 8 lives)" in line
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert f"ok {path}\n  note: the pooled envelope gate can never show its margin" in result.output
+    path.write_text(MINIMAL + "lives: {probes: 4}\n")  # the same pool, written: refused
+    refused = CliRunner().invoke(main, ["validate", str(path)])
+    assert refused.exit_code == 2 and "lives.probes: the pooled envelope gate" in refused.stderr
+    path.write_text(MINIMAL + "lives: {probes: 15}\n")  # 30 answers show 10%: nothing to say
+    assert unshowable_envelope(load_profile(path)) is None
+    assert "note:" not in CliRunner().invoke(main, ["validate", str(path)]).output
