@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.agent_records import graded_item
 from helpers.fault_proxy import faulty
 from helpers.mock_server import MockRuntime, load_by_path
 
@@ -30,7 +31,7 @@ from qgate.gates.quality import evaluate_quality
 from qgate.profile import Profile
 from qgate.quality import stage
 from qgate.quality.agent_data import HTTP_ERROR, grade_tool_call, structured_items, tool_items
-from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.quality.records import SuiteRun
 from qgate.report.verify.rederive import Rederived, rederive_correctness
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -169,18 +170,7 @@ def _tool_run(role: str, refused: set[int], wrong: set[int] = frozenset()) -> Su
             call = {"name": name, "arguments": json.dumps(item.arguments)}
             output, finish = json.dumps({"content": None, "tool_calls": [call]}), "tool_calls"
         grade = grade_tool_call(output, finish, item.expected)
-        items.append(
-            ItemRecord(
-                id=item.id,
-                prompt_sha256="0" * 64,
-                output=output,
-                answer=grade.answer,
-                expected=item.expected,
-                correct=grade.correct,
-                finish_reason=finish,
-                failure=grade.failure,
-            )
-        )
+        items.append(graded_item(item.id, item.expected, output, finish, grade))
     return SuiteRun(suite="tool_calls.named", role=role, data_sha256="0" * 64, items=items)  # type: ignore[arg-type]
 
 

@@ -6,12 +6,10 @@ the kind either way is refused."""
 
 from __future__ import annotations
 
-import copy
-import json
-
 import pytest
+from helpers.agent_records import STRUCTURED as SUITE
+from helpers.agent_records import rejudged, structured_profile, structured_run
 from helpers.report_synthetic import (
-    PROFILE,
     build_report,
     fake_compare,
     fake_scenario_verdicts,
@@ -22,94 +20,40 @@ from helpers.report_synthetic import (
 from qgate.attest.statement import Subject
 from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
-from qgate.gates.judge import judge
-from qgate.gates.judgement import PERF_DERIVATION, QUALITY_DERIVATION, Derivation
+from qgate.gates.judgement import PERF_DERIVATION, QUALITY_DERIVATION
 from qgate.gates.quality import evaluate_quality
-from qgate.profile import Profile
-from qgate.quality.agent_data import PREFIX_FROM, grade_structured, structured_items
-from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.quality.agent_data import PREFIX_FROM, StructuredItem
+from qgate.quality.records import SuiteRun
 from qgate.report.model import Report
 from qgate.report.signing import sign_report
 from qgate.report.verify import derivation as derivations
-from qgate.report.verify.recompute import Recompute, evidence_of
+from qgate.report.verify.recompute import Recompute
 from qgate.report.verify.single import verify_bytes
 
 N = 6
-SUITE = "structured.response_format"
 RAMBLE = "To add the two numbers, we first count the apples on the table and then"
 """SmolLM2 without the schema, cut by max_tokens (issue 53's drop:response_format run)."""
 # the real quality gates (the `constrained` gate is theirs), the synthetic perf stand-ins
 FNS = Recompute(evaluate_quality, fake_summarize, fake_compare, fake_scenario_verdicts)
 
 
-def _profile_json() -> dict[str, object]:
-    data = copy.deepcopy(PROFILE)
-    data["quality"]["structured"] = {  # type: ignore[index]
-        "items": N,
-        "params": ["response_format"],
-        "streamed": False,
-        "rule": "point",
-    }
-    return data
-
-
 def _run(role: str, rambled: set[int], quality: int) -> SuiteRun:
     """The result as `role` answered it, graded as quality derivation `quality` grades it:
     `rambled` items cut by max_tokens in prose, the others right."""
-    items = []
-    for n, item in enumerate(structured_items(N, 4343)):
-        key = "answer" if item.id.startswith("sum") else "word"
-        value: object = int(item.expected) if key == "answer" else item.expected
-        output, finish = (RAMBLE, "length") if n in rambled else (json.dumps({key: value}), "stop")
-        grade = grade_structured(
-            item.id, output, finish, item.expected, prefixes=quality >= PREFIX_FROM
-        )
-        items.append(
-            ItemRecord(
-                id=item.id,
-                prompt_sha256="0" * 64,
-                output=output,
-                answer=grade.answer,
-                expected=item.expected,
-                correct=grade.correct,
-                finish_reason=finish,
-                failure=grade.failure,
-            )
-        )
-    cached = role == "reference"  # as build_report's reference, read from its cache
-    return SuiteRun(suite=SUITE, role=role, data_sha256="0" * 64, items=items, cached=cached)  # type: ignore[arg-type]
 
+    def answer(n: int, item: StructuredItem, right: str) -> tuple[str, str]:
+        return (RAMBLE, "length") if n in rambled else (right, "stop")
 
-def _judged(report: Report, quality: int) -> Report:
-    """`report` at quality derivation `quality`, every verdict and warning made again by the
-    one judge from its records."""
-    report.quality.derivation = quality
-    judged = judge(
-        Profile.model_validate(report.profile),
-        evidence_of(report),
-        Derivation(quality=quality, perf=report.perf.derivation),
-        resamples=report.perf.bootstrap_resamples,
-        seed=report.perf.bootstrap_seed,
-        fns=FNS,
-    )
-    report.quality.verdicts, report.warnings = judged.quality, judged.warnings
-    report.perf.results, report.perf.gates = judged.scenarios, judged.speed
-    report.verdict = judged.verdict
-    if report.verdict == "FAIL" and report.perf.status == "ran":  # perf skips a failed quality
-        report.perf = build_report(
-            profile_json=_profile_json(), perf_status="skipped: gates failed", fns=FNS
-        ).perf
-        return _judged(report, quality)
-    return report
+    return structured_run(role, N, answer, prefixes=quality >= PREFIX_FROM)
 
 
 def _report(quality: int = QUALITY_DERIVATION) -> Report:
     """The synthetic report with one structured result: the candidate rambled on item 0."""
-    report = build_report(profile_json=_profile_json(), fns=FNS)
+    report = build_report(profile_json=structured_profile(N), fns=FNS)
     ref, cand = report.quality.runs
     ours = [_run("reference", set(), quality), _run("candidate", {0}, quality)]
     report.quality.runs = [ref, ours[0], cand, ours[1]]
-    return _judged(report, quality)
+    return rejudged(report, quality, FNS, N)
 
 
 def _relabelled(report: Report, failure: str) -> Report:
@@ -118,7 +62,7 @@ def _relabelled(report: Report, failure: str) -> Report:
     cand = report.quality.runs[3]
     first = cand.items[0].model_copy(update={"failure": failure})
     report.quality.runs[3] = cand.model_copy(update={"items": [first, *cand.items[1:]]})
-    return _judged(report, report.quality.derivation)
+    return rejudged(report, report.quality.derivation, FNS, N)
 
 
 def _verify(report: Report) -> object:

@@ -6,103 +6,46 @@ escape it."""
 
 from __future__ import annotations
 
-import copy
-import json
-
 import pytest
-from helpers.report_synthetic import FAKES, PROFILE, build_report, make_signer
+from helpers.agent_records import STRUCTURED as SUITE
+from helpers.agent_records import rejudged, right_json, structured_profile, structured_run
+from helpers.report_synthetic import FAKES, build_report, make_signer
 
 from qgate.attest.statement import Subject
 from qgate.core.verdict import Verdict
 from qgate.errors import VerificationFailed
 from qgate.gates.agent import SERVED_FROM
-from qgate.gates.judge import judge
-from qgate.gates.judgement import PERF_DERIVATION, QUALITY_DERIVATION, Derivation
-from qgate.profile import Profile
-from qgate.quality.agent_data import HTTP_ERROR, grade_structured, structured_items
-from qgate.quality.records import ItemRecord, SuiteRun
+from qgate.gates.judgement import PERF_DERIVATION, QUALITY_DERIVATION
+from qgate.quality.agent_data import HTTP_ERROR, StructuredItem
+from qgate.quality.records import SuiteRun
 from qgate.report.model import Report
 from qgate.report.signing import sign_report
 from qgate.report.verify import derivation as derivations
-from qgate.report.verify.recompute import evidence_of
 from qgate.report.verify.single import verify_bytes
 
 N = 6
-SUITE = "structured.response_format"
 REFUSED = "HTTP 400: response_format: schema not supported"
-
-
-def _profile_json() -> dict[str, object]:
-    data = copy.deepcopy(PROFILE)
-    data["quality"]["structured"] = {  # type: ignore[index]
-        "items": N,
-        "params": ["response_format"],
-        "streamed": False,
-        "rule": "point",
-    }
-    return data
 
 
 def _run(role: str, refused: set[int], wrong: set[int] = frozenset()) -> SuiteRun:  # type: ignore[assignment]
     """The result as `role` answered it: `refused` with HTTP 400, `wrong` with a wrong value."""
-    items = []
-    for n, item in enumerate(structured_items(N, 4343)):
-        key = "answer" if item.id.startswith("sum") else "word"
-        value: object = int(item.expected) if key == "answer" else item.expected
-        if n in wrong:
-            value = -1 if key == "answer" else "nothing"
-        output, finish = (
-            (REFUSED, HTTP_ERROR) if n in refused else (json.dumps({key: value}), "stop")
-        )
-        grade = grade_structured(item.id, output, finish, item.expected)
-        items.append(
-            ItemRecord(
-                id=item.id,
-                prompt_sha256="0" * 64,
-                output=output,
-                answer=grade.answer,
-                expected=item.expected,
-                correct=grade.correct,
-                finish_reason=finish,
-                failure=grade.failure,
-            )
-        )
-    cached = role == "reference"  # as build_report's reference, read from its cache
-    return SuiteRun(suite=SUITE, role=role, data_sha256="0" * 64, items=items, cached=cached)  # type: ignore[arg-type]
 
+    def answer(n: int, item: StructuredItem, right: str) -> tuple[str, str]:
+        if n in refused:
+            return REFUSED, HTTP_ERROR
+        return (right_json(item, wrong=True) if n in wrong else right), "stop"
 
-def _judged(report: Report, quality: int) -> Report:
-    """`report` with its quality derivation `quality` and every verdict and warning made again
-    by the one judge (the synthetic reports' stand-in suite gates, the real assembly)."""
-    report.quality.derivation = quality
-    profile = Profile.model_validate(report.profile)
-    judged = judge(
-        profile,
-        evidence_of(report),
-        Derivation(quality=quality, perf=report.perf.derivation),
-        resamples=report.perf.bootstrap_resamples,
-        seed=report.perf.bootstrap_seed,
-        fns=FAKES,
-    )
-    report.quality.verdicts, report.warnings = judged.quality, judged.warnings
-    report.perf.results, report.perf.gates = judged.scenarios, judged.speed
-    report.verdict = judged.verdict
-    return report
+    return structured_run(role, N, answer)
 
 
 def _report(refused: set[int], quality: int = QUALITY_DERIVATION) -> Report:
     """The synthetic report with one structured result: the reference serves every item and
     has `refused` wrong, the candidate answers those with HTTP 400 (tools-25's shape: no loss
     for the accuracy gates to see); its perf ran where the quality gates passed."""
-    report = build_report(profile_json=_profile_json())
+    report = build_report(profile_json=structured_profile(N))
     ref, cand = report.quality.runs
     report.quality.runs = [ref, _run("reference", set(), refused), cand, _run("candidate", refused)]
-    report = _judged(report, quality)
-    if report.verdict == "FAIL":  # the perf stage does not run past a failed quality gate
-        skipped = build_report(profile_json=_profile_json(), perf_status="skipped: gates failed")
-        report.perf = skipped.perf
-        report = _judged(report, quality)
-    return report
+    return rejudged(report, quality, FAKES, N)
 
 
 def _verify(report: Report) -> object:
